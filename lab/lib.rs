@@ -1,1 +1,13 @@
-pub fn x(){}
+//! ctxlab: a reproducible experiment lab and fault-injection harness for how an
+//! LLM agent harness manages memory.
+//!
+//! Two mechanisms, one module tree each: [`compact`] (context compaction: what
+//! may be lost) and [`memory`] (persistent memory: what must not be lost). Both
+//! report through [`counters::Counters`] and register their experiments in
+//! [`registry`].
+
+pub mod compact;
+pub mod counters;
+pub mod error;
+pub mod memory;
+pub mod registry;

@@ -1,0 +1,4 @@
+//! Compaction experiments.
+use crate::registry::Experiment;
+/// Compaction rows of the registry.
+pub static EXPERIMENTS: &[Experiment] = &[];

@@ -1,0 +1,2 @@
+//! Context compaction (placeholder, replaced by the real pipeline).
+pub mod experiments;

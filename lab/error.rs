@@ -1,0 +1,116 @@
+//! The lab's one error type. Every variant names what was wrong, where, and the fix.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Errors the lab reports to a user. `Display` is the message printed by the CLI.
+#[derive(Debug)]
+pub enum LabError {
+    /// The command line asked for something that does not exist (unknown experiment, profile...).
+    Usage {
+        /// What was wrong.
+        message: String,
+        /// How to fix it.
+        fix: String,
+    },
+    /// A user-supplied file (scenario, transcript) is malformed.
+    Input {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line, 0 when unknown.
+        line: usize,
+        /// 1-based column, 0 when unknown.
+        column: usize,
+        /// What was found and what was expected.
+        message: String,
+        /// How to fix it.
+        fix: String,
+    },
+    /// A refused operation on guarded state (hostile memory name, path outside a store).
+    Refused {
+        /// What was refused and why.
+        message: String,
+        /// How to fix it.
+        fix: String,
+    },
+    /// The file system failed underneath the lab.
+    Io {
+        /// What the lab was doing.
+        context: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A run did not meet its stated expectations (scenario, selftest).
+    Expectation {
+        /// One line per broken expectation.
+        failures: Vec<String>,
+    },
+}
+
+impl LabError {
+    /// Shorthand for a usage error.
+    pub fn usage(message: impl Into<String>, fix: impl Into<String>) -> Self {
+        LabError::Usage {
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// Shorthand for an I/O error with context.
+    pub fn io(context: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        LabError::Io {
+            context: context.into(),
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// The process exit code documented in README ("Exit codes").
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LabError::Expectation { .. } => 1,
+            LabError::Usage { .. } => 2,
+            LabError::Input { .. } | LabError::Refused { .. } => 3,
+            LabError::Io { .. } => 4,
+        }
+    }
+}
+
+impl fmt::Display for LabError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LabError::Usage { message, fix } => write!(f, "error: {message}\n  fix: {fix}"),
+            LabError::Input {
+                file,
+                line,
+                column,
+                message,
+                fix,
+            } => write!(
+                f,
+                "error: {}:{line}:{column}: {message}\n  fix: {fix}",
+                file.display()
+            ),
+            LabError::Refused { message, fix } => write!(f, "error: refused: {message}\n  fix: {fix}"),
+            LabError::Io {
+                context,
+                path,
+                source,
+            } => write!(f, "error: {context}: {}: {source}", path.display()),
+            LabError::Expectation { failures } => {
+                writeln!(f, "error: {} expectation(s) failed", failures.len())?;
+                for line in failures {
+                    writeln!(f, "  - {line}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LabError {}
+
+/// Result alias used throughout the lab.
+pub type LabResult<T> = Result<T, LabError>;

@@ -1,0 +1,4 @@
+//! Memory experiments.
+use crate::registry::Experiment;
+/// Memory rows of the registry.
+pub static EXPERIMENTS: &[Experiment] = &[];

@@ -1,0 +1,2 @@
+//! Persistent memory (seed sections 6-7).
+pub mod experiments;

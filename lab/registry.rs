@@ -1,0 +1,232 @@
+//! The experiment registry: one row per experiment, for every mechanism.
+//!
+//! The same table drives `lab list`, `lab break ID`, `lab selftest`, the
+//! README experiment table and the data-driven tests, so an experiment cannot
+//! exist in one place and be missing from another.
+
+use serde::Serialize;
+
+use crate::counters::{Counters, Value};
+use crate::error::{LabError, LabResult};
+
+/// Which mechanism of the harness an experiment exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// Context compaction (seed sections 3-5): what may be lost.
+    Compaction,
+    /// Persistent memory (seed sections 6-7): what must not be lost.
+    Memory,
+}
+
+impl Mechanism {
+    /// Lower-case name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Compaction => "compaction",
+            Mechanism::Memory => "memory",
+        }
+    }
+}
+
+/// What kind of row this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A safeguard is switched off; the named counter must catch it.
+    Break,
+    /// A gap the seed found in the intact design; the baseline itself shows it.
+    Finding,
+}
+
+/// An expected value in a registry expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// A flag.
+    Bool(bool),
+    /// A count.
+    Count(u64),
+}
+
+impl Expected {
+    /// Does an observed value match?
+    pub fn matches(self, v: &Value) -> bool {
+        match (self, v) {
+            (Expected::Bool(a), Value::Bool(b)) => a == *b,
+            (Expected::Count(a), Value::Count(b)) => a == *b,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Bool(b) => write!(f, "{b}"),
+            Expected::Count(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// "In cell `cell`, counter `counter` goes from `baseline` to `broken`."
+#[derive(Debug, Clone, Copy)]
+pub struct Expect {
+    /// Cell label the expectation applies to, or `None` for every cell.
+    pub cell: Option<&'static str>,
+    /// Counter name.
+    pub counter: &'static str,
+    /// Value in the baseline (intact) run.
+    pub baseline: Expected,
+    /// Value in the broken run.
+    pub broken: Expected,
+}
+
+/// Options every experiment accepts from the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Exact lengths of the embedded persistence path to run the experiment at.
+    pub path_lens: Vec<usize>,
+    /// Seed for anything randomised (sweeps, generated sessions).
+    pub seed: u64,
+}
+
+impl Default for RunOptions {
+    /// Two path lengths straddling the re-compaction threshold (embedded path
+    /// length 89 with the course's 120-char placeholder rule), seed 0.
+    fn default() -> Self {
+        RunOptions {
+            path_lens: vec![SHORT_PATH, LONG_PATH],
+            seed: 0,
+        }
+    }
+}
+
+/// Default short embedded path length: placeholders stay under the 120-char rule.
+pub const SHORT_PATH: usize = 60;
+/// Default long embedded path length: placeholders cross the 120-char rule.
+pub const LONG_PATH: usize = 160;
+
+/// One cell of a verdict: the baseline and the broken run under one condition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    /// Condition label, e.g. `path_len=160`.
+    pub label: String,
+    /// Counters of the intact run.
+    pub baseline: Counters,
+    /// Counters with the experiment's change applied.
+    pub broken: Counters,
+}
+
+/// What `lab break ID` prints: an experiment's cells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// Experiment id.
+    pub id: String,
+    /// Mechanism.
+    pub mechanism: Mechanism,
+    /// Title.
+    pub title: String,
+    /// The change, as `Switches.field = value` lines.
+    pub change: String,
+    /// One cell per condition.
+    pub cells: Vec<Cell>,
+}
+
+impl Verdict {
+    /// Check the registry's expectations against this verdict; returns failures.
+    pub fn check(&self, expects: &[Expect]) -> Vec<String> {
+        let mut failures = Vec::new();
+        for e in expects {
+            let cells: Vec<&Cell> = self
+                .cells
+                .iter()
+                .filter(|c| e.cell.is_none_or(|l| c.label == l))
+                .collect();
+            if cells.is_empty() {
+                failures.push(format!("{}: no cell {:?}", self.id, e.cell));
+            }
+            for c in cells {
+                for (side, counters, want) in
+                    [("baseline", &c.baseline, e.baseline), ("broken", &c.broken, e.broken)]
+                {
+                    match counters.get(e.counter) {
+                        Some(got) if want.matches(&got.value) => {}
+                        Some(got) => failures.push(format!(
+                            "{} [{}] {side} {}: expected {want}, got {}",
+                            self.id, c.label, e.counter, got.value
+                        )),
+                        None => failures.push(format!(
+                            "{} [{}] {side}: counter {} missing",
+                            self.id, c.label, e.counter
+                        )),
+                    }
+                }
+            }
+        }
+        failures
+    }
+}
+
+/// One registry row.
+#[derive(Clone, Copy)]
+pub struct Experiment {
+    /// Stable id used on the command line (`D6`, `M-rollback-off`, ...).
+    pub id: &'static str,
+    /// Mechanism.
+    pub mechanism: Mechanism,
+    /// Break or finding.
+    pub kind: Kind,
+    /// One-line title.
+    pub title: &'static str,
+    /// The change as `Switches.field = value` (or "none" for findings).
+    pub change: &'static str,
+    /// The counter(s) that catch it.
+    pub caught_by: &'static [&'static str],
+    /// Where the seed states it.
+    pub seed: &'static str,
+    /// Runs baseline and broken and returns the verdict.
+    pub run: fn(&RunOptions) -> LabResult<Verdict>,
+    /// What the verdict must show; checked by `lab selftest` and the tests.
+    pub expect: &'static [Expect],
+}
+
+impl std::fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Experiment").field("id", &self.id).finish()
+    }
+}
+
+/// Experiment ids of the prototype that belong to other harness layers.
+pub const OTHER_LAYERS: &[(&str, &str)] = &[
+    ("D1", "loop termination trusts stop_reason: execution layer (s01 agent loop), not memory management"),
+    ("D4", "permission gate order: execution layer (s03 permissions), not memory management"),
+    ("D5", "barrier vs pipeline parallelism: timing layer (s16 workflow runtime), not memory management"),
+];
+
+/// Every experiment, compaction first, then memory, in a stable order.
+pub fn all() -> Vec<&'static Experiment> {
+    crate::compact::experiments::EXPERIMENTS
+        .iter()
+        .chain(crate::memory::experiments::EXPERIMENTS.iter())
+        .collect()
+}
+
+/// Find an experiment by id (case-insensitive), with a helpful error.
+pub fn find(id: &str) -> LabResult<&'static Experiment> {
+    if let Some(e) = all().into_iter().find(|e| e.id.eq_ignore_ascii_case(id)) {
+        return Ok(e);
+    }
+    if let Some((other, why)) = OTHER_LAYERS.iter().find(|(o, _)| o.eq_ignore_ascii_case(id)) {
+        return Err(LabError::usage(
+            format!("{other} is not a memory-management experiment: {why}"),
+            "ctxlab models context compaction and persistent memory only; run `lab list` for its experiments",
+        ));
+    }
+    Err(LabError::usage(
+        format!("unknown experiment {id:?}"),
+        format!(
+            "use one of: {} (see `lab list`)",
+            all().iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
+        ),
+    ))
+}
