@@ -59,7 +59,11 @@ impl LabError {
     }
 
     /// Shorthand for an I/O error with context.
-    pub fn io(context: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub fn io(
+        context: impl Into<String>,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         LabError::Io {
             context: context.into(),
             path: path.into(),
@@ -93,7 +97,9 @@ impl fmt::Display for LabError {
                 "error: {}:{line}:{column}: {message}\n  fix: {fix}",
                 file.display()
             ),
-            LabError::Refused { message, fix } => write!(f, "error: refused: {message}\n  fix: {fix}"),
+            LabError::Refused { message, fix } => {
+                write!(f, "error: refused: {message}\n  fix: {fix}")
+            }
             LabError::Io {
                 context,
                 path,

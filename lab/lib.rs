@@ -10,4 +10,5 @@ pub mod compact;
 pub mod counters;
 pub mod error;
 pub mod memory;
+pub mod message;
 pub mod registry;

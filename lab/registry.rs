@@ -146,9 +146,10 @@ impl Verdict {
                 failures.push(format!("{}: no cell {:?}", self.id, e.cell));
             }
             for c in cells {
-                for (side, counters, want) in
-                    [("baseline", &c.baseline, e.baseline), ("broken", &c.broken, e.broken)]
-                {
+                for (side, counters, want) in [
+                    ("baseline", &c.baseline, e.baseline),
+                    ("broken", &c.broken, e.broken),
+                ] {
                     match counters.get(e.counter) {
                         Some(got) if want.matches(&got.value) => {}
                         Some(got) => failures.push(format!(
@@ -216,7 +217,10 @@ pub fn find(id: &str) -> LabResult<&'static Experiment> {
     if let Some(e) = all().into_iter().find(|e| e.id.eq_ignore_ascii_case(id)) {
         return Ok(e);
     }
-    if let Some((other, why)) = OTHER_LAYERS.iter().find(|(o, _)| o.eq_ignore_ascii_case(id)) {
+    if let Some((other, why)) = OTHER_LAYERS
+        .iter()
+        .find(|(o, _)| o.eq_ignore_ascii_case(id))
+    {
         return Err(LabError::usage(
             format!("{other} is not a memory-management experiment: {why}"),
             "ctxlab models context compaction and persistent memory only; run `lab list` for its experiments",

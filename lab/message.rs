@@ -1,0 +1,271 @@
+//! The message model, in Anthropic Messages shape.
+//!
+//! A request is a list of [`Message`]s; content is either a plain string or a
+//! list of [`Block`]s. Tool results carry their text as a plain string: the lab
+//! measures what a compaction design does to that text, so richer result
+//! shapes are flattened by the importers before they reach the pipeline.
+
+use serde::{Deserialize, Serialize};
+
+/// Who sent a message. Tool results travel in `user` messages, as in the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user, or the harness speaking for tools.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One content block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call by the model.
+    ToolUse {
+        /// Call id, answered by exactly one `tool_result`.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Tool input (any JSON).
+        input: serde_json::Value,
+    },
+    /// The harness's answer to a tool call.
+    ToolResult {
+        /// The `tool_use` id this answers.
+        tool_use_id: String,
+        /// The result text (what compaction persists, snips and shortens).
+        content: String,
+    },
+    /// Model reasoning, kept as its own kind so replays do not mistake it for text.
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+    },
+    /// An image, kept by reference only (its bytes are never needed by the lab).
+    Image {
+        /// Media type or a short description of the source.
+        source: String,
+    },
+}
+
+/// Message content: a plain string or a list of blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// A plain string (user prompts, markers, summaries).
+    Text(String),
+    /// Structured blocks.
+    Blocks(Vec<Block>),
+}
+
+/// One message of a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Sender.
+    pub role: Role,
+    /// Content.
+    pub content: Content,
+}
+
+impl Message {
+    /// A user message with plain text.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: Content::Text(text.into()),
+        }
+    }
+
+    /// An assistant message with blocks.
+    pub fn assistant(blocks: Vec<Block>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: Content::Blocks(blocks),
+        }
+    }
+
+    /// A user message carrying tool results.
+    pub fn tool_results(results: Vec<(String, String)>) -> Self {
+        Message {
+            role: Role::User,
+            content: Content::Blocks(
+                results
+                    .into_iter()
+                    .map(|(tool_use_id, content)| Block::ToolResult {
+                        tool_use_id,
+                        content,
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The blocks, or an empty slice for string content.
+    pub fn blocks(&self) -> &[Block] {
+        match &self.content {
+            Content::Blocks(b) => b,
+            Content::Text(_) => &[],
+        }
+    }
+
+    /// Mutable blocks, or an empty slice for string content.
+    pub fn blocks_mut(&mut self) -> &mut [Block] {
+        match &mut self.content {
+            Content::Blocks(b) => b,
+            Content::Text(_) => &mut [],
+        }
+    }
+
+    /// Ids of the `tool_use` blocks of an assistant message (course: `has_tool_use`).
+    pub fn tool_use_ids(&self) -> Vec<&str> {
+        if self.role != Role::Assistant {
+            return Vec::new();
+        }
+        self.blocks()
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Does this assistant message call a tool?
+    pub fn has_tool_use(&self) -> bool {
+        self.role == Role::Assistant
+            && self
+                .blocks()
+                .iter()
+                .any(|b| matches!(b, Block::ToolUse { .. }))
+    }
+
+    /// Is this a user message carrying at least one tool result?
+    pub fn is_tool_result(&self) -> bool {
+        self.role == Role::User
+            && self
+                .blocks()
+                .iter()
+                .any(|b| matches!(b, Block::ToolResult { .. }))
+    }
+
+    /// Ids answered by the `tool_result` blocks of this message.
+    pub fn tool_result_ids(&self) -> Vec<&str> {
+        if self.role != Role::User {
+            return Vec::new();
+        }
+        self.blocks()
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The text of a message: the string, or its text blocks joined by newlines.
+    pub fn text(&self) -> String {
+        match &self.content {
+            Content::Text(t) => t.clone(),
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+/// Python-compatible size estimate: the length in characters of
+/// `json.dumps(messages, ensure_ascii=False)`, which is what the course
+/// compares against its `CONTEXT_CHAR_LIMIT`. Python's default separators are
+/// `", "` and `": "`; serde_json's compact form has none, so one char per
+/// separator is added back.
+pub fn estimate_chars(messages: &[Message]) -> usize {
+    // "[" + "]" + ", " between messages.
+    let mut total = 2 + messages.len().saturating_sub(1) * 2;
+    for m in messages {
+        total += message_chars(m);
+    }
+    total
+}
+
+/// [`estimate_chars`] of one message as an element of the list.
+pub fn message_chars(message: &Message) -> usize {
+    let value = serde_json::to_value(message).unwrap_or(serde_json::Value::Null);
+    python_json_chars(&value)
+}
+
+/// Characters of `json.dumps(value, ensure_ascii=False)` with Python's separators.
+pub fn python_json_chars(value: &serde_json::Value) -> usize {
+    use serde_json::Value as V;
+    match value {
+        V::Null => 4,
+        V::Bool(true) => 4,
+        V::Bool(false) => 5,
+        V::Number(n) => n.to_string().chars().count(),
+        V::String(s) => json_string_chars(s),
+        V::Array(items) => {
+            2 + items.len().saturating_sub(1) * 2
+                + items.iter().map(python_json_chars).sum::<usize>()
+        }
+        V::Object(map) => {
+            2 + map.len().saturating_sub(1) * 2
+                + map
+                    .iter()
+                    .map(|(k, v)| json_string_chars(k) + 2 + python_json_chars(v))
+                    .sum::<usize>()
+        }
+    }
+}
+
+/// Characters of a JSON string literal as Python writes it with `ensure_ascii=False`.
+fn json_string_chars(s: &str) -> usize {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_round_trips_anthropic_shape() {
+        let raw = r#"[{"role":"user","content":"hi"},
+            {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{"command":"ls"}}]},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a\nb"}]}]"#;
+        let msgs: Vec<Message> = serde_json::from_str(raw).unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert!(msgs[1].has_tool_use());
+        assert!(msgs[2].is_tool_result());
+        assert_eq!(msgs[2].tool_result_ids(), vec!["t1"]);
+        let back = serde_json::to_string(&msgs).unwrap();
+        let again: Vec<Message> = serde_json::from_str(&back).unwrap();
+        assert_eq!(msgs, again);
+    }
+
+    #[test]
+    fn estimate_matches_python_json_dumps() {
+        // python3 -c 'import json;print(len(json.dumps([{"role":"user","content":"héllo\n"}],ensure_ascii=False)))'
+        // -> 40
+        let msgs = vec![Message::user_text("héllo\n")];
+        assert_eq!(estimate_chars(&msgs), 40);
+        let two = vec![Message::user_text("a"), Message::user_text("b")];
+        // [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}] -> 68
+        assert_eq!(estimate_chars(&two), 68);
+    }
+}
