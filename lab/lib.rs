@@ -9,6 +9,7 @@
 pub mod compact;
 pub mod counters;
 pub mod error;
+pub mod import;
 pub mod memory;
 pub mod message;
 pub mod registry;

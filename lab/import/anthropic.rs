@@ -1,0 +1,100 @@
+//! Anthropic Messages requests: `{"system": ..., "messages": [...]}` or a bare
+//! array of messages, streamed message by message.
+//!
+//! Content blocks are converted like Claude Code's (the shapes are the API's).
+//! A `system` key (string or text blocks) and `role: system` array entries go
+//! to [`super::ImportedSession::system`]. Unknown roles are a
+//! [`super::DiagnosticKind::UnknownRole`] diagnostic and are skipped.
+
+use std::io::BufRead;
+
+use serde_json::Value;
+
+use super::claude_records::convert_content;
+use super::stream::for_each_element;
+use super::{repair_pairs, DiagnosticKind, ImportedSession, Sink};
+use crate::error::LabResult;
+use crate::message::{Message, Role};
+
+pub(crate) fn read<R: BufRead>(
+    reader: R,
+    session: &mut ImportedSession,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let source = sink.source.to_path_buf();
+    let mut main = Vec::new();
+    let mut lines = Vec::new();
+    let end = for_each_element(reader, &source, &["messages"], &["system"], |v, line| {
+        session.stats.records += 1;
+        let role = v.get("role").and_then(Value::as_str).map(str::to_string);
+        match role.as_deref() {
+            Some("user") | Some("assistant") => {
+                session.stats.message_records += 1;
+                let content = convert_content(v.get("content"), line, &mut session.stats, sink)?;
+                main.push(Message {
+                    role: if role.as_deref() == Some("user") {
+                        Role::User
+                    } else {
+                        Role::Assistant
+                    },
+                    content,
+                });
+                lines.push(line);
+                Ok(())
+            }
+            Some("system") => {
+                session.stats.message_records += 1;
+                session.system.push(system_text(v.get("content")));
+                Ok(())
+            }
+            Some(other) => {
+                session.skip(&format!("role:{other}"));
+                sink.report(
+                    line,
+                    1,
+                    DiagnosticKind::UnknownRole,
+                    format!("unknown role `{other}`; counted and skipped"),
+                )
+            }
+            None => {
+                session.skip("(no role)");
+                sink.report(
+                    line,
+                    1,
+                    DiagnosticKind::InvalidRecord,
+                    "message has no string `role`; skipped".into(),
+                )
+            }
+        }
+    })?;
+    for (key, value) in &end.captured {
+        if key == "system" {
+            session.system.insert(0, system_text(Some(value)));
+        }
+    }
+    if let Some((line, column)) = end.truncated {
+        sink.report(
+            line,
+            column,
+            DiagnosticKind::Truncated,
+            "the JSON document ends early (file cut); messages before the cut are kept".into(),
+        )?;
+    }
+    repair_pairs(&mut main, &mut lines, sink)?;
+    session.main = main;
+    session.main_lines = lines;
+    Ok(())
+}
+
+/// A system prompt as text: a string, or text blocks joined by newlines.
+pub(crate) fn system_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,34 @@
+//! `chat.json`: a JSON array of Claude Code records, streamed element by element.
+//!
+//! Same records as [`super::claude_jsonl`] (the handling is shared); lines in
+//! diagnostics are the line each element starts on. An array cut before its
+//! closing `]` is a [`super::DiagnosticKind::Truncated`] diagnostic (elements
+//! before the cut are kept; an error under `strict`).
+
+use std::io::BufRead;
+
+use super::claude_records::Records;
+use super::stream::for_each_element;
+use super::{DiagnosticKind, ImportedSession, Sink};
+use crate::error::LabResult;
+
+pub(crate) fn read<R: BufRead>(
+    reader: R,
+    session: &mut ImportedSession,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let mut records = Records::default();
+    let source = sink.source.to_path_buf();
+    let end = for_each_element(reader, &source, &[], &[], |v, line| {
+        records.record(v, line, session, sink)
+    })?;
+    if let Some((line, column)) = end.truncated {
+        sink.report(
+            line,
+            column,
+            DiagnosticKind::Truncated,
+            "the JSON array ends early (file cut); records before the cut are kept".into(),
+        )?;
+    }
+    records.finish(session, sink)
+}

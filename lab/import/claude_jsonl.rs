@@ -1,0 +1,79 @@
+//! Claude Code session logs (`.jsonl`), read line by line.
+//!
+//! Blank lines are ignored; lines whose first non-blank characters are `//`
+//! are comments (some published fixtures start with a provenance header),
+//! skipped and counted in [`super::FileStats::comment_lines`]. Each other
+//! line must be one JSON record. A last line that ends inside a JSON value
+//! (the log was cut while being written) is a
+//! [`super::DiagnosticKind::Truncated`] diagnostic and the import keeps
+//! everything before it (an error under `strict`); invalid JSON anywhere
+//! else is a [`crate::error::LabError::Input`] with its line and column.
+//! Record handling is shared with [`super::chat_json`].
+
+use std::io::BufRead;
+
+use super::claude_records::Records;
+use super::stream::without_position;
+use super::{DiagnosticKind, ImportedSession, Sink};
+use crate::error::{LabError, LabResult};
+
+pub(crate) fn read<R: BufRead>(
+    mut reader: R,
+    session: &mut ImportedSession,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let mut records = Records::default();
+    let mut buf = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| LabError::io("reading transcript", sink.source, e))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let had_newline = buf.last() == Some(&b'\n');
+        let mut end = buf.len();
+        while end > 0 && buf[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        let text = &buf[..end];
+        let trimmed = text.trim_ascii_start();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if trimmed.starts_with(b"//") {
+            session.stats.comment_lines += 1;
+            continue;
+        }
+        match serde_json::from_slice::<serde_json::Value>(text) {
+            Ok(v) => records.record(v, line_no, session, sink)?,
+            Err(e) => {
+                let at_end = !had_newline
+                    || reader
+                        .fill_buf()
+                        .map_err(|e| LabError::io("reading transcript", sink.source, e))?
+                        .is_empty();
+                if e.is_eof() && at_end {
+                    sink.report(
+                        line_no,
+                        e.column(),
+                        DiagnosticKind::Truncated,
+                        "last line ends inside a JSON record (cut while writing); import stops before it"
+                            .into(),
+                    )?;
+                    break;
+                }
+                return Err(sink.error(
+                    line_no,
+                    e.column(),
+                    format!("invalid JSON record: {}", without_position(&e)),
+                    "each line must hold one JSON record; repair or remove this line",
+                ));
+            }
+        }
+    }
+    records.finish(session, sink)
+}

@@ -1,0 +1,665 @@
+//! Importers for real agent transcripts (issue 5).
+//!
+//! Every importer turns one file into an [`ImportedSession`]: the main
+//! conversation as the model saw it, in the lab's [`Message`] model, plus
+//! everything the importer had to skip, repair or refuse, each with its file
+//! position.
+//!
+//! | format | extension | module |
+//! |---|---|---|
+//! | Claude Code session log, one record per line | `.jsonl` | [`claude_jsonl`] |
+//! | JSON array of the same records | `.json` (sniffed) | [`chat_json`] |
+//! | Anthropic Messages request (`{"messages": [...]}` or a bare array) | `.json` (sniffed) | [`anthropic`] |
+//! | OpenAI chat messages (`tool_calls` / `role: tool`), incl. SWE-agent `.traj` `history` | `.traj`, `.json` (sniffed) | [`openai`] |
+//!
+//! # Damage policy
+//!
+//! Damaged input is never dropped silently. Each case is either a
+//! [`Diagnostic`] (import goes on, the session says what happened) or a
+//! [`LabError::Input`] (import stops), with the file, 1-based line and column:
+//!
+//! | damage | default | `strict` |
+//! |---|---|---|
+//! | invalid JSON in the middle of the file | `LabError::Input` | same |
+//! | cut last line / truncated array (JSON ends early) | [`DiagnosticKind::Truncated`]; everything before it is kept, import stops there | `LabError::Input` |
+//! | `tool_use` with no result | [`DiagnosticKind::DanglingToolUse`]; a `tool_result` with content [`MISSING_RESULT`] is synthesized in the next user message | `LabError::Input` |
+//! | `tool_result` answering no `tool_use` of the message before it | [`DiagnosticKind::OrphanToolResult`]; the block is removed (so pair invariants stay checkable) | `LabError::Input` |
+//! | unknown record type / role / block type | [`DiagnosticKind::UnknownRecordType`] / [`DiagnosticKind::UnknownRole`] / [`DiagnosticKind::UnknownBlockType`], counted in `skipped`; unknown blocks become a text placeholder | `LabError::Input` |
+//! | record that is valid JSON but not the expected shape | [`DiagnosticKind::InvalidRecord`], skipped | `LabError::Input` |
+//! | conversation branches not on the main chain | [`DiagnosticKind::DetachedChain`] (informational, kept in `detached`) | same (not an error) |
+//!
+//! `//` comment lines in `.jsonl` files are skipped explicitly and counted in
+//! [`FileStats::comment_lines`].
+//!
+//! Diagnostic messages name record types, ids and counts only, never
+//! transcript text, so they may be printed and snapshotted.
+
+pub mod anthropic;
+pub mod chat_json;
+pub mod claude_jsonl;
+pub mod openai;
+
+mod claude_records;
+mod stream;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{LabError, LabResult};
+use crate::message::{estimate_chars, Block, Content, Message, Role};
+
+/// Content of a `tool_result` synthesized for a `tool_use` that has none.
+pub const MISSING_RESULT: &str = "[missing result]";
+
+/// The transcript formats the lab reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Claude Code session log, one JSON record per line.
+    ClaudeJsonl,
+    /// A JSON array of Claude Code records (`logs/chat.json`).
+    ChatJson,
+    /// An Anthropic Messages request body or a bare message array.
+    Anthropic,
+    /// OpenAI chat messages; a SWE-agent `.traj` is read from its `history`.
+    #[serde(rename = "openai")]
+    OpenAi,
+}
+
+impl Format {
+    /// Stable lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::ClaudeJsonl => "claude_jsonl",
+            Format::ChatJson => "chat_json",
+            Format::Anthropic => "anthropic",
+            Format::OpenAi => "openai",
+        }
+    }
+
+    /// Parse a name as printed by [`Format::name`].
+    pub fn from_name(name: &str) -> LabResult<Format> {
+        match name {
+            "claude_jsonl" => Ok(Format::ClaudeJsonl),
+            "chat_json" => Ok(Format::ChatJson),
+            "anthropic" => Ok(Format::Anthropic),
+            "openai" => Ok(Format::OpenAi),
+            other => Err(LabError::usage(
+                format!("unknown transcript format `{other}`"),
+                "use one of claude_jsonl, chat_json, anthropic, openai",
+            )),
+        }
+    }
+}
+
+/// How to import.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImportOptions {
+    /// Turn every damage diagnostic into a [`LabError::Input`] (CLI `--strict`).
+    pub strict: bool,
+    /// Skip detection and read the file as this format.
+    pub format: Option<Format>,
+}
+
+/// What went wrong or was repaired, for diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticKind {
+    /// The file ends inside a record (cut last line, unterminated array).
+    Truncated,
+    /// A `tool_use` had no `tool_result`; one was synthesized.
+    DanglingToolUse,
+    /// A `tool_result` answered no `tool_use` of the preceding message; it was removed.
+    OrphanToolResult,
+    /// A record `type` the importer does not know.
+    UnknownRecordType,
+    /// A message role the importer does not know.
+    UnknownRole,
+    /// A content block type the importer does not know.
+    UnknownBlockType,
+    /// Valid JSON that is not a record of the expected shape.
+    InvalidRecord,
+    /// Tool-call arguments that are not valid JSON (kept as a string).
+    BadToolArguments,
+    /// A chain of non-sidechain messages not reachable from the main leaf.
+    DetachedChain,
+    /// Two records share one uuid (the later one wins).
+    DuplicateUuid,
+    /// A record names a parent that does not exist.
+    MissingParent,
+}
+
+impl DiagnosticKind {
+    /// Stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiagnosticKind::Truncated => "truncated",
+            DiagnosticKind::DanglingToolUse => "dangling_tool_use",
+            DiagnosticKind::OrphanToolResult => "orphan_tool_result",
+            DiagnosticKind::UnknownRecordType => "unknown_record_type",
+            DiagnosticKind::UnknownRole => "unknown_role",
+            DiagnosticKind::UnknownBlockType => "unknown_block_type",
+            DiagnosticKind::InvalidRecord => "invalid_record",
+            DiagnosticKind::BadToolArguments => "bad_tool_arguments",
+            DiagnosticKind::DetachedChain => "detached_chain",
+            DiagnosticKind::DuplicateUuid => "duplicate_uuid",
+            DiagnosticKind::MissingParent => "missing_parent",
+        }
+    }
+
+    /// Is this damage (an error under `strict`) rather than information?
+    pub fn is_damage(self) -> bool {
+        !matches!(self, DiagnosticKind::DetachedChain)
+    }
+
+    fn fix(self) -> &'static str {
+        match self {
+            DiagnosticKind::Truncated => "the file was cut while being written; restore the full file or drop --strict to import what precedes the cut",
+            DiagnosticKind::DanglingToolUse => "the tool call has no result in the file; drop --strict to synthesize a \"[missing result]\" result",
+            DiagnosticKind::OrphanToolResult => "the tool result answers no call of the message before it; drop --strict to remove it",
+            DiagnosticKind::UnknownRecordType | DiagnosticKind::UnknownRole | DiagnosticKind::UnknownBlockType => "the importer does not know this kind; drop --strict to count and skip it",
+            DiagnosticKind::InvalidRecord => "the record is valid JSON but not the expected shape; fix or remove the record, or drop --strict to skip it",
+            DiagnosticKind::BadToolArguments => "tool-call arguments must be a JSON string holding JSON; drop --strict to keep them as a plain string",
+            DiagnosticKind::DuplicateUuid | DiagnosticKind::MissingParent => "the record chain is inconsistent; drop --strict to import the chain that can be followed",
+            DiagnosticKind::DetachedChain => "informational",
+        }
+    }
+}
+
+/// One thing the importer noticed, with its position in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// 1-based line, 0 when unknown.
+    pub line: usize,
+    /// 1-based column, 0 when unknown.
+    pub column: usize,
+    /// What kind of thing.
+    pub kind: DiagnosticKind,
+    /// What was found (record types, ids and counts only; never transcript text).
+    pub message: String,
+}
+
+/// Counts over every record of the file, main chain or not.
+///
+/// These are the numbers the transcripts README table lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FileStats {
+    /// Records (JSON lines / array elements) read, comments excluded.
+    pub records: usize,
+    /// Records that carry a message (Claude Code `user`/`assistant`, or every
+    /// message of the Anthropic / OpenAI formats, system messages included).
+    pub message_records: usize,
+    /// `tool_use` blocks / OpenAI `tool_calls` in the whole file.
+    pub tool_uses: usize,
+    /// `tool_result` blocks / `role: tool` messages in the whole file.
+    pub tool_results: usize,
+    /// Largest flattened `tool_result` text, in characters.
+    pub largest_tool_result_chars: usize,
+    /// `//` comment lines skipped (`.jsonl` only).
+    pub comment_lines: usize,
+}
+
+/// One imported transcript.
+#[derive(Debug, Clone)]
+pub struct ImportedSession {
+    /// The file read.
+    pub source: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// System prompts found (not part of `main`; the lab's model has no system role).
+    pub system: Vec<String>,
+    /// The main conversation, in order, pairs repaired.
+    pub main: Vec<Message>,
+    /// 1-based source line of the (first) record behind each `main` message
+    /// (0 for messages the importer synthesized).
+    pub main_lines: Vec<usize>,
+    /// Sidechain conversations (Claude Code sub-agents), one per chain root, in file order.
+    pub sidechains: Vec<Vec<Message>>,
+    /// Non-sidechain chains not reachable from the main leaf (e.g. an earlier
+    /// conversation in the same file), in file order.
+    pub detached: Vec<Vec<Message>>,
+    /// Indices in `main` where the real session compacted: the index of the
+    /// compaction summary message (the first message of the continued context).
+    pub real_compactions: Vec<usize>,
+    /// Records that are not messages, by record type (and unknown ones).
+    pub skipped: BTreeMap<String, usize>,
+    /// Everything noticed, in file order of detection.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Whole-file counts.
+    pub stats: FileStats,
+}
+
+/// Counts-only view of an [`ImportedSession`], safe to print and snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportSummary {
+    /// Format name.
+    pub format: Format,
+    /// Whole-file counts.
+    pub stats: FileStats,
+    /// System prompts found.
+    pub system_prompts: usize,
+    /// Messages in `main`.
+    pub main_messages: usize,
+    /// Assistant messages in `main` (= model calls).
+    pub main_assistant_messages: usize,
+    /// `tool_use` blocks in `main`.
+    pub main_tool_uses: usize,
+    /// `tool_result` blocks in `main`.
+    pub main_tool_results: usize,
+    /// `thinking` blocks in `main`.
+    pub main_thinking_blocks: usize,
+    /// `image` blocks in `main`.
+    pub main_images: usize,
+    /// Python-compatible size estimate of `main`, in characters.
+    pub main_chars: usize,
+    /// Sidechain conversations.
+    pub sidechains: usize,
+    /// Messages over all sidechains.
+    pub sidechain_messages: usize,
+    /// Detached chains.
+    pub detached_chains: usize,
+    /// Messages over all detached chains.
+    pub detached_messages: usize,
+    /// Where the real session compacted (indices in `main`).
+    pub real_compactions: Vec<usize>,
+    /// Skipped record types and counts.
+    pub skipped: BTreeMap<String, usize>,
+    /// Diagnostics by kind.
+    pub diagnostics: BTreeMap<String, usize>,
+}
+
+impl ImportedSession {
+    fn new(source: &Path, format: Format) -> Self {
+        ImportedSession {
+            source: source.to_path_buf(),
+            format,
+            system: Vec::new(),
+            main: Vec::new(),
+            main_lines: Vec::new(),
+            sidechains: Vec::new(),
+            detached: Vec::new(),
+            real_compactions: Vec::new(),
+            skipped: BTreeMap::new(),
+            diagnostics: Vec::new(),
+            stats: FileStats::default(),
+        }
+    }
+
+    /// The counts-only summary.
+    pub fn summary(&self) -> ImportSummary {
+        let count = |pred: &dyn Fn(&Block) -> bool| {
+            self.main
+                .iter()
+                .flat_map(|m| m.blocks().iter())
+                .filter(|b| pred(b))
+                .count()
+        };
+        let mut diagnostics = BTreeMap::new();
+        for d in &self.diagnostics {
+            *diagnostics.entry(d.kind.name().to_string()).or_insert(0) += 1;
+        }
+        ImportSummary {
+            format: self.format,
+            stats: self.stats.clone(),
+            system_prompts: self.system.len(),
+            main_messages: self.main.len(),
+            main_assistant_messages: self
+                .main
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count(),
+            main_tool_uses: count(&|b| matches!(b, Block::ToolUse { .. })),
+            main_tool_results: count(&|b| matches!(b, Block::ToolResult { .. })),
+            main_thinking_blocks: count(&|b| matches!(b, Block::Thinking { .. })),
+            main_images: count(&|b| matches!(b, Block::Image { .. })),
+            main_chars: estimate_chars(&self.main),
+            sidechains: self.sidechains.len(),
+            sidechain_messages: self.sidechains.iter().map(Vec::len).sum(),
+            detached_chains: self.detached.len(),
+            detached_messages: self.detached.iter().map(Vec::len).sum(),
+            real_compactions: self.real_compactions.clone(),
+            skipped: self.skipped.clone(),
+            diagnostics,
+        }
+    }
+
+    /// Diagnostics of one kind.
+    pub fn diagnostics_of(&self, kind: DiagnosticKind) -> Vec<&Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.kind == kind).collect()
+    }
+
+    fn skip(&mut self, record_type: &str) {
+        *self.skipped.entry(record_type.to_string()).or_insert(0) += 1;
+    }
+}
+
+/// Collects diagnostics and enforces `strict`.
+pub(crate) struct Sink<'a> {
+    pub(crate) source: &'a Path,
+    pub(crate) strict: bool,
+    pub(crate) diagnostics: Vec<Diagnostic>,
+}
+
+impl Sink<'_> {
+    /// Record a diagnostic; under `strict`, damage becomes an error.
+    pub(crate) fn report(
+        &mut self,
+        line: usize,
+        column: usize,
+        kind: DiagnosticKind,
+        message: String,
+    ) -> LabResult<()> {
+        if self.strict && kind.is_damage() {
+            return Err(LabError::Input {
+                file: self.source.to_path_buf(),
+                line,
+                column,
+                message: format!("{}: {message}", kind.name()),
+                fix: kind.fix().to_string(),
+            });
+        }
+        self.diagnostics.push(Diagnostic {
+            line,
+            column,
+            kind,
+            message,
+        });
+        Ok(())
+    }
+
+    /// A hard input error at a position.
+    pub(crate) fn error(&self, line: usize, column: usize, message: String, fix: &str) -> LabError {
+        LabError::Input {
+            file: self.source.to_path_buf(),
+            line,
+            column,
+            message,
+            fix: fix.to_string(),
+        }
+    }
+}
+
+/// Guess the format from the extension, then from the first bytes.
+///
+/// `.jsonl` is Claude Code, `.traj` is OpenAI (SWE-agent). For `.json` (or
+/// anything else) the first 64 KiB are sniffed: Claude Code record keys
+/// (`parentUuid`, `sessionId`, `leafUuid`) mean [`Format::ChatJson`]; OpenAI
+/// markers (`tool_calls`, `tool_call_id`, `"role": "tool"`, `"history"`) mean
+/// [`Format::OpenAi`]; anything else is read as [`Format::Anthropic`].
+pub fn detect_format(path: &Path, head: &[u8]) -> Format {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl") => return Format::ClaudeJsonl,
+        Some("traj") => return Format::OpenAi,
+        _ => {}
+    }
+    let text = String::from_utf8_lossy(head);
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if ["\"parentUuid\"", "\"sessionId\"", "\"leafUuid\""]
+        .iter()
+        .any(|k| compact.contains(k))
+    {
+        Format::ChatJson
+    } else if [
+        "\"tool_calls\"",
+        "\"tool_call_id\"",
+        "\"role\":\"tool\"",
+        "\"history\"",
+    ]
+    .iter()
+    .any(|k| compact.contains(k))
+    {
+        Format::OpenAi
+    } else {
+        Format::Anthropic
+    }
+}
+
+/// Import one file, detecting its format unless `options.format` is set.
+pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSession> {
+    let file = File::open(path).map_err(|e| LabError::io("opening transcript", path, e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let format = match options.format {
+        Some(f) => f,
+        None => {
+            let head = reader
+                .fill_buf()
+                .map_err(|e| LabError::io("reading transcript", path, e))?;
+            detect_format(path, head)
+        }
+    };
+    import_reader(reader, path, format, options)
+}
+
+/// Import from any buffered reader; `source` names it in diagnostics and errors.
+pub fn import_reader<R: BufRead>(
+    reader: R,
+    source: &Path,
+    format: Format,
+    options: &ImportOptions,
+) -> LabResult<ImportedSession> {
+    let mut session = ImportedSession::new(source, format);
+    let mut sink = Sink {
+        source,
+        strict: options.strict,
+        diagnostics: Vec::new(),
+    };
+    match format {
+        Format::ClaudeJsonl => claude_jsonl::read(reader, &mut session, &mut sink)?,
+        Format::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
+        Format::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
+        Format::OpenAi => openai::read(reader, &mut session, &mut sink)?,
+    }
+    session.diagnostics = sink.diagnostics;
+    Ok(session)
+}
+
+/// Import from a string (tests, in-memory requests).
+pub fn import_str(
+    text: &str,
+    source: &Path,
+    format: Format,
+    options: &ImportOptions,
+) -> LabResult<ImportedSession> {
+    import_reader(text.as_bytes(), source, format, options)
+}
+
+/// Make every `tool_use` answered in the next message and every `tool_result`
+/// answer a `tool_use` of the message before it (see the module's damage policy).
+///
+/// `lines` runs parallel to `messages` and is kept parallel.
+pub(crate) fn repair_pairs(
+    messages: &mut Vec<Message>,
+    lines: &mut Vec<usize>,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    debug_assert_eq!(messages.len(), lines.len());
+    let mut i = 0;
+    while i < messages.len() {
+        // Orphan results: answer nothing in the message before.
+        if messages[i].is_tool_result() {
+            let asked: HashSet<String> = if i > 0 {
+                messages[i - 1]
+                    .tool_use_ids()
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect()
+            } else {
+                HashSet::new()
+            };
+            let line = lines[i];
+            let mut orphans = Vec::new();
+            if let Content::Blocks(blocks) = &mut messages[i].content {
+                blocks.retain(|b| match b {
+                    Block::ToolResult { tool_use_id, .. } if !asked.contains(tool_use_id) => {
+                        orphans.push(tool_use_id.clone());
+                        false
+                    }
+                    _ => true,
+                });
+            }
+            for id in orphans {
+                sink.report(
+                    line,
+                    0,
+                    DiagnosticKind::OrphanToolResult,
+                    format!("tool_result for `{id}` answers no tool_use of the message before it; removed"),
+                )?;
+            }
+            if messages[i].blocks().is_empty() && matches!(messages[i].content, Content::Blocks(_))
+            {
+                messages.remove(i);
+                lines.remove(i);
+                continue;
+            }
+        }
+        // Dangling calls: not answered by the next message.
+        if messages[i].has_tool_use() {
+            let answered: HashSet<String> = messages
+                .get(i + 1)
+                .map(|m| {
+                    m.tool_result_ids()
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let missing: Vec<String> = messages[i]
+                .tool_use_ids()
+                .into_iter()
+                .filter(|id| !answered.contains(*id))
+                .map(str::to_string)
+                .collect();
+            if !missing.is_empty() {
+                for id in &missing {
+                    sink.report(
+                        lines[i],
+                        0,
+                        DiagnosticKind::DanglingToolUse,
+                        format!(
+                            "tool_use `{id}` has no tool_result; synthesized \"{MISSING_RESULT}\""
+                        ),
+                    )?;
+                }
+                let results: Vec<Block> = missing
+                    .into_iter()
+                    .map(|tool_use_id| Block::ToolResult {
+                        tool_use_id,
+                        content: MISSING_RESULT.to_string(),
+                    })
+                    .collect();
+                let next_is_user = messages.get(i + 1).is_some_and(|m| m.role == Role::User);
+                if next_is_user {
+                    let next = &mut messages[i + 1];
+                    let mut blocks =
+                        match std::mem::replace(&mut next.content, Content::Blocks(Vec::new())) {
+                            Content::Blocks(b) => b,
+                            Content::Text(t) => vec![Block::Text { text: t }],
+                        };
+                    // Results first, as the API requires.
+                    let mut merged = results;
+                    merged.append(&mut blocks);
+                    next.content = Content::Blocks(merged);
+                } else {
+                    messages.insert(
+                        i + 1,
+                        Message {
+                            role: Role::User,
+                            content: Content::Blocks(results),
+                        },
+                    );
+                    lines.insert(i + 1, 0);
+                }
+            }
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Check the pair invariant the repair establishes; returns the offending ids.
+///
+/// Every `tool_use` is answered by the next message, and every `tool_result`
+/// answers a `tool_use` of the message before it.
+pub fn unpaired_ids(messages: &[Message]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.has_tool_use() {
+            let answered: Vec<&str> = messages
+                .get(i + 1)
+                .map(|n| n.tool_result_ids())
+                .unwrap_or_default();
+            bad.extend(
+                m.tool_use_ids()
+                    .into_iter()
+                    .filter(|id| !answered.contains(id))
+                    .map(str::to_string),
+            );
+        }
+        if m.is_tool_result() {
+            let asked: Vec<&str> = if i > 0 {
+                messages[i - 1].tool_use_ids()
+            } else {
+                Vec::new()
+            };
+            bad.extend(
+                m.tool_result_ids()
+                    .into_iter()
+                    .filter(|id| !asked.contains(id))
+                    .map(str::to_string),
+            );
+        }
+    }
+    bad
+}
+
+/// Flatten a `tool_result` `content` value (string, or array of text / image
+/// blocks) into its text plus the images it carried.
+pub(crate) fn flatten_tool_result(content: Option<&serde_json::Value>) -> (String, Vec<Block>) {
+    use serde_json::Value as V;
+    match content {
+        None | Some(V::Null) => (String::new(), Vec::new()),
+        Some(V::String(s)) => (s.clone(), Vec::new()),
+        Some(V::Array(items)) => {
+            let mut texts = Vec::new();
+            let mut images = Vec::new();
+            for item in items {
+                match item.get("type").and_then(V::as_str) {
+                    Some("text") => texts.push(
+                        item.get("text")
+                            .and_then(V::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    ),
+                    Some("image") | Some("image_url") => images.push(Block::Image {
+                        source: image_source(item),
+                    }),
+                    _ => texts.push(item.to_string()),
+                }
+            }
+            (texts.join("\n"), images)
+        }
+        Some(other) => (other.to_string(), Vec::new()),
+    }
+}
+
+/// A short description of an image's source: its media type, else its source
+/// kind. Never the bytes or the URL.
+pub(crate) fn image_source(block: &serde_json::Value) -> String {
+    let source = block.get("source");
+    source
+        .and_then(|s| s.get("media_type"))
+        .and_then(|v| v.as_str())
+        .or_else(|| source.and_then(|s| s.get("type")).and_then(|v| v.as_str()))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            if block.get("image_url").is_some() {
+                "url".to_string()
+            } else {
+                "unknown".to_string()
+            }
+        })
+}

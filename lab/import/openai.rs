@@ -1,0 +1,242 @@
+//! OpenAI chat messages: a bare array, `{"messages": [...]}`, or a SWE-agent
+//! `.traj` (`{"history": [...], "trajectory": ...}`, the rest skipped unread).
+//!
+//! * `system` / `developer` messages go to [`super::ImportedSession::system`].
+//! * `user` content is a string or parts (`text`, `image_url`).
+//! * `assistant` content (string, parts or null) becomes a text block,
+//!   followed by one `tool_use` per `tool_calls` entry; `function.arguments`
+//!   (a JSON string) is parsed into the input, or kept as a string with a
+//!   [`super::DiagnosticKind::BadToolArguments`] diagnostic.
+//! * consecutive `tool` messages (`tool_call_id`, or SWE-agent's
+//!   `tool_call_ids`) become one user message of `tool_result` blocks.
+
+use std::io::BufRead;
+
+use serde_json::Value;
+
+use super::anthropic::system_text;
+use super::stream::for_each_element;
+use super::{repair_pairs, DiagnosticKind, ImportedSession, Sink};
+use crate::error::LabResult;
+use crate::message::{Block, Content, Message, Role};
+
+pub(crate) fn read<R: BufRead>(
+    reader: R,
+    session: &mut ImportedSession,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let source = sink.source.to_path_buf();
+    let mut main: Vec<Message> = Vec::new();
+    let mut lines: Vec<usize> = Vec::new();
+    let mut last_was_tool = false;
+    let end = for_each_element(reader, &source, &["messages", "history"], &[], |v, line| {
+        session.stats.records += 1;
+        let role = v.get("role").and_then(Value::as_str).map(str::to_string);
+        let was_tool = last_was_tool;
+        last_was_tool = false;
+        match role.as_deref() {
+            Some("system") | Some("developer") => {
+                session.stats.message_records += 1;
+                session.system.push(text_of(v.get("content")));
+            }
+            Some("user") => {
+                session.stats.message_records += 1;
+                let content = user_content(v.get("content"), line, sink)?;
+                main.push(Message {
+                    role: Role::User,
+                    content,
+                });
+                lines.push(line);
+            }
+            Some("assistant") => {
+                session.stats.message_records += 1;
+                let mut blocks = Vec::new();
+                let text = text_of(v.get("content"));
+                if !text.is_empty() {
+                    blocks.push(Block::Text { text });
+                }
+                let calls = v
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for (k, call) in calls.iter().enumerate() {
+                    session.stats.tool_uses += 1;
+                    let id = call
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("call-line-{line}-{k}"));
+                    let function = call.get("function");
+                    let name = function
+                        .and_then(|f| f.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let input = match function.and_then(|f| f.get("arguments")) {
+                        Some(Value::String(s)) => match serde_json::from_str(s) {
+                            Ok(v) => v,
+                            Err(_) => {
+                                sink.report(
+                                    line,
+                                    1,
+                                    DiagnosticKind::BadToolArguments,
+                                    format!("arguments of tool call `{id}` are not JSON; kept as a string"),
+                                )?;
+                                Value::String(s.clone())
+                            }
+                        },
+                        Some(other) => other.clone(),
+                        None => Value::Object(Default::default()),
+                    };
+                    blocks.push(Block::ToolUse { id, name, input });
+                }
+                let content = if calls.is_empty() {
+                    Content::Text(
+                        blocks
+                            .into_iter()
+                            .map(|b| match b {
+                                Block::Text { text } => text,
+                                _ => String::new(),
+                            })
+                            .collect(),
+                    )
+                } else {
+                    Content::Blocks(blocks)
+                };
+                main.push(Message {
+                    role: Role::Assistant,
+                    content,
+                });
+                lines.push(line);
+            }
+            Some("tool") => {
+                session.stats.message_records += 1;
+                session.stats.tool_results += 1;
+                let ids: Vec<String> = match (v.get("tool_call_id"), v.get("tool_call_ids")) {
+                    (Some(Value::String(id)), _) => vec![id.clone()],
+                    (_, Some(Value::Array(ids))) => ids
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let Some(id) = ids.first().cloned() else {
+                    return sink.report(
+                        line,
+                        1,
+                        DiagnosticKind::InvalidRecord,
+                        "tool message names no tool_call_id; skipped".into(),
+                    );
+                };
+                if ids.len() > 1 {
+                    sink.report(
+                        line,
+                        1,
+                        DiagnosticKind::InvalidRecord,
+                        format!(
+                            "tool message answers {} calls; its result is kept for the first only",
+                            ids.len()
+                        ),
+                    )?;
+                }
+                let content = text_of(v.get("content"));
+                session.stats.largest_tool_result_chars = session
+                    .stats
+                    .largest_tool_result_chars
+                    .max(content.chars().count());
+                let block = Block::ToolResult {
+                    tool_use_id: id,
+                    content,
+                };
+                match main.last_mut() {
+                    Some(Message {
+                        role: Role::User,
+                        content: Content::Blocks(b),
+                    }) if was_tool => b.push(block),
+                    _ => {
+                        main.push(Message {
+                            role: Role::User,
+                            content: Content::Blocks(vec![block]),
+                        });
+                        lines.push(line);
+                    }
+                }
+                last_was_tool = true;
+            }
+            Some(other) => {
+                session.skip(&format!("role:{other}"));
+                sink.report(
+                    line,
+                    1,
+                    DiagnosticKind::UnknownRole,
+                    format!("unknown role `{other}`; counted and skipped"),
+                )?;
+            }
+            None => {
+                session.skip("(no role)");
+                sink.report(
+                    line,
+                    1,
+                    DiagnosticKind::InvalidRecord,
+                    "message has no string `role`; skipped".into(),
+                )?;
+            }
+        }
+        Ok(())
+    })?;
+    if let Some((line, column)) = end.truncated {
+        sink.report(
+            line,
+            column,
+            DiagnosticKind::Truncated,
+            "the JSON document ends early (file cut); messages before the cut are kept".into(),
+        )?;
+    }
+    repair_pairs(&mut main, &mut lines, sink)?;
+    session.main = main;
+    session.main_lines = lines;
+    Ok(())
+}
+
+/// Text of OpenAI content: a string, or the `text` of its parts; null is empty.
+fn text_of(v: Option<&Value>) -> String {
+    system_text(v)
+}
+
+fn user_content(v: Option<&Value>, line: usize, sink: &mut Sink<'_>) -> LabResult<Content> {
+    match v {
+        Some(Value::Array(parts)) => {
+            let mut blocks = Vec::new();
+            for part in parts {
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text") => blocks.push(Block::Text {
+                        text: part
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    }),
+                    Some("image_url") => blocks.push(Block::Image {
+                        source: "url".into(),
+                    }),
+                    other => {
+                        let t = other.unwrap_or("(none)");
+                        sink.report(
+                            line,
+                            1,
+                            DiagnosticKind::UnknownBlockType,
+                            format!("unknown content part type `{t}`; kept as a text placeholder"),
+                        )?;
+                        blocks.push(Block::Text {
+                            text: format!("[unsupported block: {t}]"),
+                        });
+                    }
+                }
+            }
+            Ok(Content::Blocks(blocks))
+        }
+        other => Ok(Content::Text(text_of(other))),
+    }
+}
