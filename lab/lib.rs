@@ -6,9 +6,11 @@
 //! report through [`counters::Counters`] and register their experiments in
 //! [`registry`].
 
+pub mod cli;
 pub mod compact;
 pub mod counters;
 pub mod error;
 pub mod memory;
 pub mod message;
 pub mod registry;
+pub mod report;

@@ -247,9 +247,22 @@ pub fn check(
         }
     }
 
-    let mut violations: Vec<String> = requests.iter().flat_map(|r| r.violations.clone()).collect();
-    let final_violations = pair_violations(messages);
-    violations.extend(final_violations.iter().cloned());
+    // Samples name the request (1-based model call) so repeats stay distinguishable.
+    let request_violations: Vec<String> = requests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.violations
+                .iter()
+                .map(move |v| format!("request {}: {v}", i + 1))
+        })
+        .collect();
+    let mut violations = request_violations.clone();
+    violations.extend(
+        pair_violations(messages)
+            .into_iter()
+            .map(|v| format!("final: {v}")),
+    );
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
 
     let (mut unseen, mut double) = (vec![], vec![]);
