@@ -6,6 +6,7 @@
 //! report through [`counters::Counters`] and register their experiments in
 //! [`registry`].
 
+pub mod cli;
 pub mod compact;
 pub mod counters;
 pub mod error;
@@ -13,3 +14,4 @@ pub mod import;
 pub mod memory;
 pub mod message;
 pub mod registry;
+pub mod report;

@@ -212,7 +212,7 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
         V::Bool(true) => 4,
         V::Bool(false) => 5,
         V::Number(n) => n.to_string().chars().count(),
-        V::String(s) => json_string_chars(s),
+        V::String(s) => json_str_chars(s),
         V::Array(items) => {
             2 + items.len().saturating_sub(1) * 2
                 + items.iter().map(python_json_chars).sum::<usize>()
@@ -221,14 +221,15 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
             2 + map.len().saturating_sub(1) * 2
                 + map
                     .iter()
-                    .map(|(k, v)| json_string_chars(k) + 2 + python_json_chars(v))
+                    .map(|(k, v)| json_str_chars(k) + 2 + python_json_chars(v))
                     .sum::<usize>()
         }
     }
 }
 
-/// Characters of a JSON string literal as Python writes it with `ensure_ascii=False`.
-fn json_string_chars(s: &str) -> usize {
+/// Characters of a JSON string literal as Python writes it with `ensure_ascii=False`
+/// (used to update a running estimate when one string changes).
+pub fn json_str_chars(s: &str) -> usize {
     2 + s
         .chars()
         .map(|c| match c {

@@ -124,6 +124,8 @@ pub struct Verdict {
     pub id: String,
     /// Mechanism.
     pub mechanism: Mechanism,
+    /// Break or finding (decides how the two sides are labelled).
+    pub kind: Kind,
     /// Title.
     pub title: String,
     /// The change, as `Switches.field = value` lines.
@@ -133,6 +135,18 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// A verdict for registry row `exp` with the given cells.
+    pub fn new(exp: &Experiment, cells: Vec<Cell>) -> Self {
+        Verdict {
+            id: exp.id.to_string(),
+            mechanism: exp.mechanism,
+            kind: exp.kind,
+            title: exp.title.to_string(),
+            change: exp.change.to_string(),
+            cells,
+        }
+    }
+
     /// Check the registry's expectations against this verdict; returns failures.
     pub fn check(&self, expects: &[Expect]) -> Vec<String> {
         let mut failures = Vec::new();

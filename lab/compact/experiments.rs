@@ -1,4 +1,244 @@
-//! Compaction experiments.
-use crate::registry::Experiment;
-/// Compaction rows of the registry.
-pub static EXPERIMENTS: &[Experiment] = &[];
+//! Compaction rows of the experiment registry.
+//!
+//! D2, D3 and D6 reproduce the seed's prototype (cc_harness_lab.py) on its
+//! probe and scaled constants; G1 is the guard-only cell the prototype had no
+//! `--break` entry for. A, B and R1 are findings in the intact course code
+//! (f9e8b28): their "baseline" is the course with the fix switched on and
+//! their "broken" run is the course as it is.
+
+use super::config::{profile, Config};
+use super::probe;
+use super::session::Script;
+use crate::error::LabResult;
+use crate::registry::{
+    Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict, LONG_PATH, SHORT_PATH,
+};
+
+const T: Expected = Expected::Bool(true);
+const F: Expected = Expected::Bool(false);
+const fn n(v: u64) -> Expected {
+    Expected::Count(v)
+}
+const SHORT: Option<&str> = Some("path_len=60");
+const LONG: Option<&str> = Some("path_len=160");
+const _: () = assert!(
+    SHORT_PATH == 60 && LONG_PATH == 160,
+    "cell labels above name the default lengths"
+);
+
+const fn every(counter: &'static str, baseline: Expected, broken: Expected) -> Expect {
+    Expect {
+        cell: None,
+        counter,
+        baseline,
+        broken,
+    }
+}
+
+const fn at(
+    cell: Option<&'static str>,
+    counter: &'static str,
+    baseline: Expected,
+    broken: Expected,
+) -> Expect {
+    Expect {
+        cell,
+        counter,
+        baseline,
+        broken,
+    }
+}
+
+/// Run `script` under both configs at every requested path length.
+pub fn compare(
+    exp: &Experiment,
+    baseline: &Config,
+    broken: &Config,
+    script: &Script,
+    opts: &RunOptions,
+) -> LabResult<Verdict> {
+    let mut cells = Vec::new();
+    for &len in &opts.path_lens {
+        cells.push(Cell {
+            label: format!("path_len={len}"),
+            baseline: probe::run(baseline, script, Some(len))?.counters,
+            broken: probe::run(broken, script, Some(len))?.counters,
+        });
+    }
+    Ok(Verdict::new(exp, cells))
+}
+
+fn with(base: &str, overrides: &[&str]) -> LabResult<Config> {
+    let mut c = profile(base)?.config;
+    for o in overrides {
+        c.apply_override(o)?;
+    }
+    Ok(c)
+}
+
+/// Look up this module's own row (rows are static, so this cannot fail at run time).
+fn row(id: &str) -> &'static Experiment {
+    EXPERIMENTS.iter().find(|e| e.id == id).expect("row exists")
+}
+
+fn proto_break(id: &str, overrides: &[&str], opts: &RunOptions) -> LabResult<Verdict> {
+    compare(
+        row(id),
+        &with("prototype", &[])?,
+        &with("prototype", overrides)?,
+        &probe::prototype_probe(),
+        opts,
+    )
+}
+
+fn finding(id: &str, fix: &[&str], script: Script, opts: &RunOptions) -> LabResult<Verdict> {
+    compare(
+        row(id),
+        &with("course-f9e8b28", fix)?,
+        &with("course-f9e8b28", &[])?,
+        &script,
+        opts,
+    )
+}
+
+fn run_d2(o: &RunOptions) -> LabResult<Verdict> {
+    proto_break("D2", &["order=micro_first"], o)
+}
+fn run_d3(o: &RunOptions) -> LabResult<Verdict> {
+    proto_break("D3", &["pair_protection=false"], o)
+}
+fn run_d6(o: &RunOptions) -> LabResult<Verdict> {
+    proto_break("D6", &["order=micro_first", "unseen_guard=false"], o)
+}
+fn run_g1(o: &RunOptions) -> LabResult<Verdict> {
+    proto_break("G1", &["unseen_guard=false"], o)
+}
+fn run_a(o: &RunOptions) -> LabResult<Verdict> {
+    finding("A", &["save_before_omit=true"], probe::scenario_a(), o)
+}
+fn run_b(o: &RunOptions) -> LabResult<Verdict> {
+    finding("B", &["persist_all_large=true"], probe::scenario_b(), o)
+}
+fn run_r1(o: &RunOptions) -> LabResult<Verdict> {
+    finding(
+        "R1",
+        &["idempotent_placeholders=true"],
+        probe::recompaction(),
+        o,
+    )
+}
+
+/// The compaction rows.
+pub static EXPERIMENTS: &[Experiment] = &[
+    Experiment {
+        id: "D2",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Break,
+        title: "step order swapped: micro-compaction runs before persistence",
+        change: "Switches.order = micro_first",
+        caught_by: &["lost_forever", "pointer_lost"],
+        seed: "section 4: one safeguard removed alone shows no loss (the unseen guard still holds)",
+        run: run_d2,
+        expect: &[
+            every("lost_forever", n(0), n(0)),
+            every("pointer_lost", n(0), n(0)),
+            every("pairs_intact", T, T),
+        ],
+    },
+    Experiment {
+        id: "D3",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Break,
+        title: "pair protection off: snip may split a tool_use from its tool_result",
+        change: "Switches.pair_protection = false",
+        caught_by: &["pairs_intact", "invalid_requests"],
+        seed: "section 5: pairs_intact True -> False",
+        run: run_d3,
+        expect: &[
+            every("pairs_intact", T, F),
+            every("invalid_requests", n(0), n(2)),
+            every("lost_forever", n(0), n(0)),
+        ],
+    },
+    Experiment {
+        id: "D6",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Break,
+        title: "both safeguards off: order swapped and unseen guard removed",
+        change: "Switches.order = micro_first; Switches.unseen_guard = false",
+        caught_by: &["lost_forever", "pointer_lost"],
+        seed: "section 4: lost forever 1 (and pointer lost 1 at a long path)",
+        run: run_d6,
+        expect: &[
+            every("lost_forever", n(0), n(1)),
+            every("unseen_compacted", n(0), n(1)),
+            at(SHORT, "pointer_lost", n(0), n(0)),
+            at(LONG, "pointer_lost", n(0), n(1)),
+            at(LONG, "double_compacted", n(0), n(1)),
+            every("pairs_intact", T, T),
+        ],
+    },
+    Experiment {
+        id: "G1",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Break,
+        title: "unseen guard removed alone (order intact)",
+        change: "Switches.unseen_guard = false",
+        caught_by: &["unseen_compacted", "pointer_lost"],
+        seed: "section 4: guard-only cell, pointer_lost = 1 and lost_forever = 0 at a long path",
+        run: run_g1,
+        expect: &[
+            every("lost_forever", n(0), n(0)),
+            every("unseen_compacted", n(0), n(1)),
+            at(SHORT, "pointer_lost", n(0), n(0)),
+            at(LONG, "pointer_lost", n(0), n(1)),
+            at(LONG, "double_compacted", n(0), n(1)),
+        ],
+    },
+    Experiment {
+        id: "A",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Finding,
+        title: "scenario A: batch budget and placeholder rule disagree (intact course f9e8b28)",
+        change: "baseline: Switches.save_before_omit = true; broken: course as is",
+        caught_by: &["lost_forever"],
+        seed: "section 3: two 120 000-char results, one persisted, one omitted and never saved",
+        run: run_a,
+        expect: &[
+            every("lost_forever", n(0), n(1)),
+            every("pointer_lost", n(0), n(0)),
+        ],
+    },
+    Experiment {
+        id: "B",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Finding,
+        title: "scenario B: one 150 000-char result under the batch budget stays in context",
+        change: "baseline: Switches.persist_all_large = true; broken: course as is",
+        caught_by: &["oversized_in_context"],
+        seed: "section 3: nothing persisted, the full 150 000 chars stay in context",
+        run: run_b,
+        expect: &[
+            every("oversized_in_context", n(0), n(1)),
+            every("lost_forever", n(0), n(0)),
+        ],
+    },
+    Experiment {
+        id: "R1",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Finding,
+        title: "placeholder re-compaction: no idempotence marker, pointer lost at long paths",
+        change: "baseline: Switches.idempotent_placeholders = true; broken: course as is",
+        caught_by: &["double_compacted", "pointer_lost", "orphan_files"],
+        seed: "section 4: a 194-char saved-at placeholder is compacted again to 'omitted'",
+        run: run_r1,
+        expect: &[
+            at(SHORT, "double_compacted", n(0), n(0)),
+            at(SHORT, "pointer_lost", n(0), n(0)),
+            at(LONG, "double_compacted", n(0), n(1)),
+            at(LONG, "pointer_lost", n(0), n(1)),
+            at(LONG, "orphan_files", n(0), n(1)),
+            every("lost_forever", n(0), n(0)),
+        ],
+    },
+];

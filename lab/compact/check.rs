@@ -1,0 +1,412 @@
+//! The invariant checker: what was lost, what lost its pointer, what broke the API rules.
+//!
+//! Driven by the [`Ledger`] of every original tool result. Each original is
+//! classified against the final context and the files on disk:
+//! - in context: a `tool_result` with its id still holds the full text;
+//! - held: a result file saved for it still holds the text, or an archived
+//!   transcript holds a `tool_result` with its id and the full text;
+//! - pointed: its block in context names a file that holds it; or, when the
+//!   block itself was snipped or summarised away, the chain of archive markers
+//!   and transcript pointers from the context leads to such a file.
+//!
+//! `lost_forever` = neither in context nor held; `pointer_lost` = held but not
+//! pointed (the bytes are on disk, nothing the model sees leads there).
+//! `recoverable_via_archive` counts the pointer-lost results that an archive
+//! chain still happens to reach (an old copy of their placeholder was archived).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::persist::{full_output_line, SAVED_PREFIX};
+use super::session::{Ledger, Request};
+use super::snip::marker_path;
+use super::summary::FULL_TRANSCRIPT;
+use super::{Compactor, Event};
+use crate::counters::Counters;
+use crate::message::{Block, Content, Message, Role};
+
+/// Both API rules on one request: every `tool_use` is answered in the next
+/// message, and every `tool_result` answers a `tool_use` of the previous one.
+pub fn pair_violations(messages: &[Message]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.role == Role::Assistant {
+            let answered: BTreeSet<&str> = messages
+                .get(i + 1)
+                .map(|n| n.tool_result_ids().into_iter().collect())
+                .unwrap_or_default();
+            for id in m.tool_use_ids() {
+                if !answered.contains(id) {
+                    out.push(format!("msg {i}: tool_use {id} unanswered"));
+                }
+            }
+        }
+        if m.role == Role::User {
+            let calls: BTreeSet<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
+                Some(p) => p.tool_use_ids().into_iter().collect(),
+                None => BTreeSet::new(),
+            };
+            for id in m.tool_result_ids() {
+                if !calls.contains(id) {
+                    out.push(format!("msg {i}: tool_result {id} without its tool_use"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every path a text points to, by the conventions of the four steps.
+pub fn pointers_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = full_output_line(text) {
+        out.push(p.to_string());
+    }
+    if let Some(rest) = text.strip_prefix(SAVED_PREFIX) {
+        if let Some(p) = rest.strip_suffix(']') {
+            out.push(p.to_string());
+        }
+    }
+    if let Some(p) = marker_path(text) {
+        out.push(p.to_string());
+    }
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
+            out.push(p.to_string());
+        }
+    }
+    out
+}
+
+fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for m in messages {
+        match &m.content {
+            Content::Text(t) => out.extend(pointers_in(t)),
+            Content::Blocks(blocks) => {
+                for b in blocks {
+                    match b {
+                        Block::Text { text } => out.extend(pointers_in(text)),
+                        Block::ToolResult { content, .. } => out.extend(pointers_in(content)),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Read a JSONL transcript (a damaged one reads as empty: it holds nothing usable).
+fn read_transcript(path: &Path) -> Vec<Message> {
+    std::fs::read_to_string(path)
+        .map(|s| {
+            s.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn sorted_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn ids(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Check a finished session. Pure with respect to the run: it only reads.
+pub fn check(
+    compactor: &Compactor,
+    messages: &[Message],
+    ledger: &Ledger,
+    requests: &[Request],
+) -> Counters {
+    let root = &compactor.root;
+    // Transcript path -> id -> every content stored for that id.
+    let mut archives: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut archive_pointers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in sorted_files(root.transcripts()) {
+        let msgs = read_transcript(&path);
+        let key = path.to_string_lossy().into_owned();
+        let mut by_id: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for m in &msgs {
+            for b in m.blocks() {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } = b
+                {
+                    by_id
+                        .entry(tool_use_id.clone())
+                        .or_default()
+                        .push(content.clone());
+                }
+            }
+        }
+        archive_pointers.insert(key.clone(), message_pointers(&msgs));
+        archives.insert(key, by_id);
+    }
+    // Result files saved for each id.
+    let mut saved_for: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for e in &compactor.events {
+        if let Event::Saved { id, path, .. } = e {
+            saved_for
+                .entry(id.as_str())
+                .or_default()
+                .insert(path.as_str());
+        }
+    }
+    let context_ptrs = message_pointers(messages);
+    // Everything reachable from the context by following pointers through archives.
+    let mut reachable = context_ptrs.clone();
+    let mut frontier: Vec<String> = context_ptrs.iter().cloned().collect();
+    while let Some(p) = frontier.pop() {
+        if let Some(next) = archive_pointers.get(&p) {
+            for n in next {
+                if reachable.insert(n.clone()) {
+                    frontier.push(n.clone());
+                }
+            }
+        }
+    }
+    // id -> every content its tool_result blocks have in the final context.
+    let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for b in messages.iter().flat_map(|m| m.blocks()) {
+        if let Block::ToolResult {
+            tool_use_id,
+            content,
+        } = b
+        {
+            in_context
+                .entry(tool_use_id.as_str())
+                .or_default()
+                .push(content.as_str());
+        }
+    }
+
+    let (mut lost, mut ptr_lost, mut via_archive, mut gaps) = (vec![], vec![], vec![], vec![]);
+    for (id, original) in &ledger.originals {
+        let blocks = in_context.get(id.as_str()).cloned().unwrap_or_default();
+        if blocks.contains(&original.as_str()) {
+            continue;
+        }
+        let mut holders: BTreeSet<String> = saved_for
+            .get(id.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|p| std::fs::read_to_string(p).ok().as_deref() == Some(original.as_str()))
+            .map(|p| p.to_string())
+            .collect();
+        let mut archived_copies: Vec<&String> = Vec::new();
+        for (path, by_id) in &archives {
+            if let Some(contents) = by_id.get(id) {
+                archived_copies.extend(contents);
+                if contents.iter().any(|c| c == original) {
+                    holders.insert(path.clone());
+                }
+            }
+        }
+        // An archive that kept only a stub with no way back has a gap.
+        if !archived_copies.is_empty()
+            && !archived_copies
+                .iter()
+                .any(|c| *c == original || pointers_in(c).iter().any(|p| holders.contains(p)))
+        {
+            gaps.push(id.as_str());
+        }
+        if holders.is_empty() {
+            lost.push(id.as_str());
+            continue;
+        }
+        let reachable_holder = holders.iter().any(|h| reachable.contains(h));
+        if blocks.is_empty() {
+            // Snipped or summarised away: the marker / summary chain must lead back.
+            if !reachable_holder {
+                ptr_lost.push(id.as_str());
+            }
+        } else if !blocks
+            .iter()
+            .any(|c| pointers_in(c).iter().any(|p| holders.contains(p)))
+        {
+            // The block the model sees names no file that holds the original.
+            ptr_lost.push(id.as_str());
+            if reachable_holder {
+                via_archive.push(id.as_str());
+            }
+        }
+    }
+
+    // Samples name the request (1-based model call) so repeats stay distinguishable.
+    let request_violations: Vec<String> = requests
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.violations
+                .iter()
+                .map(move |v| format!("request {}: {v}", i + 1))
+        })
+        .collect();
+    let mut violations = request_violations.clone();
+    violations.extend(
+        pair_violations(messages)
+            .into_iter()
+            .map(|v| format!("final: {v}")),
+    );
+    let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
+
+    let (mut unseen, mut double) = (vec![], vec![]);
+    for e in &compactor.events {
+        if let Event::Placeholder {
+            id,
+            was_placeholder,
+            unseen: u,
+            ..
+        } = e
+        {
+            if *u {
+                unseen.push(id.as_str());
+            }
+            if *was_placeholder {
+                double.push(id.as_str());
+            }
+        }
+    }
+    let result_files = sorted_files(root.results());
+    let orphans: Vec<String> = result_files
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !reachable.contains(p))
+        .map(|p| file_name(&p))
+        .collect();
+    let large = compactor.config.constants.large_result_chars;
+    let oversized: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m.blocks())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } if content.chars().count() > large => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let summaries = compactor
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Summarized { .. }))
+        .count() as u64;
+    let failures = compactor
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::SummaryFailed { .. }))
+        .count() as u64;
+
+    let mut c = Counters::default();
+    c.count("lost_forever", lost.len() as u64, ids(&lost));
+    c.count("pointer_lost", ptr_lost.len() as u64, ids(&ptr_lost));
+    c.count(
+        "recoverable_via_archive",
+        via_archive.len() as u64,
+        ids(&via_archive),
+    );
+    c.flag("pairs_intact", violations.is_empty(), violations.clone());
+    c.count(
+        "invalid_requests",
+        invalid,
+        requests
+            .iter()
+            .flat_map(|r| r.violations.clone())
+            .collect::<Vec<_>>(),
+    );
+    c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
+    c.count("double_compacted", double.len() as u64, ids(&double));
+    c.count("orphan_files", orphans.len() as u64, orphans);
+    c.count("archive_gaps", gaps.len() as u64, ids(&gaps));
+    c.count(
+        "oversized_in_context",
+        oversized.len() as u64,
+        ids(&oversized),
+    );
+    c.count("summary_calls", summaries, std::iter::empty());
+    c.count("summary_failures", failures, std::iter::empty());
+    c.list(
+        "persisted_files",
+        result_files
+            .iter()
+            .map(|p| file_name(&p.to_string_lossy()))
+            .collect(),
+    );
+    c
+}
+
+fn file_name(p: &str) -> String {
+    Path::new(p)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_rules_catch_both_directions() {
+        let ok = vec![
+            Message::user_text("go"),
+            Message::assistant(vec![Block::ToolUse {
+                id: "t1".into(),
+                name: "bash".into(),
+                input: serde_json::json!({}),
+            }]),
+            Message::tool_results(vec![("t1".into(), "out".into())]),
+        ];
+        assert!(pair_violations(&ok).is_empty());
+        let orphan_call = vec![
+            ok[0].clone(),
+            ok[1].clone(),
+            Message::user_text("[1 messages archived at /x]"),
+        ];
+        assert_eq!(
+            pair_violations(&orphan_call),
+            vec!["msg 1: tool_use t1 unanswered"]
+        );
+        let orphan_result = vec![ok[0].clone(), ok[2].clone()];
+        assert_eq!(
+            pair_violations(&orphan_result),
+            vec!["msg 1: tool_result t1 without its tool_use"]
+        );
+    }
+
+    #[test]
+    fn pointers_follow_every_convention() {
+        assert_eq!(
+            pointers_in("<persisted-output>\nFull output: /r/a.txt\nPreview:\nx"),
+            vec!["/r/a.txt"]
+        );
+        assert_eq!(
+            pointers_in("[Earlier tool result saved at /r/a.txt]"),
+            vec!["/r/a.txt"]
+        );
+        assert_eq!(
+            pointers_in("[3 messages archived at /t/1.jsonl]"),
+            vec!["/t/1.jsonl"]
+        );
+        assert_eq!(
+            pointers_in("[Compacted]\n\nFull transcript: /t/2.jsonl"),
+            vec!["/t/2.jsonl"]
+        );
+        assert!(pointers_in("[Earlier tool result omitted.]").is_empty());
+    }
+}

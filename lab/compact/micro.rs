@@ -1,0 +1,113 @@
+//! Step 3: micro-compaction of old, already-seen tool results.
+//!
+//! The step never asks whether a result was saved. It scans the text: a line
+//! starting with `Full output: ` becomes `[Earlier tool result saved at <path>]`,
+//! anything else `[Earlier tool result omitted.]`. Its input must therefore
+//! already have been rewritten by step 1 (the order safeguard). The unseen
+//! guard (the second safeguard) skips results added since the last assistant
+//! message. Without an idempotence marker a long saved-at placeholder is itself
+//! over the 120-char rule and is compacted again — to "omitted", losing its pointer.
+
+use std::collections::BTreeSet;
+
+use super::persist::{chars, full_output_line, is_placeholder, OMITTED, SAVED_PREFIX};
+use super::{Compactor, Event, Step};
+use crate::error::LabResult;
+use crate::message::{estimate_chars, json_str_chars, Block, Message, Role};
+
+/// Positions `(message, block)` of results added after the last assistant
+/// message: what the model has not seen yet (course `unseen_tool_result_positions`).
+pub fn unseen_positions(messages: &[Message]) -> BTreeSet<(usize, usize)> {
+    let start = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    let mut out = BTreeSet::new();
+    for (mi, m) in messages.iter().enumerate().skip(start) {
+        if m.role != Role::User {
+            continue;
+        }
+        for (bi, b) in m.blocks().iter().enumerate() {
+            if matches!(b, Block::ToolResult { .. }) {
+                out.insert((mi, bi));
+            }
+        }
+    }
+    out
+}
+
+impl Compactor {
+    /// Step 3 (course `micro_compact`); with `target`, stop once the estimate is under it.
+    pub fn micro_compact(
+        &mut self,
+        messages: &mut [Message],
+        target: Option<usize>,
+    ) -> LabResult<()> {
+        let sw = self.config.switches.clone();
+        let keep = self.config.constants.keep_recent_results;
+        let min = self.config.constants.placeholder_min_chars;
+        let unseen = unseen_positions(messages);
+        let mut candidates: Vec<(usize, usize)> = Vec::new();
+        for (mi, m) in messages.iter().enumerate() {
+            if m.role != Role::User {
+                continue;
+            }
+            for (bi, b) in m.blocks().iter().enumerate() {
+                if matches!(b, Block::ToolResult { .. })
+                    && !(sw.unseen_guard && unseen.contains(&(mi, bi)))
+                {
+                    candidates.push((mi, bi));
+                }
+            }
+        }
+        let cut = candidates.len().saturating_sub(keep);
+        let mut estimate = target.map(|_| estimate_chars(messages));
+        for &(mi, bi) in &candidates[..cut] {
+            if let (Some(t), Some(e)) = (target, estimate) {
+                if e <= t {
+                    break;
+                }
+            }
+            let Block::ToolResult {
+                tool_use_id,
+                content,
+            } = &messages[mi].blocks()[bi]
+            else {
+                continue;
+            };
+            if chars(content) <= min {
+                continue;
+            }
+            let (id, old) = (tool_use_id.clone(), content.clone());
+            let mut saved = if sw.idempotent_placeholders {
+                self.recognised_path(&old)
+            } else {
+                full_output_line(&old).map(str::to_string)
+            };
+            if saved.is_none() && sw.save_before_omit {
+                saved = Some(self.save_output(Step::Micro, &id, &old)?);
+            }
+            let new = match &saved {
+                Some(p) => format!("{SAVED_PREFIX}{p}]"),
+                None => OMITTED.to_string(),
+            };
+            if new == old {
+                // An idempotent placeholder maps to itself: nothing was compacted.
+                continue;
+            }
+            self.events.push(Event::Placeholder {
+                id,
+                with_pointer: saved.is_some(),
+                was_placeholder: is_placeholder(&old),
+                unseen: unseen.contains(&(mi, bi)),
+            });
+            if let Some(e) = estimate.as_mut() {
+                *e = *e + json_str_chars(&new) - json_str_chars(&old);
+            }
+            if let Block::ToolResult { content, .. } = &mut messages[mi].blocks_mut()[bi] {
+                *content = new;
+            }
+        }
+        Ok(())
+    }
+}

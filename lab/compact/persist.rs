@@ -1,0 +1,208 @@
+//! Step 1: persist oversized tool results by a batch budget.
+//!
+//! Only the newest batch (the last message, if it carries tool results) is
+//! considered. Largest first, only items above the per-item threshold, and
+//! the loop stops as soon as the batch is under budget — which is exactly why
+//! a smaller large result can stay unsaved and later be "omitted" by step 3
+//! (the seed's scenario A: lost forever in the intact pipeline).
+
+use std::path::Path;
+
+use super::root::safe_id;
+use super::{Compactor, Event, Step};
+use crate::error::{LabError, LabResult};
+use crate::message::{Block, Message, Role};
+
+/// Prefix of a step-3 placeholder that keeps its pointer.
+pub const SAVED_PREFIX: &str = "[Earlier tool result saved at ";
+/// A step-3 placeholder without a pointer.
+pub const OMITTED: &str = "[Earlier tool result omitted.]";
+/// First line of step-1 output.
+pub const PERSISTED_OPEN: &str = "<persisted-output>\n";
+/// The line step 3 scans for.
+pub const FULL_OUTPUT: &str = "Full output: ";
+
+/// Chars, as Python's `len` counts them.
+pub(crate) fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// The `<persisted-output>` text that replaces a result in context.
+pub fn persisted_text(path: &str, preview: &str) -> String {
+    format!("{PERSISTED_OPEN}{FULL_OUTPUT}{path}\nPreview:\n{preview}\n</persisted-output>")
+}
+
+/// First `n` chars of `s`.
+pub(crate) fn prefix_chars(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// The f9e8b28 scan: the first line starting with `Full output: `, anywhere in the text.
+pub fn full_output_line(content: &str) -> Option<&str> {
+    content
+        .lines()
+        .find_map(|l| l.strip_prefix(FULL_OUTPUT))
+        .filter(|p| !p.is_empty())
+}
+
+/// Is this a step-3 placeholder (either form)?
+pub fn is_placeholder(content: &str) -> bool {
+    content == OMITTED || (content.starts_with(SAVED_PREFIX) && content.ends_with(']'))
+}
+
+impl Compactor {
+    /// Course main `persisted_output_path`: recognise persisted text *and* a
+    /// saved-at placeholder, but only when the path is a file inside the results dir.
+    pub fn recognised_path(&self, content: &str) -> Option<String> {
+        let candidate = if content.starts_with(PERSISTED_OPEN) {
+            full_output_line(content)
+        } else if content.starts_with(SAVED_PREFIX) && content.ends_with(']') {
+            Some(&content[SAVED_PREFIX.len()..content.len() - 1])
+        } else {
+            None
+        }?;
+        let path = Path::new(candidate);
+        (path.starts_with(self.root.results()) && path.is_file()).then(|| candidate.to_string())
+    }
+
+    /// Write a result's full text under the results dir and return its path.
+    ///
+    /// f9e8b28 never overwrites an existing file (`if not path.exists()`), so two
+    /// ids that sanitise to one name share the first one's bytes;
+    /// `collision_safe_paths` picks a fresh name instead.
+    pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
+        let base = safe_id(id, self.config.constants.safe_id_max);
+        let mut path = self.root.results().join(format!("{base}.txt"));
+        if self.config.switches.collision_safe_paths {
+            let mut n = 1;
+            while path.exists() && std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+                n += 1;
+                path = self.root.results().join(format!("{base}-{n}.txt"));
+            }
+        }
+        if !path.exists() {
+            std::fs::write(&path, text)
+                .map_err(|e| LabError::io("persisting a tool result", &path, e))?;
+        }
+        let path = path.to_string_lossy().into_owned();
+        self.events.push(Event::Saved {
+            step,
+            id: id.to_string(),
+            path: path.clone(),
+            chars: chars(text),
+        });
+        Ok(path)
+    }
+
+    /// Replacement text for a result being persisted with a preview of `preview` chars.
+    fn persisted_preview(
+        &mut self,
+        step: Step,
+        id: &str,
+        output: &str,
+        preview: usize,
+    ) -> LabResult<String> {
+        // Course main reuses an existing pointer instead of saving the stub itself.
+        if self.config.switches.idempotent_placeholders {
+            if let Some(path) = self.recognised_path(output) {
+                let saved = std::fs::read_to_string(&path).unwrap_or_default();
+                return Ok(persisted_text(&path, prefix_chars(&saved, preview)));
+            }
+        }
+        let path = self.save_output(step, id, output)?;
+        Ok(persisted_text(&path, prefix_chars(output, preview)))
+    }
+
+    /// Step 1 (course `tool_result_budget`).
+    pub fn persist_batch(&mut self, messages: &mut [Message]) -> LabResult<()> {
+        let Some(last) = messages.last_mut() else {
+            return Ok(());
+        };
+        if last.role != Role::User {
+            return Ok(());
+        }
+        let budget = self.config.constants.batch_budget_chars;
+        let large = self.config.constants.large_result_chars;
+        let preview = self.config.constants.preview_chars;
+        let all_large = self.config.switches.persist_all_large;
+        let blocks = last.blocks_mut();
+        let sizes: Vec<(usize, usize)> = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| match b {
+                Block::ToolResult { content, .. } => Some((i, chars(content))),
+                _ => None,
+            })
+            .collect();
+        let mut total: usize = sizes.iter().map(|(_, n)| n).sum();
+        let mut order = sizes.clone();
+        // Python's sorted(..., reverse=True) is stable: ties keep batch order.
+        order.sort_by(|a, b| b.1.cmp(&a.1));
+        for (i, n) in order {
+            if total <= budget && !all_large {
+                break;
+            }
+            if n <= large {
+                continue;
+            }
+            let Block::ToolResult {
+                tool_use_id,
+                content,
+            } = &blocks[i]
+            else {
+                continue;
+            };
+            let (id, old) = (tool_use_id.clone(), content.clone());
+            let new = self.persisted_preview(Step::Persist, &id, &old, preview)?;
+            total = total - n + chars(&new);
+            if let Block::ToolResult { content, .. } = &mut blocks[i] {
+                *content = new;
+            }
+        }
+        Ok(())
+    }
+
+    /// Course main `fit_tool_results`: persist the largest results anywhere in
+    /// history (preview 1 000) until the estimate is under `target`.
+    pub fn fit_tool_results(&mut self, messages: &mut [Message], target: usize) -> LabResult<()> {
+        let mut positions: Vec<(usize, usize, usize)> = Vec::new();
+        for (mi, m) in messages.iter().enumerate() {
+            if m.role != Role::User {
+                continue;
+            }
+            for (bi, b) in m.blocks().iter().enumerate() {
+                if let Block::ToolResult { content, .. } = b {
+                    positions.push((mi, bi, chars(content)));
+                }
+            }
+        }
+        positions.sort_by(|a, b| b.2.cmp(&a.2));
+        let mut estimate = crate::message::estimate_chars(messages);
+        let preview = self.config.constants.fit_preview_chars;
+        for (mi, bi, _) in positions {
+            if estimate <= target {
+                break;
+            }
+            let Block::ToolResult {
+                tool_use_id,
+                content,
+            } = &messages[mi].blocks()[bi]
+            else {
+                continue;
+            };
+            let (id, old) = (tool_use_id.clone(), content.clone());
+            let new = self.persisted_preview(Step::Fit, &id, &old, preview)?;
+            if chars(&new) < chars(&old) {
+                estimate = estimate + crate::message::json_str_chars(&new)
+                    - crate::message::json_str_chars(&old);
+                if let Block::ToolResult { content, .. } = &mut messages[mi].blocks_mut()[bi] {
+                    *content = new;
+                }
+            }
+        }
+        Ok(())
+    }
+}

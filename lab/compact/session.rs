@@ -1,0 +1,316 @@
+//! A scripted conversation driven through the pipeline, as the harness would.
+//!
+//! A [`Script`] is a list of [`Action`]s; it is the conversation part of a
+//! scenario file. The driver runs `prepare` before every model call, checks
+//! the request that would be sent, appends the scripted assistant message and
+//! its tool results, and records every original result in a [`Ledger`] so the
+//! checker can later say exactly what was lost.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Compactor, Entry, Step};
+use crate::error::{LabError, LabResult};
+use crate::message::{estimate_chars, Block, Message};
+
+/// One scripted tool call and the result the tool will return.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// `tool_use` id; defaults to `toolu_<n>` in call order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Tool name.
+    #[serde(default = "default_tool")]
+    pub name: String,
+    /// Result of this many chars (filled with `fill`), exclusive with `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chars: Option<usize>,
+    /// Literal result text, exclusive with `chars`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Fill character for `chars` results.
+    #[serde(default = "default_fill")]
+    pub fill: char,
+}
+
+fn default_tool() -> String {
+    "bash".to_string()
+}
+
+fn default_fill() -> char {
+    'X'
+}
+
+impl Call {
+    /// A call returning `chars` fill characters.
+    pub fn sized(id: &str, chars: usize) -> Self {
+        Call {
+            id: Some(id.to_string()),
+            name: default_tool(),
+            chars: Some(chars),
+            text: None,
+            fill: default_fill(),
+        }
+    }
+
+    fn result(&self) -> String {
+        match (&self.text, self.chars) {
+            (Some(t), _) => t.clone(),
+            (None, Some(n)) => std::iter::repeat_n(self.fill, n).collect(),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// One model turn: optional text and zero or more tool calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Assistant text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Tool calls; their results arrive as one batch.
+    #[serde(default)]
+    pub calls: Vec<Call>,
+}
+
+/// One scripted event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Action {
+    /// A user prompt; it becomes the active request.
+    User(String),
+    /// A model call (pipeline first), then the assistant message and its results.
+    Assistant(Turn),
+    /// The model calls the `compact` tool: proactive summary after the batch.
+    CompactTool,
+    /// The next model call is answered prompt-too-long: reactive summary, one retry.
+    PromptTooLong,
+    /// Run these steps on their own, with no model call (step-level experiments).
+    Steps(Vec<Step>),
+    /// Append an assistant text message without a model call (marks results as seen).
+    AppendAssistant(String),
+    /// Run the pipeline once more and check the request that would be sent.
+    Prepare,
+}
+
+/// A scripted conversation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Script(pub Vec<Action>);
+
+impl Script {
+    /// Give every call an id and reject duplicates (a tool_use id is answered once).
+    pub fn normalised(&self) -> LabResult<Script> {
+        let mut n = 0usize;
+        let mut seen = BTreeMap::new();
+        let mut out = self.clone();
+        for (ai, a) in out.0.iter_mut().enumerate() {
+            if let Action::Assistant(turn) = a {
+                for c in &mut turn.calls {
+                    let id = c.id.get_or_insert_with(|| format!("toolu_{n}")).clone();
+                    n += 1;
+                    if c.chars.is_some() && c.text.is_some() {
+                        return Err(LabError::usage(
+                            format!("action {ai}: call {id} has both chars and text"),
+                            "give a call either \"chars\": N or \"text\": \"...\"",
+                        ));
+                    }
+                    if let Some(prev) = seen.insert(id.clone(), ai) {
+                        return Err(LabError::usage(
+                            format!("action {ai}: tool_use id {id} already used by action {prev}"),
+                            "tool_use ids must be unique in a script",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Length of the first tool id: the id the exact path length is built for.
+    pub fn reference_id_chars(&self) -> usize {
+        self.0
+            .iter()
+            .find_map(|a| match a {
+                Action::Assistant(t) => t
+                    .calls
+                    .first()
+                    .and_then(|c| c.id.as_ref())
+                    .map(|i| i.chars().count()),
+                _ => None,
+            })
+            .unwrap_or(7)
+    }
+}
+
+/// Every original tool result, in arrival order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Ledger {
+    /// `(tool_use_id, original text)`.
+    pub originals: Vec<(String, String)>,
+}
+
+/// One request the harness sent (or would send) to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Request {
+    /// Messages in the request.
+    pub messages: usize,
+    /// Estimated chars (the course's size measure).
+    pub chars: usize,
+    /// Pair-rule violations (empty = a valid request).
+    pub violations: Vec<String>,
+}
+
+/// A conversation in progress.
+#[derive(Debug)]
+pub struct Session {
+    /// The pipeline.
+    pub compactor: Compactor,
+    /// Current history.
+    pub messages: Vec<Message>,
+    /// Originals of every tool result.
+    pub ledger: Ledger,
+    /// Every request, in order.
+    pub requests: Vec<Request>,
+    active_request: String,
+    prompt_too_long: bool,
+}
+
+impl Session {
+    /// A session with an empty history.
+    pub fn new(compactor: Compactor) -> Self {
+        Session {
+            compactor,
+            messages: Vec::new(),
+            ledger: Ledger::default(),
+            requests: Vec::new(),
+            active_request: String::new(),
+            prompt_too_long: false,
+        }
+    }
+
+    /// Run every action of a (normalised) script.
+    pub fn run(&mut self, script: &Script) -> LabResult<()> {
+        for action in &script.normalised()?.0 {
+            self.step(action)?;
+        }
+        Ok(())
+    }
+
+    fn prepare(&mut self) -> LabResult<()> {
+        let msgs = std::mem::take(&mut self.messages);
+        self.messages = self.compactor.prepare(msgs, &self.active_request)?;
+        Ok(())
+    }
+
+    fn record_request(&mut self) {
+        self.requests.push(Request {
+            messages: self.messages.len(),
+            chars: estimate_chars(&self.messages),
+            violations: super::check::pair_violations(&self.messages),
+        });
+    }
+
+    /// Pipeline, then the model call; returns false when the call failed for good.
+    fn model_call(&mut self) -> LabResult<bool> {
+        self.prepare()?;
+        self.record_request();
+        if std::mem::take(&mut self.prompt_too_long) {
+            // Course: MAX_REACTIVE_RETRIES = 1; reactive compact, then the loop
+            // runs prepare again before the retried call.
+            let msgs = std::mem::take(&mut self.messages);
+            match self.compactor.reactive_compact(msgs, &self.active_request) {
+                Ok(m) => self.messages = m,
+                Err((m, _)) => {
+                    self.messages = m;
+                    return Ok(false);
+                }
+            }
+            self.prepare()?;
+            self.record_request();
+        }
+        Ok(true)
+    }
+
+    fn append_turn(&mut self, turn: &Turn, compact_call: Option<&str>) {
+        let mut blocks = Vec::new();
+        if let Some(t) = &turn.text {
+            blocks.push(Block::Text { text: t.clone() });
+        }
+        let mut results = Vec::new();
+        for c in &turn.calls {
+            let id = c.id.clone().expect("normalised");
+            blocks.push(Block::ToolUse {
+                id: id.clone(),
+                name: c.name.clone(),
+                input: serde_json::json!({}),
+            });
+            let out = c.result();
+            self.ledger.originals.push((id.clone(), out.clone()));
+            results.push((id, out));
+        }
+        if let Some(id) = compact_call {
+            blocks.push(Block::ToolUse {
+                id: id.to_string(),
+                name: "compact".to_string(),
+                input: serde_json::json!({}),
+            });
+            results.push((
+                id.to_string(),
+                "Compaction requested after this tool batch.".to_string(),
+            ));
+        }
+        self.messages.push(Message::assistant(blocks));
+        if !results.is_empty() {
+            self.messages.push(Message::tool_results(results));
+        }
+    }
+
+    /// Apply one action.
+    pub fn step(&mut self, action: &Action) -> LabResult<()> {
+        match action {
+            Action::User(text) => {
+                self.active_request = text.clone();
+                self.messages.push(Message::user_text(text.clone()));
+            }
+            Action::Assistant(turn) => {
+                if self.model_call()? {
+                    self.append_turn(turn, None);
+                }
+            }
+            Action::CompactTool => {
+                if self.model_call()? {
+                    let id = format!("compact_{}", self.requests.len());
+                    self.append_turn(&Turn::default(), Some(&id));
+                    let msgs = std::mem::take(&mut self.messages);
+                    self.messages = match self.compactor.compact_history(
+                        msgs,
+                        &self.active_request,
+                        Entry::Tool,
+                    ) {
+                        Ok(m) => m,
+                        Err((m, _)) => m,
+                    };
+                }
+            }
+            Action::PromptTooLong => self.prompt_too_long = true,
+            Action::Steps(steps) => {
+                for s in steps {
+                    let msgs = std::mem::take(&mut self.messages);
+                    self.messages = self.compactor.run_step(*s, msgs, &self.active_request)?;
+                }
+            }
+            Action::AppendAssistant(text) => self
+                .messages
+                .push(Message::assistant(vec![Block::Text { text: text.clone() }])),
+            Action::Prepare => {
+                self.prepare()?;
+                self.record_request();
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! Step 2: snip the old middle of the history, never splitting a pair.
+//!
+//! The implementation does not search for a legal cut: it moves both cut
+//! points outward (seed section 5). On the head side, if the last kept
+//! message calls a tool, the head grows to keep its results; on the tail side,
+//! if the first kept message is a result, the tail grows back to keep its call.
+//! The archived middle is replaced by a marker that says how many messages
+//! went where: a pointer that can be followed, as with placeholders.
+
+use super::{Compactor, Event};
+use crate::error::LabResult;
+use crate::message::{Content, Message};
+
+/// The marker text (course: `[N messages archived at <path>]`).
+pub fn marker_text(archived: usize, transcript: &str) -> String {
+    format!("[{archived} messages archived at {transcript}]")
+}
+
+/// Parse a marker back into its transcript path.
+pub fn marker_path(content: &str) -> Option<&str> {
+    let inner = content.strip_prefix('[')?.strip_suffix(']')?;
+    let (count, rest) = inner.split_once(" messages archived at ")?;
+    (!count.is_empty() && count.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
+}
+
+/// Move the head cut forward past the results of a trailing tool call.
+pub(crate) fn protect_head(messages: &[Message], mut head_end: usize, tail_start: usize) -> usize {
+    if head_end > 0 && messages[head_end - 1].has_tool_use() {
+        while head_end < tail_start && messages[head_end].is_tool_result() {
+            head_end += 1;
+        }
+    }
+    head_end
+}
+
+/// Move the tail cut back so a leading result keeps its call.
+pub(crate) fn protect_tail(messages: &[Message], tail_start: usize) -> usize {
+    if tail_start > 0
+        && tail_start < messages.len()
+        && messages[tail_start].is_tool_result()
+        && messages[tail_start - 1].has_tool_use()
+    {
+        tail_start - 1
+    } else {
+        tail_start
+    }
+}
+
+impl Compactor {
+    /// Step 2 (course `snip_compact`).
+    pub fn snip(&mut self, messages: Vec<Message>) -> LabResult<Vec<Message>> {
+        let c = &self.config.constants;
+        let max = c.snip_max_messages;
+        if messages.len() <= max {
+            return Ok(messages);
+        }
+        let mut head_end = c.snip_head.min(messages.len());
+        let mut tail_start = messages.len() - (max - c.snip_head - c.snip_tail_reserve);
+        if self.config.switches.pair_protection {
+            head_end = protect_head(&messages, head_end, tail_start);
+            tail_start = protect_tail(&messages, tail_start);
+        }
+        if head_end >= tail_start {
+            return Ok(messages);
+        }
+        if self.config.switches.skip_lone_archive_marker && tail_start - head_end == 1 {
+            if let Content::Text(t) = &messages[head_end].content {
+                if marker_path(t).is_some_and(|p| std::path::Path::new(p).is_file()) {
+                    return Ok(messages);
+                }
+            }
+        }
+        let transcript = self.write_transcript(&messages)?;
+        let archived = tail_start - head_end;
+        self.events.push(Event::Snipped {
+            archived,
+            transcript: transcript.clone(),
+        });
+        let mut out = Vec::with_capacity(head_end + 1 + messages.len() - tail_start);
+        let mut it = messages.into_iter();
+        out.extend(it.by_ref().take(head_end));
+        out.push(Message::user_text(marker_text(archived, &transcript)));
+        out.extend(it.skip(archived));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_round_trips() {
+        let t = marker_text(12, "/tmp/x/transcript_0001.jsonl");
+        assert_eq!(marker_path(&t), Some("/tmp/x/transcript_0001.jsonl"));
+        assert_eq!(marker_path("[x messages archived at /a]"), None);
+        assert_eq!(marker_path("hello"), None);
+    }
+}
