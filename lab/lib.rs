@@ -14,4 +14,5 @@ pub mod import;
 pub mod memory;
 pub mod message;
 pub mod registry;
+pub mod replay;
 pub mod report;

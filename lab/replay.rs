@@ -1,0 +1,750 @@
+//! Replay an imported real session through a compaction profile (issue 5, phase 2).
+//!
+//! The main conversation of an [`ImportedSession`] is fed to a fresh
+//! [`Compactor`] as the harness would have seen it: messages are appended in
+//! order, and before every assistant message (= every model call) the
+//! profile's `prepare` runs on the history so far. Every original tool result
+//! goes into the checker's [`Ledger`]; at the end [`check`] says what the
+//! profile lost, and the report adds the context-size series, the bytes
+//! persisted, and where compaction first fired compared with where the real
+//! session compacted.
+//!
+//! Notes on fidelity:
+//! - Messages after a real compaction are fed on top of the replayed history
+//!   (the replay does not reproduce the real harness's reset): the question a
+//!   replay answers is what *this profile* would have done with the session.
+//! - `scale` multiplies the profile's size constants ([`Constants::scaled`]),
+//!   so a short session can be pushed over a limit it never reached.
+//! - The result folder is padded to [`DEFAULT_PATH_LEN`] chars (for the
+//!   session's first tool id) so placeholder lengths, and with them every
+//!   counter, do not depend on the machine's temp dir.
+//!
+//! Rendering ([`render_table`], [`render_markdown`], [`render_json`],
+//! [`render_svg`]) is pure: reports in, text out.
+
+use std::fmt::Write as _;
+
+use comfy_table::{presets, Cell as TCell, ContentArrangement, Table};
+use serde::Serialize;
+
+use crate::compact::check::check;
+use crate::compact::config::{profile, profiles, Constants};
+use crate::compact::session::{Ledger, Request};
+use crate::compact::{Compactor, Event, LabRoot};
+use crate::counters::Counters;
+use crate::error::{LabError, LabResult};
+use crate::import::{Format, ImportedSession};
+use crate::message::{estimate_chars, message_chars, Block, Message, Role};
+
+/// Embedded result-path length of replay runs (the registry's long path).
+pub const DEFAULT_PATH_LEN: usize = crate::registry::LONG_PATH;
+
+/// How to replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayOptions {
+    /// Multiplier for the profile's size constants (1.0 = as the profile says).
+    pub scale: f64,
+    /// Embedded result-path length; `None` = unpadded temp dir (not reproducible).
+    pub path_len: Option<usize>,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            scale: 1.0,
+            path_len: Some(DEFAULT_PATH_LEN),
+        }
+    }
+}
+
+/// The context size at one model call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Point {
+    /// Index in `main` of the assistant message this call produced.
+    pub at: usize,
+    /// Estimated chars of everything appended so far, uncompacted.
+    pub raw_chars: usize,
+    /// Estimated chars of the request after `prepare`.
+    pub chars: usize,
+}
+
+/// What one profile did with one session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayReport {
+    /// File name of the transcript (no directories).
+    pub source: String,
+    /// Its format, when it came from an importer.
+    pub format: Option<Format>,
+    /// Profile name.
+    pub profile: String,
+    /// Scale applied to the profile's constants.
+    pub scale: f64,
+    /// The scaled context limit.
+    pub context_char_limit: usize,
+    /// Messages replayed.
+    pub messages: usize,
+    /// Model calls (assistant messages), each preceded by `prepare`.
+    pub model_calls: usize,
+    /// Original tool results fed.
+    pub tool_results: usize,
+    /// Results neither in context nor held anywhere.
+    pub lost_forever: u64,
+    /// Results held on disk that nothing in context leads to.
+    pub pointer_lost: u64,
+    /// Every request and the final context kept the tool_use / tool_result pairs.
+    pub pairs_intact: bool,
+    /// Requests that broke a pair rule.
+    pub invalid_requests: u64,
+    /// Results compacted before the model had seen them.
+    pub unseen_compacted: u64,
+    /// Placeholders compacted again.
+    pub double_compacted: u64,
+    /// Files in the result folder at the end.
+    pub persisted_files: usize,
+    /// Bytes of those files.
+    pub bytes_persisted: u64,
+    /// Summary calls (step 4).
+    pub summary_calls: u64,
+    /// Index in `main` of the first model call before which any step changed the context.
+    pub first_fired_at: Option<usize>,
+    /// Index in `main` of the first model call before which a summary ran.
+    pub first_summary_at: Option<usize>,
+    /// Indices in `main` where the real session compacted.
+    pub real_compactions: Vec<usize>,
+    /// `first_summary_at - real_compactions[0]` (negative: the profile summarised earlier).
+    pub summary_vs_real: Option<i64>,
+    /// Largest request.
+    pub peak_chars: usize,
+    /// Context at the end (after the last message was appended).
+    pub final_chars: usize,
+    /// Context if nothing had been compacted.
+    pub raw_final_chars: usize,
+    /// Every checker counter, samples removed (they would name transcript ids).
+    pub counters: Counters,
+    /// Context size at each model call.
+    pub series: Vec<Point>,
+}
+
+/// The names of every profile, in `lab list` order.
+pub fn profile_names() -> Vec<&'static str> {
+    profiles().into_iter().map(|p| p.name).collect()
+}
+
+/// Replay `session.main` under `profile_name` with its constants scaled by `scale`.
+pub fn replay(
+    session: &ImportedSession,
+    profile_name: &str,
+    scale: f64,
+) -> LabResult<ReplayReport> {
+    replay_with(
+        session,
+        profile_name,
+        &ReplayOptions {
+            scale,
+            ..ReplayOptions::default()
+        },
+    )
+}
+
+/// [`replay`] with every option.
+pub fn replay_with(
+    session: &ImportedSession,
+    profile_name: &str,
+    options: &ReplayOptions,
+) -> LabResult<ReplayReport> {
+    let source = session
+        .source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut report = replay_messages(
+        &source,
+        &session.main,
+        &session.real_compactions,
+        profile_name,
+        options,
+    )?;
+    report.format = Some(session.format);
+    Ok(report)
+}
+
+/// The replay core on bare messages (what a benchmark calls with synthetic sessions).
+pub fn replay_messages(
+    source: &str,
+    main: &[Message],
+    real_compactions: &[usize],
+    profile_name: &str,
+    options: &ReplayOptions,
+) -> LabResult<ReplayReport> {
+    if !(options.scale.is_finite() && options.scale > 0.0) {
+        return Err(LabError::usage(
+            format!("--scale {} is not a positive number", options.scale),
+            "use a factor such as 1, 0.5 or 0.1",
+        ));
+    }
+    let prof = profile(profile_name)?;
+    let mut config = prof.config.clone();
+    config.constants = scaled_constants(&config.constants, options.scale)?;
+    let ref_id = main
+        .iter()
+        .flat_map(|m| m.tool_use_ids())
+        .next()
+        .map(|id| id.chars().count())
+        .unwrap_or(7);
+    let root = LabRoot::new(options.path_len, ref_id.min(config.constants.safe_id_max))?;
+    let limit = config.constants.context_char_limit;
+    let mut compactor = Compactor::new(config, root)?;
+
+    let mut messages: Vec<Message> = Vec::new();
+    let mut ledger = Ledger::default();
+    let mut requests: Vec<Request> = Vec::new();
+    let mut series = Vec::new();
+    let mut active_request = String::new();
+    let mut raw_sum = 0usize;
+    let (mut first_fired_at, mut first_summary_at) = (None, None);
+    let mut tool_results = 0usize;
+
+    for (i, m) in main.iter().enumerate() {
+        if m.role == Role::Assistant {
+            let before = compactor.events.len();
+            messages = compactor.prepare(std::mem::take(&mut messages), &active_request)?;
+            let new_events = &compactor.events[before..];
+            if first_fired_at.is_none() && !new_events.is_empty() {
+                first_fired_at = Some(i);
+            }
+            if first_summary_at.is_none()
+                && new_events
+                    .iter()
+                    .any(|e| matches!(e, Event::Summarized { .. }))
+            {
+                first_summary_at = Some(i);
+            }
+            let chars = estimate_chars(&messages);
+            requests.push(Request {
+                messages: messages.len(),
+                chars,
+                violations: crate::compact::check::pair_violations(&messages),
+            });
+            series.push(Point {
+                at: i,
+                raw_chars: raw_total(raw_sum, i),
+                chars,
+            });
+        }
+        if m.role == Role::User && !m.is_tool_result() && !real_compactions.contains(&i) {
+            let text = m.text();
+            if !text.is_empty() {
+                active_request = text;
+            }
+        }
+        for b in m.blocks() {
+            if let Block::ToolResult {
+                tool_use_id,
+                content,
+            } = b
+            {
+                ledger
+                    .originals
+                    .push((tool_use_id.clone(), content.clone()));
+                tool_results += 1;
+            }
+        }
+        raw_sum += message_chars(m);
+        messages.push(m.clone());
+    }
+
+    let mut counters = check(&compactor, &messages, &ledger, &requests);
+    let (persisted_files, bytes_persisted) = folder_size(compactor.root.results());
+    for c in &mut counters.0 {
+        c.samples.clear();
+    }
+    // The list of persisted file names would name transcript ids.
+    counters.0.retain(|c| c.name != "persisted_files");
+    let count = |name: &str| counters.count_of(name).unwrap_or(0);
+    let summary_vs_real = match (first_summary_at, real_compactions.first()) {
+        (Some(a), Some(&r)) => Some(a as i64 - r as i64),
+        _ => None,
+    };
+    Ok(ReplayReport {
+        source: source.to_string(),
+        format: None,
+        profile: prof.name.to_string(),
+        scale: options.scale,
+        context_char_limit: limit,
+        messages: main.len(),
+        model_calls: series.len(),
+        tool_results,
+        lost_forever: count("lost_forever"),
+        pointer_lost: count("pointer_lost"),
+        pairs_intact: counters.flag_of("pairs_intact").unwrap_or(false),
+        invalid_requests: count("invalid_requests"),
+        unseen_compacted: count("unseen_compacted"),
+        double_compacted: count("double_compacted"),
+        persisted_files,
+        bytes_persisted,
+        summary_calls: count("summary_calls"),
+        first_fired_at,
+        first_summary_at,
+        real_compactions: real_compactions.to_vec(),
+        summary_vs_real,
+        peak_chars: series.iter().map(|p| p.chars).max().unwrap_or(0),
+        final_chars: estimate_chars(&messages),
+        raw_final_chars: raw_total(raw_sum, main.len()),
+        counters,
+        series,
+    })
+}
+
+/// Replay every session under every profile (sessions outer, profiles inner).
+pub fn replay_all(
+    sessions: &[ImportedSession],
+    profile_names: &[&str],
+    options: &ReplayOptions,
+) -> LabResult<Vec<ReplayReport>> {
+    let mut out = Vec::new();
+    for s in sessions {
+        for p in profile_names {
+            out.push(replay_with(s, p, options)?);
+        }
+    }
+    Ok(out)
+}
+
+/// `estimate_chars` of `n` messages whose `message_chars` sum to `sum`.
+fn raw_total(sum: usize, n: usize) -> usize {
+    2 + n.saturating_sub(1) * 2 + sum
+}
+
+fn scaled_constants(c: &Constants, scale: f64) -> LabResult<Constants> {
+    let scaled = if scale == 1.0 {
+        c.clone()
+    } else {
+        c.scaled(scale)
+    };
+    scaled.validate()?;
+    Ok(scaled)
+}
+
+fn folder_size(dir: &std::path::Path) -> (usize, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if let Ok(md) = e.metadata() {
+                if md.is_file() {
+                    files += 1;
+                    bytes += md.len();
+                }
+            }
+        }
+    }
+    (files, bytes)
+}
+
+// ---------------------------------------------------------------------------
+// Rendering (pure).
+
+const HEADER: &[&str] = &[
+    "file",
+    "profile",
+    "scale",
+    "msgs",
+    "calls",
+    "lost_forever",
+    "pointer_lost",
+    "pairs_intact",
+    "unseen_compacted",
+    "double_compacted",
+    "persisted (files / bytes)",
+    "summary_calls",
+    "first fired @",
+    "first summary @",
+    "real compaction @",
+    "peak chars",
+    "final / raw chars",
+];
+
+fn opt(v: Option<usize>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".to_string())
+}
+
+fn row(r: &ReplayReport) -> Vec<String> {
+    vec![
+        r.source.clone(),
+        r.profile.clone(),
+        format!("{}", r.scale),
+        r.messages.to_string(),
+        r.model_calls.to_string(),
+        r.lost_forever.to_string(),
+        r.pointer_lost.to_string(),
+        r.pairs_intact.to_string(),
+        r.unseen_compacted.to_string(),
+        r.double_compacted.to_string(),
+        format!("{} / {}", r.persisted_files, r.bytes_persisted),
+        r.summary_calls.to_string(),
+        opt(r.first_fired_at),
+        opt(r.first_summary_at),
+        if r.real_compactions.is_empty() {
+            "-".to_string()
+        } else {
+            r.real_compactions
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        r.peak_chars.to_string(),
+        format!("{} / {}", r.final_chars, r.raw_final_chars),
+    ]
+}
+
+fn table(reports: &[ReplayReport], markdown: bool) -> String {
+    let mut t = Table::new();
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    t.load_preset(if markdown {
+        presets::ASCII_MARKDOWN
+    } else {
+        presets::UTF8_FULL_CONDENSED
+    });
+    t.set_header(HEADER.iter().map(|h| TCell::new(*h)));
+    for r in reports {
+        t.add_row(row(r));
+    }
+    t.to_string()
+}
+
+/// A terminal table, one row per report, with a trailing newline.
+pub fn render_table(reports: &[ReplayReport]) -> String {
+    let mut s = table(reports, false);
+    s.push('\n');
+    s
+}
+
+/// GitHub-flavoured Markdown: a heading and the table.
+pub fn render_markdown(reports: &[ReplayReport]) -> String {
+    format!(
+        "### Replay of real transcripts\n\n{}\n\n`@` = index in the imported main conversation; \
+`first fired` = first model call before which any step changed the context.\n",
+        table(reports, true)
+    )
+}
+
+/// Pretty JSON of every report (series included), with a trailing newline.
+pub fn render_json(reports: &[ReplayReport]) -> String {
+    let mut s = serde_json::to_string_pretty(reports).expect("reports serialise");
+    s.push('\n');
+    s
+}
+
+/// Render in one of the lab's output formats.
+pub fn render(reports: &[ReplayReport], format: crate::report::Format) -> String {
+    match format {
+        crate::report::Format::Table => render_table(reports),
+        crate::report::Format::Markdown => render_markdown(reports),
+        crate::report::Format::Json => render_json(reports),
+    }
+}
+
+const PALETTE: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A deterministic SVG line plot: context chars after `prepare` over the
+/// message index, one line per report; the first report's uncompacted size
+/// dashed grey, each distinct context limit as a dotted line, real
+/// compactions as vertical red ticks.
+pub fn render_svg(reports: &[ReplayReport]) -> String {
+    let (w, h) = (900.0f64, 480.0f64);
+    let (left, right, top, bottom) = (80.0, 240.0, 30.0, 50.0);
+    let pw = w - left - right;
+    let ph = h - top - bottom;
+    let x_max = reports.iter().map(|r| r.messages.max(1)).max().unwrap_or(1) as f64;
+    let y_max_raw = reports
+        .iter()
+        .flat_map(|r| {
+            r.series
+                .iter()
+                .map(|p| p.chars)
+                .chain(std::iter::once(r.context_char_limit))
+        })
+        .chain(
+            reports
+                .first()
+                .into_iter()
+                .flat_map(|r| r.series.iter().map(|p| p.raw_chars)),
+        )
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let y_max = nice_ceiling(y_max_raw as f64);
+    let x = |v: f64| left + v / x_max * pw;
+    let y = |v: f64| top + ph - v / y_max * ph;
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{left}" y="18" font-size="13">Context size per model call (estimated chars)</text>"#
+    );
+    // Axes and ticks.
+    let _ = writeln!(
+        s,
+        r##"<path d="M{left:.1} {top:.1} V{:.1} H{:.1}" fill="none" stroke="#000"/>"##,
+        top + ph,
+        left + pw
+    );
+    for k in 0..=4 {
+        let v = y_max * k as f64 / 4.0;
+        let yy = y(v);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            left,
+            left + pw,
+            left - 6.0,
+            yy + 4.0,
+            v.round() as u64
+        );
+        let xv = x_max * k as f64 / 4.0;
+        let xx = x(xv);
+        let _ = writeln!(
+            s,
+            r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            top + ph + 16.0,
+            xv.round() as u64
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message index</text>"#,
+        left + pw / 2.0,
+        h - 12.0
+    );
+    // Limits.
+    let mut limits: Vec<usize> = reports.iter().map(|r| r.context_char_limit).collect();
+    limits.sort_unstable();
+    limits.dedup();
+    for l in limits {
+        let yy = y(l as f64);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{left:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#999" stroke-dasharray="2 3"/><text x="{:.1}" y="{:.1}" fill="#666">limit {l}</text>"##,
+            left + pw,
+            left + 4.0,
+            yy - 3.0
+        );
+    }
+    // Real compactions of every distinct source.
+    let mut ticks: Vec<usize> = reports
+        .iter()
+        .flat_map(|r| r.real_compactions.iter().copied())
+        .collect();
+    ticks.sort_unstable();
+    ticks.dedup();
+    for t in ticks {
+        let xx = x(t as f64);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{xx:.1}" y1="{top:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#d62728" stroke-dasharray="6 3"/><text x="{:.1}" y="{:.1}" fill="#d62728">real compaction</text>"##,
+            top + ph,
+            xx + 3.0,
+            top + 10.0
+        );
+    }
+    // Uncompacted size of the first report.
+    if let Some(r) = reports.first() {
+        let _ = writeln!(
+            s,
+            r##"<polyline fill="none" stroke="#bbb" stroke-dasharray="4 3" points="{}"/>"##,
+            points(
+                r.series
+                    .iter()
+                    .map(|p| (x(p.at as f64), y(p.raw_chars as f64)))
+            )
+        );
+    }
+    // One line per report, with a legend.
+    for (k, r) in reports.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
+            points(r.series.iter().map(|p| (x(p.at as f64), y(p.chars as f64))))
+        );
+        let ly = top + 14.0 * k as f64 + 8.0;
+        let lx = left + pw + 12.0;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 18.0,
+            lx + 22.0,
+            ly + 4.0,
+            xml_escape(&format!(
+                "{} · {} ×{}",
+                short(&r.source),
+                r.profile,
+                r.scale
+            ))
+        );
+    }
+    if let Some(_r) = reports.first() {
+        let ly = top + 14.0 * reports.len() as f64 + 8.0;
+        let lx = left + pw + 12.0;
+        let _ = writeln!(
+            s,
+            r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="#bbb" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}">uncompacted (first)</text>"##,
+            lx + 18.0,
+            lx + 22.0,
+            ly + 4.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn short(source: &str) -> &str {
+    source.split("__").next().unwrap_or(source)
+}
+
+fn points(it: impl Iterator<Item = (f64, f64)>) -> String {
+    it.map(|(a, b)| format!("{a:.1},{b:.1}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// 1, 2 or 5 times a power of ten, at least `v`.
+fn nice_ceiling(v: f64) -> f64 {
+    let p = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= v {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> Message {
+        Message::assistant(vec![Block::ToolUse {
+            id: id.into(),
+            name: "bash".into(),
+            input: serde_json::json!({}),
+        }])
+    }
+
+    fn synthetic(turns: usize, result_chars: usize) -> Vec<Message> {
+        let mut m = vec![Message::user_text("do the thing")];
+        for t in 0..turns {
+            let id = format!("toolu_{t:04}");
+            m.push(call(&id));
+            m.push(Message::tool_results(vec![(id, "r".repeat(result_chars))]));
+        }
+        m.push(Message::assistant(vec![Block::Text {
+            text: "done".into(),
+        }]));
+        m
+    }
+
+    #[test]
+    fn a_call_per_assistant_message_and_a_point_per_call() {
+        let msgs = synthetic(5, 100);
+        let r = replay_messages("s", &msgs, &[], "hardened", &ReplayOptions::default()).unwrap();
+        assert_eq!(r.model_calls, 6);
+        assert_eq!(r.series.len(), 6);
+        assert_eq!(r.tool_results, 5);
+        assert!(r.pairs_intact);
+        assert_eq!(r.raw_final_chars, estimate_chars(&msgs));
+        // Nothing to compact at 100-char results under a 50 000 limit.
+        assert_eq!(r.lost_forever, 0);
+        assert_eq!(r.first_summary_at, None);
+        for p in &r.series {
+            assert_eq!(
+                p.raw_chars,
+                estimate_chars(&msgs[..p.at]),
+                "raw size before call at {}",
+                p.at
+            );
+        }
+    }
+
+    #[test]
+    fn a_small_scale_makes_compaction_fire_and_is_compared_with_the_real_one() {
+        let msgs = synthetic(40, 2_000);
+        let r = replay_messages(
+            "s",
+            &msgs,
+            &[30],
+            "course-f9e8b28",
+            &ReplayOptions {
+                scale: 0.2,
+                ..ReplayOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.context_char_limit, 10_000);
+        assert!(r.first_fired_at.is_some());
+        assert!(r.summary_calls > 0, "{r:?}");
+        let at = r.first_summary_at.unwrap();
+        assert_eq!(r.summary_vs_real, Some(at as i64 - 30));
+        assert!(r.peak_chars < r.raw_final_chars);
+    }
+
+    #[test]
+    fn bad_scale_and_profile_are_usage_errors() {
+        let msgs = synthetic(1, 10);
+        for s in [0.0, -1.0, f64::NAN] {
+            let e = replay_messages(
+                "s",
+                &msgs,
+                &[],
+                "hardened",
+                &ReplayOptions {
+                    scale: s,
+                    ..ReplayOptions::default()
+                },
+            )
+            .unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+        }
+        let e = replay_messages("s", &msgs, &[], "nope", &ReplayOptions::default()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn svg_is_deterministic_and_escaped() {
+        let msgs = synthetic(3, 50);
+        let mut r =
+            replay_messages("a&b__x", &msgs, &[2], "hardened", &ReplayOptions::default()).unwrap();
+        r.source = "a&b__x".into();
+        let one = render_svg(std::slice::from_ref(&r));
+        let two = render_svg(std::slice::from_ref(&r));
+        assert_eq!(one, two);
+        assert!(one.starts_with("<svg"));
+        assert!(one.contains("a&amp;b"));
+        assert!(one.contains("real compaction"));
+        assert!(render_svg(&[]).ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn nice_ceiling_rounds_up() {
+        assert_eq!(nice_ceiling(1.0), 1.0);
+        assert_eq!(nice_ceiling(1.2), 2.0);
+        assert_eq!(nice_ceiling(43_000.0), 50_000.0);
+        assert_eq!(nice_ceiling(50_001.0), 100_000.0);
+    }
+}
