@@ -459,14 +459,16 @@ fn xml_escape(s: &str) -> String {
 
 /// A deterministic SVG line plot: context chars after `prepare` over the
 /// message index, one line per report; the first report's uncompacted size
-/// dashed grey, each distinct context limit as a dotted line, real
-/// compactions as vertical red ticks.
+/// dashed grey (clipped: the y axis fits the compacted sizes and limits),
+/// each distinct context limit as a dotted line, real compactions as
+/// vertical red ticks.
 pub fn render_svg(reports: &[ReplayReport]) -> String {
     let (w, h) = (900.0f64, 480.0f64);
     let (left, right, top, bottom) = (80.0, 240.0, 30.0, 50.0);
     let pw = w - left - right;
     let ph = h - top - bottom;
     let x_max = reports.iter().map(|r| r.messages.max(1)).max().unwrap_or(1) as f64;
+    // Scaled to the compacted sizes and the limits; the uncompacted line is clipped.
     let y_max_raw = reports
         .iter()
         .flat_map(|r| {
@@ -475,12 +477,6 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
                 .map(|p| p.chars)
                 .chain(std::iter::once(r.context_char_limit))
         })
-        .chain(
-            reports
-                .first()
-                .into_iter()
-                .flat_map(|r| r.series.iter().map(|p| p.raw_chars)),
-        )
         .max()
         .unwrap_or(1)
         .max(1);
@@ -494,6 +490,10 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">"#
     );
     let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<defs><clipPath id="plot"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath></defs>"#
+    );
     let _ = writeln!(
         s,
         r#"<text x="{left}" y="18" font-size="13">Context size per model call (estimated chars)</text>"#
@@ -567,7 +567,7 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
     if let Some(r) = reports.first() {
         let _ = writeln!(
             s,
-            r##"<polyline fill="none" stroke="#bbb" stroke-dasharray="4 3" points="{}"/>"##,
+            r##"<polyline fill="none" stroke="#bbb" stroke-dasharray="4 3" clip-path="url(#plot)" points="{}"/>"##,
             points(
                 r.series
                     .iter()
@@ -599,7 +599,7 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
             ))
         );
     }
-    if let Some(_r) = reports.first() {
+    if !reports.is_empty() {
         let ly = top + 14.0 * reports.len() as f64 + 8.0;
         let lx = left + pw + 12.0;
         let _ = writeln!(
