@@ -33,7 +33,7 @@ use crate::compact::session::{Ledger, Request};
 use crate::compact::{Compactor, Event, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
-use crate::import::{Format, ImportedSession};
+use crate::import::{import_file, Format, ImportOptions, ImportedSession};
 use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
 /// Embedded result-path length of replay runs (the registry's long path).
@@ -308,6 +308,48 @@ pub fn replay_all(
         }
     }
     Ok(out)
+}
+
+/// Everything `lab replay FILE... --profile P --scale S` needs.
+#[derive(Debug, Clone)]
+pub struct ReplayRun {
+    /// One report per (file, profile), files outer.
+    pub reports: Vec<ReplayReport>,
+    /// Import diagnostics of every file, `file:line:column: kind: message`
+    /// (for stderr; they name ids and counts, never transcript text).
+    pub diagnostics: Vec<String>,
+}
+
+/// Import every file and replay it under every named profile (all profiles
+/// when `profile_names` is empty).
+pub fn run_files(
+    files: &[std::path::PathBuf],
+    profile_names: &[&str],
+    options: &ReplayOptions,
+    import: &ImportOptions,
+) -> LabResult<ReplayRun> {
+    let all = self::profile_names();
+    let names: &[&str] = if profile_names.is_empty() {
+        &all
+    } else {
+        profile_names
+    };
+    // Reject a bad profile or scale before importing anything.
+    for n in names {
+        profile(n)?;
+    }
+    let mut run = ReplayRun {
+        reports: Vec::new(),
+        diagnostics: Vec::new(),
+    };
+    for f in files {
+        let session = import_file(f, import)?;
+        run.diagnostics.extend(session.diagnostic_lines());
+        for n in names {
+            run.reports.push(replay_with(&session, n, options)?);
+        }
+    }
+    Ok(run)
 }
 
 /// `estimate_chars` of `n` messages whose `message_chars` sum to `sum`.

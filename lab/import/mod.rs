@@ -332,6 +332,23 @@ impl ImportedSession {
         self.diagnostics.iter().filter(|d| d.kind == kind).collect()
     }
 
+    /// One printable line per diagnostic: `file:line:column: kind: message`.
+    pub fn diagnostic_lines(&self) -> Vec<String> {
+        self.diagnostics
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}:{}:{}: {}: {}",
+                    self.source.display(),
+                    d.line,
+                    d.column,
+                    d.kind.name(),
+                    d.message
+                )
+            })
+            .collect()
+    }
+
     fn skip(&mut self, record_type: &str) {
         *self.skipped.entry(record_type.to_string()).or_insert(0) += 1;
     }

@@ -1,0 +1,123 @@
+//! Renderers of replay reports on synthetic sessions (no transcript data), snapshotted.
+
+use std::path::PathBuf;
+
+use ctxlab::import::ImportOptions;
+use ctxlab::message::{Block, Message};
+use ctxlab::replay::{
+    render, render_json, render_markdown, render_svg, render_table, replay_messages, run_files,
+    ReplayOptions, ReplayReport,
+};
+
+fn synthetic(turns: usize, result_chars: usize) -> Vec<Message> {
+    let mut m = vec![Message::user_text("build it")];
+    for t in 0..turns {
+        let id = format!("call_{t:03}");
+        m.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: serde_json::json!({"n": t}),
+        }]));
+        m.push(Message::tool_results(vec![(
+            id,
+            "x".repeat(result_chars * (1 + t % 3)),
+        )]));
+    }
+    m.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    m
+}
+
+fn reports() -> Vec<ReplayReport> {
+    let msgs = synthetic(30, 1_500);
+    ["course-f9e8b28", "hardened"]
+        .iter()
+        .map(|p| {
+            replay_messages(
+                "synthetic__a.jsonl",
+                &msgs,
+                &[40],
+                p,
+                &ReplayOptions {
+                    scale: 0.3,
+                    ..ReplayOptions::default()
+                },
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn table_snapshot() {
+    insta::assert_snapshot!("replay_table", render_table(&reports()));
+}
+
+#[test]
+fn markdown_snapshot() {
+    insta::assert_snapshot!("replay_markdown", render_markdown(&reports()));
+}
+
+#[test]
+fn svg_snapshot() {
+    insta::assert_snapshot!("replay_svg", render_svg(&reports()));
+}
+
+#[test]
+fn json_has_every_field_and_the_series() {
+    let r = reports();
+    let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
+    let first = &v[0];
+    for key in [
+        "lost_forever",
+        "pointer_lost",
+        "pairs_intact",
+        "unseen_compacted",
+        "double_compacted",
+        "bytes_persisted",
+        "summary_calls",
+        "first_fired_at",
+        "first_summary_at",
+        "real_compactions",
+        "series",
+    ] {
+        assert!(first.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(first["series"].as_array().unwrap().len(), r[0].model_calls);
+    assert_eq!(
+        render(&r, ctxlab::report::Format::Json),
+        render_json(&r),
+        "render dispatches"
+    );
+}
+
+#[test]
+fn run_files_imports_and_replays_every_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("req.json");
+    let msgs = synthetic(4, 100);
+    std::fs::write(
+        &path,
+        serde_json::to_string(&serde_json::json!({ "messages": msgs })).unwrap(),
+    )
+    .unwrap();
+    let files: Vec<PathBuf> = vec![path.clone(), path];
+    let run = run_files(
+        &files,
+        &[],
+        &ReplayOptions::default(),
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(run.reports.len(), 2 * ctxlab::replay::profile_names().len());
+    assert!(run.diagnostics.is_empty());
+    assert!(run.reports.iter().all(|r| r.source == "req.json"));
+    let bad = run_files(
+        &files,
+        &["nope"],
+        &ReplayOptions::default(),
+        &ImportOptions::default(),
+    );
+    assert_eq!(bad.unwrap_err().exit_code(), 2);
+}
