@@ -82,6 +82,15 @@ pub enum Command {
     },
     /// Check every registry expectation; exit 1 on any failure.
     Selftest,
+    /// Run scenario files and check their expectations; exit 1 with a diff on failure.
+    Run {
+        /// Scenario files (JSON, schema ctxlab.scenario/1).
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Print (or `--write` into a README) the generated experiment table.
     Readme {
         /// README file whose marked block is replaced in place.
@@ -160,6 +169,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             Ok(out)
         }
         Some(Command::Selftest) => selftest(),
+        Some(Command::Run { files, format }) => run_scenarios(&files, format),
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
         Some(Command::Readme { write: Some(path) }) => {
             let text =
@@ -207,6 +217,22 @@ fn selftest() -> LabResult<String> {
     }
     if failures.is_empty() {
         out += "selftest: every expectation holds\n";
+        Ok(out)
+    } else {
+        let _ = std::io::stdout().write_all(out.as_bytes());
+        Err(LabError::Expectation { failures })
+    }
+}
+
+fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<String> {
+    let mut out = String::new();
+    let mut failures = Vec::new();
+    for f in files {
+        let r = crate::scenario::run_file(f)?;
+        out += &report::scenario_run(&r, format);
+        failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
+    }
+    if failures.is_empty() {
         Ok(out)
     } else {
         let _ = std::io::stdout().write_all(out.as_bytes());

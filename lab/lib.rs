@@ -14,3 +14,4 @@ pub mod memory;
 pub mod message;
 pub mod registry;
 pub mod report;
+pub mod scenario;
