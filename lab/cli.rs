@@ -82,6 +82,31 @@ pub enum Command {
     },
     /// Check every registry expectation; exit 1 on any failure.
     Selftest,
+    /// Search for a conversation the broken side fails and the intact side passes;
+    /// write the shrunk minimal counterexample as a scenario file.
+    Hunt {
+        /// A compaction experiment id (D2, D3, D6, G1, A, B, R1).
+        #[arg(long = "break", value_name = "ID", conflicts_with = "sets")]
+        break_id: Option<String>,
+        /// Base profile when hunting an arbitrary toggle set.
+        #[arg(long, default_value = "prototype")]
+        profile: String,
+        /// Overrides of the broken side, `key=value` (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Embedded path length to hunt at.
+        #[arg(long, default_value_t = registry::LONG_PATH)]
+        path_len: usize,
+        /// Random seed of the search.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Conversations to try before giving up.
+        #[arg(long, default_value_t = 2000)]
+        tries: usize,
+        /// Where to write the scenario (default scenarios/hunt/<name>.json).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Run scenario files and check their expectations; exit 1 with a diff on failure.
     Run {
         /// Scenario files (JSON, schema ctxlab.scenario/1).
@@ -169,6 +194,15 @@ pub fn run(cli: Cli) -> LabResult<String> {
             Ok(out)
         }
         Some(Command::Selftest) => selftest(),
+        Some(Command::Hunt {
+            break_id,
+            profile,
+            sets,
+            path_len,
+            seed,
+            tries,
+            out,
+        }) => hunt(break_id, profile, sets, path_len, seed, tries, out),
         Some(Command::Run { files, format }) => run_scenarios(&files, format),
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
         Some(Command::Readme { write: Some(path) }) => {
@@ -238,4 +272,110 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
         let _ = std::io::stdout().write_all(out.as_bytes());
         Err(LabError::Expectation { failures })
     }
+}
+
+fn hunt(
+    break_id: Option<String>,
+    profile: String,
+    sets: Vec<String>,
+    path_len: usize,
+    seed: u64,
+    tries: usize,
+    out: Option<std::path::PathBuf>,
+) -> LabResult<String> {
+    use crate::compact::experiments::sides;
+    use crate::scenario::{Scenario, SCHEMA};
+    let (name, base_profile, base_sets, broken_sets): (String, String, Vec<String>, Vec<String>) =
+        match &break_id {
+            Some(id) => {
+                let s = sides(id).ok_or_else(|| {
+                    let mem = registry::find(id).is_ok();
+                    LabError::usage(
+                        format!(
+                            "{id:?} has no compaction sides to hunt{}",
+                            if mem { " (a memory experiment)" } else { "" }
+                        ),
+                        "hunt one of D2, D3, D6, G1, A, B, R1, or give --profile and --set",
+                    )
+                })?;
+                (
+                    format!("hunt-{}", id.to_ascii_uppercase()),
+                    s.profile.to_string(),
+                    s.baseline.iter().map(|x| x.to_string()).collect(),
+                    s.broken.iter().map(|x| x.to_string()).collect(),
+                )
+            }
+            None if sets.is_empty() => {
+                return Err(LabError::usage(
+                    "nothing to hunt",
+                    "give --break ID or one or more --set key=value",
+                ))
+            }
+            None => {
+                let tag: Vec<String> = sets.iter().map(|s| s.replace('=', "-")).collect();
+                (
+                    format!("hunt-{profile}-{}", tag.join("-")),
+                    profile.clone(),
+                    Vec::new(),
+                    sets.clone(),
+                )
+            }
+        };
+    let mut baseline = config::profile(&base_profile)?.config;
+    for s in &base_sets {
+        baseline.apply_override(s)?;
+    }
+    let mut broken = config::profile(&base_profile)?.config;
+    for s in &broken_sets {
+        broken.apply_override(s)?;
+    }
+    let Some(rounds) = crate::compact::hunt::hunt(&baseline, &broken, path_len, seed, tries)?
+    else {
+        return Ok(format!(
+            "no counterexample in {tries} conversations (seed {seed}, path_len={path_len}): \
+             the intact and broken sides agree on every invariant tried\n"
+        ));
+    };
+    let script = rounds.script();
+    let o = probe::run(&broken, &script, Some(path_len))?;
+    let label = format!("path_len={path_len}");
+    let mut set = std::collections::BTreeMap::new();
+    for s in &broken_sets {
+        let (k, v) = s.split_once('=').expect("validated above");
+        set.insert(
+            k.to_string(),
+            serde_json::from_str(v).unwrap_or(serde_json::Value::String(v.to_string())),
+        );
+    }
+    let sc = Scenario {
+        schema: SCHEMA.to_string(),
+        name: name.clone(),
+        description: format!(
+            "Minimal counterexample found by `lab hunt` (seed {seed}): the broken side violates an invariant, \
+             the intact side ({base_profile}{}) does not.",
+            if base_sets.is_empty() { String::new() } else { format!(" with {}", base_sets.join(", ")) }
+        ),
+        profile: base_profile,
+        set,
+        path_len: vec![path_len],
+        summarizer: Default::default(),
+        script,
+        expect: Scenario::pin(&[(label, o.counters.clone())]),
+    };
+    let path =
+        out.unwrap_or_else(|| std::path::PathBuf::from(format!("scenarios/hunt/{name}.json")));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| LabError::io("creating the output dir", dir, e))?;
+    }
+    crate::scenario::write_file(&path, &sc)?;
+    let sizes: Vec<String> = rounds.0.iter().map(|r| format!("{r:?}")).collect();
+    Ok(format!(
+        "counterexample: {} rounds, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
+        rounds.0.len(),
+        sizes.join(" "),
+        report::counters(&name, &o.counters, Format::Table),
+        path.display(),
+        path.display()
+    ))
 }

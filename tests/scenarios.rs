@@ -7,8 +7,9 @@ use ctxlab::scenario;
 
 fn shipped() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
+    let mut v: Vec<PathBuf> = [dir.clone(), dir.join("hunt")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
@@ -19,7 +20,7 @@ fn shipped() -> Vec<PathBuf> {
 #[test]
 fn every_shipped_scenario_meets_its_expectations() {
     let files = shipped();
-    assert!(files.len() >= 9, "{files:?}");
+    assert!(files.len() >= 10, "{files:?}");
     for f in files {
         let r = scenario::run_file(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(r.failures.is_empty(), "{}: {:#?}", f.display(), r.failures);
@@ -103,4 +104,41 @@ fn malformed_files_name_line_column_field_and_fix() {
 
     let (_, _, m, _) = error_of(&format!("{head}  \"script\": [{{\"assistant\": {{\"calls\": [{{\"id\": \"a\", \"chars\": 1}}, {{\"id\": \"a\", \"chars\": 1}}]}}}}]\n}}\n"));
     assert!(m.contains("tool_use id a already used"), "{m}");
+}
+
+#[test]
+fn hunt_writes_a_minimal_scenario_that_lab_run_reproduces() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d6.json");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args([
+            "hunt",
+            "--break",
+            "D6",
+            "--path-len",
+            "60",
+            "--seed",
+            "3",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let r = scenario::run_file(&out).unwrap();
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    let c = &r.cells[0].1;
+    assert!(
+        c.count_of("lost_forever").unwrap() + c.count_of("pointer_lost").unwrap() > 0
+            || c.flag_of("pairs_intact") == Some(false)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("\"order\": \"micro_first\"") && text.contains("\"unseen_guard\": false"),
+        "{text}"
+    );
 }
