@@ -16,3 +16,4 @@ pub mod message;
 pub mod registry;
 pub mod replay;
 pub mod report;
+pub mod scenario;

@@ -244,3 +244,23 @@ pub fn counters(title: &str, c: &Counters, format: Format) -> String {
         format!("== {title} ==\n{t}\n")
     }
 }
+
+/// One scenario run: status line, counters per cell, failed expectations.
+pub fn scenario_run(r: &crate::scenario::RunReport, format: Format) -> String {
+    if format == Format::Json {
+        return json(r);
+    }
+    let status = if r.failures.is_empty() {
+        "PASS"
+    } else {
+        "FAIL"
+    };
+    let mut out = format!("{status} {} ({})\n", r.name, r.file.display());
+    for (label, c) in &r.cells {
+        out += &counters(&format!("{} · {label}", r.name), c, format);
+    }
+    for f in &r.failures {
+        out += &format!("  expected/got: {f}\n");
+    }
+    out
+}

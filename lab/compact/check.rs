@@ -321,14 +321,7 @@ pub fn check(
         ids(&via_archive),
     );
     c.flag("pairs_intact", violations.is_empty(), violations.clone());
-    c.count(
-        "invalid_requests",
-        invalid,
-        requests
-            .iter()
-            .flat_map(|r| r.violations.clone())
-            .collect::<Vec<_>>(),
-    );
+    c.count("invalid_requests", invalid, request_violations);
     c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
     c.count("double_compacted", double.len() as u64, ids(&double));
     c.count("orphan_files", orphans.len() as u64, orphans);

@@ -81,51 +81,78 @@ fn row(id: &str) -> &'static Experiment {
     EXPERIMENTS.iter().find(|e| e.id == id).expect("row exists")
 }
 
-fn proto_break(id: &str, overrides: &[&str], opts: &RunOptions) -> LabResult<Verdict> {
-    compare(
-        row(id),
-        &with("prototype", &[])?,
-        &with("prototype", overrides)?,
-        &probe::prototype_probe(),
-        opts,
-    )
+/// How a row builds its two sides: base profile, baseline overrides, broken overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sides {
+    /// Base profile.
+    pub profile: &'static str,
+    /// Overrides of the baseline side (the fix, for findings).
+    pub baseline: &'static [&'static str],
+    /// Overrides of the broken side (the break, for breaks).
+    pub broken: &'static [&'static str],
 }
 
-fn finding(id: &str, fix: &[&str], script: Script, opts: &RunOptions) -> LabResult<Verdict> {
-    compare(
-        row(id),
-        &with("course-f9e8b28", fix)?,
-        &with("course-f9e8b28", &[])?,
-        &script,
-        opts,
-    )
+/// The two sides of a compaction row, for `lab hunt` and scenario files.
+pub fn sides(id: &str) -> Option<Sides> {
+    let (profile, baseline, broken): (&str, &[&str], &[&str]) =
+        match id.to_ascii_uppercase().as_str() {
+            "D2" => ("prototype", &[], &["order=micro_first"]),
+            "D3" => ("prototype", &[], &["pair_protection=false"]),
+            "D6" => (
+                "prototype",
+                &[],
+                &["order=micro_first", "unseen_guard=false"],
+            ),
+            "G1" => ("prototype", &[], &["unseen_guard=false"]),
+            "A" => ("course-f9e8b28", &["save_before_omit=true"], &[]),
+            "B" => ("course-f9e8b28", &["persist_all_large=true"], &[]),
+            "R1" => ("course-f9e8b28", &["idempotent_placeholders=true"], &[]),
+            _ => return None,
+        };
+    Some(Sides {
+        profile,
+        baseline,
+        broken,
+    })
+}
+
+impl Sides {
+    /// Baseline and broken configurations.
+    pub fn configs(&self) -> LabResult<(Config, Config)> {
+        Ok((
+            with(self.profile, self.baseline)?,
+            with(self.profile, self.broken)?,
+        ))
+    }
+}
+
+fn run_row(id: &str, script: Script, opts: &RunOptions) -> LabResult<Verdict> {
+    let (baseline, broken) = sides(id)
+        .expect("every compaction row has sides")
+        .configs()?;
+    compare(row(id), &baseline, &broken, &script, opts)
 }
 
 fn run_d2(o: &RunOptions) -> LabResult<Verdict> {
-    proto_break("D2", &["order=micro_first"], o)
+    run_row("D2", probe::prototype_probe(), o)
 }
 fn run_d3(o: &RunOptions) -> LabResult<Verdict> {
-    proto_break("D3", &["pair_protection=false"], o)
+    run_row("D3", probe::prototype_probe(), o)
 }
 fn run_d6(o: &RunOptions) -> LabResult<Verdict> {
-    proto_break("D6", &["order=micro_first", "unseen_guard=false"], o)
+    run_row("D6", probe::prototype_probe(), o)
 }
 fn run_g1(o: &RunOptions) -> LabResult<Verdict> {
-    proto_break("G1", &["unseen_guard=false"], o)
+    run_row("G1", probe::prototype_probe(), o)
 }
 fn run_a(o: &RunOptions) -> LabResult<Verdict> {
-    finding("A", &["save_before_omit=true"], probe::scenario_a(), o)
+    run_row("A", probe::scenario_a(), o)
 }
 fn run_b(o: &RunOptions) -> LabResult<Verdict> {
-    finding("B", &["persist_all_large=true"], probe::scenario_b(), o)
+    run_row("B", probe::scenario_b(), o)
 }
 fn run_r1(o: &RunOptions) -> LabResult<Verdict> {
-    finding(
-        "R1",
-        &["idempotent_placeholders=true"],
-        probe::recompaction(),
-        o,
-    )
+    run_row("R1", probe::recompaction(), o)
 }
 
 /// The compaction rows.

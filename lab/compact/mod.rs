@@ -15,6 +15,7 @@
 pub mod check;
 pub mod config;
 pub mod experiments;
+pub mod hunt;
 pub mod micro;
 pub mod persist;
 pub mod probe;

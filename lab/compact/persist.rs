@@ -140,7 +140,7 @@ impl Compactor {
         let mut total: usize = sizes.iter().map(|(_, n)| n).sum();
         let mut order = sizes.clone();
         // Python's sorted(..., reverse=True) is stable: ties keep batch order.
-        order.sort_by(|a, b| b.1.cmp(&a.1));
+        order.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
         for (i, n) in order {
             if total <= budget && !all_large {
                 break;
@@ -179,7 +179,7 @@ impl Compactor {
                 }
             }
         }
-        positions.sort_by(|a, b| b.2.cmp(&a.2));
+        positions.sort_by_key(|&(_, _, n)| std::cmp::Reverse(n));
         let mut estimate = crate::message::estimate_chars(messages);
         let preview = self.config.constants.fit_preview_chars;
         for (mi, bi, _) in positions {

@@ -1,0 +1,98 @@
+//! The `lab` binary end to end: outputs, exit codes, and the README table.
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn break_flag_and_subcommand_agree() {
+    let (a, out_a, _) = lab(&["--break", "D6"]);
+    let (b, out_b, _) = lab(&["break", "D6"]);
+    assert_eq!((a, b), (0, 0));
+    assert_eq!(out_a, out_b);
+    assert!(out_a.contains("lost_forever 0 → 1 [b1]"), "{out_a}");
+}
+
+#[test]
+fn d2_prints_no_observable_difference_at_both_path_lengths() {
+    let (code, out, _) = lab(&["--break", "D2", "--path-len", "60,160"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.matches("(no observable difference)").count(),
+        2,
+        "{out}"
+    );
+}
+
+#[test]
+fn unknown_experiment_is_a_usage_error_listing_the_ids() {
+    let (code, out, err) = lab(&["--break", "D9"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(
+        err.contains("unknown experiment \"D9\"") && err.contains("D6"),
+        "{err}"
+    );
+}
+
+#[test]
+fn other_layer_ids_are_explained() {
+    for id in ["D1", "D4", "D5"] {
+        let (code, _, err) = lab(&["break", id]);
+        assert_eq!(code, 2);
+        assert!(err.contains("not a memory-management experiment"), "{err}");
+    }
+}
+
+#[test]
+fn bad_override_and_short_path_name_the_fix() {
+    let (code, _, err) = lab(&["probe", "--set", "unseen_gaurd=false"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unseen_guard"), "{err}");
+    let (code, _, err) = lab(&["probe", "--path-len", "3"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--path-len 3") && err.contains("fix:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn json_output_parses() {
+    let (code, out, _) = lab(&["--break", "D3", "--format", "json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["id"], "D3");
+}
+
+#[test]
+fn list_is_snapshotted_and_readme_is_current() {
+    let (code, out, _) = lab(&["list"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("lab_list", out);
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains(&ctxlab::cli::readme_block()),
+        "README.md experiment table is stale: run `make readme`"
+    );
+    let (_, profiles, _) = lab(&["profiles"]);
+    insta::assert_snapshot!("lab_profiles", profiles);
+}
+
+#[test]
+fn selftest_passes() {
+    let (code, out, err) = lab(&["selftest"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("every expectation holds"));
+}
