@@ -559,3 +559,53 @@ fn import_file_reads_and_detects_from_disk() {
     let missing = ctxlab::import::import_file(&dir.path().join("nope.json"), &LENIENT);
     assert!(matches!(missing, Err(LabError::Io { .. })));
 }
+
+#[test]
+fn the_array_scanner_refuses_what_json_refuses() {
+    for (text, line, col) in [
+        ("[{\"type\": \"summary\"},]", 1, 22),
+        ("[{\"type\": \"summary\"} {}]", 1, 22),
+        ("[{\"type\": \"summary\"}] x", 1, 23),
+        ("\n\n  [{\"type\": ]", 3, 13),
+        ("{\"messages\": 5}", 1, 14),
+        ("{\"messages\" [] }", 1, 13),
+        ("{3: []}", 1, 2),
+        ("tru", 1, 1),
+    ] {
+        let fmt = if text.contains("messages") || text.starts_with("{3") {
+            Format::Anthropic
+        } else {
+            Format::ChatJson
+        };
+        let (l, c, m) = input_error(import_str(text, Path::new("t.jsonl"), fmt, &LENIENT));
+        assert_eq!((l, c), (line, col), "{text:?}: {m}");
+    }
+}
+
+#[test]
+fn the_array_scanner_handles_brackets_and_escapes_inside_strings() {
+    let tricky = "a \"quoted\" ] } [ { \\ back\\slash\n new line ✓";
+    let doc = json!({
+        "skip": {"x": [tricky, {"y": "]]]}}}"}], "z": "\\\""},
+        "system": tricky,
+        "messages": [{"role": "user", "content": tricky}, {"role": "assistant", "content": "]"}],
+        "after": [1, 2, {"k": "}"}]
+    });
+    for text in [doc.to_string(), serde_json::to_string_pretty(&doc).unwrap()] {
+        let s = lenient(&text, Format::Anthropic);
+        assert_eq!(s.main.len(), 2);
+        assert_eq!(s.main[0].text(), tricky);
+        assert_eq!(s.main[1].text(), "]");
+        assert_eq!(s.system, vec![tricky.to_string()]);
+    }
+}
+
+#[test]
+fn an_empty_file_is_a_truncation() {
+    for fmt in [Format::ChatJson, Format::Anthropic, Format::OpenAi] {
+        let s = lenient("  \n", fmt);
+        assert_eq!(s.diagnostics_of(DiagnosticKind::Truncated).len(), 1);
+        assert!(s.main.is_empty());
+    }
+    assert!(lenient("", Format::ClaudeJsonl).diagnostics.is_empty());
+}

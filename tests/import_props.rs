@@ -99,3 +99,22 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_streamed_elements_are_what_serde_json_reads(
+        texts in proptest::collection::vec("[a-z\\[\\]{}\"\\\\\n ✓é,:]{0,12}", 0..6),
+        junk in "[a-z\\[\\]{}\"\\\\ ]{0,10}",
+        pretty in any::<bool>(),
+    ) {
+        let messages: Vec<Value> = texts.iter().map(|t| json!({"role": "user", "content": t})).collect();
+        let doc = json!({"junk": {"a": [junk.clone()], "b": junk}, "messages": messages, "tail": [junk]});
+        let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
+        let s = import_str(&text, Path::new("p.json"), Format::Anthropic, &LENIENT).unwrap();
+        let got: Vec<String> = s.main.iter().map(|m| m.text()).collect();
+        prop_assert_eq!(got, texts);
+        prop_assert!(s.diagnostics.is_empty());
+    }
+}

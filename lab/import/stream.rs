@@ -2,24 +2,21 @@
 //!
 //! The array is either the whole document or the value of one of a few keys
 //! of a top-level object (`{"messages": [...]}`, a `.traj`'s `"history"`).
-//! Other keys are skipped without being built ([`IgnoredAny`]), so a large
-//! `trajectory` next to the `history` costs no memory. Each element is handed
-//! to a callback as a [`Value`] together with the 1-based line its first byte
-//! is on; it is dropped after the callback returns.
+//! A small scanner walks the document chunk by chunk from the [`BufRead`]'s
+//! own buffer, tracking line and column; it cuts out one element's bytes at a
+//! time (string- and escape-aware bracket matching), which serde_json then
+//! parses into a [`Value`] for the callback. Only one element is held at a
+//! time; values of keys that are neither streamed nor captured are skipped
+//! without being kept (their brackets are matched, their content is not
+//! validated).
 //!
-//! Line numbers come from counting newlines in the bytes serde_json has pulled
-//! from the reader: serde_json reads through `io::Bytes` one byte at a time
-//! and has already consumed the element's first byte (its peek) when it hands
-//! the element to the seed, so the count is exact.
+//! Positions: the callback gets the 1-based line of the element's first byte;
+//! errors inside an element carry serde_json's position shifted to the file;
+//! errors between elements carry the scanner's own position.
 
-use std::cell::Cell;
-use std::fmt;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 use std::path::Path;
-use std::rc::Rc;
 
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{LabError, LabResult};
@@ -33,38 +30,200 @@ pub(crate) struct StreamEnd {
     pub(crate) captured: Vec<(String, Value)>,
 }
 
-/// Counts newlines in the bytes read through it.
-struct Counting<R> {
-    inner: R,
-    newlines: Rc<Cell<usize>>,
+enum Stop {
+    /// The input ended inside the document.
+    Eof,
+    /// Bad JSON at (line, column).
+    Syntax(usize, usize, String),
+    /// The reader failed.
+    Io(io::Error),
+    /// The callback refused.
+    Callback(LabError),
 }
 
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let nl = buf[..n].iter().filter(|&&b| b == b'\n').count();
-        self.newlines.set(self.newlines.get() + nl);
-        Ok(n)
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Self {
+        Stop::Io(e)
     }
 }
 
-type Callback<'f> = dyn FnMut(Value, usize) -> LabResult<()> + 'f;
+struct Scanner<R> {
+    r: R,
+    line: usize,
+    /// Column of the last consumed byte (0 at a line start).
+    col: usize,
+}
 
-struct Ctx<'c, 'f> {
-    f: &'c mut Callback<'f>,
-    newlines: Rc<Cell<usize>>,
-    keys: &'c [&'c str],
-    capture: &'c [&'c str],
-    captured: Vec<(String, Value)>,
-    found: bool,
-    failed: Option<LabError>,
+impl<R: BufRead> Scanner<R> {
+    fn peek(&mut self) -> Result<Option<u8>, Stop> {
+        Ok(self.r.fill_buf()?.first().copied())
+    }
+
+    fn bump(&mut self) -> Result<Option<u8>, Stop> {
+        let b = self.peek()?;
+        if let Some(b) = b {
+            self.advance(b);
+            self.r.consume(1);
+        }
+        Ok(b)
+    }
+
+    fn advance(&mut self, b: u8) {
+        if b == b'\n' {
+            self.line += 1;
+            self.col = 0;
+        } else {
+            self.col += 1;
+        }
+    }
+
+    /// Position of the next byte.
+    fn here(&self) -> (usize, usize) {
+        (self.line, self.col + 1)
+    }
+
+    fn skip_ws(&mut self) -> Result<(), Stop> {
+        loop {
+            let buf = self.r.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(());
+            }
+            let (mut n, mut line, mut col) = (0, self.line, self.col);
+            for &b in buf {
+                match b {
+                    b'\n' => {
+                        line += 1;
+                        col = 0;
+                    }
+                    b' ' | b'\t' | b'\r' => col += 1,
+                    _ => break,
+                }
+                n += 1;
+            }
+            let all = n == buf.len();
+            self.line = line;
+            self.col = col;
+            self.r.consume(n);
+            if !all {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Consume the next byte if it is one of `allowed`.
+    fn expect(&mut self, allowed: &[u8], what: &str) -> Result<u8, Stop> {
+        match self.peek()? {
+            None => Err(Stop::Eof),
+            Some(b) if allowed.contains(&b) => {
+                self.bump()?;
+                Ok(b)
+            }
+            Some(_) => Err(self.syntax(what)),
+        }
+    }
+
+    fn syntax(&self, what: &str) -> Stop {
+        let (l, c) = self.here();
+        Stop::Syntax(l, c, what.to_string())
+    }
+
+    /// Consume one JSON value (whitespace already skipped), appending its
+    /// bytes to `out` when given.
+    fn value(&mut self, mut out: Option<&mut Vec<u8>>) -> Result<(), Stop> {
+        let first = self.peek()?.ok_or(Stop::Eof)?;
+        if matches!(first, b',' | b']' | b'}' | b':') {
+            return Err(self.syntax("expected a value"));
+        }
+        let scalar = !matches!(first, b'{' | b'[' | b'"');
+        let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+        loop {
+            let buf = self.r.fill_buf()?;
+            if buf.is_empty() {
+                // A scalar may end at the end of input; serde_json judges it.
+                return if scalar { Ok(()) } else { Err(Stop::Eof) };
+            }
+            let mut n = 0;
+            let mut done = false;
+            let mut line = self.line;
+            let mut col = self.col;
+            for &b in buf {
+                if scalar && matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}') {
+                    done = true;
+                    break;
+                }
+                n += 1;
+                if b == b'\n' {
+                    line += 1;
+                    col = 0;
+                } else {
+                    col += 1;
+                }
+                if scalar {
+                    continue;
+                }
+                if in_str {
+                    if esc {
+                        esc = false;
+                    } else if b == b'\\' {
+                        esc = true;
+                    } else if b == b'"' {
+                        in_str = false;
+                        if depth == 0 {
+                            done = true;
+                            break;
+                        }
+                    }
+                } else {
+                    match b {
+                        b'"' => in_str = true,
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth = depth.saturating_sub(1);
+                            if depth == 0 {
+                                done = true;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if let Some(out) = out.as_deref_mut() {
+                out.extend_from_slice(&buf[..n]);
+            }
+            self.line = line;
+            self.col = col;
+            self.r.consume(n);
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Consume and parse one value.
+    fn parse<T: serde::de::DeserializeOwned>(&mut self, buf: &mut Vec<u8>) -> Result<T, Stop> {
+        buf.clear();
+        let (l0, c0) = self.here();
+        self.value(Some(buf))?;
+        serde_json::from_slice(buf).map_err(|e| {
+            if e.is_eof() {
+                return Stop::Eof;
+            }
+            let (l, c) = if e.line() <= 1 {
+                (l0, c0 + e.column().saturating_sub(1))
+            } else {
+                (l0 + e.line() - 1, e.column())
+            };
+            Stop::Syntax(l, c, without_position(&e))
+        })
+    }
 }
 
 /// Stream the elements of the document's array.
 ///
 /// `keys`: when the document is an object, the keys whose value is the array
-/// (the first present wins; later ones are streamed too). `capture`: object
-/// keys whose values are returned whole. A bare array is always accepted.
+/// (every one present is streamed, in document order). `capture`: object keys
+/// whose values are returned whole. A bare array is always accepted.
 pub(crate) fn for_each_element<R: BufRead>(
     reader: R,
     source: &Path,
@@ -72,52 +231,32 @@ pub(crate) fn for_each_element<R: BufRead>(
     capture: &[&str],
     mut f: impl FnMut(Value, usize) -> LabResult<()>,
 ) -> LabResult<StreamEnd> {
-    let newlines = Rc::new(Cell::new(0));
-    let counting = Counting {
-        inner: reader,
-        newlines: Rc::clone(&newlines),
+    let mut sc = Scanner {
+        r: reader,
+        line: 1,
+        col: 0,
     };
-    let mut ctx = Ctx {
-        f: &mut f,
-        newlines,
-        keys,
-        capture,
-        captured: Vec::new(),
-        found: false,
-        failed: None,
+    let mut end = StreamEnd::default();
+    let mut found = false;
+    let result = document(&mut sc, keys, capture, &mut f, &mut end, &mut found);
+    let input_error = |line, column, message: String| LabError::Input {
+        file: source.to_path_buf(),
+        line,
+        column,
+        message,
+        fix: "the file must be one JSON document; repair the JSON at this position".to_string(),
     };
-    let mut de = serde_json::Deserializer::from_reader(counting);
-    let result = Top(&mut ctx).deserialize(&mut de).and_then(|()| de.end());
-    if let Some(err) = ctx.failed.take() {
-        return Err(err);
-    }
     match result {
         Ok(()) => {}
-        Err(e) if e.is_eof() => {
-            return Ok(StreamEnd {
-                truncated: Some((e.line(), e.column())),
-                captured: ctx.captured,
-            })
+        Err(Stop::Eof) => {
+            end.truncated = Some(sc.here());
+            return Ok(end);
         }
-        Err(e) if e.is_io() => {
-            return Err(LabError::io(
-                "reading transcript",
-                source,
-                io::Error::other(e.to_string()),
-            ))
-        }
-        Err(e) => {
-            return Err(LabError::Input {
-                file: source.to_path_buf(),
-                line: e.line(),
-                column: e.column(),
-                message: format!("invalid JSON: {}", without_position(&e)),
-                fix: "the file must be one JSON document; repair the JSON at this position"
-                    .to_string(),
-            })
-        }
+        Err(Stop::Syntax(l, c, m)) => return Err(input_error(l, c, format!("invalid JSON: {m}"))),
+        Err(Stop::Io(e)) => return Err(LabError::io("reading transcript", source, e)),
+        Err(Stop::Callback(e)) => return Err(e),
     }
-    if !ctx.found {
+    if !found {
         let what = if keys.is_empty() {
             "a JSON array".to_string()
         } else {
@@ -134,10 +273,95 @@ pub(crate) fn for_each_element<R: BufRead>(
             fix: "pass a file of this format, or name the right format".to_string(),
         });
     }
-    Ok(StreamEnd {
-        truncated: None,
-        captured: ctx.captured,
-    })
+    Ok(end)
+}
+
+fn document<R: BufRead>(
+    sc: &mut Scanner<R>,
+    keys: &[&str],
+    capture: &[&str],
+    f: &mut impl FnMut(Value, usize) -> LabResult<()>,
+    end: &mut StreamEnd,
+    found: &mut bool,
+) -> Result<(), Stop> {
+    let mut buf = Vec::new();
+    sc.skip_ws()?;
+    match sc.peek()? {
+        None => return Err(Stop::Eof),
+        Some(b'[') => {
+            *found = true;
+            array(sc, f, &mut buf)?;
+        }
+        Some(b'{') => {
+            sc.bump()?;
+            sc.skip_ws()?;
+            if sc.peek()? == Some(b'}') {
+                sc.bump()?;
+            } else {
+                loop {
+                    sc.skip_ws()?;
+                    if sc.peek()? != Some(b'"') {
+                        return match sc.peek()? {
+                            None => Err(Stop::Eof),
+                            Some(_) => Err(sc.syntax("expected a string key")),
+                        };
+                    }
+                    let key: String = sc.parse(&mut buf)?;
+                    sc.skip_ws()?;
+                    sc.expect(b":", "expected `:` after an object key")?;
+                    sc.skip_ws()?;
+                    if keys.contains(&key.as_str()) {
+                        match sc.peek()? {
+                            Some(b'[') => {
+                                *found = true;
+                                array(sc, f, &mut buf)?;
+                            }
+                            None => return Err(Stop::Eof),
+                            Some(_) => return Err(sc.syntax(&format!("`{key}` must be an array"))),
+                        }
+                    } else if capture.contains(&key.as_str()) {
+                        let v: Value = sc.parse(&mut buf)?;
+                        end.captured.push((key, v));
+                    } else {
+                        sc.value(None)?;
+                    }
+                    sc.skip_ws()?;
+                    if sc.expect(b",}", "expected `,` or `}`")? == b'}' {
+                        break;
+                    }
+                }
+            }
+        }
+        Some(_) => return Err(sc.syntax("expected a JSON array or object")),
+    }
+    sc.skip_ws()?;
+    if sc.peek()?.is_some() {
+        return Err(sc.syntax("trailing characters after the JSON document"));
+    }
+    Ok(())
+}
+
+fn array<R: BufRead>(
+    sc: &mut Scanner<R>,
+    f: &mut impl FnMut(Value, usize) -> LabResult<()>,
+    buf: &mut Vec<u8>,
+) -> Result<(), Stop> {
+    sc.bump()?; // '['
+    sc.skip_ws()?;
+    if sc.peek()? == Some(b']') {
+        sc.bump()?;
+        return Ok(());
+    }
+    loop {
+        sc.skip_ws()?;
+        let line = sc.line;
+        let v: Value = sc.parse(buf)?;
+        f(v, line).map_err(Stop::Callback)?;
+        sc.skip_ws()?;
+        if sc.expect(b",]", "expected `,` or `]` after an array element")? == b']' {
+            return Ok(());
+        }
+    }
 }
 
 /// serde_json's message without its " at line L column C" suffix.
@@ -146,82 +370,5 @@ pub(crate) fn without_position(e: &serde_json::Error) -> String {
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_string(),
         None => s,
-    }
-}
-
-struct Top<'a, 'c, 'f>(&'a mut Ctx<'c, 'f>);
-
-impl<'de> DeserializeSeed<'de> for Top<'_, '_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Top<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON array or object")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        elements(self.0, seq)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            if self.0.keys.contains(&key.as_str()) {
-                map.next_value_seed(ArraySeed(&mut *self.0))?;
-            } else if self.0.capture.contains(&key.as_str()) {
-                let v: Value = map.next_value()?;
-                self.0.captured.push((key, v));
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn elements<'de, A: SeqAccess<'de>>(ctx: &mut Ctx<'_, '_>, mut seq: A) -> Result<(), A::Error> {
-    ctx.found = true;
-    while seq.next_element_seed(Element(&mut *ctx))?.is_some() {}
-    Ok(())
-}
-
-struct ArraySeed<'a, 'c, 'f>(&'a mut Ctx<'c, 'f>);
-
-impl<'de> DeserializeSeed<'de> for ArraySeed<'_, '_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ArraySeed<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON array")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        elements(self.0, seq)
-    }
-}
-
-struct Element<'a, 'c, 'f>(&'a mut Ctx<'c, 'f>);
-
-impl<'de> DeserializeSeed<'de> for Element<'_, '_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        let line = self.0.newlines.get() + 1;
-        let value = Value::deserialize(d)?;
-        if let Err(e) = (self.0.f)(value, line) {
-            self.0.failed = Some(e);
-            return Err(de::Error::custom("import aborted"));
-        }
-        Ok(())
     }
 }
