@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ctxlab::import::{import_file, ImportOptions, ImportedSession};
+use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::replay::{
     profile_names, render_json, render_markdown, render_svg, render_table, replay, ReplayReport,
 };
@@ -32,13 +32,6 @@ fn transcripts() -> Option<PathBuf> {
         );
         None
     }
-}
-
-fn sessions(dir: &Path) -> Vec<ImportedSession> {
-    FILES
-        .iter()
-        .map(|f| import_file(&dir.join(f), &ImportOptions::default()).unwrap())
-        .collect()
 }
 
 /// The numbers of a report, without the per-call series.
@@ -97,30 +90,59 @@ fn snapshot_name(file: &str) -> String {
     )
 }
 
-#[test]
-fn every_file_under_every_profile() {
+fn every_profile(file: &str) {
     let Some(dir) = transcripts() else { return };
-    for (file, s) in FILES.iter().zip(sessions(&dir)) {
-        let reports: Vec<ReplayReport> = profile_names()
-            .iter()
-            .map(|p| replay(&s, p, 1.0).unwrap_or_else(|e| panic!("{file} {p}: {e}")))
-            .collect();
-        for r in &reports {
-            let calls = s
-                .main
-                .iter()
-                .filter(|m| m.role == ctxlab::message::Role::Assistant)
-                .count();
-            assert_eq!(r.model_calls, calls, "{file} {}", r.profile);
-            assert_eq!(r.series.len(), calls);
-            assert_eq!(r.messages, s.main.len());
-            assert_eq!(r.real_compactions, s.real_compactions);
-            assert!(r.series.windows(2).all(|w| w[0].at < w[1].at));
-            assert!(r.series.iter().all(|p| p.chars > 0));
-        }
-        let numbers: Vec<Numbers> = reports.iter().map(numbers).collect();
-        insta::assert_json_snapshot!(snapshot_name(file), numbers);
+    let s = import_file(&dir.join(file), &ImportOptions::default()).unwrap();
+    let reports: Vec<ReplayReport> = profile_names()
+        .iter()
+        .map(|p| replay(&s, p, 1.0).unwrap_or_else(|e| panic!("{file} {p}: {e}")))
+        .collect();
+    let calls = s
+        .main
+        .iter()
+        .filter(|m| m.role == ctxlab::message::Role::Assistant)
+        .count();
+    for r in &reports {
+        assert_eq!(r.model_calls, calls, "{file} {}", r.profile);
+        assert_eq!(r.series.len(), calls);
+        assert_eq!(r.messages, s.main.len());
+        assert_eq!(r.real_compactions, s.real_compactions);
+        assert!(r.series.windows(2).all(|w| w[0].at < w[1].at));
+        assert!(r.series.iter().all(|p| p.chars > 0));
     }
+    let numbers: Vec<Numbers> = reports.iter().map(numbers).collect();
+    insta::assert_json_snapshot!(snapshot_name(file), numbers);
+}
+
+// One test per file so they run in parallel.
+#[test]
+fn session_share_under_every_profile() {
+    every_profile(FILES[0]);
+}
+
+#[test]
+fn claude_code_viewer_under_every_profile() {
+    every_profile(FILES[1]);
+}
+
+#[test]
+fn dmux_under_every_profile() {
+    every_profile(FILES[2]);
+}
+
+#[test]
+fn templar_under_every_profile() {
+    every_profile(FILES[3]);
+}
+
+#[test]
+fn attio_under_every_profile() {
+    every_profile(FILES[4]);
+}
+
+#[test]
+fn swe_agent_under_every_profile() {
+    every_profile(FILES[5]);
 }
 
 #[test]
