@@ -33,7 +33,7 @@ use crate::compact::session::{Ledger, Request};
 use crate::compact::{Compactor, Event, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
-use crate::import::{import_file, Format, ImportOptions, ImportedSession};
+use crate::import::{import_file, ImportOptions, ImportedSession, TranscriptFormat};
 use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
 /// Embedded result-path length of replay runs (the registry's long path).
@@ -74,7 +74,7 @@ pub struct ReplayReport {
     /// File name of the transcript (no directories).
     pub source: String,
     /// Its format, when it came from an importer.
-    pub format: Option<Format>,
+    pub format: Option<TranscriptFormat>,
     /// Profile name.
     pub profile: String,
     /// Scale applied to the profile's constants.
@@ -293,6 +293,29 @@ pub fn replay_messages(
         counters,
         series,
     })
+}
+
+/// A synthetic main conversation for benchmarks and tests: one user prompt,
+/// then `turns` rounds of one tool call whose result is `result_chars` chars
+/// (cycling 1x, 2x, 3x), then a closing assistant text. No transcript data.
+pub fn synthetic_main(turns: usize, result_chars: usize) -> Vec<Message> {
+    let mut m = vec![Message::user_text("synthetic task")];
+    for t in 0..turns {
+        let id = format!("toolu_syn_{t:06}");
+        m.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: serde_json::json!({ "turn": t }),
+        }]));
+        m.push(Message::tool_results(vec![(
+            id,
+            "x".repeat(result_chars * (1 + t % 3)),
+        )]));
+    }
+    m.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    m
 }
 
 /// Replay every session under every profile (sessions outer, profiles inner).
@@ -780,6 +803,15 @@ mod tests {
         assert!(one.contains("a&amp;b"));
         assert!(one.contains("real compaction"));
         assert!(render_svg(&[]).ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn synthetic_main_is_paired_and_sized() {
+        let m = synthetic_main(4, 10);
+        assert_eq!(m.len(), 10);
+        assert!(crate::compact::check::pair_violations(&m).is_empty());
+        let r = replay_messages("syn", &m, &[], "course-main", &ReplayOptions::default()).unwrap();
+        assert_eq!((r.model_calls, r.tool_results), (5, 4));
     }
 
     #[test]

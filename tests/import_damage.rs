@@ -4,8 +4,8 @@ use std::path::Path;
 
 use ctxlab::error::LabError;
 use ctxlab::import::{
-    detect_format, import_str, unpaired_ids, DiagnosticKind, Format, ImportOptions,
-    ImportedSession, MISSING_RESULT,
+    detect_format, import_str, unpaired_ids, DiagnosticKind, ImportOptions, ImportedSession,
+    TranscriptFormat, MISSING_RESULT,
 };
 use ctxlab::message::{Block, Content, Role};
 use serde_json::{json, Value};
@@ -51,7 +51,7 @@ fn good() -> Vec<Value> {
     ]
 }
 
-fn lenient(text: &str, format: Format) -> ImportedSession {
+fn lenient(text: &str, format: TranscriptFormat) -> ImportedSession {
     import_str(text, Path::new("t.jsonl"), format, &LENIENT).unwrap()
 }
 
@@ -77,7 +77,7 @@ fn input_error(r: Result<ImportedSession, LabError>) -> (usize, usize, String) {
 
 #[test]
 fn a_good_log_imports_cleanly() {
-    let s = lenient(&jsonl(&good()), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&good()), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 4);
     assert_eq!(s.main_lines, vec![1, 2, 3, 4]);
     assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
@@ -90,7 +90,7 @@ fn a_cut_last_line_is_a_diagnostic_or_a_strict_error() {
     let mut text = jsonl(&good());
     let last = good()[3].to_string();
     text = text.replace(&format!("{last}\n"), &last[..last.len() / 2]);
-    let s = lenient(&text, Format::ClaudeJsonl);
+    let s = lenient(&text, TranscriptFormat::ClaudeJsonl);
     let cut = s.diagnostics_of(DiagnosticKind::Truncated);
     assert_eq!(cut.len(), 1);
     assert_eq!(cut[0].line, 4);
@@ -99,7 +99,7 @@ fn a_cut_last_line_is_a_diagnostic_or_a_strict_error() {
     let (line, column, message) = input_error(import_str(
         &text,
         Path::new("t.jsonl"),
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         &STRICT,
     ));
     assert_eq!(line, 4);
@@ -115,13 +115,19 @@ fn invalid_json_mid_file_is_an_error_with_line_and_column() {
     let (line, column, message) = input_error(import_str(
         &text,
         Path::new("t.jsonl"),
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         &LENIENT,
     ));
     assert_eq!((line, column), (2, 31));
     assert!(message.contains("invalid JSON"), "{message}");
     // Display carries file:line:column for the CLI.
-    let e = import_str(&text, Path::new("t.jsonl"), Format::ClaudeJsonl, &LENIENT).unwrap_err();
+    let e = import_str(
+        &text,
+        Path::new("t.jsonl"),
+        TranscriptFormat::ClaudeJsonl,
+        &LENIENT,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("t.jsonl:2:31"), "{e}");
 }
 
@@ -129,7 +135,7 @@ fn invalid_json_mid_file_is_an_error_with_line_and_column() {
 fn a_dangling_tool_use_gets_a_flagged_synthetic_result() {
     let mut recs = good();
     recs.truncate(2); // the log ends after the call
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     let d = s.diagnostics_of(DiagnosticKind::DanglingToolUse);
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].line, 2);
@@ -142,7 +148,7 @@ fn a_dangling_tool_use_gets_a_flagged_synthetic_result() {
     let (line, ..) = input_error(import_str(
         &jsonl(&recs),
         Path::new("t.jsonl"),
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         &STRICT,
     ));
     assert_eq!(line, 2);
@@ -155,7 +161,7 @@ fn a_dangling_call_before_a_user_text_is_answered_in_that_message() {
         assistant("a1", "u1", "m1", json!([tool_use("t1")])),
         user("u2", Some("a1"), json!("[Request interrupted by user]")),
     ];
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 3);
     let blocks = s.main[2].blocks();
     assert!(
@@ -176,7 +182,7 @@ fn an_orphan_tool_result_is_removed_and_reported() {
         assistant("a1", "u1", "m1", json!([{"type": "text", "text": "hi"}])),
         user("u2", Some("a1"), json!([tool_result("nope", json!("?"))])),
     ];
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     let d = s.diagnostics_of(DiagnosticKind::OrphanToolResult);
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].line, 3);
@@ -192,7 +198,7 @@ fn unknown_record_types_are_counted_and_reported() {
     );
     // Re-parent a1 onto the unknown record: the chain passes through it.
     recs[2]["parentUuid"] = json!("h1");
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     let d = s.diagnostics_of(DiagnosticKind::UnknownRecordType);
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].line, 2);
@@ -201,7 +207,7 @@ fn unknown_record_types_are_counted_and_reported() {
     let (line, ..) = input_error(import_str(
         &jsonl(&recs),
         Path::new("t.jsonl"),
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         &STRICT,
     ));
     assert_eq!(line, 2);
@@ -219,7 +225,7 @@ fn known_non_message_records_are_counted_not_reported() {
         json!({"type": "file-history-snapshot", "messageId": "x"}),
     );
     recs.push(json!({"type": "progress", "uuid": "p1", "parentUuid": "a2"}));
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
     assert_eq!(s.skipped.len(), 3);
     assert!(
@@ -232,7 +238,7 @@ fn known_non_message_records_are_counted_not_reported() {
 #[test]
 fn comment_lines_are_skipped_explicitly() {
     let text = format!("// source: somewhere\n  // another\n\n{}", jsonl(&good()));
-    let s = lenient(&text, Format::ClaudeJsonl);
+    let s = lenient(&text, TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.stats.comment_lines, 2);
     assert_eq!(s.main_lines, vec![4, 5, 6, 7], "lines count the comments");
     assert!(s.diagnostics.is_empty());
@@ -263,7 +269,7 @@ fn records_of_one_api_message_merge_and_blocks_keep_their_kinds() {
         ),
         user("u3", Some("u2"), json!([tool_result("t2", json!("two"))])),
     ];
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 3, "{:#?}", s.main);
     let a = s.main[1].blocks();
     assert!(matches!(a[0], Block::Thinking { .. }));
@@ -282,7 +288,7 @@ fn unknown_blocks_become_placeholders_with_a_diagnostic() {
         user("u1", None, json!([{"type": "document", "source": {}}])),
         assistant("a1", "u1", "m1", json!("ok")),
     ];
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     let d = s.diagnostics_of(DiagnosticKind::UnknownBlockType);
     assert_eq!((d.len(), d[0].line), (1, 1));
     assert!(s.main[0].text().contains("unsupported block: document"));
@@ -297,7 +303,7 @@ fn sidechains_are_kept_apart() {
     side2["isSidechain"] = json!(true);
     recs.insert(2, side1);
     recs.insert(3, side2);
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 4);
     assert_eq!(s.sidechains.len(), 1);
     assert_eq!(s.sidechains[0].len(), 2);
@@ -310,7 +316,7 @@ fn an_unreachable_branch_is_detached_with_a_diagnostic() {
         assistant("o2", "o1", "om", json!("reply")),
     ];
     recs.extend(good());
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 4);
     assert_eq!(s.detached.len(), 1);
     let d = s.diagnostics_of(DiagnosticKind::DetachedChain);
@@ -319,7 +325,7 @@ fn an_unreachable_branch_is_detached_with_a_diagnostic() {
     import_str(
         &jsonl(&recs),
         Path::new("t.jsonl"),
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         &STRICT,
     )
     .unwrap();
@@ -338,7 +344,7 @@ fn a_compact_summary_root_continues_the_session_it_compacted() {
     summary["isCompactSummary"] = json!(true);
     recs.push(summary);
     recs.push(assistant("c2", "c1", "m9", json!("continuing")));
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 6, "pre-compaction history stays in main");
     assert_eq!(s.real_compactions, vec![4]);
     assert!(s.detached.is_empty());
@@ -352,7 +358,7 @@ fn a_continuation_text_alone_marks_a_compaction() {
         Some("a2"),
         json!([{"type": "text", "text": "This session is being continued from a previous conversation."}]),
     ));
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.real_compactions, vec![4]);
 }
 
@@ -369,7 +375,7 @@ fn a_compact_boundary_links_to_its_logical_parent() {
         json!("summary of the conversation so far"),
     ));
     recs.push(assistant("c2", "c1", "m9", json!("continuing")));
-    let s = lenient(&jsonl(&recs), Format::ClaudeJsonl);
+    let s = lenient(&jsonl(&recs), TranscriptFormat::ClaudeJsonl);
     assert_eq!(s.main.len(), 6);
     assert_eq!(s.real_compactions, vec![4]);
     assert_eq!(s.skipped.get("system"), Some(&1));
@@ -382,7 +388,13 @@ fn pretty_array(records: &[Value]) -> String {
 #[test]
 fn chat_json_streams_elements_with_their_start_lines() {
     let text = pretty_array(&good());
-    let s = import_str(&text, Path::new("t.jsonl"), Format::ChatJson, &LENIENT).unwrap();
+    let s = import_str(
+        &text,
+        Path::new("t.jsonl"),
+        TranscriptFormat::ChatJson,
+        &LENIENT,
+    )
+    .unwrap();
     assert_eq!(s.main.len(), 4);
     for &line in &s.main_lines {
         let first = text.lines().nth(line - 1).unwrap().trim();
@@ -395,7 +407,13 @@ fn chat_json_streams_elements_with_their_start_lines() {
 fn a_truncated_chat_json_keeps_what_precedes_the_cut() {
     let text = pretty_array(&good());
     let cut = &text[..text.len() - 40];
-    let s = import_str(cut, Path::new("t.jsonl"), Format::ChatJson, &LENIENT).unwrap();
+    let s = import_str(
+        cut,
+        Path::new("t.jsonl"),
+        TranscriptFormat::ChatJson,
+        &LENIENT,
+    )
+    .unwrap();
     let d = s.diagnostics_of(DiagnosticKind::Truncated);
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].line, cut.lines().count());
@@ -403,7 +421,7 @@ fn a_truncated_chat_json_keeps_what_precedes_the_cut() {
     let (line, ..) = input_error(import_str(
         cut,
         Path::new("t.jsonl"),
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         &STRICT,
     ));
     assert_eq!(line, cut.lines().count());
@@ -420,7 +438,7 @@ fn invalid_json_in_a_chat_json_is_an_error_with_position() {
     let (l, c, _) = input_error(import_str(
         &text,
         Path::new("t.jsonl"),
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         &LENIENT,
     ));
     assert_eq!(l, line);
@@ -435,14 +453,14 @@ fn a_chat_json_that_is_not_an_array_is_refused() {
     let (l, ..) = input_error(import_str(
         "{\"a\": 1}",
         Path::new("t.jsonl"),
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         &LENIENT,
     ));
     assert_eq!(l, 1);
     let (l, ..) = input_error(import_str(
         "[1,2] x",
         Path::new("t.jsonl"),
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         &LENIENT,
     ));
     assert_eq!(l, 1);
@@ -455,13 +473,13 @@ fn anthropic_requests_with_and_without_the_envelope() {
         {"role": "assistant", "content": [tool_use("t1")]},
         {"role": "user", "content": [tool_result("t1", json!("ok"))]},
     ]);
-    let bare = lenient(&msgs.to_string(), Format::Anthropic);
+    let bare = lenient(&msgs.to_string(), TranscriptFormat::Anthropic);
     assert_eq!(bare.main.len(), 3);
     let wrapped = json!({"model": "m", "system": [{"type": "text", "text": "be brief"}],
                          "max_tokens": 10, "messages": msgs});
     let s = lenient(
         &serde_json::to_string_pretty(&wrapped).unwrap(),
-        Format::Anthropic,
+        TranscriptFormat::Anthropic,
     );
     assert_eq!(s.main, bare.main);
     assert_eq!(s.system, vec!["be brief".to_string()]);
@@ -473,7 +491,7 @@ fn anthropic_unknown_roles_are_reported() {
     let msgs = json!([{"role": "user", "content": "hi"}, {"role": "narrator", "content": "x"}]);
     let s = lenient(
         &serde_json::to_string_pretty(&msgs).unwrap(),
-        Format::Anthropic,
+        TranscriptFormat::Anthropic,
     );
     let d = s.diagnostics_of(DiagnosticKind::UnknownRole);
     assert_eq!(
@@ -500,7 +518,7 @@ fn openai_tool_calls_become_tool_use_and_results() {
     let traj = json!({"trajectory": [{"huge": "ignored"}], "history": history, "info": {}});
     let s = lenient(
         &serde_json::to_string_pretty(&traj).unwrap(),
-        Format::OpenAi,
+        TranscriptFormat::OpenAi,
     );
     assert_eq!(s.system.len(), 1);
     assert_eq!(s.main.len(), 5, "{:#?}", s.main);
@@ -521,32 +539,38 @@ fn openai_tool_calls_become_tool_use_and_results() {
 fn formats_are_detected_by_extension_then_content() {
     assert_eq!(
         detect_format(Path::new("x.jsonl"), b""),
-        Format::ClaudeJsonl
+        TranscriptFormat::ClaudeJsonl
     );
-    assert_eq!(detect_format(Path::new("x.traj"), b"{}"), Format::OpenAi);
+    assert_eq!(
+        detect_format(Path::new("x.traj"), b"{}"),
+        TranscriptFormat::OpenAi
+    );
     assert_eq!(
         detect_format(
             Path::new("chat.json"),
             b"[\n {\"type\": \"summary\", \"leafUuid\": \"x\"}"
         ),
-        Format::ChatJson
+        TranscriptFormat::ChatJson
     );
     assert_eq!(
         detect_format(
             Path::new("r.json"),
             br#"[{"role": "tool", "tool_call_id": "c"}]"#
         ),
-        Format::OpenAi
+        TranscriptFormat::OpenAi
     );
     assert_eq!(
         detect_format(
             Path::new("r.json"),
             br#"{"messages": [{"role": "user", "content": "hi"}]}"#
         ),
-        Format::Anthropic
+        TranscriptFormat::Anthropic
     );
-    assert_eq!(Format::from_name("chat_json").unwrap(), Format::ChatJson);
-    assert!(Format::from_name("yaml").is_err());
+    assert_eq!(
+        TranscriptFormat::from_name("chat_json").unwrap(),
+        TranscriptFormat::ChatJson
+    );
+    assert!(TranscriptFormat::from_name("yaml").is_err());
 }
 
 #[test]
@@ -555,7 +579,7 @@ fn import_file_reads_and_detects_from_disk() {
     let p = dir.path().join("s.jsonl");
     std::fs::write(&p, jsonl(&good())).unwrap();
     let s = ctxlab::import::import_file(&p, &LENIENT).unwrap();
-    assert_eq!((s.format, s.main.len()), (Format::ClaudeJsonl, 4));
+    assert_eq!((s.format, s.main.len()), (TranscriptFormat::ClaudeJsonl, 4));
     let missing = ctxlab::import::import_file(&dir.path().join("nope.json"), &LENIENT);
     assert!(matches!(missing, Err(LabError::Io { .. })));
 }
@@ -573,9 +597,9 @@ fn the_array_scanner_refuses_what_json_refuses() {
         ("tru", 1, 1),
     ] {
         let fmt = if text.contains("messages") || text.starts_with("{3") {
-            Format::Anthropic
+            TranscriptFormat::Anthropic
         } else {
-            Format::ChatJson
+            TranscriptFormat::ChatJson
         };
         let (l, c, m) = input_error(import_str(text, Path::new("t.jsonl"), fmt, &LENIENT));
         assert_eq!((l, c), (line, col), "{text:?}: {m}");
@@ -592,7 +616,7 @@ fn the_array_scanner_handles_brackets_and_escapes_inside_strings() {
         "after": [1, 2, {"k": "}"}]
     });
     for text in [doc.to_string(), serde_json::to_string_pretty(&doc).unwrap()] {
-        let s = lenient(&text, Format::Anthropic);
+        let s = lenient(&text, TranscriptFormat::Anthropic);
         assert_eq!(s.main.len(), 2);
         assert_eq!(s.main[0].text(), tricky);
         assert_eq!(s.main[1].text(), "]");
@@ -602,10 +626,16 @@ fn the_array_scanner_handles_brackets_and_escapes_inside_strings() {
 
 #[test]
 fn an_empty_file_is_a_truncation() {
-    for fmt in [Format::ChatJson, Format::Anthropic, Format::OpenAi] {
+    for fmt in [
+        TranscriptFormat::ChatJson,
+        TranscriptFormat::Anthropic,
+        TranscriptFormat::OpenAi,
+    ] {
         let s = lenient("  \n", fmt);
         assert_eq!(s.diagnostics_of(DiagnosticKind::Truncated).len(), 1);
         assert!(s.main.is_empty());
     }
-    assert!(lenient("", Format::ClaudeJsonl).diagnostics.is_empty());
+    assert!(lenient("", TranscriptFormat::ClaudeJsonl)
+        .diagnostics
+        .is_empty());
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use ctxlab::error::LabError;
-use ctxlab::import::{import_str, unpaired_ids, DiagnosticKind, Format, ImportOptions};
+use ctxlab::import::{import_str, unpaired_ids, DiagnosticKind, ImportOptions, TranscriptFormat};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -51,7 +51,7 @@ proptest! {
     #[test]
     fn repaired_pairs_are_always_valid(turns in proptest::collection::vec((any::<bool>(), any::<bool>()), 0..8)) {
         let text = jsonl(&log(&turns));
-        let s = import_str(&text, Path::new("p.jsonl"), Format::ClaudeJsonl, &LENIENT).unwrap();
+        let s = import_str(&text, Path::new("p.jsonl"), TranscriptFormat::ClaudeJsonl, &LENIENT).unwrap();
         prop_assert!(unpaired_ids(&s.main).is_empty(), "{:?}", unpaired_ids(&s.main));
         let dangling = s.diagnostics_of(DiagnosticKind::DanglingToolUse).len()
             + s.diagnostics_of(DiagnosticKind::OrphanToolResult).len();
@@ -65,7 +65,7 @@ proptest! {
         // Cut at a byte, possibly inside a multi-byte char.
         let cut = ((text.len() as f64) * frac) as usize;
         let part = &text.as_bytes()[..cut];
-        match ctxlab::import::import_reader(part, Path::new("p.jsonl"), Format::ClaudeJsonl, &LENIENT) {
+        match ctxlab::import::import_reader(part, Path::new("p.jsonl"), TranscriptFormat::ClaudeJsonl, &LENIENT) {
             Ok(s) => {
                 let complete = part.iter().filter(|&&b| b == b'\n').count();
                 let truncated = s.diagnostics_of(DiagnosticKind::Truncated);
@@ -88,7 +88,7 @@ proptest! {
         let cut = ((text.len() as f64) * frac) as usize;
         // Cut at a byte, possibly inside a multi-byte char.
         let bytes = &text.as_bytes()[..cut];
-        let r = ctxlab::import::import_reader(bytes, Path::new("p.json"), Format::ChatJson, &LENIENT);
+        let r = ctxlab::import::import_reader(bytes, Path::new("p.json"), TranscriptFormat::ChatJson, &LENIENT);
         match r {
             Ok(s) => {
                 prop_assert!(cut == text.len() || s.diagnostics_of(DiagnosticKind::Truncated).len() == 1);
@@ -112,7 +112,7 @@ proptest! {
         let messages: Vec<Value> = texts.iter().map(|t| json!({"role": "user", "content": t})).collect();
         let doc = json!({"junk": {"a": [junk.clone()], "b": junk}, "messages": messages, "tail": [junk]});
         let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
-        let s = import_str(&text, Path::new("p.json"), Format::Anthropic, &LENIENT).unwrap();
+        let s = import_str(&text, Path::new("p.json"), TranscriptFormat::Anthropic, &LENIENT).unwrap();
         let got: Vec<String> = s.main.iter().map(|m| m.text()).collect();
         prop_assert_eq!(got, texts);
         prop_assert!(s.diagnostics.is_empty());

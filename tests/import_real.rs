@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use ctxlab::import::{
-    import_file, unpaired_ids, DiagnosticKind, Format, ImportOptions, ImportedSession,
+    import_file, unpaired_ids, DiagnosticKind, ImportOptions, ImportedSession, TranscriptFormat,
 };
 
 fn transcripts() -> Option<PathBuf> {
@@ -24,45 +24,45 @@ fn transcripts() -> Option<PathBuf> {
 }
 
 /// (file, format, message records, tool calls, largest tool_result) from the README table.
-const TABLE: &[(&str, Format, usize, usize, usize)] = &[
+const TABLE: &[(&str, TranscriptFormat, usize, usize, usize)] = &[
     (
         "claude_code/session-share__general-tool-calls.jsonl",
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         404,
         110,
         6_950,
     ),
     (
         "claude_code/claude-code-viewer__fe5e1c67.jsonl",
-        Format::ClaudeJsonl,
+        TranscriptFormat::ClaudeJsonl,
         437,
         167,
         26_746,
     ),
     (
         "claude_code/dmux__chat@eef6c28.json",
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         144,
         50,
         11_766,
     ),
     (
         "claude_code/templar__chat@a46211b.json",
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         583,
         206,
         51_383,
     ),
     (
         "claude_code/attio-mcp-server__chat@816b68a.json",
-        Format::ChatJson,
+        TranscriptFormat::ChatJson,
         887,
         312,
         40_463,
     ),
     (
         "openai_format/swe-agent__function-calling-demo__marshmallow-1867.traj",
-        Format::OpenAi,
+        TranscriptFormat::OpenAi,
         28,
         13,
         6_277,

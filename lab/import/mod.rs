@@ -58,7 +58,7 @@ pub const MISSING_RESULT: &str = "[missing result]";
 /// The transcript formats the lab reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Format {
+pub enum TranscriptFormat {
     /// Claude Code session log, one JSON record per line.
     ClaudeJsonl,
     /// A JSON array of Claude Code records (`logs/chat.json`).
@@ -70,24 +70,24 @@ pub enum Format {
     OpenAi,
 }
 
-impl Format {
+impl TranscriptFormat {
     /// Stable lower-case name.
     pub fn name(self) -> &'static str {
         match self {
-            Format::ClaudeJsonl => "claude_jsonl",
-            Format::ChatJson => "chat_json",
-            Format::Anthropic => "anthropic",
-            Format::OpenAi => "openai",
+            TranscriptFormat::ClaudeJsonl => "claude_jsonl",
+            TranscriptFormat::ChatJson => "chat_json",
+            TranscriptFormat::Anthropic => "anthropic",
+            TranscriptFormat::OpenAi => "openai",
         }
     }
 
-    /// Parse a name as printed by [`Format::name`].
-    pub fn from_name(name: &str) -> LabResult<Format> {
+    /// Parse a name as printed by [`TranscriptFormat::name`].
+    pub fn from_name(name: &str) -> LabResult<TranscriptFormat> {
         match name {
-            "claude_jsonl" => Ok(Format::ClaudeJsonl),
-            "chat_json" => Ok(Format::ChatJson),
-            "anthropic" => Ok(Format::Anthropic),
-            "openai" => Ok(Format::OpenAi),
+            "claude_jsonl" => Ok(TranscriptFormat::ClaudeJsonl),
+            "chat_json" => Ok(TranscriptFormat::ChatJson),
+            "anthropic" => Ok(TranscriptFormat::Anthropic),
+            "openai" => Ok(TranscriptFormat::OpenAi),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
                 "use one of claude_jsonl, chat_json, anthropic, openai",
@@ -102,7 +102,7 @@ pub struct ImportOptions {
     /// Turn every damage diagnostic into a [`LabError::Input`] (CLI `--strict`).
     pub strict: bool,
     /// Skip detection and read the file as this format.
-    pub format: Option<Format>,
+    pub format: Option<TranscriptFormat>,
 }
 
 /// What went wrong or was repaired, for diagnostics.
@@ -209,7 +209,7 @@ pub struct ImportedSession {
     /// The file read.
     pub source: PathBuf,
     /// Its format.
-    pub format: Format,
+    pub format: TranscriptFormat,
     /// System prompts found (not part of `main`; the lab's model has no system role).
     pub system: Vec<String>,
     /// The main conversation, in order, pairs repaired.
@@ -236,8 +236,8 @@ pub struct ImportedSession {
 /// Counts-only view of an [`ImportedSession`], safe to print and snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ImportSummary {
-    /// Format name.
-    pub format: Format,
+    /// TranscriptFormat name.
+    pub format: TranscriptFormat,
     /// Whole-file counts.
     pub stats: FileStats,
     /// System prompts found.
@@ -273,7 +273,7 @@ pub struct ImportSummary {
 }
 
 impl ImportedSession {
-    fn new(source: &Path, format: Format) -> Self {
+    fn new(source: &Path, format: TranscriptFormat) -> Self {
         ImportedSession {
             source: source.to_path_buf(),
             format,
@@ -404,13 +404,13 @@ impl Sink<'_> {
 ///
 /// `.jsonl` is Claude Code, `.traj` is OpenAI (SWE-agent). For `.json` (or
 /// anything else) the first 64 KiB are sniffed: Claude Code record keys
-/// (`parentUuid`, `sessionId`, `leafUuid`) mean [`Format::ChatJson`]; OpenAI
+/// (`parentUuid`, `sessionId`, `leafUuid`) mean [`TranscriptFormat::ChatJson`]; OpenAI
 /// markers (`tool_calls`, `tool_call_id`, `"role": "tool"`, `"history"`) mean
-/// [`Format::OpenAi`]; anything else is read as [`Format::Anthropic`].
-pub fn detect_format(path: &Path, head: &[u8]) -> Format {
+/// [`TranscriptFormat::OpenAi`]; anything else is read as [`TranscriptFormat::Anthropic`].
+pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
     match path.extension().and_then(|e| e.to_str()) {
-        Some("jsonl") => return Format::ClaudeJsonl,
-        Some("traj") => return Format::OpenAi,
+        Some("jsonl") => return TranscriptFormat::ClaudeJsonl,
+        Some("traj") => return TranscriptFormat::OpenAi,
         _ => {}
     }
     let text = String::from_utf8_lossy(head);
@@ -419,7 +419,7 @@ pub fn detect_format(path: &Path, head: &[u8]) -> Format {
         .iter()
         .any(|k| compact.contains(k))
     {
-        Format::ChatJson
+        TranscriptFormat::ChatJson
     } else if [
         "\"tool_calls\"",
         "\"tool_call_id\"",
@@ -429,9 +429,9 @@ pub fn detect_format(path: &Path, head: &[u8]) -> Format {
     .iter()
     .any(|k| compact.contains(k))
     {
-        Format::OpenAi
+        TranscriptFormat::OpenAi
     } else {
-        Format::Anthropic
+        TranscriptFormat::Anthropic
     }
 }
 
@@ -455,7 +455,7 @@ pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSe
 pub fn import_reader<R: BufRead>(
     reader: R,
     source: &Path,
-    format: Format,
+    format: TranscriptFormat,
     options: &ImportOptions,
 ) -> LabResult<ImportedSession> {
     let mut session = ImportedSession::new(source, format);
@@ -465,10 +465,10 @@ pub fn import_reader<R: BufRead>(
         diagnostics: Vec::new(),
     };
     match format {
-        Format::ClaudeJsonl => claude_jsonl::read(reader, &mut session, &mut sink)?,
-        Format::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
-        Format::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
-        Format::OpenAi => openai::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::ClaudeJsonl => claude_jsonl::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenAi => openai::read(reader, &mut session, &mut sink)?,
     }
     session.diagnostics = sink.diagnostics;
     Ok(session)
@@ -478,7 +478,7 @@ pub fn import_reader<R: BufRead>(
 pub fn import_str(
     text: &str,
     source: &Path,
-    format: Format,
+    format: TranscriptFormat,
     options: &ImportOptions,
 ) -> LabResult<ImportedSession> {
     import_reader(text.as_bytes(), source, format, options)
