@@ -639,3 +639,34 @@ fn an_empty_file_is_a_truncation() {
         .diagnostics
         .is_empty());
 }
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let bom = "\u{feff}";
+    let s = lenient(
+        &format!("{bom}{}", jsonl(&good())),
+        TranscriptFormat::ClaudeJsonl,
+    );
+    assert_eq!((s.main.len(), s.diagnostics.len()), (4, 0));
+    let s = lenient(
+        &format!("{bom}{}", pretty_array(&good())),
+        TranscriptFormat::ChatJson,
+    );
+    assert_eq!((s.main.len(), s.diagnostics.len()), (4, 0));
+}
+
+#[test]
+fn legacy_openai_function_calls_pair_up() {
+    let msgs = json!([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": null, "function_call": {"name": "ls", "arguments": "{\"p\": 1}"}},
+        {"role": "function", "name": "ls", "content": "a b"},
+        {"role": "assistant", "content": "ok"},
+    ]);
+    let s = lenient(&msgs.to_string(), TranscriptFormat::OpenAi);
+    assert_eq!(s.main.len(), 4);
+    assert_eq!(s.main[1].tool_use_ids(), vec!["function-call-line-1"]);
+    assert_eq!(s.main[2].tool_result_ids(), vec!["function-call-line-1"]);
+    assert!(unpaired_ids(&s.main).is_empty());
+    assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
+}

@@ -39,7 +39,11 @@ pub(crate) fn read<R: BufRead>(
         while end > 0 && buf[end - 1].is_ascii_whitespace() {
             end -= 1;
         }
-        let text = &buf[..end];
+        let mut text = &buf[..end];
+        if line_no == 1 {
+            // A UTF-8 byte-order mark is not JSON; editors on some systems write one.
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        }
         let trimmed = text.trim_ascii_start();
         if trimmed.is_empty() {
             continue;

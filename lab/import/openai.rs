@@ -9,6 +9,8 @@
 //!   [`super::DiagnosticKind::BadToolArguments`] diagnostic.
 //! * consecutive `tool` messages (`tool_call_id`, or SWE-agent's
 //!   `tool_call_ids`) become one user message of `tool_result` blocks.
+//! * the legacy `function_call` / `role: function` pair becomes a `tool_use`
+//!   with id `function-call-line-N` and its result.
 
 use std::io::BufRead;
 
@@ -29,6 +31,8 @@ pub(crate) fn read<R: BufRead>(
     let mut main: Vec<Message> = Vec::new();
     let mut lines: Vec<usize> = Vec::new();
     let mut last_was_tool = false;
+    // Legacy `function_call` ids, answered by the next `role: function` message.
+    let mut pending_function: Option<String> = None;
     let end = for_each_element(reader, &source, &["messages", "history"], &[], |v, line| {
         session.stats.records += 1;
         let role = v.get("role").and_then(Value::as_str).map(str::to_string);
@@ -91,7 +95,30 @@ pub(crate) fn read<R: BufRead>(
                     };
                     blocks.push(Block::ToolUse { id, name, input });
                 }
-                let content = if calls.is_empty() {
+                if let Some(fc) = v.get("function_call").filter(|f| f.is_object()) {
+                    session.stats.tool_uses += 1;
+                    let id = format!("function-call-line-{line}");
+                    let name = fc
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let input = match fc.get("arguments") {
+                        Some(Value::String(s)) => {
+                            serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+                        }
+                        Some(other) => other.clone(),
+                        None => Value::Object(Default::default()),
+                    };
+                    blocks.push(Block::ToolUse {
+                        id: id.clone(),
+                        name,
+                        input,
+                    });
+                    pending_function = Some(id);
+                }
+                let has_calls = blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+                let content = if !has_calls {
                     Content::Text(
                         blocks
                             .into_iter()
@@ -110,10 +137,16 @@ pub(crate) fn read<R: BufRead>(
                 });
                 lines.push(line);
             }
-            Some("tool") => {
+            Some(role @ ("tool" | "function")) => {
                 session.stats.message_records += 1;
                 session.stats.tool_results += 1;
+                let legacy = if role == "function" {
+                    pending_function.take()
+                } else {
+                    None
+                };
                 let ids: Vec<String> = match (v.get("tool_call_id"), v.get("tool_call_ids")) {
+                    _ if legacy.is_some() => legacy.into_iter().collect(),
                     (Some(Value::String(id)), _) => vec![id.clone()],
                     (_, Some(Value::Array(ids))) => ids
                         .iter()

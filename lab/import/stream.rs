@@ -285,6 +285,10 @@ fn document<R: BufRead>(
     found: &mut bool,
 ) -> Result<(), Stop> {
     let mut buf = Vec::new();
+    // A UTF-8 byte-order mark is not JSON; editors on some systems write one.
+    if sc.r.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+        sc.r.consume(3);
+    }
     sc.skip_ws()?;
     match sc.peek()? {
         None => return Err(Stop::Eof),
