@@ -670,3 +670,22 @@ fn legacy_openai_function_calls_pair_up() {
     assert!(unpaired_ids(&s.main).is_empty());
     assert!(s.diagnostics.is_empty(), "{:?}", s.diagnostics);
 }
+
+#[test]
+fn summaries_render_in_every_format() {
+    let s = lenient(&jsonl(&good()), TranscriptFormat::ClaudeJsonl);
+    let rows = vec![("t.jsonl".to_string(), s.summary())];
+    let table = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Table);
+    assert!(
+        table.contains("claude_jsonl") && table.contains("t.jsonl"),
+        "{table}"
+    );
+    let md = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Markdown);
+    assert!(md.starts_with("| file"), "{md}");
+    let json: Value = serde_json::from_str(&ctxlab::import::render_summaries(
+        &rows,
+        ctxlab::report::Format::Json,
+    ))
+    .unwrap();
+    assert_eq!(json[0]["summary"]["main_messages"], 4);
+}

@@ -680,3 +680,75 @@ pub(crate) fn image_source(block: &serde_json::Value) -> String {
             }
         })
 }
+
+/// Render import summaries (one row per file) as a table, Markdown or JSON.
+pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report::Format) -> String {
+    use comfy_table::{presets, ContentArrangement, Table};
+    if format == crate::report::Format::Json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(file, s)| serde_json::json!({ "file": file, "summary": s }))
+            .collect();
+        let mut out = serde_json::to_string_pretty(&v).expect("summaries serialise");
+        out.push('\n');
+        return out;
+    }
+    let mut t = Table::new();
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    t.load_preset(if format == crate::report::Format::Markdown {
+        presets::ASCII_MARKDOWN
+    } else {
+        presets::UTF8_FULL_CONDENSED
+    });
+    t.set_header(vec![
+        "file",
+        "format",
+        "records",
+        "message records",
+        "tool calls",
+        "main msgs",
+        "main tool calls",
+        "sidechains (msgs)",
+        "detached (msgs)",
+        "real compactions @",
+        "skipped",
+        "diagnostics",
+    ]);
+    let join = |m: &BTreeMap<String, usize>| {
+        if m.is_empty() {
+            "-".to_string()
+        } else {
+            m.iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    for (file, s) in rows {
+        t.add_row(vec![
+            file.clone(),
+            s.format.name().to_string(),
+            s.stats.records.to_string(),
+            s.stats.message_records.to_string(),
+            s.stats.tool_uses.to_string(),
+            s.main_messages.to_string(),
+            s.main_tool_uses.to_string(),
+            format!("{} ({})", s.sidechains, s.sidechain_messages),
+            format!("{} ({})", s.detached_chains, s.detached_messages),
+            if s.real_compactions.is_empty() {
+                "-".to_string()
+            } else {
+                s.real_compactions
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            join(&s.skipped),
+            join(&s.diagnostics),
+        ]);
+    }
+    let mut out = t.to_string();
+    out.push('\n');
+    out
+}
