@@ -50,7 +50,10 @@ fn main() {
             let c = check::check(&s.compactor, &s.messages, &s.ledger, &s.requests);
             let check_ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(c.get("lost_forever").is_some());
-            println!("| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} |", ms * 1e3 / n as f64);
+            println!(
+                "| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} |",
+                ms * 1e3 / n as f64
+            );
         }
     }
     let rounds = if full { 20 } else { 1 };
