@@ -240,7 +240,8 @@ pub fn consolidate(
 
 fn failed(e: LabError, rolled_back: bool) -> Consolidation {
     Consolidation::Failed {
-        error: e.to_string().replace('\n', " "),
+        // Drop the CLI's "error: " prefix: this text goes into a log line.
+        error: e.to_string().trim_start_matches("error: ").replace('\n', " "),
         rolled_back,
     }
 }
