@@ -257,11 +257,17 @@ fn rewrite(store: &Store, snapshot: &Snapshot, new: &[Memory], plan: &FaultPlan)
         }
         store.remove_file(file)?;
     }
+    if plan.mid_delete_after == Some(snapshot.len()) {
+        return Err(fault(&format!("after deleting all {} file(s)", snapshot.len())));
+    }
     for (written, m) in new.iter().enumerate() {
         if plan.mid_rewrite_after == Some(written) {
             return Err(fault(&format!("after rewriting {written} file(s)")));
         }
         store.write_file(m)?;
+    }
+    if plan.mid_rewrite_after == Some(new.len()) {
+        return Err(fault(&format!("after rewriting all {} file(s)", new.len())));
     }
     if plan.during_rebuild {
         // Simulate a crash between writing the index temp file and renaming it.
