@@ -211,6 +211,13 @@ pub fn select(
     }
 }
 
+/// One recalled record as injected: `source` first, as the course writes it.
+#[derive(Serialize)]
+struct Recalled<'a> {
+    source: &'a str,
+    content: &'a str,
+}
+
 /// Load selected records under the recall budget: each record's raw file text
 /// is cut to what remains of `recall_char_limit`; once the budget is spent,
 /// later records are dropped. Returns the JSON array text (empty when nothing
@@ -232,7 +239,7 @@ pub fn load(records: &[Record], files: &[String], recall_char_limit: usize) -> (
             cut.push(f.clone());
         }
         remaining -= n;
-        loaded.push(serde_json::json!({"source": f, "content": recalled}));
+        loaded.push(Recalled { source: f, content: recalled });
     }
     if loaded.is_empty() {
         return (String::new(), cut);
