@@ -52,7 +52,10 @@ fn dir_listing(store: &Store) -> Vec<(String, Vec<u8>)> {
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
-            (e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap())
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path()).unwrap(),
+            )
         })
         .collect();
     v.sort();
@@ -68,7 +71,16 @@ fn every_fault_is_rolled_back_to_the_exact_snapshot() {
         let (_d, store) = filled(MemorySwitches::default());
         let before = dir_listing(&store); // every file incl. MEMORY.md, bytes
         let r = consolidate(&store, &ConsolidatorScript::MergePairs, &plan, &c).unwrap();
-        assert!(matches!(r, Consolidation::Failed { rolled_back: true, .. }), "{plan:?}: {r:?}");
+        assert!(
+            matches!(
+                r,
+                Consolidation::Failed {
+                    rolled_back: true,
+                    ..
+                }
+            ),
+            "{plan:?}: {r:?}"
+        );
         assert_eq!(dir_listing(&store), before, "{plan:?}");
         assert_eq!(store.read_index().unwrap(), store.derived_index().unwrap());
     }
@@ -86,7 +98,16 @@ fn without_rollback_faults_after_the_first_delete_lose_files() {
         let (_d, store) = filled(off);
         let before = store.snapshot().unwrap();
         let r = consolidate(&store, &ConsolidatorScript::MergePairs, &plan, &c).unwrap();
-        assert!(matches!(r, Consolidation::Failed { rolled_back: false, .. }), "{plan:?}");
+        assert!(
+            matches!(
+                r,
+                Consolidation::Failed {
+                    rolled_back: false,
+                    ..
+                }
+            ),
+            "{plan:?}"
+        );
         if store.snapshot().unwrap() != before {
             lossy += 1;
         }
@@ -98,9 +119,19 @@ fn without_rollback_faults_after_the_first_delete_lose_files() {
 #[test]
 fn the_normal_path_rewrites_and_rebuilds() {
     let (_d, store) = filled(MemorySwitches::default());
-    let r = consolidate(&store, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &MemoryConstants::default()).unwrap();
+    let r = consolidate(
+        &store,
+        &ConsolidatorScript::MergePairs,
+        &FaultPlan::default(),
+        &MemoryConstants::default(),
+    )
+    .unwrap();
     match r {
-        Consolidation::Done { before, after, model_calls } => {
+        Consolidation::Done {
+            before,
+            after,
+            model_calls,
+        } => {
             assert_eq!((before.len(), after.len(), model_calls), (N, N / 2, 1));
         }
         other => panic!("{other:?}"),
@@ -122,8 +153,23 @@ fn hostile_or_invalid_consolidator_output_writes_nothing() {
         r#"[{"name":"a b","type":"user","description":"d","body":"b"},{"name":"A-B","type":"user","description":"e","body":"c"}]"#,
         r#"[{"name":"x","type":"opinion","description":"d","body":"b"}]"#,
     ] {
-        let r = consolidate(&store, &ConsolidatorScript::Reply(text.into()), &FaultPlan::default(), &c).unwrap();
-        assert!(matches!(r, Consolidation::Failed { rolled_back: false, .. }), "{text}: {r:?}");
+        let r = consolidate(
+            &store,
+            &ConsolidatorScript::Reply(text.into()),
+            &FaultPlan::default(),
+            &c,
+        )
+        .unwrap();
+        assert!(
+            matches!(
+                r,
+                Consolidation::Failed {
+                    rolled_back: false,
+                    ..
+                }
+            ),
+            "{text}: {r:?}"
+        );
         assert_eq!(dir_listing(&store), before, "{text}");
     }
 }
@@ -136,7 +182,13 @@ fn reverse_gate_is_silent_warnable_and_fixable() {
     };
     let (_d, s) = filled(MemorySwitches::default());
     assert!(matches!(
-        consolidate(&s, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap(),
+        consolidate(
+            &s,
+            &ConsolidatorScript::MergePairs,
+            &FaultPlan::default(),
+            &c
+        )
+        .unwrap(),
         Consolidation::Skipped { warned: false, .. }
     ));
     let (_d, s) = filled(MemorySwitches {
@@ -144,14 +196,29 @@ fn reverse_gate_is_silent_warnable_and_fixable() {
         ..MemorySwitches::default()
     });
     assert!(matches!(
-        consolidate(&s, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap(),
+        consolidate(
+            &s,
+            &ConsolidatorScript::MergePairs,
+            &FaultPlan::default(),
+            &c
+        )
+        .unwrap(),
         Consolidation::Skipped { warned: true, .. }
     ));
     let (_d, s) = filled(MemorySwitches {
         chunked_consolidation: true,
         ..MemorySwitches::default()
     });
-    let r = consolidate(&s, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap();
-    assert!(matches!(r, Consolidation::Done { model_calls, .. } if model_calls > 1), "{r:?}");
+    let r = consolidate(
+        &s,
+        &ConsolidatorScript::MergePairs,
+        &FaultPlan::default(),
+        &c,
+    )
+    .unwrap();
+    assert!(
+        matches!(r, Consolidation::Done { model_calls, .. } if model_calls > 1),
+        "{r:?}"
+    );
     assert_eq!(s.read_index().unwrap(), s.derived_index().unwrap());
 }

@@ -14,7 +14,13 @@ fn every_memory_experiment_meets_its_expectations() {
         let f = v.check(row.expect);
         if !f.is_empty() || std::env::var("SHOW").is_ok() {
             for c in &v.cells {
-                eprintln!("== {} [{}]\n-- baseline\n{}-- broken\n{}", row.id, c.label, render(&c.baseline), render(&c.broken));
+                eprintln!(
+                    "== {} [{}]\n-- baseline\n{}-- broken\n{}",
+                    row.id,
+                    c.label,
+                    render(&c.baseline),
+                    render(&c.broken)
+                );
             }
         }
         failures.extend(f);

@@ -11,7 +11,16 @@ use ctxlab::memory::session::{Harness, Session, Turn};
 use ctxlab::memory::store::{guard_name, Memory, Store};
 use ctxlab::memory::switches::{MemoryConstants, MemorySwitches};
 
-const POOL: [&str; 8] = ["tabs", "quotes", "db mocks", "auth", "ingest", "Tabs", "release day", "用户偏好"];
+const POOL: [&str; 8] = [
+    "tabs",
+    "quotes",
+    "db mocks",
+    "auth",
+    "ingest",
+    "Tabs",
+    "release day",
+    "用户偏好",
+];
 
 fn fault_strategy() -> impl Strategy<Value = FaultPlan> {
     prop_oneof![
@@ -134,5 +143,8 @@ fn without_rollback_the_property_finds_a_loss() {
         prop_assert_eq!(c.count_of("acknowledged_lost"), Some(0));
         Ok(())
     });
-    assert!(result.is_err(), "rollback off should lose a memory in some sequence");
+    assert!(
+        result.is_err(),
+        "rollback off should lose a memory in some sequence"
+    );
 }

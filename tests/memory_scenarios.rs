@@ -21,8 +21,14 @@ fn shipped_scenarios_meet_their_expectations() {
     let files = scenario_files();
     assert!(files.len() >= 4, "{files:?}");
     for f in files {
-        let (counters, failures) = run_scenario_file(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        assert!(failures.is_empty(), "{}: {failures:?}\n{}", f.display(), ctxlab::memory::checker::render(&counters));
+        let (counters, failures) =
+            run_scenario_file(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(
+            failures.is_empty(),
+            "{}: {failures:?}\n{}",
+            f.display(),
+            ctxlab::memory::checker::render(&counters)
+        );
     }
 }
 
@@ -39,7 +45,11 @@ fn scenario_runs_are_deterministic() {
 fn failed_expectations_are_reported_not_raised() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("s.json");
-    std::fs::write(&p, r#"{"sessions": [], "expect": {"store_size": 2, "index_drift": 0}}"#).unwrap();
+    std::fs::write(
+        &p,
+        r#"{"sessions": [], "expect": {"store_size": 2, "index_drift": 0}}"#,
+    )
+    .unwrap();
     let (_, failures) = run_scenario_file(&p).unwrap();
     assert_eq!(failures, vec!["store_size: expected 2, got 0".to_string()]);
 }
@@ -51,11 +61,23 @@ fn malformed_scenario_file_names_file_line_column_and_field() {
     std::fs::write(&p, "{\n  \"sessions\": [\n    {\"turns\": [\n      {\"user\": \"hi\", \"faults\": {\"mid_delete_after\": \"three\"}}\n    ]}\n  ]\n}\n").unwrap();
     match run_scenario_file(&p) {
         Err(e @ LabError::Input { .. }) => {
-            let LabError::Input { ref file, line, column, ref message, ref fix } = e else { unreachable!() };
+            let LabError::Input {
+                ref file,
+                line,
+                column,
+                ref message,
+                ref fix,
+            } = e
+            else {
+                unreachable!()
+            };
             assert_eq!(file, &p);
             assert_eq!(line, 4);
             assert!(column > 0);
-            assert!(message.contains("expected usize") && message.contains("field `mid_delete_after`"), "{message}");
+            assert!(
+                message.contains("expected usize") && message.contains("field `mid_delete_after`"),
+                "{message}"
+            );
             assert!(!fix.is_empty());
             let shown = e.to_string();
             assert!(shown.contains("bad.json:4:"), "{shown}");
@@ -63,6 +85,12 @@ fn malformed_scenario_file_names_file_line_column_and_field() {
         other => panic!("{other:?}"),
     }
     std::fs::write(&p, "{\"sessions\": [], ").unwrap();
-    assert!(matches!(run_scenario_file(&p), Err(LabError::Input { line: 1, .. })));
-    assert!(matches!(run_scenario_file(&dir.path().join("missing.json")), Err(LabError::Io { .. })));
+    assert!(matches!(
+        run_scenario_file(&p),
+        Err(LabError::Input { line: 1, .. })
+    ));
+    assert!(matches!(
+        run_scenario_file(&dir.path().join("missing.json")),
+        Err(LabError::Io { .. })
+    ));
 }

@@ -17,7 +17,13 @@ fn verdict_counters() {
         let v = (row.run)(&RunOptions::default()).unwrap();
         let mut text = format!("{}\nchange: {}\n", v.title, v.change);
         for c in &v.cells {
-            text.push_str(&format!("\n== [{}] baseline\n{}== [{}] broken\n{}", c.label, render(&c.baseline), c.label, render(&c.broken)));
+            text.push_str(&format!(
+                "\n== [{}] baseline\n{}== [{}] broken\n{}",
+                c.label,
+                render(&c.baseline),
+                c.label,
+                render(&c.broken)
+            ));
         }
         insta::assert_snapshot!(format!("verdict_{}", row.id), text);
     }
@@ -33,11 +39,31 @@ fn verdict_json_is_stable() {
 fn sample_store(dir: &std::path::Path) -> Store {
     let store = Store::open(&dir.join(".memory"), MemorySwitches::default()).unwrap();
     for (name, ty, desc, body) in [
-        ("user-preference-tabs", "user", "User prefers tabs for indentation", "Use tabs, not spaces.\n**Why:** consistency."),
-        ("no db mocks", "feedback", "Integration tests must hit a real database", "Do not mock the database."),
-        ("auth rewrite", "project", "Auth rewrite is\ncompliance driven", "Legal asked for session token storage changes."),
+        (
+            "user-preference-tabs",
+            "user",
+            "User prefers tabs for indentation",
+            "Use tabs, not spaces.\n**Why:** consistency.",
+        ),
+        (
+            "no db mocks",
+            "feedback",
+            "Integration tests must hit a real database",
+            "Do not mock the database.",
+        ),
+        (
+            "auth rewrite",
+            "project",
+            "Auth rewrite is\ncompliance driven",
+            "Legal asked for session token storage changes.",
+        ),
         ("用户偏好", "user", "用户喜欢单引号", "字符串使用单引号。"),
-        ("pipeline bugs", "reference", "Pipeline bugs: Linear project INGEST", "See Linear INGEST."),
+        (
+            "pipeline bugs",
+            "reference",
+            "Pipeline bugs: Linear project INGEST",
+            "See Linear INGEST.",
+        ),
     ] {
         store
             .save(&Memory {

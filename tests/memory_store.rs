@@ -21,7 +21,10 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let p = e.unwrap().path();
             let m = fs::symlink_metadata(&p).unwrap();
             if m.file_type().is_symlink() {
-                out.insert(p.clone(), format!("-> {}", fs::read_link(&p).unwrap().display()).into_bytes());
+                out.insert(
+                    p.clone(),
+                    format!("-> {}", fs::read_link(&p).unwrap().display()).into_bytes(),
+                );
             } else if m.is_dir() {
                 out.insert(p.clone(), b"<dir>".to_vec());
                 stack.push(p);
@@ -90,7 +93,10 @@ fn every_hostile_name_is_refused_and_writes_nothing() {
     store.save(&mem("existing")).unwrap();
     let before = tree(dir.path());
     for name in hostile_names() {
-        for result in [store.save(&mem(&name)).map(|_| ()), store.delete(&name).map(|_| ())] {
+        for result in [
+            store.save(&mem(&name)).map(|_| ()),
+            store.delete(&name).map(|_| ()),
+        ] {
             match result {
                 Err(LabError::Refused { message, fix }) => {
                     assert!(!message.is_empty() && !fix.is_empty(), "{name:?}");
@@ -98,14 +104,23 @@ fn every_hostile_name_is_refused_and_writes_nothing() {
                 other => panic!("{name:?} not refused: {other:?}"),
             }
         }
-        assert_eq!(tree(dir.path()), before, "{name:?} changed the store or its parent");
+        assert_eq!(
+            tree(dir.path()),
+            before,
+            "{name:?} changed the store or its parent"
+        );
     }
 }
 
 #[test]
 fn hostile_names_from_the_extractor_are_refused_in_a_session() {
     let dir = tempfile::tempdir().unwrap();
-    let mut h = Harness::new(dir.path(), MemorySwitches::default(), MemoryConstants::default()).unwrap();
+    let mut h = Harness::new(
+        dir.path(),
+        MemorySwitches::default(),
+        MemoryConstants::default(),
+    )
+    .unwrap();
     let names = hostile_names();
     let items: Vec<serde_json::Value> = names
         .iter()
@@ -125,7 +140,10 @@ fn hostile_names_from_the_extractor_are_refused_in_a_session() {
     assert_eq!(c.count_of("refused_writes"), Some(n));
     assert_eq!(c.count_of("store_size"), Some(0));
     // Nothing at all outside `.memory`, and nothing but the (empty) index plus no temp files inside.
-    let files: Vec<String> = tree(dir.path()).keys().map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string()).collect();
+    let files: Vec<String> = tree(dir.path())
+        .keys()
+        .map(|p| p.strip_prefix(dir.path()).unwrap().display().to_string())
+        .collect();
     assert_eq!(files, vec![".memory".to_string()], "{files:?}");
 }
 
@@ -138,7 +156,11 @@ fn symlink_out_of_the_store_is_refused_and_skipped() {
     fs::write(outside.join("target.md"), b"precious").unwrap();
     let store = Store::open(&dir.path().join("store"), MemorySwitches::default()).unwrap();
     std::os::unix::fs::symlink(outside.join("target.md"), store.root().join("linked.md")).unwrap();
-    std::os::unix::fs::symlink(dir.path().join("nowhere.md"), store.root().join("dangling.md")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("nowhere.md"),
+        store.root().join("dangling.md"),
+    )
+    .unwrap();
     fs::create_dir(store.root().join("folder.md")).unwrap();
     let before = tree(dir.path());
     for name in ["linked", "dangling", "folder"] {
@@ -159,11 +181,15 @@ fn symlink_inside_the_store_is_replaced_not_followed() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("store"), MemorySwitches::default()).unwrap();
     store.save(&mem("real")).unwrap();
-    std::os::unix::fs::symlink(store.root().join("real.md"), store.root().join("alias.md")).unwrap();
+    std::os::unix::fs::symlink(store.root().join("real.md"), store.root().join("alias.md"))
+        .unwrap();
     let real_before = fs::read(store.root().join("real.md")).unwrap();
     store.save(&mem("alias")).unwrap();
     assert_eq!(fs::read(store.root().join("real.md")).unwrap(), real_before);
-    assert!(!fs::symlink_metadata(store.root().join("alias.md")).unwrap().file_type().is_symlink());
+    assert!(!fs::symlink_metadata(store.root().join("alias.md"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
 
 #[test]
@@ -173,9 +199,15 @@ fn writes_leave_no_temp_files_and_index_is_derived() {
     for n in ["b note", "a note", "B Note", "note: colon", "用户偏好"] {
         store.save(&mem(n)).unwrap();
     }
-    let names: Vec<String> = fs::read_dir(store.root()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = fs::read_dir(store.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
-    assert_eq!(store.memory_files().unwrap(), vec!["a-note.md", "b-note.md", "note-colon.md", "用户偏好.md"]);
+    assert_eq!(
+        store.memory_files().unwrap(),
+        vec!["a-note.md", "b-note.md", "note-colon.md", "用户偏好.md"]
+    );
     assert_eq!(store.read_index().unwrap(), store.derived_index().unwrap());
     // Frontmatter round-trips through the strict parser, including a quoted name.
     let recs = store.records().unwrap();
@@ -189,16 +221,29 @@ fn a_hand_edited_index_is_overwritten_by_the_next_write() {
     store.save(&mem("one")).unwrap();
     fs::write(store.index_path(), "- [ghost](ghost.md) - not a file\n").unwrap();
     store.save(&mem("two")).unwrap();
-    assert_eq!(store.read_index().unwrap(), "- [one](one.md) - hostile\n- [two](two.md) - hostile\n");
+    assert_eq!(
+        store.read_index().unwrap(),
+        "- [one](one.md) - hostile\n- [two](two.md) - hostile\n"
+    );
 }
 
 #[test]
 fn malformed_memory_file_is_an_input_error_with_location() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("store"), MemorySwitches::default()).unwrap();
-    fs::write(store.root().join("bad.md"), "---\nname: bad\nlabel: x\n---\n\nbody\n").unwrap();
+    fs::write(
+        store.root().join("bad.md"),
+        "---\nname: bad\nlabel: x\n---\n\nbody\n",
+    )
+    .unwrap();
     match store.records() {
-        Err(LabError::Input { file, line, column, message, .. }) => {
+        Err(LabError::Input {
+            file,
+            line,
+            column,
+            message,
+            ..
+        }) => {
             assert!(file.ends_with("bad.md"));
             assert_eq!((line, column), (3, 1));
             assert!(message.contains("unknown frontmatter key"), "{message}");

@@ -25,14 +25,17 @@ pub fn files_outside(root: &Path, skip: &Path) -> LabResult<BTreeMap<PathBuf, Ve
             if path == skip {
                 continue;
             }
-            let meta = fs::symlink_metadata(&path).map_err(|e| LabError::io("inspecting sandbox entry", &path, e))?;
+            let meta = fs::symlink_metadata(&path)
+                .map_err(|e| LabError::io("inspecting sandbox entry", &path, e))?;
             if meta.file_type().is_symlink() {
-                let target = fs::read_link(&path).map_err(|e| LabError::io("reading symlink", &path, e))?;
+                let target =
+                    fs::read_link(&path).map_err(|e| LabError::io("reading symlink", &path, e))?;
                 out.insert(path, target.to_string_lossy().into_owned().into_bytes());
             } else if meta.is_dir() {
                 stack.push(path);
             } else {
-                let bytes = fs::read(&path).map_err(|e| LabError::io("reading sandbox file", &path, e))?;
+                let bytes =
+                    fs::read(&path).map_err(|e| LabError::io("reading sandbox file", &path, e))?;
                 out.insert(path, bytes);
             }
         }
@@ -62,7 +65,12 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     let outside: Vec<String> = now
         .iter()
         .filter(|(p, b)| h.outside_before().get(*p) != Some(*b))
-        .map(|(p, _)| p.strip_prefix(h.sandbox()).unwrap_or(p).display().to_string())
+        .map(|(p, _)| {
+            p.strip_prefix(h.sandbox())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
         .collect();
     c.count("written_outside_store", outside.len() as u64, outside);
 
@@ -107,16 +115,32 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
 
     let s = &h.stats;
     tally(&mut c, "garbage_fallbacks", &s.garbage_fallbacks);
-    tally(&mut c, "garbage_empty_selections", &s.garbage_empty_selections);
+    tally(
+        &mut c,
+        "garbage_empty_selections",
+        &s.garbage_empty_selections,
+    );
     tally(&mut c, "keyword_fallbacks", &s.keyword_fallbacks);
     tally(&mut c, "records_cut_midway", &s.records_cut_midway);
     tally(&mut c, "model_writes", &s.model_writes);
-    tally(&mut c, "model_write_attempts_refused", &s.model_write_attempts_refused);
+    tally(
+        &mut c,
+        "model_write_attempts_refused",
+        &s.model_write_attempts_refused,
+    );
     tally(&mut c, "consolidations_done", &s.consolidations_done);
     tally(&mut c, "consolidations_failed", &s.consolidations_failed);
     tally(&mut c, "rollbacks", &s.rollbacks);
-    tally(&mut c, "consolidation_skipped_silently", &s.consolidation_skipped_silently);
-    tally(&mut c, "consolidation_skipped_warned", &s.consolidation_skipped_warned);
+    tally(
+        &mut c,
+        "consolidation_skipped_silently",
+        &s.consolidation_skipped_silently,
+    );
+    tally(
+        &mut c,
+        "consolidation_skipped_warned",
+        &s.consolidation_skipped_warned,
+    );
     tally(&mut c, "refused_writes", &s.refused_writes);
     c.count("system_prompts", s.system_prompts.n, std::iter::empty());
     c.count("store_size", records.len() as u64, std::iter::empty());
@@ -150,7 +174,12 @@ mod tests {
     fn clean_run_is_clean_and_outside_writes_are_seen() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("preexisting.txt"), b"x").unwrap();
-        let mut h = Harness::new(dir.path(), MemorySwitches::default(), MemoryConstants::default()).unwrap();
+        let mut h = Harness::new(
+            dir.path(),
+            MemorySwitches::default(),
+            MemoryConstants::default(),
+        )
+        .unwrap();
         let t = Turn {
             user: "I prefer tabs. Remember that.".into(),
             assistant: "Noted.".into(),
@@ -161,13 +190,22 @@ mod tests {
         };
         h.run_sessions(&[Session { turns: vec![t] }]).unwrap();
         let c = check(&h).unwrap();
-        for name in ["written_outside_store", "index_drift", "temporary_stored", "duplicates_stored", "acknowledged_lost"] {
+        for name in [
+            "written_outside_store",
+            "index_drift",
+            "temporary_stored",
+            "duplicates_stored",
+            "acknowledged_lost",
+        ] {
             assert_eq!(c.count_of(name), Some(0), "{name}\n{}", render(&c));
         }
         assert_eq!(c.count_of("store_size"), Some(1));
         fs::write(dir.path().join("new.txt"), b"y").unwrap();
         let c = check(&h).unwrap();
         assert_eq!(c.count_of("written_outside_store"), Some(1));
-        assert_eq!(c.get("written_outside_store").unwrap().samples, vec!["new.txt"]);
+        assert_eq!(
+            c.get("written_outside_store").unwrap().samples,
+            vec!["new.txt"]
+        );
     }
 }

@@ -143,14 +143,26 @@ fn fault(step: &str) -> LabError {
 fn call_model(script: &ConsolidatorScript, records: &[Record]) -> LabResult<Vec<Memory>> {
     let items: Vec<serde_json::Value> = match script {
         ConsolidatorScript::Fail(e) => {
-            return Err(LabError::io("consolidation model call", "<model>", std::io::Error::other(e.clone())))
+            return Err(LabError::io(
+                "consolidation model call",
+                "<model>",
+                std::io::Error::other(e.clone()),
+            ))
         }
         ConsolidatorScript::Reply(text) => extract_json_array(text).unwrap_or_default(),
         ConsolidatorScript::KeepAll => records.iter().map(|r| memory_json(&r.memory)).collect(),
-        ConsolidatorScript::MergePairs => records.iter().step_by(2).map(|r| memory_json(&r.memory)).collect(),
+        ConsolidatorScript::MergePairs => records
+            .iter()
+            .step_by(2)
+            .map(|r| memory_json(&r.memory))
+            .collect(),
     };
     // Like the course, invalid items are dropped, not fatal.
-    Ok(items.iter().filter_map(|v| validate(v, false).ok()).map(|(m, _)| m).collect())
+    Ok(items
+        .iter()
+        .filter_map(|v| validate(v, false).ok())
+        .map(|(m, _)| m)
+        .collect())
 }
 
 fn memory_json(m: &Memory) -> serde_json::Value {
@@ -174,7 +186,9 @@ pub fn consolidate(
 ) -> LabResult<Consolidation> {
     let records = store.records()?;
     if records.len() < constants.consolidate_threshold {
-        return Ok(Consolidation::NotDue { count: records.len() });
+        return Ok(Consolidation::NotDue {
+            count: records.len(),
+        });
     }
     let sw = *store.switches();
     let limit = constants.consolidate_input_char_limit;
@@ -211,7 +225,10 @@ pub fn consolidate(
     uniq.sort();
     uniq.dedup();
     if consolidated.is_empty() || uniq.len() != slugs.len() {
-        return Ok(failed(refuse_result("consolidation returned empty or duplicate records".into()), false));
+        return Ok(failed(
+            refuse_result("consolidation returned empty or duplicate records".into()),
+            false,
+        ));
     }
     for m in &consolidated {
         if let Err(e) = store.file_for(&m.name) {
@@ -241,7 +258,10 @@ pub fn consolidate(
 fn failed(e: LabError, rolled_back: bool) -> Consolidation {
     Consolidation::Failed {
         // Drop the CLI's "error: " prefix: this text goes into a log line.
-        error: e.to_string().trim_start_matches("error: ").replace('\n', " "),
+        error: e
+            .to_string()
+            .trim_start_matches("error: ")
+            .replace('\n', " "),
         rolled_back,
     }
 }
@@ -258,7 +278,10 @@ fn rewrite(store: &Store, snapshot: &Snapshot, new: &[Memory], plan: &FaultPlan)
         store.remove_file(file)?;
     }
     if plan.mid_delete_after == Some(snapshot.len()) {
-        return Err(fault(&format!("after deleting all {} file(s)", snapshot.len())));
+        return Err(fault(&format!(
+            "after deleting all {} file(s)",
+            snapshot.len()
+        )));
     }
     for (written, m) in new.iter().enumerate() {
         if plan.mid_rewrite_after == Some(written) {
@@ -272,7 +295,8 @@ fn rewrite(store: &Store, snapshot: &Snapshot, new: &[Memory], plan: &FaultPlan)
     if plan.during_rebuild {
         // Simulate a crash between writing the index temp file and renaming it.
         let tmp = store.root().join(".MEMORY.md.tmp");
-        std::fs::write(&tmp, b"partial").map_err(|e| LabError::io("writing temp index", &tmp, e))?;
+        std::fs::write(&tmp, b"partial")
+            .map_err(|e| LabError::io("writing temp index", &tmp, e))?;
         let _ = std::fs::remove_file(&tmp);
         return Err(fault("during index rebuild"));
     }
@@ -330,10 +354,34 @@ mod tests {
     fn not_due_below_threshold_and_merges_at_threshold() {
         let c = MemoryConstants::default();
         let (_d, s) = filled(9, 10, MemorySwitches::default());
-        assert_eq!(consolidate(&s, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap(), Consolidation::NotDue { count: 9 });
-        s.save(&Memory { name: "fact 09".into(), mem_type: "user".into(), description: "d".into(), body: "b".into() }).unwrap();
-        let r = consolidate(&s, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap();
-        assert!(matches!(r, Consolidation::Done { ref after, .. } if after.len() == 5), "{r:?}");
+        assert_eq!(
+            consolidate(
+                &s,
+                &ConsolidatorScript::MergePairs,
+                &FaultPlan::default(),
+                &c
+            )
+            .unwrap(),
+            Consolidation::NotDue { count: 9 }
+        );
+        s.save(&Memory {
+            name: "fact 09".into(),
+            mem_type: "user".into(),
+            description: "d".into(),
+            body: "b".into(),
+        })
+        .unwrap();
+        let r = consolidate(
+            &s,
+            &ConsolidatorScript::MergePairs,
+            &FaultPlan::default(),
+            &c,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Consolidation::Done { ref after, .. } if after.len() == 5),
+            "{r:?}"
+        );
         assert_eq!(s.read_index().unwrap(), s.derived_index().unwrap());
     }
 
@@ -343,9 +391,22 @@ mod tests {
         let (_d, s) = filled(10, 10, MemorySwitches::default());
         let before = s.snapshot().unwrap();
         let dup = r#"[{"name":"a","type":"user","description":"d","body":"b"},{"name":"A","type":"user","description":"e","body":"c"}]"#;
-        for script in [ConsolidatorScript::Reply("[]".into()), ConsolidatorScript::Reply(dup.into()), ConsolidatorScript::Fail("boom".into())] {
+        for script in [
+            ConsolidatorScript::Reply("[]".into()),
+            ConsolidatorScript::Reply(dup.into()),
+            ConsolidatorScript::Fail("boom".into()),
+        ] {
             let r = consolidate(&s, &script, &FaultPlan::default(), &c).unwrap();
-            assert!(matches!(r, Consolidation::Failed { rolled_back: false, .. }), "{r:?}");
+            assert!(
+                matches!(
+                    r,
+                    Consolidation::Failed {
+                        rolled_back: false,
+                        ..
+                    }
+                ),
+                "{r:?}"
+            );
             assert_eq!(s.snapshot().unwrap(), before);
         }
     }
@@ -354,12 +415,33 @@ mod tests {
     fn reverse_gate_skips_oversized_store_and_chunking_fixes_it() {
         let c = MemoryConstants::default();
         let (_d, s) = filled(10, 2500, MemorySwitches::default());
-        let r = consolidate(&s, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap();
-        assert!(matches!(r, Consolidation::Skipped { warned: false, .. }), "{r:?}");
-        let sw = MemorySwitches { chunked_consolidation: true, ..MemorySwitches::default() };
+        let r = consolidate(
+            &s,
+            &ConsolidatorScript::MergePairs,
+            &FaultPlan::default(),
+            &c,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Consolidation::Skipped { warned: false, .. }),
+            "{r:?}"
+        );
+        let sw = MemorySwitches {
+            chunked_consolidation: true,
+            ..MemorySwitches::default()
+        };
         let (_d2, s2) = filled(10, 2500, sw);
-        let r = consolidate(&s2, &ConsolidatorScript::MergePairs, &FaultPlan::default(), &c).unwrap();
-        assert!(matches!(r, Consolidation::Done { model_calls: 2, .. }), "{r:?}");
+        let r = consolidate(
+            &s2,
+            &ConsolidatorScript::MergePairs,
+            &FaultPlan::default(),
+            &c,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Consolidation::Done { model_calls: 2, .. }),
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -367,9 +449,21 @@ mod tests {
         let c = MemoryConstants::default();
         let (_d, s) = filled(10, 10, MemorySwitches::default());
         let before = s.snapshot().unwrap();
-        let plan = FaultPlan { mid_delete_after: Some(4), ..FaultPlan::default() };
+        let plan = FaultPlan {
+            mid_delete_after: Some(4),
+            ..FaultPlan::default()
+        };
         let r = consolidate(&s, &ConsolidatorScript::MergePairs, &plan, &c).unwrap();
-        assert!(matches!(r, Consolidation::Failed { rolled_back: true, .. }), "{r:?}");
+        assert!(
+            matches!(
+                r,
+                Consolidation::Failed {
+                    rolled_back: true,
+                    ..
+                }
+            ),
+            "{r:?}"
+        );
         assert_eq!(s.snapshot().unwrap(), before);
         assert_eq!(s.read_index().unwrap(), s.derived_index().unwrap());
     }

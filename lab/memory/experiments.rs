@@ -28,8 +28,13 @@ use crate::registry::{Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOp
 type Setup = (Vec<Memory>, Vec<Session>);
 
 /// Run one side (switches) of a cell in a fresh sandbox.
-fn side(sw: MemorySwitches, constants: MemoryConstants, setup: &dyn Fn(&Path) -> LabResult<Setup>) -> LabResult<Counters> {
-    let dir = tempfile::tempdir().map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
+fn side(
+    sw: MemorySwitches,
+    constants: MemoryConstants,
+    setup: &dyn Fn(&Path) -> LabResult<Setup>,
+) -> LabResult<Counters> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
     let (seed, sessions) = setup(dir.path())?;
     let mut h = Harness::new(dir.path(), sw, constants)?;
     h.seed(&seed)?;
@@ -38,7 +43,12 @@ fn side(sw: MemorySwitches, constants: MemoryConstants, setup: &dyn Fn(&Path) ->
 }
 
 /// Run baseline (intact switches) and broken for one condition.
-fn cell(label: &str, broken: MemorySwitches, constants: MemoryConstants, setup: &dyn Fn(&Path) -> LabResult<Setup>) -> LabResult<Cell> {
+fn cell(
+    label: &str,
+    broken: MemorySwitches,
+    constants: MemoryConstants,
+    setup: &dyn Fn(&Path) -> LabResult<Setup>,
+) -> LabResult<Cell> {
     Ok(Cell {
         label: label.to_string(),
         baseline: side(MemorySwitches::default(), constants, setup)?,
@@ -92,25 +102,46 @@ fn run_guard_off(_: &RunOptions) -> LabResult<Verdict> {
             one_turn(Turn {
                 user: "Keep notes about the build in a file.".into(),
                 assistant: "Noted.".into(),
-                extractor: extractor(vec![cand("../escaped-note", "build notes", "Builds run with make.")]),
+                extractor: extractor(vec![cand(
+                    "../escaped-note",
+                    "build notes",
+                    "Builds run with make.",
+                )]),
                 ..Turn::default()
             }),
         ))
     };
-    let c = cell("name=../escaped-note", sw(|s| s.path_guard = false), MemoryConstants::default(), &setup)?;
+    let c = cell(
+        "name=../escaped-note",
+        sw(|s| s.path_guard = false),
+        MemoryConstants::default(),
+        &setup,
+    )?;
     Ok(verdict("M-guard-off", vec![c]))
 }
 
 fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
-            vec![mem("tabs", "prefers tabs for indentation", "Use tabs, not spaces.")],
+            vec![mem(
+                "tabs",
+                "prefers tabs for indentation",
+                "Use tabs, not spaces.",
+            )],
             one_turn(Turn {
                 user: "I prefer single quotes, and never mock the database.".into(),
                 assistant: "Understood.".into(),
                 extractor: extractor(vec![
-                    cand("quotes", "prefers single quotes", "Use single quotes for strings."),
-                    cand("no-db-mocks", "do not mock the database", "Integration tests hit a real database."),
+                    cand(
+                        "quotes",
+                        "prefers single quotes",
+                        "Use single quotes for strings.",
+                    ),
+                    cand(
+                        "no-db-mocks",
+                        "do not mock the database",
+                        "Integration tests hit a real database.",
+                    ),
                 ]),
                 ..Turn::default()
             }),
@@ -118,7 +149,12 @@ fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
     };
     // The seed memory is written with the same switches, so the stale index
     // misses it too: three files, empty index.
-    let c = cell("two new memories", sw(|s| s.rebuild_index = false), MemoryConstants::default(), &setup)?;
+    let c = cell(
+        "two new memories",
+        sw(|s| s.rebuild_index = false),
+        MemoryConstants::default(),
+        &setup,
+    )?;
     Ok(verdict("M-index-stale", vec![c]))
 }
 
@@ -130,7 +166,11 @@ fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
                 user: "For now use port 8080; 暂时用 vim; 今回だけ skip lint. I like tabs.".into(),
                 assistant: "OK.".into(),
                 extractor: extractor(vec![
-                    cand("dev-port", "use port 8080 for now", "The dev server runs on 8080."),
+                    cand(
+                        "dev-port",
+                        "use port 8080 for now",
+                        "The dev server runs on 8080.",
+                    ),
                     cand("editor", "暂时使用 vim", "用户暂时用 vim 编辑。"),
                     cand("lint", "今回だけ lint を省略", "Skip lint."),
                     cand("tabs", "prefers tabs for indentation", "Use tabs."),
@@ -139,29 +179,55 @@ fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
             }),
         ))
     };
-    let c = cell("en+zh+ja markers", sw(|s| s.temp_word_filter = false), MemoryConstants::default(), &setup)?;
+    let c = cell(
+        "en+zh+ja markers",
+        sw(|s| s.temp_word_filter = false),
+        MemoryConstants::default(),
+        &setup,
+    )?;
     Ok(verdict("M-tempword-off", vec![c]))
 }
 
 fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
-            vec![mem("tabs", "prefers tabs for indentation", "Use tabs, not spaces.")],
+            vec![mem(
+                "tabs",
+                "prefers tabs for indentation",
+                "Use tabs, not spaces.",
+            )],
             one_turn(Turn {
                 user: "Tabs please. And single quotes.".into(),
                 assistant: "OK.".into(),
                 extractor: extractor(vec![
                     // Same description as the existing record, modulo case and spaces.
-                    cand("indent-style", "Prefers  TABS for indentation", "Indent with tabs."),
+                    cand(
+                        "indent-style",
+                        "Prefers  TABS for indentation",
+                        "Indent with tabs.",
+                    ),
                     // Two candidates of one batch with the same body: the second must be caught.
-                    cand("quotes", "prefers single quotes", "Use single quotes for strings."),
-                    cand("quote-style", "string quoting style", "use single quotes for strings."),
+                    cand(
+                        "quotes",
+                        "prefers single quotes",
+                        "Use single quotes for strings.",
+                    ),
+                    cand(
+                        "quote-style",
+                        "string quoting style",
+                        "use single quotes for strings.",
+                    ),
                 ]),
                 ..Turn::default()
             }),
         ))
     };
-    let c = cell("existing + same batch", sw(|s| s.dedup = false), MemoryConstants::default(), &setup)?;
+    let c = cell(
+        "existing + same batch",
+        sw(|s| s.dedup = false),
+        MemoryConstants::default(),
+        &setup,
+    )?;
     Ok(verdict("M-dedup-off", vec![c]))
 }
 
@@ -170,14 +236,24 @@ fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
 fn consolidation_setup(faults: FaultPlan) -> impl Fn(&Path) -> LabResult<Setup> {
     move |_: &Path| {
         let seed = (0..9)
-            .map(|i| mem(&format!("fact {i:02}"), &format!("project fact number {i}"), &format!("Fact {i} body.")))
+            .map(|i| {
+                mem(
+                    &format!("fact {i:02}"),
+                    &format!("project fact number {i}"),
+                    &format!("Fact {i} body."),
+                )
+            })
             .collect();
         Ok((
             seed,
             one_turn(Turn {
                 user: "Also remember that releases ship on Fridays.".into(),
                 assistant: "Will do.".into(),
-                extractor: extractor(vec![cand("fact 09", "releases ship on fridays", "Releases ship on Fridays.")]),
+                extractor: extractor(vec![cand(
+                    "fact 09",
+                    "releases ship on fridays",
+                    "Releases ship on Fridays.",
+                )]),
                 consolidator: ConsolidatorScript::MergePairs,
                 faults,
                 ..Turn::default()
@@ -190,9 +266,33 @@ fn run_rollback_off(_: &RunOptions) -> LabResult<Verdict> {
     let off = sw(|s| s.rollback = false);
     let c = MemoryConstants::default();
     let cells = vec![
-        cell("fault=mid_delete_after_4", off, c, &consolidation_setup(FaultPlan { mid_delete_after: Some(4), ..FaultPlan::default() }))?,
-        cell("fault=mid_rewrite_after_2", off, c, &consolidation_setup(FaultPlan { mid_rewrite_after: Some(2), ..FaultPlan::default() }))?,
-        cell("fault=during_rebuild", off, c, &consolidation_setup(FaultPlan { during_rebuild: true, ..FaultPlan::default() }))?,
+        cell(
+            "fault=mid_delete_after_4",
+            off,
+            c,
+            &consolidation_setup(FaultPlan {
+                mid_delete_after: Some(4),
+                ..FaultPlan::default()
+            }),
+        )?,
+        cell(
+            "fault=mid_rewrite_after_2",
+            off,
+            c,
+            &consolidation_setup(FaultPlan {
+                mid_rewrite_after: Some(2),
+                ..FaultPlan::default()
+            }),
+        )?,
+        cell(
+            "fault=during_rebuild",
+            off,
+            c,
+            &consolidation_setup(FaultPlan {
+                during_rebuild: true,
+                ..FaultPlan::default()
+            }),
+        )?,
     ];
     Ok(verdict("M-rollback-off", cells))
 }
@@ -200,7 +300,11 @@ fn run_rollback_off(_: &RunOptions) -> LabResult<Verdict> {
 fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
-            vec![mem("tabs", "prefers tabs for indentation", "Use tabs, not spaces.")],
+            vec![mem(
+                "tabs",
+                "prefers tabs for indentation",
+                "Use tabs, not spaces.",
+            )],
             one_turn(Turn {
                 user: "Start the dev server and tidy up your notes.".into(),
                 tool_calls: vec![
@@ -220,14 +324,23 @@ fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
             }),
         ))
     };
-    let c = cell("write temp + delete tabs", sw(|s| s.model_has_write_tool = true), MemoryConstants::default(), &setup)?;
+    let c = cell(
+        "write temp + delete tabs",
+        sw(|s| s.model_has_write_tool = true),
+        MemoryConstants::default(),
+        &setup,
+    )?;
     Ok(verdict("M-model-writes", vec![c]))
 }
 
 fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
-            vec![mem("tabs", "prefers tabs for indentation", "Use tabs, not spaces.")],
+            vec![mem(
+                "tabs",
+                "prefers tabs for indentation",
+                "Use tabs, not spaces.",
+            )],
             one_turn(Turn {
                 user: "Which indentation do I prefer?".into(),
                 selector: SelectorScript::Reply("The tabs memory looks relevant.".into()),
@@ -236,7 +349,12 @@ fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
             }),
         ))
     };
-    let c = cell("selector answers prose", sw(|s| s.fallback_on_garbage = true), MemoryConstants::default(), &setup)?;
+    let c = cell(
+        "selector answers prose",
+        sw(|s| s.fallback_on_garbage = true),
+        MemoryConstants::default(),
+        &setup,
+    )?;
     Ok(verdict("M-garbage-empty", vec![c]))
 }
 
@@ -249,7 +367,11 @@ fn growth_setup(sessions: usize) -> impl Fn(&Path) -> LabResult<Setup> {
                 let items = (0..3)
                     .map(|k| {
                         let i = s * 3 + k;
-                        cand(&format!("note {i:03}"), &format!("project note {i}"), &format!("Note {i}. {}", "detail ".repeat(350)))
+                        cand(
+                            &format!("note {i:03}"),
+                            &format!("project note {i}"),
+                            &format!("Note {i}. {}", "detail ".repeat(350)),
+                        )
                     })
                     .collect();
                 Session {

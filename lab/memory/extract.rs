@@ -82,12 +82,17 @@ pub enum Scope {
 
 /// The validity gate: complete string fields, a known type, and (when
 /// `require_scope`) a declared scope. Values are trimmed.
-pub fn validate(item: &serde_json::Value, require_scope: bool) -> Result<(Memory, Option<Scope>), String> {
+pub fn validate(
+    item: &serde_json::Value,
+    require_scope: bool,
+) -> Result<(Memory, Option<Scope>), String> {
     let obj = item.as_object().ok_or("candidate is not a JSON object")?;
     let field = |k: &str| -> Result<String, String> {
         match obj.get(k) {
             Some(serde_json::Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            Some(serde_json::Value::String(_)) | None => Err(format!("field `{k}` is missing or empty")),
+            Some(serde_json::Value::String(_)) | None => {
+                Err(format!("field `{k}` is missing or empty"))
+            }
             Some(_) => Err(format!("field `{k}` is not a string")),
         }
     };
@@ -101,7 +106,9 @@ pub fn validate(item: &serde_json::Value, require_scope: bool) -> Result<(Memory
     let scope = match obj.get("scope").and_then(|v| v.as_str()).map(str::trim) {
         Some("persistent") => Some(Scope::Persistent),
         Some("current_task") => Some(Scope::CurrentTask),
-        _ if require_scope => return Err("field `scope` must be \"persistent\" or \"current_task\"".into()),
+        _ if require_scope => {
+            return Err("field `scope` must be \"persistent\" or \"current_task\"".into())
+        }
         _ => None,
     };
     Ok((
@@ -123,12 +130,22 @@ pub fn normalized(s: &str) -> String {
 /// The first temporary marker found in name, description or body.
 pub fn temporary_marker(m: &Memory) -> Option<&'static str> {
     let text = normalized(&format!("{}\n{}\n{}", m.name, m.description, m.body));
-    TEMPORARY_MARKERS.iter().copied().find(|mk| text.contains(mk))
+    TEMPORARY_MARKERS
+        .iter()
+        .copied()
+        .find(|mk| text.contains(mk))
 }
 
 /// The first earlier memory `m` duplicates, and by which field.
-pub fn duplicate_of<'a>(m: &Memory, earlier: &'a [(String, Memory)]) -> Option<(&'a str, &'static str)> {
-    let (s, d, b) = (slug(&m.name), normalized(&m.description), normalized(&m.body));
+pub fn duplicate_of<'a>(
+    m: &Memory,
+    earlier: &'a [(String, Memory)],
+) -> Option<(&'a str, &'static str)> {
+    let (s, d, b) = (
+        slug(&m.name),
+        normalized(&m.description),
+        normalized(&m.body),
+    );
     earlier.iter().find_map(|(file, e)| {
         let by = if slug(&e.name) == s {
             "slug"
@@ -150,7 +167,11 @@ pub fn extract(
     script: &ExtractorScript,
     constants: &MemoryConstants,
 ) -> LabResult<ExtractReport> {
-    let dialogue = dialogue_text(messages, constants.extract_max_messages, constants.extract_char_limit);
+    let dialogue = dialogue_text(
+        messages,
+        constants.extract_max_messages,
+        constants.extract_char_limit,
+    );
     let mut report = ExtractReport {
         input_chars: dialogue.chars().count(),
         ..ExtractReport::default()
@@ -168,9 +189,17 @@ pub fn extract(
     let switches = *store.switches();
     // Earlier records, growing as candidates are stored: later candidates of
     // the same batch are deduplicated against earlier ones.
-    let mut earlier: Vec<(String, Memory)> = store.records()?.into_iter().map(|r| (r.file, r.memory)).collect();
+    let mut earlier: Vec<(String, Memory)> = store
+        .records()?
+        .into_iter()
+        .map(|r| (r.file, r.memory))
+        .collect();
     for item in extract_json_array(reply).unwrap_or_default() {
-        let name = item.get("name").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let name = item
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
         let result = match validate(&item, true) {
             Err(why) => Err(Rejection::Invalid(why)),
             Ok((_, Some(Scope::CurrentTask))) | Ok((_, None)) => Err(Rejection::NotPersistent),
@@ -235,7 +264,10 @@ mod tests {
                 body: "Use tabs.".into(),
             })
             .unwrap();
-        let msgs = vec![Message::text(Role::User, "remember this"), Message::text(Role::Assistant, "ok")];
+        let msgs = vec![
+            Message::text(Role::User, "remember this"),
+            Message::text(Role::Assistant, "ok"),
+        ];
         let script = ExtractorScript::Reply(serde_json::Value::Array(items).to_string());
         let r = extract(&store, &msgs, &script, &MemoryConstants::default()).unwrap();
         (r, store.memory_files().unwrap())
@@ -244,7 +276,12 @@ mod tests {
     #[test]
     fn gates_reject_invalid_temporary_and_duplicates() {
         let items = vec![
-            cand("quotes", "single quotes", "Use single quotes.", "persistent"),
+            cand(
+                "quotes",
+                "single quotes",
+                "Use single quotes.",
+                "persistent",
+            ),
             cand("port", "port 8080 for now", "dev server", "persistent"),
             cand("会话", "本次会话 使用 vim", "x", "persistent"),
             cand("jp", "今回だけ", "y", "persistent"),
@@ -258,7 +295,11 @@ mod tests {
         let (r, files) = run(MemorySwitches::default(), items);
         assert_eq!(r.stored, vec!["quotes.md"]);
         assert_eq!(files, vec!["quotes.md", "tabs.md"]);
-        let reasons: Vec<String> = r.outcomes.iter().map(|o| format!("{:?}", o.result)).collect();
+        let reasons: Vec<String> = r
+            .outcomes
+            .iter()
+            .map(|o| format!("{:?}", o.result))
+            .collect();
         assert!(reasons[1].contains("for now"));
         assert!(reasons[2].contains("本次会话"));
         assert!(reasons[3].contains("今回だけ"));
@@ -266,7 +307,11 @@ mod tests {
         assert!(reasons[5].contains("Invalid"));
         assert!(reasons[6].contains("slug"));
         assert!(reasons[7].contains("description"));
-        assert!(reasons[8].contains("\"quotes.md\", \"body\""), "{}", reasons[8]);
+        assert!(
+            reasons[8].contains("\"quotes.md\", \"body\""),
+            "{}",
+            reasons[8]
+        );
         assert!(reasons[9].contains("Refused"));
     }
 
@@ -277,7 +322,10 @@ mod tests {
             dedup: false,
             ..MemorySwitches::default()
         };
-        let items = vec![cand("port", "port 8080 for now", "dev", "persistent"), cand("tabs2", "prefers tabs", "b", "persistent")];
+        let items = vec![
+            cand("port", "port 8080 for now", "dev", "persistent"),
+            cand("tabs2", "prefers tabs", "b", "persistent"),
+        ];
         let (r, _) = run(sw, items);
         assert_eq!(r.stored, vec!["port.md", "tabs2.md"]);
     }

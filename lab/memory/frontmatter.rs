@@ -104,7 +104,10 @@ pub fn parse(text: &str) -> Result<Document, ParseError> {
             return Err(err(
                 1,
                 1,
-                format!("expected `---` opening the frontmatter, found {:?}", other.unwrap_or("")),
+                format!(
+                    "expected `---` opening the frontmatter, found {:?}",
+                    other.unwrap_or("")
+                ),
             ))
         }
     }
@@ -132,17 +135,29 @@ pub fn parse(text: &str) -> Result<Document, ParseError> {
             ));
         };
         if values[slot].is_some() {
-            return Err(err(line_no, 1, format!("duplicate frontmatter key {key:?}")));
+            return Err(err(
+                line_no,
+                1,
+                format!("duplicate frontmatter key {key:?}"),
+            ));
         }
         let column = key.len() + 2;
         values[slot] = Some(parse_scalar(rest.trim()).map_err(|m| err(line_no, column, m))?);
     }
     if !closed {
-        return Err(err(line_no, 1, "frontmatter is not closed by a `---` line".into()));
+        return Err(err(
+            line_no,
+            1,
+            "frontmatter is not closed by a `---` line".into(),
+        ));
     }
     for (slot, key) in KEYS.iter().enumerate() {
         if values[slot].is_none() {
-            return Err(err(line_no, 1, format!("frontmatter is missing key {key:?}")));
+            return Err(err(
+                line_no,
+                1,
+                format!("frontmatter is missing key {key:?}"),
+            ));
         }
     }
     let rest: Vec<&str> = lines.collect();
@@ -203,7 +218,11 @@ mod tests {
 
     #[test]
     fn renders_course_shape() {
-        let text = render(&doc("user-preference-tabs", "User prefers tabs for indentation", "Body."));
+        let text = render(&doc(
+            "user-preference-tabs",
+            "User prefers tabs for indentation",
+            "Body.",
+        ));
         assert_eq!(
             text,
             "---\nname: user-preference-tabs\ndescription: User prefers tabs for indentation\ntype: user\n---\n\nBody.\n"

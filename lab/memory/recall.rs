@@ -15,7 +15,8 @@ use super::transcript::{recent_user_text, take_chars, Message};
 use crate::error::LabResult;
 
 /// Section 1 of the system prompt: identity and tool discipline.
-pub const IDENTITY: &str = "You are a coding agent at {workdir}. Use tools to solve tasks. Act, don't explain.";
+pub const IDENTITY: &str =
+    "You are a coding agent at {workdir}. Use tools to solve tasks. Act, don't explain.";
 
 /// Section 2: memory discipline (background knowledge, not commands; the
 /// current request wins).
@@ -86,7 +87,8 @@ pub fn extract_json_array(text: &str) -> Option<Vec<serde_json::Value>> {
         if c != '[' {
             continue;
         }
-        let mut stream = serde_json::Deserializer::from_str(&text[pos..]).into_iter::<serde_json::Value>();
+        let mut stream =
+            serde_json::Deserializer::from_str(&text[pos..]).into_iter::<serde_json::Value>();
         if let Some(Ok(serde_json::Value::Array(items))) = stream.next() {
             return Some(items);
         }
@@ -99,7 +101,13 @@ pub fn selector_catalog(records: &[Record], char_limit: usize) -> String {
     let lines: Vec<String> = records
         .iter()
         .enumerate()
-        .map(|(i, r)| format!("{i}: {} - {}", collapse(&r.memory.name), collapse(&r.memory.description)))
+        .map(|(i, r)| {
+            format!(
+                "{i}: {} - {}",
+                collapse(&r.memory.name),
+                collapse(&r.memory.description)
+            )
+        })
         .collect();
     take_chars(&lines.join("\n"), char_limit).to_string()
 }
@@ -150,7 +158,11 @@ pub fn keyword_selection(records: &[Record], query: &str, max_items: usize) -> V
         })
         .collect();
     ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    ranked.into_iter().take(max_items).map(|(_, f)| f.to_string()).collect()
+    ranked
+        .into_iter()
+        .take(max_items)
+        .map(|(_, f)| f.to_string())
+        .collect()
 }
 
 /// Select relevant records for `query` using the scripted side model.
@@ -222,7 +234,11 @@ struct Recalled<'a> {
 /// is cut to what remains of `recall_char_limit`; once the budget is spent,
 /// later records are dropped. Returns the JSON array text (empty when nothing
 /// was loaded) and the files that were cut before their end.
-pub fn load(records: &[Record], files: &[String], recall_char_limit: usize) -> (String, Vec<String>) {
+pub fn load(
+    records: &[Record],
+    files: &[String],
+    recall_char_limit: usize,
+) -> (String, Vec<String>) {
     let mut remaining = recall_char_limit;
     let mut loaded = Vec::new();
     let mut cut = Vec::new();
@@ -239,7 +255,10 @@ pub fn load(records: &[Record], files: &[String], recall_char_limit: usize) -> (
             cut.push(f.clone());
         }
         remaining -= n;
-        loaded.push(Recalled { source: f, content: recalled });
+        loaded.push(Recalled {
+            source: f,
+            content: recalled,
+        });
     }
     if loaded.is_empty() {
         return (String::new(), cut);
@@ -253,7 +272,10 @@ pub fn load(records: &[Record], files: &[String], recall_char_limit: usize) -> (
 /// identity, memory discipline, `Memory catalog:` (if any), `Relevant memory
 /// records:` (if any), separated by blank lines.
 pub fn build_system(workdir: &str, index: &str, relevant: &str) -> String {
-    let mut sections = vec![IDENTITY.replace("{workdir}", workdir), MEMORY_DISCIPLINE.to_string()];
+    let mut sections = vec![
+        IDENTITY.replace("{workdir}", workdir),
+        MEMORY_DISCIPLINE.to_string(),
+    ];
     let index = index.trim();
     if !index.is_empty() {
         sections.push(format!("Memory catalog:\n{index}"));
@@ -275,7 +297,11 @@ pub fn recall_turn(
     constants: &MemoryConstants,
 ) -> LabResult<Recall> {
     let records = store.records()?;
-    let query = recent_user_text(messages, constants.query_max_turns, constants.query_char_limit);
+    let query = recent_user_text(
+        messages,
+        constants.query_max_turns,
+        constants.query_char_limit,
+    );
     let selection = select(&records, &query, script, store.switches(), constants);
     let (relevant, cut_midway) = load(&records, &selection.files, constants.recall_char_limit);
     let system = build_system(workdir, &store.read_index()?, &relevant);
@@ -314,7 +340,10 @@ mod tests {
 
     #[test]
     fn json_array_extraction_distinguishes_garbage_from_empty() {
-        assert_eq!(extract_json_array("sure: [1, 0] ok"), Some(vec![1.into(), 0.into()]));
+        assert_eq!(
+            extract_json_array("sure: [1, 0] ok"),
+            Some(vec![1.into(), 0.into()])
+        );
         assert_eq!(extract_json_array("[]"), Some(vec![]));
         assert_eq!(extract_json_array("[oops] then [2]"), Some(vec![2.into()]));
         assert_eq!(extract_json_array("I think the tabs one"), None);
@@ -325,37 +354,88 @@ mod tests {
         let sw = MemorySwitches::default();
         let c = MemoryConstants::default();
         let r = recs();
-        let s = select(&r, "indentation please", &SelectorScript::Reply("[1, 1, 9, -1, \"x\"]".into()), &sw, &c);
-        assert_eq!((s.files, s.path), (vec!["tabs.md".to_string()], SelectionPath::Model));
-        let s = select(&r, "indentation please", &SelectorScript::Fail("timeout".into()), &sw, &c);
-        assert_eq!((s.files, s.path), (vec!["tabs.md".to_string()], SelectionPath::KeywordFallback));
-        let s = select(&r, "indentation please", &SelectorScript::Reply("the tabs one".into()), &sw, &c);
+        let s = select(
+            &r,
+            "indentation please",
+            &SelectorScript::Reply("[1, 1, 9, -1, \"x\"]".into()),
+            &sw,
+            &c,
+        );
+        assert_eq!(
+            (s.files, s.path),
+            (vec!["tabs.md".to_string()], SelectionPath::Model)
+        );
+        let s = select(
+            &r,
+            "indentation please",
+            &SelectorScript::Fail("timeout".into()),
+            &sw,
+            &c,
+        );
+        assert_eq!(
+            (s.files, s.path),
+            (vec!["tabs.md".to_string()], SelectionPath::KeywordFallback)
+        );
+        let s = select(
+            &r,
+            "indentation please",
+            &SelectorScript::Reply("the tabs one".into()),
+            &sw,
+            &c,
+        );
         assert_eq!((s.files.len(), s.path), (0, SelectionPath::GarbageEmpty));
         let on = MemorySwitches {
             fallback_on_garbage: true,
             ..sw
         };
-        let s = select(&r, "indentation please", &SelectorScript::Reply("the tabs one".into()), &on, &c);
-        assert_eq!((s.files, s.path), (vec!["tabs.md".to_string()], SelectionPath::GarbageFallback));
+        let s = select(
+            &r,
+            "indentation please",
+            &SelectorScript::Reply("the tabs one".into()),
+            &on,
+            &c,
+        );
+        assert_eq!(
+            (s.files, s.path),
+            (vec!["tabs.md".to_string()], SelectionPath::GarbageFallback)
+        );
     }
 
     #[test]
     fn selection_is_capped() {
-        let many: Vec<Record> = (0..9).map(|i| rec(&format!("m{i}.md"), "n", "d", "x")).collect();
+        let many: Vec<Record> = (0..9)
+            .map(|i| rec(&format!("m{i}.md"), "n", "d", "x"))
+            .collect();
         let c = MemoryConstants::default();
-        let s = select(&many, "q", &SelectorScript::Reply("[0,1,2,3,4,5,6,7,8]".into()), &MemorySwitches::default(), &c);
+        let s = select(
+            &many,
+            "q",
+            &SelectorScript::Reply("[0,1,2,3,4,5,6,7,8]".into()),
+            &MemorySwitches::default(),
+            &c,
+        );
         assert_eq!(s.files.len(), c.select_max_items);
     }
 
     #[test]
     fn keywords_follow_course_pattern() {
-        assert_eq!(keywords("Use TABS, ok? 用户偏好 x 我"), vec!["tabs", "use", "用户偏好"]);
+        assert_eq!(
+            keywords("Use TABS, ok? 用户偏好 x 我"),
+            vec!["tabs", "use", "用户偏好"]
+        );
     }
 
     #[test]
     fn budget_cuts_a_record_midway() {
-        let r = vec![rec("a.md", "a", "d", "aaaaaaaaaa"), rec("b.md", "b", "d", "bbbbbbbbbb"), rec("c.md", "c", "d", "cc")];
-        let files: Vec<String> = ["a.md", "b.md", "c.md"].iter().map(|s| s.to_string()).collect();
+        let r = vec![
+            rec("a.md", "a", "d", "aaaaaaaaaa"),
+            rec("b.md", "b", "d", "bbbbbbbbbb"),
+            rec("c.md", "c", "d", "cc"),
+        ];
+        let files: Vec<String> = ["a.md", "b.md", "c.md"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let (json, cut) = load(&r, &files, 15);
         assert_eq!(cut, vec!["b.md"]);
         assert!(json.contains("\"bbbbb\""), "{json}");

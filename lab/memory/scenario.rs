@@ -67,7 +67,8 @@ pub struct Scenario {
     pub expect: BTreeMap<String, ExpectValue>,
 }
 
-const FORMAT_FIX: &str = "scenario files are JSON objects with `sessions` (a list of {\"turns\": [...]}) and optional \
+const FORMAT_FIX: &str =
+    "scenario files are JSON objects with `sessions` (a list of {\"turns\": [...]}) and optional \
 `description`, `switches`, `constants`, `seed_memories`, `expect`; see scenarios/memory/*.json";
 
 /// The JSON key nearest before (line, column): names the field an error is in.
@@ -136,7 +137,10 @@ pub fn parse_scenario(file: &Path, text: &str) -> LabResult<Scenario> {
                 file: file.to_path_buf(),
                 line,
                 column,
-                message: format!("unknown counter {name:?} in `expect`, expected one of: {}", known.join(", ")),
+                message: format!(
+                    "unknown counter {name:?} in `expect`, expected one of: {}",
+                    known.join(", ")
+                ),
                 fix: "use a counter name the memory checker reports".into(),
             });
         }
@@ -195,7 +199,8 @@ pub fn failed_expectations(c: &Counters, expect: &BTreeMap<String, ExpectValue>)
 
 /// Run a parsed scenario in a fresh temporary sandbox.
 pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
-    let dir = tempfile::tempdir().map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
+    let dir = tempfile::tempdir()
+        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
     let mut h = Harness::new(dir.path(), s.switches, s.constants)?;
     h.seed(&s.seed_memories)?;
     h.run_sessions(&s.sessions)?;
@@ -207,7 +212,8 @@ pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
 /// Read, parse and run a scenario file. Returns the counters and the failed
 /// expectations (empty when all hold); malformed files are `LabError::Input`.
 pub fn run_scenario_file(path: &Path) -> LabResult<(Counters, Vec<String>)> {
-    let text = std::fs::read_to_string(path).map_err(|e| LabError::io("reading scenario", path, e))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| LabError::io("reading scenario", path, e))?;
     run_scenario(&parse_scenario(path, &text)?)
 }
 
@@ -218,7 +224,10 @@ mod tests {
     fn err(text: &str) -> (usize, usize, String) {
         match parse_scenario(Path::new("s.json"), text) {
             Err(LabError::Input {
-                line, column, message, ..
+                line,
+                column,
+                message,
+                ..
             }) => (line, column, message),
             other => panic!("expected Input error, got {other:?}"),
         }
@@ -237,7 +246,10 @@ mod tests {
         let (line, col, msg) = err("{\"sessions\": [{\"turns\": [{\"user\": 5}]}]}");
         assert_eq!(line, 1);
         assert!(col > 0);
-        assert!(msg.contains("expected a string") && msg.contains("field `user`"), "{msg}");
+        assert!(
+            msg.contains("expected a string") && msg.contains("field `user`"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -251,7 +263,11 @@ mod tests {
 
     #[test]
     fn empty_scenario_runs_clean() {
-        let s = parse_scenario(Path::new("s.json"), "{\"sessions\": [], \"expect\": {\"store_size\": 0}}").unwrap();
+        let s = parse_scenario(
+            Path::new("s.json"),
+            "{\"sessions\": [], \"expect\": {\"store_size\": 0}}",
+        )
+        .unwrap();
         let (_, failures) = run_scenario(&s).unwrap();
         assert!(failures.is_empty(), "{failures:?}");
     }

@@ -163,9 +163,14 @@ pub struct Harness {
 impl Harness {
     /// A harness whose store is `<sandbox>/.memory`. Everything else in the
     /// sandbox is recorded so the checker can spot writes outside the store.
-    pub fn new(sandbox: &Path, switches: MemorySwitches, constants: MemoryConstants) -> LabResult<Harness> {
+    pub fn new(
+        sandbox: &Path,
+        switches: MemorySwitches,
+        constants: MemoryConstants,
+    ) -> LabResult<Harness> {
         let store = Store::open(&sandbox.join(".memory"), switches)?;
-        let sandbox = std::fs::canonicalize(sandbox).map_err(|e| LabError::io("resolving sandbox", sandbox, e))?;
+        let sandbox = std::fs::canonicalize(sandbox)
+            .map_err(|e| LabError::io("resolving sandbox", sandbox, e))?;
         let outside_before = super::checker::files_outside(&sandbox, store.root())?;
         Ok(Harness {
             sandbox,
@@ -214,9 +219,18 @@ impl Harness {
 
     /// Run one turn.
     pub fn run_turn(&mut self, turn: &Turn) -> LabResult<()> {
-        self.messages.push(Message::text(Role::User, turn.user.clone()));
-        let recall = recall_turn(&self.store, "/workspace", &self.messages, &turn.selector, &self.constants)?;
-        self.stats.system_prompts.add(format!("turn{}", self.stats.system_prompts.n + 1));
+        self.messages
+            .push(Message::text(Role::User, turn.user.clone()));
+        let recall = recall_turn(
+            &self.store,
+            "/workspace",
+            &self.messages,
+            &turn.selector,
+            &self.constants,
+        )?;
+        self.stats
+            .system_prompts
+            .add(format!("turn{}", self.stats.system_prompts.n + 1));
         let q = || recall.query.chars().take(24).collect::<String>();
         match recall.selection.path {
             SelectionPath::GarbageFallback => self.stats.garbage_fallbacks.add(q()),
@@ -252,36 +266,63 @@ impl Harness {
         if turn.interrupted {
             return Ok(());
         }
-        self.messages.push(Message::text(Role::Assistant, turn.assistant.clone()));
+        self.messages
+            .push(Message::text(Role::Assistant, turn.assistant.clone()));
 
-        let report = extract(&self.store, &self.messages, &turn.extractor, &self.constants)?;
+        let report = extract(
+            &self.store,
+            &self.messages,
+            &turn.extractor,
+            &self.constants,
+        )?;
         for o in &report.outcomes {
             if let Err(Rejection::Refused(_)) = &o.result {
                 self.stats.refused_writes.add(o.name.clone());
             }
         }
-        self.ledger.acknowledged.extend(report.stored.iter().cloned());
+        self.ledger
+            .acknowledged
+            .extend(report.stored.iter().cloned());
         self.log.extend(report.log.clone());
         if report.stored.is_empty() {
             return Ok(());
         }
-        let c = consolidate(&self.store, &turn.consolidator, &turn.faults, &self.constants)?;
+        let c = consolidate(
+            &self.store,
+            &turn.consolidator,
+            &turn.faults,
+            &self.constants,
+        )?;
         match &c {
             Consolidation::NotDue { .. } => {}
-            Consolidation::Skipped { warned: false, chars } => {
-                self.stats.consolidation_skipped_silently.add(format!("{chars}chars"))
-            }
-            Consolidation::Skipped { warned: true, chars } => {
-                self.stats.consolidation_skipped_warned.add(format!("{chars}chars"))
-            }
+            Consolidation::Skipped {
+                warned: false,
+                chars,
+            } => self
+                .stats
+                .consolidation_skipped_silently
+                .add(format!("{chars}chars")),
+            Consolidation::Skipped {
+                warned: true,
+                chars,
+            } => self
+                .stats
+                .consolidation_skipped_warned
+                .add(format!("{chars}chars")),
             Consolidation::Failed { error, rolled_back } => {
-                self.stats.consolidations_failed.add(error.chars().take(40).collect::<String>());
+                self.stats
+                    .consolidations_failed
+                    .add(error.chars().take(40).collect::<String>());
                 if *rolled_back {
-                    self.stats.rollbacks.add(format!("pass{}", self.stats.consolidations_failed.n));
+                    self.stats
+                        .rollbacks
+                        .add(format!("pass{}", self.stats.consolidations_failed.n));
                 }
             }
             Consolidation::Done { before, after, .. } => {
-                self.stats.consolidations_done.add(format!("{}->{}", before.len(), after.len()));
+                self.stats
+                    .consolidations_done
+                    .add(format!("{}->{}", before.len(), after.len()));
                 let after_set: BTreeSet<&String> = after.iter().collect();
                 for f in before {
                     if !after_set.contains(f) {
@@ -291,7 +332,8 @@ impl Harness {
                 self.ledger.acknowledged.extend(after.iter().cloned());
             }
         }
-        self.log.extend(log_line(&c, self.constants.consolidate_input_char_limit));
+        self.log
+            .extend(log_line(&c, self.constants.consolidate_input_char_limit));
         Ok(())
     }
 
@@ -303,7 +345,9 @@ impl Harness {
             return Ok(call.result.clone());
         }
         if !self.store.switches().model_has_write_tool {
-            self.stats.model_write_attempts_refused.add(call.name.clone());
+            self.stats
+                .model_write_attempts_refused
+                .add(call.name.clone());
             return Ok(format!("Unknown: {}", call.name));
         }
         if call.name == MEMORY_WRITE_TOOL {
@@ -320,7 +364,11 @@ impl Harness {
                 Err(e) => return Err(e),
             });
         }
-        let name = call.input.get("name").and_then(|v| v.as_str()).unwrap_or("");
+        let name = call
+            .input
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("");
         Ok(match self.store.delete(name) {
             Ok(true) => {
                 self.stats.model_writes.add(format!("-{name}"));

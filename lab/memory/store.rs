@@ -109,12 +109,17 @@ fn refused(message: impl Into<String>, fix: impl Into<String>) -> LabError {
 /// itself in any case, Unicode look-alikes of separators and dots, and
 /// names whose slug is empty, too long, or names the index.
 pub fn guard_name(name: &str) -> LabResult<String> {
-    let fix_plain = "use a short plain name such as `user-preference-tabs` (letters, digits, spaces, `-`, `_`)";
+    let fix_plain =
+        "use a short plain name such as `user-preference-tabs` (letters, digits, spaces, `-`, `_`)";
     if name.trim().is_empty() {
         return Err(refused("memory name is empty", fix_plain));
     }
     if let Some(c) = name.chars().find(|c| c.is_control()) {
-        let what = if c == '\0' { "NUL".to_string() } else { format!("U+{:04X}", c as u32) };
+        let what = if c == '\0' {
+            "NUL".to_string()
+        } else {
+            format!("U+{:04X}", c as u32)
+        };
         return Err(refused(
             format!("memory name {name:?} contains control character {what}"),
             fix_plain,
@@ -133,7 +138,9 @@ pub fn guard_name(name: &str) -> LabResult<String> {
         ));
     }
     let bytes = name.as_bytes();
-    if Path::new(name).is_absolute() || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':') {
+    if Path::new(name).is_absolute()
+        || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
+    {
         return Err(refused(
             format!("memory name {name:?} is an absolute path"),
             "memory names are file names inside the store; drop the drive or root prefix",
@@ -141,7 +148,10 @@ pub fn guard_name(name: &str) -> LabResult<String> {
     }
     if let Some((c, what)) = LOOKALIKES.iter().find(|(c, _)| name.contains(*c)) {
         return Err(refused(
-            format!("memory name {name:?} contains U+{:04X} {what}, a look-alike of a separator or dot", *c as u32),
+            format!(
+                "memory name {name:?} contains U+{:04X} {what}, a look-alike of a separator or dot",
+                *c as u32
+            ),
             "use ASCII letters, digits, spaces, `-` or `_` instead of look-alike punctuation",
         ));
     }
@@ -161,7 +171,10 @@ pub fn guard_name(name: &str) -> LabResult<String> {
     }
     if s.len() > MAX_SLUG_BYTES {
         return Err(refused(
-            format!("memory name slug is {} bytes, over the {MAX_SLUG_BYTES}-byte limit", s.len()),
+            format!(
+                "memory name slug is {} bytes, over the {MAX_SLUG_BYTES}-byte limit",
+                s.len()
+            ),
             "shorten the memory name; put detail in the description or body",
         ));
     }
@@ -186,7 +199,8 @@ impl Store {
     /// once so that every later "inside the store" check compares real paths.
     pub fn open(dir: &Path, switches: MemorySwitches) -> LabResult<Store> {
         fs::create_dir_all(dir).map_err(|e| LabError::io("creating memory store", dir, e))?;
-        let root = fs::canonicalize(dir).map_err(|e| LabError::io("resolving memory store", dir, e))?;
+        let root =
+            fs::canonicalize(dir).map_err(|e| LabError::io("resolving memory store", dir, e))?;
         Ok(Store { root, switches })
     }
 
@@ -309,11 +323,15 @@ impl Store {
     /// and (with the guard on) no symlinks leaving the store.
     pub fn memory_files(&self) -> LabResult<Vec<String>> {
         let mut files = Vec::new();
-        let entries = fs::read_dir(&self.root).map_err(|e| LabError::io("listing memory store", &self.root, e))?;
+        let entries = fs::read_dir(&self.root)
+            .map_err(|e| LabError::io("listing memory store", &self.root, e))?;
         for entry in entries {
             let entry = entry.map_err(|e| LabError::io("listing memory store", &self.root, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !name.ends_with(".md") || name.starts_with('.') || name.eq_ignore_ascii_case(INDEX_FILE) {
+            if !name.ends_with(".md")
+                || name.starts_with('.')
+                || name.eq_ignore_ascii_case(INDEX_FILE)
+            {
                 continue;
             }
             let path = entry.path();
@@ -382,7 +400,8 @@ impl Store {
         let mut snap = Snapshot::new();
         for file in self.memory_files()? {
             let path = self.root.join(&file);
-            let bytes = fs::read(&path).map_err(|e| LabError::io("snapshotting memory file", &path, e))?;
+            let bytes =
+                fs::read(&path).map_err(|e| LabError::io("snapshotting memory file", &path, e))?;
             snap.insert(file, bytes);
         }
         Ok(snap)
@@ -403,13 +422,23 @@ pub fn render_index(records: &[Record]) -> String {
     let lines: Vec<String> = records
         .iter()
         .map(|r| {
-            let first_line = r.memory.body.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let first_line = r
+                .memory
+                .body
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             let desc = if r.memory.description.trim().is_empty() {
                 first_line
             } else {
                 &r.memory.description
             };
-            format!("- [{}]({}) - {}", collapse(&r.memory.name), r.file, collapse(desc))
+            format!(
+                "- [{}]({}) - {}",
+                collapse(&r.memory.name),
+                r.file,
+                collapse(desc)
+            )
         })
         .collect();
     if lines.is_empty() {
@@ -425,7 +454,9 @@ pub fn collapse(s: &str) -> String {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Write via a hidden temp file in the same directory, then rename: a reader
@@ -478,8 +509,27 @@ mod tests {
 
     #[test]
     fn guard_refuses_hostile_names() {
-        for n in ["", "a/b", "a\\b", "a\0b", "..", "../x", "/etc/x", "C:x", "MEMORY.md", "memory", "a\u{2215}b", "a\u{FF0F}b", "\u{2024}\u{2024}x", "!!!", "a\nb"] {
-            assert!(matches!(guard_name(n), Err(LabError::Refused { .. })), "{n:?}");
+        for n in [
+            "",
+            "a/b",
+            "a\\b",
+            "a\0b",
+            "..",
+            "../x",
+            "/etc/x",
+            "C:x",
+            "MEMORY.md",
+            "memory",
+            "a\u{2215}b",
+            "a\u{FF0F}b",
+            "\u{2024}\u{2024}x",
+            "!!!",
+            "a\nb",
+        ] {
+            assert!(
+                matches!(guard_name(n), Err(LabError::Refused { .. })),
+                "{n:?}"
+            );
         }
         assert_eq!(guard_name("user tabs").unwrap(), "user-tabs");
     }

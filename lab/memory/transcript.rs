@@ -86,7 +86,9 @@ impl Message {
 
     /// Does this message contain a tool call?
     pub fn has_tool_use(&self) -> bool {
-        self.blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }))
+        self.blocks
+            .iter()
+            .any(|b| matches!(b, Block::ToolUse { .. }))
     }
 }
 
