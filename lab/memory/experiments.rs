@@ -3,9 +3,10 @@
 //!
 //! Ids (stable, used on the command line):
 //! `M-guard-off`, `M-index-stale`, `M-tempword-off`, `M-dedup-off`,
-//! `M-rollback-off`, `M-model-writes` (breaks) and `M-garbage-empty`,
-//! `M-reverse-gate` (findings: the baseline itself shows the gap; the
-//! "broken" side of each cell runs the fix switch).
+//! `M-rollback-off`, `M-model-writes` (breaks: baseline = the course's intact
+//! switches, broken = one safeguard off) and `M-garbage-empty`,
+//! `M-reverse-gate` (findings, in the registry's convention: baseline = with
+//! the fix switch, clean; broken = the course as is, which shows the gap).
 //!
 //! Every run builds its store in a fresh `tempfile` sandbox and drives a
 //! deterministic scripted session; [`RunOptions`] are accepted for the
@@ -56,15 +57,29 @@ fn cell(
     })
 }
 
-fn verdict(row_id: &str, cells: Vec<Cell>) -> Verdict {
-    let row = EXPERIMENTS.iter().find(|e| e.id == row_id);
-    Verdict {
-        id: row_id.to_string(),
-        mechanism: Mechanism::Memory,
-        title: row.map_or("", |r| r.title).to_string(),
-        change: row.map_or("", |r| r.change).to_string(),
-        cells,
-    }
+/// A finding's cell, in the registry's convention: the baseline runs the
+/// fix switch (clean), the "broken" side runs the course as is (shows the gap).
+fn finding_cell(
+    label: &str,
+    fix: MemorySwitches,
+    constants: MemoryConstants,
+    setup: &dyn Fn(&Path) -> LabResult<Setup>,
+) -> LabResult<Cell> {
+    Ok(Cell {
+        label: label.to_string(),
+        baseline: side(fix, constants, setup)?,
+        broken: side(MemorySwitches::default(), constants, setup)?,
+    })
+}
+
+fn verdict(row_id: &str, cells: Vec<Cell>) -> LabResult<Verdict> {
+    let row = EXPERIMENTS.iter().find(|e| e.id == row_id).ok_or_else(|| {
+        LabError::usage(
+            format!("no memory experiment {row_id}"),
+            "use an id from `lab list`",
+        )
+    })?;
+    Ok(Verdict::new(row, cells))
 }
 
 /// A persistent candidate as the extractor model would emit it.
@@ -117,7 +132,7 @@ fn run_guard_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Ok(verdict("M-guard-off", vec![c]))
+    verdict("M-guard-off", vec![c])
 }
 
 fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
@@ -155,7 +170,7 @@ fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Ok(verdict("M-index-stale", vec![c]))
+    verdict("M-index-stale", vec![c])
 }
 
 fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
@@ -185,7 +200,7 @@ fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Ok(verdict("M-tempword-off", vec![c]))
+    verdict("M-tempword-off", vec![c])
 }
 
 fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
@@ -228,7 +243,7 @@ fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Ok(verdict("M-dedup-off", vec![c]))
+    verdict("M-dedup-off", vec![c])
 }
 
 /// Nine seeded memories plus one extracted: the tenth triggers consolidation
@@ -294,7 +309,7 @@ fn run_rollback_off(_: &RunOptions) -> LabResult<Verdict> {
             }),
         )?,
     ];
-    Ok(verdict("M-rollback-off", cells))
+    verdict("M-rollback-off", cells)
 }
 
 fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
@@ -330,7 +345,7 @@ fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Ok(verdict("M-model-writes", vec![c]))
+    verdict("M-model-writes", vec![c])
 }
 
 fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
@@ -349,13 +364,13 @@ fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
             }),
         ))
     };
-    let c = cell(
+    let c = finding_cell(
         "selector answers prose",
         sw(|s| s.fallback_on_garbage = true),
         MemoryConstants::default(),
         &setup,
     )?;
-    Ok(verdict("M-garbage-empty", vec![c]))
+    verdict("M-garbage-empty", vec![c])
 }
 
 /// `sessions` sessions, each storing three fresh memories of ~2.5k chars:
@@ -394,11 +409,11 @@ fn run_reverse_gate(_: &RunOptions) -> LabResult<Verdict> {
     let chunked = sw(|s| s.chunked_consolidation = true);
     let warn = sw(|s| s.warn_on_skip = true);
     let cells = vec![
-        cell("sessions=4", chunked, c, &growth_setup(4))?,
-        cell("sessions=12", chunked, c, &growth_setup(12))?,
-        cell("sessions=12 fix=warn_on_skip", warn, c, &growth_setup(12))?,
+        finding_cell("sessions=4", chunked, c, &growth_setup(4))?,
+        finding_cell("sessions=12", chunked, c, &growth_setup(12))?,
+        finding_cell("sessions=12 fix=warn_on_skip", warn, c, &growth_setup(12))?,
     ];
-    Ok(verdict("M-reverse-gate", cells))
+    verdict("M-reverse-gate", cells)
 }
 
 const fn n(v: u64) -> Expected {
@@ -429,7 +444,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-guard-off",
         mechanism: Mechanism::Memory,
         kind: Kind::Break,
-        title: "M-guard-off: path guard off lets a memory name escape the store",
+        title: "path guard off lets a memory name escape the store",
         change: "MemorySwitches.path_guard = false",
         caught_by: &["written_outside_store"],
         seed: "section 6 (path guard: separators, index-as-record, resolve inside store)",
@@ -440,7 +455,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-index-stale",
         mechanism: Mechanism::Memory,
         kind: Kind::Break,
-        title: "M-index-stale: MEMORY.md not rebuilt after writes drifts from the files",
+        title: "MEMORY.md not rebuilt after writes drifts from the files",
         change: "MemorySwitches.rebuild_index = false",
         caught_by: &["index_drift"],
         seed: "section 6 (index is derived, rebuilt from all files after every write)",
@@ -451,7 +466,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-tempword-off",
         mechanism: Mechanism::Memory,
         kind: Kind::Break,
-        title: "M-tempword-off: temporary-word filter off stores one-off zh/en/ja facts",
+        title: "temporary-word filter off stores one-off zh/en/ja facts",
         change: "MemorySwitches.temp_word_filter = false",
         caught_by: &["temporary_stored"],
         seed: "section 7 (should-store gate: trilingual temporary marker list)",
@@ -462,7 +477,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-dedup-off",
         mechanism: Mechanism::Memory,
         kind: Kind::Break,
-        title: "M-dedup-off: dedup off stores duplicates of existing and same-batch records",
+        title: "dedup off stores duplicates of existing and same-batch records",
         change: "MemorySwitches.dedup = false",
         caught_by: &["duplicates_stored"],
         seed: "section 7 (slug/description/body dedup, earlier batch members included)",
@@ -473,7 +488,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-rollback-off",
         mechanism: Mechanism::Memory,
         kind: Kind::Break,
-        title: "M-rollback-off: a consolidation fault without rollback loses acknowledged memories",
+        title: "a consolidation fault without rollback loses acknowledged memories",
         change: "MemorySwitches.rollback = false",
         caught_by: &["acknowledged_lost"],
         seed: "section 7 (snapshot -> delete all -> rewrite -> rebuild; rollback on any failure)",
@@ -489,7 +504,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-model-writes",
         mechanism: Mechanism::Memory,
         kind: Kind::Break,
-        title: "M-model-writes: a memory tool for the model bypasses every gate",
+        title: "a memory tool for the model bypasses every gate",
         change: "MemorySwitches.model_has_write_tool = true",
         caught_by: &["model_writes", "acknowledged_lost", "temporary_stored"],
         seed: "section 7 (write authority belongs to the harness, not the model)",
@@ -504,28 +519,28 @@ pub static EXPERIMENTS: &[Experiment] = &[
         id: "M-garbage-empty",
         mechanism: Mechanism::Memory,
         kind: Kind::Finding,
-        title: "M-garbage-empty: unparsable selector output silently recalls nothing (finding; broken side = fallback_on_garbage fix)",
-        change: "MemorySwitches.fallback_on_garbage = true",
-        caught_by: &["garbage_empty_selections", "garbage_fallbacks"],
+        title: "unparsable selector output silently recalls nothing: no fallback unless the side call raises",
+        change: "baseline: MemorySwitches.fallback_on_garbage = true; broken: course as is",
+        caught_by: &["garbage_empty_selections"],
         seed: "section 7 (keyword fallback only when the side call raises; garbage -> empty)",
         run: run_garbage_empty,
-        expect: &[all("garbage_empty_selections", 1, 0), all("garbage_fallbacks", 0, 1)],
+        expect: &[all("garbage_empty_selections", 0, 1), all("garbage_fallbacks", 1, 0)],
     },
     Experiment {
         id: "M-reverse-gate",
         mechanism: Mechanism::Memory,
         kind: Kind::Finding,
-        title: "M-reverse-gate: a store past the input cap is never consolidated, silently (finding; broken side = fix switch)",
-        change: "MemorySwitches.chunked_consolidation = true (cell `fix=warn_on_skip`: MemorySwitches.warn_on_skip = true)",
+        title: "reverse gate: a store past the consolidation input cap is never consolidated again, silently, and grows without bound",
+        change: "baseline: MemorySwitches.chunked_consolidation = true (cell `fix=warn_on_skip`: MemorySwitches.warn_on_skip = true); broken: course as is",
         caught_by: &["consolidation_skipped_silently", "store_size"],
         seed: "section 7 and 10.5 (reverse gate: input cap skips before the model call; only deletion path)",
         run: run_reverse_gate,
         expect: &[
-            at("sessions=4", "consolidation_skipped_silently", 1, 0),
-            at("sessions=12", "consolidation_skipped_silently", 9, 0),
-            at("sessions=12", "store_size", 36, 9),
-            at("sessions=12 fix=warn_on_skip", "consolidation_skipped_silently", 9, 0),
-            at("sessions=12 fix=warn_on_skip", "consolidation_skipped_warned", 0, 9),
+            at("sessions=4", "consolidation_skipped_silently", 0, 1),
+            at("sessions=12", "consolidation_skipped_silently", 0, 9),
+            at("sessions=12", "store_size", 9, 36),
+            at("sessions=12 fix=warn_on_skip", "consolidation_skipped_silently", 0, 9),
+            at("sessions=12 fix=warn_on_skip", "consolidation_skipped_warned", 9, 0),
             at("sessions=12 fix=warn_on_skip", "store_size", 36, 36),
         ],
     },
