@@ -404,6 +404,23 @@ fn growth_setup(sessions: usize) -> impl Fn(&Path) -> LabResult<Setup> {
     }
 }
 
+/// Store size after each of `sessions` growth sessions (three ~2.5k-char
+/// memories per session, `MergePairs` consolidator) under `switches`: with
+/// the course's reverse gate the curve only rises once the store passes the
+/// input cap; with `chunked_consolidation` it stays bounded.
+pub fn growth_curve(sessions: usize, switches: MemorySwitches) -> LabResult<Vec<u64>> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
+    let (_, all_sessions) = growth_setup(sessions)(dir.path())?;
+    let mut h = Harness::new(dir.path(), switches, MemoryConstants::default())?;
+    let mut sizes = Vec::with_capacity(sessions);
+    for s in &all_sessions {
+        h.run_sessions(std::slice::from_ref(s))?;
+        sizes.push(h.store.memory_files()?.len() as u64);
+    }
+    Ok(sizes)
+}
+
 fn run_reverse_gate(_: &RunOptions) -> LabResult<Verdict> {
     let c = MemoryConstants::default();
     let chunked = sw(|s| s.chunked_consolidation = true);

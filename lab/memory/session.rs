@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::consolidate::{consolidate, log_line, Consolidation, ConsolidatorScript, FaultPlan};
-use super::extract::{extract, ExtractorScript, Rejection};
+use super::extract::{extract, ExtractReport, ExtractorScript, Rejection};
 use super::recall::{recall_turn, Recall, SelectionPath, SelectorScript};
 use super::store::{Memory, Store};
 use super::switches::{MemoryConstants, MemorySwitches};
@@ -155,6 +155,8 @@ pub struct Harness {
     pub messages: Vec<Message>,
     /// The last turn's recall (its system prompt).
     pub last_recall: Option<Recall>,
+    /// The last extraction's report (`None` if the last turn ended in a tool call).
+    pub last_extract: Option<ExtractReport>,
     /// Files outside the store at start, with their bytes.
     outside_before: BTreeMap<PathBuf, Vec<u8>>,
     tool_seq: u64,
@@ -181,6 +183,7 @@ impl Harness {
             log: Vec::new(),
             messages: Vec::new(),
             last_recall: None,
+            last_extract: None,
             outside_before,
             tool_seq: 0,
         })
@@ -242,6 +245,7 @@ impl Harness {
             self.stats.records_cut_midway.add(f.clone());
         }
         self.last_recall = Some(recall);
+        self.last_extract = None;
 
         for call in &turn.tool_calls {
             self.tool_seq += 1;
@@ -284,7 +288,10 @@ impl Harness {
             .acknowledged
             .extend(report.stored.iter().cloned());
         self.log.extend(report.log.clone());
-        if report.stored.is_empty() {
+        let stored_any = !report.stored.is_empty();
+        self.last_extract = Some(report);
+        // Consolidation only after a turn that really stored something.
+        if !stored_any {
             return Ok(());
         }
         let c = consolidate(

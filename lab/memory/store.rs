@@ -313,9 +313,27 @@ impl Store {
         Ok(removed)
     }
 
+    /// The path of a memory file given by file name (as listed by
+    /// [`Store::memory_files`]): must be a plain `*.md` child of the store and
+    /// not the index, so snapshot and listing names cannot be abused either.
+    fn child(&self, file: &str) -> LabResult<PathBuf> {
+        let plain = Path::new(file).file_name().and_then(|n| n.to_str()) == Some(file);
+        if !plain
+            || !file.ends_with(".md")
+            || file.starts_with('.')
+            || file.eq_ignore_ascii_case(INDEX_FILE)
+        {
+            return Err(refused(
+                format!("{file:?} is not a memory file name inside the store"),
+                "pass a file name from the store's own listing",
+            ));
+        }
+        Ok(self.root.join(file))
+    }
+
     /// Delete one memory file by its file name (no index rebuild).
     pub fn remove_file(&self, file: &str) -> LabResult<()> {
-        let path = self.root.join(file);
+        let path = self.child(file)?;
         fs::remove_file(&path).map_err(|e| LabError::io("deleting memory file", &path, e))
     }
 
@@ -410,7 +428,7 @@ impl Store {
     /// Write every snapshot file back (atomically). Does not delete extras.
     pub fn restore(&self, snap: &Snapshot) -> LabResult<()> {
         for (file, bytes) in snap {
-            atomic_write(&self.root.join(file), bytes)?;
+            atomic_write(&self.child(file)?, bytes)?;
         }
         Ok(())
     }
@@ -532,6 +550,25 @@ mod tests {
             );
         }
         assert_eq!(guard_name("user tabs").unwrap(), "user-tabs");
+    }
+
+    #[test]
+    fn file_name_operations_refuse_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("m"), MemorySwitches::default()).unwrap();
+        fs::write(dir.path().join("victim.md"), b"x").unwrap();
+        for f in ["../victim.md", "MEMORY.md", "a/b.md", ".hidden.md", "x.txt"] {
+            assert!(
+                matches!(store.remove_file(f), Err(LabError::Refused { .. })),
+                "{f}"
+            );
+            let snap: Snapshot = [(f.to_string(), b"y".to_vec())].into_iter().collect();
+            assert!(
+                matches!(store.restore(&snap), Err(LabError::Refused { .. })),
+                "{f}"
+            );
+        }
+        assert_eq!(fs::read(dir.path().join("victim.md")).unwrap(), b"x");
     }
 
     #[test]
