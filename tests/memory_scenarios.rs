@@ -17,6 +17,21 @@ fn scenario_files() -> Vec<PathBuf> {
 }
 
 #[test]
+fn shipped_scenarios_declare_the_memory_schema() {
+    for f in scenario_files() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            ctxlab::memory::scenario::is_memory_scenario(&text),
+            "{}",
+            f.display()
+        );
+    }
+    assert!(!ctxlab::memory::scenario::is_memory_scenario(
+        r#"{"schema": "ctxlab.scenario/1"}"#
+    ));
+}
+
+#[test]
 fn shipped_scenarios_meet_their_expectations() {
     let files = scenario_files();
     assert!(files.len() >= 4, "{files:?}");
@@ -47,7 +62,7 @@ fn failed_expectations_are_reported_not_raised() {
     let p = dir.path().join("s.json");
     std::fs::write(
         &p,
-        r#"{"sessions": [], "expect": {"store_size": 2, "index_drift": 0}}"#,
+        r#"{"schema": "ctxlab.memory-scenario/1", "sessions": [], "expect": {"store_size": 2, "index_drift": 0}}"#,
     )
     .unwrap();
     let (_, failures) = run_scenario_file(&p).unwrap();
@@ -58,7 +73,7 @@ fn failed_expectations_are_reported_not_raised() {
 fn malformed_scenario_file_names_file_line_column_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.json");
-    std::fs::write(&p, "{\n  \"sessions\": [\n    {\"turns\": [\n      {\"user\": \"hi\", \"faults\": {\"mid_delete_after\": \"three\"}}\n    ]}\n  ]\n}\n").unwrap();
+    std::fs::write(&p, "{\n  \"schema\": \"ctxlab.memory-scenario/1\",\n  \"sessions\": [\n    {\"turns\": [\n      {\"user\": \"hi\", \"faults\": {\"mid_delete_after\": \"three\"}}\n    ]}\n  ]\n}\n").unwrap();
     match run_scenario_file(&p) {
         Err(e @ LabError::Input { .. }) => {
             let LabError::Input {
@@ -72,7 +87,7 @@ fn malformed_scenario_file_names_file_line_column_and_field() {
                 unreachable!()
             };
             assert_eq!(file, &p);
-            assert_eq!(line, 4);
+            assert_eq!(line, 5);
             assert!(column > 0);
             assert!(
                 message.contains("expected usize") && message.contains("field `mid_delete_after`"),
@@ -80,11 +95,15 @@ fn malformed_scenario_file_names_file_line_column_and_field() {
             );
             assert!(!fix.is_empty());
             let shown = e.to_string();
-            assert!(shown.contains("bad.json:4:"), "{shown}");
+            assert!(shown.contains("bad.json:5:"), "{shown}");
         }
         other => panic!("{other:?}"),
     }
-    std::fs::write(&p, "{\"sessions\": [], ").unwrap();
+    std::fs::write(
+        &p,
+        "{\"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [], ",
+    )
+    .unwrap();
     assert!(matches!(
         run_scenario_file(&p),
         Err(LabError::Input { line: 1, .. })

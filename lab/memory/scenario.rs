@@ -2,6 +2,7 @@
 //!
 //! ```json
 //! {
+//!   "schema": "ctxlab.memory-scenario/1",
 //!   "description": "what this shows",
 //!   "switches": { "dedup": false },
 //!   "constants": { "consolidate_threshold": 3 },
@@ -44,10 +45,29 @@ pub enum ExpectValue {
     Bool(bool),
 }
 
+/// The schema tag every memory scenario file carries (distinct from the
+/// compaction scenarios' `ctxlab.scenario/1`, so a CLI can dispatch on it).
+pub const SCHEMA: &str = "ctxlab.memory-scenario/1";
+
+/// Does this JSON text declare the memory scenario schema? A cheap peek for
+/// dispatching `lab run FILE` between the compaction and memory runners.
+pub fn is_memory_scenario(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("schema")
+                .and_then(|s| s.as_str())
+                .map(|s| s == SCHEMA)
+        })
+        .unwrap_or(false)
+}
+
 /// One scenario file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// Must be [`SCHEMA`].
+    pub schema: String,
     /// What the scenario demonstrates.
     #[serde(default)]
     pub description: String,
@@ -129,6 +149,19 @@ pub fn parse_scenario(file: &Path, text: &str) -> LabResult<Scenario> {
             fix: FORMAT_FIX.into(),
         }
     })?;
+    if scenario.schema != SCHEMA {
+        let (line, column) = position_of(text, "\"schema\"");
+        return Err(LabError::Input {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message: format!(
+                "field `schema`: found {:?}, expected {SCHEMA:?}",
+                scenario.schema
+            ),
+            fix: format!("set \"schema\": \"{SCHEMA}\""),
+        });
+    }
     let known = known_counters();
     for name in scenario.expect.keys() {
         if !known.contains(&name.as_str()) {
@@ -235,7 +268,7 @@ mod tests {
 
     #[test]
     fn unknown_field_is_located() {
-        let (line, _, msg) = err("{\n  \"sessions\": [],\n  \"switches\": {\"dedupe\": false}\n}");
+        let (line, _, msg) = err("{\n  \"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [],\n  \"switches\": {\"dedupe\": false}\n}");
         assert_eq!(line, 3);
         assert!(msg.contains("unknown field `dedupe`"), "{msg}");
         assert!(msg.contains("expected one of"), "{msg}");
@@ -255,8 +288,16 @@ mod tests {
     #[test]
     fn missing_sessions_and_unknown_counter() {
         let (_, _, msg) = err("{}");
+        assert!(msg.contains("missing field `schema`"), "{msg}");
+        let (line, _, msg) = err("{\"schema\": \"ctxlab.scenario/1\",\n \"sessions\": []}");
+        assert_eq!(line, 1);
+        assert!(
+            msg.contains("expected \"ctxlab.memory-scenario/1\""),
+            "{msg}"
+        );
+        let (_, _, msg) = err("{\"schema\": \"ctxlab.memory-scenario/1\"}");
         assert!(msg.contains("missing field `sessions`"), "{msg}");
-        let (line, col, msg) = err("{\"sessions\": [],\n \"expect\": {\"lost\": 0}}");
+        let (line, col, msg) = err("{\"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [],\n \"expect\": {\"lost\": 0}}");
         assert_eq!((line, col), (2, 13));
         assert!(msg.contains("unknown counter"), "{msg}");
     }
@@ -265,7 +306,7 @@ mod tests {
     fn empty_scenario_runs_clean() {
         let s = parse_scenario(
             Path::new("s.json"),
-            "{\"sessions\": [], \"expect\": {\"store_size\": 0}}",
+            "{\"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [], \"expect\": {\"store_size\": 0}}",
         )
         .unwrap();
         let (_, failures) = run_scenario(&s).unwrap();

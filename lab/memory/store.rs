@@ -269,7 +269,9 @@ impl Store {
     }
 
     /// Write one memory (atomically) and, if enabled, rebuild the index.
-    /// Returns the file name written. Refusals write nothing.
+    /// Returns the file name written. Refusals write nothing. If some other
+    /// file in the store is malformed, the write lands but the rebuild fails
+    /// with `LabError::Input` naming that file: the index is never guessed.
     pub fn save(&self, m: &Memory) -> LabResult<String> {
         let file = self.write_file(m)?;
         if self.switches.rebuild_index {
@@ -282,7 +284,8 @@ impl Store {
     /// (consolidation rewrites many files, then rebuilds once).
     pub fn write_file(&self, m: &Memory) -> LabResult<String> {
         let path = self.file_for(&m.name)?;
-        if self.switches.path_guard && !MEMORY_TYPES.contains(&m.mem_type.as_str()) {
+        // The four types are a store invariant, whoever writes (extractor, consolidator, model tool).
+        if !MEMORY_TYPES.contains(&m.mem_type.as_str()) {
             return Err(refused(
                 format!("memory {:?} has unknown type {:?}", m.name, m.mem_type),
                 format!("use one of {MEMORY_TYPES:?}"),
