@@ -2,13 +2,25 @@
 
 use ctxlab::memory::checker::render;
 use ctxlab::memory::experiments::EXPERIMENTS;
-use ctxlab::registry::{Kind, Mechanism, RunOptions};
+use ctxlab::registry::{Kind, Mechanism, RunOptions, Verdict};
+
+/// Each experiment's verdict, computed once and shared by the tests below.
+fn verdicts() -> &'static [Verdict] {
+    static V: std::sync::OnceLock<Vec<Verdict>> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        EXPERIMENTS
+            .iter()
+            .map(|row| {
+                (row.run)(&RunOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", row.id))
+            })
+            .collect()
+    })
+}
 
 #[test]
 fn every_memory_experiment_meets_its_expectations() {
     let mut failures = Vec::new();
-    for row in EXPERIMENTS {
-        let v = (row.run)(&RunOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", row.id));
+    for (row, v) in EXPERIMENTS.iter().zip(verdicts()) {
         assert_eq!(v.id, row.id);
         assert_eq!(row.mechanism, Mechanism::Memory);
         let f = v.check(row.expect);
@@ -33,8 +45,7 @@ fn every_memory_experiment_meets_its_expectations() {
 /// broken cell.
 #[test]
 fn named_counter_is_clean_in_baseline_and_fires_when_broken() {
-    for row in EXPERIMENTS {
-        let v = (row.run)(&RunOptions::default()).unwrap();
+    for (row, v) in EXPERIMENTS.iter().zip(verdicts()) {
         let name = row.caught_by[0];
         assert!(
             row.expect.iter().any(|e| e.counter == name),
@@ -66,8 +77,8 @@ fn named_counter_is_clean_in_baseline_and_fires_when_broken() {
 
 #[test]
 fn verdicts_are_byte_deterministic() {
-    for row in EXPERIMENTS {
-        let a = serde_json::to_string(&(row.run)(&RunOptions::default()).unwrap()).unwrap();
+    for (row, v) in EXPERIMENTS.iter().zip(verdicts()) {
+        let a = serde_json::to_string(v).unwrap();
         let b = serde_json::to_string(&(row.run)(&RunOptions::default()).unwrap()).unwrap();
         assert_eq!(a, b, "{}", row.id);
     }
