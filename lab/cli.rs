@@ -109,7 +109,7 @@ pub enum Command {
     },
     /// Run scenario files and check their expectations; exit 1 with a diff on failure.
     Run {
-        /// Scenario files (JSON, schema ctxlab.scenario/1).
+        /// Scenario files (JSON, schema ctxlab.scenario/1 or ctxlab.memory-scenario/1).
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Output format.
@@ -262,7 +262,23 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
     let mut out = String::new();
     let mut failures = Vec::new();
     for f in files {
-        let r = crate::scenario::run_file(f)?;
+        let text =
+            std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
+        let r = if crate::memory::scenario::is_memory_scenario(&text) {
+            let (counters, failures) = crate::memory::scenario::run_scenario_file(f)?;
+            let name = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            crate::scenario::RunReport {
+                file: f.clone(),
+                name,
+                cells: vec![("store".to_string(), counters)],
+                failures,
+            }
+        } else {
+            crate::scenario::run_file(f)?
+        };
         out += &report::scenario_run(&r, format);
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
     }

@@ -199,9 +199,61 @@ pub fn estimate_chars(messages: &[Message]) -> usize {
 }
 
 /// [`estimate_chars`] of one message as an element of the list.
+///
+/// Computed by walking the message rather than serialising it: the pipeline
+/// estimates before and after several steps on every call, and copying every
+/// result string into a `serde_json::Value` would dominate its cost.
 pub fn message_chars(message: &Message) -> usize {
-    let value = serde_json::to_value(message).unwrap_or(serde_json::Value::Null);
-    python_json_chars(&value)
+    // {"role": "...", "content": ...}
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let obj = |fields: &[(&str, usize)]| {
+        2 + fields.len().saturating_sub(1) * 2
+            + fields
+                .iter()
+                .map(|(k, v)| json_str_chars(k) + 2 + v)
+                .sum::<usize>()
+    };
+    let content = match &message.content {
+        Content::Text(t) => json_str_chars(t),
+        Content::Blocks(blocks) => {
+            2 + blocks.len().saturating_sub(1) * 2
+                + blocks
+                    .iter()
+                    .map(|b| match b {
+                        Block::Text { text } => obj(&[
+                            ("type", json_str_chars("text")),
+                            ("text", json_str_chars(text)),
+                        ]),
+                        Block::ToolUse { id, name, input } => obj(&[
+                            ("type", json_str_chars("tool_use")),
+                            ("id", json_str_chars(id)),
+                            ("name", json_str_chars(name)),
+                            ("input", python_json_chars(input)),
+                        ]),
+                        Block::ToolResult {
+                            tool_use_id,
+                            content,
+                        } => obj(&[
+                            ("type", json_str_chars("tool_result")),
+                            ("tool_use_id", json_str_chars(tool_use_id)),
+                            ("content", json_str_chars(content)),
+                        ]),
+                        Block::Thinking { thinking } => obj(&[
+                            ("type", json_str_chars("thinking")),
+                            ("thinking", json_str_chars(thinking)),
+                        ]),
+                        Block::Image { source } => obj(&[
+                            ("type", json_str_chars("image")),
+                            ("source", json_str_chars(source)),
+                        ]),
+                    })
+                    .sum::<usize>()
+        }
+    };
+    obj(&[("role", json_str_chars(role)), ("content", content)])
 }
 
 /// Characters of `json.dumps(value, ensure_ascii=False)` with Python's separators.
@@ -257,6 +309,21 @@ mod tests {
         let back = serde_json::to_string(&msgs).unwrap();
         let again: Vec<Message> = serde_json::from_str(&back).unwrap();
         assert_eq!(msgs, again);
+    }
+
+    #[test]
+    fn walking_estimate_equals_the_serialised_one() {
+        let msgs: Vec<Message> = serde_json::from_str(
+            r#"[{"role":"user","content":"héllo \"x\"\n"},
+            {"role":"assistant","content":[{"type":"text","text":"t"},{"type":"tool_use","id":"t1","name":"bash","input":{"command":"ls","n":[1,2.5,null,true]}}]},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a\tb\u0001"}]},
+            {"role":"assistant","content":[{"type":"thinking","thinking":"hm"},{"type":"image","source":"png"}]}]"#,
+        )
+        .unwrap();
+        for m in &msgs {
+            let v = serde_json::to_value(m).unwrap();
+            assert_eq!(message_chars(m), python_json_chars(&v), "{m:?}");
+        }
     }
 
     #[test]

@@ -1,2 +1,21 @@
-//! Persistent memory (seed sections 6-7).
+//! Persistent memory (seed sections 6-7): what must not be lost.
+//!
+//! One module per mechanism of the course's `s09_memory`:
+//! [`store`] (files + derived index + path guard), [`recall`] (selection and
+//! system-prompt assembly), [`extract`] (gated writes at the end of a turn),
+//! [`consolidate`] (destructive rewrite with snapshot and rollback), and
+//! [`checker`] which turns the resulting disk state into [`crate::counters::Counters`].
+//! [`session`] drives scripted turns through all of them; [`scenario`] reads
+//! such sessions from JSON files; [`experiments`] registers the break rows.
+
+pub mod checker;
+pub mod consolidate;
 pub mod experiments;
+pub mod extract;
+pub mod frontmatter;
+pub mod recall;
+pub mod scenario;
+pub mod session;
+pub mod store;
+pub mod switches;
+pub mod transcript;

@@ -1,0 +1,211 @@
+//! Invariant checks over a harness run: disk state plus harness tallies in,
+//! [`Counters`] out. Checkers return data; they never panic or print.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::extract::{duplicate_of, temporary_marker};
+use super::session::{Harness, Tally};
+use super::store::Memory;
+use crate::counters::Counters;
+use crate::error::{LabError, LabResult};
+
+/// Every regular file or symlink under `root` except inside `skip`, with its
+/// bytes (a symlink's "bytes" are its target path), sorted by path. Symlinks
+/// are not followed, so a link cannot make the walk leave the sandbox.
+pub fn files_outside(root: &Path, skip: &Path) -> LabResult<BTreeMap<PathBuf, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| LabError::io("listing sandbox", &dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| LabError::io("listing sandbox", &dir, e))?;
+            let path = entry.path();
+            if path == skip {
+                continue;
+            }
+            let meta = fs::symlink_metadata(&path)
+                .map_err(|e| LabError::io("inspecting sandbox entry", &path, e))?;
+            if meta.file_type().is_symlink() {
+                let target =
+                    fs::read_link(&path).map_err(|e| LabError::io("reading symlink", &path, e))?;
+                out.insert(path, target.to_string_lossy().into_owned().into_bytes());
+            } else if meta.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes =
+                    fs::read(&path).map_err(|e| LabError::io("reading sandbox file", &path, e))?;
+                out.insert(path, bytes);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn tally(c: &mut Counters, name: &str, t: &Tally) {
+    c.count(name, t.n, t.samples.iter().cloned());
+}
+
+/// All memory counters for a harness, in a fixed order:
+/// `written_outside_store`, `index_drift`, `temporary_stored`,
+/// `duplicates_stored`, `acknowledged_lost`, `garbage_fallbacks`,
+/// `garbage_empty_selections`, `keyword_fallbacks`, `records_cut_midway`,
+/// `model_writes`, `model_write_attempts_refused`, `consolidations_done`,
+/// `consolidations_failed`, `rollbacks`, `consolidation_skipped_silently`,
+/// `consolidation_skipped_warned`, `refused_writes`, `system_prompts`,
+/// `store_size` (memory files on disk), `store_chars` (consolidation-catalog
+/// characters of the store).
+pub fn check(h: &Harness) -> LabResult<Counters> {
+    let mut c = Counters::default();
+    let store = &h.store;
+
+    // Files created or changed anywhere in the sandbox outside the store.
+    let now = files_outside(h.sandbox(), store.root())?;
+    let outside: Vec<String> = now
+        .iter()
+        .filter(|(p, b)| h.outside_before().get(*p) != Some(*b))
+        .map(|(p, _)| {
+            p.strip_prefix(h.sandbox())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
+        .collect();
+    c.count("written_outside_store", outside.len() as u64, outside);
+
+    // Index lines present on one side only (the index must equal what the files derive).
+    let records = store.records()?;
+    let derived = super::store::render_index(&records);
+    let actual = store.read_index()?;
+    let d: BTreeSet<&str> = derived.lines().collect();
+    let a: BTreeSet<&str> = actual.lines().collect();
+    let mut drift: Vec<String> = d.symmetric_difference(&a).map(|l| l.to_string()).collect();
+    if drift.is_empty() && derived != actual {
+        drift.push("(order or whitespace)".into());
+    }
+    c.count("index_drift", drift.len() as u64, drift);
+
+    let temporary: Vec<String> = records
+        .iter()
+        .filter(|r| temporary_marker(&r.memory).is_some())
+        .map(|r| r.file.clone())
+        .collect();
+    c.count("temporary_stored", temporary.len() as u64, temporary);
+
+    let mut earlier: Vec<(String, Memory)> = Vec::new();
+    let mut dups = Vec::new();
+    for r in &records {
+        if duplicate_of(&r.memory, &earlier).is_some() {
+            dups.push(r.file.clone());
+        }
+        earlier.push((r.file.clone(), r.memory.clone()));
+    }
+    c.count("duplicates_stored", dups.len() as u64, dups);
+
+    let on_disk: BTreeSet<&String> = records.iter().map(|r| &r.file).collect();
+    let lost: Vec<String> = h
+        .ledger
+        .acknowledged
+        .iter()
+        .filter(|f| !on_disk.contains(f) && !h.ledger.merged.contains(*f))
+        .cloned()
+        .collect();
+    c.count("acknowledged_lost", lost.len() as u64, lost);
+
+    let s = &h.stats;
+    tally(&mut c, "garbage_fallbacks", &s.garbage_fallbacks);
+    tally(
+        &mut c,
+        "garbage_empty_selections",
+        &s.garbage_empty_selections,
+    );
+    tally(&mut c, "keyword_fallbacks", &s.keyword_fallbacks);
+    tally(&mut c, "records_cut_midway", &s.records_cut_midway);
+    tally(&mut c, "model_writes", &s.model_writes);
+    tally(
+        &mut c,
+        "model_write_attempts_refused",
+        &s.model_write_attempts_refused,
+    );
+    tally(&mut c, "consolidations_done", &s.consolidations_done);
+    tally(&mut c, "consolidations_failed", &s.consolidations_failed);
+    tally(&mut c, "rollbacks", &s.rollbacks);
+    tally(
+        &mut c,
+        "consolidation_skipped_silently",
+        &s.consolidation_skipped_silently,
+    );
+    tally(
+        &mut c,
+        "consolidation_skipped_warned",
+        &s.consolidation_skipped_warned,
+    );
+    tally(&mut c, "refused_writes", &s.refused_writes);
+    c.count("system_prompts", s.system_prompts.n, std::iter::empty());
+    c.count("store_size", records.len() as u64, std::iter::empty());
+    let chars = super::consolidate::catalog(&records).chars().count() as u64;
+    c.count("store_chars", chars, std::iter::empty());
+    Ok(c)
+}
+
+/// Render counters as aligned `name = value [samples]` lines (for snapshots and reports).
+pub fn render(c: &Counters) -> String {
+    let width = c.0.iter().map(|k| k.name.len()).max().unwrap_or(0);
+    c.0.iter()
+        .map(|k| {
+            let samples = if k.samples.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", k.samples.join(", "))
+            };
+            format!("{:width$} = {}{samples}\n", k.name, k.value)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::session::{Session, Turn};
+    use crate::memory::switches::{MemoryConstants, MemorySwitches};
+
+    #[test]
+    fn clean_run_is_clean_and_outside_writes_are_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("preexisting.txt"), b"x").unwrap();
+        let mut h = Harness::new(
+            dir.path(),
+            MemorySwitches::default(),
+            MemoryConstants::default(),
+        )
+        .unwrap();
+        let t = Turn {
+            user: "I prefer tabs. Remember that.".into(),
+            assistant: "Noted.".into(),
+            extractor: crate::memory::extract::ExtractorScript::Reply(
+                r#"[{"name":"tabs","type":"user","description":"prefers tabs","body":"Use tabs.","scope":"persistent"}]"#.into(),
+            ),
+            ..Turn::default()
+        };
+        h.run_sessions(&[Session { turns: vec![t] }]).unwrap();
+        let c = check(&h).unwrap();
+        for name in [
+            "written_outside_store",
+            "index_drift",
+            "temporary_stored",
+            "duplicates_stored",
+            "acknowledged_lost",
+        ] {
+            assert_eq!(c.count_of(name), Some(0), "{name}\n{}", render(&c));
+        }
+        assert_eq!(c.count_of("store_size"), Some(1));
+        fs::write(dir.path().join("new.txt"), b"y").unwrap();
+        let c = check(&h).unwrap();
+        assert_eq!(c.count_of("written_outside_store"), Some(1));
+        assert_eq!(
+            c.get("written_outside_store").unwrap().samples,
+            vec!["new.txt"]
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! Scenario files: scripted memory sessions with expected counters, as JSON.
+//!
+//! ```json
+//! {
+//!   "schema": "ctxlab.memory-scenario/1",
+//!   "description": "what this shows",
+//!   "switches": { "dedup": false },
+//!   "constants": { "consolidate_threshold": 3 },
+//!   "seed_memories": [ {"name": "tabs", "type": "user", "description": "...", "body": "..."} ],
+//!   "sessions": [ { "turns": [ {
+//!       "user": "text", "assistant": "text",
+//!       "tool_calls": [ {"name": "bash", "input": {}, "result": "out"} ],
+//!       "selector": {"reply": "[0]"} | {"fail": "timeout"},
+//!       "extractor": {"reply": "[...candidates...]"} | {"fail": "..."},
+//!       "consolidator": "merge_pairs" | "keep_all" | {"reply": "[...]"} | {"fail": "..."},
+//!       "faults": {"after_snapshot": false, "mid_delete_after": 2, "mid_rewrite_after": null, "during_rebuild": false},
+//!       "interrupted": false
+//!   } ] } ],
+//!   "expect": { "duplicates_stored": 0, "index_drift": 0 }
+//! }
+//! ```
+//!
+//! Every object rejects unknown fields, so a typo is an error with its line
+//! and column rather than a silently ignored setting.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::checker::check;
+use super::session::{Harness, Session};
+use super::store::Memory;
+use super::switches::{MemoryConstants, MemorySwitches};
+use crate::counters::{Counters, Value};
+use crate::error::{LabError, LabResult};
+
+/// An expected counter value: a count or a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ExpectValue {
+    /// A count.
+    Count(u64),
+    /// A flag.
+    Bool(bool),
+}
+
+/// The schema tag every memory scenario file carries (distinct from the
+/// compaction scenarios' `ctxlab.scenario/1`, so a CLI can dispatch on it).
+pub const SCHEMA: &str = "ctxlab.memory-scenario/1";
+
+/// Does this JSON text declare the memory scenario schema? A cheap peek for
+/// dispatching `lab run FILE` between the compaction and memory runners.
+pub fn is_memory_scenario(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("schema")
+                .and_then(|s| s.as_str())
+                .map(|s| s == SCHEMA)
+        })
+        .unwrap_or(false)
+}
+
+/// One scenario file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Must be [`SCHEMA`].
+    pub schema: String,
+    /// What the scenario demonstrates.
+    #[serde(default)]
+    pub description: String,
+    /// Switches (defaults: the course's intact behaviour).
+    #[serde(default)]
+    pub switches: MemorySwitches,
+    /// Limits (defaults: the course's constants).
+    #[serde(default)]
+    pub constants: MemoryConstants,
+    /// Memories present before the first session.
+    #[serde(default)]
+    pub seed_memories: Vec<Memory>,
+    /// Sessions in order.
+    pub sessions: Vec<Session>,
+    /// Counter name -> expected value.
+    #[serde(default)]
+    pub expect: BTreeMap<String, ExpectValue>,
+}
+
+const FORMAT_FIX: &str =
+    "scenario files are JSON objects with `sessions` (a list of {\"turns\": [...]}) and optional \
+`description`, `switches`, `constants`, `seed_memories`, `expect`; see scenarios/memory/*.json";
+
+/// The JSON key nearest before (line, column): names the field an error is in.
+fn field_near(text: &str, line: usize, column: usize) -> Option<String> {
+    let offset: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + column;
+    let head = &text[..offset.min(text.len())];
+    let bytes = head.as_bytes();
+    let mut i = bytes.len();
+    // Walk back to a `"key"` followed (after spaces) by `:`.
+    while i > 0 {
+        i -= 1;
+        if bytes[i] != b':' {
+            continue;
+        }
+        let before = head[..i].trim_end();
+        if let Some(stripped) = before.strip_suffix('"') {
+            if let Some(start) = stripped.rfind('"') {
+                let key = &stripped[start + 1..];
+                if !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                    return Some(key.to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Line and column (1-based) of the first occurrence of `needle` in `text`.
+fn position_of(text: &str, needle: &str) -> (usize, usize) {
+    match text.find(needle) {
+        Some(off) => {
+            let before = &text[..off];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            (line, col)
+        }
+        None => (0, 0),
+    }
+}
+
+/// Parse scenario text; errors name the file, line:column, field and expectation.
+pub fn parse_scenario(file: &Path, text: &str) -> LabResult<Scenario> {
+    let scenario: Scenario = serde_json::from_str(text).map_err(|e| {
+        let (line, column) = (e.line(), e.column());
+        let field = field_near(text, line, column)
+            .map(|f| format!(" (in field `{f}`)"))
+            .unwrap_or_default();
+        LabError::Input {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message: format!("{e}{field}"),
+            fix: FORMAT_FIX.into(),
+        }
+    })?;
+    if scenario.schema != SCHEMA {
+        let (line, column) = position_of(text, "\"schema\"");
+        return Err(LabError::Input {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message: format!(
+                "field `schema`: found {:?}, expected {SCHEMA:?}",
+                scenario.schema
+            ),
+            fix: format!("set \"schema\": \"{SCHEMA}\""),
+        });
+    }
+    let known = known_counters();
+    for name in scenario.expect.keys() {
+        if !known.contains(&name.as_str()) {
+            let (line, column) = position_of(text, &format!("\"{name}\""));
+            return Err(LabError::Input {
+                file: file.to_path_buf(),
+                line,
+                column,
+                message: format!(
+                    "unknown counter {name:?} in `expect`, expected one of: {}",
+                    known.join(", ")
+                ),
+                fix: "use a counter name the memory checker reports".into(),
+            });
+        }
+    }
+    Ok(scenario)
+}
+
+/// Counter names the memory checker reports (in its order).
+pub fn known_counters() -> Vec<&'static str> {
+    vec![
+        "written_outside_store",
+        "index_drift",
+        "temporary_stored",
+        "duplicates_stored",
+        "acknowledged_lost",
+        "garbage_fallbacks",
+        "garbage_empty_selections",
+        "keyword_fallbacks",
+        "records_cut_midway",
+        "model_writes",
+        "model_write_attempts_refused",
+        "consolidations_done",
+        "consolidations_failed",
+        "rollbacks",
+        "consolidation_skipped_silently",
+        "consolidation_skipped_warned",
+        "refused_writes",
+        "system_prompts",
+        "store_size",
+        "store_chars",
+    ]
+}
+
+/// Compare counters with expectations; one line per mismatch.
+pub fn failed_expectations(c: &Counters, expect: &BTreeMap<String, ExpectValue>) -> Vec<String> {
+    expect
+        .iter()
+        .filter_map(|(name, want)| {
+            let got = c.get(name).map(|k| &k.value);
+            let ok = matches!(
+                (want, got),
+                (ExpectValue::Count(a), Some(Value::Count(b))) if a == b
+            ) || matches!((want, got), (ExpectValue::Bool(a), Some(Value::Bool(b))) if a == b);
+            if ok {
+                return None;
+            }
+            let want = match want {
+                ExpectValue::Count(n) => n.to_string(),
+                ExpectValue::Bool(b) => b.to_string(),
+            };
+            let got = got.map_or("missing".to_string(), |v| v.to_string());
+            Some(format!("{name}: expected {want}, got {got}"))
+        })
+        .collect()
+}
+
+/// Run a parsed scenario in a fresh temporary sandbox.
+pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
+    let mut h = Harness::new(dir.path(), s.switches, s.constants)?;
+    h.seed(&s.seed_memories)?;
+    h.run_sessions(&s.sessions)?;
+    let c = check(&h)?;
+    let failures = failed_expectations(&c, &s.expect);
+    Ok((c, failures))
+}
+
+/// Read, parse and run a scenario file. Returns the counters and the failed
+/// expectations (empty when all hold); malformed files are `LabError::Input`.
+pub fn run_scenario_file(path: &Path) -> LabResult<(Counters, Vec<String>)> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| LabError::io("reading scenario", path, e))?;
+    run_scenario(&parse_scenario(path, &text)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> (usize, usize, String) {
+        match parse_scenario(Path::new("s.json"), text) {
+            Err(LabError::Input {
+                line,
+                column,
+                message,
+                ..
+            }) => (line, column, message),
+            other => panic!("expected Input error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_field_is_located() {
+        let (line, _, msg) = err("{\n  \"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [],\n  \"switches\": {\"dedupe\": false}\n}");
+        assert_eq!(line, 3);
+        assert!(msg.contains("unknown field `dedupe`"), "{msg}");
+        assert!(msg.contains("expected one of"), "{msg}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let (line, col, msg) = err("{\"sessions\": [{\"turns\": [{\"user\": 5}]}]}");
+        assert_eq!(line, 1);
+        assert!(col > 0);
+        assert!(
+            msg.contains("expected a string") && msg.contains("field `user`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn missing_sessions_and_unknown_counter() {
+        let (_, _, msg) = err("{}");
+        assert!(msg.contains("missing field `schema`"), "{msg}");
+        let (line, _, msg) = err("{\"schema\": \"ctxlab.scenario/1\",\n \"sessions\": []}");
+        assert_eq!(line, 1);
+        assert!(
+            msg.contains("expected \"ctxlab.memory-scenario/1\""),
+            "{msg}"
+        );
+        let (_, _, msg) = err("{\"schema\": \"ctxlab.memory-scenario/1\"}");
+        assert!(msg.contains("missing field `sessions`"), "{msg}");
+        let (line, col, msg) = err("{\"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [],\n \"expect\": {\"lost\": 0}}");
+        assert_eq!((line, col), (2, 13));
+        assert!(msg.contains("unknown counter"), "{msg}");
+    }
+
+    #[test]
+    fn empty_scenario_runs_clean() {
+        let s = parse_scenario(
+            Path::new("s.json"),
+            "{\"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [], \"expect\": {\"store_size\": 0}}",
+        )
+        .unwrap();
+        let (_, failures) = run_scenario(&s).unwrap();
+        assert!(failures.is_empty(), "{failures:?}");
+    }
+}

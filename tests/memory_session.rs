@@ -1,0 +1,175 @@
+//! Harness control flow: recall once per turn from user text only, extraction
+//! only after a turn without a tool call, consolidation only after a store,
+//! one log line per skipped consolidation, growth past the input cap.
+
+use ctxlab::memory::checker::check;
+use ctxlab::memory::consolidate::{ConsolidatorScript, FaultPlan};
+use ctxlab::memory::experiments::growth_curve;
+use ctxlab::memory::extract::ExtractorScript;
+use ctxlab::memory::recall::{SelectionPath, SelectorScript};
+use ctxlab::memory::session::{Harness, Session, ToolCall, Turn};
+use ctxlab::memory::store::Memory;
+use ctxlab::memory::switches::{MemoryConstants, MemorySwitches};
+
+fn cand(name: &str) -> String {
+    serde_json::json!([{"name": name, "type": "user", "description": format!("about {name}"), "body": format!("{name} body"), "scope": "persistent"}]).to_string()
+}
+
+fn harness(dir: &std::path::Path) -> Harness {
+    Harness::new(dir, MemorySwitches::default(), MemoryConstants::default()).unwrap()
+}
+
+#[test]
+fn tool_output_reaches_neither_query_nor_extractor() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(dir.path());
+    h.seed(&[Memory {
+        name: "tabs".into(),
+        mem_type: "user".into(),
+        description: "prefers tabs".into(),
+        body: "Use tabs.".into(),
+    }])
+    .unwrap();
+    let turn = Turn {
+        user: "Format the file with my indentation.".into(),
+        tool_calls: vec![ToolCall {
+            name: "bash".into(),
+            input: serde_json::json!({"command": "cat x"}),
+            result: "TOOL-OUTPUT-SECRET ".repeat(50),
+        }],
+        assistant: "Done with tabs.".into(),
+        selector: SelectorScript::Fail("timeout".into()),
+        ..Turn::default()
+    };
+    h.run_sessions(&[Session {
+        turns: vec![
+            turn.clone(),
+            Turn {
+                user: "Thanks".into(),
+                ..turn
+            },
+        ],
+    }])
+    .unwrap();
+    let recall = h.last_recall.clone().unwrap();
+    assert_eq!(recall.query, "Format the file with my indentation.\nThanks");
+    assert_eq!(recall.selection.path, SelectionPath::KeywordFallback);
+    let ex = h.last_extract.clone().unwrap();
+    // Six text messages, none carrying tool output.
+    let expected = "user: Format the file with my indentation.\nassistant: Done with tabs.\nuser: Thanks\nassistant: Done with tabs.";
+    assert_eq!(ex.input_chars, expected.chars().count());
+    assert_eq!(check(&h).unwrap().count_of("system_prompts"), Some(2));
+}
+
+#[test]
+fn extraction_waits_for_a_turn_without_tool_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = harness(dir.path());
+    let interrupted = Turn {
+        user: "remember tabs".into(),
+        tool_calls: vec![ToolCall {
+            name: "bash".into(),
+            input: serde_json::Value::Null,
+            result: "ok".into(),
+        }],
+        interrupted: true,
+        extractor: ExtractorScript::Reply(cand("tabs")),
+        ..Turn::default()
+    };
+    h.run_sessions(&[Session {
+        turns: vec![interrupted.clone()],
+    }])
+    .unwrap();
+    assert!(h.last_extract.is_none());
+    assert_eq!(h.store.memory_files().unwrap().len(), 0);
+    h.run_sessions(&[Session {
+        turns: vec![Turn {
+            interrupted: false,
+            assistant: "ok".into(),
+            ..interrupted
+        }],
+    }])
+    .unwrap();
+    assert_eq!(h.store.memory_files().unwrap(), vec!["tabs.md"]);
+}
+
+#[test]
+fn consolidation_runs_only_after_a_store_and_logs_one_line_on_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let constants = MemoryConstants {
+        consolidate_threshold: 2,
+        ..MemoryConstants::default()
+    };
+    let mut h = Harness::new(dir.path(), MemorySwitches::default(), constants).unwrap();
+    h.seed(&[
+        Memory {
+            name: "a".into(),
+            mem_type: "user".into(),
+            description: "a".into(),
+            body: "a".into(),
+        },
+        Memory {
+            name: "b".into(),
+            mem_type: "user".into(),
+            description: "b".into(),
+            body: "b".into(),
+        },
+    ])
+    .unwrap();
+    // Over threshold, but nothing new stored: no consolidation.
+    let quiet = Turn {
+        user: "hi".into(),
+        assistant: "hello".into(),
+        consolidator: ConsolidatorScript::Fail("must not be called".into()),
+        ..Turn::default()
+    };
+    h.run_sessions(&[Session { turns: vec![quiet] }]).unwrap();
+    assert!(h.log.is_empty(), "{:?}", h.log);
+    // A new store triggers it; the injected fault is rolled back and logged once.
+    let t = Turn {
+        user: "remember c".into(),
+        assistant: "ok".into(),
+        extractor: ExtractorScript::Reply(cand("c")),
+        faults: FaultPlan {
+            mid_rewrite_after: Some(1),
+            ..FaultPlan::default()
+        },
+        ..Turn::default()
+    };
+    h.run_sessions(&[Session { turns: vec![t] }]).unwrap();
+    let skipped: Vec<&String> = h
+        .log
+        .iter()
+        .filter(|l| l.starts_with("[Memory consolidation skipped:"))
+        .collect();
+    assert_eq!(skipped.len(), 1, "{:?}", h.log);
+    let c = check(&h).unwrap();
+    assert_eq!(
+        (
+            c.count_of("rollbacks"),
+            c.count_of("acknowledged_lost"),
+            c.count_of("store_size")
+        ),
+        (Some(1), Some(0), Some(3))
+    );
+}
+
+#[test]
+fn growth_is_unbounded_past_the_cap_and_bounded_when_chunked() {
+    let course = growth_curve(10, MemorySwitches::default()).unwrap();
+    assert_eq!(course, (1..=10).map(|s| 3 * s).collect::<Vec<u64>>());
+    let chunked = growth_curve(
+        10,
+        MemorySwitches {
+            chunked_consolidation: true,
+            ..MemorySwitches::default()
+        },
+    )
+    .unwrap();
+    assert!(chunked.iter().all(|&n| n <= 12), "{chunked:?}");
+    assert_eq!(
+        growth_curve(10, MemorySwitches::default()).unwrap(),
+        course,
+        "deterministic"
+    );
+}
