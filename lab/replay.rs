@@ -21,6 +21,26 @@
 //!
 //! Rendering ([`render_table`], [`render_markdown`], [`render_json`],
 //! [`render_svg`]) is pure: reports in, text out.
+//!
+//! `lab replay FILE... --profile P --scale S --format F --plot out.svg --strict`
+//! is one call to [`run_files`]:
+//!
+//! ```no_run
+//! use ctxlab::import::ImportOptions;
+//! use ctxlab::replay::{render, render_svg, run_files, ReplayOptions};
+//!
+//! let files = vec![std::path::PathBuf::from("session.jsonl")];
+//! let options = ReplayOptions { scale: 0.5, ..ReplayOptions::default() };
+//! let import = ImportOptions { strict: false, format: None };
+//! // An empty profile list means every profile.
+//! let run = run_files(&files, &["course-main"], &options, &import)?;
+//! for d in &run.diagnostics {
+//!     eprintln!("warning: {d}");
+//! }
+//! print!("{}", render(&run.reports, ctxlab::report::Format::Table));
+//! std::fs::write("out.svg", render_svg(&run.reports)).unwrap();
+//! # Ok::<(), ctxlab::error::LabError>(())
+//! ```
 
 use std::fmt::Write as _;
 

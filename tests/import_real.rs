@@ -180,3 +180,34 @@ fn import_summaries_snapshot() {
         insta::assert_json_snapshot!(snapshot_name(file), s.summary());
     }
 }
+
+/// Snapshots must hold counts only: every string in a summary is a format
+/// name, a record type or a diagnostic kind, never transcript text.
+#[test]
+fn summaries_hold_no_transcript_strings() {
+    let Some(dir) = transcripts() else { return };
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| {
+                out.push(k.clone());
+                strings(x, out)
+            }),
+            _ => {}
+        }
+    }
+    for &(file, ..) in TABLE {
+        let v = serde_json::to_value(import(&dir, file).summary()).unwrap();
+        let mut all = Vec::new();
+        strings(&v, &mut all);
+        for s in all {
+            assert!(
+                s.len() <= 32
+                    && s.chars()
+                        .all(|c| c.is_ascii_lowercase() || "_-:()".contains(c)),
+                "{file}: unexpected string {s:?} in a summary"
+            );
+        }
+    }
+}
