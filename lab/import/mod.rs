@@ -32,7 +32,20 @@
 //! [`FileStats::comment_lines`].
 //!
 //! Diagnostic messages name record types, ids and counts only, never
-//! transcript text, so they may be printed and snapshotted.
+//! transcript text, so they may be printed; snapshots hold only
+//! [`ImportSummary`], which is counts.
+//!
+//! # Real compactions
+//!
+//! `real_compactions` lists the indices in `main` where the recorded session
+//! compacted: a Claude Code `system` record with `subtype: compact_boundary`
+//! (the next message), a message with `isCompactSummary`, or a user message
+//! starting with "This session is being continued from a previous
+//! conversation". The chain is followed across such a point into the
+//! pre-compaction history, so `main` is the whole session. `type: summary`
+//! records are *not* compactions: Claude Code writes them as session titles
+//! for its resume list (short `summary` + `leafUuid`, e.g. four in one file
+//! with no compaction at all); they are counted in `skipped["summary"]`.
 
 pub mod anthropic;
 pub mod chat_json;
@@ -236,7 +249,7 @@ pub struct ImportedSession {
 /// Counts-only view of an [`ImportedSession`], safe to print and snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ImportSummary {
-    /// TranscriptFormat name.
+    /// Format name.
     pub format: TranscriptFormat,
     /// Whole-file counts.
     pub stats: FileStats,
