@@ -315,6 +315,20 @@ pub fn replay_messages(
     })
 }
 
+/// The scale at which `profile_name`'s context limit equals the uncompacted
+/// size the real session had reached when it first compacted (rounded to
+/// three decimals), so that "where would this profile have compacted" is
+/// asked at the real harness's budget. `None` without a real compaction.
+pub fn scale_to_real(session: &ImportedSession, profile_name: &str) -> LabResult<Option<f64>> {
+    let Some(&at) = session.real_compactions.first() else {
+        return Ok(None);
+    };
+    let limit = profile(profile_name)?.config.constants.context_char_limit;
+    let raw = estimate_chars(&session.main[..at.min(session.main.len())]);
+    let scale = (raw as f64 / limit as f64 * 1000.0).round() / 1000.0;
+    Ok(Some(scale.max(0.001)))
+}
+
 /// A synthetic main conversation for benchmarks and tests: one user prompt,
 /// then `turns` rounds of one tool call whose result is `result_chars` chars
 /// (cycling 1x, 2x, 3x), then a closing assistant text. No transcript data.

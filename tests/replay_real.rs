@@ -187,3 +187,33 @@ fn renderings_are_deterministic_and_hold_no_transcript_text() {
     }
     assert_eq!(render_svg(&reports), render_svg(&again));
 }
+
+#[test]
+fn templar_at_the_real_budget() {
+    let Some(dir) = transcripts() else { return };
+    let s = import_file(&dir.join(FILES[3]), &ImportOptions::default()).unwrap();
+    let scale = ctxlab::replay::scale_to_real(&s, "course-f9e8b28")
+        .unwrap()
+        .expect("templar compacted");
+    assert!(
+        scale > 1.0,
+        "the real context was larger than the course's: {scale}"
+    );
+    let r = replay(&s, "course-f9e8b28", scale).unwrap();
+    let at = s.real_compactions[0];
+    // Before the real compaction the raw size stays under the scaled limit
+    // (within rounding), so nothing can have needed a summary earlier.
+    let before = r.series.iter().rfind(|p| p.at < at).unwrap();
+    assert!(before.raw_chars <= r.context_char_limit + r.context_char_limit / 500);
+    assert!(
+        r.first_summary_at.is_none_or(|i| i >= at - 2),
+        "{:?}",
+        r.first_summary_at
+    );
+    insta::assert_json_snapshot!("replay_templar_at_real_budget", numbers(&r));
+    let none = import_file(&dir.join(FILES[2]), &ImportOptions::default()).unwrap();
+    assert_eq!(
+        ctxlab::replay::scale_to_real(&none, "hardened").unwrap(),
+        None
+    );
+}
