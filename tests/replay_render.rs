@@ -121,3 +121,30 @@ fn run_files_imports_and_replays_every_pair() {
     );
     assert_eq!(bad.unwrap_err().exit_code(), 2);
 }
+
+#[test]
+fn scale_to_real_matches_the_raw_size_at_the_real_compaction() {
+    use serde_json::json;
+    let big = "y".repeat(20_000);
+    let recs = [
+        json!({"type": "user", "uuid": "u1", "parentUuid": null, "message": {"role": "user", "content": big}}),
+        json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "message": {"role": "assistant", "id": "m1", "content": "ok"}}),
+        json!({"type": "user", "uuid": "c1", "parentUuid": "a1", "message": {"role": "user",
+            "content": "This session is being continued from a previous conversation."}}),
+        json!({"type": "assistant", "uuid": "a2", "parentUuid": "c1", "message": {"role": "assistant", "id": "m2", "content": "go on"}}),
+    ];
+    let text: String = recs.iter().map(|r| format!("{r}\n")).collect();
+    let s = ctxlab::import::import_str(
+        &text,
+        std::path::Path::new("s.jsonl"),
+        ctxlab::import::TranscriptFormat::ClaudeJsonl,
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(s.real_compactions, vec![2]);
+    let scale = ctxlab::replay::scale_to_real(&s, "course-f9e8b28")
+        .unwrap()
+        .unwrap();
+    let raw = ctxlab::message::estimate_chars(&s.main[..2]) as f64;
+    assert!((scale * 50_000.0 - raw).abs() <= 50.0, "{scale} vs {raw}");
+}
