@@ -86,6 +86,8 @@ pub struct Point {
     pub raw_chars: usize,
     /// Estimated chars of the request after `prepare`.
     pub chars: usize,
+    /// Messages in the request after `prepare`.
+    pub messages: usize,
 }
 
 /// What one profile did with one session.
@@ -249,6 +251,7 @@ pub fn replay_messages(
                 at: i,
                 raw_chars: raw_total(raw_sum, i),
                 chars,
+                messages: messages.len(),
             });
         }
         if m.role == Role::User && !m.is_tool_result() && !real_compactions.contains(&i) {
