@@ -34,8 +34,8 @@ fn main() {
     };
     // The session (pipeline before every model call, real files) is timed
     // apart from the checker, which reads every archive once at the end.
-    println!("| profile | turns | session ms | µs per turn | check ms |");
-    println!("|---|---|---|---|---|");
+    println!("| profile | turns | session ms | µs per turn | check ms | archived MB |");
+    println!("|---|---|---|---|---|---|");
     for name in ["course-f9e8b28", "course-main", "hardened"] {
         let cfg = profile(name).unwrap().config;
         for &n in sizes {
@@ -50,9 +50,16 @@ fn main() {
             let c = check::check(&s.compactor, &s.messages, &s.ledger, &s.requests);
             let check_ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(c.get("lost_forever").is_some());
+            // The course archives the whole context on every snip, so archive
+            // volume (and the checker, which reads it) grows with turns × context.
+            let archived: u64 = std::fs::read_dir(s.compactor.root.transcripts())
+                .unwrap()
+                .map(|e| e.unwrap().metadata().unwrap().len())
+                .sum();
             println!(
-                "| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} |",
-                ms * 1e3 / n as f64
+                "| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} | {:.1} |",
+                ms * 1e3 / n as f64,
+                archived as f64 / 1e6
             );
         }
     }
