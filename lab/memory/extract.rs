@@ -281,8 +281,8 @@ mod tests {
             })
             .unwrap();
         let msgs = vec![
-            Message::text(Role::User, "remember this"),
-            Message::text(Role::Assistant, "ok"),
+            crate::memory::transcript::text_message(Role::User, "remember this"),
+            crate::memory::transcript::text_message(Role::Assistant, "ok"),
         ];
         let script = ExtractorScript::Reply(serde_json::Value::Array(items).to_string());
         let r = extract(&store, &msgs, &script, &MemoryConstants::default()).unwrap();
