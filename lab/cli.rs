@@ -242,7 +242,7 @@ fn selftest() -> LabResult<String> {
         let v = (e.run)(&opts)?;
         let f = v.check(e.expect);
         out += &format!(
-            "{:<4} {:<6} {}\n",
+            "{:<16} {:<5} {}\n",
             e.id,
             if f.is_empty() { "ok" } else { "FAIL" },
             e.title
