@@ -14,3 +14,5 @@ pub mod memory;
 pub mod message;
 pub mod registry;
 pub mod report;
+pub mod reports;
+pub mod sweep;
