@@ -369,26 +369,77 @@ pub fn run_cell(spec: &SweepSpec, index: usize) -> LabResult<CellResult> {
     ))
 }
 
-/// Run the sweep (or one shard of it). `progress(done, total)` is called after every cell.
+/// Worker threads of a sweep. A cell is mostly temp-dir creation and removal
+/// (latency-bound file-system work), so twice the core count pays off.
+fn workers(cells: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores * 2).clamp(1, 16).min(cells.max(1))
+}
+
+/// Run the sweep (or one shard of it). Cells run on worker threads; results
+/// are put back in index order, so the output does not depend on scheduling.
+/// `progress(done, total)` is called on the calling thread after every cell.
 pub fn run(
     spec: &SweepSpec,
     shard: Option<Shard>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> LabResult<SweepResult> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     spec.validate()?;
     let mine: Vec<usize> = (0..spec.total_cells())
         .filter(|i| shard.is_none_or(|s| s.owns(*i)))
         .collect();
+    let next = AtomicUsize::new(0);
+    let mut slots: Vec<Option<LabResult<CellResult>>> = Vec::new();
+    slots.resize_with(mine.len(), || None);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..workers(mine.len()) {
+            let tx = tx.clone();
+            let (next, mine) = (&next, &mine);
+            scope.spawn(move || loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = mine.get(k) else { break };
+                let r = run_cell(spec, i);
+                let failed = r.is_err();
+                if tx.send((k, r)).is_err() || failed {
+                    // Stop early on an error: every later cell would fail the same way
+                    // (typically a path length below this machine's minimum).
+                    next.store(mine.len(), Ordering::Relaxed);
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (done, (k, r)) in rx.into_iter().enumerate() {
+            slots[k] = Some(r);
+            progress(done + 1, mine.len());
+        }
+    });
     let mut cells = Vec::with_capacity(mine.len());
-    for (done, &i) in mine.iter().enumerate() {
-        cells.push(run_cell(spec, i)?);
-        progress(done + 1, mine.len());
+    for slot in slots {
+        match slot {
+            Some(r) => cells.push(r?),
+            // Skipped after an error; the error itself comes first in index order
+            // unless it was at a later index, in which case report that one.
+            None => break,
+        }
+    }
+    if cells.len() != mine.len() {
+        return Err(first_error(spec, &mine[cells.len()..]));
     }
     Ok(SweepResult {
         spec: spec.clone(),
         shard,
         cells,
     })
+}
+
+/// The error of the first failing cell among `rest` (re-run serially: only reached after a failure).
+fn first_error(spec: &SweepSpec, rest: &[usize]) -> LabError {
+    rest.iter()
+        .find_map(|&i| run_cell(spec, i).err())
+        .unwrap_or_else(|| LabError::usage("a sweep cell failed", "re-run the sweep"))
 }
 
 /// Merge shard outputs into one complete result. Every input must come from
