@@ -344,9 +344,11 @@ pub fn grid_svg(result: &SweepResult) -> String {
         *lens.last().unwrap_or(&1) as f64,
     );
     let xspan = (xmax - xmin).max(1.0);
-    let (width, left, right, panel_h, top, gap) = (720.0, 60.0, 20.0, 160.0, 40.0, 60.0);
+    let (width, left, right, panel_h, top, gap) = (760.0, 60.0, 30.0, 160.0, 60.0, 64.0);
     let counters = ["pointer_lost", "lost_forever"];
-    let height = top + counters.len() as f64 * (panel_h + gap) + 40.0;
+    // Panels, then the x-axis label and the legend under the last one.
+    let bottom = top + counters.len() as f64 * (panel_h + gap) - gap;
+    let height = bottom + 80.0;
     let mut s = String::new();
     s += &format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n",
@@ -377,7 +379,8 @@ pub fn grid_svg(result: &SweepResult) -> String {
             .max()
             .unwrap_or(0)
             .max(1);
-        let y = |v: f64| y0 + panel_h - v / ymax as f64 * panel_h;
+        // 15 % headroom so a line at the maximum does not sit on the frame.
+        let y = |v: f64| y0 + panel_h - v / (ymax as f64 * 1.15) * panel_h;
         s += &format!(
             "<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{counter}</text>\n",
             fx(left),
@@ -443,11 +446,11 @@ pub fn grid_svg(result: &SweepResult) -> String {
     s += &format!(
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">path_len (chars of the embedded result path)</text>\n",
         fx((left + width - right) / 2.0),
-        fx(height - 30.0)
+        fx(bottom + 40.0)
     );
     for (i, v) in combos.iter().enumerate() {
-        let lx = left + i as f64 * 160.0;
-        let ly = height - 12.0;
+        let lx = left + i as f64 * 170.0;
+        let ly = bottom + 66.0;
         s += &format!(
             "<path d=\"M{} {} h20\" stroke=\"{}\" stroke-width=\"3\"/>\n",
             fx(lx),

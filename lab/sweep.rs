@@ -971,11 +971,13 @@ pub fn reports_command(args: &ReportsArgs) -> LabResult<String> {
                     dir.display()
                 ))
             } else {
-                let mut failures = vec![format!(
-                    "{} report file(s) drifted from what the code produces; run `make reports` and commit",
-                    drifted.len()
-                )];
-                failures.extend(drifted);
+                // The header goes straight to stderr so the error's count is the number of files.
+                eprintln!(
+                    "reports: {} file(s) in {} differ from what the code produces; run `make reports` and commit",
+                    drifted.len(),
+                    dir.display()
+                );
+                let failures = drifted;
                 Err(LabError::Expectation { failures })
             }
         }
