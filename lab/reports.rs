@@ -505,6 +505,19 @@ pub fn thresholds_md(data: &ReportData) -> String {
     )
 }
 
+/// One line on what a report file holds, for the generated index.
+fn describe(stem: &str) -> &'static str {
+    match stem {
+        "grid2x2_lost_forever" => "lost_forever of the prototype probe, order x unseen_guard, path_len 60..200 step 10",
+        "grid2x2_pointer_lost" => "pointer_lost of the prototype probe, order x unseen_guard, path_len 60..200 step 10",
+        "grid2x2" => "plot of pointer_lost and lost_forever against path_len (every length 60..200) for the four 2x2 cells",
+        "factorial" => "the default factorial (order, unseen_guard, pair_protection, idempotent_placeholders, save_before_omit) at path_len 60 and 160",
+        "profiles" => "every profile on the probe, scenario A, scenario B and the re-compaction script, at path_len 60 and 160",
+        "thresholds" => "the path lengths where a counter changes, per switch combination",
+        _ => "",
+    }
+}
+
 /// Every report file, sorted by name, as (file name, contents).
 pub fn files(data: &ReportData) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -520,16 +533,33 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
     out.push(("thresholds.md".into(), thresholds_md(data)));
     out.sort();
-    let index: String = out
+    // One index line per table, linking each of its formats.
+    let mut stems: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (name, _) in &out {
+        let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
+        match stems.last_mut() {
+            Some((s, names)) if *s == stem => names.push(name),
+            _ => stems.push((stem, vec![name])),
+        }
+    }
+    let index: String = stems
         .iter()
-        .map(|(name, _)| format!("- [`{name}`]({name})\n"))
+        .map(|(stem, names)| {
+            let links: Vec<String> = names.iter().map(|n| format!("[`{n}`]({n})")).collect();
+            format!("- {}: {}\n", links.join(" "), describe(stem))
+        })
         .collect();
     out.push((
         "README.md".into(),
         format!(
-            "# Generated reports\n\nWritten by `make reports` (`lab reports --out reports/`); \
-             `make reports-check` fails when these files differ from what the code produces. \
-             Do not edit by hand.\n\n{index}"
+            "# Generated reports\n\n\
+             Written by `make reports` (`lab reports --out reports/`); `make reports-check` \
+             (`lab reports --check reports/`) exits 1 naming every file that differs from what \
+             the code produces, and `cargo test` fails on the same drift. Do not edit by hand.\n\n\
+             Every table comes as Markdown, CSV (LF line ends), JSON (typed rows) and LaTeX \
+             (booktabs). Any cell can be re-run, e.g. \
+             `lab sweep --vary order,unseen_guard --path-len 60..200` or \
+             `lab probe --set order=micro_first --set unseen_guard=false --path-len 90`.\n\n{index}"
         ),
     ));
     out.sort();

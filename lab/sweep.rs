@@ -76,8 +76,12 @@ pub fn levels(switch: &str) -> [&'static str; 2] {
     }
 }
 
-/// Parse a `--vary` list (comma separated switch names); rejects unknown and repeated names.
+/// Parse a `--vary` list (comma separated switch names, or `all` for every
+/// switch of [`ALL_SWITCHES`]); rejects unknown and repeated names.
 pub fn parse_vary(spec: &str) -> LabResult<Vec<String>> {
+    if spec.trim() == "all" {
+        return Ok(ALL_SWITCHES.iter().map(|s| s.to_string()).collect());
+    }
     let mut out: Vec<String> = Vec::new();
     for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if !ALL_SWITCHES.contains(&name) {
@@ -209,8 +213,18 @@ impl SweepSpec {
     /// Check sizes before anything runs.
     pub fn validate(&self) -> LabResult<()> {
         config::profile(&self.profile)?;
-        for v in &self.vary {
-            parse_vary(v)?;
+        // Re-parse so a spec read from a shard file gets the same checks as `--vary`.
+        if parse_vary(&self.vary.join(","))? != self.vary {
+            return Err(LabError::usage(
+                "switch names in the sweep spec are not in canonical form",
+                "write each switch once, without spaces",
+            ));
+        }
+        if self.path_lens.is_empty() || self.path_lens.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(LabError::usage(
+                "path lengths must be a non-empty ascending list without repeats",
+                "pass them through --path-len",
+            ));
         }
         if self.seeds == 0 {
             return Err(LabError::usage(
@@ -416,30 +430,24 @@ pub fn run(
             progress(done + 1, mine.len());
         }
     });
+    // Every cell before a failing one was claimed earlier and so has run: the
+    // first error in index order is the same whatever the scheduling.
     let mut cells = Vec::with_capacity(mine.len());
-    for slot in slots {
-        match slot {
-            Some(r) => cells.push(r?),
-            // Skipped after an error; the error itself comes first in index order
-            // unless it was at a later index, in which case report that one.
-            None => break,
-        }
+    for slot in slots.into_iter().flatten() {
+        cells.push(slot?);
     }
     if cells.len() != mine.len() {
-        return Err(first_error(spec, &mine[cells.len()..]));
+        // Unreachable unless a worker stopped without an error; never return a partial sweep.
+        return Err(LabError::usage(
+            "a sweep worker stopped early",
+            "re-run the sweep",
+        ));
     }
     Ok(SweepResult {
         spec: spec.clone(),
         shard,
         cells,
     })
-}
-
-/// The error of the first failing cell among `rest` (re-run serially: only reached after a failure).
-fn first_error(spec: &SweepSpec, rest: &[usize]) -> LabError {
-    rest.iter()
-        .find_map(|&i| run_cell(spec, i).err())
-        .unwrap_or_else(|| LabError::usage("a sweep cell failed", "re-run the sweep"))
 }
 
 /// Merge shard outputs into one complete result. Every input must come from
@@ -454,6 +462,7 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
         )
     })?;
     let spec = first.spec.clone();
+    spec.validate()?;
     let mut cells: BTreeMap<usize, CellResult> = BTreeMap::new();
     for part in std::iter::once(first).chain(parts) {
         if part.spec != spec {
@@ -463,6 +472,12 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
             ));
         }
         for c in part.cells {
+            if c.index >= spec.total_cells() || !cell_matches(&spec, &c) {
+                return Err(LabError::usage(
+                    format!("cell {} does not belong to this sweep's spec", c.index),
+                    "merge unedited outputs of `lab sweep --shard i/n --format json`",
+                ));
+            }
             if let Some(prev) = cells.get(&c.index) {
                 if *prev != c {
                     return Err(LabError::usage(
@@ -475,7 +490,7 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
         }
     }
     let total = spec.total_cells();
-    if cells.len() != total || cells.keys().any(|&i| i >= total) {
+    if cells.len() != total {
         let missing: Vec<String> = (0..total)
             .filter(|i| !cells.contains_key(i))
             .take(5)
@@ -495,6 +510,12 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
         shard: None,
         cells: cells.into_values().collect(),
     })
+}
+
+/// Whether a cell's switch values, seed and path length are those its index stands for.
+fn cell_matches(spec: &SweepSpec, c: &CellResult) -> bool {
+    let (combo, seed, len) = spec.cell(c.index);
+    c.seed == seed && c.path_len == len && c.values == spec.values(combo)
 }
 
 /// A path length where a counter changes within one combination and seed.
@@ -874,7 +895,7 @@ pub struct SweepArgs {
     /// Base profile (see `lab profiles`); the varied switches override it.
     #[arg(long, default_value = "prototype")]
     pub profile: String,
-    /// Switches to vary, comma separated [default: order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit].
+    /// Switches to vary, comma separated, or `all` [default: order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit].
     #[arg(long)]
     pub vary: Option<String>,
     /// Path lengths: N, A..B or A..B:STEP (inclusive), comma separated.

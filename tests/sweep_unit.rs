@@ -233,3 +233,19 @@ fn snapshot_shard_table_and_seeded_sweep() {
     let whole = sweep::run(&s, None, &mut no_progress()).unwrap();
     insta::assert_snapshot!("sweep_seeds_table", render::sweep(&whole, Format::Table));
 }
+
+#[test]
+fn snapshot_sweep_json() {
+    let r = sweep::run(&spec(&["order"], "60,160", 1), None, &mut no_progress()).unwrap();
+    insta::assert_snapshot!("sweep_tiny_json", render::sweep(&r, Format::Json));
+}
+
+#[test]
+fn vary_all_is_every_switch_and_merge_checks_cells_against_the_spec() {
+    assert_eq!(parse_vary("all").unwrap().len(), sweep::ALL_SWITCHES.len());
+    let s = spec(&["order"], "60,160", 1);
+    let mut r = sweep::run(&s, None, &mut no_progress()).unwrap();
+    r.cells[1].path_len = 61;
+    let e = merge(vec![r]).unwrap_err().to_string();
+    assert!(e.contains("cell 1 does not belong"), "{e}");
+}
