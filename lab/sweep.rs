@@ -960,10 +960,14 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
             seeds: args.seeds,
         };
         let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-        let show = args.progress || std::io::stderr().is_terminal();
+        let terminal = std::io::stderr().is_terminal();
+        let show = args.progress || terminal;
         let mut progress = |done: usize, total: usize| {
             if show && (done % PROGRESS_EVERY == 0 || done == total) {
-                eprintln!("sweep: {done}/{total} cells");
+                // A terminal gets one line rewritten in place; a log gets one line per report.
+                let end = if done == total || !terminal { "\n" } else { "" };
+                let start = if terminal { "\r" } else { "" };
+                eprint!("{start}sweep: {done}/{total} cells{end}");
             }
         };
         run(&spec, shard, &mut progress)?

@@ -249,3 +249,74 @@ fn vary_all_is_every_switch_and_merge_checks_cells_against_the_spec() {
     let e = merge(vec![r]).unwrap_err().to_string();
     assert!(e.contains("cell 1 does not belong"), "{e}");
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn synthetic(s: &SweepSpec, counts: &[u8]) -> ctxlab::sweep::SweepResult {
+        let cells = (0..s.total_cells())
+            .map(|i| {
+                let (combo, seed, len) = s.cell(i);
+                let v = u64::from(counts[i % counts.len()]);
+                CellResult {
+                    index: i,
+                    values: s.values(combo),
+                    path_len: len,
+                    seed,
+                    lost_forever: v % 3,
+                    pointer_lost: v % 2,
+                    pairs_intact: v % 5 != 0,
+                    double_compacted: v % 4,
+                    unseen_compacted: 0,
+                }
+            })
+            .collect();
+        ctxlab::sweep::SweepResult {
+            spec: s.clone(),
+            shard: None,
+            cells,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn ranges_parse_like_step_by(a in 0usize..500, len in 0usize..300, step in 1usize..40) {
+            let b = a + len;
+            let want: Vec<usize> = (a..=b).step_by(step).collect();
+            prop_assert_eq!(parse_path_lens(&format!("{a}..{b}:{step}")).unwrap(), want);
+        }
+
+        #[test]
+        fn any_sharding_merges_back(n in 1usize..9, k in 1usize..4, seeds in 1u64..3, counts in proptest::collection::vec(any::<u8>(), 1..20)) {
+            let vary: Vec<&str> = sweep::DEFAULT_VARY[..k].to_vec();
+            let s = spec(&vary, "60,70,90", seeds);
+            let whole = synthetic(&s, &counts);
+            let parts = (0..n)
+                .map(|i| {
+                    let shard = Shard { index: i, count: n };
+                    ctxlab::sweep::SweepResult {
+                        spec: s.clone(),
+                        shard: Some(shard),
+                        cells: whole.cells.iter().filter(|c| shard.owns(c.index)).cloned().collect(),
+                    }
+                })
+                .collect();
+            prop_assert_eq!(merge(parts).unwrap(), whole);
+        }
+
+        #[test]
+        fn thresholds_are_exactly_the_neighbour_changes(counts in proptest::collection::vec(0u64..3, 2..30)) {
+            let vary = vec!["order".to_string()];
+            let cells: Vec<CellResult> = counts
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| cell(&["micro_first"], 60 + i, v, 0, true))
+                .collect();
+            let changes = counts.windows(2).filter(|w| w[0] != w[1]).count();
+            let ts = thresholds(&vary, &cells);
+            prop_assert_eq!(ts.len(), changes);
+            prop_assert!(ts.iter().all(|t| t.exact() && t.counter == "lost_forever"));
+        }
+    }
+}
