@@ -451,8 +451,8 @@ pub fn run(
 }
 
 /// Merge shard outputs into one complete result. Every input must come from
-/// the same spec; together they must cover every cell exactly once (a cell
-/// present twice must be identical in both).
+/// the same spec and together they must cover every cell; a cell present in
+/// two inputs (overlapping shards) must be identical in both.
 pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
     let mut parts = parts.into_iter();
     let first = parts.next().ok_or_else(|| {
@@ -901,7 +901,7 @@ pub struct SweepArgs {
     /// Path lengths: N, A..B or A..B:STEP (inclusive), comma separated.
     #[arg(long, default_value = DEFAULT_PATH_LENS)]
     pub path_len: String,
-    /// Number of seeds: 0 is the prototype probe, others generated sessions.
+    /// Number of seeds, run as seeds 0..N: seed 0 is the prototype probe, others generated sessions.
     #[arg(long, default_value_t = 1)]
     pub seeds: u64,
     /// Run only cells whose index is i mod n (`--shard i/n`); merge with `--merge`.
