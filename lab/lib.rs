@@ -14,4 +14,6 @@ pub mod memory;
 pub mod message;
 pub mod registry;
 pub mod report;
+pub mod reports;
 pub mod scenario;
+pub mod sweep;

@@ -99,11 +99,17 @@ fn selftest_passes() {
 
 #[test]
 fn same_command_same_bytes() {
-    for args in [&["break", "all", "--format", "json"][..], &["list", "--format", "markdown"][..]] {
+    for args in [
+        &["break", "all", "--format", "json"][..],
+        &["list", "--format", "markdown"][..],
+    ] {
         let (a, out_a, _) = lab(args);
         let (b, out_b, _) = lab(args);
         assert_eq!((a, b), (0, 0));
         assert_eq!(out_a, out_b, "{args:?}");
-        assert!(!out_a.contains("/tmp/"), "machine paths leaked into {args:?}");
+        assert!(
+            !out_a.contains("/tmp/"),
+            "machine paths leaked into {args:?}"
+        );
     }
 }
