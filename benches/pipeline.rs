@@ -63,6 +63,35 @@ fn main() {
             );
         }
     }
+    // Cells per second of the default sweep (`lab sweep`).
+    let spec = ctxlab::sweep::SweepSpec {
+        profile: "prototype".into(),
+        vary: ctxlab::sweep::parse_vary(
+            "order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit",
+        )
+        .unwrap(),
+        path_lens: if full {
+            (60..=200).collect()
+        } else {
+            vec![60, 160]
+        },
+        seeds: 1,
+    };
+    let t = Instant::now();
+    let result = ctxlab::sweep::run(&spec, None, &mut |_, _| {}).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "\nsweep: {} cells in {secs:.2} s = {:.0} cells/s",
+        spec.total_cells(),
+        spec.total_cells() as f64 / secs
+    );
+    assert_eq!(
+        serde_json::to_value(&result).unwrap()["cells"]
+            .as_array()
+            .map(Vec::len),
+        Some(spec.total_cells())
+    );
+
     let rounds = if full { 20 } else { 1 };
     let t = Instant::now();
     let mut cells = 0usize;
