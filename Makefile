@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run test lint fmt bench readme reports selftest
+.PHONY: run test lint fmt bench readme reports reports-check selftest
 
 ## run: every experiment of the registry, then the self-check of their expectations
 run:
@@ -31,3 +31,11 @@ readme:
 
 selftest:
 	$(LAB) selftest
+
+## reports: regenerate reports/ (tables as Markdown, CSV, JSON, LaTeX; an SVG plot) from the code
+reports:
+	$(LAB) reports --out reports/
+
+## reports-check: exit 1, naming the files, when the checked-in reports/ differ from what the code produces
+reports-check:
+	$(LAB) reports --check reports/

@@ -34,8 +34,8 @@ fn main() {
     };
     // The session (pipeline before every model call, real files) is timed
     // apart from the checker, which reads every archive once at the end.
-    println!("| profile | turns | session ms | µs per turn | check ms |");
-    println!("|---|---|---|---|---|");
+    println!("| profile | turns | session ms | µs per turn | check ms | archived MB |");
+    println!("|---|---|---|---|---|---|");
     for name in ["course-f9e8b28", "course-main", "hardened"] {
         let cfg = profile(name).unwrap().config;
         for &n in sizes {
@@ -50,12 +50,48 @@ fn main() {
             let c = check::check(&s.compactor, &s.messages, &s.ledger, &s.requests);
             let check_ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(c.get("lost_forever").is_some());
+            // The course archives the whole context on every snip, so archive
+            // volume (and the checker, which reads it) grows with turns × context.
+            let archived: u64 = std::fs::read_dir(s.compactor.root.transcripts())
+                .unwrap()
+                .map(|e| e.unwrap().metadata().unwrap().len())
+                .sum();
             println!(
-                "| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} |",
-                ms * 1e3 / n as f64
+                "| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} | {:.1} |",
+                ms * 1e3 / n as f64,
+                archived as f64 / 1e6
             );
         }
     }
+    // Cells per second of the default sweep (`lab sweep`).
+    let spec = ctxlab::sweep::SweepSpec {
+        profile: "prototype".into(),
+        vary: ctxlab::sweep::parse_vary(
+            "order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit",
+        )
+        .unwrap(),
+        path_lens: if full {
+            (60..=200).collect()
+        } else {
+            vec![60, 160]
+        },
+        seeds: 1,
+    };
+    let t = Instant::now();
+    let result = ctxlab::sweep::run(&spec, None, &mut |_, _| {}).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "\nsweep: {} cells in {secs:.2} s = {:.0} cells/s",
+        spec.total_cells(),
+        spec.total_cells() as f64 / secs
+    );
+    assert_eq!(
+        serde_json::to_value(&result).unwrap()["cells"]
+            .as_array()
+            .map(Vec::len),
+        Some(spec.total_cells())
+    );
+
     let rounds = if full { 20 } else { 1 };
     let t = Instant::now();
     let mut cells = 0usize;

@@ -122,6 +122,10 @@ pub enum Command {
         #[arg(long)]
         write: Option<std::path::PathBuf>,
     },
+    /// Factorial sweep of switches × path lengths × seeds, with thresholds.
+    Sweep(crate::sweep::SweepArgs),
+    /// Regenerate (`--out DIR`) or check (`--check DIR`) the generated reports.
+    Reports(crate::sweep::ReportsArgs),
 }
 
 /// Markers around the generated experiment table in README.md.
@@ -215,6 +219,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
             std::fs::rename(&tmp, &path).map_err(|e| LabError::io("replacing", &path, e))?;
             Ok(format!("updated {}\n", path.display()))
         }
+        Some(Command::Sweep(args)) => crate::sweep::command(&args),
+        Some(Command::Reports(args)) => crate::sweep::reports_command(&args),
     }
 }
 
@@ -242,7 +248,7 @@ fn selftest() -> LabResult<String> {
         let v = (e.run)(&opts)?;
         let f = v.check(e.expect);
         out += &format!(
-            "{:<4} {:<6} {}\n",
+            "{:<16} {:<5} {}\n",
             e.id,
             if f.is_empty() { "ok" } else { "FAIL" },
             e.title

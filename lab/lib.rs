@@ -16,4 +16,6 @@ pub mod message;
 pub mod registry;
 pub mod replay;
 pub mod report;
+pub mod reports;
 pub mod scenario;
+pub mod sweep;

@@ -96,3 +96,20 @@ fn selftest_passes() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("every expectation holds"));
 }
+
+#[test]
+fn same_command_same_bytes() {
+    for args in [
+        &["break", "all", "--format", "json"][..],
+        &["list", "--format", "markdown"][..],
+    ] {
+        let (a, out_a, _) = lab(args);
+        let (b, out_b, _) = lab(args);
+        assert_eq!((a, b), (0, 0));
+        assert_eq!(out_a, out_b, "{args:?}");
+        assert!(
+            !out_a.contains("/tmp/"),
+            "machine paths leaked into {args:?}"
+        );
+    }
+}

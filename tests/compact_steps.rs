@@ -276,3 +276,20 @@ fn abbreviate(messages: &[Message]) -> Vec<Message> {
         })
         .collect()
 }
+
+#[test]
+fn broken_final_messages_snapshots() {
+    use ctxlab::compact::experiments::sides;
+    for (id, script, len) in [
+        ("D6", probe::prototype_probe(), 160),
+        ("D3", probe::prototype_probe(), 60),
+        ("R1", probe::recompaction(), 163),
+    ] {
+        let (_, broken) = sides(id).unwrap().configs().unwrap();
+        let o = probe::run(&broken, &script, Some(len)).unwrap();
+        insta::assert_json_snapshot!(
+            format!("final_messages_{id}_broken_{len}"),
+            abbreviate(&o.final_messages)
+        );
+    }
+}

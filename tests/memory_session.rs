@@ -58,6 +58,22 @@ fn tool_output_reaches_neither_query_nor_extractor() {
     // Six text messages, none carrying tool output.
     let expected = "user: Format the file with my indentation.\nassistant: Done with tabs.\nuser: Thanks\nassistant: Done with tabs.";
     assert_eq!(ex.input_chars, expected.chars().count());
+    assert!(
+        ex.prompt.ends_with(&format!("Dialogue:\n{expected}")),
+        "{}",
+        ex.prompt
+    );
+    assert!(ex
+        .prompt
+        .contains("Existing memory catalog:\n- tabs: prefers tabs"));
+    assert!(!ex.prompt.contains("TOOL-OUTPUT") && !recall.selector_prompt.contains("TOOL-OUTPUT"));
+    assert!(
+        recall
+            .selector_prompt
+            .ends_with("Memory catalog:\n0: tabs - prefers tabs"),
+        "{}",
+        recall.selector_prompt
+    );
     assert_eq!(check(&h).unwrap().count_of("system_prompts"), Some(2));
 }
 

@@ -106,4 +106,6 @@ fn assembled_system_prompt() {
     let recall = h.last_recall.clone().unwrap();
     assert_eq!(recall.cut_midway, vec!["no-db-mocks.md".to_string()]);
     insta::assert_snapshot!("system_prompt", recall.system);
+    insta::assert_snapshot!("selector_prompt", recall.selector_prompt);
+    insta::assert_snapshot!("extractor_prompt", h.last_extract.clone().unwrap().prompt);
 }

@@ -9,8 +9,8 @@
 //! The reverse gate (seed section 7, a finding): when the catalog exceeds the
 //! input cap the pass is skipped *before* the model call, with one quiet log
 //! line. Since consolidation is the only deletion path, a store past the cap
-//! grows without bound. [`MemorySwitches::chunked_consolidation`] and
-//! [`MemorySwitches::warn_on_skip`] are the two fixes the lab compares.
+//! grows without bound. [`chunked_consolidation`](super::switches::MemorySwitches::chunked_consolidation) and
+//! [`warn_on_skip`](super::switches::MemorySwitches::warn_on_skip) are the two fixes the lab compares.
 
 use serde::{Deserialize, Serialize};
 
@@ -442,6 +442,24 @@ mod tests {
             matches!(r, Consolidation::Done { model_calls: 2, .. }),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn reverse_gate_fires_before_the_model_call() {
+        // A model that would fail is never called: the pass is Skipped, not Failed.
+        let c = MemoryConstants::default();
+        let (_d, s) = filled(10, 2500, MemorySwitches::default());
+        let r = consolidate(
+            &s,
+            &ConsolidatorScript::Fail("called".into()),
+            &FaultPlan::default(),
+            &c,
+        )
+        .unwrap();
+        assert!(matches!(r, Consolidation::Skipped { .. }), "{r:?}");
+        assert!(log_line(&r, 20000)
+            .unwrap()
+            .starts_with("[Memory consolidation skipped:"));
     }
 
     #[test]

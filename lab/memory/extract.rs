@@ -69,6 +69,8 @@ pub struct ExtractReport {
     pub stored: Vec<String>,
     /// The log line the harness prints, if any.
     pub log: Option<String>,
+    /// The prompt a real extractor model would have been sent (empty if none was).
+    pub prompt: String,
 }
 
 /// The declared scope of a candidate.
@@ -179,6 +181,23 @@ pub fn extract(
     if dialogue.is_empty() {
         return Ok(report);
     }
+    let records = store.records()?;
+    let existing = records
+        .iter()
+        .map(|r| {
+            format!(
+                "- {}: {}",
+                collapse(&r.memory.name),
+                collapse(&r.memory.description)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    report.prompt = super::prompts::extractor_prompt(
+        &existing,
+        constants.existing_catalog_char_limit,
+        &dialogue,
+    );
     let reply = match script {
         ExtractorScript::Fail(e) => {
             report.log = Some(format!("[Memory extraction skipped: {e}]"));
@@ -189,11 +208,8 @@ pub fn extract(
     let switches = *store.switches();
     // Earlier records, growing as candidates are stored: later candidates of
     // the same batch are deduplicated against earlier ones.
-    let mut earlier: Vec<(String, Memory)> = store
-        .records()?
-        .into_iter()
-        .map(|r| (r.file, r.memory))
-        .collect();
+    let mut earlier: Vec<(String, Memory)> =
+        records.into_iter().map(|r| (r.file, r.memory)).collect();
     for item in extract_json_array(reply).unwrap_or_default() {
         let name = item
             .get("name")
@@ -265,8 +281,8 @@ mod tests {
             })
             .unwrap();
         let msgs = vec![
-            Message::text(Role::User, "remember this"),
-            Message::text(Role::Assistant, "ok"),
+            crate::memory::transcript::text_message(Role::User, "remember this"),
+            crate::memory::transcript::text_message(Role::Assistant, "ok"),
         ];
         let script = ExtractorScript::Reply(serde_json::Value::Array(items).to_string());
         let r = extract(&store, &msgs, &script, &MemoryConstants::default()).unwrap();

@@ -4,6 +4,7 @@
 //! [`store`] (files + derived index + path guard), [`recall`] (selection and
 //! system-prompt assembly), [`extract`] (gated writes at the end of a turn),
 //! [`consolidate`] (destructive rewrite with snapshot and rollback), and
+//! [`prompts`] (what a real side model would be sent), and
 //! [`checker`] which turns the resulting disk state into [`crate::counters::Counters`].
 //! [`session`] drives scripted turns through all of them; [`scenario`] reads
 //! such sessions from JSON files; [`experiments`] registers the break rows.
@@ -13,6 +14,7 @@ pub mod consolidate;
 pub mod experiments;
 pub mod extract;
 pub mod frontmatter;
+pub mod prompts;
 pub mod recall;
 pub mod scenario;
 pub mod session;

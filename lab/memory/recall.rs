@@ -77,6 +77,8 @@ pub struct Recall {
     pub system: String,
     /// Files whose recalled content was cut before its end by the budget.
     pub cut_midway: Vec<String>,
+    /// The prompt a real selector model would have been sent (empty when no side call is made).
+    pub selector_prompt: String,
 }
 
 /// The first JSON array found at any `[` in `text` (the course's
@@ -305,11 +307,20 @@ pub fn recall_turn(
     let selection = select(&records, &query, script, store.switches(), constants);
     let (relevant, cut_midway) = load(&records, &selection.files, constants.recall_char_limit);
     let system = build_system(workdir, &store.read_index()?, &relevant);
+    let selector_prompt = if records.is_empty() || query.is_empty() {
+        String::new()
+    } else {
+        super::prompts::selector_prompt(
+            &query,
+            &selector_catalog(&records, constants.selector_catalog_char_limit),
+        )
+    };
     Ok(Recall {
         query,
         selection,
         system,
         cut_midway,
+        selector_prompt,
     })
 }
 

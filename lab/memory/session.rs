@@ -222,8 +222,10 @@ impl Harness {
 
     /// Run one turn.
     pub fn run_turn(&mut self, turn: &Turn) -> LabResult<()> {
-        self.messages
-            .push(Message::text(Role::User, turn.user.clone()));
+        self.messages.push(super::transcript::text_message(
+            Role::User,
+            turn.user.clone(),
+        ));
         let recall = recall_turn(
             &self.store,
             "/workspace",
@@ -250,28 +252,22 @@ impl Harness {
         for call in &turn.tool_calls {
             self.tool_seq += 1;
             let id = format!("toolu_{}", self.tool_seq);
-            self.messages.push(Message {
-                role: Role::Assistant,
-                blocks: vec![Block::ToolUse {
-                    id: id.clone(),
-                    name: call.name.clone(),
-                    input: call.input.clone(),
-                }],
-            });
+            self.messages.push(Message::assistant(vec![Block::ToolUse {
+                id: id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+            }]));
             let content = self.execute(call)?;
-            self.messages.push(Message {
-                role: Role::User,
-                blocks: vec![Block::ToolResult {
-                    tool_use_id: id,
-                    content,
-                }],
-            });
+            self.messages
+                .push(Message::tool_results(vec![(id, content)]));
         }
         if turn.interrupted {
             return Ok(());
         }
-        self.messages
-            .push(Message::text(Role::Assistant, turn.assistant.clone()));
+        self.messages.push(super::transcript::text_message(
+            Role::Assistant,
+            turn.assistant.clone(),
+        ));
 
         let report = extract(
             &self.store,

@@ -4,91 +4,38 @@
 //! must not see `tool_result` content, even though tool results travel in
 //! `user`-role messages.
 
-use serde::{Deserialize, Serialize};
+pub use crate::message::{Block, Message, Role};
 
-/// Who sent a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The user, or the harness returning tool results.
-    User,
-    /// The main model.
-    Assistant,
-}
-
-impl Role {
-    /// Lower-case role name as in the course's dialogue text.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        }
+/// Lower-case role name as in the course's dialogue text.
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
     }
 }
 
-/// One content block.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Block {
-    /// Plain text.
-    Text {
-        /// The text.
-        text: String,
-    },
-    /// A tool call by the model.
-    ToolUse {
-        /// Call id.
-        id: String,
-        /// Tool name.
-        name: String,
-        /// Arguments.
-        input: serde_json::Value,
-    },
-    /// A tool result returned by the harness.
-    ToolResult {
-        /// The call it answers.
-        tool_use_id: String,
-        /// Output text.
-        content: String,
-    },
-}
-
-/// One message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    /// Sender.
-    pub role: Role,
-    /// Content blocks.
-    pub blocks: Vec<Block>,
-}
-
-impl Message {
-    /// A text-only message.
-    pub fn text(role: Role, text: impl Into<String>) -> Message {
-        Message {
-            role,
-            blocks: vec![Block::Text { text: text.into() }],
-        }
+/// A message holding one text block (the memory half speaks in blocks throughout).
+pub fn text_message(role: Role, text: impl Into<String>) -> Message {
+    Message {
+        role,
+        content: crate::message::Content::Blocks(vec![Block::Text { text: text.into() }]),
     }
+}
 
-    /// The text blocks joined by newlines; tool blocks contribute nothing.
-    pub fn text_content(&self) -> String {
-        self.blocks
+/// The non-empty text blocks (or the string content) joined by newlines;
+/// tool blocks contribute nothing, which is what keeps tool output out of
+/// recall queries and extraction input.
+pub fn text_content(m: &Message) -> String {
+    match &m.content {
+        crate::message::Content::Text(t) => t.clone(),
+        crate::message::Content::Blocks(blocks) => blocks
             .iter()
             .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
+                Block::Text { text } if !text.is_empty() => Some(text.as_str()),
                 _ => None,
             })
-            .filter(|t| !t.is_empty())
             .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Does this message contain a tool call?
-    pub fn has_tool_use(&self) -> bool {
-        self.blocks
-            .iter()
-            .any(|b| matches!(b, Block::ToolUse { .. }))
+            .join("\n"),
     }
 }
 
@@ -109,7 +56,7 @@ pub fn recent_user_text(messages: &[Message], max_turns: usize, char_limit: usiz
         if m.role != Role::User {
             continue;
         }
-        let t = m.text_content().trim().to_string();
+        let t = text_content(m).trim().to_string();
         if !t.is_empty() {
             turns.push(t);
         }
@@ -128,8 +75,8 @@ pub fn dialogue_text(messages: &[Message], max_messages: usize, char_limit: usiz
     let lines: Vec<String> = messages[start..]
         .iter()
         .filter_map(|m| {
-            let t = m.text_content().trim().to_string();
-            (!t.is_empty()).then(|| format!("{}: {t}", m.role.name()))
+            let t = text_content(m).trim().to_string();
+            (!t.is_empty()).then(|| format!("{}: {t}", role_name(m.role)))
         })
         .collect();
     take_chars(&lines.join("\n"), char_limit).to_string()
@@ -140,22 +87,16 @@ mod tests {
     use super::*;
 
     fn tool_result(content: &str) -> Message {
-        Message {
-            role: Role::User,
-            blocks: vec![Block::ToolResult {
-                tool_use_id: "t1".into(),
-                content: content.into(),
-            }],
-        }
+        Message::tool_results(vec![("t1".into(), content.into())])
     }
 
     #[test]
     fn tool_results_never_reach_query_or_dialogue() {
         let msgs = vec![
-            Message::text(Role::User, "use tabs"),
+            text_message(Role::User, "use tabs"),
             tool_result("SECRET TOOL OUTPUT"),
-            Message::text(Role::Assistant, "ok"),
-            Message::text(Role::User, "and single quotes"),
+            text_message(Role::Assistant, "ok"),
+            text_message(Role::User, "and single quotes"),
         ];
         let q = recent_user_text(&msgs, 3, 4000);
         assert_eq!(q, "use tabs\nand single quotes");
@@ -166,7 +107,7 @@ mod tests {
 
     #[test]
     fn caps_count_characters_not_bytes() {
-        let msgs = vec![Message::text(Role::User, "用户偏好用制表符")];
+        let msgs = vec![text_message(Role::User, "用户偏好用制表符")];
         assert_eq!(recent_user_text(&msgs, 3, 4), "用户偏好");
         assert_eq!(dialogue_text(&msgs, 12, 8), "user: 用户");
     }

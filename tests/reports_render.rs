@@ -1,0 +1,201 @@
+//! The generated reports: escaping, formats, snapshots, and drift against the checked-in `reports/`.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use ctxlab::reports::{self, csv_field, latex_escape, Cell, ReportData, Table};
+use ctxlab::sweep;
+
+/// The experiments behind the reports run once per test binary.
+fn data() -> &'static ReportData {
+    static DATA: OnceLock<ReportData> = OnceLock::new();
+    DATA.get_or_init(|| sweep::report_data().unwrap())
+}
+
+fn files() -> &'static Vec<(String, String)> {
+    static FILES: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    FILES.get_or_init(|| reports::files(data()))
+}
+
+fn file(name: &str) -> &'static str {
+    &files().iter().find(|(n, _)| n == name).unwrap().1
+}
+
+#[test]
+fn csv_fields_are_quoted_only_when_needed() {
+    assert_eq!(csv_field("plain_text"), "plain_text");
+    assert_eq!(csv_field("a,b"), "\"a,b\"");
+    assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+    assert_eq!(csv_field(" edge"), "\" edge\"");
+    assert_eq!(csv_field(""), "");
+}
+
+#[test]
+fn latex_special_characters_are_escaped() {
+    assert_eq!(latex_escape("path_len"), "path\\_len");
+    assert_eq!(
+        latex_escape("50% & $5 #1 {x}"),
+        "50\\% \\& \\$5 \\#1 \\{x\\}"
+    );
+    assert_eq!(
+        latex_escape("a\\b ~ ^ <>|"),
+        "a\\textbackslash{}b \\textasciitilde{} \\textasciicircum{} \\textless{}\\textgreater{}\\textbar{}"
+    );
+}
+
+fn tiny() -> Table {
+    Table {
+        name: "tiny_table".into(),
+        title: "a_b, \"c\"".into(),
+        columns: vec!["name".into(), "n".into(), "ok".into()],
+        rows: vec![
+            vec![Cell::Text("x,y".into()), Cell::Int(3), Cell::Bool(true)],
+            vec![Cell::Text("50%".into()), Cell::Int(0), Cell::Bool(false)],
+        ],
+    }
+}
+
+#[test]
+fn every_format_of_a_tiny_table() {
+    let t = tiny();
+    assert_eq!(reports::csv(&t), "name,n,ok\n\"x,y\",3,true\n50%,0,false\n");
+    let tex = reports::latex(&t);
+    assert!(
+        tex.contains("\\begin{tabular}{lrl}\n\\toprule\nname & n & ok \\\\\n\\midrule\n"),
+        "{tex}"
+    );
+    assert!(
+        tex.contains("50\\% & 0 & false \\\\\n\\bottomrule\n"),
+        "{tex}"
+    );
+    assert!(
+        tex.contains("\\caption{a\\_b, \"c\"}\n\\label{tab:tiny-table}"),
+        "{tex}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&reports::json(&t)).unwrap();
+    assert_eq!(json["rows"][0], serde_json::json!(["x,y", 3, true]));
+    insta::assert_snapshot!("reports_tiny_markdown", reports::markdown(&t));
+    insta::assert_snapshot!("reports_tiny_latex", tex);
+}
+
+#[test]
+fn every_table_comes_in_four_formats_plus_plot_and_index() {
+    let names: Vec<&str> = files().iter().map(|(n, _)| n.as_str()).collect();
+    for stem in [
+        "grid2x2_lost_forever",
+        "grid2x2_pointer_lost",
+        "factorial",
+        "profiles",
+    ] {
+        for ext in ["md", "csv", "json", "tex"] {
+            assert!(
+                names.contains(&format!("{stem}.{ext}").as_str()),
+                "{stem}.{ext}"
+            );
+        }
+    }
+    for extra in ["grid2x2.svg", "thresholds.md", "README.md"] {
+        assert!(names.contains(&extra), "{extra}");
+    }
+    for (name, text) in files() {
+        assert!(
+            !text.contains("/tmp") && !text.contains("ctxlab-"),
+            "{name} names a machine path"
+        );
+        assert!(text.ends_with('\n'), "{name}");
+    }
+    // 2 × 2^5 factorial rows at two path lengths, 5 profiles × 4 scripts × 2 lengths.
+    assert_eq!(file("factorial.csv").lines().count(), 1 + 32 * 2);
+    assert_eq!(file("profiles.csv").lines().count(), 1 + 5 * 4 * 2);
+}
+
+#[test]
+fn svg_is_hand_written_and_deterministic() {
+    let svg = file("grid2x2.svg");
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.ends_with("</svg>\n"));
+    assert_eq!(
+        svg.matches("stroke-width=\"2\"").count(),
+        8,
+        "4 series × 2 panels"
+    );
+    assert_eq!(reports::grid_svg(&data().grid), svg);
+}
+
+#[test]
+fn snapshot_report_tables() {
+    insta::assert_snapshot!(
+        "reports_grid2x2_lost_forever_md",
+        file("grid2x2_lost_forever.md")
+    );
+    insta::assert_snapshot!(
+        "reports_grid2x2_pointer_lost_md",
+        file("grid2x2_pointer_lost.md")
+    );
+    insta::assert_snapshot!("reports_factorial_md", file("factorial.md"));
+    insta::assert_snapshot!("reports_profiles_md", file("profiles.md"));
+    insta::assert_snapshot!("reports_thresholds_md", file("thresholds.md"));
+    insta::assert_snapshot!(
+        "reports_grid2x2_pointer_lost_tex",
+        file("grid2x2_pointer_lost.tex")
+    );
+}
+
+#[test]
+fn generation_into_a_tempdir_matches_the_checked_in_reports() {
+    // Generate exactly as `make reports` does, then compare the written bytes.
+    let tmp = tempfile::tempdir().unwrap();
+    sweep::write_files(tmp.path(), files()).unwrap();
+    let written: Vec<(String, String)> = files()
+        .iter()
+        .map(|(n, _)| {
+            (
+                n.clone(),
+                std::fs::read_to_string(tmp.path().join(n)).unwrap(),
+            )
+        })
+        .collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
+    let drift = sweep::drift(&dir, &written).unwrap();
+    assert!(
+        drift.is_empty(),
+        "reports/ drifted; run `make reports` and commit:\n{}",
+        drift.join("\n")
+    );
+}
+
+#[test]
+fn generation_into_a_tempdir_round_trips_and_drift_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = sweep::write_files(tmp.path(), files()).unwrap();
+    assert_eq!(out.lines().count(), files().len());
+    assert!(sweep::drift(tmp.path(), files()).unwrap().is_empty());
+    // No temp files are left behind by the atomic writes.
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        files().len()
+    );
+
+    let csv = tmp.path().join("profiles.csv");
+    let text = std::fs::read_to_string(&csv)
+        .unwrap()
+        .replacen("true", "maybe", 1);
+    std::fs::write(&csv, text).unwrap();
+    std::fs::remove_file(tmp.path().join("grid2x2.svg")).unwrap();
+    std::fs::write(tmp.path().join("stale.md"), "old\n").unwrap();
+    let drift = sweep::drift(tmp.path(), files()).unwrap();
+    assert_eq!(drift.len(), 3, "{drift:#?}");
+    assert!(drift.iter().any(|d| d.contains("grid2x2.svg: missing")));
+    let changed = drift.iter().find(|d| d.contains("profiles.csv")).unwrap();
+    assert!(changed.contains("@@ line 2 @@"), "{changed}");
+    assert!(
+        changed.contains("-course-old,probe,60,3,0,maybe"),
+        "{changed}"
+    );
+    assert!(
+        changed.contains("+course-old,probe,60,3,0,true"),
+        "{changed}"
+    );
+    assert!(drift.iter().any(|d| d.contains("stale.md: unexpected")));
+}

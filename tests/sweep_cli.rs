@@ -1,0 +1,111 @@
+//! `lab sweep` and `lab reports` end to end through the binary.
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn shards_merged_on_the_command_line_equal_the_unsharded_run() {
+    let common = [
+        "sweep",
+        "--vary",
+        "order,unseen_guard",
+        "--path-len",
+        "80..100:5",
+        "--seeds",
+        "2",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let mut args = common.to_vec();
+        args.extend(["--shard", &shard, "--format", "json"]);
+        let (code, out, err) = lab(&args);
+        assert_eq!(code, 0, "{err}");
+        let path = tmp.path().join(format!("s{i}.json"));
+        std::fs::write(&path, out).unwrap();
+        files.push(path.to_string_lossy().into_owned());
+    }
+    for format in ["table", "markdown", "json"] {
+        let mut whole = common.to_vec();
+        whole.extend(["--format", format]);
+        let (c1, a, _) = lab(&whole);
+        let mut merge = vec!["sweep", "--merge"];
+        merge.extend(files.iter().map(String::as_str));
+        merge.extend(["--format", format]);
+        let (c2, b, err) = lab(&merge);
+        assert_eq!((c1, c2), (0, 0), "{err}");
+        assert_eq!(a, b, "{format}");
+    }
+}
+
+#[test]
+fn progress_goes_to_stderr_only_when_asked() {
+    let args = ["sweep", "--vary", "order", "--path-len", "60,160"];
+    let (_, quiet_out, quiet_err) = lab(&args);
+    assert_eq!(quiet_err, "", "stderr is not a terminal under cargo test");
+    let mut loud = args.to_vec();
+    loud.push("--progress");
+    let (code, out, err) = lab(&loud);
+    assert_eq!(code, 0);
+    assert_eq!(out, quiet_out, "progress never touches stdout");
+    assert_eq!(err, "sweep: 4/4 cells\n");
+}
+
+#[test]
+fn sweep_usage_errors_exit_2() {
+    for args in [
+        vec!["sweep", "--path-len", "60..x"],
+        vec!["sweep", "--vary", "nope"],
+        vec!["sweep", "--shard", "2/2"],
+        vec!["sweep", "--path-len", "30"],
+        vec!["sweep", "--profile", "nope"],
+    ] {
+        let (code, _, err) = lab(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("fix:"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn merge_of_a_bad_file_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, "{\n  \"spec\": 3\n}\n").unwrap();
+    let (code, _, err) = lab(&["sweep", "--merge", bad.to_str().unwrap()]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("bad.json:2:"), "{err}");
+}
+
+#[test]
+fn reports_check_exits_1_and_lists_drifted_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("reports");
+    let d = dir.to_str().unwrap();
+    let (code, out, err) = lab(&["reports", "--out", d]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("thresholds.md"), "{out}");
+    let (code, out, _) = lab(&["reports", "--check", d]);
+    assert_eq!(code, 0);
+    assert!(out.contains("files match"), "{out}");
+    std::fs::write(dir.join("factorial.md"), "edited\n").unwrap();
+    let (code, _, err) = lab(&["reports", "--check", d]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("reports: 1 file(s) in"), "{err}");
+    assert!(err.contains("1 expectation(s) failed"), "{err}");
+    assert!(err.contains("factorial.md (checked in)"), "{err}");
+    assert!(err.contains("-edited"), "{err}");
+    let (code, _, _) = lab(&["reports"]);
+    assert_eq!(code, 2, "--out or --check is required");
+}
