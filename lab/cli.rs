@@ -82,6 +82,31 @@ pub enum Command {
     },
     /// Check every registry expectation; exit 1 on any failure.
     Selftest,
+    /// Replay real agent transcripts (Claude Code .jsonl / chat.json, Anthropic
+    /// Messages JSON, OpenAI chat / SWE-agent .traj) through compaction profiles.
+    Replay {
+        /// Transcript files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Profiles to replay under (repeatable or comma separated; default: every profile).
+        #[arg(long, value_delimiter = ',')]
+        profile: Vec<String>,
+        /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Exact length of the embedded result path.
+        #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN)]
+        path_len: usize,
+        /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
+        #[arg(long)]
+        strict: bool,
+        /// Also write an SVG plot of context size over model calls per profile.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<std::path::PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Search for a conversation the broken side fails and the intact side passes;
     /// write the shrunk minimal counterexample as a scenario file.
     Hunt {
@@ -198,6 +223,43 @@ pub fn run(cli: Cli) -> LabResult<String> {
             Ok(out)
         }
         Some(Command::Selftest) => selftest(),
+        Some(Command::Replay {
+            files,
+            profile,
+            scale,
+            path_len,
+            strict,
+            plot,
+            format,
+        }) => {
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(LabError::usage(
+                    format!("--scale {scale} is not a positive number"),
+                    "use e.g. --scale 0.1",
+                ));
+            }
+            let names: Vec<&str> = profile.iter().map(String::as_str).collect();
+            let options = crate::replay::ReplayOptions {
+                scale,
+                path_len: Some(path_len),
+            };
+            let import = crate::import::ImportOptions {
+                strict,
+                format: None,
+            };
+            let run = crate::replay::run_files(&files, &names, &options, &import)?;
+            for d in &run.diagnostics {
+                eprintln!("warning: {d}");
+            }
+            if let Some(path) = plot {
+                let tmp = path.with_extension("svg.tmp");
+                std::fs::write(&tmp, crate::replay::render_svg(&run.reports))
+                    .map_err(|e| LabError::io("writing the plot", &tmp, e))?;
+                std::fs::rename(&tmp, &path)
+                    .map_err(|e| LabError::io("writing the plot", &path, e))?;
+            }
+            Ok(crate::replay::render(&run.reports, format))
+        }
         Some(Command::Hunt {
             break_id,
             profile,

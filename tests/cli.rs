@@ -113,3 +113,31 @@ fn same_command_same_bytes() {
         );
     }
 }
+
+#[test]
+fn replay_reports_damaged_input_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("cut.jsonl");
+    std::fs::write(
+        &f,
+        concat!(
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","isSidechain":false,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","isSidechain":false,"message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","#,
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = lab(&["replay", f.to_str().unwrap(), "--profile", "hardened"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("cut.jsonl:3"), "{err}");
+    assert!(out.contains("hardened"), "{out}");
+    let (code, _, err) = lab(&["replay", f.to_str().unwrap(), "--strict"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("cut.jsonl:3"), "{err}");
+    let (code, _, err) = lab(&["replay", f.to_str().unwrap(), "--profile", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = lab(&["replay", f.to_str().unwrap(), "--scale", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
