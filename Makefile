@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run test lint fmt bench readme reports reports-check selftest
+.PHONY: run test lint fmt bench readme reports reports-check selftest replay
 
 ## run: every experiment of the registry, then the self-check of their expectations
 run:
@@ -39,3 +39,13 @@ reports:
 ## reports-check: exit 1, naming the files, when the checked-in reports/ differ from what the code produces
 reports-check:
 	$(LAB) reports --check reports/
+
+TRANSCRIPTS ?= ../shared/transcripts
+## replay: every real transcript under every profile -> reports/replay/ (table + one plot per file)
+replay:
+	@test -d $(TRANSCRIPTS) || { echo "no transcripts at $(TRANSCRIPTS): set TRANSCRIPTS=DIR" >&2; exit 2; }
+	mkdir -p reports/replay
+	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --format markdown > reports/replay/README.md
+	for f in $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/*; do \
+	  $(LAB) replay "$$f" --plot "reports/replay/$$(basename "$$f" | sed 's/[^A-Za-z0-9._-]/_/g').svg" > /dev/null 2>&1 || exit 1; \
+	done
