@@ -63,6 +63,42 @@ fn main() {
             );
         }
     }
+    // Replay: synthetic sessions of growing length under every profile, and the
+    // largest real transcript when ../shared/transcripts is there.
+    println!("\n| replay profile | turns | ms | µs per message |");
+    println!("|---|---|---|---|");
+    let turns: &[usize] = if full { &[100, 1_000, 5_000] } else { &[20] };
+    for name in ctxlab::replay::profile_names() {
+        for &n in turns {
+            let main = ctxlab::replay::synthetic_main(n, 3_000);
+            let t = Instant::now();
+            let r =
+                ctxlab::replay::replay_messages("synthetic", &main, &[], name, &Default::default())
+                    .unwrap();
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            assert!(r.counters.get("lost_forever").is_some());
+            println!(
+                "| {name} | {n} | {ms:.1} | {:.1} |",
+                ms * 1e3 / main.len() as f64
+            );
+        }
+    }
+    let largest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/transcripts/claude_code/attio-mcp-server__chat@816b68a.json");
+    if largest.exists() {
+        let t = Instant::now();
+        let run =
+            ctxlab::replay::run_files(&[largest], &[], &Default::default(), &Default::default())
+                .unwrap();
+        println!(
+            "\nreplay of the largest transcript (887 records) under {} profiles: {:.0} ms",
+            run.reports.len(),
+            t.elapsed().as_secs_f64() * 1e3
+        );
+    } else {
+        println!("\n(../shared/transcripts not found: real-transcript replay skipped)");
+    }
+
     // Cells per second of the default sweep (`lab sweep`).
     let spec = ctxlab::sweep::SweepSpec {
         profile: "prototype".into(),
