@@ -166,6 +166,10 @@ fn strict_mode_refuses_the_damaged_file_only() {
         if file == TABLE[0].0 {
             let e = r.expect_err("the missing result is damage");
             assert!(e.to_string().contains("dangling_tool_use"), "{e}");
+            assert!(
+                !e.to_string().contains("synthesized \"["),
+                "nothing was repaired: {e}"
+            );
         } else {
             r.unwrap_or_else(|e| panic!("{file}: {e}"));
         }

@@ -384,11 +384,14 @@ impl Sink<'_> {
         message: String,
     ) -> LabResult<()> {
         if self.strict && kind.is_damage() {
+            // Messages read "what was found; what the repair did": under
+            // `strict` nothing was repaired, so only the finding is reported.
+            let found = message.split("; ").next().unwrap_or(&message);
             return Err(LabError::Input {
                 file: self.source.to_path_buf(),
                 line,
                 column,
-                message: format!("{}: {message}", kind.name()),
+                message: format!("{}: {found}", kind.name()),
                 fix: kind.fix().to_string(),
             });
         }
