@@ -97,6 +97,72 @@ fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
     out
 }
 
+/// A content's identity for archive lookups: 64-bit SipHash (fixed keys, so
+/// deterministic) plus the length. Archives hold the whole context on every
+/// snip, so keeping every archived string to compare it later would cost
+/// turns × context in memory; a collision needs equal length and hash.
+fn fingerprint(content: &str) -> (u64, usize) {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    content.hash(&mut h);
+    (h.finish(), content.len())
+}
+
+/// One archived copy of a tool result.
+struct ArchivedCopy {
+    /// Index into [`ArchiveIndex::paths`].
+    archive: usize,
+    /// [`fingerprint`] of the archived content.
+    print: (u64, usize),
+    /// Paths the archived content points to.
+    pointers: Vec<String>,
+}
+
+/// Every archived transcript, read once and indexed by tool id.
+struct ArchiveIndex {
+    /// Transcript paths, sorted.
+    paths: Vec<String>,
+    /// Tool id -> its copies across all archives.
+    copies: BTreeMap<String, Vec<ArchivedCopy>>,
+    /// Transcript path -> every path its messages point to.
+    pointers: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl ArchiveIndex {
+    fn read(dir: &Path) -> Self {
+        let mut index = ArchiveIndex {
+            paths: Vec::new(),
+            copies: BTreeMap::new(),
+            pointers: BTreeMap::new(),
+        };
+        for path in sorted_files(dir) {
+            let msgs = read_transcript(&path);
+            let key = path.to_string_lossy().into_owned();
+            let archive = index.paths.len();
+            for b in msgs.iter().flat_map(|m| m.blocks()) {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } = b
+                {
+                    index
+                        .copies
+                        .entry(tool_use_id.clone())
+                        .or_default()
+                        .push(ArchivedCopy {
+                            archive,
+                            print: fingerprint(content),
+                            pointers: pointers_in(content),
+                        });
+                }
+            }
+            index.pointers.insert(key.clone(), message_pointers(&msgs));
+            index.paths.push(key);
+        }
+        index
+    }
+}
+
 /// Read a JSONL transcript (a damaged one reads as empty: it holds nothing usable).
 fn read_transcript(path: &Path) -> Vec<Message> {
     std::fs::read_to_string(path)
@@ -133,30 +199,7 @@ pub fn check(
     requests: &[Request],
 ) -> Counters {
     let root = &compactor.root;
-    // Transcript path -> id -> every content stored for that id.
-    let mut archives: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
-    let mut archive_pointers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for path in sorted_files(root.transcripts()) {
-        let msgs = read_transcript(&path);
-        let key = path.to_string_lossy().into_owned();
-        let mut by_id: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for m in &msgs {
-            for b in m.blocks() {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                {
-                    by_id
-                        .entry(tool_use_id.clone())
-                        .or_default()
-                        .push(content.clone());
-                }
-            }
-        }
-        archive_pointers.insert(key.clone(), message_pointers(&msgs));
-        archives.insert(key, by_id);
-    }
+    let archives = ArchiveIndex::read(root.transcripts());
     // Result files saved for each id.
     let mut saved_for: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for e in &compactor.events {
@@ -172,7 +215,7 @@ pub fn check(
     let mut reachable = context_ptrs.clone();
     let mut frontier: Vec<String> = context_ptrs.iter().cloned().collect();
     while let Some(p) = frontier.pop() {
-        if let Some(next) = archive_pointers.get(&p) {
+        if let Some(next) = archives.pointers.get(&p) {
             for n in next {
                 if reachable.insert(n.clone()) {
                     frontier.push(n.clone());
@@ -208,20 +251,19 @@ pub fn check(
             .filter(|p| std::fs::read_to_string(p).ok().as_deref() == Some(original.as_str()))
             .map(|p| p.to_string())
             .collect();
-        let mut archived_copies: Vec<&String> = Vec::new();
-        for (path, by_id) in &archives {
-            if let Some(contents) = by_id.get(id) {
-                archived_copies.extend(contents);
-                if contents.iter().any(|c| c == original) {
-                    holders.insert(path.clone());
-                }
-            }
+        let print = fingerprint(original);
+        let copies = archives
+            .copies
+            .get(id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        for c in copies.iter().filter(|c| c.print == print) {
+            holders.insert(archives.paths[c.archive].clone());
         }
         // An archive that kept only a stub with no way back has a gap.
-        if !archived_copies.is_empty()
-            && !archived_copies
+        if !copies.is_empty()
+            && !copies
                 .iter()
-                .any(|c| *c == original || pointers_in(c).iter().any(|p| holders.contains(p)))
+                .any(|c| c.print == print || c.pointers.iter().any(|p| holders.contains(p)))
         {
             gaps.push(id.as_str());
         }
