@@ -12,6 +12,7 @@ run:
 ## test: the whole test suite (snapshots are compared, never rewritten)
 test:
 	INSTA_UPDATE=no $(CARGO) test --all-targets --locked
+	$(CARGO) test --doc --locked
 
 ## lint: formatting and clippy, warnings are errors
 lint:
