@@ -18,6 +18,7 @@ test:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked --quiet
 
 fmt:
 	$(CARGO) fmt --all

@@ -128,7 +128,7 @@ pub enum Command {
         /// Conversations to try before giving up.
         #[arg(long, default_value_t = 2000)]
         tries: usize,
-        /// Where to write the scenario (default scenarios/hunt/<name>.json).
+        /// Where to write the scenario (default `scenarios/hunt/<name>.json`).
         #[arg(long)]
         out: Option<std::path::PathBuf>,
     },

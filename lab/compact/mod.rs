@@ -51,7 +51,7 @@ pub enum Event {
     Placeholder {
         /// Tool id.
         id: String,
-        /// `true` for "saved at <path>", `false` for "omitted".
+        /// `true` for "saved at `<path>`", `false` for "omitted".
         with_pointer: bool,
         /// The replaced content was itself a placeholder (compacted twice).
         was_placeholder: bool,
