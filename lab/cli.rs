@@ -82,6 +82,19 @@ pub enum Command {
     },
     /// Check every registry expectation; exit 1 on any failure.
     Selftest,
+    /// Import transcripts and print what was found: messages, tool calls,
+    /// sidechains, real compactions, skipped records and every damage diagnostic.
+    Import {
+        /// Transcript files.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Treat every damage diagnostic as an error.
+        #[arg(long)]
+        strict: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Replay real agent transcripts (Claude Code .jsonl / chat.json, Anthropic
     /// Messages JSON, OpenAI chat / SWE-agent .traj) through compaction profiles.
     Replay {
@@ -223,6 +236,29 @@ pub fn run(cli: Cli) -> LabResult<String> {
             Ok(out)
         }
         Some(Command::Selftest) => selftest(),
+        Some(Command::Import {
+            files,
+            strict,
+            format,
+        }) => {
+            let options = crate::import::ImportOptions {
+                strict,
+                format: None,
+            };
+            let mut rows = Vec::new();
+            for f in &files {
+                let session = crate::import::import_file(f, &options)?;
+                for d in session.diagnostic_lines() {
+                    eprintln!("warning: {d}");
+                }
+                let name = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                rows.push((name, session.summary()));
+            }
+            Ok(crate::import::render_summaries(&rows, format))
+        }
         Some(Command::Replay {
             files,
             profile,

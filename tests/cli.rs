@@ -141,3 +141,29 @@ fn replay_reports_damaged_input_with_file_and_line() {
     let (code, _, err) = lab(&["replay", f.to_str().unwrap(), "--scale", "0"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn import_summarises_and_flags_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("dangling.jsonl");
+    std::fs::write(
+        &f,
+        concat!(
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","isSidechain":false,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","isSidechain":false,"message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = lab(&["import", f.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("dangling.jsonl:2") && err.contains("t1"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["file"], "dangling.jsonl");
+    let (code, _, err) = lab(&["import", f.to_str().unwrap(), "--strict"]);
+    assert_eq!(code, 3, "{err}");
+}
