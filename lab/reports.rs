@@ -479,6 +479,32 @@ pub struct ReportData {
     pub factorial: SweepResult,
     /// Every profile on every script.
     pub profiles: Vec<ProfileCell>,
+    /// Memory store size after each session: (variant, sizes), the reverse gate's growth.
+    pub memory_growth: Vec<(String, Vec<u64>)>,
+}
+
+/// `memory_growth`: records on disk after each session, course vs the two fixes.
+pub fn memory_growth_table(curves: &[(String, Vec<u64>)]) -> Table {
+    let mut columns = vec!["session".to_string()];
+    columns.extend(curves.iter().map(|(name, _)| name.clone()));
+    let sessions = curves.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+    let rows = (0..sessions)
+        .map(|i| {
+            let mut row = vec![Cell::Int(i as u64 + 1)];
+            row.extend(
+                curves
+                    .iter()
+                    .map(|(_, v)| v.get(i).map_or(Cell::Text("-".into()), |n| Cell::Int(*n))),
+            );
+            row
+        })
+        .collect();
+    Table {
+        name: "memory_growth".into(),
+        title: "Memory records on disk after each session: the reverse gate (course) vs chunked consolidation and warn-on-skip".into(),
+        columns,
+        rows,
+    }
 }
 
 /// `thresholds.md`: the exact path lengths where a counter changes, per sweep.
@@ -514,6 +540,7 @@ fn describe(stem: &str) -> &'static str {
         "factorial" => "the default factorial (order, unseen_guard, pair_protection, idempotent_placeholders, save_before_omit) at path_len 60 and 160",
         "profiles" => "every profile on the probe, scenario A, scenario B and the re-compaction script, at path_len 60 and 160",
         "thresholds" => "the path lengths where a counter changes, per switch combination",
+        "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
 }
@@ -530,6 +557,7 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     }
     out.extend(table_files(&factorial_table(&data.factorial)));
     out.extend(table_files(&profiles_table(&data.profiles)));
+    out.extend(table_files(&memory_growth_table(&data.memory_growth)));
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
     out.push(("thresholds.md".into(), thresholds_md(data)));
     out.sort();

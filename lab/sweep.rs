@@ -774,6 +774,10 @@ pub const REPORT_LENS: [usize; 2] = [crate::registry::SHORT_PATH, crate::registr
 
 /// Run everything `lab reports` needs. The 2×2 grid runs at every length of
 /// 60..=200 so its thresholds are exact; its tables show every 10th.
+/// Sessions simulated for the memory-growth report.
+pub const MEMORY_SESSIONS: usize = 24;
+
+/// Everything `lab reports` writes.
 pub fn report_data() -> LabResult<crate::reports::ReportData> {
     let grid = SweepSpec {
         profile: "prototype".into(),
@@ -806,7 +810,36 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
             }
         }
     }
+    use crate::memory::experiments::growth_curve;
+    use crate::memory::switches::MemorySwitches;
+    let memory_growth = vec![
+        (
+            "course".to_string(),
+            growth_curve(MEMORY_SESSIONS, MemorySwitches::default())?,
+        ),
+        (
+            "chunked_consolidation".to_string(),
+            growth_curve(
+                MEMORY_SESSIONS,
+                MemorySwitches {
+                    chunked_consolidation: true,
+                    ..MemorySwitches::default()
+                },
+            )?,
+        ),
+        (
+            "warn_on_skip".to_string(),
+            growth_curve(
+                MEMORY_SESSIONS,
+                MemorySwitches {
+                    warn_on_skip: true,
+                    ..MemorySwitches::default()
+                },
+            )?,
+        ),
+    ];
     Ok(crate::reports::ReportData {
+        memory_growth,
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,
