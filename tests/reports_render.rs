@@ -87,6 +87,7 @@ fn every_table_comes_in_four_formats_plus_plot_and_index() {
         "grid2x2_pointer_lost",
         "factorial",
         "profiles",
+        "memory_growth",
     ] {
         for ext in ["md", "csv", "json", "tex"] {
             assert!(
@@ -108,6 +109,25 @@ fn every_table_comes_in_four_formats_plus_plot_and_index() {
     // 2 × 2^5 factorial rows at two path lengths, 5 profiles × 4 scripts × 2 lengths.
     assert_eq!(file("factorial.csv").lines().count(), 1 + 32 * 2);
     assert_eq!(file("profiles.csv").lines().count(), 1 + 5 * 4 * 2);
+    assert_eq!(
+        file("memory_growth.csv").lines().count(),
+        1 + ctxlab::sweep::MEMORY_SESSIONS
+    );
+}
+
+#[test]
+fn memory_growth_is_unbounded_for_the_course_and_bounded_when_chunked() {
+    let curves = &data().memory_growth;
+    let course = &curves.iter().find(|(n, _)| n == "course").unwrap().1;
+    let chunked = &curves
+        .iter()
+        .find(|(n, _)| n == "chunked_consolidation")
+        .unwrap()
+        .1;
+    assert!(course.windows(2).all(|w| w[1] > w[0]), "{course:?}");
+    let cap = chunked.iter().max().unwrap();
+    assert!(*cap < course[course.len() - 1] / 4, "{chunked:?}");
+    insta::assert_snapshot!("reports_memory_growth_md", file("memory_growth.md"));
 }
 
 #[test]
