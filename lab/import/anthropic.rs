@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::claude_records::convert_content;
 use super::stream::for_each_element;
-use super::{repair_pairs, DiagnosticKind, ImportedSession, Sink};
+use super::{finish_document, DiagnosticKind, ImportedSession, Sink};
 use crate::error::LabResult;
 use crate::message::{Message, Role};
 
@@ -72,18 +72,7 @@ pub(crate) fn read<R: BufRead>(
             session.system.insert(0, system_text(Some(value)));
         }
     }
-    if let Some((line, column)) = end.truncated {
-        sink.report(
-            line,
-            column,
-            DiagnosticKind::Truncated,
-            "the JSON document ends early (file cut); messages before the cut are kept".into(),
-        )?;
-    }
-    repair_pairs(&mut main, &mut lines, sink)?;
-    session.main = main;
-    session.main_lines = lines;
-    Ok(())
+    finish_document(session, main, lines, end.truncated, sink)
 }
 
 /// A system prompt as text: a string, or text blocks joined by newlines.

@@ -500,6 +500,29 @@ pub fn import_str(
     import_reader(text.as_bytes(), source, format, options)
 }
 
+/// The common end of a whole-document import (Anthropic request, OpenAI chat):
+/// report a cut document, repair pairs, and store the main conversation.
+pub(crate) fn finish_document(
+    session: &mut ImportedSession,
+    mut main: Vec<Message>,
+    mut lines: Vec<usize>,
+    truncated: Option<(usize, usize)>,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    if let Some((line, column)) = truncated {
+        sink.report(
+            line,
+            column,
+            DiagnosticKind::Truncated,
+            "the JSON document ends early (file cut); messages before the cut are kept".into(),
+        )?;
+    }
+    repair_pairs(&mut main, &mut lines, sink)?;
+    session.main = main;
+    session.main_lines = lines;
+    Ok(())
+}
+
 /// Make every `tool_use` answered in the next message and every `tool_result`
 /// answer a `tool_use` of the message before it (see the module's damage policy).
 ///

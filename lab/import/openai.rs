@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::anthropic::system_text;
 use super::stream::for_each_element;
-use super::{repair_pairs, DiagnosticKind, ImportedSession, Sink};
+use super::{finish_document, DiagnosticKind, ImportedSession, Sink};
 use crate::error::LabResult;
 use crate::message::{Block, Content, Message, Role};
 
@@ -219,18 +219,7 @@ pub(crate) fn read<R: BufRead>(
         }
         Ok(())
     })?;
-    if let Some((line, column)) = end.truncated {
-        sink.report(
-            line,
-            column,
-            DiagnosticKind::Truncated,
-            "the JSON document ends early (file cut); messages before the cut are kept".into(),
-        )?;
-    }
-    repair_pairs(&mut main, &mut lines, sink)?;
-    session.main = main;
-    session.main_lines = lines;
-    Ok(())
+    finish_document(session, main, lines, end.truncated, sink)
 }
 
 /// Text of OpenAI content: a string, or the `text` of its parts; null is empty.
