@@ -78,22 +78,31 @@ pub fn pointers_in(text: &str) -> Vec<String> {
     out
 }
 
-fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+/// Visit every text that can carry a pointer: plain and text-block content
+/// (`None`) and tool-result content (`Some(tool_use_id)`).
+fn for_each_text<'a>(messages: &'a [Message], mut f: impl FnMut(Option<&'a str>, &'a str)) {
     for m in messages {
         match &m.content {
-            Content::Text(t) => out.extend(pointers_in(t)),
+            Content::Text(t) => f(None, t),
             Content::Blocks(blocks) => {
                 for b in blocks {
                     match b {
-                        Block::Text { text } => out.extend(pointers_in(text)),
-                        Block::ToolResult { content, .. } => out.extend(pointers_in(content)),
+                        Block::Text { text } => f(None, text),
+                        Block::ToolResult {
+                            tool_use_id,
+                            content,
+                        } => f(Some(tool_use_id), content),
                         _ => {}
                     }
                 }
             }
         }
     }
+}
+
+fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for_each_text(messages, |_, text| out.extend(pointers_in(text)));
     out
 }
 
@@ -139,24 +148,24 @@ impl ArchiveIndex {
             let msgs = read_transcript(&path);
             let key = path.to_string_lossy().into_owned();
             let archive = index.paths.len();
-            for b in msgs.iter().flat_map(|m| m.blocks()) {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                {
+            // One scan per text: its pointers serve both the copy and the archive's set.
+            let mut archive_ptrs = BTreeSet::new();
+            for_each_text(&msgs, |id, text| {
+                let pointers = pointers_in(text);
+                archive_ptrs.extend(pointers.iter().cloned());
+                if let Some(id) = id {
                     index
                         .copies
-                        .entry(tool_use_id.clone())
+                        .entry(id.to_string())
                         .or_default()
                         .push(ArchivedCopy {
                             archive,
-                            print: fingerprint(content),
-                            pointers: pointers_in(content),
+                            print: fingerprint(text),
+                            pointers,
                         });
                 }
-            }
-            index.pointers.insert(key.clone(), message_pointers(&msgs));
+            });
+            index.pointers.insert(key.clone(), archive_ptrs);
             index.paths.push(key);
         }
         index
