@@ -184,6 +184,24 @@ impl Message {
     }
 }
 
+/// Every `tool_result` in the user messages of `messages`, in order, as
+/// `(message index, block index, content)`: the walk steps 3 and fit share.
+pub fn tool_result_positions(messages: &[Message]) -> impl Iterator<Item = (usize, usize, &str)> {
+    messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User)
+        .flat_map(|(mi, m)| {
+            m.blocks()
+                .iter()
+                .enumerate()
+                .filter_map(move |(bi, b)| match b {
+                    Block::ToolResult { content, .. } => Some((mi, bi, content.as_str())),
+                    _ => None,
+                })
+        })
+}
+
 /// Python-compatible size estimate: the length in characters of
 /// `json.dumps(messages, ensure_ascii=False)`, which is what the course
 /// compares against its `CONTEXT_CHAR_LIMIT`. Python's default separators are

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use super::persist::{chars, full_output_line, is_placeholder, OMITTED, SAVED_PREFIX};
 use super::{Compactor, Event, Step};
 use crate::error::LabResult;
-use crate::message::{estimate_chars, json_str_chars, Block, Message, Role};
+use crate::message::{estimate_chars, json_str_chars, tool_result_positions, Block, Message, Role};
 
 /// Positions `(message, block)` of results added after the last assistant
 /// message: what the model has not seen yet (course `unseen_tool_result_positions`).
@@ -22,18 +22,10 @@ pub fn unseen_positions(messages: &[Message]) -> BTreeSet<(usize, usize)> {
         .iter()
         .rposition(|m| m.role == Role::Assistant)
         .map_or(0, |i| i + 1);
-    let mut out = BTreeSet::new();
-    for (mi, m) in messages.iter().enumerate().skip(start) {
-        if m.role != Role::User {
-            continue;
-        }
-        for (bi, b) in m.blocks().iter().enumerate() {
-            if matches!(b, Block::ToolResult { .. }) {
-                out.insert((mi, bi));
-            }
-        }
-    }
-    out
+    tool_result_positions(messages)
+        .filter(|&(mi, _, _)| mi >= start)
+        .map(|(mi, bi, _)| (mi, bi))
+        .collect()
 }
 
 impl Compactor {
@@ -47,19 +39,10 @@ impl Compactor {
         let keep = self.config.constants.keep_recent_results;
         let min = self.config.constants.placeholder_min_chars;
         let unseen = unseen_positions(messages);
-        let mut candidates: Vec<(usize, usize)> = Vec::new();
-        for (mi, m) in messages.iter().enumerate() {
-            if m.role != Role::User {
-                continue;
-            }
-            for (bi, b) in m.blocks().iter().enumerate() {
-                if matches!(b, Block::ToolResult { .. })
-                    && !(sw.unseen_guard && unseen.contains(&(mi, bi)))
-                {
-                    candidates.push((mi, bi));
-                }
-            }
-        }
+        let candidates: Vec<(usize, usize)> = tool_result_positions(messages)
+            .map(|(mi, bi, _)| (mi, bi))
+            .filter(|pos| !(sw.unseen_guard && unseen.contains(pos)))
+            .collect();
         let cut = candidates.len().saturating_sub(keep);
         let mut estimate = target.map(|_| estimate_chars(messages));
         for &(mi, bi) in &candidates[..cut] {

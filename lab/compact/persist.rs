@@ -168,17 +168,10 @@ impl Compactor {
     /// Course main `fit_tool_results`: persist the largest results anywhere in
     /// history (preview 1 000) until the estimate is under `target`.
     pub fn fit_tool_results(&mut self, messages: &mut [Message], target: usize) -> LabResult<()> {
-        let mut positions: Vec<(usize, usize, usize)> = Vec::new();
-        for (mi, m) in messages.iter().enumerate() {
-            if m.role != Role::User {
-                continue;
-            }
-            for (bi, b) in m.blocks().iter().enumerate() {
-                if let Block::ToolResult { content, .. } = b {
-                    positions.push((mi, bi, chars(content)));
-                }
-            }
-        }
+        let mut positions: Vec<(usize, usize, usize)> =
+            crate::message::tool_result_positions(messages)
+                .map(|(mi, bi, content)| (mi, bi, chars(content)))
+                .collect();
         positions.sort_by_key(|&(_, _, n)| std::cmp::Reverse(n));
         let mut estimate = crate::message::estimate_chars(messages);
         let preview = self.config.constants.fit_preview_chars;
