@@ -18,4 +18,5 @@ pub mod replay;
 pub mod report;
 pub mod reports;
 pub mod scenario;
+pub mod storage;
 pub mod sweep;

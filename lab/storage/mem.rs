@@ -1,0 +1,314 @@
+//! The in-memory backend: a map from absolute virtual paths to nodes.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{components, Backend, FileKind, Storage};
+
+#[derive(Debug, Clone)]
+enum Node {
+    File(Vec<u8>),
+    Dir,
+    Symlink(PathBuf),
+}
+
+/// Symlink hops before resolution gives up (Linux's `MAXSYMLINKS`).
+const MAX_HOPS: usize = 40;
+
+/// An in-memory file system with POSIX-like semantics for the operations of
+/// [`Storage`]: directories must exist before files are created in them,
+/// symlinks are followed in the middle of a path and by `read`/`write`, never
+/// by `write_new`, `kind`, `remove_file` or `rename`.
+#[derive(Debug)]
+pub struct MemFs {
+    nodes: Mutex<BTreeMap<PathBuf, Node>>,
+}
+
+impl Default for MemFs {
+    fn default() -> Self {
+        let mut nodes = BTreeMap::new();
+        nodes.insert(PathBuf::from("/"), Node::Dir);
+        MemFs {
+            nodes: Mutex::new(nodes),
+        }
+    }
+}
+
+fn not_found(p: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file or directory", p.display()),
+    )
+}
+
+fn err(kind: io::ErrorKind, what: &str, p: &Path) -> io::Error {
+    io::Error::new(kind, format!("{}: {what}", p.display()))
+}
+
+impl MemFs {
+    /// An empty tree holding only `/`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Node>> {
+        // A panic while holding the lock cannot leave a half-made node (every
+        // mutation is one insert/remove), so a poisoned map is still consistent.
+        self.nodes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolve `path`: symlinks in the middle are followed, the last one only
+    /// when `follow_last`. The result may not exist (its parent does).
+    fn resolve(
+        nodes: &BTreeMap<PathBuf, Node>,
+        path: &Path,
+        follow_last: bool,
+    ) -> io::Result<PathBuf> {
+        if !path.is_absolute() {
+            return Err(err(
+                io::ErrorKind::InvalidInput,
+                "not an absolute path",
+                path,
+            ));
+        }
+        let mut pending: Vec<String> = components(path);
+        pending.reverse();
+        let mut cur = PathBuf::from("/");
+        let mut hops = 0;
+        while let Some(c) = pending.pop() {
+            if c == ".." {
+                cur.pop();
+                continue;
+            }
+            let next = cur.join(&c);
+            let last = pending.is_empty();
+            match nodes.get(&next) {
+                Some(Node::Symlink(target)) if !last || follow_last => {
+                    hops += 1;
+                    if hops > MAX_HOPS {
+                        return Err(err(
+                            io::ErrorKind::Other,
+                            "too many levels of symbolic links",
+                            path,
+                        ));
+                    }
+                    let mut t = components(target);
+                    t.reverse();
+                    pending.extend(t);
+                    if target.is_absolute() {
+                        cur = PathBuf::from("/");
+                    }
+                }
+                Some(Node::File(_)) if !last => {
+                    return Err(err(io::ErrorKind::NotADirectory, "not a directory", path))
+                }
+                None if !last => return Err(not_found(path)),
+                _ => cur = next,
+            }
+        }
+        Ok(cur)
+    }
+
+    fn parent_is_dir(nodes: &BTreeMap<PathBuf, Node>, p: &Path) -> io::Result<()> {
+        let parent = p.parent().unwrap_or(Path::new("/"));
+        match nodes.get(parent) {
+            Some(Node::Dir) => Ok(()),
+            Some(_) => Err(err(io::ErrorKind::NotADirectory, "not a directory", parent)),
+            None => Err(not_found(parent)),
+        }
+    }
+
+    /// Bytes held by every file (what a full-disk budget is measured against).
+    pub fn bytes_used(&self) -> u64 {
+        self.lock()
+            .values()
+            .map(|n| match n {
+                Node::File(b) => b.len() as u64,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Every path with its kind, sorted (for tests that compare whole trees).
+    pub fn tree(&self) -> Vec<(PathBuf, FileKind)> {
+        self.lock()
+            .iter()
+            .map(|(p, n)| (p.clone(), kind_of(n)))
+            .collect()
+    }
+}
+
+fn kind_of(n: &Node) -> FileKind {
+    match n {
+        Node::File(_) => FileKind::File,
+        Node::Dir => FileKind::Dir,
+        Node::Symlink(_) => FileKind::Symlink,
+    }
+}
+
+impl Storage for MemFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let mut cur = PathBuf::from("/");
+        for c in components(dir) {
+            if c == ".." {
+                cur.pop();
+                continue;
+            }
+            cur.push(&c);
+            let resolved = Self::resolve(&nodes, &cur, true)?;
+            match nodes.get(&resolved) {
+                Some(Node::Dir) => cur = resolved,
+                Some(_) => {
+                    return Err(err(
+                        io::ErrorKind::AlreadyExists,
+                        "exists and is not a directory",
+                        &cur,
+                    ))
+                }
+                None => {
+                    nodes.insert(resolved.clone(), Node::Dir);
+                    cur = resolved;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let p = Self::resolve(&nodes, path, false)?;
+        Self::parent_is_dir(&nodes, &p)?;
+        if nodes.contains_key(&p) {
+            return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
+        }
+        nodes.insert(p, Node::File(bytes.to_vec()));
+        Ok(())
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let p = Self::resolve(&nodes, path, true)?;
+        Self::parent_is_dir(&nodes, &p)?;
+        if let Some(Node::Dir) = nodes.get(&p) {
+            return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
+        }
+        nodes.insert(p, Node::File(bytes.to_vec()));
+        Ok(())
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let nodes = self.lock();
+        let p = Self::resolve(&nodes, path, true)?;
+        match nodes.get(&p) {
+            Some(Node::File(b)) => Ok(b.clone()),
+            Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn kind(&self, path: &Path) -> Option<FileKind> {
+        let nodes = self.lock();
+        let p = Self::resolve(&nodes, path, false).ok()?;
+        nodes.get(&p).map(kind_of)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let nodes = self.lock();
+        let d = Self::resolve(&nodes, dir, true)?;
+        match nodes.get(&d) {
+            Some(Node::Dir) => {}
+            Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
+            None => return Err(not_found(dir)),
+        }
+        let mut out: Vec<String> = nodes
+            .range(d.clone()..)
+            .skip(1)
+            .take_while(|(p, _)| p.starts_with(&d))
+            .filter(|(p, _)| p.parent() == Some(d.as_path()))
+            .filter_map(|(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let p = Self::resolve(&nodes, path, false)?;
+        match nodes.get(&p) {
+            Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+            Some(_) => {
+                nodes.remove(&p);
+                Ok(())
+            }
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let f = Self::resolve(&nodes, from, false)?;
+        let t = Self::resolve(&nodes, to, false)?;
+        Self::parent_is_dir(&nodes, &t)?;
+        match (nodes.get(&f), nodes.get(&t)) {
+            (None, _) => Err(not_found(from)),
+            (Some(Node::Dir), _) | (_, Some(Node::Dir)) => Err(err(
+                io::ErrorKind::IsADirectory,
+                "renaming directories is not supported",
+                from,
+            )),
+            (Some(_), _) => {
+                let node = nodes.remove(&f).expect("checked above");
+                nodes.insert(t, node);
+                Ok(())
+            }
+        }
+    }
+
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let p = Self::resolve(&nodes, link, false)?;
+        Self::parent_is_dir(&nodes, &p)?;
+        if nodes.contains_key(&p) {
+            return Err(err(io::ErrorKind::AlreadyExists, "file exists", link));
+        }
+        nodes.insert(p, Node::Symlink(target.to_path_buf()));
+        Ok(())
+    }
+
+    fn read_link(&self, link: &Path) -> io::Result<PathBuf> {
+        let nodes = self.lock();
+        let p = Self::resolve(&nodes, link, false)?;
+        match nodes.get(&p) {
+            Some(Node::Symlink(t)) => Ok(t.clone()),
+            Some(_) => Err(err(io::ErrorKind::InvalidInput, "not a symlink", link)),
+            None => Err(not_found(link)),
+        }
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let nodes = self.lock();
+        let p = Self::resolve(&nodes, path, true)?;
+        if nodes.contains_key(&p) {
+            Ok(p)
+        } else {
+            Err(not_found(path))
+        }
+    }
+
+    fn sync(&self, path: &Path) -> io::Result<()> {
+        let nodes = self.lock();
+        let p = Self::resolve(&nodes, path, true)?;
+        if nodes.contains_key(&p) {
+            Ok(())
+        } else {
+            Err(not_found(path))
+        }
+    }
+
+    fn backend(&self) -> Backend {
+        Backend::Mem
+    }
+}

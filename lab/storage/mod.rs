@@ -1,0 +1,207 @@
+//! One storage interface under every writer: compaction's result files and
+//! transcripts, the checker's reads, the memory store.
+//!
+//! Two backends give identical verdicts:
+//! - [`MemFs`]: an in-memory tree of virtual absolute paths. A run's root can
+//!   be padded to any exact length independent of `TMPDIR` and the working
+//!   directory, and creating a file costs a map insert instead of a syscall.
+//! - [`DiskFs`]: the real file system (`--fs disk`), for runs a researcher wants
+//!   to inspect with ordinary tools.
+//!
+//! [`Faulty`] wraps either backend and injects the faults the memory crash
+//! experiments need: no space left after a byte budget, an I/O error at the
+//! Nth operation, and a simulated kill after the Nth operation (every later
+//! operation fails, as if the process had died there, while what was already
+//! written stays).
+//!
+//! All methods take `&self` so that one store can be shared (`Arc<dyn
+//! Storage>`) by the compactor, the checker and the memory store of one
+//! session, or by two sessions racing on one memory directory.
+
+mod disk;
+mod faults;
+mod mem;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use disk::DiskFs;
+pub use faults::{FaultPlan, Faulty, OpLog};
+pub use mem::MemFs;
+
+/// What a path names, without following a final symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (its target is not looked at).
+    Symlink,
+}
+
+/// The storage operations the lab needs. Paths are absolute.
+///
+/// Every mutating method is one "operation" for fault injection; reads are not
+/// counted (a kill between two reads changes nothing on disk).
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Create `dir` and its parents (no error when it exists as a directory).
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Create `path` exclusively and write `bytes`: fails with `AlreadyExists`
+    /// when anything (a file, a directory, a dangling symlink) is there. Never
+    /// follows a symlink.
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Create or truncate `path` and write `bytes` (follows a final symlink,
+    /// like `std::fs::write`: the memory lab's break experiments need that).
+    fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Read a whole file (follows symlinks).
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// What `path` is, without following a final symlink; `None` when nothing is there.
+    fn kind(&self, path: &Path) -> Option<FileKind>;
+    /// Names of the entries of `dir`, sorted bytewise.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Remove a file or a symlink (not a directory).
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Rename `from` to `to`, replacing a file or symlink at `to` (POSIX `rename`).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Create a symlink at `link` pointing to `target` (hostile-store tests).
+    fn symlink(&self, target: &Path, link: &Path) -> io::Result<()>;
+    /// The target of the symlink at `link`.
+    fn read_link(&self, link: &Path) -> io::Result<PathBuf>;
+    /// Resolve every symlink and `.`/`..` of an existing path.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// Make `path`'s content durable (fsync); a no-op in memory but still an operation.
+    fn sync(&self, path: &Path) -> io::Result<()>;
+    /// Which backend this is (shown in report headers).
+    fn backend(&self) -> Backend;
+
+    /// `true` when `path` is a regular file (following symlinks).
+    fn is_file(&self, path: &Path) -> bool {
+        match self.kind(path) {
+            Some(FileKind::File) => true,
+            Some(FileKind::Symlink) => self
+                .canonicalize(path)
+                .is_ok_and(|p| self.kind(&p) == Some(FileKind::File)),
+            _ => false,
+        }
+    }
+
+    /// `true` when anything is at `path` (following symlinks, like `Path::exists`).
+    fn exists(&self, path: &Path) -> bool {
+        match self.kind(path) {
+            Some(FileKind::Symlink) => self.canonicalize(path).is_ok(),
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// Read a file as UTF-8 (invalid bytes are an `InvalidData` error).
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        String::from_utf8(self.read(path)?)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// A shared handle to a storage backend.
+pub type Shared = Arc<dyn Storage>;
+
+/// Which backend a run uses; `Default` is memory (sweeps, hunts, property tests
+/// and the registry are fast and independent of `TMPDIR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// [`MemFs`]: virtual paths of exact length, nothing touches the disk.
+    #[default]
+    Mem,
+    /// [`DiskFs`]: real files under a fresh temp dir.
+    Disk,
+}
+
+impl Backend {
+    /// The name used by `--fs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Mem => "mem",
+            Backend::Disk => "disk",
+        }
+    }
+
+    /// Parse a `--fs` value.
+    pub fn parse(s: &str) -> Option<Backend> {
+        match s {
+            "mem" | "memory" => Some(Backend::Mem),
+            "disk" => Some(Backend::Disk),
+            _ => None,
+        }
+    }
+}
+
+/// A filename that no other writer picks: `.<name>.<pid>.<n>.<random>.tmp`.
+///
+/// Atomic writes go through such a name created with [`Storage::write_new`]
+/// (exclusive, never following a symlink), so a planted file or link at a
+/// predictable temp name cannot redirect the write.
+pub fn temp_name(name: &str) -> String {
+    use rand::Rng;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let r: u64 = rand::thread_rng().gen();
+    format!(".{name}.{}.{n}.{r:016x}.tmp", std::process::id())
+}
+
+/// `true` for names [`temp_name`] produces (stale ones are cleaned up on open).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".tmp")
+}
+
+/// Write `bytes` to `path` atomically: exclusive temp file in the same
+/// directory, fsync, rename over `path`. The temp file is removed on every
+/// error path (as far as the storage still lets us).
+pub fn atomic_write(fs: &dyn Storage, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut attempt = 0;
+    let tmp = loop {
+        let tmp = dir.join(temp_name(&base));
+        match fs.write_new(&tmp, bytes) {
+            Ok(()) => break tmp,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 8 => attempt += 1,
+            Err(e) => {
+                // A partial temp file (no space) must not keep the space.
+                if e.kind() != io::ErrorKind::AlreadyExists {
+                    let _ = fs.remove_file(&tmp);
+                }
+                return Err(e);
+            }
+        }
+    };
+    let done = fs.sync(&tmp).and_then(|()| fs.rename(&tmp, path));
+    if done.is_err() {
+        let _ = fs.remove_file(&tmp);
+    }
+    done
+}
+
+/// Split an absolute path into its normal components (`.` dropped, `..` kept
+/// as `".."`), as strings.
+pub(crate) fn components(path: &Path) -> Vec<String> {
+    use std::path::Component;
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            Component::ParentDir => Some("..".to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

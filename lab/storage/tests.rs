@@ -1,0 +1,180 @@
+//! One contract, run on both backends: every answer must be the same.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::*;
+
+/// Run `f` on a fresh memory tree and on a fresh temp dir, with the same root path shape.
+fn both(f: impl Fn(&dyn Storage, &Path) -> Vec<String>) {
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/run")).unwrap();
+    let on_mem = f(&mem, Path::new("/run"));
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let on_disk: Vec<String> = f(&DiskFs, &root)
+        .into_iter()
+        .map(|s| s.replace(&*root.to_string_lossy(), "/run"))
+        .collect();
+    assert_eq!(on_mem, on_disk);
+}
+
+fn kind(e: std::io::Result<impl Sized>) -> String {
+    match e {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{:?}", e.kind()),
+    }
+}
+
+#[test]
+fn files_dirs_and_listing_agree() {
+    both(|fs, r| {
+        let mut out = vec![];
+        out.push(kind(fs.create_dir_all(&r.join("a/b"))));
+        out.push(kind(fs.write_new(&r.join("a/b/x.txt"), b"one")));
+        out.push(kind(fs.write_new(&r.join("a/b/x.txt"), b"two")));
+        out.push(kind(fs.write(&r.join("a/b/x.txt"), b"three")));
+        out.push(String::from_utf8(fs.read(&r.join("a/b/x.txt")).unwrap()).unwrap());
+        out.push(kind(fs.write_new(&r.join("missing/x.txt"), b"")));
+        out.push(kind(fs.read(&r.join("nope"))));
+        out.push(format!("{:?}", fs.kind(&r.join("a"))));
+        out.push(format!("{:?}", fs.list(&r.join("a/b")).unwrap()));
+        out.push(kind(fs.rename(&r.join("a/b/x.txt"), &r.join("a/y.txt"))));
+        out.push(format!("{:?}", fs.list(&r.join("a")).unwrap()));
+        out.push(kind(fs.remove_file(&r.join("a/y.txt"))));
+        out.push(kind(fs.remove_file(&r.join("a/y.txt"))));
+        out.push(format!("{}", fs.exists(&r.join("a/y.txt"))));
+        out
+    });
+}
+
+#[test]
+fn symlinks_agree_and_write_new_never_follows() {
+    both(|fs, r| {
+        let mut out = vec![];
+        fs.create_dir_all(&r.join("store")).unwrap();
+        fs.create_dir_all(&r.join("outside")).unwrap();
+        fs.write_new(&r.join("outside/victim"), b"x").unwrap();
+        fs.symlink(&r.join("outside/victim"), &r.join("store/.t.tmp"))
+            .unwrap();
+        out.push(kind(fs.write_new(&r.join("store/.t.tmp"), b"secret")));
+        out.push(String::from_utf8(fs.read(&r.join("outside/victim")).unwrap()).unwrap());
+        out.push(format!("{:?}", fs.kind(&r.join("store/.t.tmp"))));
+        out.push(format!("{}", fs.is_file(&r.join("store/.t.tmp"))));
+        out.push(
+            fs.canonicalize(&r.join("store/.t.tmp"))
+                .unwrap()
+                .display()
+                .to_string(),
+        );
+        fs.symlink(&r.join("outside"), &r.join("store/dirlink"))
+            .unwrap();
+        out.push(kind(fs.write(&r.join("store/dirlink/new"), b"y")));
+        out.push(format!("{:?}", fs.list(&r.join("outside")).unwrap()));
+        fs.symlink(&r.join("nowhere"), &r.join("store/dangling"))
+            .unwrap();
+        out.push(format!(
+            "{} {:?}",
+            fs.exists(&r.join("store/dangling")),
+            fs.kind(&r.join("store/dangling"))
+        ));
+        out.push(kind(fs.write_new(&r.join("store/dangling"), b"z")));
+        out.push(
+            fs.read_link(&r.join("store/dangling"))
+                .unwrap()
+                .display()
+                .to_string(),
+        );
+        out.push(kind(fs.remove_file(&r.join("store/dangling"))));
+        out
+    });
+}
+
+#[test]
+fn atomic_write_replaces_a_planted_link_without_writing_through_it() {
+    both(|fs, r| {
+        fs.create_dir_all(&r.join("s")).unwrap();
+        fs.write_new(&r.join("victim"), b"x").unwrap();
+        fs.symlink(&r.join("victim"), &r.join("s/m.md")).unwrap();
+        atomic_write(fs, &r.join("s/m.md"), b"body").unwrap();
+        vec![
+            String::from_utf8(fs.read(&r.join("victim")).unwrap()).unwrap(),
+            format!("{:?}", fs.kind(&r.join("s/m.md"))),
+            format!("{:?}", fs.list(&r.join("s")).unwrap()),
+        ]
+    });
+}
+
+#[test]
+fn a_full_disk_stores_what_fits_and_atomic_write_cleans_up() {
+    let mem: Shared = Arc::new(MemFs::new());
+    mem.create_dir_all(Path::new("/s")).unwrap();
+    let fs = Faulty::new(
+        mem.clone(),
+        FaultPlan {
+            free_bytes: Some(4),
+            ..FaultPlan::default()
+        },
+    );
+    let e = atomic_write(&fs, Path::new("/s/a.md"), b"123456").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::StorageFull);
+    assert!(
+        mem.list(Path::new("/s")).unwrap().is_empty(),
+        "temp file removed"
+    );
+    atomic_write(&fs, Path::new("/s/a.md"), b"1234").unwrap();
+    assert_eq!(mem.read(Path::new("/s/a.md")).unwrap(), b"1234");
+}
+
+#[test]
+fn a_kill_stops_every_later_call_and_keeps_what_was_written() {
+    let mem: Shared = Arc::new(MemFs::new());
+    let fs = Faulty::new(
+        mem.clone(),
+        FaultPlan {
+            kill_after: Some(2),
+            ..FaultPlan::default()
+        },
+    );
+    fs.create_dir_all(Path::new("/s")).unwrap();
+    fs.write_new(Path::new("/s/a"), b"a").unwrap();
+    assert_eq!(
+        fs.write_new(Path::new("/s/b"), b"b").unwrap_err().kind(),
+        ErrorKind::Interrupted
+    );
+    assert!(fs.read(Path::new("/s/a")).is_err());
+    assert!(fs.killed());
+    assert_eq!(mem.list(Path::new("/s")).unwrap(), vec!["a"]);
+    let log: Vec<_> = fs.log().iter().map(|o| (o.n, o.op)).collect();
+    assert_eq!(log, vec![(1, "create_dir_all"), (2, "write_new")]);
+}
+
+#[test]
+fn an_io_error_hits_exactly_the_named_operation() {
+    let mem: Shared = Arc::new(MemFs::new());
+    let fs = Faulty::new(
+        mem,
+        FaultPlan {
+            io_error_at: Some(2),
+            ..FaultPlan::default()
+        },
+    );
+    fs.create_dir_all(Path::new("/s")).unwrap();
+    assert!(fs.write_new(Path::new("/s/a"), b"a").is_err());
+    fs.write_new(Path::new("/s/a"), b"a").unwrap();
+    assert_eq!(fs.ops(), 3);
+}
+
+#[test]
+fn memfs_resolves_dot_dot_and_loops() {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/a/b")).unwrap();
+    fs.write_new(Path::new("/a/b/../x"), b"1").unwrap();
+    assert_eq!(fs.read(Path::new("/a/x")).unwrap(), b"1");
+    fs.symlink(Path::new("/a/l2"), Path::new("/a/l1")).unwrap();
+    fs.symlink(Path::new("/a/l1"), Path::new("/a/l2")).unwrap();
+    assert!(fs.read(Path::new("/a/l1")).is_err());
+    assert_eq!(fs.tree().len(), 6);
+    let _ = PathBuf::new();
+}
