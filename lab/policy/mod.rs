@@ -1,0 +1,268 @@
+//! The policy interface: one engine, every context-management design.
+//!
+//! Before each model call a [`Policy`] receives the harness's history, the
+//! run's [`Storage`], a token counter and the turn
+//! clock, and returns the request it would send plus [`PolicyEvent`]s saying
+//! what it did and why. The course pipeline with its switches is one policy
+//! family (`course`); each production design is a module of its own under
+//! `lab/policy/zoo/`, citing its upstream source and constants.
+//!
+//! The checker stays policy-agnostic: each policy declares, as
+//! [`PointerRule`]s, how its placeholders name where an original went (a
+//! path, an archive, or nothing), so `lost_forever`, `pointer_lost`,
+//! `dangling_pointers`, orphans and archive gaps hold for every policy.
+//!
+//! Two shapes of design fit the one signature:
+//! - *rewriting* designs (the course, Claude Code, Codex, Aider) change the
+//!   history itself: they replace `history` and return it as the request;
+//! - *projecting* designs (Anthropic context editing, SWE-agent's observation
+//!   masking, OpenHands condensers' views) leave the history whole and return
+//!   an edited copy as the request.
+
+pub mod model;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::LabResult;
+use crate::message::Message;
+use crate::storage::Storage;
+use crate::tokens::TokenCounter;
+
+pub use model::{ModelError, ModelRole, SummaryRequest};
+
+/// Where a policy comes from: upstream repository at a commit, or a
+/// documentation page with the date it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// `owner/repo@commit` or a documentation URL.
+    pub upstream: &'static str,
+    /// Files or sections the constants and strings were read from.
+    pub files: &'static [&'static str],
+    /// Licence of the upstream code (constants and strings only are reproduced).
+    pub license: &'static str,
+    /// `true` when some fact comes only from unofficial material (then the
+    /// policy is marked approximate in every listing).
+    pub approximate: bool,
+}
+
+/// The static description of a policy, for `lab policies` and the README table.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyInfo {
+    /// Unique name (`anthropic-clear-tool-uses`, `codex-cli`, `course-main`, ...).
+    pub name: String,
+    /// The product or design family (`Anthropic API`, `Codex CLI`, `course`).
+    pub family: &'static str,
+    /// One line: what the design does.
+    pub summary: &'static str,
+    /// Upstream source.
+    pub source: Source,
+    /// Constants under their upstream names, as JSON (numbers, strings, lists).
+    pub constants: serde_json::Value,
+    /// The unit the policy sizes its context in.
+    pub unit: Unit,
+    /// Every deliberate difference from upstream (empty when byte-faithful).
+    pub differences: Vec<&'static str>,
+}
+
+/// The unit a policy measures its budget in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Characters of `len(json.dumps(messages))` (the course).
+    Chars,
+    /// Tokens of the run's [`TokenCounter`].
+    Tokens,
+    /// Messages or turns.
+    Messages,
+}
+
+/// How a placeholder names where its original went.
+///
+/// The checker extracts pointers from every text of a request with the
+/// policy's rules, then asks storage whether the path still holds the
+/// original (a file with the same content, or an archive holding the result).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum PointerRule {
+    /// A line that starts with `prefix`; the rest of the line is the path
+    /// (course `Full output: <path>`, Claude Code's persisted-output line).
+    LinePrefix {
+        /// Text before the path.
+        prefix: &'static str,
+    },
+    /// A whole text `open<path>close` (course `[Earlier tool result saved at <path>]`).
+    Wrapped {
+        /// Text before the path.
+        open: &'static str,
+        /// Text after the path (the end of the text).
+        close: &'static str,
+    },
+    /// Anywhere in a text: `open<path>close`, first occurrence per line
+    /// (snip markers and summaries that name an archive mid-sentence).
+    Inline {
+        /// Text before the path.
+        open: &'static str,
+        /// Text after the path.
+        close: &'static str,
+    },
+}
+
+impl PointerRule {
+    /// Every path this rule finds in `text`.
+    pub fn find<'t>(&self, text: &'t str) -> Vec<&'t str> {
+        match *self {
+            PointerRule::LinePrefix { prefix } => text
+                .lines()
+                .filter_map(|l| l.strip_prefix(prefix))
+                .map(str::trim_end)
+                .filter(|p| !p.is_empty())
+                .collect(),
+            PointerRule::Wrapped { open, close } => text
+                .strip_prefix(open)
+                .and_then(|r| r.strip_suffix(close))
+                .filter(|p| !p.is_empty() && !p.contains('\n'))
+                .into_iter()
+                .collect(),
+            PointerRule::Inline { open, close } => text
+                .lines()
+                .filter_map(|l| {
+                    let start = l.find(open)? + open.len();
+                    let len = l[start..].find(close)?;
+                    Some(&l[start..start + len])
+                })
+                .filter(|p| !p.is_empty())
+                .collect(),
+        }
+    }
+}
+
+/// Every path any of `rules` finds in `text`, in rule order.
+pub fn pointers_in<'t>(rules: &[PointerRule], text: &'t str) -> Vec<&'t str> {
+    rules.iter().flat_map(|r| r.find(text)).collect()
+}
+
+/// What a policy did before one model call, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum PolicyEvent {
+    /// A result's full text was written to storage.
+    Persisted {
+        /// Tool call id.
+        id: String,
+        /// File written (or reused).
+        path: String,
+        /// Chars saved.
+        chars: usize,
+    },
+    /// A result's (or a call's input's) content was replaced by a placeholder.
+    Cleared {
+        /// Tool call id.
+        id: String,
+        /// Which part: `result` or `input`.
+        part: &'static str,
+        /// The placeholder text put in its place.
+        placeholder: String,
+    },
+    /// A result was shortened in place (head/tail kept, middle dropped).
+    Truncated {
+        /// Tool call id.
+        id: String,
+        /// Chars before.
+        from_chars: usize,
+        /// Chars after.
+        to_chars: usize,
+        /// Where the full text went, if anywhere.
+        saved_to: Option<String>,
+    },
+    /// Messages were replaced by a summary.
+    Summarised {
+        /// Messages replaced.
+        replaced: usize,
+        /// Messages kept verbatim around the summary.
+        kept: usize,
+        /// Where the replaced messages were archived, if anywhere.
+        archive: Option<String>,
+    },
+    /// Messages were dropped without a summary (windowing, pruning).
+    Dropped {
+        /// Messages removed.
+        messages: usize,
+        /// Why.
+        why: String,
+    },
+    /// The history was repaired for the provider (synthetic result, orphan removed).
+    Repaired {
+        /// Tool call id.
+        id: String,
+        /// What was done.
+        what: String,
+    },
+    /// A model role failed (summary call error); what the policy did instead.
+    ModelFailed {
+        /// The role (`summary`, `selector`).
+        role: &'static str,
+        /// What happened next.
+        outcome: String,
+    },
+}
+
+/// What a policy gets besides the history.
+pub struct PolicyCtx<'a> {
+    /// The run's storage (result files, archives).
+    pub storage: &'a dyn Storage,
+    /// A directory of the policy's own inside storage (exists; write below it).
+    pub root: &'a Path,
+    /// The run's token counter (policies in [`Unit::Tokens`] size with it).
+    pub tokens: &'a dyn TokenCounter,
+    /// 0-based index of the model call about to be made.
+    pub turn: usize,
+    /// Milliseconds since the session started, when the transcript recorded times.
+    pub now_ms: Option<u64>,
+    /// The deterministic model behind summaries and choices.
+    pub model: &'a mut dyn ModelRole,
+}
+
+impl std::fmt::Debug for PolicyCtx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyCtx")
+            .field("root", &self.root)
+            .field("tokens", &self.tokens.name())
+            .field("turn", &self.turn)
+            .field("now_ms", &self.now_ms)
+            .finish()
+    }
+}
+
+/// The request a policy would send, and what it did to build it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prepared {
+    /// The messages sent to the model (the system prompt is not modelled).
+    pub request: Vec<Message>,
+    /// What happened, in order.
+    pub events: Vec<PolicyEvent>,
+}
+
+/// A context-management design.
+pub trait Policy: Send {
+    /// Name, source, constants.
+    fn info(&self) -> PolicyInfo;
+
+    /// How this policy's placeholders name where an original went.
+    fn pointer_rules(&self) -> Vec<PointerRule>;
+
+    /// Before one model call: rewrite `history` if the design does, and
+    /// return the request. Called with the history including every message
+    /// appended since the last call.
+    fn prepare(
+        &mut self,
+        history: &mut Vec<Message>,
+        ctx: &mut PolicyCtx<'_>,
+    ) -> LabResult<Prepared>;
+}
+
+/// Where a policy writes inside a run's storage: `<run root>/<policy name>`.
+pub fn policy_root(run_root: &Path, name: &str) -> PathBuf {
+    run_root.join(crate::compact::root::safe_id(name, 64))
+}

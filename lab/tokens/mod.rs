@@ -1,0 +1,75 @@
+//! Token counting: one interface, several counters.
+//!
+//! Products size their context in tokens, the course in characters; a policy
+//! asks a [`TokenCounter`] in its native unit. [`Approx`] is the
+//! dependency-free fallback (4 chars per token, rounded up, as the common rule
+//! of thumb many harnesses use); exact and calibrated counters implement the
+//! same trait.
+
+use crate::message::{Block, Content, Message};
+
+/// Counts tokens of text and of whole requests.
+pub trait TokenCounter: Send + Sync + std::fmt::Debug {
+    /// The name shown in report headers (`approx`, `o200k`, `cl100k`, `claude`).
+    fn name(&self) -> &'static str;
+
+    /// Tokens of a piece of text.
+    fn count(&self, text: &str) -> usize;
+
+    /// Tokens of one message: its text, tool inputs as JSON, tool results,
+    /// thinking; images at a fixed cost.
+    fn count_message(&self, message: &Message) -> usize {
+        match &message.content {
+            Content::Text(t) => self.count(t),
+            Content::Blocks(blocks) => blocks.iter().map(|b| self.count_block(b)).sum(),
+        }
+    }
+
+    /// Tokens of one block.
+    fn count_block(&self, block: &Block) -> usize {
+        match block {
+            Block::Text { text } => self.count(text),
+            Block::ToolUse { name, input, .. } => self.count(name) + self.count(&input.to_string()),
+            Block::ToolResult { content, .. } => self.count(content),
+            Block::Thinking { thinking } => self.count(thinking),
+            Block::Image { .. } => IMAGE_TOKENS,
+        }
+    }
+
+    /// Tokens of a whole request.
+    fn count_messages(&self, messages: &[Message]) -> usize {
+        messages.iter().map(|m| self.count_message(m)).sum()
+    }
+}
+
+/// Flat cost of an image block when its bytes are not known (a ~1 megapixel
+/// screenshot costs about this much under Anthropic's `w*h/750` rule).
+pub const IMAGE_TOKENS: usize = 1_600;
+
+/// `ceil(chars / 4)`: the rule of thumb, no data needed.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Approx;
+
+impl TokenCounter for Approx {
+    fn name(&self) -> &'static str {
+        "approx"
+    }
+
+    fn count(&self, text: &str) -> usize {
+        text.chars().count().div_ceil(4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approx_rounds_up_per_text() {
+        assert_eq!(Approx.count(""), 0);
+        assert_eq!(Approx.count("abcd"), 1);
+        assert_eq!(Approx.count("abcde"), 2);
+        let m = Message::tool_results(vec![("t".into(), "x".repeat(9))]);
+        assert_eq!(Approx.count_messages(&[m]), 3);
+    }
+}
