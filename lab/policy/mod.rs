@@ -19,7 +19,9 @@
 //!   masking, OpenHands condensers' views) leave the history whole and return
 //!   an edited copy as the request.
 
+pub mod list;
 pub mod model;
+pub mod zoo;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,4 @@
+//! Production designs, one module each, each citing its upstream source.
+//!
+//! Every module exposes a constructor returning a boxed [`Policy`](super::Policy)
+//! with the upstream defaults; [`super::list`] collects them.
