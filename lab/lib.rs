@@ -14,6 +14,7 @@ pub mod import;
 pub mod memory;
 pub mod message;
 pub mod policy;
+pub mod pyjson;
 pub mod registry;
 pub mod replay;
 pub mod report;
