@@ -226,3 +226,66 @@ fn record_call(
 pub fn run_root(env: &Env, policy: &str) -> PathBuf {
     super::policy_root(Path::new(&env.root), policy)
 }
+
+/// Every policy name `names` asks for: `all` expands to every policy.
+pub fn expand_names(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in names {
+        if n.eq_ignore_ascii_case("all") {
+            out.extend(super::list::names().into_iter().map(str::to_string));
+        } else {
+            out.push(n.clone());
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Build a policy for one session: course profiles get a root whose result
+/// path is `path_len` long for the session's first tool id, as `lab replay
+/// --profile` does.
+fn make_for(name: &str, messages: &[Message], path_len: usize) -> LabResult<Box<dyn Policy>> {
+    let lower = name.to_ascii_lowercase();
+    if lower == "seed" || super::course::CoursePolicy::names().contains(&lower.as_str()) {
+        let ref_id = messages
+            .iter()
+            .flat_map(|m| m.tool_use_ids())
+            .next()
+            .map_or(7, |id| id.chars().count());
+        let p = super::course::CoursePolicy::with_root(&lower, Some(path_len), ref_id)?;
+        return Ok(Box::new(p));
+    }
+    super::list::make(name)
+}
+
+/// Replay every file under every named policy (`all` for every policy), in
+/// file order then policy order. Unknown names fail before any work.
+pub fn replay_files(
+    files: &[PathBuf],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+) -> LabResult<Vec<PolicyRun>> {
+    let names = expand_names(names);
+    for n in &names {
+        super::list::make(n)?;
+    }
+    let mut runs = Vec::new();
+    for file in files {
+        let session = crate::import::import_file(file, import)?;
+        let label = file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        for name in &names {
+            let mut policy = make_for(name, &session.main, path_len)?;
+            let s = Session {
+                name: &label,
+                messages: &session.main,
+                times_ms: None,
+            };
+            runs.push(replay(policy.as_mut(), s, &mut Env::default())?);
+        }
+    }
+    Ok(runs)
+}

@@ -25,6 +25,7 @@ pub mod engine;
 pub mod list;
 pub mod model;
 pub mod none;
+pub mod render;
 pub mod validity;
 pub mod zoo;
 
