@@ -68,6 +68,19 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Multi-pass drift: what survives k successive compactions under
+    /// regenerated summaries, anchored summaries and masking.
+    Drift {
+        /// Compaction passes.
+        #[arg(long, default_value_t = 10)]
+        passes: usize,
+        /// Summariser capacity in chars.
+        #[arg(long, default_value_t = 360)]
+        capacity: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// List the named profiles.
     Profiles {
         /// Output format.
@@ -114,6 +127,10 @@ pub enum Command {
         /// through the policy engine and its policy-agnostic checker and validity oracle.
         #[arg(long, value_delimiter = ',', conflicts_with_all = ["profile", "plot"])]
         policy: Vec<String>,
+        /// With --policy: measure retention (artifact recall, re-fetch demand,
+        /// planted facts) and mark the cost–retention frontier.
+        #[arg(long, requires = "policy")]
+        retention: bool,
         /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
@@ -235,6 +252,23 @@ pub fn run(cli: Cli) -> LabResult<String> {
             }
             Ok(crate::policy::render::policies(&infos, format))
         }
+        Some(Command::Drift {
+            passes,
+            capacity,
+            format,
+        }) => {
+            if !(1..=1000).contains(&passes) || !(1..=10_000_000).contains(&capacity) {
+                return Err(LabError::usage(
+                    format!("--passes {passes} / --capacity {capacity} out of range"),
+                    "use --passes 1..=1000 and --capacity 1..=10000000",
+                ));
+            }
+            let curves: Vec<_> = crate::retention::drift::Strategy::ALL
+                .iter()
+                .map(|s| crate::retention::drift::run(*s, passes, capacity))
+                .collect();
+            Ok(crate::retention::render::drift(&curves, format))
+        }
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
             let mut cfg = config::profile(&profile)?.config;
@@ -280,6 +314,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             files,
             profile,
             policy,
+            retention,
             scale,
             path_len,
             strict,
@@ -303,8 +338,10 @@ pub fn run(cli: Cli) -> LabResult<String> {
                         "drop --scale, or replay with --profile",
                     ));
                 }
-                let runs = crate::policy::engine::replay_files(&files, &policy, path_len, &import)?;
-                return Ok(crate::policy::render::runs(&runs, format));
+                let measure = crate::compare::Measure { retention };
+                let out =
+                    crate::compare::replay_files(&files, &policy, path_len, &import, measure)?;
+                return Ok(crate::compare::render(&out, format));
             }
             let names: Vec<&str> = profile.iter().map(String::as_str).collect();
             let options = crate::replay::ReplayOptions {

@@ -21,7 +21,7 @@ use super::validity::{self, Violation};
 use super::{Policy, PolicyCtx, PolicyEvent};
 use crate::error::{LabError, LabResult};
 use crate::message::{Message, Role};
-use crate::storage::{MemFs, Shared};
+use crate::storage::{MemFs, Shared, Storage};
 use crate::tokens::{Approx, TokenCounter};
 
 /// One session to replay.
@@ -136,13 +136,66 @@ impl std::fmt::Debug for Env {
     }
 }
 
+/// What an observer sees of storage at a request: the policy's files and how
+/// its placeholders point to them.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    /// The storage the policy writes to.
+    pub storage: &'a dyn Storage,
+    /// The policy's root inside it.
+    pub root: &'a Path,
+    /// The policy's pointer grammar.
+    pub rules: &'a [super::PointerRule],
+    /// The run's token counter.
+    pub tokens: &'a dyn TokenCounter,
+}
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View").field("root", &self.root).finish()
+    }
+}
+
+/// Something that measures a replay while it runs (retention, cost), so no
+/// request has to be kept after it was seen.
+pub trait Observer {
+    /// Recorded message `index` was appended to the live history (after the
+    /// request it answers, for an assistant message).
+    fn on_message(&mut self, index: usize, message: &Message) {
+        let _ = (index, message);
+    }
+
+    /// Request number `call` was sent before recorded message `at`.
+    fn on_request(
+        &mut self,
+        call: usize,
+        at: usize,
+        request: &[Message],
+        events: &[PolicyEvent],
+        view: &View<'_>,
+    ) {
+        let _ = (call, at, request, events, view);
+    }
+}
+
 /// Replay `session` through `policy`.
 pub fn replay(
     policy: &mut dyn Policy,
     session: Session<'_>,
     env: &mut Env,
 ) -> LabResult<PolicyRun> {
+    replay_observed(policy, session, env, &mut [])
+}
+
+/// Replay `session` through `policy`, showing every request and message to `observers`.
+pub fn replay_observed(
+    policy: &mut dyn Policy,
+    session: Session<'_>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
     let info = policy.info();
+    let rules = policy.pointer_rules();
     let (storage, root) = match policy.own_storage() {
         Some(own) => own,
         None => (
@@ -176,15 +229,34 @@ pub fn replay(
                 now_ms,
                 model: env.model.as_mut(),
             };
-            match policy.prepare(&mut history, &mut ctx) {
-                Ok(prepared) => record_call(&mut run, i, prepared, env.tokens.as_ref()),
+            let prepared = match policy.prepare(&mut history, &mut ctx) {
+                Ok(p) => p,
                 Err(e) => {
                     run.ended_by_error = Some(e.to_string());
                     break;
                 }
+            };
+            let view = View {
+                storage: storage.as_ref(),
+                root: &root,
+                rules: &rules,
+                tokens: env.tokens.as_ref(),
+            };
+            for o in observers.iter_mut() {
+                o.on_request(
+                    run.calls.len(),
+                    i,
+                    &prepared.request,
+                    &prepared.events,
+                    &view,
+                );
             }
+            record_call(&mut run, i, prepared, env.tokens.as_ref());
         }
         ledger.record(m);
+        for o in observers.iter_mut() {
+            o.on_message(i, m);
+        }
         history.push(m.clone());
     }
     run.invalid_requests = run
@@ -225,67 +297,4 @@ fn record_call(
 /// The root a policy run writes under, for callers that inspect storage after.
 pub fn run_root(env: &Env, policy: &str) -> PathBuf {
     super::policy_root(Path::new(&env.root), policy)
-}
-
-/// Every policy name `names` asks for: `all` expands to every policy.
-pub fn expand_names(names: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for n in names {
-        if n.eq_ignore_ascii_case("all") {
-            out.extend(super::list::names().into_iter().map(str::to_string));
-        } else {
-            out.push(n.clone());
-        }
-    }
-    out.dedup();
-    out
-}
-
-/// Build a policy for one session: course profiles get a root whose result
-/// path is `path_len` long for the session's first tool id, as `lab replay
-/// --profile` does.
-fn make_for(name: &str, messages: &[Message], path_len: usize) -> LabResult<Box<dyn Policy>> {
-    let lower = name.to_ascii_lowercase();
-    if lower == "seed" || super::course::CoursePolicy::names().contains(&lower.as_str()) {
-        let ref_id = messages
-            .iter()
-            .flat_map(|m| m.tool_use_ids())
-            .next()
-            .map_or(7, |id| id.chars().count());
-        let p = super::course::CoursePolicy::with_root(&lower, Some(path_len), ref_id)?;
-        return Ok(Box::new(p));
-    }
-    super::list::make(name)
-}
-
-/// Replay every file under every named policy (`all` for every policy), in
-/// file order then policy order. Unknown names fail before any work.
-pub fn replay_files(
-    files: &[PathBuf],
-    names: &[String],
-    path_len: usize,
-    import: &crate::import::ImportOptions,
-) -> LabResult<Vec<PolicyRun>> {
-    let names = expand_names(names);
-    for n in &names {
-        super::list::make(n)?;
-    }
-    let mut runs = Vec::new();
-    for file in files {
-        let session = crate::import::import_file(file, import)?;
-        let label = file.file_name().map_or_else(
-            || file.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        for name in &names {
-            let mut policy = make_for(name, &session.main, path_len)?;
-            let s = Session {
-                name: &label,
-                messages: &session.main,
-                times_ms: None,
-            };
-            runs.push(replay(policy.as_mut(), s, &mut Env::default())?);
-        }
-    }
-    Ok(runs)
 }

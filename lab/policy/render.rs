@@ -131,7 +131,7 @@ pub fn runs(runs: &[PolicyRun], format: Format) -> String {
     s.push('\n');
     if let Some(r) = runs.first() {
         s.push_str(&format!(
-            "tokens: {}; invalid A/O = requests breaking Anthropic / OpenAI rules\n",
+            "\ntokens: {}; invalid A/O = requests breaking Anthropic / OpenAI rules\n",
             r.tokenizer
         ));
     }
