@@ -243,3 +243,44 @@ fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
     assert_eq!(fact.mechanisms, vec!["cleared"]);
     assert!(r.artifact_recall < 1.0);
 }
+
+/// Every policy has the retention metrics on the shared sessions (the three
+/// smallest in debug builds; `make replay` runs them all): the baseline keeps
+/// everything and every policy's recall is a fraction.
+#[test]
+fn every_policy_has_retention_on_real_sessions() {
+    use ctxlab::compare::{replay_files, Measure};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
+    if !dir.is_dir() {
+        eprintln!("SKIP: {} not found", dir.display());
+        return;
+    }
+    let files: Vec<_> = [
+        "claude_code/claude-code-viewer__fe5e1c67.jsonl",
+        "claude_code/dmux__chat@eef6c28.json",
+        "openai_format/swe-agent__function-calling-demo__marshmallow-1867.traj",
+    ]
+    .iter()
+    .map(|f| dir.join(f))
+    .collect();
+    let out = replay_files(
+        &files,
+        &["all".to_string()],
+        160,
+        &Default::default(),
+        Measure { retention: true },
+    )
+    .unwrap();
+    assert_eq!(out.len(), files.len() * ctxlab::policy::list::names().len());
+    for c in &out {
+        let r = c.retention.as_ref().unwrap();
+        assert!(r.artifacts > 0, "{} {}", c.run.session, c.run.policy);
+        assert_eq!(r.series.len(), c.run.calls.len());
+        if c.run.policy == "none" {
+            assert_eq!(r.artifact_recall, 1.0, "{}", c.run.session);
+            assert_eq!(r.refetch_calls, 0);
+        } else {
+            assert!((0.0..=1.0).contains(&r.artifact_recall));
+        }
+    }
+}
