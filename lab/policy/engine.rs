@@ -217,6 +217,10 @@ pub fn replay_observed(
         ended_by_error: None,
     };
     let mut history: Vec<Message> = Vec::new();
+    // What the model last saw, plus what arrived after: the checker judges
+    // this, not the stored history, since a design may change only the
+    // request (server-side clearing) and keep its history intact.
+    let mut seen: Option<Vec<Message>> = None;
     let mut ledger = Ledger::default();
     for (i, m) in session.messages.iter().enumerate() {
         if m.role == Role::Assistant {
@@ -251,21 +255,32 @@ pub fn replay_observed(
                     &view,
                 );
             }
-            record_call(&mut run, i, prepared, env.tokens.as_ref());
+            record_call(
+                &mut run,
+                i,
+                &prepared.request,
+                prepared.events,
+                env.tokens.as_ref(),
+            );
+            seen = Some(prepared.request);
         }
         ledger.record(m);
         for o in observers.iter_mut() {
             o.on_message(i, m);
         }
+        if let Some(s) = seen.as_mut() {
+            s.push(m.clone());
+        }
         history.push(m.clone());
     }
+    let context = seen.unwrap_or(history);
     run.invalid_requests = run
         .calls
         .iter()
         .filter(|c| !c.violations.is_empty())
         .count() as u64;
     run.findings = check::check(
-        &history,
+        &context,
         &ledger,
         &policy.pointer_rules(),
         storage.as_ref(),
@@ -277,24 +292,91 @@ pub fn replay_observed(
 fn record_call(
     run: &mut PolicyRun,
     at: usize,
-    prepared: super::Prepared,
+    request: &[Message],
+    events: Vec<PolicyEvent>,
     tokens: &dyn TokenCounter,
 ) {
     let call = run.calls.len();
-    let request = &prepared.request;
     run.calls.push(CallRecord {
         at,
         messages: request.len(),
         chars: crate::pyjson::dumps_len(request),
         tokens: tokens.count_messages(request),
-        events: prepared.events.len(),
+        events: events.len(),
         violations: validity::check(request),
     });
-    run.events
-        .extend(prepared.events.into_iter().map(|e| (call, e)));
+    run.events.extend(events.into_iter().map(|e| (call, e)));
 }
 
 /// The root a policy run writes under, for callers that inspect storage after.
 pub fn run_root(env: &Env, policy: &str) -> PathBuf {
     super::policy_root(Path::new(&env.root), policy)
+}
+
+impl PolicyRun {
+    /// The run as registry counters: the checker's counts, validity per
+    /// provider and per rule, and what the policy did. Every rule kind is
+    /// listed (zero when clean), so an experiment can name any of them.
+    pub fn counters(&self) -> crate::counters::Counters {
+        use super::validity::{Kind, Provider};
+        let mut c = crate::counters::Counters::default();
+        let f = &self.findings;
+        for (name, n) in [
+            ("lost_forever", &f.lost_forever),
+            ("pointer_lost", &f.pointer_lost),
+            ("dangling_pointers", &f.dangling_pointers),
+            ("orphan_files", &f.orphans),
+            ("archive_gaps", &f.archive_gaps),
+        ] {
+            c.count(name, n.count, n.samples.clone());
+        }
+        c.count(
+            "invalid_requests",
+            self.invalid_requests,
+            std::iter::empty(),
+        );
+        for p in [Provider::Anthropic, Provider::OpenAi] {
+            let bad: Vec<String> = self
+                .calls
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.violations.iter().any(|v| v.provider == p))
+                .map(|(i, _)| format!("request {}", i + 1))
+                .collect();
+            let name = match p {
+                Provider::Anthropic => "invalid_anthropic",
+                Provider::OpenAi => "invalid_openai",
+            };
+            c.count(name, bad.len() as u64, bad);
+        }
+        for kind in [
+            Kind::UnansweredToolUse,
+            Kind::OrphanToolResult,
+            Kind::ResultNotFirst,
+            Kind::DuplicateToolCallId,
+            Kind::DuplicateToolResult,
+            Kind::InterleavedMessage,
+            Kind::UnmatchedToolResult,
+            Kind::UnmatchedToolUse,
+        ] {
+            let ids: Vec<String> = self
+                .calls
+                .iter()
+                .flat_map(|r| &r.violations)
+                .filter(|v| v.kind == kind)
+                .map(|v| v.id.clone())
+                .collect();
+            c.count(kind.name(), ids.len() as u64, ids);
+        }
+        for kind in ["summarised", "dropped", "model_failed", "repaired"] {
+            c.count(kind, self.event_count(kind) as u64, std::iter::empty());
+        }
+        c.count("originals_in_context", f.in_context, std::iter::empty());
+        c.flag(
+            "completed",
+            self.ended_by_error.is_none(),
+            self.ended_by_error.clone(),
+        );
+        c
+    }
 }
