@@ -1,6 +1,7 @@
 //! The list of every policy (the types live in [`super`]; this is only the list,
 //! so that policy modules never import it and no circle forms).
 
+use super::zoo;
 use super::Policy;
 
 /// A constructor of a policy with its upstream defaults.
@@ -8,7 +9,10 @@ pub type Make = fn() -> Box<dyn Policy>;
 
 /// Every production policy, in `lab policies` order.
 pub fn zoo() -> Vec<(&'static str, Make)> {
-    vec![]
+    vec![(
+        zoo::anthropic_clear_tool_uses::NAME,
+        zoo::anthropic_clear_tool_uses::make,
+    )]
 }
 
 /// Build the policy called `name` (case-insensitive).
