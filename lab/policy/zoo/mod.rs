@@ -4,3 +4,4 @@
 //! with the upstream defaults; [`super::list`] collects them.
 
 pub mod anthropic_clear_tool_uses;
+pub mod anthropic_compact;
