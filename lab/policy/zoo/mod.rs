@@ -6,3 +6,4 @@
 pub mod anthropic_clear_tool_uses;
 pub mod anthropic_compact;
 pub mod codex_cli;
+pub mod opencode;
