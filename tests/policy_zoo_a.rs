@@ -36,6 +36,7 @@ const ZOO_A: &[&str] = &[
     "anthropic-compact",
     "codex-cli",
     "opencode",
+    "gemini-cli",
 ];
 
 fn transcripts() -> Option<Vec<PathBuf>> {

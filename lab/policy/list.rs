@@ -20,6 +20,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         (zoo::anthropic_compact::NAME, zoo::anthropic_compact::make),
         (zoo::codex_cli::NAME, zoo::codex_cli::make),
         (zoo::opencode::NAME, zoo::opencode::make),
+        (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
     ]
 }
 

@@ -6,4 +6,5 @@
 pub mod anthropic_clear_tool_uses;
 pub mod anthropic_compact;
 pub mod codex_cli;
+pub mod gemini_cli;
 pub mod opencode;
