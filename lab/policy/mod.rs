@@ -116,7 +116,7 @@ pub enum PointerRule {
         close: &'static str,
     },
     /// The rest of a line after the first `open` in it (a sentence that ends
-    /// with the path, as Gemini CLI's "For full output see: <path>").
+    /// with the path, as Gemini CLI's `For full output see: <path>`).
     After {
         /// Text before the path.
         open: &'static str,
