@@ -37,6 +37,7 @@ const ZOO_A: &[&str] = &[
     "codex-cli",
     "opencode",
     "gemini-cli",
+    "claude-code",
 ];
 
 fn transcripts() -> Option<Vec<PathBuf>> {
