@@ -186,3 +186,61 @@ fn course_policies_reach_the_course_replays_verdicts_on_real_sessions() {
         }
     }
 }
+
+fn lab(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn lab_policies_lists_every_policy_with_source_and_constants() {
+    let (code, out, err) = lab(&["policies", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let arr = v.as_array().unwrap();
+    let names: Vec<&str> = arr.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, list::names());
+    for p in arr {
+        assert!(
+            p["source"]["upstream"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty()),
+            "{p}"
+        );
+        assert!(p["constants"].is_object(), "{p}");
+    }
+    let (code, table, _) = lab(&["policies"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("policies_table", table);
+}
+
+#[test]
+fn lab_replay_policy_runs_every_policy_and_refuses_unknown_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, serde_json::to_string(&synthetic(3, 25)).unwrap()).unwrap();
+    let p = path.to_str().unwrap();
+    let (code, out, err) = lab(&["replay", p, "--policy", "all", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let policies: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(policies, list::names());
+    for r in v.as_array().unwrap() {
+        assert_eq!(r["calls"].as_array().unwrap().len(), 26, "{}", r["policy"]);
+    }
+    let (code, _, err) = lab(&["replay", p, "--policy", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown policy `nope`"), "{err}");
+}

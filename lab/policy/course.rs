@@ -79,6 +79,19 @@ fn active_request(history: &[Message]) -> String {
         .unwrap_or_default()
 }
 
+/// The revision each profile reproduces (README "Profiles and switches").
+fn upstream(profile: &str) -> &'static str {
+    match profile {
+        "course-old" => "snake-fan/learn-claude-code@35a99f9 (the revision without the unseen guard)",
+        "course-f9e8b28" => {
+            "shareAI-lab/learn-claude-code@f9e8b28 (as published at tingman2/beauty-mirror-hackathon@8db2b3a)"
+        }
+        "course-main" => "shareAI-lab/learn-claude-code@182c658",
+        "prototype" => "the seed's prototype ../shared/ref/cc_harness_lab.py",
+        _ => "ctxlab: course-main with every safeguard on",
+    }
+}
+
 /// The pipeline's event as a policy event.
 fn to_policy_event(e: &Event) -> PolicyEvent {
     match e {
@@ -125,7 +138,7 @@ impl Policy for CoursePolicy {
             family: "course",
             summary: self.profile.description,
             source: Source {
-                upstream: "shareAI-lab/learn-claude-code (s08_context_compact; revisions in README \"Profiles and switches\")",
+                upstream: upstream(self.profile.name),
                 files: &["s08_context_compact/code.py"],
                 license: "MIT",
                 approximate: false,

@@ -21,7 +21,7 @@ use super::validity::{self, Violation};
 use super::{Policy, PolicyCtx, PolicyEvent};
 use crate::error::{LabError, LabResult};
 use crate::message::{Message, Role};
-use crate::storage::{MemFs, Shared};
+use crate::storage::{MemFs, Shared, Storage};
 use crate::tokens::{Approx, TokenCounter};
 
 /// One session to replay.
@@ -136,13 +136,66 @@ impl std::fmt::Debug for Env {
     }
 }
 
+/// What an observer sees of storage at a request: the policy's files and how
+/// its placeholders point to them.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    /// The storage the policy writes to.
+    pub storage: &'a dyn Storage,
+    /// The policy's root inside it.
+    pub root: &'a Path,
+    /// The policy's pointer grammar.
+    pub rules: &'a [super::PointerRule],
+    /// The run's token counter.
+    pub tokens: &'a dyn TokenCounter,
+}
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View").field("root", &self.root).finish()
+    }
+}
+
+/// Something that measures a replay while it runs (retention, cost), so no
+/// request has to be kept after it was seen.
+pub trait Observer {
+    /// Recorded message `index` was appended to the live history (after the
+    /// request it answers, for an assistant message).
+    fn on_message(&mut self, index: usize, message: &Message) {
+        let _ = (index, message);
+    }
+
+    /// Request number `call` was sent before recorded message `at`.
+    fn on_request(
+        &mut self,
+        call: usize,
+        at: usize,
+        request: &[Message],
+        events: &[PolicyEvent],
+        view: &View<'_>,
+    ) {
+        let _ = (call, at, request, events, view);
+    }
+}
+
 /// Replay `session` through `policy`.
 pub fn replay(
     policy: &mut dyn Policy,
     session: Session<'_>,
     env: &mut Env,
 ) -> LabResult<PolicyRun> {
+    replay_observed(policy, session, env, &mut [])
+}
+
+/// Replay `session` through `policy`, showing every request and message to `observers`.
+pub fn replay_observed(
+    policy: &mut dyn Policy,
+    session: Session<'_>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
     let info = policy.info();
+    let rules = policy.pointer_rules();
     let (storage, root) = match policy.own_storage() {
         Some(own) => own,
         None => (
@@ -176,15 +229,34 @@ pub fn replay(
                 now_ms,
                 model: env.model.as_mut(),
             };
-            match policy.prepare(&mut history, &mut ctx) {
-                Ok(prepared) => record_call(&mut run, i, prepared, env.tokens.as_ref()),
+            let prepared = match policy.prepare(&mut history, &mut ctx) {
+                Ok(p) => p,
                 Err(e) => {
                     run.ended_by_error = Some(e.to_string());
                     break;
                 }
+            };
+            let view = View {
+                storage: storage.as_ref(),
+                root: &root,
+                rules: &rules,
+                tokens: env.tokens.as_ref(),
+            };
+            for o in observers.iter_mut() {
+                o.on_request(
+                    run.calls.len(),
+                    i,
+                    &prepared.request,
+                    &prepared.events,
+                    &view,
+                );
             }
+            record_call(&mut run, i, prepared, env.tokens.as_ref());
         }
         ledger.record(m);
+        for o in observers.iter_mut() {
+            o.on_message(i, m);
+        }
         history.push(m.clone());
     }
     run.invalid_requests = run

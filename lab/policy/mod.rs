@@ -26,6 +26,7 @@ pub mod experiments;
 pub mod list;
 pub mod model;
 pub mod none;
+pub mod render;
 pub mod validity;
 pub mod zoo;
 
