@@ -3,6 +3,7 @@
 
 use super::course::CoursePolicy;
 use super::none::NoCompaction;
+use super::zoo;
 use super::Policy;
 use crate::error::{LabError, LabResult};
 
@@ -11,7 +12,17 @@ pub type Make = fn() -> Box<dyn Policy>;
 
 /// Every production policy, in `lab policies` order.
 pub fn zoo() -> Vec<(&'static str, Make)> {
-    vec![]
+    vec![
+        (
+            zoo::anthropic_clear_tool_uses::NAME,
+            zoo::anthropic_clear_tool_uses::make,
+        ),
+        (zoo::anthropic_compact::NAME, zoo::anthropic_compact::make),
+        (zoo::codex_cli::NAME, zoo::codex_cli::make),
+        (zoo::opencode::NAME, zoo::opencode::make),
+        (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
+        (zoo::claude_code::NAME, zoo::claude_code::make),
+    ]
 }
 
 /// Every policy name: the baseline, the course profiles, then the zoo.

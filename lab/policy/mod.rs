@@ -22,6 +22,7 @@
 pub mod check;
 pub mod course;
 pub mod engine;
+pub mod experiments;
 pub mod list;
 pub mod model;
 pub mod none;
@@ -115,6 +116,12 @@ pub enum PointerRule {
         /// Text after the path.
         close: &'static str,
     },
+    /// The rest of a line after the first `open` in it (a sentence that ends
+    /// with the path, as Gemini CLI's `For full output see: <path>`).
+    After {
+        /// Text before the path.
+        open: &'static str,
+    },
 }
 
 impl PointerRule {
@@ -140,6 +147,11 @@ impl PointerRule {
                     let len = l[start..].find(close)?;
                     Some(&l[start..start + len])
                 })
+                .filter(|p| !p.is_empty())
+                .collect(),
+            PointerRule::After { open } => text
+                .lines()
+                .filter_map(|l| Some(l[l.find(open)? + open.len()..].trim_end()))
                 .filter(|p| !p.is_empty())
                 .collect(),
         }
