@@ -8,6 +8,8 @@
 
 use crate::message::{Block, Content, Message};
 
+pub mod openai;
+
 /// Counts tokens of text and of whole requests.
 pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     /// The name shown in report headers (`approx`, `o200k`, `cl100k`, `claude`).
