@@ -8,7 +8,10 @@
 
 use crate::message::{Block, Content, Message};
 
+pub mod claude;
+pub mod fit;
 pub mod openai;
+pub mod recorded;
 
 /// Counts tokens of text and of whole requests.
 pub trait TokenCounter: Send + Sync + std::fmt::Debug {
