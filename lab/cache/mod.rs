@@ -32,6 +32,7 @@
 
 pub mod prices;
 pub mod provider;
+pub mod recorded;
 mod sim;
 
 use std::hash::{Hash, Hasher};

@@ -42,6 +42,8 @@ pub struct RecordedRequest {
     pub chain: String,
     /// Whether it is a subagent's request.
     pub sidechain: bool,
+    /// The model that answered (each model has its own cache).
+    pub model: String,
     /// When the response was logged, in Unix milliseconds.
     pub at_ms: Option<i64>,
     /// The messages sent, oldest first.
@@ -127,6 +129,11 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
                 .get("isSidechain")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            model: r
+                .pointer("/message/model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             at_ms: str_of(r, "timestamp").and_then(parse_timestamp_ms),
             messages: merge_messages(&chain),
             usage,

@@ -17,6 +17,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
         requests.push(RecordedRequest {
             chain: "root".into(),
             sidechain: false,
+            model: "m".into(),
             at_ms: None,
             messages: messages.clone(),
             usage: Usage {
