@@ -33,6 +33,7 @@
 pub mod prices;
 pub mod provider;
 pub mod recorded;
+pub mod session;
 mod sim;
 
 use std::hash::{Hash, Hasher};
