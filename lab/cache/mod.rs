@@ -30,6 +30,7 @@
 //! that sizes its context in characters (the course profiles) must count its
 //! requests with a token counter before calling [`cost`].
 
+pub mod arms;
 pub mod prices;
 pub mod provider;
 pub mod recorded;
@@ -224,7 +225,11 @@ pub fn cost(requests: &[CacheRequest], provider: &Provider, sheet: &PriceSheet) 
     summarize(provider.name(), *sheet, series)
 }
 
-fn summarize(provider: String, sheet: PriceSheet, requests: Vec<RequestCost>) -> CostReport {
+pub(crate) fn summarize(
+    provider: String,
+    sheet: PriceSheet,
+    requests: Vec<RequestCost>,
+) -> CostReport {
     let sum = |f: fn(&RequestCost) -> u64| requests.iter().map(f).sum::<u64>();
     let mut turns: Vec<(u32, usize)> = requests.iter().map(|r| (r.stream, r.turn)).collect();
     turns.sort_unstable();

@@ -83,6 +83,32 @@ impl Provider {
     }
 }
 
+/// The cache models a command line can name (`--cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum CacheChoice {
+    /// Anthropic, 5-minute TTL.
+    #[default]
+    Anthropic,
+    /// Anthropic, 1-hour TTL.
+    Anthropic1h,
+    /// OpenAI automatic caching.
+    Openai,
+}
+
+impl CacheChoice {
+    /// The provider model with its defaults.
+    pub fn provider(self) -> Provider {
+        match self {
+            CacheChoice::Anthropic => Provider::Anthropic(Anthropic::default()),
+            CacheChoice::Anthropic1h => Provider::Anthropic(Anthropic {
+                ttl_secs: 3_600,
+                ..Anthropic::default()
+            }),
+            CacheChoice::Openai => Provider::OpenAi(OpenAi::default()),
+        }
+    }
+}
+
 impl OpenAi {
     /// Tokens billed as a cache hit for a live common prefix of `lcp` tokens.
     pub fn hit_tokens(&self, lcp: u64) -> u64 {

@@ -165,6 +165,10 @@ pub struct Compared {
     pub predicted_read: u64,
     /// Predicted cache writes.
     pub predicted_write: u64,
+    /// The recorded read collapsed (a full-prefix rewrite).
+    pub recorded_rewrite: bool,
+    /// The predicted read collapsed.
+    pub predicted_rewrite: bool,
 }
 
 /// How well the model reproduces a recorded session.
@@ -225,11 +229,10 @@ pub fn validate(
         if !ok && v.misses.len() < 5 {
             v.misses.push(i);
         }
+        let (mut was, mut will) = (false, false);
         if let Some(&(rec, pred)) = before.get(r.chain.as_str()) {
-            let (was, will) = (
-                collapsed(u.cache_read_input_tokens, rec),
-                collapsed(p.cache_read_tokens, pred),
-            );
+            was = collapsed(u.cache_read_input_tokens, rec);
+            will = collapsed(p.cache_read_tokens, pred);
             v.recorded_rewrites += was as usize;
             v.flagged_rewrites += (was && will) as usize;
             v.false_rewrites += (will && !was) as usize;
@@ -250,6 +253,8 @@ pub fn validate(
             recorded: u,
             predicted_read: p.cache_read_tokens,
             predicted_write: p.cache_write_tokens,
+            recorded_rewrite: was,
+            predicted_rewrite: will,
         });
     }
     (report, v)
