@@ -131,24 +131,20 @@ fn prefix_keys(segments: &[Segment]) -> Vec<u64> {
 /// estimated message tokens leave.
 fn split(total: u64, weights: &[u64], system_first: bool) -> Vec<u64> {
     let sum: u64 = weights.iter().sum();
-    let mut out: Vec<u64> = if system_first {
-        let msgs = sum.min(total);
-        let scale = |w: u64| if sum == 0 { 0 } else { w * msgs / sum };
-        let mut v: Vec<u64> = weights.iter().map(|&w| scale(w)).collect();
-        v[0] = 0;
-        v
-    } else {
-        weights
-            .iter()
-            .map(|&w| if sum == 0 { 0 } else { w * total / sum })
-            .collect()
-    };
+    // With the system first, messages get their estimate (scaled down only
+    // when it exceeds the total) and the system the rest.
+    let budget = if system_first { sum.min(total) } else { total };
+    let mut out: Vec<u64> = weights
+        .iter()
+        .map(|&w| (w * budget).checked_div(sum).unwrap_or(0))
+        .collect();
     let rest = total - out.iter().sum::<u64>();
-    if let Some(slot) = if system_first {
+    let slot = if system_first {
         out.first_mut()
     } else {
         out.last_mut()
-    } {
+    };
+    if let Some(slot) = slot {
         *slot += rest;
     }
     out

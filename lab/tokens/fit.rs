@@ -131,11 +131,12 @@ fn solve(mut a: [[f64; 7]; 6]) -> [f64; 6] {
         if a[c][c].abs() < 1e-300 {
             continue;
         }
-        for r in 0..6 {
+        let pivot = a[c];
+        for (r, row) in a.iter_mut().enumerate() {
             if r != c {
-                let f = a[r][c] / a[c][c];
-                for k in c..7 {
-                    a[r][k] -= f * a[c][k];
+                let f = row[c] / pivot[c];
+                for (x, p) in row.iter_mut().zip(pivot).skip(c) {
+                    *x -= f * p;
                 }
             }
         }
