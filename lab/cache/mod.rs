@@ -111,7 +111,9 @@ impl CacheRequest {
 
     /// Tokens of the whole request.
     pub fn tokens(&self) -> u64 {
-        self.segments.iter().map(|s| s.tokens).sum()
+        self.segments
+            .iter()
+            .fold(0, |a, s| a.saturating_add(s.tokens))
     }
 }
 
@@ -230,7 +232,7 @@ pub(crate) fn summarize(
     sheet: PriceSheet,
     requests: Vec<RequestCost>,
 ) -> CostReport {
-    let sum = |f: fn(&RequestCost) -> u64| requests.iter().map(f).sum::<u64>();
+    let sum = |f: fn(&RequestCost) -> u64| requests.iter().map(f).fold(0u64, u64::saturating_add);
     let mut turns: Vec<(u32, usize)> = requests.iter().map(|r| (r.stream, r.turn)).collect();
     turns.sort_unstable();
     turns.dedup();

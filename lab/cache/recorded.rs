@@ -130,13 +130,16 @@ fn prefix_keys(segments: &[Segment]) -> Vec<u64> {
 /// `system_first`, the first entry (the system prompt) takes what the
 /// estimated message tokens leave.
 fn split(total: u64, weights: &[u64], system_first: bool) -> Vec<u64> {
-    let sum: u64 = weights.iter().sum();
+    let sum: u64 = weights.iter().fold(0, |a, &w| a.saturating_add(w));
     // With the system first, messages get their estimate (scaled down only
     // when it exceeds the total) and the system the rest.
     let budget = if system_first { sum.min(total) } else { total };
     let mut out: Vec<u64> = weights
         .iter()
-        .map(|&w| (w * budget).checked_div(sum).unwrap_or(0))
+        .map(|&w| {
+            let share = (w as u128 * budget as u128).checked_div(sum as u128);
+            share.unwrap_or(0) as u64
+        })
         .collect();
     let rest = total - out.iter().sum::<u64>();
     let slot = if system_first {
@@ -236,7 +239,7 @@ pub fn validate(
                 v.unflagged.push(i);
             }
         }
-        let cached = |read: u64, write: u64| read + write;
+        let cached = |read: u64, write: u64| read.saturating_add(write);
         before.insert(
             &r.chain,
             (

@@ -82,7 +82,7 @@ impl Cache {
                 at_ms: r.at_ms,
             },
         );
-        let uncached = total.saturating_sub(access.read + access.write);
+        let uncached = total.saturating_sub(access.read.saturating_add(access.write));
         RequestCost {
             index,
             stream: r.stream,
@@ -232,7 +232,7 @@ fn cumulative(r: &CacheRequest) -> Vec<u64> {
     r.segments
         .iter()
         .map(|s| {
-            acc += s.tokens;
+            acc = acc.saturating_add(s.tokens);
             acc
         })
         .collect()

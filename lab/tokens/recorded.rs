@@ -31,7 +31,10 @@ pub struct Usage {
 impl Usage {
     /// Every prompt token of the request.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        // Saturating: a corrupt log's huge numbers must not overflow.
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
     }
 }
 
@@ -62,7 +65,8 @@ pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
 }
 
 /// The records of a log: a JSON array, or one JSON value per line (blank
-/// lines and `//` comment lines skipped).
+/// lines and `//` comment lines skipped; a last line cut mid-record is
+/// dropped, as the importer does).
 pub fn parse_records(path: &Path, text: &str) -> LabResult<Vec<Value>> {
     let bad = |line: usize, column: usize, e: &serde_json::Error, fix: &str| LabError::Input {
         file: path.to_path_buf(),
@@ -83,20 +87,22 @@ pub fn parse_records(path: &Path, text: &str) -> LabResult<Vec<Value>> {
         });
     }
     let mut out = Vec::new();
-    for (i, line) in body.lines().enumerate() {
-        let t = line.trim();
-        if t.is_empty() || t.starts_with("//") {
-            continue;
+    let lines: Vec<(usize, &str)> = body
+        .lines()
+        .map(str::trim)
+        .enumerate()
+        .filter(|(_, t)| !t.is_empty() && !t.starts_with("//"))
+        .collect();
+    for (n, &(i, t)) in lines.iter().enumerate() {
+        match serde_json::from_str(t) {
+            Ok(v) => out.push(v),
+            // A log cut while being written: keep what came before, as the importer does.
+            Err(e) if e.is_eof() && n + 1 == lines.len() => break,
+            Err(e) => {
+                let fix = "each line must hold one JSON record; repair or remove it";
+                return Err(bad(i + 1, e.column(), &e, fix));
+            }
         }
-        let v = serde_json::from_str(t).map_err(|e| {
-            bad(
-                i + 1,
-                e.column(),
-                &e,
-                "each line must hold one JSON record; repair or remove it",
-            )
-        })?;
-        out.push(v);
     }
     Ok(out)
 }

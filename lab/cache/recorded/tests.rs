@@ -127,3 +127,16 @@ fn shared_sessions_are_reproduced() {
     assert_eq!((n, ok), (798, 771));
     assert_eq!((rec, flagged, wrong), (20, 15, 1));
 }
+
+#[test]
+fn absurd_usage_numbers_do_not_overflow() {
+    let m = vec![Message::user_text("x")];
+    let huge = req("a", 0, &m, (u64::MAX, u64::MAX, 5));
+    let (report, v) = validate(
+        &[huge.clone(), huge],
+        &Provider::Anthropic(Anthropic::default()),
+        sheet(),
+    );
+    assert_eq!(v.requests, 2);
+    assert_eq!(report.requests.len(), 2);
+}

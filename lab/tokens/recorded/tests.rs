@@ -91,7 +91,12 @@ fn jsonl_comments_are_skipped_and_bad_lines_are_located() {
     let p = Path::new("s.jsonl");
     let ok = "// provenance\n{\"type\":\"summary\"}\n\n{\"type\":\"user\"}\n";
     assert_eq!(parse_records(p, ok).unwrap().len(), 2);
-    let err = parse_records(p, "{\"a\":1}\n{\"a\":\n").unwrap_err();
+    assert_eq!(
+        parse_records(p, "{\"a\":1}\n{\"a\":").unwrap().len(),
+        1,
+        "a cut last line is dropped"
+    );
+    let err = parse_records(p, "{\"a\":1}\n{\"a\" 1}\n").unwrap_err();
     match err {
         LabError::Input { line, file, .. } => assert_eq!((line, file.as_path()), (2, p)),
         other => panic!("expected an input error, got {other:?}"),
