@@ -123,13 +123,13 @@ pub enum Command {
         #[arg(long, conflicts_with = "plot")]
         cost: bool,
         /// Tokenizer for `--cost` sizes.
-        #[arg(long, value_enum, default_value_t = crate::tokens::Tokens::Approx)]
+        #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
         tokens: crate::tokens::Tokens,
         /// Cache model for `--cost`.
-        #[arg(long, value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
+        #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
         cache: crate::cache::provider::CacheChoice,
         /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
-        #[arg(long, default_value = "claude-opus-4.1-5m")]
+        #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
         sheet: String,
     },
     /// Search for a conversation the broken side fails and the intact side passes;

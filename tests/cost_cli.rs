@@ -73,6 +73,13 @@ fn a_broken_log_exits_3_with_its_line() {
 }
 
 #[test]
+fn cost_options_without_cost_are_a_usage_error() {
+    let (code, out, err) = lab(&["replay", "x.jsonl", "--tokens", "o200k"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty() && err.contains("--cost"), "{err}");
+}
+
+#[test]
 fn cost_and_plot_are_exclusive() {
     let (code, _, err) = lab(&["replay", "x.jsonl", "--cost", "--plot", "p.svg"]);
     assert_eq!(code, 2, "{err}");
