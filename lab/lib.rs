@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod cli;
 pub mod compact;
+pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod import;
@@ -20,6 +21,7 @@ pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod reports;
+pub mod retention;
 pub mod scenario;
 pub mod storage;
 pub mod sweep;

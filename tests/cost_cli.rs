@@ -84,3 +84,11 @@ fn cost_and_plot_are_exclusive() {
     let (code, _, err) = lab(&["replay", "x.jsonl", "--cost", "--plot", "p.svg"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Policy replays are priced once the policy engine calls `cache::cost`;
+/// until then the combination is refused rather than silently unpriced.
+#[test]
+fn cost_and_policy_are_exclusive_for_now() {
+    let (code, _, err) = lab(&["replay", "x.jsonl", "--cost", "--policy", "all"]);
+    assert_eq!(code, 2, "{err}");
+}
