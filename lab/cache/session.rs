@@ -65,28 +65,53 @@ impl RequestBuilder {
 
     /// The request sending `messages` at `turn`.
     pub fn request(&mut self, messages: &[Message], turn: usize) -> CacheRequest {
-        let mut segments = Vec::with_capacity(messages.len() + 1);
-        segments.push(self.system.clone());
-        for (i, m) in messages.iter().enumerate() {
-            let key = message_key(m);
-            let counter = &self.counter;
-            let tokens = *self
-                .sizes
-                .entry(key)
-                .or_insert_with(|| counter.count_message(m) as u64);
-            let role = if m.role == Role::User {
-                "user"
-            } else {
-                "assistant"
-            };
-            segments.push(Segment {
-                label: format!("msg {i} {role}"),
-                key,
-                tokens,
-            });
-        }
-        CacheRequest::with_last_breakpoint(segments, None, turn)
+        build(
+            &mut self.sizes,
+            &self.system,
+            messages,
+            turn,
+            self.counter.as_ref(),
+        )
     }
+
+    /// [`RequestBuilder::request`] counting with `counter` (a replay's own
+    /// counter); use one counter per builder, sizes are remembered.
+    pub fn request_counted(
+        &mut self,
+        messages: &[Message],
+        turn: usize,
+        counter: &dyn TokenCounter,
+    ) -> CacheRequest {
+        build(&mut self.sizes, &self.system, messages, turn, counter)
+    }
+}
+
+fn build(
+    sizes: &mut HashMap<u64, u64>,
+    system: &Segment,
+    messages: &[Message],
+    turn: usize,
+    counter: &dyn TokenCounter,
+) -> CacheRequest {
+    let mut segments = Vec::with_capacity(messages.len() + 1);
+    segments.push(system.clone());
+    for (i, m) in messages.iter().enumerate() {
+        let key = message_key(m);
+        let tokens = *sizes
+            .entry(key)
+            .or_insert_with(|| counter.count_message(m) as u64);
+        let role = if m.role == Role::User {
+            "user"
+        } else {
+            "assistant"
+        };
+        segments.push(Segment {
+            label: format!("msg {i} {role}"),
+            key,
+            tokens,
+        });
+    }
+    CacheRequest::with_last_breakpoint(segments, None, turn)
 }
 
 /// Is `m` a user prompt (not a tool result)? Prompts start turns.
