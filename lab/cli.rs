@@ -146,6 +146,18 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Print prompt-cache cost per session × arm (none, profiles, recorded) instead.
+        #[arg(long, conflicts_with_all = ["plot", "policy"])]
+        cost: bool,
+        /// Tokenizer for `--cost` sizes.
+        #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
+        tokens: crate::tokens::Tokens,
+        /// Cache model for `--cost`.
+        #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
+        cache: crate::cache::provider::CacheChoice,
+        /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
+        #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
+        sheet: String,
     },
     /// Search for a conversation the broken side fails and the intact side passes;
     /// write the shrunk minimal counterexample as a scenario file.
@@ -320,6 +332,10 @@ pub fn run(cli: Cli) -> LabResult<String> {
             strict,
             plot,
             format,
+            cost,
+            tokens,
+            cache,
+            sheet,
         }) => {
             if !(scale.is_finite() && scale > 0.0) {
                 return Err(LabError::usage(
@@ -347,7 +363,18 @@ pub fn run(cli: Cli) -> LabResult<String> {
             let options = crate::replay::ReplayOptions {
                 scale,
                 path_len: Some(path_len),
+                cost_tokens: None,
             };
+            if cost {
+                let args = crate::cache::arms::CostArgs {
+                    files,
+                    profiles: profile.clone(),
+                    tokens,
+                    cache,
+                    sheet,
+                };
+                return crate::cache::arms::cli(&args, &options, &import, format);
+            }
             let run = crate::replay::run_files(&files, &names, &options, &import)?;
             for d in &run.diagnostics {
                 eprintln!("warning: {d}");
