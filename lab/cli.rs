@@ -146,8 +146,9 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
-        /// Print prompt-cache cost per session × arm (none, profiles, recorded) instead.
-        #[arg(long, conflicts_with_all = ["plot", "policy"])]
+        /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
+        /// --policy, the cost of every policy beside its loss counters.
+        #[arg(long, conflicts_with = "plot")]
         cost: bool,
         /// Tokenizer for `--cost` sizes.
         #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
@@ -354,7 +355,25 @@ pub fn run(cli: Cli) -> LabResult<String> {
                         "drop --scale, or replay with --profile",
                     ));
                 }
-                let measure = crate::compare::Measure { retention };
+                let pricing = if cost {
+                    let o = crate::cache::arms::CostOptions {
+                        tokens,
+                        provider: cache.provider(),
+                        ..Default::default()
+                    }
+                    .with_sheet(&sheet)?;
+                    Some(crate::compare::Pricing {
+                        provider: o.provider,
+                        sheet: o.sheet,
+                    })
+                } else {
+                    None
+                };
+                let measure = crate::compare::Measure {
+                    retention,
+                    pricing,
+                    tokens,
+                };
                 let out =
                     crate::compare::replay_files(&files, &policy, path_len, &import, measure)?;
                 return Ok(crate::compare::render(&out, format));

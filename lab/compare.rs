@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use crate::error::LabResult;
 use crate::message::Message;
 use crate::policy::course::CoursePolicy;
-use crate::policy::engine::{replay_observed, Env, PolicyRun, Session};
+use crate::policy::engine::{replay_observed, Env, Observer, PolicyRun, Session};
 use crate::policy::{list, Policy};
 use crate::retention::planted::{plant, Position};
 use crate::retention::{Retention, RetentionReport};
@@ -48,11 +48,24 @@ fn make_for(name: &str, messages: &[Message], path_len: usize) -> LabResult<Box<
     list::make(name)
 }
 
+/// How to price requests: the cache model and the price sheet.
+#[derive(Debug, Clone)]
+pub struct Pricing {
+    /// The provider's cache model.
+    pub provider: crate::cache::Provider,
+    /// The price sheet (named and dated).
+    pub sheet: crate::cache::PriceSheet,
+}
+
 /// What to measure besides the checker's verdict.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Measure {
     /// Artifact recall, re-fetch demand and planted facts.
     pub retention: bool,
+    /// Prompt-cache cost, when priced.
+    pub pricing: Option<Pricing>,
+    /// The tokenizer sizes are counted with.
+    pub tokens: crate::tokens::Tokens,
 }
 
 /// One session under one policy.
@@ -62,6 +75,8 @@ pub struct Compared {
     pub run: PolicyRun,
     /// Retention, when asked for.
     pub retention: Option<RetentionReport>,
+    /// Prompt-cache cost, when priced.
+    pub cost: Option<crate::cache::CostReport>,
 }
 
 /// Replay one session (already imported) under one policy.
@@ -70,7 +85,7 @@ pub fn compare_one(
     messages: &[Message],
     name: &str,
     path_len: usize,
-    measure: Measure,
+    measure: &Measure,
 ) -> LabResult<Compared> {
     let mut policy = make_for(name, messages, path_len)?;
     let (planted, facts) = if measure.retention {
@@ -83,21 +98,28 @@ pub fn compare_one(
         messages: &planted,
         times_ms: None,
     };
-    let mut env = Env::default();
+    let mut env = Env {
+        tokens: measure.tokens.counter(),
+        ..Env::default()
+    };
+    let mut retention = Retention::with_facts(facts);
+    let mut cost = crate::cache::observe::CostObserver::new(0, None);
+    let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if measure.retention {
-        let mut r = Retention::with_facts(facts);
-        let run = replay_observed(policy.as_mut(), session, &mut env, &mut [&mut r])?;
-        Ok(Compared {
-            run,
-            retention: Some(r.finish()),
-        })
-    } else {
-        let run = replay_observed(policy.as_mut(), session, &mut env, &mut [])?;
-        Ok(Compared {
-            run,
-            retention: None,
-        })
+        observers.push(&mut retention);
     }
+    if measure.pricing.is_some() {
+        observers.push(&mut cost);
+    }
+    let run = replay_observed(policy.as_mut(), session, &mut env, &mut observers)?;
+    Ok(Compared {
+        run,
+        retention: measure.retention.then(|| retention.finish()),
+        cost: measure
+            .pricing
+            .as_ref()
+            .map(|p| cost.finish(&p.provider, &p.sheet)),
+    })
 }
 
 /// Replay every file under every named policy (`all` for every policy), in
@@ -121,13 +143,60 @@ pub fn replay_files(
             |n| n.to_string_lossy().into_owned(),
         );
         for name in &names {
-            out.push(compare_one(&label, &session.main, name, path_len, measure)?);
+            out.push(compare_one(
+                &label,
+                &session.main,
+                name,
+                path_len,
+                &measure,
+            )?);
         }
     }
     Ok(out)
 }
 
-/// The runs' table; with retention, the retention table and planted facts after it.
+/// Per policy × session: what was sent and what the cache made of it.
+fn cost_table(out: &[Compared], format: crate::report::Format) -> String {
+    let rows: Vec<Vec<String>> = out
+        .iter()
+        .filter_map(|c| c.cost.as_ref().map(|r| (c, r)))
+        .map(|(c, r)| {
+            vec![
+                c.run.session.clone(),
+                c.run.policy.clone(),
+                r.input_tokens.to_string(),
+                r.cache_read_tokens.to_string(),
+                r.cache_write_tokens.to_string(),
+                format!("{:.2}", r.breaks_per_turn),
+                format!("{:.4}", r.dollars),
+            ]
+        })
+        .collect();
+    let mut s = crate::report::table(
+        &[
+            "session",
+            "policy",
+            "input tokens",
+            "cache read",
+            "cache write",
+            "breaks/turn",
+            "dollars",
+        ],
+        rows,
+        format == crate::report::Format::Markdown,
+    );
+    if let Some(r) = out.iter().find_map(|c| c.cost.as_ref()) {
+        s.push_str(&format!(
+            "\n\ncache: {}; prices: {} ({}); tokens: {}\n",
+            r.provider, r.sheet.name, r.sheet.date, out[0].run.tokenizer
+        ));
+    }
+    s
+}
+
+/// The runs' table; with retention, the retention table and planted facts
+/// after it; with pricing, the cost table. JSON: the array of runs alone, or
+/// an object with `runs`, `retention` and `cost` when more was measured.
 pub fn render(out: &[Compared], format: crate::report::Format) -> String {
     use crate::report::Format;
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
@@ -135,25 +204,58 @@ pub fn render(out: &[Compared], format: crate::report::Format) -> String {
         .iter()
         .filter_map(|c| c.retention.clone().map(|r| (c.run.clone(), r)))
         .collect();
-    if with.is_empty() {
+    let priced = out.iter().any(|c| c.cost.is_some());
+    if with.is_empty() && !priced {
         return crate::policy::render::runs(&runs, format);
     }
-    let scored = crate::retention::render::score(&with);
+    let mut scored = crate::retention::render::score(&with);
+    for (s, c) in scored
+        .iter_mut()
+        .zip(out.iter().filter(|c| c.retention.is_some()))
+    {
+        s.dollars = c.cost.as_ref().map(|r| r.dollars);
+    }
+    crate::retention::render::mark_dominated(&mut scored);
     if format == Format::Json {
         #[derive(serde::Serialize)]
-        struct Both<'a> {
+        struct Cost<'a> {
+            session: &'a str,
+            policy: &'a str,
+            #[serde(flatten)]
+            report: &'a crate::cache::CostReport,
+        }
+        #[derive(serde::Serialize)]
+        struct All<'a> {
             runs: &'a [PolicyRun],
             retention: &'a [crate::retention::render::Scored],
+            cost: Vec<Cost<'a>>,
         }
-        return crate::report::json(&Both {
+        let cost = out
+            .iter()
+            .filter_map(|c| {
+                c.cost.as_ref().map(|r| Cost {
+                    session: &c.run.session,
+                    policy: &c.run.policy,
+                    report: r,
+                })
+            })
+            .collect();
+        return crate::report::json(&All {
             runs: &runs,
             retention: &scored,
+            cost,
         });
     }
     let mut s = crate::policy::render::runs(&runs, format);
-    s.push('\n');
-    s.push_str(&crate::retention::render::retention(&scored, format));
-    s.push('\n');
-    s.push_str(&crate::retention::render::facts(&scored, format));
+    if priced {
+        s.push('\n');
+        s.push_str(&cost_table(out, format));
+    }
+    if !scored.is_empty() {
+        s.push('\n');
+        s.push_str(&crate::retention::render::retention(&scored, format));
+        s.push('\n');
+        s.push_str(&crate::retention::render::facts(&scored, format));
+    }
     s
 }

@@ -19,7 +19,10 @@ pub struct Scored {
     pub tokens_sent: usize,
     /// Artifact recall at the last request.
     pub artifact_recall: f64,
-    /// Another policy on this session sends no more and keeps no less, and
+    /// Dollars under the run's price sheet, when priced (the frontier then
+    /// weighs dollars instead of tokens sent).
+    pub dollars: Option<f64>,
+    /// Another policy on this session costs no more and keeps no less, and
     /// is better on one of the two.
     pub dominated: bool,
     /// The full retention report.
@@ -35,22 +38,34 @@ pub fn score(runs: &[(PolicyRun, RetentionReport)]) -> Vec<Scored> {
             policy: run.policy.clone(),
             tokens_sent: run.calls.iter().map(|c| c.tokens).sum(),
             artifact_recall: r.artifact_recall,
+            dollars: None,
             dominated: false,
             retention: r.clone(),
         })
         .collect();
-    for i in 0..out.len() {
-        let me = &out[i];
-        let dominated = out.iter().any(|o| {
+    mark_dominated(&mut out);
+    out
+}
+
+/// A policy's cost on the frontier: dollars when priced, else tokens sent.
+fn cost_of(s: &Scored) -> f64 {
+    s.dollars.unwrap_or(s.tokens_sent as f64)
+}
+
+/// Mark every policy that another one on the same session beats: no more
+/// cost, no less recall, strictly better on one.
+pub fn mark_dominated(rows: &mut [Scored]) {
+    for i in 0..rows.len() {
+        let me = &rows[i];
+        let dominated = rows.iter().any(|o| {
             o.session == me.session
                 && o.policy != me.policy
-                && o.tokens_sent <= me.tokens_sent
+                && cost_of(o) <= cost_of(me)
                 && o.artifact_recall >= me.artifact_recall
-                && (o.tokens_sent < me.tokens_sent || o.artifact_recall > me.artifact_recall)
+                && (cost_of(o) < cost_of(me) || o.artifact_recall > me.artifact_recall)
         });
-        out[i].dominated = dominated;
+        rows[i].dominated = dominated;
     }
-    out
 }
 
 fn pct(x: f64) -> String {
