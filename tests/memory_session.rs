@@ -15,14 +15,20 @@ fn cand(name: &str) -> String {
     serde_json::json!([{"name": name, "type": "user", "description": format!("about {name}"), "body": format!("{name} body"), "scope": "persistent"}]).to_string()
 }
 
-fn harness(dir: &std::path::Path) -> Harness {
-    Harness::new(dir, MemorySwitches::default(), MemoryConstants::default()).unwrap()
+fn harness() -> Harness {
+    let (fs, dir) = ctxlab::memory::session::sandbox();
+    Harness::new(
+        fs,
+        &dir,
+        MemorySwitches::default(),
+        MemoryConstants::default(),
+    )
+    .unwrap()
 }
 
 #[test]
 fn tool_output_reaches_neither_query_nor_extractor() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut h = harness(dir.path());
+    let mut h = harness();
     h.seed(&[Memory {
         name: "tabs".into(),
         mem_type: "user".into(),
@@ -79,8 +85,7 @@ fn tool_output_reaches_neither_query_nor_extractor() {
 
 #[test]
 fn extraction_waits_for_a_turn_without_tool_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut h = harness(dir.path());
+    let mut h = harness();
     let interrupted = Turn {
         user: "remember tabs".into(),
         tool_calls: vec![ToolCall {
@@ -111,12 +116,12 @@ fn extraction_waits_for_a_turn_without_tool_call() {
 
 #[test]
 fn consolidation_runs_only_after_a_store_and_logs_one_line_on_failure() {
-    let dir = tempfile::tempdir().unwrap();
+    let (fs, dir) = ctxlab::memory::session::sandbox();
     let constants = MemoryConstants {
         consolidate_threshold: 2,
         ..MemoryConstants::default()
     };
-    let mut h = Harness::new(dir.path(), MemorySwitches::default(), constants).unwrap();
+    let mut h = Harness::new(fs, &dir, MemorySwitches::default(), constants).unwrap();
     h.seed(&[
         Memory {
             name: "a".into(),

@@ -8,7 +8,7 @@
 //! `M-reverse-gate` (findings, in the registry's convention: baseline = with
 //! the fix switch, clean; broken = the course as is, which shows the gap).
 //!
-//! Every run builds its store in a fresh `tempfile` sandbox and drives a
+//! Every run builds its store in a fresh in-memory sandbox ([`MemFs`](crate::storage::MemFs)) and drives a
 //! deterministic scripted session; [`RunOptions`] are accepted for the
 //! shared signature but unused (nothing here depends on path length or a seed).
 
@@ -34,10 +34,9 @@ fn side(
     constants: MemoryConstants,
     setup: &dyn Fn(&Path) -> LabResult<Setup>,
 ) -> LabResult<Counters> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
-    let (seed, sessions) = setup(dir.path())?;
-    let mut h = Harness::new(dir.path(), sw, constants)?;
+    let (fs, dir) = super::session::sandbox();
+    let (seed, sessions) = setup(&dir)?;
+    let mut h = Harness::new(fs, &dir, sw, constants)?;
     h.seed(&seed)?;
     h.run_sessions(&sessions)?;
     check(&h)
@@ -409,10 +408,9 @@ fn growth_setup(sessions: usize) -> impl Fn(&Path) -> LabResult<Setup> {
 /// the course's reverse gate the curve only rises once the store passes the
 /// input cap; with `chunked_consolidation` it stays bounded.
 pub fn growth_curve(sessions: usize, switches: MemorySwitches) -> LabResult<Vec<u64>> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
-    let (_, all_sessions) = growth_setup(sessions)(dir.path())?;
-    let mut h = Harness::new(dir.path(), switches, MemoryConstants::default())?;
+    let (fs, dir) = super::session::sandbox();
+    let (_, all_sessions) = growth_setup(sessions)(&dir)?;
+    let mut h = Harness::new(fs, &dir, switches, MemoryConstants::default())?;
     let mut sizes = Vec::with_capacity(sessions);
     for s in &all_sessions {
         h.run_sessions(std::slice::from_ref(s))?;

@@ -14,6 +14,7 @@ pub mod consolidate;
 pub mod experiments;
 pub mod extract;
 pub mod frontmatter;
+pub mod journal;
 pub mod prompts;
 pub mod recall;
 pub mod scenario;

@@ -202,6 +202,8 @@ pub fn known_counters() -> Vec<&'static str> {
         "consolidation_skipped_warned",
         "refused_writes",
         "system_prompts",
+        "overwritten_by_other_memory",
+        "quarantined",
         "store_size",
         "store_chars",
     ]
@@ -230,11 +232,10 @@ pub fn failed_expectations(c: &Counters, expect: &BTreeMap<String, ExpectValue>)
         .collect()
 }
 
-/// Run a parsed scenario in a fresh temporary sandbox.
+/// Run a parsed scenario in a fresh in-memory sandbox.
 pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
-    let mut h = Harness::new(dir.path(), s.switches, s.constants)?;
+    let (fs, dir) = super::session::sandbox();
+    let mut h = Harness::new(fs, &dir, s.switches, s.constants)?;
     h.seed(&s.seed_memories)?;
     h.run_sessions(&s.sessions)?;
     let c = check(&h)?;
