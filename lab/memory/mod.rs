@@ -11,6 +11,7 @@
 
 pub mod checker;
 pub mod consolidate;
+pub mod crash;
 pub mod experiments;
 pub mod extract;
 pub mod frontmatter;

@@ -318,8 +318,10 @@ impl Store {
                 ))
             }
         }
-        journal::remove(self.fs.as_ref(), &self.root)
-            .map_err(io_err("removing consolidation journal", &self.root))?;
+        if self.fs.kind(&journal::path(&self.root)).is_some() {
+            journal::remove(self.fs.as_ref(), &self.root)
+                .map_err(io_err("removing consolidation journal", &self.root))?;
+        }
         let names = self
             .fs
             .list(&self.root)
