@@ -199,6 +199,33 @@ pub fn parse(text: &str) -> Result<Document, ParseError> {
     })
 }
 
+/// PyYAML reads YAML 1.1, where NEL, LINE SEPARATOR and PARAGRAPH
+/// SEPARATOR are line breaks; yaml-rust2 reads YAML 1.2, where they are not.
+/// PyYAML writes them raw inside quotes (then indents the next line), so to
+/// read those files as PyYAML does: NEL becomes `\n`, and the blanks around
+/// LS/PS go (PyYAML keeps LS/PS themselves but folds the indentation away).
+/// ctxlab never writes them raw (it escapes them), so its files are unaffected.
+fn yaml11_breaks(front: &str) -> String {
+    let front = front.replace('\u{85}', "\n");
+    if !front.contains(['\u{2028}', '\u{2029}']) {
+        return front;
+    }
+    let mut out = String::with_capacity(front.len());
+    let mut chars = front.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{2028}' || c == '\u{2029}' {
+            while out.ends_with([' ', '\t']) {
+                out.pop();
+            }
+            out.push(c);
+            while chars.next_if(|n| *n == ' ' || *n == '\t').is_some() {}
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Key, value, and the value's position (line in the file, 1-based column).
 type Entry = (String, String, usize, usize);
 
@@ -206,7 +233,8 @@ type Entry = (String, String, usize, usize);
 fn parse_mapping(front: &str) -> Result<Vec<Entry>, ParseError> {
     // Line 1 of the file is the opening `---`: YAML line n is file line n + 1.
     let at = |m: &yaml_rust2::scanner::Marker| (m.line() + 1, m.col() + 1);
-    let mut parser = Parser::new_from_str(front);
+    let front = yaml11_breaks(front);
+    let mut parser = Parser::new_from_str(&front);
     let mut next = || {
         parser.next_token().map_err(|e| {
             let (l, c) = at(e.marker());
