@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ctxlab::memory::frontmatter::{parse, render, Document};
 use ctxlab::memory::store::Store;
 use ctxlab::memory::switches::MemorySwitches;
-use ctxlab::storage::{MemFs, Shared, Storage};
+use ctxlab::storage::{MemFs, Shared};
 
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/memory")
