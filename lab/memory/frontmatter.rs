@@ -134,13 +134,10 @@ fn err(line: usize, column: usize, message: impl Into<String>) -> ParseError {
     }
 }
 
-/// Split a file into its frontmatter text and body; accepts CRLF and a BOM.
-/// Returns the normalised text's frontmatter, the body, and the closing line.
+/// Split a file into its frontmatter text and body. Accepts a BOM and CRLF
+/// delimiter and frontmatter lines; the body is kept byte for byte (trimmed).
 fn split(text: &str) -> Result<(String, String), ParseError> {
-    let text = text
-        .strip_prefix('\u{FEFF}')
-        .unwrap_or(text)
-        .replace("\r\n", "\n");
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut lines = text.split('\n');
     let first = lines.next().unwrap_or("");
     if first.trim_end() != "---" {
@@ -152,6 +149,7 @@ fn split(text: &str) -> Result<(String, String), ParseError> {
     }
     let mut front = Vec::new();
     for line in lines.by_ref() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim_end() == "---" || line.trim_end() == "..." {
             let body = lines.collect::<Vec<_>>().join("\n").trim().to_string();
             return Ok((front.join("\n"), body));
