@@ -436,6 +436,7 @@ impl Store {
                 "give every memory a one-line description and a body",
             ));
         }
+        self.refuse_quarantined(&path, &m.name)?;
         let text = frontmatter::render(&Document {
             name: m.name.clone(),
             description: m.description.clone(),
@@ -451,6 +452,29 @@ impl Store {
         }
         self.atomic_write(&path, text.as_bytes())?;
         Ok(file_name(&path))
+    }
+
+    /// A malformed file at `path` is quarantined, not a memory to replace:
+    /// overwriting it would silently lose whatever its author meant.
+    fn refuse_quarantined(&self, path: &Path, name: &str) -> LabResult<()> {
+        if !self.switches.path_guard || self.fs.kind(path) != Some(FileKind::File) {
+            return Ok(());
+        }
+        let readable = self
+            .fs
+            .read_to_string(path)
+            .ok()
+            .is_some_and(|t| frontmatter::parse(&t).is_ok());
+        if readable {
+            return Ok(());
+        }
+        Err(refused(
+            format!(
+                "memory {name:?} would overwrite the quarantined file {}",
+                path.display()
+            ),
+            "fix or remove the malformed file first (see the `quarantined` counter)",
+        ))
     }
 
     fn atomic_write(&self, path: &Path, bytes: &[u8]) -> LabResult<()> {

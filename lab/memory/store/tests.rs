@@ -161,8 +161,17 @@ fn malformed_files_are_quarantined_with_a_location() {
             ("plain.md", 1, 1)
         ]
     );
-    // Saving still works and the index holds the readable records only.
+    // Saving still works and the index holds the readable records only; a
+    // save that would overwrite a quarantined file is refused.
     store.save(&mem("more", "another")).unwrap();
+    assert!(matches!(
+        store.save(&mem("plain", "x")),
+        Err(LabError::Refused { .. })
+    ));
+    assert_eq!(
+        fs.read(&root.join("plain.md")).unwrap(),
+        b"no frontmatter\n"
+    );
     assert_eq!(store.read_index().unwrap(), store.derived_index().unwrap());
     assert_eq!(store.read_index().unwrap().lines().count(), 3);
 }
