@@ -259,11 +259,51 @@ fn an_interrupted_pass_is_recovered_on_the_next_open() {
     );
     assert_eq!(broken.memory_files().unwrap().len(), 6);
     assert!(store.root().join(JOURNAL_FILE).exists());
+    // A memory acknowledged after the failed pass must survive the recovery.
+    broken.save(&mem("later")).unwrap();
     let reopened = w.open();
-    assert_eq!(reopened.snapshot().unwrap(), before);
-    assert_eq!(reopened.recovery().restored.len(), 10);
+    let mut want = before.clone();
+    want.insert(
+        "later.md".into(),
+        fs::read_to_string(reopened.root().join("later.md")).unwrap(),
+    );
+    assert_eq!(reopened.snapshot().unwrap(), want);
+    assert!(reopened.recovery().restored.len() >= 4);
     assert!(!reopened.root().join(JOURNAL_FILE).exists());
     index_is_derived(&reopened);
+}
+
+#[test]
+fn a_pending_journal_is_undone_before_the_next_pass_can_overwrite_it() {
+    let w = World::new();
+    let store = w.open();
+    for i in 0..10 {
+        store.save(&mem(&format!("fact {i:02}"))).unwrap();
+    }
+    let before = store.snapshot().unwrap();
+    let sw = MemorySwitches {
+        rollback: false,
+        ..MemorySwitches::default()
+    };
+    let broken = Store::open(disk(), &w.store_dir(), sw).unwrap();
+    let plan = FaultPlan {
+        mid_rewrite_after: Some(1),
+        ..FaultPlan::default()
+    };
+    let c = MemoryConstants::default();
+    let r = consolidate(&broken, &ConsolidatorScript::MergePairs, &plan, &c).unwrap();
+    assert!(matches!(r, Consolidation::Failed { .. }), "{r:?}");
+    // The same process runs another pass: it first undoes the pending one.
+    let r = consolidate(
+        &broken,
+        &ConsolidatorScript::KeepAll,
+        &FaultPlan::default(),
+        &c,
+    )
+    .unwrap();
+    assert!(matches!(r, Consolidation::Done { .. }), "{r:?}");
+    assert_eq!(broken.snapshot().unwrap(), before);
+    index_is_derived(&broken);
 }
 
 #[test]

@@ -185,6 +185,11 @@ pub fn consolidate(
     plan: &FaultPlan,
     constants: &MemoryConstants,
 ) -> LabResult<Consolidation> {
+    if store.switches().crash_journal {
+        // A pass of this process whose rollback failed left its journal: undo
+        // it before a new journal could overwrite the only copy.
+        store.recover_journal()?;
+    }
     let records = store.records()?;
     if records.len() < constants.consolidate_threshold {
         return Ok(Consolidation::NotDue {
@@ -240,8 +245,22 @@ pub fn consolidate(
     let before: Vec<String> = records.iter().map(|r| r.file.clone()).collect();
     let snapshot = store.snapshot()?;
     if sw.crash_journal {
+        let mut writes = Snapshot::new();
+        for m in &consolidated {
+            match store.planned(m) {
+                Ok((path, text)) => {
+                    let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    writes.insert(file.unwrap_or_default(), text);
+                }
+                Err(e) => return Ok(failed(e, false)),
+            }
+        }
+        let pending = journal::Pending {
+            before: snapshot.clone(),
+            writes,
+        };
         // Durable before the first delete; nothing is deleted if it fails.
-        if let Err(e) = journal::write(store.fs().as_ref(), store.root(), &snapshot) {
+        if let Err(e) = journal::write(store.fs().as_ref(), store.root(), &pending) {
             return Ok(failed(
                 LabError::io("writing consolidation journal", store.root(), e),
                 false,

@@ -1,5 +1,6 @@
 //! The consolidation journal: the snapshot of every memory file a pass is
-//! about to delete, made durable on disk before the first delete.
+//! about to delete, and the files it is about to write, made durable on disk
+//! before the first delete.
 //!
 //! The course keeps that snapshot only in process memory, so a kill between
 //! the first delete and the last rewrite loses acknowledged memories and the
@@ -27,11 +28,23 @@ pub type Snapshot = BTreeMap<String, String>;
 
 const SCHEMA: &str = "ctxlab.memory-journal/1";
 
+/// A pending pass: what it deletes and what it writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pending {
+    /// Memory files before the pass (file name -> text).
+    pub before: Snapshot,
+    /// Files the pass writes (file name -> text), so recovery removes or
+    /// reverts exactly those and never a file written after the pass.
+    pub writes: Snapshot,
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Journal {
     schema: String,
-    files: Snapshot,
+    #[serde(flatten)]
+    pending: Pending,
 }
 
 /// Path of the journal of the store at `root`.
@@ -39,11 +52,11 @@ pub fn path(root: &Path) -> PathBuf {
     root.join(JOURNAL_FILE)
 }
 
-/// Write the snapshot durably (exclusive temp file, fsync, rename).
-pub fn write(fs: &dyn Storage, root: &Path, snapshot: &Snapshot) -> io::Result<()> {
+/// Write the pending pass durably (exclusive temp file, fsync, rename).
+pub fn write(fs: &dyn Storage, root: &Path, pending: &Pending) -> io::Result<()> {
     let j = Journal {
         schema: SCHEMA.into(),
-        files: snapshot.clone(),
+        pending: pending.clone(),
     };
     let text = serde_json::to_vec(&j).map_err(io::Error::other)?;
     atomic_write(fs, &path(root), &text)
@@ -52,14 +65,14 @@ pub fn write(fs: &dyn Storage, root: &Path, snapshot: &Snapshot) -> io::Result<(
 /// The pending snapshot, if a pass died before its commit point. A journal
 /// that is a symlink or not readable as ours is not trusted: it is removed
 /// (we never create one) and reported as an error so the caller can say so.
-pub fn read(fs: &dyn Storage, root: &Path) -> io::Result<Option<Snapshot>> {
+pub fn read(fs: &dyn Storage, root: &Path) -> io::Result<Option<Pending>> {
     let p = path(root);
     match fs.kind(&p) {
         None => Ok(None),
         Some(FileKind::File) => {
             let bytes = fs.read(&p)?;
             match serde_json::from_slice::<Journal>(&bytes) {
-                Ok(j) if j.schema == SCHEMA => Ok(Some(j.files)),
+                Ok(j) if j.schema == SCHEMA => Ok(Some(j.pending)),
                 _ => Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{} is not a consolidation journal", p.display()),
@@ -93,8 +106,12 @@ mod tests {
         fs.create_dir_all(root).unwrap();
         assert_eq!(read(&fs, root).unwrap(), None);
         let snap: Snapshot = [("a.md".to_string(), "x\u{2028}y".to_string())].into();
-        write(&fs, root, &snap).unwrap();
-        assert_eq!(read(&fs, root).unwrap(), Some(snap));
+        let p = Pending {
+            before: snap.clone(),
+            writes: snap,
+        };
+        write(&fs, root, &p).unwrap();
+        assert_eq!(read(&fs, root).unwrap(), Some(p));
         remove(&fs, root).unwrap();
         assert_eq!(read(&fs, root).unwrap(), None);
         fs.write_new(&path(root), b"{}").unwrap();

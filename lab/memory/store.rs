@@ -294,34 +294,7 @@ impl Store {
     }
 
     fn recover(&mut self) -> LabResult<()> {
-        let mut rec = Recovery::default();
-        match journal::read(self.fs.as_ref(), &self.root) {
-            Ok(Some(snap)) => {
-                rec.removed = self
-                    .memory_files()?
-                    .into_iter()
-                    .filter(|f| !snap.contains_key(f))
-                    .collect();
-                self.restore(&snap)?;
-                for f in &rec.removed {
-                    self.remove_file(f)?;
-                }
-                rec.restored = snap.keys().cloned().collect();
-            }
-            Ok(None) => {}
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => {} // not ours: removed below
-            Err(e) => {
-                return Err(LabError::io(
-                    "reading consolidation journal",
-                    journal::path(&self.root),
-                    e,
-                ))
-            }
-        }
-        if self.fs.kind(&journal::path(&self.root)).is_some() {
-            journal::remove(self.fs.as_ref(), &self.root)
-                .map_err(io_err("removing consolidation journal", &self.root))?;
-        }
+        let mut rec = self.recover_journal()?;
         let names = self
             .fs
             .list(&self.root)
@@ -338,6 +311,58 @@ impl Store {
         }
         self.recovery = rec;
         Ok(())
+    }
+
+    /// Undo a pass that died before its commit point, from its journal:
+    /// every file the pass deleted or overwrote gets its old text back, every
+    /// file it created is removed, and a file changed by anyone after the
+    /// pass is left alone. Idempotent: the journal goes last.
+    pub fn recover_journal(&self) -> LabResult<Recovery> {
+        let mut rec = Recovery::default();
+        let pending = match journal::read(self.fs.as_ref(), &self.root) {
+            Ok(p) => p,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => None, // not ours: removed below
+            Err(e) => {
+                return Err(LabError::io(
+                    "reading consolidation journal",
+                    journal::path(&self.root),
+                    e,
+                ))
+            }
+        };
+        if let Some(p) = pending {
+            for (file, old) in &p.before {
+                let now = self.current_text(file)?;
+                if now.is_none() || now.as_ref() == p.writes.get(file) {
+                    self.atomic_write(&self.child(file)?, old.as_bytes())?;
+                    rec.restored.push(file.clone());
+                }
+            }
+            for (file, new) in p.writes.iter().filter(|(f, _)| !p.before.contains_key(*f)) {
+                if self.current_text(file)?.as_ref() == Some(new) {
+                    self.remove_file(file)?;
+                    rec.removed.push(file.clone());
+                }
+            }
+        }
+        if self.fs.kind(&journal::path(&self.root)).is_some() {
+            journal::remove(self.fs.as_ref(), &self.root)
+                .map_err(io_err("removing consolidation journal", &self.root))?;
+        }
+        Ok(rec)
+    }
+
+    /// The text of a memory file, `None` when it is missing or not a regular file.
+    fn current_text(&self, file: &str) -> LabResult<Option<String>> {
+        let path = self.child(file)?;
+        if self.fs.kind(&path) != Some(FileKind::File) {
+            return Ok(None);
+        }
+        Ok(self
+            .fs
+            .read(&path)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
     /// The canonical store directory.
@@ -422,6 +447,21 @@ impl Store {
     /// (consolidation rewrites many files, then rebuilds once). Blank fields
     /// are refused, as the course raises on them.
     pub fn write_file(&self, m: &Memory) -> LabResult<String> {
+        let (path, text) = self.planned(m)?;
+        if !self.switches.path_guard {
+            if let Some(dir) = path.parent() {
+                self.fs
+                    .create_dir_all(dir)
+                    .map_err(io_err("creating directory", dir))?;
+            }
+        }
+        self.atomic_write(&path, text.as_bytes())?;
+        Ok(file_name(&path))
+    }
+
+    /// The path and text a write of `m` would produce, after every check a
+    /// write makes (guard, type, blank fields, quarantine); writes nothing.
+    pub fn planned(&self, m: &Memory) -> LabResult<(PathBuf, String)> {
         let path = self.file_for(&m.name)?;
         // The four types are a store invariant, whoever writes (extractor, consolidator, model tool).
         if !MEMORY_TYPES.contains(&m.mem_type.as_str()) {
@@ -443,15 +483,7 @@ impl Store {
             mem_type: m.mem_type.clone(),
             body: m.body.clone(),
         });
-        if !self.switches.path_guard {
-            if let Some(dir) = path.parent() {
-                self.fs
-                    .create_dir_all(dir)
-                    .map_err(io_err("creating directory", dir))?;
-            }
-        }
-        self.atomic_write(&path, text.as_bytes())?;
-        Ok(file_name(&path))
+        Ok((path, text))
     }
 
     /// A malformed file at `path` is quarantined, not a memory to replace:
