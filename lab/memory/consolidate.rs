@@ -248,10 +248,13 @@ pub fn consolidate(
         let mut writes = Snapshot::new();
         for m in &consolidated {
             match store.planned(m) {
-                Ok((path, text)) => {
+                // Only files inside the store are the journal's to undo (a
+                // guard-off escape is the break's to show, not to repair).
+                Ok((path, text)) if path.parent() == Some(store.root()) => {
                     let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
                     writes.insert(file.unwrap_or_default(), text);
                 }
+                Ok(_) => {}
                 Err(e) => return Ok(failed(e, false)),
             }
         }

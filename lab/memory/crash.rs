@@ -246,6 +246,48 @@ mod tests {
         );
     }
 
+    /// Recovery is idempotent: a kill after every operation of the recovery
+    /// of every interrupted pass, then one more open, still loses nothing.
+    #[test]
+    fn a_kill_during_recovery_is_recovered_by_the_next_open() {
+        let sw = MemorySwitches::default();
+        let (before, after, log) = clean_run(sw).unwrap();
+        let store_at = |fs: Shared| Store::open(fs, Path::new(STORE), sw);
+        let mut nested = 0;
+        for k in 0..=log.len() as u64 {
+            let kill = |k| FaultPlan {
+                kill_after: Some(k),
+                ..FaultPlan::default()
+            };
+            let base = seeded(sw).unwrap();
+            pass(&base, sw, kill(k));
+            // Count the recovery's operations on a copy of this state.
+            let probe = Arc::new(Faulty::new(copy(&base), FaultPlan::default()));
+            store_at(probe.clone()).unwrap();
+            for j in 0..probe.ops() {
+                let fs = copy(&base);
+                let _ = store_at(Arc::new(Faulty::new(fs.clone(), kill(j))));
+                let now = names(&store_at(fs.clone()).unwrap()).unwrap();
+                assert!(now == before || now == after, "kill {k}, then {j}: {now:?}");
+                nested += 1;
+            }
+        }
+        assert!(nested > 20, "{nested} nested kill points");
+    }
+
+    /// A copy of a memory file system (files, directories; no links here).
+    fn copy(src: &Arc<MemFs>) -> Arc<MemFs> {
+        let dst = Arc::new(MemFs::new());
+        for (path, kind) in src.tree() {
+            match kind {
+                FileKind::Dir => dst.create_dir_all(&path).unwrap(),
+                FileKind::File => dst.write_new(&path, &src.read(&path).unwrap()).unwrap(),
+                FileKind::Symlink => dst.symlink(&src.read_link(&path).unwrap(), &path).unwrap(),
+            }
+        }
+        dst
+    }
+
     #[test]
     fn the_courses_in_memory_snapshot_loses_memories_to_a_kill() {
         let r = kill_window(course()).unwrap();
