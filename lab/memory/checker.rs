@@ -55,6 +55,17 @@ fn tally(c: &mut Counters, name: &str, t: &Tally) {
     c.count(name, t.n, t.samples.iter().cloned());
 }
 
+/// Where writes outside the store are looked for: the whole tree of an
+/// in-memory backend (a write counts wherever it lands), the sandbox on disk
+/// (the host's file system cannot be walked; the store re-roots escapes into
+/// the sandbox, so nothing it writes lands elsewhere).
+pub fn watched_root(fs: &dyn Storage, sandbox: &Path) -> PathBuf {
+    match fs.backend() {
+        crate::storage::Backend::Mem => PathBuf::from("/"),
+        crate::storage::Backend::Disk => sandbox.to_path_buf(),
+    }
+}
+
 /// Acknowledged memories missing from the store (not merged away on
 /// purpose), and among them those whose file now holds a different memory.
 fn losses(h: &Harness, records: &[super::store::Record]) -> (Vec<String>, Vec<String>) {
@@ -95,7 +106,8 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     let store = &h.store;
 
     // Files created or changed anywhere in the sandbox outside the store.
-    let now = files_outside(store.fs().as_ref(), h.sandbox(), store.root())?;
+    let fs = store.fs().as_ref();
+    let now = files_outside(fs, &watched_root(fs, h.sandbox()), store.root())?;
     let outside: Vec<String> = now
         .iter()
         .filter(|(p, b)| h.outside_before().get(*p) != Some(*b))
@@ -248,5 +260,15 @@ mod tests {
             c.get("written_outside_store").unwrap().samples,
             vec!["new.txt"]
         );
+        // On the in-memory backend a write counts wherever it lands.
+        fs.create_dir_all(Path::new("/elsewhere")).unwrap();
+        fs.write_new(Path::new("/elsewhere/x"), b"z").unwrap();
+        let c = check(&h).unwrap();
+        assert_eq!(c.count_of("written_outside_store"), Some(2));
+        assert!(c
+            .get("written_outside_store")
+            .unwrap()
+            .samples
+            .contains(&"/elsewhere/x".to_string()));
     }
 }
