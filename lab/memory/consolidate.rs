@@ -245,29 +245,9 @@ pub fn consolidate(
     let before: Vec<String> = records.iter().map(|r| r.file.clone()).collect();
     let snapshot = store.snapshot()?;
     if sw.crash_journal {
-        let mut writes = Snapshot::new();
-        for m in &consolidated {
-            match store.planned(m) {
-                // Only files inside the store are the journal's to undo (a
-                // guard-off escape is the break's to show, not to repair).
-                Ok((path, text)) if path.parent() == Some(store.root()) => {
-                    let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                    writes.insert(file.unwrap_or_default(), text);
-                }
-                Ok(_) => {}
-                Err(e) => return Ok(failed(e, false)),
-            }
-        }
-        let pending = journal::Pending {
-            before: snapshot.clone(),
-            writes,
-        };
         // Durable before the first delete; nothing is deleted if it fails.
-        if let Err(e) = journal::write(store.fs().as_ref(), store.root(), &pending) {
-            return Ok(failed(
-                LabError::io("writing consolidation journal", store.root(), e),
-                false,
-            ));
+        if let Err(e) = begin_journal(store, &snapshot, &consolidated) {
+            return Ok(failed(e, false));
         }
     }
     match rewrite(store, &snapshot, &consolidated, plan).and_then(|()| commit(store)) {
@@ -296,6 +276,26 @@ fn failed(e: LabError, rolled_back: bool) -> Consolidation {
             .replace('\n', " "),
         rolled_back,
     }
+}
+
+/// Write the journal of a pass: the snapshot and the files it will write.
+fn begin_journal(store: &Store, snapshot: &Snapshot, new: &[Memory]) -> LabResult<()> {
+    let mut writes = Snapshot::new();
+    for m in new {
+        let (path, text) = store.planned(m)?;
+        // Only files inside the store are the journal's to undo (a guard-off
+        // escape is the break's to show, not to repair).
+        if path.parent() == Some(store.root()) {
+            let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            writes.insert(file.unwrap_or_default(), text);
+        }
+    }
+    let pending = journal::Pending {
+        before: snapshot.clone(),
+        writes,
+    };
+    journal::write(store.fs().as_ref(), store.root(), &pending)
+        .map_err(|e| LabError::io("writing consolidation journal", store.root(), e))
 }
 
 /// Remove the journal: the pass (or its rollback) is complete.
