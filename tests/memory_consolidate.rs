@@ -11,7 +11,8 @@ const N: usize = 10;
 
 fn filled(sw: MemorySwitches) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("m"), sw).unwrap();
+    let fs: ctxlab::storage::Shared = std::sync::Arc::new(ctxlab::storage::DiskFs);
+    let store = Store::open(fs, &dir.path().join("m"), sw).unwrap();
     for i in 0..N {
         store
             .save(&Memory {

@@ -73,9 +73,9 @@ proptest! {
 
     #[test]
     fn acknowledged_memories_survive_any_faulty_sequence(turns in prop::collection::vec(turn_strategy(), 1..8)) {
-        let dir = tempfile::tempdir().unwrap();
+        let (fs, dir) = ctxlab::memory::session::sandbox();
         let constants = MemoryConstants { consolidate_threshold: 3, ..MemoryConstants::default() };
-        let mut h = Harness::new(dir.path(), MemorySwitches::default(), constants).unwrap();
+        let mut h = Harness::new(fs, &dir, MemorySwitches::default(), constants).unwrap();
         for t in &turns {
             h.run_sessions(&[Session { turns: vec![t.clone()] }]).unwrap();
             let c = check(&h).unwrap();
@@ -100,7 +100,8 @@ proptest! {
     #[test]
     fn any_name_is_refused_or_lands_directly_in_the_store(name in "\\PC{0,16}") {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("store"), MemorySwitches::default()).unwrap();
+        let fs: ctxlab::storage::Shared = std::sync::Arc::new(ctxlab::storage::DiskFs);
+        let store = Store::open(fs, &dir.path().join("store"), MemorySwitches::default()).unwrap();
         let m = Memory { name: name.clone(), mem_type: "user".into(), description: "d".into(), body: "b".into() };
         match store.save(&m) {
             Ok(file) => {
@@ -128,7 +129,7 @@ fn without_rollback_the_property_finds_a_loss() {
         ..ProptestConfig::default()
     });
     let result = runner.run(&prop::collection::vec(turn_strategy(), 1..8), |turns| {
-        let dir = tempfile::tempdir().unwrap();
+        let (fs, dir) = ctxlab::memory::session::sandbox();
         let constants = MemoryConstants {
             consolidate_threshold: 3,
             ..MemoryConstants::default()
@@ -137,7 +138,7 @@ fn without_rollback_the_property_finds_a_loss() {
             rollback: false,
             ..MemorySwitches::default()
         };
-        let mut h = Harness::new(dir.path(), sw, constants).unwrap();
+        let mut h = Harness::new(fs, &dir, sw, constants).unwrap();
         h.run_sessions(&[Session { turns }]).unwrap();
         let c = check(&h).unwrap();
         prop_assert_eq!(c.count_of("acknowledged_lost"), Some(0));

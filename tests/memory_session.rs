@@ -15,14 +15,20 @@ fn cand(name: &str) -> String {
     serde_json::json!([{"name": name, "type": "user", "description": format!("about {name}"), "body": format!("{name} body"), "scope": "persistent"}]).to_string()
 }
 
-fn harness(dir: &std::path::Path) -> Harness {
-    Harness::new(dir, MemorySwitches::default(), MemoryConstants::default()).unwrap()
+fn harness() -> Harness {
+    let (fs, dir) = ctxlab::memory::session::sandbox();
+    Harness::new(
+        fs,
+        &dir,
+        MemorySwitches::default(),
+        MemoryConstants::default(),
+    )
+    .unwrap()
 }
 
 #[test]
 fn tool_output_reaches_neither_query_nor_extractor() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut h = harness(dir.path());
+    let mut h = harness();
     h.seed(&[Memory {
         name: "tabs".into(),
         mem_type: "user".into(),
@@ -79,8 +85,7 @@ fn tool_output_reaches_neither_query_nor_extractor() {
 
 #[test]
 fn extraction_waits_for_a_turn_without_tool_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut h = harness(dir.path());
+    let mut h = harness();
     let interrupted = Turn {
         user: "remember tabs".into(),
         tool_calls: vec![ToolCall {
@@ -111,12 +116,12 @@ fn extraction_waits_for_a_turn_without_tool_call() {
 
 #[test]
 fn consolidation_runs_only_after_a_store_and_logs_one_line_on_failure() {
-    let dir = tempfile::tempdir().unwrap();
+    let (fs, dir) = ctxlab::memory::session::sandbox();
     let constants = MemoryConstants {
         consolidate_threshold: 2,
         ..MemoryConstants::default()
     };
-    let mut h = Harness::new(dir.path(), MemorySwitches::default(), constants).unwrap();
+    let mut h = Harness::new(fs, &dir, MemorySwitches::default(), constants).unwrap();
     h.seed(&[
         Memory {
             name: "a".into(),
@@ -188,4 +193,59 @@ fn growth_is_unbounded_past_the_cap_and_bounded_when_chunked() {
         course,
         "deterministic"
     );
+}
+
+#[test]
+fn names_sharing_a_slug_are_counted_as_overwrites_and_losses() {
+    let mut h = harness();
+    let m = |name: &str, d: &str| ctxlab::memory::store::Memory {
+        name: name.into(),
+        mem_type: "user".into(),
+        description: d.into(),
+        body: format!("{d} body"),
+    };
+    h.seed(&[m("Tabs", "one"), m("tabs", "two"), m("TABS!", "three")])
+        .unwrap();
+    let c = ctxlab::memory::checker::check(&h).unwrap();
+    assert_eq!(c.count_of("store_size"), Some(1));
+    assert_eq!(c.count_of("acknowledged_lost"), Some(2));
+    assert_eq!(c.count_of("overwritten_by_other_memory"), Some(2));
+    let lost = &c.get("acknowledged_lost").unwrap().samples;
+    assert_eq!(lost, &vec!["Tabs".to_string(), "tabs".to_string()]);
+    // The same name written again is an update, not a loss.
+    let mut h = harness();
+    h.seed(&[m("tabs", "one"), m("tabs", "two")]).unwrap();
+    let c = ctxlab::memory::checker::check(&h).unwrap();
+    assert_eq!(c.count_of("acknowledged_lost"), Some(0));
+    assert_eq!(c.count_of("overwritten_by_other_memory"), Some(0));
+}
+
+#[test]
+fn a_refused_model_tool_write_is_counted() {
+    let (fs, dir) = ctxlab::memory::session::sandbox();
+    let sw = MemorySwitches {
+        model_has_write_tool: true,
+        ..MemorySwitches::default()
+    };
+    let mut h = Harness::new(fs, &dir, sw, MemoryConstants::default()).unwrap();
+    let write = |name: &str, description: &str| ToolCall {
+        name: "memory_write".into(),
+        input: serde_json::json!({"name": name, "type": "user", "description": description, "body": "b"}),
+        result: String::new(),
+    };
+    let turn = Turn {
+        user: "remember".into(),
+        assistant: "ok".into(),
+        tool_calls: vec![
+            write("../escape", "d"),
+            write("blank", " "),
+            write("fine", "d"),
+        ],
+        ..Turn::default()
+    };
+    h.run_sessions(&[Session { turns: vec![turn] }]).unwrap();
+    let c = check(&h).unwrap();
+    assert_eq!(c.count_of("refused_writes"), Some(2));
+    assert_eq!(c.count_of("model_writes"), Some(1));
+    assert_eq!(c.count_of("written_outside_store"), Some(0));
 }

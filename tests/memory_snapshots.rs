@@ -10,6 +10,7 @@ use ctxlab::memory::session::{Harness, Session, Turn};
 use ctxlab::memory::store::{Memory, Store};
 use ctxlab::memory::switches::{MemoryConstants, MemorySwitches};
 use ctxlab::registry::RunOptions;
+use ctxlab::storage::Shared;
 
 #[test]
 fn verdict_counters() {
@@ -36,8 +37,8 @@ fn verdict_json_is_stable() {
     insta::assert_json_snapshot!("verdict_json_M-dedup-off", v);
 }
 
-fn sample_store(dir: &std::path::Path) -> Store {
-    let store = Store::open(&dir.join(".memory"), MemorySwitches::default()).unwrap();
+fn sample_store(fs: &Shared, dir: &std::path::Path) -> Store {
+    let store = Store::open(fs.clone(), &dir.join(".memory"), MemorySwitches::default()).unwrap();
     for (name, ty, desc, body) in [
         (
             "user-preference-tabs",
@@ -79,22 +80,24 @@ fn sample_store(dir: &std::path::Path) -> Store {
 
 #[test]
 fn rebuilt_index_and_memory_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = sample_store(dir.path());
+    let (fs, dir) = ctxlab::memory::session::sandbox();
+    let store = sample_store(&fs, &dir);
     insta::assert_snapshot!("rebuilt_memory_md", store.read_index().unwrap());
-    let raw = std::fs::read_to_string(store.root().join("auth-rewrite.md")).unwrap();
+    let raw = fs
+        .read_to_string(&store.root().join("auth-rewrite.md"))
+        .unwrap();
     insta::assert_snapshot!("memory_file_quoted_description", raw);
 }
 
 #[test]
 fn assembled_system_prompt() {
-    let dir = tempfile::tempdir().unwrap();
-    drop(sample_store(dir.path()));
+    let (fs, dir) = ctxlab::memory::session::sandbox();
+    drop(sample_store(&fs, &dir));
     let constants = MemoryConstants {
         recall_char_limit: 150,
         ..MemoryConstants::default()
     };
-    let mut h = Harness::new(dir.path(), MemorySwitches::default(), constants).unwrap();
+    let mut h = Harness::new(fs, &dir, MemorySwitches::default(), constants).unwrap();
     let turn = Turn {
         user: "Write the test helper; remember my style preferences.".into(),
         selector: SelectorScript::Reply("Relevant: [4, 1, 4]".into()),

@@ -231,12 +231,15 @@ fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
     messages.push(Message::assistant(vec![Block::Text {
         text: "done".into(),
     }]));
-    let m = Measure { retention: true };
-    let none = compare_one("g", &messages, "none", 160, m).unwrap();
+    let m = Measure {
+        retention: true,
+        ..Measure::default()
+    };
+    let none = compare_one("g", &messages, "none", 160, &m).unwrap();
     let r = none.retention.unwrap();
     assert_eq!(r.artifact_recall, 1.0);
     assert_eq!(r.facts.len(), 4, "no parallel batch in this session");
-    let seed = compare_one("g", &messages, "course-f9e8b28", 160, m).unwrap();
+    let seed = compare_one("g", &messages, "course-f9e8b28", 160, &m).unwrap();
     let r = seed.retention.unwrap();
     let fact = r.facts.iter().find(|f| f.label == "tool_result").unwrap();
     assert_eq!(fact.status, Status::Gone);
@@ -268,7 +271,10 @@ fn every_policy_has_retention_on_real_sessions() {
         &["all".to_string()],
         160,
         &Default::default(),
-        Measure { retention: true },
+        Measure {
+            retention: true,
+            ..Measure::default()
+        },
     )
     .unwrap();
     assert_eq!(out.len(), files.len() * ctxlab::policy::list::names().len());

@@ -2,7 +2,6 @@
 //! [`Counters`] out. Checkers return data; they never panic or print.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::extract::{duplicate_of, temporary_marker};
@@ -10,33 +9,42 @@ use super::session::{Harness, Tally};
 use super::store::Memory;
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
+use crate::storage::{FileKind, Storage};
 
 /// Every regular file or symlink under `root` except inside `skip`, with its
 /// bytes (a symlink's "bytes" are its target path), sorted by path. Symlinks
 /// are not followed, so a link cannot make the walk leave the sandbox.
-pub fn files_outside(root: &Path, skip: &Path) -> LabResult<BTreeMap<PathBuf, Vec<u8>>> {
+pub fn files_outside(
+    fs: &dyn Storage,
+    root: &Path,
+    skip: &Path,
+) -> LabResult<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = fs::read_dir(&dir).map_err(|e| LabError::io("listing sandbox", &dir, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| LabError::io("listing sandbox", &dir, e))?;
-            let path = entry.path();
+        let names = fs
+            .list(&dir)
+            .map_err(|e| LabError::io("listing sandbox", &dir, e))?;
+        for name in names {
+            let path = dir.join(name);
             if path == skip {
                 continue;
             }
-            let meta = fs::symlink_metadata(&path)
-                .map_err(|e| LabError::io("inspecting sandbox entry", &path, e))?;
-            if meta.file_type().is_symlink() {
-                let target =
-                    fs::read_link(&path).map_err(|e| LabError::io("reading symlink", &path, e))?;
-                out.insert(path, target.to_string_lossy().into_owned().into_bytes());
-            } else if meta.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes =
-                    fs::read(&path).map_err(|e| LabError::io("reading sandbox file", &path, e))?;
-                out.insert(path, bytes);
+            match fs.kind(&path) {
+                Some(FileKind::Symlink) => {
+                    let target = fs
+                        .read_link(&path)
+                        .map_err(|e| LabError::io("reading symlink", &path, e))?;
+                    out.insert(path, target.to_string_lossy().into_owned().into_bytes());
+                }
+                Some(FileKind::Dir) => stack.push(path),
+                Some(FileKind::File) => {
+                    let bytes = fs
+                        .read(&path)
+                        .map_err(|e| LabError::io("reading sandbox file", &path, e))?;
+                    out.insert(path, bytes);
+                }
+                None => {}
             }
         }
     }
@@ -47,6 +55,42 @@ fn tally(c: &mut Counters, name: &str, t: &Tally) {
     c.count(name, t.n, t.samples.iter().cloned());
 }
 
+/// Where writes outside the store are looked for: the whole tree of an
+/// in-memory backend (a write counts wherever it lands), the sandbox on disk
+/// (the host's file system cannot be walked; the store re-roots escapes into
+/// the sandbox, so nothing it writes lands elsewhere).
+pub fn watched_root(fs: &dyn Storage, sandbox: &Path) -> PathBuf {
+    match fs.backend() {
+        crate::storage::Backend::Mem => PathBuf::from("/"),
+        crate::storage::Backend::Disk => sandbox.to_path_buf(),
+    }
+}
+
+/// Acknowledged memories missing from the store (not merged away on
+/// purpose), and among them those whose file now holds a different memory.
+fn losses(h: &Harness, records: &[super::store::Record]) -> (Vec<String>, Vec<String>) {
+    let by_file: BTreeMap<&str, &str> = records
+        .iter()
+        .map(|r| (r.file.as_str(), r.memory.name.as_str()))
+        .collect();
+    let mut lost = Vec::new();
+    let mut overwritten = Vec::new();
+    for (name, file) in &h.ledger.acknowledged {
+        if h.ledger.merged.contains(name) {
+            continue;
+        }
+        match by_file.get(file.as_str()) {
+            Some(n) if n == name => {}
+            Some(_) => {
+                lost.push(name.clone());
+                overwritten.push(format!("{name}@{file}"));
+            }
+            None => lost.push(name.clone()),
+        }
+    }
+    (lost, overwritten)
+}
+
 /// All memory counters for a harness, in a fixed order:
 /// `written_outside_store`, `index_drift`, `temporary_stored`,
 /// `duplicates_stored`, `acknowledged_lost`, `garbage_fallbacks`,
@@ -54,6 +98,7 @@ fn tally(c: &mut Counters, name: &str, t: &Tally) {
 /// `model_writes`, `model_write_attempts_refused`, `consolidations_done`,
 /// `consolidations_failed`, `rollbacks`, `consolidation_skipped_silently`,
 /// `consolidation_skipped_warned`, `refused_writes`, `system_prompts`,
+/// `overwritten_by_other_memory`, `quarantined` (malformed files left out),
 /// `store_size` (memory files on disk), `store_chars` (consolidation-catalog
 /// characters of the store).
 pub fn check(h: &Harness) -> LabResult<Counters> {
@@ -61,7 +106,8 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     let store = &h.store;
 
     // Files created or changed anywhere in the sandbox outside the store.
-    let now = files_outside(h.sandbox(), store.root())?;
+    let fs = store.fs().as_ref();
+    let now = files_outside(fs, &watched_root(fs, h.sandbox()), store.root())?;
     let outside: Vec<String> = now
         .iter()
         .filter(|(p, b)| h.outside_before().get(*p) != Some(*b))
@@ -75,7 +121,8 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     c.count("written_outside_store", outside.len() as u64, outside);
 
     // Index lines present on one side only (the index must equal what the files derive).
-    let records = store.records()?;
+    let scan = store.scan()?;
+    let records = scan.records;
     let derived = super::store::render_index(&records);
     let actual = store.read_index()?;
     let d: BTreeSet<&str> = derived.lines().collect();
@@ -103,14 +150,7 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     }
     c.count("duplicates_stored", dups.len() as u64, dups);
 
-    let on_disk: BTreeSet<&String> = records.iter().map(|r| &r.file).collect();
-    let lost: Vec<String> = h
-        .ledger
-        .acknowledged
-        .iter()
-        .filter(|f| !on_disk.contains(f) && !h.ledger.merged.contains(*f))
-        .cloned()
-        .collect();
+    let (lost, overwritten) = losses(h, &records);
     c.count("acknowledged_lost", lost.len() as u64, lost);
 
     let s = &h.stats;
@@ -143,6 +183,17 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     );
     tally(&mut c, "refused_writes", &s.refused_writes);
     c.count("system_prompts", s.system_prompts.n, std::iter::empty());
+    c.count(
+        "overwritten_by_other_memory",
+        overwritten.len() as u64,
+        overwritten,
+    );
+    let q: Vec<String> = scan
+        .quarantined
+        .iter()
+        .map(|q| format!("{}:{}:{}", q.file, q.line, q.column))
+        .collect();
+    c.count("quarantined", q.len() as u64, q);
     c.count("store_size", records.len() as u64, std::iter::empty());
     let chars = super::consolidate::catalog(&records).chars().count() as u64;
     c.count("store_chars", chars, std::iter::empty());
@@ -172,10 +223,12 @@ mod tests {
 
     #[test]
     fn clean_run_is_clean_and_outside_writes_are_seen() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("preexisting.txt"), b"x").unwrap();
+        let (fs, dir) = crate::memory::session::sandbox();
+        fs.create_dir_all(&dir).unwrap();
+        fs.write_new(&dir.join("preexisting.txt"), b"x").unwrap();
         let mut h = Harness::new(
-            dir.path(),
+            fs.clone(),
+            &dir,
             MemorySwitches::default(),
             MemoryConstants::default(),
         )
@@ -200,12 +253,22 @@ mod tests {
             assert_eq!(c.count_of(name), Some(0), "{name}\n{}", render(&c));
         }
         assert_eq!(c.count_of("store_size"), Some(1));
-        fs::write(dir.path().join("new.txt"), b"y").unwrap();
+        fs.write_new(&dir.join("new.txt"), b"y").unwrap();
         let c = check(&h).unwrap();
         assert_eq!(c.count_of("written_outside_store"), Some(1));
         assert_eq!(
             c.get("written_outside_store").unwrap().samples,
             vec!["new.txt"]
         );
+        // On the in-memory backend a write counts wherever it lands.
+        fs.create_dir_all(Path::new("/elsewhere")).unwrap();
+        fs.write_new(Path::new("/elsewhere/x"), b"z").unwrap();
+        let c = check(&h).unwrap();
+        assert_eq!(c.count_of("written_outside_store"), Some(2));
+        assert!(c
+            .get("written_outside_store")
+            .unwrap()
+            .samples
+            .contains(&"/elsewhere/x".to_string()));
     }
 }

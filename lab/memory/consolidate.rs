@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::extract::validate;
+use super::journal;
 use super::recall::extract_json_array;
 use super::store::{slug, Memory, Record, Snapshot, Store};
 use super::switches::MemoryConstants;
@@ -184,6 +185,11 @@ pub fn consolidate(
     plan: &FaultPlan,
     constants: &MemoryConstants,
 ) -> LabResult<Consolidation> {
+    if store.switches().crash_journal {
+        // A pass of this process whose rollback failed left its journal: undo
+        // it before a new journal could overwrite the only copy.
+        store.recover_journal()?;
+    }
     let records = store.records()?;
     if records.len() < constants.consolidate_threshold {
         return Ok(Consolidation::NotDue {
@@ -238,13 +244,19 @@ pub fn consolidate(
 
     let before: Vec<String> = records.iter().map(|r| r.file.clone()).collect();
     let snapshot = store.snapshot()?;
-    match rewrite(store, &snapshot, &consolidated, plan) {
+    if sw.crash_journal {
+        // Durable before the first delete; nothing is deleted if it fails.
+        if let Err(e) = begin_journal(store, &snapshot, &consolidated) {
+            return Ok(failed(e, false));
+        }
+    }
+    match rewrite(store, &snapshot, &consolidated, plan).and_then(|()| commit(store)) {
         Ok(()) => Ok(Consolidation::Done {
             before,
             after: store.memory_files()?,
             model_calls,
         }),
-        Err(e) if sw.rollback => match roll_back(store, &snapshot) {
+        Err(e) if sw.rollback => match roll_back(store, &snapshot).and_then(|()| commit(store)) {
             Ok(()) => Ok(failed(e, true)),
             Err(re) => Ok(Consolidation::Failed {
                 error: format!("{e}; rollback also failed: {re}"),
@@ -264,6 +276,35 @@ fn failed(e: LabError, rolled_back: bool) -> Consolidation {
             .replace('\n', " "),
         rolled_back,
     }
+}
+
+/// Write the journal of a pass: the snapshot and the files it will write.
+fn begin_journal(store: &Store, snapshot: &Snapshot, new: &[Memory]) -> LabResult<()> {
+    let mut writes = Snapshot::new();
+    for m in new {
+        let (path, text) = store.planned(m)?;
+        // Only files inside the store are the journal's to undo (a guard-off
+        // escape is the break's to show, not to repair).
+        if path.parent() == Some(store.root()) {
+            let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            writes.insert(file.unwrap_or_default(), text);
+        }
+    }
+    let pending = journal::Pending {
+        before: snapshot.clone(),
+        writes,
+    };
+    journal::write(store.fs().as_ref(), store.root(), &pending)
+        .map_err(|e| LabError::io("writing consolidation journal", store.root(), e))
+}
+
+/// Remove the journal: the pass (or its rollback) is complete.
+fn commit(store: &Store) -> LabResult<()> {
+    if !store.switches().crash_journal {
+        return Ok(());
+    }
+    journal::remove(store.fs().as_ref(), store.root())
+        .map_err(|e| LabError::io("removing consolidation journal", store.root(), e))
 }
 
 /// The normal path after the snapshot: delete all, write new, rebuild.
@@ -294,22 +335,26 @@ fn rewrite(store: &Store, snapshot: &Snapshot, new: &[Memory], plan: &FaultPlan)
     }
     if plan.during_rebuild {
         // Simulate a crash between writing the index temp file and renaming it.
-        let tmp = store.root().join(".MEMORY.md.tmp");
-        std::fs::write(&tmp, b"partial")
+        let tmp = store
+            .root()
+            .join(crate::storage::temp_name(super::store::INDEX_FILE));
+        let fs = store.fs();
+        fs.write_new(&tmp, b"partial")
             .map_err(|e| LabError::io("writing temp index", &tmp, e))?;
-        let _ = std::fs::remove_file(&tmp);
+        let _ = fs.remove_file(&tmp);
         return Err(fault("during index rebuild"));
     }
-    store.rebuild_index()
+    store.rebuild_index().map(drop)
 }
 
-/// Rollback: delete every memory file, restore the snapshot, rebuild.
+/// Rollback: delete every memory record, restore the snapshot, rebuild.
 fn roll_back(store: &Store, snapshot: &Snapshot) -> LabResult<()> {
-    for file in store.memory_files()? {
-        store.remove_file(&file)?;
+    // Readable records only: a quarantined file was never part of the pass.
+    for r in store.records()? {
+        store.remove_file(&r.file)?;
     }
     store.restore(snapshot)?;
-    store.rebuild_index()
+    store.rebuild_index().map(drop)
 }
 
 /// The one line the outer layer prints for an attempt, if any.
@@ -334,9 +379,10 @@ mod tests {
     use super::*;
     use crate::memory::switches::MemorySwitches;
 
-    fn filled(n: usize, body_len: usize, sw: MemorySwitches) -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m"), sw).unwrap();
+    fn filled(n: usize, body_len: usize, sw: MemorySwitches) -> ((), Store) {
+        let fs: crate::storage::Shared = std::sync::Arc::new(crate::storage::MemFs::new());
+        let store = Store::open(fs, std::path::Path::new("/w/m"), sw).unwrap();
+        let dir = ();
         for i in 0..n {
             store
                 .save(&Memory {

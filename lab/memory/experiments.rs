@@ -3,12 +3,12 @@
 //!
 //! Ids (stable, used on the command line):
 //! `M-guard-off`, `M-index-stale`, `M-tempword-off`, `M-dedup-off`,
-//! `M-rollback-off`, `M-model-writes` (breaks: baseline = the course's intact
+//! `M-rollback-off`, `M-crash-window`, `M-full-disk`, `M-model-writes` (breaks: baseline = the course's intact
 //! switches, broken = one safeguard off) and `M-garbage-empty`,
 //! `M-reverse-gate` (findings, in the registry's convention: baseline = with
 //! the fix switch, clean; broken = the course as is, which shows the gap).
 //!
-//! Every run builds its store in a fresh `tempfile` sandbox and drives a
+//! Every run builds its store in a fresh in-memory sandbox ([`MemFs`](crate::storage::MemFs)) and drives a
 //! deterministic scripted session; [`RunOptions`] are accepted for the
 //! shared signature but unused (nothing here depends on path length or a seed).
 
@@ -34,10 +34,9 @@ fn side(
     constants: MemoryConstants,
     setup: &dyn Fn(&Path) -> LabResult<Setup>,
 ) -> LabResult<Counters> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
-    let (seed, sessions) = setup(dir.path())?;
-    let mut h = Harness::new(dir.path(), sw, constants)?;
+    let (fs, dir) = super::session::sandbox();
+    let (seed, sessions) = setup(&dir)?;
+    let mut h = Harness::new(fs, &dir, sw, constants)?;
     h.seed(&seed)?;
     h.run_sessions(&sessions)?;
     check(&h)
@@ -409,10 +408,9 @@ fn growth_setup(sessions: usize) -> impl Fn(&Path) -> LabResult<Setup> {
 /// the course's reverse gate the curve only rises once the store passes the
 /// input cap; with `chunked_consolidation` it stays bounded.
 pub fn growth_curve(sessions: usize, switches: MemorySwitches) -> LabResult<Vec<u64>> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
-    let (_, all_sessions) = growth_setup(sessions)(dir.path())?;
-    let mut h = Harness::new(dir.path(), switches, MemoryConstants::default())?;
+    let (fs, dir) = super::session::sandbox();
+    let (_, all_sessions) = growth_setup(sessions)(&dir)?;
+    let mut h = Harness::new(fs, &dir, switches, MemoryConstants::default())?;
     let mut sizes = Vec::with_capacity(sessions);
     for s in &all_sessions {
         h.run_sessions(std::slice::from_ref(s))?;
@@ -454,6 +452,47 @@ const fn at(cell: &'static str, counter: &'static str, baseline: u64, broken: u6
         broken: n(broken),
     }
 }
+
+/// A crash-window cell: the same enumeration under the intact switches
+/// (journal on) and the course's in-memory snapshot (`crash_journal = false`).
+fn window_cell(
+    label: &str,
+    what: &str,
+    run: fn(MemorySwitches) -> LabResult<super::crash::WindowReport>,
+) -> LabResult<Cell> {
+    Ok(Cell {
+        label: label.to_string(),
+        baseline: run(MemorySwitches::default())?.counters(what),
+        broken: run(sw(|s| s.crash_journal = false))?.counters(what),
+    })
+}
+
+fn run_crash_window(_: &RunOptions) -> LabResult<Verdict> {
+    let c = window_cell(
+        "kill after every operation",
+        "crash",
+        super::crash::kill_window,
+    )?;
+    verdict("M-crash-window", vec![c])
+}
+
+fn run_full_disk(_: &RunOptions) -> LabResult<Verdict> {
+    let c = window_cell(
+        "disk full at every write",
+        "full_disk",
+        super::crash::full_disk_window,
+    )?;
+    verdict("M-full-disk", vec![c])
+}
+
+// Sizes of the enumerations (ten seeded memories, `MergePairs`): fixed by
+// the store's operation sequence, so a change to it shows up here.
+const CRASH_POINTS: u64 = 34;
+const CRASH_POINTS_COURSE: u64 = 30;
+const CRASH_LOSING: u64 = 24;
+const CRASH_LOST: u64 = 165;
+const FULL_LOSING: u64 = 6;
+const FULL_LOST: u64 = 45;
 
 /// Memory rows of the registry.
 pub static EXPERIMENTS: &[Experiment] = &[
@@ -515,6 +554,43 @@ pub static EXPERIMENTS: &[Experiment] = &[
             at("fault=mid_rewrite_after_2", "acknowledged_lost", 0, 8),
             at("fault=during_rebuild", "acknowledged_lost", 0, 5),
             all("rollbacks", 1, 0),
+        ],
+    },
+    Experiment {
+        id: "M-crash-window",
+        mechanism: Mechanism::Memory,
+        kind: Kind::Break,
+        title: "a kill at any file-system operation of a consolidation loses memories (snapshot only in memory)",
+        change: "MemorySwitches.crash_journal = false",
+        caught_by: &["crash_points_losing", "acknowledged_lost"],
+        seed: "section 7 (snapshot -> delete all -> rewrite -> rebuild; rollback on any failure)",
+        run: run_crash_window,
+        expect: &[
+            all("crash_points", CRASH_POINTS, CRASH_POINTS_COURSE),
+            all("crash_points_losing", 0, CRASH_LOSING),
+            all("acknowledged_lost", 0, CRASH_LOST),
+            all("leftover_temps", 0, 0),
+            all("index_drift", 0, 0),
+            all("written_outside_store", 0, 0),
+        ],
+    },
+    Experiment {
+        id: "M-full-disk",
+        mechanism: Mechanism::Memory,
+        kind: Kind::Break,
+        title: "a full disk at a write of a consolidation leaves the course's rollback nothing to restore into",
+        change: "MemorySwitches.crash_journal = false",
+        caught_by: &["full_disk_points_losing", "acknowledged_lost"],
+        seed: "section 7 (rollback on any failure)",
+        run: run_full_disk,
+        expect: &[
+            all("full_disk_points", 7, 6),
+            all("full_disk_points_losing", 0, FULL_LOSING),
+            all("acknowledged_lost", 0, FULL_LOST),
+            all("leftover_temps", 0, 0),
+            all("temps_after_failure", 0, 0),
+            all("index_drift", 0, 0),
+            all("written_outside_store", 0, 0),
         ],
     },
     Experiment {

@@ -270,8 +270,8 @@ mod tests {
     }
 
     fn run(sw: MemorySwitches, items: Vec<serde_json::Value>) -> (ExtractReport, Vec<String>) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m"), sw).unwrap();
+        let (fs, dir) = crate::memory::session::sandbox();
+        let store = Store::open(fs, &dir.join("m"), sw).unwrap();
         store
             .save(&Memory {
                 name: "tabs".into(),

@@ -1,11 +1,17 @@
-//! A small, strict YAML-frontmatter reader/writer for memory files.
+//! YAML frontmatter of memory files, read with a real YAML parser.
 //!
-//! The lab has no YAML crate, and memory files only ever hold three scalar
-//! keys, so this accepts exactly that subset and rejects everything else with
-//! a line and column: a lenient parser would let a malformed file silently
-//! lose its metadata, which is the kind of loss the lab is meant to expose.
+//! Reading goes through `yaml-rust2`'s event parser, so everything PyYAML
+//! writes for the course (single-quoted `'a: b'`, descriptions folded onto a
+//! second line, double-quoted escapes, CRLF line endings, a BOM) is read. The
+//! scalar's text is taken as written, never resolved to a number or boolean:
+//! memory fields are strings.
 //!
-//! Format (what [`render`] writes and [`parse`] accepts):
+//! Writing quotes every value that PyYAML (YAML 1.1 resolution) might read
+//! back as anything other than the same string: `1_000`, `12:30`, `0x1A`,
+//! `.inf`, `=`, `yes`, a leading `-`, DEL, U+2028... Only values made of
+//! letters, digits, spaces and `-_.,` that start with a letter and are not a
+//! YAML 1.1 boolean stay plain; everything else is double-quoted with escapes
+//! for every character PyYAML would not accept literally.
 //!
 //! ```text
 //! ---
@@ -16,9 +22,8 @@
 //!
 //! body text
 //! ```
-//!
-//! Values are plain scalars when that is unambiguous, otherwise JSON-style
-//! double-quoted strings (a valid subset of YAML double-quoted scalars).
+
+use yaml_rust2::parser::{Event, Parser};
 
 /// The three metadata fields and the body of one memory file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,14 +34,14 @@ pub struct Document {
     pub description: String,
     /// `type:` value (validated by the store, not here).
     pub mem_type: String,
-    /// Everything after the closing `---` and one blank line, trimmed.
+    /// Everything after the closing `---` line, trimmed.
     pub body: String,
 }
 
 /// Where and why a file failed to parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
-    /// 1-based line.
+    /// 1-based line in the file.
     pub line: usize,
     /// 1-based column.
     pub column: usize,
@@ -45,6 +50,11 @@ pub struct ParseError {
 }
 
 const KEYS: [&str; 3] = ["name", "description", "type"];
+
+/// PyYAML's YAML 1.1 booleans (and the null words): plain, they are not strings.
+const RESOLVED_WORDS: [&str; 12] = [
+    "yes", "no", "true", "false", "on", "off", "null", "y", "n", "~", "nan", "inf",
+];
 
 /// Render a document exactly as the store writes it.
 pub fn render(doc: &Document) -> String {
@@ -57,112 +67,128 @@ pub fn render(doc: &Document) -> String {
     )
 }
 
-/// Render one scalar: plain when safe, JSON-quoted otherwise.
-fn scalar(v: &str) -> String {
+/// Render one scalar: plain when PyYAML reads it back unchanged, else double-quoted.
+pub fn scalar(v: &str) -> String {
     if is_plain_safe(v) {
-        v.to_string()
+        return v.to_string();
+    }
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) => out.push_str(&escape(c)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Characters PyYAML's reader refuses or its scanner folds: escaped in quotes.
+fn needs_escape(c: char) -> bool {
+    let u = c as u32;
+    !(u == 0x20
+        || (0x21..=0x7E).contains(&u)
+        || (0xA0..=0xD7FF).contains(&u)
+        || (0xE000..=0xFFFD).contains(&u) && u != 0xFEFF
+        || u >= 0x10000)
+        || matches!(u, 0x2028 | 0x2029 | 0x85)
+}
+
+fn escape(c: char) -> String {
+    let u = c as u32;
+    if u <= 0xFF {
+        format!("\\x{u:02X}")
+    } else if u <= 0xFFFF {
+        format!("\\u{u:04X}")
     } else {
-        // JSON string syntax is valid YAML double-quoted syntax.
-        serde_json::Value::String(v.to_string()).to_string()
+        format!("\\U{u:08X}")
     }
 }
 
-/// Would YAML read `v` back unchanged as a plain string scalar?
+/// Would PyYAML read `v` back unchanged as a plain string scalar? Deliberately
+/// narrow: a letter first, then letters, digits, spaces and `-_.,` only.
 fn is_plain_safe(v: &str) -> bool {
-    let Some(first) = v.chars().next() else {
+    let mut chars = v.chars();
+    let Some(first) = chars.next() else {
         return false;
     };
-    if v.trim() != v || v.chars().any(|c| c.is_control()) {
+    if !first.is_alphabetic() || needs_escape(first) || v.ends_with(' ') {
         return false;
     }
-    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
-        return false;
-    }
-    if v.contains(": ") || v.contains(" #") || v.ends_with(':') {
-        return false;
-    }
-    // Words YAML would turn into booleans, nulls or numbers.
-    let lower = v.to_ascii_lowercase();
-    let special = ["true", "false", "yes", "no", "on", "off", "null", "~"];
-    if special.contains(&lower.as_str()) || v.parse::<f64>().is_ok() {
-        return false;
-    }
-    true
+    let ok = |c: char| {
+        (c.is_alphanumeric() && !needs_escape(c)) || matches!(c, ' ' | '-' | '_' | '.' | ',')
+    };
+    chars.all(ok) && !RESOLVED_WORDS.contains(&v.to_ascii_lowercase().as_str())
 }
 
-/// Parse a memory file strictly.
-pub fn parse(text: &str) -> Result<Document, ParseError> {
-    let err = |line: usize, column: usize, message: String| ParseError {
+fn err(line: usize, column: usize, message: impl Into<String>) -> ParseError {
+    ParseError {
         line,
         column,
-        message,
-    };
+        message: message.into(),
+    }
+}
+
+/// Split a file into its frontmatter text and body. Accepts a BOM and CRLF
+/// delimiter and frontmatter lines; the body is kept byte for byte (trimmed).
+fn split(text: &str) -> Result<(String, String), ParseError> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut lines = text.split('\n');
-    match lines.next() {
-        Some("---") => {}
-        other => {
-            return Err(err(
-                1,
-                1,
-                format!(
-                    "expected `---` opening the frontmatter, found {:?}",
-                    other.unwrap_or("")
-                ),
-            ))
-        }
-    }
-    let mut values: [Option<String>; 3] = [None, None, None];
-    let mut line_no = 1;
-    let mut closed = false;
-    for line in lines.by_ref() {
-        line_no += 1;
-        if line == "---" {
-            closed = true;
-            break;
-        }
-        let Some((key, rest)) = line.split_once(':') else {
-            return Err(err(
-                line_no,
-                1,
-                format!("expected `key: value` with key one of {KEYS:?}, found {line:?}"),
-            ));
-        };
-        let Some(slot) = KEYS.iter().position(|k| *k == key) else {
-            return Err(err(
-                line_no,
-                1,
-                format!("unknown frontmatter key {key:?}, expected one of {KEYS:?}"),
-            ));
-        };
-        if values[slot].is_some() {
-            return Err(err(
-                line_no,
-                1,
-                format!("duplicate frontmatter key {key:?}"),
-            ));
-        }
-        let column = key.len() + 2;
-        values[slot] = Some(parse_scalar(rest.trim()).map_err(|m| err(line_no, column, m))?);
-    }
-    if !closed {
+    let first = lines.next().unwrap_or("");
+    if first.trim_end() != "---" {
         return Err(err(
-            line_no,
             1,
-            "frontmatter is not closed by a `---` line".into(),
+            1,
+            format!("expected `---` opening the frontmatter, found {first:?}"),
         ));
     }
-    for (slot, key) in KEYS.iter().enumerate() {
-        if values[slot].is_none() {
-            return Err(err(
-                line_no,
-                1,
-                format!("frontmatter is missing key {key:?}"),
-            ));
+    let mut front = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim_end() == "---" || line.trim_end() == "..." {
+            let body = lines.collect::<Vec<_>>().join("\n").trim().to_string();
+            return Ok((front.join("\n"), body));
+        }
+        front.push(line);
+    }
+    Err(err(
+        front.len() + 1,
+        1,
+        "frontmatter is not closed by a `---` line",
+    ))
+}
+
+/// Parse a memory file: YAML frontmatter mapping with string values for
+/// `name`, `description` and `type` (other keys are ignored, as the course's
+/// `.get` does), then the body.
+pub fn parse(text: &str) -> Result<Document, ParseError> {
+    let (front, body) = split(text)?;
+    let values = parse_mapping(&front)?;
+    let mut out: [Option<String>; 3] = [None, None, None];
+    for (key, value, line, column) in values {
+        if let Some(slot) = KEYS.iter().position(|k| *k == key) {
+            if value.trim().is_empty() {
+                return Err(err(
+                    line,
+                    column,
+                    format!("frontmatter key {key:?} is blank"),
+                ));
+            }
+            out[slot] = Some(value);
         }
     }
-    let rest: Vec<&str> = lines.collect();
-    let body = rest.join("\n").trim().to_string();
-    let [name, description, mem_type] = values.map(Option::unwrap_or_default);
+    let last = front.lines().count() + 1;
+    for (slot, key) in KEYS.iter().enumerate() {
+        if out[slot].is_none() {
+            return Err(err(last, 1, format!("frontmatter is missing key {key:?}")));
+        }
+    }
+    let [name, description, mem_type] = out.map(Option::unwrap_or_default);
     Ok(Document {
         name,
         description,
@@ -171,22 +197,92 @@ pub fn parse(text: &str) -> Result<Document, ParseError> {
     })
 }
 
-/// Parse one scalar value: double-quoted (JSON escapes), single-quoted, or plain.
-fn parse_scalar(v: &str) -> Result<String, String> {
-    if v.starts_with('"') {
-        return serde_json::from_str::<String>(v)
-            .map_err(|e| format!("bad double-quoted value {v:?}: {e}"));
+/// PyYAML reads YAML 1.1, where NEL, LINE SEPARATOR and PARAGRAPH
+/// SEPARATOR are line breaks; yaml-rust2 reads YAML 1.2, where they are not.
+/// PyYAML writes them raw inside quotes (then indents the next line), so to
+/// read those files as PyYAML does: NEL becomes `\n`, and the blanks around
+/// LS/PS go (PyYAML keeps LS/PS themselves but folds the indentation away).
+/// ctxlab never writes them raw (it escapes them), so its files are unaffected.
+fn yaml11_breaks(front: &str) -> String {
+    let front = front.replace('\u{85}', "\n");
+    if !front.contains(['\u{2028}', '\u{2029}']) {
+        return front;
     }
-    if let Some(inner) = v.strip_prefix('\'') {
-        let Some(inner) = inner.strip_suffix('\'') else {
-            return Err(format!("unterminated single-quoted value {v:?}"));
-        };
-        return Ok(inner.replace("''", "'"));
+    let mut out = String::with_capacity(front.len());
+    let mut chars = front.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{2028}' || c == '\u{2029}' {
+            while out.ends_with([' ', '\t']) {
+                out.pop();
+            }
+            out.push(c);
+            while chars.next_if(|n| *n == ' ' || *n == '\t').is_some() {}
+        } else {
+            out.push(c);
+        }
     }
-    if v.is_empty() {
-        return Err("empty value; expected a non-empty string".into());
+    out
+}
+
+/// Key, value, and the value's position (line in the file, 1-based column).
+type Entry = (String, String, usize, usize);
+
+/// The top-level mapping of the frontmatter, scalars only.
+fn parse_mapping(front: &str) -> Result<Vec<Entry>, ParseError> {
+    // Line 1 of the file is the opening `---`: YAML line n is file line n + 1.
+    let at = |m: &yaml_rust2::scanner::Marker| (m.line() + 1, m.col() + 1);
+    let front = yaml11_breaks(front);
+    let mut parser = Parser::new_from_str(&front);
+    let mut next = || {
+        parser.next_token().map_err(|e| {
+            let (l, c) = at(e.marker());
+            err(l, c, format!("invalid YAML: {}", e.info()))
+        })
+    };
+    let mut entries = Vec::new();
+    let mut key: Option<String> = None;
+    let mut depth = 0usize;
+    loop {
+        let (ev, mark) = next()?;
+        let (line, column) = at(&mark);
+        match ev {
+            Event::StreamEnd => break,
+            Event::MappingStart(..) | Event::SequenceStart(..) if depth == 0 && key.is_none() => {
+                if matches!(ev, Event::SequenceStart(..)) {
+                    return Err(err(
+                        line,
+                        column,
+                        "frontmatter is a list, expected `key: value` lines",
+                    ));
+                }
+                depth = 1;
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(_) => {
+                let k = key.take().unwrap_or_default();
+                return Err(err(line, column, format!("frontmatter key {k:?} has a nested or aliased value; expected a plain string")));
+            }
+            Event::Scalar(v, ..) if depth == 0 => {
+                return Err(err(
+                    line,
+                    column,
+                    format!("frontmatter is the scalar {v:?}, expected `key: value` lines"),
+                ));
+            }
+            Event::Scalar(v, ..) => match key.take() {
+                None => key = Some(v),
+                Some(k) => entries.push((k, v, line, column)),
+            },
+            _ => {}
+        }
     }
-    Ok(v.to_string())
+    if depth == 0 {
+        return Err(err(
+            1,
+            1,
+            "frontmatter is empty, expected name, description and type",
+        ));
+    }
+    Ok(entries)
 }
 
 #[cfg(test)]
@@ -210,6 +306,10 @@ mod tests {
             doc("true", "line\nbreak", "multi\nline\nbody"),
             doc("用户偏好", "喜欢 tab 缩进", "正文"),
             doc("'quoted'", "\"dq\"", "b"),
+            doc("1_000", "12:30", "x"),
+            doc("0x1A", ".inf", "x"),
+            doc("=", "a\u{7F}b\u{2028}c\u{85}d\u{FEFF}", "x"),
+            doc("yes", "tab\there", "x"),
         ] {
             let text = render(&d);
             assert_eq!(parse(&text).unwrap(), d, "{text}");
@@ -230,10 +330,19 @@ mod tests {
     }
 
     #[test]
-    fn rejects_unknown_missing_and_unclosed() {
-        let e = parse("---\nname: a\nextra: b\n---\n").unwrap_err();
-        assert_eq!((e.line, e.column), (3, 1));
-        assert!(e.message.contains("unknown frontmatter key"));
+    fn reads_what_pyyaml_writes() {
+        let folded = "---\r\nname: 'a: b'\r\ndescription: A description long enough that PyYAML folds\r\n  it onto a second line\r\ntype: user\r\n---\r\n\r\nbody\r\n";
+        let d = parse(folded).unwrap();
+        assert_eq!(d.name, "a: b");
+        assert_eq!(
+            d.description,
+            "A description long enough that PyYAML folds it onto a second line"
+        );
+        assert_eq!(d.body, "body");
+    }
+
+    #[test]
+    fn rejects_missing_unclosed_and_nested_with_locations() {
         let e = parse("---\nname: a\ndescription: b\n---\n\nx").unwrap_err();
         assert!(e.message.contains("missing key \"type\""), "{e:?}");
         let e = parse("---\nname: a").unwrap_err();
@@ -241,6 +350,11 @@ mod tests {
         let e = parse("no frontmatter").unwrap_err();
         assert_eq!(e.line, 1);
         let e = parse("---\nname: \"unterminated\n---\n").unwrap_err();
-        assert_eq!((e.line, e.column), (2, 6));
+        assert!(e.message.contains("invalid YAML"), "{e:?}");
+        assert_eq!(e.line, 2, "{e:?}");
+        let e = parse("---\nname: a\ndescription: [x]\ntype: user\n---\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 14), "{e:?}");
+        let e = parse("---\nname: a\ndescription: \"\"\ntype: user\n---\n").unwrap_err();
+        assert!(e.message.contains("blank"), "{e:?}");
     }
 }

@@ -3,7 +3,9 @@
 //! One module per mechanism of the course's `s09_memory`:
 //! [`store`] (files + derived index + path guard), [`recall`] (selection and
 //! system-prompt assembly), [`extract`] (gated writes at the end of a turn),
-//! [`consolidate`] (destructive rewrite with snapshot and rollback), and
+//! [`consolidate`] (destructive rewrite with snapshot and rollback),
+//! [`journal`] (that snapshot made durable, recovered on the next open),
+//! [`crash`] (kill and full-disk windows of one pass),
 //! [`prompts`] (what a real side model would be sent), and
 //! [`checker`] which turns the resulting disk state into [`crate::counters::Counters`].
 //! [`session`] drives scripted turns through all of them; [`scenario`] reads
@@ -11,9 +13,11 @@
 
 pub mod checker;
 pub mod consolidate;
+pub mod crash;
 pub mod experiments;
 pub mod extract;
 pub mod frontmatter;
+pub mod journal;
 pub mod prompts;
 pub mod recall;
 pub mod scenario;

@@ -84,7 +84,11 @@ pub struct Recall {
 /// The first JSON array found at any `[` in `text` (the course's
 /// `extract_json_array`), or `None` when there is none: that distinguishes
 /// garbage from a real `[]`.
+///
+/// Python's `json` also accepts `NaN`, `Infinity` and `-Infinity`; they are
+/// read here as `null` (never an index), so `[NaN, 1]` still selects 1.
 pub fn extract_json_array(text: &str) -> Option<Vec<serde_json::Value>> {
+    let text = python_json_constants(text);
     for (pos, c) in text.char_indices() {
         if c != '[' {
             continue;
@@ -96,6 +100,42 @@ pub fn extract_json_array(text: &str) -> Option<Vec<serde_json::Value>> {
         }
     }
     None
+}
+
+/// `NaN`, `Infinity`, `-Infinity` outside JSON strings replaced by `null`,
+/// and the integer `-0` by `0` (Python reads it as the int 0; serde_json as
+/// the float -0.0).
+fn python_json_constants(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("NaN") && !text.contains("Infinity") && !text.contains("-0") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let (mut in_str, mut escaped) = (false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_str {
+            in_str = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            in_str = true;
+        } else if let Some(token) = ["-Infinity", "Infinity", "NaN"]
+            .iter()
+            .find(|t| rest.starts_with(**t))
+        {
+            out.push_str("null");
+            rest = &rest[token.len()..];
+            continue;
+        } else if rest.starts_with("-0")
+            && !rest[2..].starts_with(|n: char| n.is_ascii_digit() || ".eE".contains(n))
+        {
+            out.push('0');
+            rest = &rest[2..];
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The catalog the selector sees: `i: name - description` lines.
@@ -347,6 +387,26 @@ mod tests {
             rec("quotes.md", "quotes", "single quotes for strings", "q"),
             rec("tabs.md", "tabs", "tabs for indentation", "t"),
         ]
+    }
+
+    #[test]
+    fn python_json_constants_and_odd_indices() {
+        let ids = |t: &str| {
+            extract_json_array(t).map(|v| v.iter().map(|x| x.as_u64()).collect::<Vec<_>>())
+        };
+        assert_eq!(ids("[NaN, 1]"), Some(vec![None, Some(1)]));
+        assert_eq!(
+            ids("[-Infinity, Infinity, 2]"),
+            Some(vec![None, None, Some(2)])
+        );
+        assert_eq!(ids("[-0]"), Some(vec![Some(0)]));
+        assert_eq!(
+            ids("[false]"),
+            Some(vec![None]),
+            "a boolean is not an index"
+        );
+        let v = extract_json_array(r#"["NaN \" Infinity", 3]"#).unwrap();
+        assert_eq!(v[0], serde_json::json!("NaN \" Infinity"));
     }
 
     #[test]

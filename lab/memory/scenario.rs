@@ -202,6 +202,8 @@ pub fn known_counters() -> Vec<&'static str> {
         "consolidation_skipped_warned",
         "refused_writes",
         "system_prompts",
+        "overwritten_by_other_memory",
+        "quarantined",
         "store_size",
         "store_chars",
     ]
@@ -230,12 +232,39 @@ pub fn failed_expectations(c: &Counters, expect: &BTreeMap<String, ExpectValue>)
         .collect()
 }
 
-/// Run a parsed scenario in a fresh temporary sandbox.
+/// Run a parsed scenario in a fresh in-memory sandbox.
 pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| LabError::io("creating sandbox", std::env::temp_dir(), e))?;
-    let mut h = Harness::new(dir.path(), s.switches, s.constants)?;
-    h.seed(&s.seed_memories)?;
+    run_scenario_from(s, None)
+}
+
+/// Seed one memory at a time so a refused seed can be located in its file.
+fn seed_located(h: &mut Harness, s: &Scenario, src: Option<(&Path, &str)>) -> LabResult<()> {
+    for m in &s.seed_memories {
+        match (h.seed(std::slice::from_ref(m)), src) {
+            (Err(LabError::Refused { message, fix }), Some((file, text))) => {
+                let needle = serde_json::to_string(&m.name).unwrap_or_default();
+                let (line, column) = position_of(text, &needle);
+                return Err(LabError::Input {
+                    file: file.to_path_buf(),
+                    line,
+                    column,
+                    message: format!("seed memory {:?} refused: {message}", m.name),
+                    fix,
+                });
+            }
+            (r, _) => r?,
+        }
+    }
+    Ok(())
+}
+
+fn run_scenario_from(
+    s: &Scenario,
+    src: Option<(&Path, &str)>,
+) -> LabResult<(Counters, Vec<String>)> {
+    let (fs, dir) = super::session::sandbox();
+    let mut h = Harness::new(fs, &dir, s.switches, s.constants)?;
+    seed_located(&mut h, s, src)?;
     h.run_sessions(&s.sessions)?;
     let c = check(&h)?;
     let failures = failed_expectations(&c, &s.expect);
@@ -247,7 +276,7 @@ pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
 pub fn run_scenario_file(path: &Path) -> LabResult<(Counters, Vec<String>)> {
     let text =
         std::fs::read_to_string(path).map_err(|e| LabError::io("reading scenario", path, e))?;
-    run_scenario(&parse_scenario(path, &text)?)
+    run_scenario_from(&parse_scenario(path, &text)?, Some((path, &text)))
 }
 
 #[cfg(test)]
@@ -263,6 +292,28 @@ mod tests {
                 ..
             }) => (line, column, message),
             other => panic!("expected Input error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_seed_names_file_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let text = "{\"schema\": \"ctxlab.memory-scenario/1\", \"sessions\": [],\n \"seed_memories\": [\n  {\"name\": \"ok\", \"type\": \"user\", \"description\": \"d\", \"body\": \"b\"},\n  {\"name\": \"blank\", \"type\": \"user\", \"description\": \" \", \"body\": \"b\"}]}";
+        std::fs::write(&path, text).unwrap();
+        match run_scenario_file(&path) {
+            Err(LabError::Input {
+                file,
+                line,
+                column,
+                message,
+                ..
+            }) => {
+                assert_eq!(file, path);
+                assert_eq!((line, column), (4, 12), "{message}");
+                assert!(message.contains("blank description"), "{message}");
+            }
+            other => panic!("{other:?}"),
         }
     }
 

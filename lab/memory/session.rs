@@ -18,6 +18,7 @@ use super::store::{Memory, Store};
 use super::switches::{MemoryConstants, MemorySwitches};
 use super::transcript::{Block, Message, Role};
 use crate::error::{LabError, LabResult};
+use crate::storage::Shared;
 
 /// Tool name of the memory-writing tool the course does NOT give the model.
 pub const MEMORY_WRITE_TOOL: &str = "memory_write";
@@ -128,13 +129,30 @@ pub struct Stats {
 }
 
 /// Memories the harness told the user it stored, and those consolidation
-/// deliberately merged away.
+/// deliberately merged away. Keyed by memory name, not file name: two names
+/// with one slug (`Tabs`, `TABS!`) are two acknowledgements, and the second
+/// write overwriting the first is a loss the checker sees.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Ledger {
-    /// File names acknowledged as stored.
-    pub acknowledged: BTreeSet<String>,
-    /// File names a successful consolidation removed on purpose.
+    /// Memory name -> the file it was acknowledged in.
+    pub acknowledged: BTreeMap<String, String>,
+    /// Memory names a successful consolidation removed on purpose.
     pub merged: BTreeSet<String>,
+}
+
+impl Ledger {
+    /// Record an acknowledged write.
+    pub fn ack(&mut self, name: &str, file: &str) {
+        self.merged.remove(name);
+        self.acknowledged.insert(name.to_string(), file.to_string());
+    }
+}
+
+/// A fresh in-memory file system and the sandbox path runs use in it: every
+/// byte a run writes, even through a broken guard, stays in that memory.
+pub fn sandbox() -> (Shared, PathBuf) {
+    let fs: Shared = std::sync::Arc::new(crate::storage::MemFs::new());
+    (fs, PathBuf::from("/sandbox"))
 }
 
 /// The scripted harness.
@@ -166,14 +184,25 @@ impl Harness {
     /// A harness whose store is `<sandbox>/.memory`. Everything else in the
     /// sandbox is recorded so the checker can spot writes outside the store.
     pub fn new(
+        fs: Shared,
         sandbox: &Path,
         switches: MemorySwitches,
         constants: MemoryConstants,
     ) -> LabResult<Harness> {
-        let store = Store::open(&sandbox.join(".memory"), switches)?;
-        let sandbox = std::fs::canonicalize(sandbox)
+        fs.create_dir_all(sandbox)
+            .map_err(|e| LabError::io("creating sandbox", sandbox, e))?;
+        let canonical = fs
+            .canonicalize(sandbox)
             .map_err(|e| LabError::io("resolving sandbox", sandbox, e))?;
-        let outside_before = super::checker::files_outside(&sandbox, store.root())?;
+        // Taken before the store exists, so a store directory that is a link
+        // leaving the sandbox is refused before anything is written through it.
+        let outside_before = super::checker::files_outside(
+            fs.as_ref(),
+            &super::checker::watched_root(fs.as_ref(), &canonical),
+            &canonical.join(".memory"),
+        )?;
+        let store = Store::open_in(fs, &canonical, &canonical.join(".memory"), switches)?;
+        let sandbox = canonical;
         Ok(Harness {
             sandbox,
             store,
@@ -204,7 +233,7 @@ impl Harness {
     pub fn seed(&mut self, memories: &[Memory]) -> LabResult<()> {
         for m in memories {
             let file = self.store.save(m)?;
-            self.ledger.acknowledged.insert(file);
+            self.ledger.ack(&m.name, &file);
         }
         Ok(())
     }
@@ -280,9 +309,11 @@ impl Harness {
                 self.stats.refused_writes.add(o.name.clone());
             }
         }
-        self.ledger
-            .acknowledged
-            .extend(report.stored.iter().cloned());
+        for o in &report.outcomes {
+            if let Ok(file) = &o.result {
+                self.ledger.ack(&o.name, file);
+            }
+        }
         self.log.extend(report.log.clone());
         let stored_any = !report.stored.is_empty();
         self.last_extract = Some(report);
@@ -290,6 +321,12 @@ impl Harness {
         if !stored_any {
             return Ok(());
         }
+        let names_before: BTreeSet<String> = self
+            .store
+            .records()?
+            .into_iter()
+            .map(|r| r.memory.name)
+            .collect();
         let c = consolidate(
             &self.store,
             &turn.consolidator,
@@ -326,13 +363,14 @@ impl Harness {
                 self.stats
                     .consolidations_done
                     .add(format!("{}->{}", before.len(), after.len()));
-                let after_set: BTreeSet<&String> = after.iter().collect();
-                for f in before {
-                    if !after_set.contains(f) {
-                        self.ledger.merged.insert(f.clone());
-                    }
+                let now = self.store.records()?;
+                let kept: BTreeSet<&String> = now.iter().map(|r| &r.memory.name).collect();
+                for n in names_before.iter().filter(|n| !kept.contains(n)) {
+                    self.ledger.merged.insert(n.clone());
                 }
-                self.ledger.acknowledged.extend(after.iter().cloned());
+                for r in &now {
+                    self.ledger.ack(&r.memory.name, &r.file);
+                }
             }
         }
         self.log
@@ -361,9 +399,13 @@ impl Harness {
             return Ok(match self.store.save(&m) {
                 Ok(file) => {
                     self.stats.model_writes.add(file.clone());
+                    self.ledger.ack(&m.name, &file);
                     format!("Wrote memory {file}")
                 }
-                Err(LabError::Refused { message, .. }) => format!("Error: {message}"),
+                Err(LabError::Refused { message, .. }) => {
+                    self.stats.refused_writes.add(m.name.clone());
+                    format!("Error: {message}")
+                }
                 Err(e) => return Err(e),
             });
         }

@@ -6,21 +6,24 @@
 //! derived, rebuilt from all files after every write, never edited by hand;
 //! and the path guard keeps every write inside the store.
 
-use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::frontmatter::{self, Document};
+use super::journal;
+pub use super::journal::Snapshot;
 use super::switches::{MemorySwitches, MEMORY_TYPES};
 use crate::error::{LabError, LabResult};
+use crate::storage::{is_temp_name, FileKind, Shared};
 
 /// File name of the derived index.
 pub const INDEX_FILE: &str = "MEMORY.md";
 
-/// Longest slug accepted, in bytes: keeps `slug.md` under common 255-byte name limits.
-pub const MAX_SLUG_BYTES: usize = 200;
+/// Longest slug accepted, in bytes: `slug.md` must fit the common 255-byte
+/// file-name limit (the course has no limit and fails at the OS instead).
+pub const MAX_SLUG_BYTES: usize = 252;
 
 /// One memory as the extractor, consolidator and store exchange it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,17 +51,16 @@ pub struct Record {
     pub raw: String,
 }
 
-/// File name -> bytes of every memory file: what consolidation snapshots.
-pub type Snapshot = BTreeMap<String, Vec<u8>>;
-
 /// The course's slug: lower-case, every run of non-word characters becomes
-/// `-`, then leading/trailing `-` and `_` are stripped. "Word" follows
-/// Python's Unicode `\w` (alphanumerics and `_`), so CJK names keep their text.
+/// `-`, then leading/trailing `-` and `_` are stripped. "Word" is Python's
+/// Unicode `\w`: letters and numbers by general category (L*, Nd, Nl, No) and
+/// `_`, so CJK names keep their text while combining marks and symbols such
+/// as `Ⓐ` (alphabetic to Rust, not to Python) become gaps.
 pub fn slug(name: &str) -> String {
     let mut out = String::new();
     let mut in_gap = false;
     for c in name.to_lowercase().chars() {
-        if c.is_alphanumeric() || c == '_' {
+        if is_word(c) {
             out.push(c);
             in_gap = false;
         } else if !in_gap {
@@ -69,31 +71,29 @@ pub fn slug(name: &str) -> String {
     out.trim_matches(|c| c == '-' || c == '_').to_string()
 }
 
+/// Python's `\w` for one character.
+fn is_word(c: char) -> bool {
+    use unicode_general_category::{get_general_category, GeneralCategory as G};
+    c == '_'
+        || matches!(
+            get_general_category(c),
+            G::UppercaseLetter
+                | G::LowercaseLetter
+                | G::TitlecaseLetter
+                | G::ModifierLetter
+                | G::OtherLetter
+                | G::DecimalNumber
+                | G::LetterNumber
+                | G::OtherNumber
+        )
+}
+
 /// The naive slug of the course README's first `write_memory_file` (lower-case,
 /// spaces to `-`): what the store uses when the path guard is switched off,
 /// so that a hostile name can actually escape.
 pub fn naive_slug(name: &str) -> String {
     name.to_lowercase().replace(' ', "-")
 }
-
-/// Characters that look like a path separator or a dot but are not ASCII:
-/// refusing them stops names that render as `../x` or `a/b` in a listing and
-/// that NFKC-normalising tools would turn into real separators.
-const LOOKALIKES: &[(char, &str)] = &[
-    ('\u{2215}', "DIVISION SLASH"),
-    ('\u{2044}', "FRACTION SLASH"),
-    ('\u{29F8}', "BIG SOLIDUS"),
-    ('\u{FF0F}', "FULLWIDTH SOLIDUS"),
-    ('\u{FF3C}', "FULLWIDTH REVERSE SOLIDUS"),
-    ('\u{29F5}', "REVERSE SOLIDUS OPERATOR"),
-    ('\u{FE68}', "SMALL REVERSE SOLIDUS"),
-    ('\u{2024}', "ONE DOT LEADER"),
-    ('\u{2025}', "TWO DOT LEADER"),
-    ('\u{2026}', "HORIZONTAL ELLIPSIS"),
-    ('\u{FF0E}', "FULLWIDTH FULL STOP"),
-    ('\u{FE52}', "SMALL FULL STOP"),
-    ('\u{FF1A}', "FULLWIDTH COLON"),
-];
 
 fn refused(message: impl Into<String>, fix: impl Into<String>) -> LabError {
     LabError::Refused {
@@ -104,24 +104,21 @@ fn refused(message: impl Into<String>, fix: impl Into<String>) -> LabError {
 
 /// Check a memory name against the path guard and return its slug.
 ///
-/// Pure: touches no file. Refuses separators, backslashes, NUL and other
-/// control characters, `..`, absolute or drive-letter paths, the index
-/// itself in any case, Unicode look-alikes of separators and dots, and
-/// names whose slug is empty, too long, or names the index.
+/// Pure: touches no file. The file name is the slug, in which every
+/// non-word character is already a `-`, so only what could still escape or
+/// clobber the index is refused: NUL, `/` and `\\`, `..`, an absolute path,
+/// the index itself, and an empty or over-long slug. Everything else the
+/// course stores is stored (`C: compiler flags`, `用户偏好：缩进`, `Notes…`,
+/// tabs, bidi controls and device names, which the slug renders harmless).
 pub fn guard_name(name: &str) -> LabResult<String> {
     let fix_plain =
-        "use a short plain name such as `user-preference-tabs` (letters, digits, spaces, `-`, `_`)";
+        "use a plain name such as `user-preference-tabs` (letters, digits, spaces, `-`, `_`)";
     if name.trim().is_empty() {
         return Err(refused("memory name is empty", fix_plain));
     }
-    if let Some(c) = name.chars().find(|c| c.is_control()) {
-        let what = if c == '\0' {
-            "NUL".to_string()
-        } else {
-            format!("U+{:04X}", c as u32)
-        };
+    if name.contains('\0') {
         return Err(refused(
-            format!("memory name {name:?} contains control character {what}"),
+            format!("memory name {name:?} contains NUL"),
             fix_plain,
         ));
     }
@@ -137,26 +134,8 @@ pub fn guard_name(name: &str) -> LabResult<String> {
             "a memory name may not refer to a parent directory; drop `..`",
         ));
     }
-    let bytes = name.as_bytes();
-    if Path::new(name).is_absolute()
-        || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
-    {
-        return Err(refused(
-            format!("memory name {name:?} is an absolute path"),
-            "memory names are file names inside the store; drop the drive or root prefix",
-        ));
-    }
-    if let Some((c, what)) = LOOKALIKES.iter().find(|(c, _)| name.contains(*c)) {
-        return Err(refused(
-            format!(
-                "memory name {name:?} contains U+{:04X} {what}, a look-alike of a separator or dot",
-                *c as u32
-            ),
-            "use ASCII letters, digits, spaces, `-` or `_` instead of look-alike punctuation",
-        ));
-    }
     let trimmed = name.trim();
-    if trimmed.eq_ignore_ascii_case(INDEX_FILE) || trimmed.eq_ignore_ascii_case("MEMORY") {
+    if trimmed.eq_ignore_ascii_case(INDEX_FILE) {
         return Err(refused(
             format!("memory name {name:?} names the index {INDEX_FILE}"),
             "the index is derived from the memory files and is never a record; choose another name",
@@ -187,26 +166,213 @@ pub fn guard_name(name: &str) -> LabResult<String> {
     Ok(s)
 }
 
-/// A memory directory on disk plus the switches that govern writes to it.
+/// A memory file left out of the store because it cannot be read as one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Quarantined {
+    /// File name inside the store.
+    pub file: String,
+    /// 1-based line of the problem (1 when the file is not text).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What a scan of the store found: readable records and quarantined files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Memories, sorted by file name.
+    pub records: Vec<Record>,
+    /// Files that look like memories but do not parse; never deleted or indexed.
+    pub quarantined: Vec<Quarantined>,
+}
+
+/// What opening a store repaired.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    /// Memory files restored from an interrupted consolidation's journal.
+    pub restored: Vec<String>,
+    /// Files the interrupted pass had written that the journal did not hold.
+    pub removed: Vec<String>,
+    /// Stale temp files removed.
+    pub stale_temps: Vec<String>,
+    /// Whether the index was rewritten because it differed from the files.
+    pub index_rebuilt: bool,
+}
+
+/// A memory directory plus the storage and switches that govern writes to it.
 #[derive(Debug, Clone)]
 pub struct Store {
+    fs: Shared,
     root: PathBuf,
+    workspace: PathBuf,
     switches: MemorySwitches,
+    recovery: Recovery,
+}
+
+fn io_err(what: &str, path: &Path) -> impl FnOnce(io::Error) -> LabError {
+    let (what, path) = (what.to_string(), path.to_path_buf());
+    move |e| LabError::io(what, path, e)
+}
+
+/// `path` with `.` and `..` resolved lexically (no file-system access).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(s) => out.push(s),
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Store {
-    /// Open (creating if missing) the store at `dir`. The root is canonicalised
-    /// once so that every later "inside the store" check compares real paths.
-    pub fn open(dir: &Path, switches: MemorySwitches) -> LabResult<Store> {
-        fs::create_dir_all(dir).map_err(|e| LabError::io("creating memory store", dir, e))?;
-        let root =
-            fs::canonicalize(dir).map_err(|e| LabError::io("resolving memory store", dir, e))?;
-        Ok(Store { root, switches })
+    /// Open (creating if missing) the store at `dir` inside the workspace
+    /// `dir`'s parent. See [`Store::open_in`].
+    pub fn open(fs: Shared, dir: &Path, switches: MemorySwitches) -> LabResult<Store> {
+        let workspace = dir.parent().unwrap_or(Path::new("/")).to_path_buf();
+        Store::open_in(fs, &workspace, dir, switches)
+    }
+
+    /// Open (creating if missing) the store at `dir`, which must resolve
+    /// inside `workspace`. The root is canonicalised once so that every later
+    /// "inside the store" check compares real paths. Opening recovers an
+    /// interrupted consolidation from its journal, removes stale temp files
+    /// and rewrites an index that differs from what the files derive.
+    pub fn open_in(
+        fs: Shared,
+        workspace: &Path,
+        dir: &Path,
+        switches: MemorySwitches,
+    ) -> LabResult<Store> {
+        fs.create_dir_all(dir)
+            .map_err(io_err("creating memory store", dir))?;
+        let root = fs
+            .canonicalize(dir)
+            .map_err(io_err("resolving memory store", dir))?;
+        let workspace = fs
+            .canonicalize(workspace)
+            .map_err(io_err("resolving workspace", workspace))?;
+        if switches.path_guard && !root.starts_with(&workspace) {
+            return Err(refused(
+                format!(
+                    "memory directory escapes the workspace: {} resolves to {}",
+                    dir.display(),
+                    root.display()
+                ),
+                format!(
+                    "replace the link {} by a real directory inside {}",
+                    dir.display(),
+                    workspace.display()
+                ),
+            ));
+        }
+        let mut store = Store {
+            fs,
+            root,
+            workspace,
+            switches,
+            recovery: Recovery::default(),
+        };
+        store.recover()?;
+        Ok(store)
+    }
+
+    /// What opening repaired.
+    pub fn recovery(&self) -> &Recovery {
+        &self.recovery
+    }
+
+    /// The storage backend.
+    pub fn fs(&self) -> &Shared {
+        &self.fs
+    }
+
+    fn recover(&mut self) -> LabResult<()> {
+        let mut rec = self.recover_journal()?;
+        let names = self
+            .fs
+            .list(&self.root)
+            .map_err(io_err("listing memory store", &self.root))?;
+        for name in names.into_iter().filter(|n| is_temp_name(n)) {
+            let p = self.root.join(&name);
+            self.fs
+                .remove_file(&p)
+                .map_err(io_err("removing stale temp file", &p))?;
+            rec.stale_temps.push(name);
+        }
+        if self.switches.rebuild_index {
+            rec.index_rebuilt = self.rebuild_index()?;
+        }
+        self.recovery = rec;
+        Ok(())
+    }
+
+    /// Undo a pass that died before its commit point, from its journal:
+    /// every file the pass deleted or overwrote gets its old text back, every
+    /// file it created is removed, and a file changed by anyone after the
+    /// pass is left alone. Idempotent: the journal goes last.
+    pub fn recover_journal(&self) -> LabResult<Recovery> {
+        let mut rec = Recovery::default();
+        let pending = match journal::read(self.fs.as_ref(), &self.root) {
+            Ok(p) => p,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => None, // not ours: removed below
+            Err(e) => {
+                return Err(LabError::io(
+                    "reading consolidation journal",
+                    journal::path(&self.root),
+                    e,
+                ))
+            }
+        };
+        if let Some(p) = pending {
+            for (file, old) in &p.before {
+                let now = self.current_text(file)?;
+                if now.is_none() || now.as_ref() == p.writes.get(file) {
+                    self.atomic_write(&self.child(file)?, old.as_bytes())?;
+                    rec.restored.push(file.clone());
+                }
+            }
+            for (file, new) in p.writes.iter().filter(|(f, _)| !p.before.contains_key(*f)) {
+                if self.current_text(file)?.as_ref() == Some(new) {
+                    self.remove_file(file)?;
+                    rec.removed.push(file.clone());
+                }
+            }
+        }
+        if self.fs.kind(&journal::path(&self.root)).is_some() {
+            journal::remove(self.fs.as_ref(), &self.root)
+                .map_err(io_err("removing consolidation journal", &self.root))?;
+        }
+        Ok(rec)
+    }
+
+    /// The text of a memory file, `None` when it is missing or not a regular file.
+    fn current_text(&self, file: &str) -> LabResult<Option<String>> {
+        let path = self.child(file)?;
+        if self.fs.kind(&path) != Some(FileKind::File) {
+            return Ok(None);
+        }
+        Ok(self
+            .fs
+            .read(&path)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
     }
 
     /// The canonical store directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The canonical workspace the store lives in.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
     }
 
     /// The switches this store was opened with.
@@ -223,10 +389,17 @@ impl Store {
     ///
     /// With the guard on, the result is a direct child of the store and, if it
     /// already exists as a symlink, its target must resolve inside the store.
-    /// With the guard off, the naive slug is joined unchecked (the break).
+    /// With the guard off, the naive slug is joined unchecked (the break); a
+    /// join that leaves the workspace is re-rooted under `<workspace>/.host`
+    /// so the escape is visible and counted without touching the real host.
     pub fn file_for(&self, name: &str) -> LabResult<PathBuf> {
         if !self.switches.path_guard {
-            return Ok(self.root.join(format!("{}.md", naive_slug(name))));
+            let naive = lexical(&self.root.join(format!("{}.md", naive_slug(name))));
+            if naive.starts_with(&self.workspace) {
+                return Ok(naive);
+            }
+            let rel: PathBuf = naive.components().skip(1).collect();
+            return Ok(self.workspace.join(".host").join(rel));
         }
         let s = guard_name(name)?;
         let path = self.root.join(format!("{s}.md"));
@@ -237,41 +410,31 @@ impl Store {
     /// Refuse `path` if it exists and resolves (through symlinks) outside the
     /// store, or is not a regular file.
     fn check_inside(&self, path: &Path, name: &str) -> LabResult<()> {
-        let Ok(meta) = fs::symlink_metadata(path) else {
-            return Ok(()); // does not exist yet: the parent is the canonical root
-        };
-        if meta.file_type().is_symlink() {
-            match fs::canonicalize(path) {
-                Ok(real) if real.parent() == Some(self.root.as_path()) => {}
-                Ok(real) => {
-                    return Err(refused(
-                        format!(
-                            "memory {name:?} is a symlink resolving outside the store, to {}",
-                            real.display()
-                        ),
-                        format!("remove the symlink {} from the store", path.display()),
-                    ))
-                }
-                Err(_) => {
-                    return Err(refused(
-                        format!("memory {name:?} is a dangling symlink"),
-                        format!("remove the symlink {} from the store", path.display()),
-                    ))
-                }
-            }
-        } else if !meta.is_file() {
-            return Err(refused(
+        match self.fs.kind(path) {
+            None | Some(FileKind::File) => Ok(()),
+            Some(FileKind::Symlink) => match self.fs.canonicalize(path) {
+                Ok(real) if real.parent() == Some(self.root.as_path()) => Ok(()),
+                Ok(real) => Err(refused(
+                    format!(
+                        "memory {name:?} is a symlink resolving outside the store, to {}",
+                        real.display()
+                    ),
+                    format!("remove the symlink {} from the store", path.display()),
+                )),
+                Err(_) => Err(refused(
+                    format!("memory {name:?} is a dangling symlink"),
+                    format!("remove the symlink {} from the store", path.display()),
+                )),
+            },
+            Some(FileKind::Dir) => Err(refused(
                 format!("memory {name:?} exists in the store but is not a regular file"),
                 format!("remove {} from the store", path.display()),
-            ));
+            )),
         }
-        Ok(())
     }
 
     /// Write one memory (atomically) and, if enabled, rebuild the index.
-    /// Returns the file name written. Refusals write nothing. If some other
-    /// file in the store is malformed, the write lands but the rebuild fails
-    /// with `LabError::Input` naming that file: the index is never guessed.
+    /// Returns the file name written. Refusals write nothing.
     pub fn save(&self, m: &Memory) -> LabResult<String> {
         let file = self.write_file(m)?;
         if self.switches.rebuild_index {
@@ -281,8 +444,24 @@ impl Store {
     }
 
     /// Write one memory file atomically without touching the index
-    /// (consolidation rewrites many files, then rebuilds once).
+    /// (consolidation rewrites many files, then rebuilds once). Blank fields
+    /// are refused, as the course raises on them.
     pub fn write_file(&self, m: &Memory) -> LabResult<String> {
+        let (path, text) = self.planned(m)?;
+        if !self.switches.path_guard {
+            if let Some(dir) = path.parent() {
+                self.fs
+                    .create_dir_all(dir)
+                    .map_err(io_err("creating directory", dir))?;
+            }
+        }
+        self.atomic_write(&path, text.as_bytes())?;
+        Ok(file_name(&path))
+    }
+
+    /// The path and text a write of `m` would produce, after every check a
+    /// write makes (guard, type, blank fields, quarantine); writes nothing.
+    pub fn planned(&self, m: &Memory) -> LabResult<(PathBuf, String)> {
         let path = self.file_for(&m.name)?;
         // The four types are a store invariant, whoever writes (extractor, consolidator, model tool).
         if !MEMORY_TYPES.contains(&m.mem_type.as_str()) {
@@ -291,23 +470,57 @@ impl Store {
                 format!("use one of {MEMORY_TYPES:?}"),
             ));
         }
+        if m.description.trim().is_empty() || m.body.trim().is_empty() {
+            return Err(refused(
+                format!("memory {:?} has a blank description or body", m.name),
+                "give every memory a one-line description and a body",
+            ));
+        }
+        self.refuse_quarantined(&path, &m.name)?;
         let text = frontmatter::render(&Document {
             name: m.name.clone(),
             description: m.description.clone(),
             mem_type: m.mem_type.clone(),
             body: m.body.clone(),
         });
-        atomic_write(&path, text.as_bytes())?;
-        Ok(file_name(&path))
+        Ok((path, text))
+    }
+
+    /// A malformed file at `path` is quarantined, not a memory to replace:
+    /// overwriting it would silently lose whatever its author meant.
+    fn refuse_quarantined(&self, path: &Path, name: &str) -> LabResult<()> {
+        if !self.switches.path_guard || self.fs.kind(path) != Some(FileKind::File) {
+            return Ok(());
+        }
+        let readable = self
+            .fs
+            .read_to_string(path)
+            .ok()
+            .is_some_and(|t| frontmatter::parse(&t).is_ok());
+        if readable {
+            return Ok(());
+        }
+        Err(refused(
+            format!(
+                "memory {name:?} would overwrite the quarantined file {}",
+                path.display()
+            ),
+            "fix or remove the malformed file first (see the `quarantined` counter)",
+        ))
+    }
+
+    fn atomic_write(&self, path: &Path, bytes: &[u8]) -> LabResult<()> {
+        crate::storage::atomic_write(self.fs.as_ref(), path, bytes)
+            .map_err(io_err("writing atomically", path))
     }
 
     /// Delete the memory stored under `name` (guarded like a write).
     /// Returns whether a file was removed.
     pub fn delete(&self, name: &str) -> LabResult<bool> {
         let path = self.file_for(name)?;
-        let removed = match fs::remove_file(&path) {
+        let removed = match self.fs.remove_file(&path) {
             Ok(()) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(e) => return Err(LabError::io("deleting memory file", &path, e)),
         };
         if removed && self.switches.rebuild_index {
@@ -321,11 +534,7 @@ impl Store {
     /// not the index, so snapshot and listing names cannot be abused either.
     fn child(&self, file: &str) -> LabResult<PathBuf> {
         let plain = Path::new(file).file_name().and_then(|n| n.to_str()) == Some(file);
-        if !plain
-            || !file.ends_with(".md")
-            || file.starts_with('.')
-            || file.eq_ignore_ascii_case(INDEX_FILE)
-        {
+        if !plain || !is_memory_file_name(file) {
             return Err(refused(
                 format!("{file:?} is not a memory file name inside the store"),
                 "pass a file name from the store's own listing",
@@ -337,51 +546,48 @@ impl Store {
     /// Delete one memory file by its file name (no index rebuild).
     pub fn remove_file(&self, file: &str) -> LabResult<()> {
         let path = self.child(file)?;
-        fs::remove_file(&path).map_err(|e| LabError::io("deleting memory file", &path, e))
+        self.fs
+            .remove_file(&path)
+            .map_err(io_err("deleting memory file", &path))
     }
 
     /// Sorted file names of memory files: `*.md`, not hidden, not the index,
     /// and (with the guard on) no symlinks leaving the store.
     pub fn memory_files(&self) -> LabResult<Vec<String>> {
-        let mut files = Vec::new();
-        let entries = fs::read_dir(&self.root)
-            .map_err(|e| LabError::io("listing memory store", &self.root, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| LabError::io("listing memory store", &self.root, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !name.ends_with(".md")
-                || name.starts_with('.')
-                || name.eq_ignore_ascii_case(INDEX_FILE)
-            {
-                continue;
-            }
-            let path = entry.path();
-            if self.switches.path_guard && self.check_inside(&path, &name).is_err() {
-                continue; // the course skips entries the guard refuses
-            }
-            if path.is_file() {
-                files.push(name);
-            }
-        }
-        files.sort();
-        Ok(files)
+        let names = self
+            .fs
+            .list(&self.root)
+            .map_err(io_err("listing memory store", &self.root))?;
+        Ok(names
+            .into_iter()
+            .filter(|n| is_memory_file_name(n))
+            .filter(|n| {
+                let path = self.root.join(n);
+                // The course skips entries the guard refuses.
+                !(self.switches.path_guard && self.check_inside(&path, n).is_err())
+                    && self.fs.is_file(&path)
+            })
+            .collect())
     }
 
-    /// Every memory on disk, sorted by file name.
-    pub fn records(&self) -> LabResult<Vec<Record>> {
-        self.memory_files()?
-            .into_iter()
-            .map(|file| {
-                let path = self.root.join(&file);
-                let raw = fs::read_to_string(&path).map_err(|e| LabError::io("reading memory file", &path, e))?;
-                let doc = frontmatter::parse(&raw).map_err(|e| LabError::Input {
-                    file: path.clone(),
-                    line: e.line,
-                    column: e.column,
-                    message: e.message,
-                    fix: "memory files are `---`, name/description/type lines, `---`, a blank line, then the body".into(),
-                })?;
-                Ok(Record {
+    /// Every readable memory plus the files quarantined as malformed.
+    pub fn scan(&self) -> LabResult<Scan> {
+        let mut scan = Scan::default();
+        for file in self.memory_files()? {
+            let path = self.root.join(&file);
+            let bytes = self
+                .fs
+                .read(&path)
+                .map_err(io_err("reading memory file", &path))?;
+            let parsed = String::from_utf8(bytes)
+                .map_err(|e| frontmatter::ParseError {
+                    line: 1,
+                    column: 1,
+                    message: format!("not UTF-8: {e}"),
+                })
+                .and_then(|raw| frontmatter::parse(&raw).map(|d| (raw, d)));
+            match parsed {
+                Ok((raw, doc)) => scan.records.push(Record {
                     file,
                     memory: Memory {
                         name: doc.name,
@@ -390,9 +596,21 @@ impl Store {
                         body: doc.body,
                     },
                     raw,
-                })
-            })
-            .collect()
+                }),
+                Err(e) => scan.quarantined.push(Quarantined {
+                    file,
+                    line: e.line,
+                    column: e.column,
+                    message: e.message,
+                }),
+            }
+        }
+        Ok(scan)
+    }
+
+    /// Every readable memory, sorted by file name (malformed files are left out).
+    pub fn records(&self) -> LabResult<Vec<Record>> {
+        Ok(self.scan()?.records)
     }
 
     /// The index text derived from the files on disk right now.
@@ -400,41 +618,58 @@ impl Store {
         Ok(render_index(&self.records()?))
     }
 
-    /// Rewrite `MEMORY.md` from all files (atomically).
-    pub fn rebuild_index(&self) -> LabResult<()> {
+    /// Rewrite `MEMORY.md` from all files (atomically) when it differs from
+    /// them; returns whether it wrote. Skipping an identical rewrite means a
+    /// rollback on a full disk never needs space for the index.
+    pub fn rebuild_index(&self) -> LabResult<bool> {
         let text = self.derived_index()?;
-        atomic_write(&self.index_path(), text.as_bytes())
+        let path = self.index_path();
+        let current = match self.fs.kind(&path) {
+            Some(FileKind::File) => self.fs.read(&path).ok(),
+            _ => None,
+        };
+        // An empty store needs no index file; an identical one needs no write.
+        if current.as_deref().unwrap_or_default() == text.as_bytes() {
+            return Ok(false);
+        }
+        self.atomic_write(&path, text.as_bytes())?;
+        Ok(true)
     }
 
-    /// The index file's text, or empty if it does not exist.
+    /// The index file's text, or empty if it does not exist. An index that is
+    /// not a regular file (a symlink, say to a file outside the store) is
+    /// never read: the course refuses it too.
     pub fn read_index(&self) -> LabResult<String> {
         let path = self.index_path();
-        match fs::read_to_string(&path) {
-            Ok(t) => Ok(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-            Err(e) => Err(LabError::io("reading memory index", &path, e)),
+        if self.fs.kind(&path) != Some(FileKind::File) {
+            return Ok(String::new());
         }
+        self.fs
+            .read_to_string(&path)
+            .map_err(io_err("reading memory index", &path))
     }
 
-    /// File name -> bytes of every memory file.
+    /// File name -> text of every readable memory file (what consolidation replaces).
     pub fn snapshot(&self) -> LabResult<Snapshot> {
-        let mut snap = Snapshot::new();
-        for file in self.memory_files()? {
-            let path = self.root.join(&file);
-            let bytes =
-                fs::read(&path).map_err(|e| LabError::io("snapshotting memory file", &path, e))?;
-            snap.insert(file, bytes);
-        }
-        Ok(snap)
+        Ok(self
+            .records()?
+            .into_iter()
+            .map(|r| (r.file, r.raw))
+            .collect())
     }
 
     /// Write every snapshot file back (atomically). Does not delete extras.
     pub fn restore(&self, snap: &Snapshot) -> LabResult<()> {
-        for (file, bytes) in snap {
-            atomic_write(&self.child(file)?, bytes)?;
+        for (file, text) in snap {
+            self.atomic_write(&self.child(file)?, text.as_bytes())?;
         }
         Ok(())
     }
+}
+
+/// `*.md`, not hidden, not the index.
+fn is_memory_file_name(name: &str) -> bool {
+    name.ends_with(".md") && !name.starts_with('.') && !name.eq_ignore_ascii_case(INDEX_FILE)
 }
 
 /// The index line format of the course: `- [name](file) - description`, with
@@ -480,109 +715,5 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Write via a hidden temp file in the same directory, then rename: a reader
-/// (or a crash) sees the old file or the new one, never a torn one.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> LabResult<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.tmp", file_name(path)));
-    fs::write(&tmp, bytes).map_err(|e| LabError::io("writing temp file", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        LabError::io("renaming temp file into place", path, e)
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn mem(name: &str, desc: &str) -> Memory {
-        Memory {
-            name: name.into(),
-            mem_type: "user".into(),
-            description: desc.into(),
-            body: format!("body of {name}"),
-        }
-    }
-
-    #[test]
-    fn slug_matches_course_rule() {
-        assert_eq!(slug("User Preference: Tabs!"), "user-preference-tabs");
-        assert_eq!(slug("__a__"), "a");
-        assert_eq!(slug("用户 偏好"), "用户-偏好");
-        assert_eq!(slug("!!!"), "");
-    }
-
-    #[test]
-    fn same_name_same_file_and_index_rebuilt() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m"), MemorySwitches::default()).unwrap();
-        assert_eq!(store.save(&mem("Tabs", "one")).unwrap(), "tabs.md");
-        assert_eq!(store.save(&mem("tabs", "two")).unwrap(), "tabs.md");
-        store.save(&mem("quotes", "single quotes")).unwrap();
-        assert_eq!(store.memory_files().unwrap(), vec!["quotes.md", "tabs.md"]);
-        assert_eq!(
-            store.read_index().unwrap(),
-            "- [quotes](quotes.md) - single quotes\n- [tabs](tabs.md) - two\n"
-        );
-        assert_eq!(store.read_index().unwrap(), store.derived_index().unwrap());
-    }
-
-    #[test]
-    fn guard_refuses_hostile_names() {
-        for n in [
-            "",
-            "a/b",
-            "a\\b",
-            "a\0b",
-            "..",
-            "../x",
-            "/etc/x",
-            "C:x",
-            "MEMORY.md",
-            "memory",
-            "a\u{2215}b",
-            "a\u{FF0F}b",
-            "\u{2024}\u{2024}x",
-            "!!!",
-            "a\nb",
-        ] {
-            assert!(
-                matches!(guard_name(n), Err(LabError::Refused { .. })),
-                "{n:?}"
-            );
-        }
-        assert_eq!(guard_name("user tabs").unwrap(), "user-tabs");
-    }
-
-    #[test]
-    fn file_name_operations_refuse_paths() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m"), MemorySwitches::default()).unwrap();
-        fs::write(dir.path().join("victim.md"), b"x").unwrap();
-        for f in ["../victim.md", "MEMORY.md", "a/b.md", ".hidden.md", "x.txt"] {
-            assert!(
-                matches!(store.remove_file(f), Err(LabError::Refused { .. })),
-                "{f}"
-            );
-            let snap: Snapshot = [(f.to_string(), b"y".to_vec())].into_iter().collect();
-            assert!(
-                matches!(store.restore(&snap), Err(LabError::Refused { .. })),
-                "{f}"
-            );
-        }
-        assert_eq!(fs::read(dir.path().join("victim.md")).unwrap(), b"x");
-    }
-
-    #[test]
-    fn guard_off_lets_dotdot_escape() {
-        let dir = tempfile::tempdir().unwrap();
-        let sw = MemorySwitches {
-            path_guard: false,
-            ..MemorySwitches::default()
-        };
-        let store = Store::open(&dir.path().join("m"), sw).unwrap();
-        store.save(&mem("../escaped", "x")).unwrap();
-        assert!(dir.path().join("escaped.md").exists());
-    }
-}
+mod tests;

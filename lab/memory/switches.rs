@@ -60,6 +60,10 @@ pub struct MemorySwitches {
     /// Fix for the reverse gate's silence: a skipped consolidation is reported
     /// as a warning instead of one quiet log line.
     pub warn_on_skip: bool,
+    /// Make consolidation's snapshot durable on disk (a journal) before the
+    /// first delete, and recover from it when the store is next opened.
+    /// `false` is the course: the snapshot lives only in process memory.
+    pub crash_journal: bool,
 }
 
 impl Default for MemorySwitches {
@@ -68,7 +72,9 @@ impl Default for MemorySwitches {
     /// `fallback_on_garbage = false` (garbage selector output means "no relevant
     /// memory"), `reverse_gate = true` (oversized stores are skipped),
     /// `model_has_write_tool = false` (write authority stays with the harness),
-    /// and both fixes off: `chunked_consolidation = false`, `warn_on_skip = false`.
+    /// both fixes off: `chunked_consolidation = false`, `warn_on_skip = false`,
+    /// and `crash_journal = true` (a deliberate difference: the course's
+    /// in-memory snapshot loses memories when the process dies mid-pass).
     fn default() -> Self {
         MemorySwitches {
             path_guard: true,
@@ -81,6 +87,7 @@ impl Default for MemorySwitches {
             model_has_write_tool: false,
             chunked_consolidation: false,
             warn_on_skip: false,
+            crash_journal: true,
         }
     }
 }

@@ -22,6 +22,10 @@ pub struct FaultPlan {
     pub free_bytes: Option<u64>,
     /// The operation with this number fails once with an I/O error.
     pub io_error_at: Option<u64>,
+    /// From the operation with this number on, the disk is full: free space
+    /// drops to 0 once (another writer took it), removals give space back.
+    /// Lets a test put a full disk at exactly one write of a sequence.
+    pub full_at: Option<u64>,
     /// After this many operations the process counts as killed: every later
     /// call, reads included, fails, and nothing more reaches the backend.
     pub kill_after: Option<u64>,
@@ -157,7 +161,13 @@ impl Faulty {
             Some(FileKind::File) if name == "write" => self.inner.read(path).map_or(0, |b| b.len()),
             _ => 0,
         } as u64;
-        let free = self.lock().free;
+        let free = {
+            let mut st = self.lock();
+            if self.plan.full_at == Some(st.ops + 1) {
+                st.free = Some(0);
+            }
+            st.free
+        };
         self.op(name, path, |inner| match free {
             Some(free) if bytes.len() as u64 > free + old => {
                 let fit = (free + old) as usize;

@@ -128,6 +128,30 @@ fn a_full_disk_stores_what_fits_and_atomic_write_cleans_up() {
 }
 
 #[test]
+fn a_disk_full_at_one_write_fails_it_and_removals_give_space_back() {
+    let mem: Shared = Arc::new(MemFs::new());
+    mem.create_dir_all(Path::new("/s")).unwrap();
+    let fs = Faulty::new(
+        mem.clone(),
+        FaultPlan {
+            full_at: Some(2),
+            ..FaultPlan::default()
+        },
+    );
+    fs.write_new(Path::new("/s/a"), b"aaaa").unwrap();
+    let e = fs.write_new(Path::new("/s/b"), b"b").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::StorageFull);
+    fs.remove_file(Path::new("/s/b")).unwrap();
+    fs.remove_file(Path::new("/s/a")).unwrap();
+    fs.write_new(Path::new("/s/c"), b"cccc").unwrap();
+    assert!(
+        fs.write_new(Path::new("/s/d"), b"d").is_err(),
+        "space stays taken"
+    );
+    assert_eq!(mem.list(Path::new("/s")).unwrap(), vec!["c", "d"]);
+}
+
+#[test]
 fn a_kill_stops_every_later_call_and_keeps_what_was_written() {
     let mem: Shared = Arc::new(MemFs::new());
     let fs = Faulty::new(
