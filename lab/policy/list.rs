@@ -8,7 +8,15 @@ pub type Make = fn() -> Box<dyn Policy>;
 
 /// Every production policy, in `lab policies` order.
 pub fn zoo() -> Vec<(&'static str, Make)> {
-    vec![]
+    vec![
+        ("swe-agent-mask-5", super::zoo::swe_agent::mask_5),
+        ("swe-agent-mask-10", super::zoo::swe_agent::mask_10),
+        (
+            "swe-agent-summary-21-10",
+            super::zoo::swe_agent::summary_21_10,
+        ),
+        ("swe-agent-hybrid", super::zoo::swe_agent::hybrid),
+    ]
 }
 
 /// Build the policy called `name` (case-insensitive).

@@ -2,3 +2,5 @@
 //!
 //! Every module exposes a constructor returning a boxed [`Policy`](super::Policy)
 //! with the upstream defaults; [`super::list`] collects them.
+
+pub mod swe_agent;
