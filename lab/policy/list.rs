@@ -16,6 +16,16 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             super::zoo::swe_agent::summary_21_10,
         ),
         ("swe-agent-hybrid", super::zoo::swe_agent::hybrid),
+        (
+            "openhands-observation-masking",
+            super::zoo::openhands::observation_masking,
+        ),
+        ("openhands-recent", super::zoo::openhands::recent),
+        ("openhands-amortized", super::zoo::openhands::amortized),
+        (
+            "openhands-llm-summarizing",
+            super::zoo::openhands::llm_summarizing,
+        ),
     ]
 }
 
