@@ -3,5 +3,6 @@
 //! Every module exposes a constructor returning a boxed [`Policy`](super::Policy)
 //! with the upstream defaults; [`super::list`] collects them.
 
+pub mod aider;
 pub mod openhands;
 pub mod swe_agent;
