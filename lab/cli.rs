@@ -62,6 +62,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// List every context-management policy with its upstream source and constants.
+    Policies {
+        /// Output format (JSON: an array of objects with `name`, `source`, `constants`).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// List the named profiles.
     Profiles {
         /// Output format.
@@ -104,6 +110,10 @@ pub enum Command {
         /// Profiles to replay under (repeatable or comma separated; default: every profile).
         #[arg(long, value_delimiter = ',')]
         profile: Vec<String>,
+        /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
+        /// through the policy engine and its policy-agnostic checker and validity oracle.
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["profile", "plot"])]
+        policy: Vec<String>,
         /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
@@ -218,6 +228,13 @@ pub fn run(cli: Cli) -> LabResult<String> {
         },
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
         Some(Command::List { format }) => Ok(report::list(&registry::all(), format)),
+        Some(Command::Policies { format }) => {
+            let mut infos = Vec::new();
+            for name in crate::policy::list::names() {
+                infos.push(crate::policy::list::make(name)?.info());
+            }
+            Ok(crate::policy::render::policies(&infos, format))
+        }
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
             let mut cfg = config::profile(&profile)?.config;
@@ -262,6 +279,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
         Some(Command::Replay {
             files,
             profile,
+            policy,
             scale,
             path_len,
             strict,
@@ -274,14 +292,24 @@ pub fn run(cli: Cli) -> LabResult<String> {
                     "use e.g. --scale 0.1",
                 ));
             }
+            let import = crate::import::ImportOptions {
+                strict,
+                format: None,
+            };
+            if !policy.is_empty() {
+                if scale != 1.0 {
+                    return Err(LabError::usage(
+                        "--scale applies to --profile replays only",
+                        "drop --scale, or replay with --profile",
+                    ));
+                }
+                let runs = crate::policy::engine::replay_files(&files, &policy, path_len, &import)?;
+                return Ok(crate::policy::render::runs(&runs, format));
+            }
             let names: Vec<&str> = profile.iter().map(String::as_str).collect();
             let options = crate::replay::ReplayOptions {
                 scale,
                 path_len: Some(path_len),
-            };
-            let import = crate::import::ImportOptions {
-                strict,
-                format: None,
             };
             let run = crate::replay::run_files(&files, &names, &options, &import)?;
             for d in &run.diagnostics {
