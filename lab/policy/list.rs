@@ -29,6 +29,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             "openhands-llm-summarizing",
             super::zoo::openhands::llm_summarizing,
         ),
+        ("aider-chat-summary", super::zoo::aider::chat_summary),
     ]
 }
 

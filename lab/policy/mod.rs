@@ -22,6 +22,7 @@
 pub mod check;
 pub mod course;
 pub mod engine;
+pub mod experiments;
 pub mod list;
 pub mod model;
 pub mod none;

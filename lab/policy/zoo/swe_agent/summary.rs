@@ -42,7 +42,7 @@ pub struct SummaryFaults {
     pub ignore_keep_last: bool,
     /// A failed summary call still counts its turns as processed, so they
     /// leave the request with no summary
-    /// (<https://github.com/SynapseKit/SynapseKit/pull/552>).
+    /// (<https://github.com/SynapseKit/SynapseKit/issues/551>, fixed by PR 552).
     pub drop_on_error: bool,
     /// The cut lands one message late: the first kept turn's action is
     /// summarised and its tool result follows the summary without its call
