@@ -21,6 +21,7 @@ const POLICIES: &[&str] = &[
     "openhands-recent",
     "openhands-amortized",
     "openhands-llm-summarizing",
+    "openhands-conversation-window",
     "aider-chat-summary",
 ];
 
@@ -112,7 +113,12 @@ fn every_request_is_valid_on_a_synthetic_session() {
 #[test]
 fn the_policies_condense_the_synthetic_session() {
     let messages = synthetic(260);
-    for policy in POLICIES {
+    // The conversation window acts only past a 200 000-token request, far
+    // above this session; its own tests force it.
+    for policy in POLICIES
+        .iter()
+        .filter(|p| !p.ends_with("conversation-window"))
+    {
         let run = run(policy, "synthetic", &messages);
         let last = run.calls.last().unwrap();
         let full = ctxlab::pyjson::dumps_len(&messages[..messages.len() - 1]);

@@ -29,6 +29,10 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             "openhands-llm-summarizing",
             super::zoo::openhands::llm_summarizing,
         ),
+        (
+            "openhands-conversation-window",
+            super::zoo::openhands::conversation_window,
+        ),
         ("aider-chat-summary", super::zoo::aider::chat_summary),
     ]
 }

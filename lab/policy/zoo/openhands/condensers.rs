@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::events::{py_slice, Condensation, Ev, Event, NO_ID};
+use super::events::{py_slice, Condensation, Ev, Event, Forgotten, NO_ID};
 use crate::error::{LabError, LabResult};
 
 /// `observation_masking`: observations older than the window become `<MASKED>`.
@@ -159,8 +159,7 @@ impl AmortizedForgetting {
             .filter(|id| !keep.contains(id))
             .collect();
         Ok(range(&forget).map(|(start, end)| Condensation {
-            start,
-            end,
+            forgotten: Forgotten::Range(start, end),
             summary: None,
         }))
     }
@@ -239,8 +238,7 @@ impl LlmSummarizing {
         let ids: Vec<i64> = plan.forgotten.iter().map(|e| e.id).collect();
         let (start, end) = range(&ids).unwrap_or((NO_ID, NO_ID));
         Condensation {
-            start,
-            end,
+            forgotten: Forgotten::Range(start, end),
             summary: Some((summary, self.keep_first)),
         }
     }
@@ -249,3 +247,58 @@ impl LlmSummarizing {
 /// The summarising condenser's prompt, byte for byte up to the previous summary
 /// (the events follow as messages, see the module's differences).
 pub const LLM_SUMMARY_PROMPT: &str = include_str!("llm_summary_prompt.txt");
+
+/// `conversation_window`: on a condensation request (upstream: the provider
+/// rejected the request as too long), keep the system message, the first user
+/// message and about the newest half of the rest, without dangling
+/// observations at the cut (`conversation_window_condenser.py`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConversationWindow {
+    /// Lab stand-in for the provider's limit: a request of more tokens than
+    /// this (by the run's counter) is what upstream's `ContextWindowExceededError`
+    /// would be (upstream has no constant; 200 000 is a Claude-class window).
+    pub context_window_tokens: usize,
+}
+
+impl Default for ConversationWindow {
+    fn default() -> Self {
+        ConversationWindow {
+            context_window_tokens: 200_000,
+        }
+    }
+}
+
+impl ConversationWindow {
+    /// The condensation for `view` (upstream's `get_condensation`), `None`
+    /// when it forgets nothing.
+    pub fn condensation(&self, view: &[Event]) -> Option<Condensation> {
+        let system = view.iter().find(|e| matches!(e.ev, Ev::System));
+        let first_user = view.iter().find(|e| matches!(e.ev, Ev::User(_)))?;
+        let essential: BTreeSet<i64> = system
+            .into_iter()
+            .chain([first_user])
+            .map(|e| e.id)
+            .collect();
+        let total = view.len();
+        let keep_recent = (total.saturating_sub(essential.len()) / 2).max(1);
+        let start = total.saturating_sub(keep_recent);
+        let first_valid = view[start..]
+            .iter()
+            .position(|e| !e.ev.is_observation())
+            .map_or(total, |i| start + i);
+        let keep: BTreeSet<i64> = essential
+            .into_iter()
+            .chain(view[first_valid..].iter().map(|e| e.id))
+            .collect();
+        let forgotten: BTreeSet<i64> = view
+            .iter()
+            .map(|e| e.id)
+            .filter(|id| !keep.contains(id))
+            .collect();
+        (!forgotten.is_empty()).then(|| Condensation {
+            forgotten: Forgotten::Ids(forgotten),
+            summary: None,
+        })
+    }
+}

@@ -66,13 +66,39 @@ pub struct Event {
     pub ev: Ev,
 }
 
-/// A `CondensationAction`: forgotten ids `start..=end`, maybe a summary at an offset.
+/// The ids a `CondensationAction` forgets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forgotten {
+    /// `forgotten_events_start_id..=forgotten_events_end_id`.
+    Range(i64, i64),
+    /// `forgotten_event_ids`.
+    Ids(BTreeSet<i64>),
+}
+
+impl Forgotten {
+    /// Does this forget event `id`?
+    pub fn contains(&self, id: i64) -> bool {
+        match self {
+            Forgotten::Range(a, b) => (*a..=*b).contains(&id),
+            Forgotten::Ids(ids) => ids.contains(&id),
+        }
+    }
+}
+
+impl std::fmt::Display for Forgotten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Forgotten::Range(a, b) => write!(f, "{a}..={b}"),
+            Forgotten::Ids(ids) => write!(f, "{} ids", ids.len()),
+        }
+    }
+}
+
+/// A `CondensationAction`: what it forgets, maybe a summary at an offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condensation {
-    /// `forgotten_events_start_id`.
-    pub start: i64,
-    /// `forgotten_events_end_id`.
-    pub end: i64,
+    /// The forgotten events.
+    pub forgotten: Forgotten,
     /// `summary` and `summary_offset`, for the summarising condenser.
     pub summary: Option<(String, usize)>,
 }
@@ -123,10 +149,9 @@ pub fn events(history: &[Message]) -> Vec<Event> {
 /// `View.from_events`: every event not forgotten by a condensation, with the
 /// newest condensation's summary inserted at its offset.
 pub fn view(events: &[Event], condensations: &[Condensation]) -> Vec<Event> {
-    let forgotten: BTreeSet<i64> = condensations.iter().flat_map(|c| c.start..=c.end).collect();
     let mut kept: Vec<Event> = events
         .iter()
-        .filter(|e| !forgotten.contains(&e.id))
+        .filter(|e| !condensations.iter().any(|c| c.forgotten.contains(e.id)))
         .cloned()
         .collect();
     if let Some((summary, offset)) = condensations.iter().rev().find_map(|c| c.summary.clone()) {

@@ -33,7 +33,9 @@ use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
 };
 
-pub use condensers::{AmortizedForgetting, LlmSummarizing, ObservationMasking, RecentEvents};
+pub use condensers::{
+    AmortizedForgetting, ConversationWindow, LlmSummarizing, ObservationMasking, RecentEvents,
+};
 use events::{Condensation, Ev, Event};
 
 /// One condenser and its switches (upstream's `type` names).
@@ -48,6 +50,8 @@ pub enum Condenser {
     Amortized(AmortizedForgetting),
     /// `llm`.
     Llm(LlmSummarizing),
+    /// `conversation_window`.
+    ConversationWindow(ConversationWindow),
 }
 
 /// An OpenHands condenser as a policy.
@@ -100,6 +104,15 @@ pub fn llm_summarizing() -> Box<dyn Policy> {
     Box::new(OpenHands::new(
         "openhands-llm-summarizing",
         Condenser::Llm(LlmSummarizing::default()),
+    ))
+}
+
+/// `openhands-conversation-window` (its only switch is the lab's stand-in
+/// for the provider's context limit).
+pub fn conversation_window() -> Box<dyn Policy> {
+    Box::new(OpenHands::new(
+        "openhands-conversation-window",
+        Condenser::ConversationWindow(ConversationWindow::default()),
     ))
 }
 
@@ -171,6 +184,13 @@ impl OpenHands {
                 return Ok(kept);
             }
             Condenser::Amortized(a) => a.condensation(&view)?,
+            Condenser::ConversationWindow(w) => {
+                let request = events::render(&view, history);
+                if ctx.tokens.count_messages(&request) <= w.context_window_tokens {
+                    return Ok(view);
+                }
+                w.condensation(&view)
+            }
             Condenser::Llm(l) => match l.plan(&view)? {
                 None => None,
                 Some(plan) => {
@@ -197,7 +217,7 @@ impl OpenHands {
         let Some(c) = new else { return Ok(view) };
         let forgotten = view
             .iter()
-            .filter(|e| e.id != events::NO_ID && (c.start..=c.end).contains(&e.id))
+            .filter(|e| e.id != events::NO_ID && c.forgotten.contains(e.id))
             .count();
         events.push(match c.summary {
             Some(_) => PolicyEvent::Summarised {
@@ -207,7 +227,7 @@ impl OpenHands {
             },
             None => PolicyEvent::Dropped {
                 messages: forgotten,
-                why: format!("events {}..={} forgotten past max_size", c.start, c.end),
+                why: format!("events {} forgotten", c.forgotten),
             },
         });
         self.condensations.push(c);
@@ -233,6 +253,10 @@ impl Policy for OpenHands {
             Condenser::Llm(_) => (
                 "past max_size events, summarise the middle into one event at keep_first",
                 serde_json::to_value(LlmSummarizing::constructor()),
+            ),
+            Condenser::ConversationWindow(_) => (
+                "when the request is too long, keep the first user message and the newest half of the events",
+                serde_json::to_value(serde_json::json!({})),
             ),
         };
         PolicyInfo {
@@ -260,6 +284,7 @@ impl Policy for OpenHands {
                 "no RecallAction/RecallObservation or system prompt events besides one system event at id 0",
                 "the summariser gets the forgotten events as messages, not as <EVENT id=...> str(event) text",
                 "image blocks beside tool results are not modelled as events",
+                "conversation_window: the condensation request is a request over context_window_tokens by the run's counter (upstream: the provider's context-window error)",
             ],
         }
     }

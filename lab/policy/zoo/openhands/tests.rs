@@ -251,3 +251,37 @@ fn invalid_switches_are_refused_and_truncation_matches_upstream() {
     );
     assert_eq!(truncate_content("abc", 4), "abc");
 }
+
+#[test]
+fn conversation_window_keeps_the_task_and_the_newer_half_without_dangling_results() {
+    let mut roomy = OpenHands::new(
+        "t",
+        Condenser::ConversationWindow(ConversationWindow::default()),
+    );
+    assert!(prepare(&mut roomy, &steps(5), &mut none())
+        .events
+        .is_empty());
+    let mut tight = OpenHands::new(
+        "t",
+        Condenser::ConversationWindow(ConversationWindow {
+            context_window_tokens: 10,
+        }),
+    );
+    let got = prepare(&mut tight, &steps(5), &mut none());
+    // 12 events, essential system 0 and task 1; keep max(1, 10 // 2) = 5 from
+    // index 7, which is obs c2 (dangling), so the kept slice starts at 8.
+    assert_eq!(
+        got.request,
+        vec![
+            Message::user_text("task"),
+            call(3),
+            result(3),
+            call(4),
+            result(4)
+        ]
+    );
+    assert!(matches!(
+        &got.events[0],
+        PolicyEvent::Dropped { messages: 6, .. }
+    ));
+}
