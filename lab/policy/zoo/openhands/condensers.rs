@@ -296,7 +296,10 @@ impl ConversationWindow {
             .map(|e| e.id)
             .filter(|id| !keep.contains(id))
             .collect();
-        (!forgotten.is_empty()).then(|| Condensation {
+        if forgotten.is_empty() {
+            return None;
+        }
+        Some(Condensation {
             forgotten: Forgotten::Ids(forgotten),
             summary: None,
         })
