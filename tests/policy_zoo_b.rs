@@ -23,6 +23,8 @@ const POLICIES: &[&str] = &[
     "openhands-llm-summarizing",
     "openhands-conversation-window",
     "aider-chat-summary",
+    "langchain-summarization",
+    "langchain-clear-tool-uses",
 ];
 
 /// `steps` steps; every fifth is two parallel calls, every seventh is

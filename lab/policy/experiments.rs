@@ -5,13 +5,15 @@
 //! The projecting designs (SWE-agent) keep the history whole, so the checker
 //! is run on the **last request** of the replay: what the model saw at the end
 //! is what it can still use. `invalid_requests` counts requests the oracle
-//! rejects over the whole replay.
+//! rejects over the whole replay. LangChain's summariser rewrites the history,
+//! so its row reads the engine's own findings.
 
 use std::path::PathBuf;
 
 use super::check::{self, Ledger};
 use super::engine::{replay, Env, Session};
 use super::model::{Extractive, ModelRole, Scripted};
+use super::zoo::langchain::{Summarization, SummarizationMiddleware};
 use super::zoo::swe_agent::{SummarizeEveryNTurns, SummaryFaults, SweAgent, SweAgentConfig};
 use super::{PointerRule, Policy, PolicyCtx, PolicyInfo, Prepared};
 use crate::counters::Counters;
@@ -169,6 +171,64 @@ fn run_error_drops(_: &RunOptions) -> LabResult<Verdict> {
     swe_verdict(&EXPERIMENTS[2], faults, 5, failing)
 }
 
+/// A task, one call answered by ten parallel results, one more step, an answer.
+fn fan_out_session() -> Vec<Message> {
+    let ids: Vec<String> = (0..10).map(|k| format!("toolu_r{k}")).collect();
+    let mut out = vec![
+        Message::user_text("read every file"),
+        Message::assistant(
+            ids.iter()
+                .map(|id| Block::ToolUse {
+                    id: id.clone(),
+                    name: "read".into(),
+                    input: serde_json::json!({}),
+                })
+                .collect(),
+        ),
+        Message::tool_results(
+            ids.iter()
+                .map(|id| (id.clone(), format!("{id} text")))
+                .collect(),
+        ),
+    ];
+    out.extend(session(1).into_iter().skip(1));
+    out
+}
+
+/// LangChain's summariser keeping 4 messages, summarising from the first token.
+fn lc_counters(fault_search_range: Option<usize>) -> LabResult<Counters> {
+    let mut p = Summarization {
+        config: SummarizationMiddleware {
+            trigger_tokens: 1,
+            keep_messages: 4,
+            fault_search_range,
+        },
+    };
+    let messages = fan_out_session();
+    let run = replay(
+        &mut p,
+        Session {
+            name: "fan-out",
+            messages: &messages,
+            times_ms: None,
+        },
+        &mut Env::default(),
+    )?;
+    let mut c = Counters::default();
+    c.count("invalid_requests", run.invalid_requests, []);
+    c.count("lost_forever", run.findings.lost_forever.count, []);
+    Ok(c)
+}
+
+fn run_bounded_search(_: &RunOptions) -> LabResult<Verdict> {
+    let cell = Cell {
+        label: "langchain keep=4, ten parallel results".into(),
+        baseline: lc_counters(None)?,
+        broken: lc_counters(Some(5))?,
+    };
+    Ok(Verdict::new(&EXPERIMENTS[4], vec![cell]))
+}
+
 fn run_result_first(_: &RunOptions) -> LabResult<Verdict> {
     let faults = SummaryFaults {
         tool_result_first: true,
@@ -239,6 +299,17 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "https://github.com/letta-ai/letta/pull/935",
         run: run_result_first,
         expect: &[all("invalid_requests", 0, 1)],
+    },
+    Experiment {
+        id: "P-bounded-tool-search",
+        mechanism: Mechanism::Compaction,
+        kind: Kind::Break,
+        title: "the search for the call of the results at the cut looks only 5 messages back and leaves them orphaned",
+        change: "SummarizationMiddleware.fault_search_range = Some(5) (langchain-summarization)",
+        caught_by: &["invalid_requests"],
+        seed: "https://github.com/langchain-ai/langchain/issues/34282 (bound removed by PR 34184)",
+        run: run_bounded_search,
+        expect: &[all("invalid_requests", 0, 2)],
     },
 ];
 

@@ -34,6 +34,14 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             super::zoo::openhands::conversation_window,
         ),
         ("aider-chat-summary", super::zoo::aider::chat_summary),
+        (
+            "langchain-summarization",
+            super::zoo::langchain::summarization,
+        ),
+        (
+            "langchain-clear-tool-uses",
+            super::zoo::langchain::clear_tool_uses,
+        ),
     ]
 }
 

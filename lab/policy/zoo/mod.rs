@@ -4,5 +4,6 @@
 //! with the upstream defaults; [`super::list`] collects them.
 
 pub mod aider;
+pub mod langchain;
 pub mod openhands;
 pub mod swe_agent;
