@@ -25,6 +25,7 @@ const POLICIES: &[&str] = &[
     "aider-chat-summary",
     "langchain-summarization",
     "langchain-clear-tool-uses",
+    "vercel-prune-messages",
 ];
 
 /// `steps` steps; every fifth is two parallel calls, every seventh is

@@ -7,3 +7,4 @@ pub mod aider;
 pub mod langchain;
 pub mod openhands;
 pub mod swe_agent;
+pub mod vercel;
