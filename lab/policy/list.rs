@@ -42,6 +42,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             "langchain-clear-tool-uses",
             super::zoo::langchain::clear_tool_uses,
         ),
+        ("vercel-prune-messages", super::zoo::vercel::prune_messages),
     ]
 }
 
