@@ -43,6 +43,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             super::zoo::langchain::clear_tool_uses,
         ),
         ("vercel-prune-messages", super::zoo::vercel::prune_messages),
+        ("goose-auto-compact", super::zoo::goose::auto_compact),
     ]
 }
 

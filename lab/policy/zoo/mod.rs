@@ -4,6 +4,7 @@
 //! with the upstream defaults; [`super::list`] collects them.
 
 pub mod aider;
+pub mod goose;
 pub mod langchain;
 pub mod openhands;
 pub mod swe_agent;
