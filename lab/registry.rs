@@ -223,7 +223,7 @@ pub fn all() -> Vec<&'static Experiment> {
     crate::compact::experiments::EXPERIMENTS
         .iter()
         .chain(crate::memory::experiments::EXPERIMENTS.iter())
-        .chain(crate::policy::experiments::EXPERIMENTS.iter())
+        .chain(crate::policy::experiments::all())
         .collect()
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::policy::engine::{replay, Env, Session};
-use ctxlab::policy::experiments::EXPERIMENTS;
+use ctxlab::policy::experiments::agents::EXPERIMENTS;
 use ctxlab::policy::list;
 use ctxlab::registry::RunOptions;
 

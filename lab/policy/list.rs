@@ -22,6 +22,38 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         (zoo::opencode::NAME, zoo::opencode::make),
         (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
         (zoo::claude_code::NAME, zoo::claude_code::make),
+        ("swe-agent-mask-5", super::zoo::swe_agent::mask_5),
+        ("swe-agent-mask-10", super::zoo::swe_agent::mask_10),
+        (
+            "swe-agent-summary-21-10",
+            super::zoo::swe_agent::summary_21_10,
+        ),
+        ("swe-agent-hybrid", super::zoo::swe_agent::hybrid),
+        (
+            "openhands-observation-masking",
+            super::zoo::openhands::observation_masking,
+        ),
+        ("openhands-recent", super::zoo::openhands::recent),
+        ("openhands-amortized", super::zoo::openhands::amortized),
+        (
+            "openhands-llm-summarizing",
+            super::zoo::openhands::llm_summarizing,
+        ),
+        (
+            "openhands-conversation-window",
+            super::zoo::openhands::conversation_window,
+        ),
+        ("aider-chat-summary", super::zoo::aider::chat_summary),
+        (
+            "langchain-summarization",
+            super::zoo::langchain::summarization,
+        ),
+        (
+            "langchain-clear-tool-uses",
+            super::zoo::langchain::clear_tool_uses,
+        ),
+        ("vercel-prune-messages", super::zoo::vercel::prune_messages),
+        ("goose-auto-compact", super::zoo::goose::auto_compact),
     ]
 }
 

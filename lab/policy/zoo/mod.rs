@@ -3,9 +3,15 @@
 //! Every module exposes a constructor returning a boxed [`Policy`](super::Policy)
 //! with the upstream defaults; [`super::list`] collects them.
 
+pub mod aider;
 pub mod anthropic_clear_tool_uses;
 pub mod anthropic_compact;
 pub mod claude_code;
 pub mod codex_cli;
 pub mod gemini_cli;
+pub mod goose;
+pub mod langchain;
 pub mod opencode;
+pub mod openhands;
+pub mod swe_agent;
+pub mod vercel;

@@ -7,14 +7,14 @@
 //! fault switch on. [`RunOptions`] are accepted for the shared signature but
 //! unused (nothing here depends on a path length or a seed).
 
-use super::engine::{replay, Env, PolicyRun, Session};
-use super::model::{Extractive, ModelRole, Scripted};
-use super::validity::Provider;
-use super::zoo::{anthropic_compact, codex_cli, opencode};
-use super::Policy;
 use crate::counters::Counters;
 use crate::error::LabResult;
 use crate::message::{Block, Message};
+use crate::policy::engine::{replay, Env, PolicyRun, Session};
+use crate::policy::model::{Extractive, ModelRole, Scripted};
+use crate::policy::validity::Provider;
+use crate::policy::zoo::{anthropic_compact, codex_cli, opencode};
+use crate::policy::Policy;
 use crate::registry::{Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict};
 
 /// Counters of one policy run: the checker's verdicts and the oracle's

@@ -1,0 +1,285 @@
+//! OpenHands' event stream, view and message rendering, as far as the v0
+//! condensers see and shape them.
+//!
+//! Read in `All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0`:
+//! `openhands/memory/view.py` (`View.from_events`), `openhands/memory/conversation_memory.py`
+//! (`process_events`, `_ensure_system_message`, `_ensure_initial_user_message`,
+//! `_filter_unmatched_tool_calls`, `_apply_user_message_formatting`) and
+//! `openhands/events/action/agent.py` (`CondensationAction.forgotten`).
+//!
+//! Mapping: event 0 is the system message (upstream's `SystemMessageAction`,
+//! never rendered because the lab does not model the system prompt); then,
+//! per history message, a user text is a user `MessageAction`, an assistant
+//! message without calls an agent `MessageAction`, each `tool_use` an action
+//! of that model response, each `tool_result` an observation answering it,
+//! and text blocks beside results one more user `MessageAction`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::message::{Block, Content, Message, Role};
+
+/// The id upstream gives an event that never entered the stream (a summary or
+/// `<MASKED>` observation built by a condenser).
+pub const NO_ID: i64 = -1;
+
+/// One event of the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ev {
+    /// `SystemMessageAction`.
+    System,
+    /// A user `MessageAction` (the history message itself).
+    User(Message),
+    /// An agent `MessageAction` without tool calls.
+    Agent(Message),
+    /// One tool-call action; `response` is the history index of the model
+    /// response that made it.
+    Action {
+        /// History index of the assistant message.
+        response: usize,
+        /// The call id.
+        call: String,
+    },
+    /// The observation answering a call.
+    Observation {
+        /// The call id.
+        call: String,
+        /// The result text.
+        content: String,
+    },
+    /// `AgentCondensationObservation(content)`: a summary or `<MASKED>`.
+    Condensed(String),
+}
+
+impl Ev {
+    /// Is this an `Observation` subclass upstream?
+    pub fn is_observation(&self) -> bool {
+        matches!(self, Ev::Observation { .. } | Ev::Condensed(_))
+    }
+}
+
+/// An event with its stream id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Stream id (`NO_ID` for condenser-made events).
+    pub id: i64,
+    /// What it is.
+    pub ev: Ev,
+}
+
+/// The ids a `CondensationAction` forgets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Forgotten {
+    /// `forgotten_events_start_id..=forgotten_events_end_id`.
+    Range(i64, i64),
+    /// `forgotten_event_ids`.
+    Ids(BTreeSet<i64>),
+}
+
+impl Forgotten {
+    /// Does this forget event `id`?
+    pub fn contains(&self, id: i64) -> bool {
+        match self {
+            Forgotten::Range(a, b) => (*a..=*b).contains(&id),
+            Forgotten::Ids(ids) => ids.contains(&id),
+        }
+    }
+}
+
+impl std::fmt::Display for Forgotten {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Forgotten::Range(a, b) => write!(f, "{a}..={b}"),
+            Forgotten::Ids(ids) => write!(f, "{} ids", ids.len()),
+        }
+    }
+}
+
+/// A `CondensationAction`: what it forgets, maybe a summary at an offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condensation {
+    /// The forgotten events.
+    pub forgotten: Forgotten,
+    /// `summary` and `summary_offset`, for the summarising condenser.
+    pub summary: Option<(String, usize)>,
+}
+
+/// The event stream of `history`.
+pub fn events(history: &[Message]) -> Vec<Event> {
+    let mut evs = vec![Ev::System];
+    for (i, m) in history.iter().enumerate() {
+        match m.role {
+            Role::Assistant if m.has_tool_use() => {
+                evs.extend(m.tool_use_ids().into_iter().map(|c| Ev::Action {
+                    response: i,
+                    call: c.to_string(),
+                }))
+            }
+            Role::Assistant => evs.push(Ev::Agent(m.clone())),
+            Role::User if m.is_tool_result() => {
+                let mut texts = Vec::new();
+                for b in m.blocks() {
+                    match b {
+                        Block::ToolResult {
+                            tool_use_id,
+                            content,
+                        } => evs.push(Ev::Observation {
+                            call: tool_use_id.clone(),
+                            content: content.clone(),
+                        }),
+                        Block::Text { .. } => texts.push(b.clone()),
+                        _ => {}
+                    }
+                }
+                if !texts.is_empty() {
+                    evs.push(Ev::User(Message {
+                        role: Role::User,
+                        content: Content::Blocks(texts),
+                    }));
+                }
+            }
+            Role::User => evs.push(Ev::User(m.clone())),
+        }
+    }
+    evs.into_iter()
+        .enumerate()
+        .map(|(id, ev)| Event { id: id as i64, ev })
+        .collect()
+}
+
+/// `View.from_events`: every event not forgotten by a condensation, with the
+/// newest condensation's summary inserted at its offset.
+pub fn view(events: &[Event], condensations: &[Condensation]) -> Vec<Event> {
+    let mut kept: Vec<Event> = events
+        .iter()
+        .filter(|e| !condensations.iter().any(|c| c.forgotten.contains(e.id)))
+        .cloned()
+        .collect();
+    if let Some((summary, offset)) = condensations.iter().rev().find_map(|c| c.summary.clone()) {
+        kept.insert(
+            offset.min(kept.len()),
+            Event {
+                id: NO_ID,
+                ev: Ev::Condensed(summary),
+            },
+        );
+    }
+    kept
+}
+
+/// Python's `seq[start:stop]` bounds for a sequence of `len` (negative
+/// indices count from the end; `-0` is `0`).
+pub fn py_slice(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
+    let fix = |i: i64| -> usize {
+        let n = len as i64;
+        (if i < 0 { (n + i).max(0) } else { i.min(n) }) as usize
+    };
+    let (a, b) = (fix(start), fix(stop));
+    a..b.max(a)
+}
+
+enum Out {
+    /// A system message: not sent by the lab, but it separates user messages.
+    System,
+    User(Message),
+    Assistant(Message),
+    Tool(Message),
+}
+
+/// `ConversationMemory.process_events` on a view: the request the agent sends.
+pub fn render(view: &[Event], history: &[Message]) -> Vec<Message> {
+    let mut evs: Vec<&Ev> = view.iter().map(|e| &e.ev).collect();
+    if !matches!(evs.first(), Some(Ev::System)) {
+        evs.insert(0, &Ev::System);
+    }
+    let initial = history
+        .iter()
+        .find(|m| m.role == Role::User && !m.is_tool_result())
+        .map(|m| Ev::User(m.clone()));
+    if let Some(initial) = &initial {
+        if !matches!(evs.get(1), Some(Ev::User(_))) {
+            evs.insert(1, initial);
+        }
+    }
+    let mut out = Vec::new();
+    let mut pending: Vec<usize> = Vec::new();
+    let mut results: BTreeMap<String, String> = BTreeMap::new();
+    for ev in evs {
+        match ev {
+            Ev::System => out.push(Out::System),
+            Ev::User(m) => out.push(Out::User(m.clone())),
+            Ev::Agent(m) => out.push(Out::Assistant(m.clone())),
+            Ev::Condensed(t) => out.push(Out::User(Message::user_text(t.clone()))),
+            Ev::Action { response, .. } => {
+                if !pending.contains(response) {
+                    pending.push(*response);
+                }
+            }
+            Ev::Observation { call, content } => {
+                results.insert(call.clone(), content.clone());
+            }
+        }
+        flush_complete(&mut pending, &mut results, history, &mut out);
+    }
+    format_consecutive_users(out)
+}
+
+/// Emit every pending model response whose calls all have results (with
+/// those results right after it), in the order the responses were seen.
+fn flush_complete(
+    pending: &mut Vec<usize>,
+    results: &mut BTreeMap<String, String>,
+    history: &[Message],
+    out: &mut Vec<Out>,
+) {
+    pending.retain(|&r| {
+        let calls = history[r].tool_use_ids();
+        if !calls.iter().all(|c| results.contains_key(*c)) {
+            return true;
+        }
+        out.push(Out::Assistant(history[r].clone()));
+        let answers = calls
+            .iter()
+            .map(|c| (c.to_string(), results.remove(*c).unwrap_or_default()))
+            .collect();
+        out.push(Out::Tool(Message::tool_results(answers)));
+        false
+    });
+}
+
+/// `_apply_user_message_formatting`: a user message right after another user
+/// message (not a tool message) gets `\n\n` before its first text.
+fn format_consecutive_users(out: Vec<Out>) -> Vec<Message> {
+    let mut prev_user = false;
+    out.into_iter()
+        .filter_map(|o| match o {
+            Out::System => {
+                prev_user = false;
+                None
+            }
+            Out::User(mut m) => {
+                if prev_user {
+                    prepend_first_text(&mut m);
+                }
+                prev_user = true;
+                Some(m)
+            }
+            Out::Assistant(m) | Out::Tool(m) => {
+                prev_user = false;
+                Some(m)
+            }
+        })
+        .collect()
+}
+
+fn prepend_first_text(m: &mut Message) {
+    match &mut m.content {
+        Content::Text(t) => t.insert_str(0, "\n\n"),
+        Content::Blocks(blocks) => {
+            if let Some(Block::Text { text }) =
+                blocks.iter_mut().find(|b| matches!(b, Block::Text { .. }))
+            {
+                text.insert_str(0, "\n\n");
+            }
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! OpenHands v0 condensers as projecting policies: the history stays whole;
+//! the request is `ConversationMemory.process_events` of the condensed view.
+//!
+//! Upstream: `All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0`
+//! (MIT; constants and strings only are reproduced), files listed in
+//! [`events`] and [`condensers`].
+//!
+//! Each condenser is a variant with its **config** defaults (the
+//! `condenser_config.py` field defaults); the constructor defaults are given
+//! by each switches struct's `constructor()` and listed as constants.
+//!
+//! Upstream a rolling condenser returns a `CondensationAction` *instead of*
+//! an LLM call, and the next step's view applies it; the lab applies it at
+//! once, so the condensed request is the one of the same call.
+//!
+//! Found while reading, reproduced as upstream does it:
+//! - masking replaces an observation by an `AgentCondensationObservation`
+//!   that answers no call, so the call's model response is never completed
+//!   and leaves the request with its thought; `<MASKED>` stays as user text;
+//! - `recent` keeps `view[:keep_first] + view[-(max_events - keep_first):]`,
+//!   which repeats the head while the view is shorter than `max_events`;
+//! - the first user message comes back at the front of every request after
+//!   it was forgotten (`_ensure_initial_user_message`).
+
+pub mod condensers;
+pub mod events;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LabResult;
+use crate::message::Message;
+use crate::policy::{
+    PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
+};
+
+pub use condensers::{
+    AmortizedForgetting, ConversationWindow, LlmSummarizing, ObservationMasking, RecentEvents,
+};
+use events::{Condensation, Ev, Event};
+
+/// One condenser and its switches (upstream's `type` names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Condenser {
+    /// `observation_masking`.
+    ObservationMasking(ObservationMasking),
+    /// `recent`.
+    Recent(RecentEvents),
+    /// `amortized`.
+    Amortized(AmortizedForgetting),
+    /// `llm`.
+    Llm(LlmSummarizing),
+    /// `conversation_window`.
+    ConversationWindow(ConversationWindow),
+}
+
+/// An OpenHands condenser as a policy.
+#[derive(Debug, Clone)]
+pub struct OpenHands {
+    name: &'static str,
+    condenser: Condenser,
+    condensations: Vec<Condensation>,
+}
+
+const UPSTREAM: &str = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0";
+
+impl OpenHands {
+    /// A policy named `name` running `condenser`.
+    pub fn new(name: &'static str, condenser: Condenser) -> Self {
+        OpenHands {
+            name,
+            condenser,
+            condensations: Vec::new(),
+        }
+    }
+}
+
+/// `openhands-observation-masking` (config defaults).
+pub fn observation_masking() -> Box<dyn Policy> {
+    Box::new(OpenHands::new(
+        "openhands-observation-masking",
+        Condenser::ObservationMasking(ObservationMasking::default()),
+    ))
+}
+
+/// `openhands-recent` (config defaults).
+pub fn recent() -> Box<dyn Policy> {
+    Box::new(OpenHands::new(
+        "openhands-recent",
+        Condenser::Recent(RecentEvents::default()),
+    ))
+}
+
+/// `openhands-amortized` (config defaults).
+pub fn amortized() -> Box<dyn Policy> {
+    Box::new(OpenHands::new(
+        "openhands-amortized",
+        Condenser::Amortized(AmortizedForgetting::default()),
+    ))
+}
+
+/// `openhands-llm-summarizing` (config defaults).
+pub fn llm_summarizing() -> Box<dyn Policy> {
+    Box::new(OpenHands::new(
+        "openhands-llm-summarizing",
+        Condenser::Llm(LlmSummarizing::default()),
+    ))
+}
+
+/// `openhands-conversation-window` (its only switch is the lab's stand-in
+/// for the provider's context limit).
+pub fn conversation_window() -> Box<dyn Policy> {
+    Box::new(OpenHands::new(
+        "openhands-conversation-window",
+        Condenser::ConversationWindow(ConversationWindow::default()),
+    ))
+}
+
+/// `truncate_content`: the middle of an over-long text replaced by a marker.
+pub fn truncate_content(content: &str, max_chars: usize) -> String {
+    let chars: Vec<char> = content.chars().collect();
+    if chars.len() <= max_chars {
+        return content.to_string();
+    }
+    let half = max_chars / 2;
+    let head: String = chars[..half].iter().collect();
+    let tail: String = chars[chars.len() - half..].iter().collect();
+    format!("{head}\n[... Observation truncated due to length ...]\n{tail}")
+}
+
+/// The history messages behind forgotten events (what the summariser reads).
+fn source_messages(forgotten: &[Event], history: &[Message]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::new();
+    for e in forgotten {
+        let m = match &e.ev {
+            Ev::System => continue,
+            Ev::User(m) | Ev::Agent(m) => m.clone(),
+            Ev::Action { response, .. } => history[*response].clone(),
+            Ev::Observation { call, content } => {
+                Message::tool_results(vec![(call.clone(), content.clone())])
+            }
+            Ev::Condensed(t) => Message::user_text(t.clone()),
+        };
+        if out.last() != Some(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+impl OpenHands {
+    /// Run the condenser on `view`; a new condensation is recorded in `self`.
+    fn condense(
+        &mut self,
+        view: Vec<Event>,
+        history: &[Message],
+        ctx: &mut PolicyCtx<'_>,
+        events: &mut Vec<PolicyEvent>,
+    ) -> LabResult<Vec<Event>> {
+        let new = match &self.condenser {
+            Condenser::ObservationMasking(m) => {
+                for (before, after) in view.iter().zip(m.condense(view.clone())) {
+                    if let (Ev::Observation { call, .. }, Ev::Condensed(p)) = (&before.ev, after.ev)
+                    {
+                        events.push(PolicyEvent::Cleared {
+                            id: call.clone(),
+                            part: "result",
+                            placeholder: p,
+                        });
+                    }
+                }
+                return Ok(m.condense(view));
+            }
+            Condenser::Recent(r) => {
+                let kept = r.condense(view.clone());
+                let ids: std::collections::BTreeSet<i64> = kept.iter().map(|e| e.id).collect();
+                let gone = view.iter().filter(|e| !ids.contains(&e.id)).count();
+                if gone > 0 {
+                    events.push(PolicyEvent::Dropped {
+                        messages: gone,
+                        why: "events outside keep_first and the newest max_events".into(),
+                    });
+                }
+                return Ok(kept);
+            }
+            Condenser::Amortized(a) => a.condensation(&view)?,
+            Condenser::ConversationWindow(w) => {
+                let request = events::render(&view, history);
+                if ctx.tokens.count_messages(&request) <= w.context_window_tokens {
+                    return Ok(view);
+                }
+                w.condensation(&view)
+            }
+            Condenser::Llm(l) => match l.plan(&view)? {
+                None => None,
+                Some(plan) => {
+                    let messages = source_messages(&plan.forgotten, history);
+                    let previous = truncate_content(&plan.previous, l.max_event_length);
+                    let req = SummaryRequest {
+                        prompt: condensers::LLM_SUMMARY_PROMPT,
+                        messages: &messages,
+                        previous: Some(&previous),
+                    };
+                    match ctx.model.summarise(&req) {
+                        Ok(s) => Some(l.condensation(&plan, s)),
+                        Err(e) => {
+                            events.push(PolicyEvent::ModelFailed {
+                                role: "summary",
+                                outcome: format!("{e}; view sent uncondensed"),
+                            });
+                            None
+                        }
+                    }
+                }
+            },
+        };
+        let Some(c) = new else { return Ok(view) };
+        let forgotten = view
+            .iter()
+            .filter(|e| e.id != events::NO_ID && c.forgotten.contains(e.id))
+            .count();
+        events.push(match c.summary {
+            Some(_) => PolicyEvent::Summarised {
+                replaced: forgotten,
+                kept: view.len() - forgotten,
+                archive: None,
+            },
+            None => PolicyEvent::Dropped {
+                messages: forgotten,
+                why: format!("events {} forgotten", c.forgotten),
+            },
+        });
+        self.condensations.push(c);
+        Ok(view)
+    }
+}
+
+impl Policy for OpenHands {
+    fn info(&self) -> PolicyInfo {
+        let (summary, constructor) = match &self.condenser {
+            Condenser::ObservationMasking(_) => (
+                "mask observations outside the newest attention_window events as <MASKED>",
+                serde_json::to_value(ObservationMasking::constructor()),
+            ),
+            Condenser::Recent(_) => (
+                "keep the first keep_first and the newest max_events events",
+                serde_json::to_value(RecentEvents::constructor()),
+            ),
+            Condenser::Amortized(_) => (
+                "past max_size events, forget the middle down to max_size // 2",
+                serde_json::to_value(AmortizedForgetting::constructor()),
+            ),
+            Condenser::Llm(_) => (
+                "past max_size events, summarise the middle into one event at keep_first",
+                serde_json::to_value(LlmSummarizing::constructor()),
+            ),
+            Condenser::ConversationWindow(_) => (
+                "when the request is too long, keep the first user message and the newest half of the events",
+                serde_json::to_value(serde_json::json!({})),
+            ),
+        };
+        PolicyInfo {
+            name: self.name.to_string(),
+            family: "OpenHands",
+            summary,
+            source: Source {
+                upstream: UPSTREAM,
+                files: &[
+                    "openhands/memory/condenser/impl/",
+                    "openhands/core/config/condenser_config.py",
+                    "openhands/memory/view.py",
+                    "openhands/memory/conversation_memory.py",
+                ],
+                license: "MIT",
+                approximate: false,
+            },
+            constants: serde_json::json!({
+                "config_defaults (used)": serde_json::to_value(&self.condenser).unwrap_or_default(),
+                "constructor_defaults": constructor.unwrap_or_default(),
+            }),
+            unit: Unit::Messages,
+            differences: vec![
+                "a condensation applies on the same call (upstream spends an agent step returning a CondensationAction)",
+                "no RecallAction/RecallObservation or system prompt events besides one system event at id 0",
+                "the summariser gets the forgotten events as messages, not as <EVENT id=...> str(event) text",
+                "image blocks beside tool results are not modelled as events",
+                "conversation_window: the condensation request is a request over context_window_tokens by the run's counter (upstream: the provider's context-window error)",
+            ],
+        }
+    }
+
+    fn pointer_rules(&self) -> Vec<PointerRule> {
+        // `<MASKED>` and summaries name no place: the event log is not in the request.
+        Vec::new()
+    }
+
+    fn prepare(
+        &mut self,
+        history: &mut Vec<Message>,
+        ctx: &mut PolicyCtx<'_>,
+    ) -> LabResult<Prepared> {
+        let mut evs = Vec::new();
+        let stream = events::events(history);
+        let view = events::view(&stream, &self.condensations);
+        let view = self.condense(view, history, ctx, &mut evs)?;
+        let view = if self.condensations.is_empty() {
+            view
+        } else {
+            events::view(&stream, &self.condensations)
+        };
+        let request = events::render(&view, history);
+        Ok(Prepared {
+            request,
+            events: evs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! The SWE-agent, OpenHands and Aider policies on whole sessions: every
+//! request each one sends is one a provider accepts, on a synthetic session
+//! with the awkward shapes (parallel calls, interjections, thinking, a final
+//! answer) and on every real transcript when the directory is there.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use ctxlab::import::{import_file, ImportOptions};
+use ctxlab::message::{Block, Message};
+use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
+use ctxlab::policy::list;
+use serde_json::json;
+
+const POLICIES: &[&str] = &[
+    "swe-agent-mask-5",
+    "swe-agent-mask-10",
+    "swe-agent-summary-21-10",
+    "swe-agent-hybrid",
+    "openhands-observation-masking",
+    "openhands-recent",
+    "openhands-amortized",
+    "openhands-llm-summarizing",
+    "openhands-conversation-window",
+    "aider-chat-summary",
+    "langchain-summarization",
+    "langchain-clear-tool-uses",
+    "vercel-prune-messages",
+    "goose-auto-compact",
+];
+
+/// `steps` steps; every fifth is two parallel calls, every seventh is
+/// followed by a user interjection, every eleventh has a thinking block and
+/// a text-only reply after it.
+fn synthetic(steps: usize) -> Vec<Message> {
+    let mut out = vec![Message::user_text("fix the failing test in calc.py")];
+    for s in 0..steps {
+        let ids: Vec<String> = (0..if s % 5 == 4 { 2 } else { 1 })
+            .map(|k| format!("toolu_{s:03}_{k}"))
+            .collect();
+        let mut blocks = Vec::new();
+        if s % 11 == 3 {
+            blocks.push(Block::Thinking {
+                thinking: format!("think {s}"),
+            });
+        }
+        blocks.extend(ids.iter().map(|id| Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: json!({ "command": format!("step {s}") }),
+        }));
+        out.push(Message::assistant(blocks));
+        out.push(Message::tool_results(
+            ids.iter()
+                .map(|id| (id.clone(), format!("{id} says\n").repeat(s % 40 + 1)))
+                .collect(),
+        ));
+        if s % 11 == 3 {
+            out.push(Message::assistant(vec![Block::Text {
+                text: format!("progress at {s}"),
+            }]));
+            out.push(Message::user_text(format!("go on after {s}")));
+        } else if s % 7 == 6 {
+            out.push(Message::user_text(format!("also check case {s}")));
+        }
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    out
+}
+
+fn run(policy: &str, name: &str, messages: &[Message]) -> PolicyRun {
+    let mut p = list::make(policy).unwrap();
+    replay(
+        p.as_mut(),
+        Session {
+            name,
+            messages,
+            times_ms: None,
+        },
+        &mut Env::default(),
+    )
+    .unwrap()
+}
+
+/// Every (provider, rule, id) a run's requests break.
+fn broken_rules(run: &PolicyRun) -> BTreeSet<String> {
+    run.calls
+        .iter()
+        .flat_map(|c| &c.violations)
+        .map(|v| format!("{:?} {:?} {}", v.provider, v.kind, v.id))
+        .collect()
+}
+
+/// Replay `messages` through every policy: no request breaks a provider rule
+/// that the uncompacted history (the `none` baseline) does not already break
+/// (recorded sessions can reuse a call id; a policy is not to blame for that).
+fn all_valid(name: &str, messages: &[Message]) {
+    let baseline = broken_rules(&run("none", name, messages));
+    for policy in POLICIES {
+        let r = run(policy, name, messages);
+        assert_eq!(r.ended_by_error, None, "{policy} on {name}");
+        let new: Vec<String> = broken_rules(&r).difference(&baseline).cloned().collect();
+        assert!(new.is_empty(), "{policy} on {name}: {new:?}");
+    }
+}
+
+#[test]
+fn every_request_is_valid_on_a_synthetic_session() {
+    // 260 steps: past the hybrid's 53 turns and OpenHands' 100 events, several times.
+    let messages = synthetic(260);
+    assert!(broken_rules(&run("none", "synthetic", &messages)).is_empty());
+    all_valid("synthetic", &messages);
+}
+
+#[test]
+fn the_policies_condense_the_synthetic_session() {
+    let messages = synthetic(260);
+    // The conversation window acts only past a 200 000-token request,
+    // LangChain's clearing past 100 000 tokens and goose past 80% of 128 000,
+    // far above this session; their own tests force them.
+    let quiet = [
+        "openhands-conversation-window",
+        "langchain-clear-tool-uses",
+        "goose-auto-compact",
+    ];
+    for policy in POLICIES.iter().filter(|p| !quiet.contains(*p)) {
+        let run = run(policy, "synthetic", &messages);
+        let last = run.calls.last().unwrap();
+        let full = ctxlab::pyjson::dumps_len(&messages[..messages.len() - 1]);
+        assert!(
+            last.chars < full,
+            "{policy}: last request {} chars, full history {full}",
+            last.chars
+        );
+        assert!(!run.events.is_empty(), "{policy} recorded no event");
+    }
+}
+
+/// The real transcripts: next to the repository, or where
+/// `CTXLAB_TRANSCRIPTS` says (a worktree has no `../shared`).
+fn transcripts() -> Option<PathBuf> {
+    let dir = std::env::var_os("CTXLAB_TRANSCRIPTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("SKIP: {} not found", dir.display());
+        None
+    }
+}
+
+#[test]
+fn every_request_is_valid_on_every_real_transcript() {
+    let Some(dir) = transcripts() else { return };
+    for sub in ["claude_code", "openai_format"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        for f in files {
+            let session = import_file(&f, &ImportOptions::default()).unwrap();
+            all_valid(&f.display().to_string(), &session.main);
+        }
+    }
+}
