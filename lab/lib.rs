@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod compact;
+pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod import;
@@ -19,6 +20,7 @@ pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod reports;
+pub mod retention;
 pub mod scenario;
 pub mod storage;
 pub mod sweep;

@@ -19,8 +19,14 @@
 //!   masking, OpenHands condensers' views) leave the history whole and return
 //!   an edited copy as the request.
 
+pub mod check;
+pub mod course;
+pub mod engine;
 pub mod list;
 pub mod model;
+pub mod none;
+pub mod render;
+pub mod validity;
 pub mod zoo;
 
 use std::path::{Path, PathBuf};
@@ -262,6 +268,13 @@ pub trait Policy: Send {
         history: &mut Vec<Message>,
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared>;
+
+    /// Storage and root the policy writes to itself, when it owns them (the
+    /// course pipeline keeps its own result and transcript directories); the
+    /// engine then gives the checker these instead of the run's.
+    fn own_storage(&self) -> Option<(crate::storage::Shared, PathBuf)> {
+        None
+    }
 }
 
 /// Where a policy writes inside a run's storage: `<run root>/<policy name>`.
