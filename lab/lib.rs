@@ -13,6 +13,7 @@ pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod import;
+pub mod interlock;
 pub mod memory;
 pub mod message;
 pub mod policy;

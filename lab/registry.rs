@@ -17,6 +17,8 @@ pub enum Mechanism {
     Compaction,
     /// Persistent memory (seed sections 6-7): what must not be lost.
     Memory,
+    /// Both in one session (seed section 8): does what compaction loses survive in memory?
+    Interlock,
 }
 
 impl Mechanism {
@@ -25,6 +27,7 @@ impl Mechanism {
         match self {
             Mechanism::Compaction => "compaction",
             Mechanism::Memory => "memory",
+            Mechanism::Interlock => "interlock",
         }
     }
 }
@@ -223,6 +226,7 @@ pub fn all() -> Vec<&'static Experiment> {
     crate::compact::experiments::EXPERIMENTS
         .iter()
         .chain(crate::memory::experiments::EXPERIMENTS.iter())
+        .chain(crate::interlock::experiments::EXPERIMENTS.iter())
         .chain(crate::policy::experiments::all())
         .collect()
 }
