@@ -86,6 +86,10 @@ fn list_is_snapshotted_and_readme_is_current() {
         readme.contains(&ctxlab::cli::readme_block()),
         "README.md experiment table is stale: run `make readme`"
     );
+    assert!(
+        readme.contains(&ctxlab::cli::policies_block().unwrap()),
+        "README.md policy table is stale: run `make readme`"
+    );
     let (_, profiles, _) = lab(&["profiles"]);
     insta::assert_snapshot!("lab_profiles", profiles);
 }

@@ -39,6 +39,47 @@ pub fn policies(infos: &[PolicyInfo], format: Format) -> String {
     s
 }
 
+/// The README's policy table: name, family, unit, source (marked when
+/// approximate) and every deliberate difference from upstream.
+pub fn readme_table(infos: &[PolicyInfo]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let rows = infos
+        .iter()
+        .map(|p| {
+            let approx = if p.source.approximate {
+                " (approximate)"
+            } else {
+                ""
+            };
+            let diffs = if p.differences.is_empty() {
+                "none".to_string()
+            } else {
+                p.differences.join("; ")
+            };
+            vec![
+                cell(&p.name),
+                cell(p.family),
+                format!("{:?}", p.unit).to_lowercase(),
+                cell(&format!("{}{approx}", p.source.upstream)),
+                cell(&diffs),
+            ]
+        })
+        .collect();
+    let mut s = table(
+        &[
+            "policy",
+            "family",
+            "unit",
+            "source",
+            "deliberate differences",
+        ],
+        rows,
+        true,
+    );
+    s.push('\n');
+    s
+}
+
 /// The per-session numbers of a run, for tables and the JSON summary.
 #[derive(Debug, Serialize)]
 struct Row<'a> {
