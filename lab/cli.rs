@@ -19,17 +19,32 @@ pub struct Cli {
     /// Options for `--break`.
     #[command(flatten)]
     pub run: RunArgs,
+    /// Storage of every run: `mem` (virtual paths, the default) or `disk` (real files under TMPDIR).
+    #[arg(long, global = true, value_name = "mem|disk", default_value = "mem", value_parser = parse_backend)]
+    pub fs: crate::storage::Backend,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
+fn parse_one_len(s: &str) -> Result<usize, String> {
+    let len: usize = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    crate::compact::root::validate_path_len(len).map(|()| len)
+}
+
+fn parse_backend(s: &str) -> Result<crate::storage::Backend, String> {
+    crate::storage::Backend::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a backend: use mem or disk"))
+}
+
 /// Options shared by experiment commands.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Exact lengths of the embedded persistence path, comma separated.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![registry::SHORT_PATH, registry::LONG_PATH])]
-    pub path_len: Vec<usize>,
+    /// Exact lengths of the embedded persistence path: N, A..B or A..B:STEP, comma separated.
+    #[arg(long, default_value_t = crate::sweep::PathLens(vec![registry::SHORT_PATH, registry::LONG_PATH]))]
+    pub path_len: crate::sweep::PathLens,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -38,7 +53,7 @@ pub struct RunArgs {
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
-            path_lens: self.path_len.clone(),
+            path_lens: self.path_len.0.clone(),
             seed: 0,
         }
     }
@@ -108,7 +123,7 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
         /// Exact length of the embedded result path.
-        #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN)]
+        #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN, value_parser = parse_one_len)]
         path_len: usize,
         /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
         #[arg(long)]
@@ -133,7 +148,7 @@ pub enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Embedded path length to hunt at.
-        #[arg(long, default_value_t = registry::LONG_PATH)]
+        #[arg(long, default_value_t = registry::LONG_PATH, value_parser = parse_one_len)]
         path_len: usize,
         /// Random seed of the search.
         #[arg(long, default_value_t = 0)]
@@ -208,6 +223,7 @@ pub fn splice_readme(path: &std::path::Path, text: &str) -> LabResult<String> {
 
 /// Run the command line; returns what to print on stdout.
 pub fn run(cli: Cli) -> LabResult<String> {
+    crate::compact::root::set_default_backend(cli.fs);
     match cli.command {
         None => match cli.break_id {
             Some(id) => run_breaks(&[id], &cli.run),
@@ -220,20 +236,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
         Some(Command::List { format }) => Ok(report::list(&registry::all(), format)),
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
-            let mut cfg = config::profile(&profile)?.config;
-            for s in &sets {
-                cfg.apply_override(s)?;
-            }
-            let mut out = String::new();
-            for &len in &run.path_len {
-                let o = probe::run(&cfg, &probe::prototype_probe(), Some(len))?;
-                out += &report::counters(
-                    &format!("probe · {profile} · path_len={len}"),
-                    &o.counters,
-                    run.format,
-                );
-            }
-            Ok(out)
+            let cells = probe::probe_cells(&profile, &sets, &run.path_len.0)?;
+            Ok(report::probe_cells(&cells, run.format))
         }
         Some(Command::Selftest) => selftest(),
         Some(Command::Import {
@@ -365,6 +369,8 @@ fn selftest() -> LabResult<String> {
 fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<String> {
     let mut out = String::new();
     let mut failures = Vec::new();
+    // JSON is one document: an array of every file's report.
+    let mut reports = Vec::new();
     for f in files {
         let text =
             std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
@@ -383,8 +389,15 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
         } else {
             crate::scenario::run_file(f)?
         };
-        out += &report::scenario_run(&r, format);
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
+        if format == Format::Json {
+            reports.push(r);
+        } else {
+            out += &report::scenario_run(&r, format);
+        }
+    }
+    if format == Format::Json {
+        out = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
     }
     if failures.is_empty() {
         Ok(out)
@@ -442,13 +455,9 @@ fn hunt(
             }
         };
     let mut baseline = config::profile(&base_profile)?.config;
-    for s in &base_sets {
-        baseline.apply_override(s)?;
-    }
+    baseline.apply_overrides(&base_sets)?;
     let mut broken = config::profile(&base_profile)?.config;
-    for s in &broken_sets {
-        broken.apply_override(s)?;
-    }
+    broken.apply_overrides(&broken_sets)?;
     let Some(rounds) = crate::compact::hunt::hunt(&baseline, &broken, path_len, seed, tries)?
     else {
         return Ok(format!(

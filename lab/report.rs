@@ -245,6 +245,20 @@ pub fn counters(title: &str, c: &Counters, format: Format) -> String {
     }
 }
 
+/// `lab probe`: one counters table per cell, or one JSON array of every cell.
+pub fn probe_cells(cells: &[crate::compact::probe::ProbeCell], format: Format) -> String {
+    if format == Format::Json {
+        return json(&cells);
+    }
+    cells
+        .iter()
+        .map(|c| {
+            let title = format!("probe · {} · path_len={}", c.profile, c.path_len);
+            counters(&title, &c.counters, format)
+        })
+        .collect()
+}
+
 /// One scenario run: status line, counters per cell, failed expectations.
 pub fn scenario_run(r: &crate::scenario::RunReport, format: Format) -> String {
     if format == Format::Json {

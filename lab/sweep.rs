@@ -18,10 +18,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::compact::config::{self, Config};
 use crate::compact::probe;
+use crate::compact::root::{current_backend, validate_path_len, with_backend};
 use crate::compact::session::{Action, Call, Script, Turn};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
 use crate::report::{self, Format};
+use crate::storage::Backend;
 
 /// Every switch of [`crate::compact::config::Switches`], in declaration order.
 /// Hard-coded (and checked against the struct by a test) so the factor order
@@ -50,9 +52,8 @@ pub const DEFAULT_VARY: &[&str] = &[
     "save_before_omit",
 ];
 
-/// Default path lengths: 60..=200. It starts at 60, not lower, because the
-/// shortest achievable path is the temp dir's length plus the results folder
-/// (about 50 chars on a typical machine).
+/// Default path lengths: 60..=200 (the thresholds of the seed's probes lie in
+/// it; the memory backend reaches every length from 20, so `--path-len 30..200` works too).
 pub const DEFAULT_PATH_LENS: &str = "60..200";
 
 /// The counters a sweep records per cell, in report order.
@@ -141,9 +142,15 @@ pub fn parse_path_lens(spec: &str) -> LabResult<Vec<usize>> {
                 if (b - a) / step >= MAX_CELLS {
                     return Err(bad(item, "range has too many lengths"));
                 }
+                for l in [a, b] {
+                    validate_path_len(l).map_err(|m| bad(item, &m))?;
+                }
                 out.extend((a..=b).step_by(step));
             }
         }
+    }
+    if let Some(&l) = out.iter().find(|l| validate_path_len(**l).is_err()) {
+        return Err(bad(&l.to_string(), &validate_path_len(l).unwrap_err()));
     }
     if out.is_empty() {
         return Err(bad(spec, "no length given"));
@@ -151,6 +158,28 @@ pub fn parse_path_lens(spec: &str) -> LabResult<Vec<usize>> {
     out.sort_unstable();
     out.dedup();
     Ok(out)
+}
+
+/// Path lengths as the command line gives them (`N`, `A..B`, `A..B:STEP`,
+/// comma separated), parsed by [`parse_path_lens`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathLens(pub Vec<usize>);
+
+impl std::str::FromStr for PathLens {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_path_lens(s).map(PathLens).map_err(|e| match e {
+            LabError::Usage { message, fix } => format!("{message} ({fix})"),
+            other => other.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for PathLens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let items: Vec<String> = self.0.iter().map(usize::to_string).collect();
+        f.write_str(&items.join(","))
+    }
 }
 
 /// A shard of a sweep: the cells whose index is `index` mod `count`.
@@ -363,9 +392,8 @@ pub fn session(seed: u64) -> Script {
 /// The configuration of combination `combo`: the base profile with the varied switches set.
 pub fn config_for(spec: &SweepSpec, combo: usize) -> LabResult<Config> {
     let mut cfg = config::profile(&spec.profile)?.config;
-    for (name, value) in spec.vary.iter().zip(spec.values(combo)) {
-        cfg.apply_override(&format!("{name}={value}"))?;
-    }
+    let sets = spec.vary.iter().zip(spec.values(combo));
+    cfg.apply_overrides(sets.map(|(name, value)| format!("{name}={value}")))?;
     Ok(cfg)
 }
 
@@ -383,11 +411,13 @@ pub fn run_cell(spec: &SweepSpec, index: usize) -> LabResult<CellResult> {
     ))
 }
 
-/// Worker threads of a sweep. A cell is mostly temp-dir creation and removal
+/// Worker threads of a sweep. In memory a cell is pure computation (one
+/// thread per core); on disk it is mostly temp-dir creation and removal
 /// (latency-bound file-system work), so twice the core count pays off.
-fn workers(cells: usize) -> usize {
+fn workers(cells: usize, backend: Backend) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cores * 2).clamp(1, 16).min(cells.max(1))
+    let per_core = if backend == Backend::Disk { 2 } else { 1 };
+    (cores * per_core).clamp(1, 16).min(cells.max(1))
 }
 
 /// Run the sweep (or one shard of it). Cells run on worker threads; results
@@ -406,22 +436,26 @@ pub fn run(
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<LabResult<CellResult>>> = Vec::new();
     slots.resize_with(mine.len(), || None);
+    // Workers run on the backend of the thread that started the sweep.
+    let backend = current_backend();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel();
-        for _ in 0..workers(mine.len()) {
+        for _ in 0..workers(mine.len(), backend) {
             let tx = tx.clone();
             let (next, mine) = (&next, &mine);
-            scope.spawn(move || loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&i) = mine.get(k) else { break };
-                let r = run_cell(spec, i);
-                let failed = r.is_err();
-                if tx.send((k, r)).is_err() || failed {
-                    // Stop early on an error: every later cell would fail the same way
-                    // (typically a path length below this machine's minimum).
-                    next.store(mine.len(), Ordering::Relaxed);
-                    break;
-                }
+            scope.spawn(move || {
+                with_backend(backend, || loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = mine.get(k) else { break };
+                    let r = run_cell(spec, i);
+                    let failed = r.is_err();
+                    if tx.send((k, r)).is_err() || failed {
+                        // Stop early on an error: every later cell would fail the same way
+                        // (typically a path length below this machine's minimum).
+                        next.store(mine.len(), Ordering::Relaxed);
+                        break;
+                    }
+                })
             });
         }
         drop(tx);

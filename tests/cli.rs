@@ -62,9 +62,42 @@ fn bad_override_and_short_path_name_the_fix() {
     let (code, _, err) = lab(&["probe", "--path-len", "3"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("--path-len 3") && err.contains("fix:"),
+        err.contains("--path-len") && err.contains("3 is outside 20..=4096"),
         "{err}"
     );
+    // Within the bounds but too short for scenario A's 7-char ids: the minimum that works.
+    let (code, _, err) = lab(&["break", "A", "--path-len", "21"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--path-len 21 is shorter than the minimum 25") && err.contains("fix:"),
+        "{err}"
+    );
+    let (code, _, err) = lab(&["break", "A", "--path-len", "25"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn probe_and_break_take_ranges_and_the_seed_range_runs() {
+    let (code, out, err) = lab(&["probe", "--path-len", "30..51:7", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let lens: Vec<u64> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path_len"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lens, [30, 37, 44, 51]);
+    assert_eq!(v[0]["profile"], "prototype");
+}
+
+#[test]
+fn both_backends_print_the_same_verdicts() {
+    let (code, mem, _) = lab(&["break", "D6", "--path-len", "80..100:5"]);
+    assert_eq!(code, 0);
+    let (code, disk, err) = lab(&["--fs", "disk", "break", "D6", "--path-len", "80..100:5"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(mem, disk);
 }
 
 #[test]

@@ -69,7 +69,8 @@ fn sweep_usage_errors_exit_2() {
         vec!["sweep", "--path-len", "60..x"],
         vec!["sweep", "--vary", "nope"],
         vec!["sweep", "--shard", "2/2"],
-        vec!["sweep", "--path-len", "30"],
+        vec!["sweep", "--path-len", "19"],
+        vec!["sweep", "--path-len", "30..5000"],
         vec!["sweep", "--profile", "nope"],
     ] {
         let (code, _, err) = lab(&args);

@@ -198,10 +198,13 @@ fn seeds_run_generated_sessions_deterministically() {
 }
 
 #[test]
-fn too_short_a_path_is_the_roots_error() {
+fn a_length_below_the_bounds_is_the_roots_error() {
     let e = sweep::run(&spec(&["order"], "10,60", 1), None, &mut no_progress()).unwrap_err();
     assert_eq!(e.exit_code(), 2);
-    assert!(e.to_string().contains("--path-len 10 is shorter"), "{e}");
+    assert!(
+        e.to_string().contains("--path-len 10 is outside 20..=4096"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -61,6 +61,37 @@ pub fn run_with(
     })
 }
 
+/// One cell of `lab probe`: the prototype's probe under a profile with
+/// overrides at one path length.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeCell {
+    /// Profile name.
+    pub profile: String,
+    /// `key=value` overrides, as given.
+    pub overrides: Vec<String>,
+    /// Exact length of the embedded result path.
+    pub path_len: usize,
+    /// The checker's counters.
+    pub counters: Counters,
+}
+
+/// Run the prototype's probe under `profile` + `sets` at every length of `lens`.
+pub fn probe_cells(profile: &str, sets: &[String], lens: &[usize]) -> LabResult<Vec<ProbeCell>> {
+    let mut cfg = super::config::profile(profile)?.config;
+    cfg.apply_overrides(sets)?;
+    let script = prototype_probe();
+    lens.iter()
+        .map(|&path_len| {
+            Ok(ProbeCell {
+                profile: profile.to_string(),
+                overrides: sets.to_vec(),
+                path_len,
+                counters: run(&cfg, &script, Some(path_len))?.counters,
+            })
+        })
+        .collect()
+}
+
 fn redact_messages(root: &LabRoot, messages: &[Message]) -> Vec<Message> {
     let text = serde_json::to_string(messages).expect("messages serialise");
     let redacted = root.redact(&text);
