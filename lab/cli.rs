@@ -178,7 +178,7 @@ pub enum Command {
     /// Factorial sweep of switches × path lengths × seeds, with thresholds.
     Sweep(crate::sweep::SweepArgs),
     /// Regenerate (`--out DIR`) or check (`--check DIR`) the generated reports.
-    Reports(crate::sweep::ReportsArgs),
+    Reports(crate::reports::ReportsArgs),
 }
 
 /// Markers around the generated experiment table in README.md.
@@ -322,7 +322,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             Ok(format!("updated {}\n", path.display()))
         }
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
-        Some(Command::Reports(args)) => crate::sweep::reports_command(&args),
+        Some(Command::Reports(args)) => crate::reports::reports_command(&args),
     }
 }
 

@@ -22,7 +22,8 @@ pub enum Format {
     Json,
 }
 
-fn table(header: &[&str], rows: Vec<Vec<String>>, markdown: bool) -> String {
+/// A terminal or Markdown table with a fixed layout (never the terminal's width).
+pub fn table<S: AsRef<str>>(header: &[S], rows: Vec<Vec<String>>, markdown: bool) -> String {
     let mut t = Table::new();
     // Fixed layout: a table must not depend on the terminal it is printed to.
     t.set_content_arrangement(ContentArrangement::Disabled);
@@ -31,7 +32,7 @@ fn table(header: &[&str], rows: Vec<Vec<String>>, markdown: bool) -> String {
     } else {
         presets::UTF8_FULL_CONDENSED
     });
-    t.set_header(header.iter().map(|h| TCell::new(*h)));
+    t.set_header(header.iter().map(|h| TCell::new(h.as_ref())));
     for r in rows {
         t.add_row(r);
     }
