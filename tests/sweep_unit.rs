@@ -244,6 +244,26 @@ fn snapshot_sweep_json() {
 }
 
 #[test]
+fn a_shard_edited_by_seven_is_refused_by_its_checksum() {
+    let s = spec(&["order", "unseen_guard"], "60,89..91,160", 1);
+    let parts: Vec<_> = (0..2)
+        .map(|i| sweep::run(&s, Some(Shard { index: i, count: 2 }), &mut no_progress()).unwrap())
+        .collect();
+    assert!(parts
+        .iter()
+        .all(|p| p.checksum.as_deref().is_some_and(|c| c.len() == 64)));
+    assert!(merge(parts.clone()).is_ok(), "the intact shards merge");
+    let mut tampered = parts.clone();
+    tampered[1].cells[0].pointer_lost += 7;
+    let e = merge(tampered).unwrap_err().to_string();
+    assert!(e.contains("shard 1/2: the checksum does not match"), "{e}");
+    let mut stripped = parts;
+    stripped[0].checksum = None;
+    let e = merge(stripped).unwrap_err().to_string();
+    assert!(e.contains("carries no checksum"), "{e}");
+}
+
+#[test]
 fn vary_all_is_every_switch_and_merge_checks_cells_against_the_spec() {
     assert_eq!(parse_vary("all").unwrap().len(), sweep::ALL_SWITCHES.len());
     let s = spec(&["order"], "60,160", 1);
@@ -275,11 +295,7 @@ mod properties {
                 }
             })
             .collect();
-        ctxlab::sweep::SweepResult {
-            spec: s.clone(),
-            shard: None,
-            cells,
-        }
+        ctxlab::sweep::SweepResult::sealed(s.clone(), None, cells)
     }
 
     proptest! {
@@ -298,11 +314,11 @@ mod properties {
             let parts = (0..n)
                 .map(|i| {
                     let shard = Shard { index: i, count: n };
-                    ctxlab::sweep::SweepResult {
-                        spec: s.clone(),
-                        shard: Some(shard),
-                        cells: whole.cells.iter().filter(|c| shard.owns(c.index)).cloned().collect(),
-                    }
+                    ctxlab::sweep::SweepResult::sealed(
+                        s.clone(),
+                        Some(shard),
+                        whole.cells.iter().filter(|c| shard.owns(c.index)).cloned().collect(),
+                    )
                 })
                 .collect();
             prop_assert_eq!(merge(parts).unwrap(), whole);

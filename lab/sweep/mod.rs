@@ -74,16 +74,16 @@ pub const MAX_CELLS: usize = 1_000_000;
 #[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
     /// Base profile (see `lab profiles`); the varied switches override it.
-    #[arg(long, default_value = "prototype")]
+    #[arg(long, conflicts_with = "merge", default_value = "prototype")]
     pub profile: String,
     /// Switches to vary, comma separated, or `all` [default: order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "merge")]
     pub vary: Option<String>,
     /// Path lengths: N, A..B or A..B:STEP (inclusive), comma separated.
-    #[arg(long, default_value = DEFAULT_PATH_LENS)]
+    #[arg(long, conflicts_with = "merge", default_value = DEFAULT_PATH_LENS)]
     pub path_len: String,
     /// Number of seeds, run as seeds 0..N: seed 0 is the prototype probe, others generated sessions.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, conflicts_with = "merge", default_value_t = 1)]
     pub seeds: u64,
     /// Run only cells whose index is i mod n (`--shard i/n`); merge with `--merge`.
     #[arg(long, value_name = "I/N")]

@@ -78,6 +78,24 @@ pub struct SweepResult {
     pub shard: Option<Shard>,
     /// Cells, ascending by index.
     pub cells: Vec<CellResult>,
+    /// SHA-256 of spec, shard and cells (see [`super::shard::checksum`]); every
+    /// shard carries one, so `--merge` refuses an edited or damaged file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+}
+
+impl SweepResult {
+    /// A result with its checksum when it is a shard (a complete result needs none:
+    /// it is never merged).
+    pub fn sealed(spec: SweepSpec, shard: Option<Shard>, cells: Vec<CellResult>) -> Self {
+        let checksum = shard.map(|s| super::shard::checksum(&spec, Some(s), &cells));
+        SweepResult {
+            spec,
+            shard,
+            cells,
+            checksum,
+        }
+    }
 }
 
 /// The session of seed `seed`: seed 0 is the prototype probe, others a small
@@ -192,9 +210,5 @@ pub fn run(
             "re-run the sweep",
         ));
     }
-    Ok(SweepResult {
-        spec: spec.clone(),
-        shard,
-        cells,
-    })
+    Ok(SweepResult::sealed(spec.clone(), shard, cells))
 }

@@ -43,6 +43,39 @@ impl Shard {
     }
 }
 
+/// SHA-256 (lower-case hex) of a result's spec, shard and cells as compact JSON.
+pub fn checksum(spec: &SweepSpec, shard: Option<Shard>, cells: &[CellResult]) -> String {
+    use sha2::{Digest, Sha256};
+    let bytes = serde_json::to_vec(&(spec, shard, cells)).expect("results serialise");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A shard must carry the checksum of exactly its content.
+pub fn verify(part: &SweepResult) -> LabResult<()> {
+    let Some(shard) = part.shard else {
+        // A complete result has no checksum to check; its cells are checked against the spec.
+        return Ok(());
+    };
+    let want = checksum(&part.spec, Some(shard), &part.cells);
+    match &part.checksum {
+        Some(have) if *have == want => Ok(()),
+        Some(_) => Err(LabError::usage(
+            format!(
+                "shard {}/{}: the checksum does not match its content (the file was edited or damaged)",
+                shard.index, shard.count
+            ),
+            "re-run that shard with `lab sweep ... --shard i/n --format json`; never edit shard files",
+        )),
+        None => Err(LabError::usage(
+            format!("shard {}/{} carries no checksum", shard.index, shard.count),
+            "merge files written by `lab sweep ... --shard i/n --format json` of this version",
+        )),
+    }
+}
+
 /// Merge shard outputs into one complete result. Every input must come from
 /// the same spec and together they must cover every cell; a cell present in
 /// two inputs (overlapping shards) must be identical in both.
@@ -58,6 +91,7 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
     spec.validate()?;
     let mut cells: BTreeMap<usize, CellResult> = BTreeMap::new();
     for part in std::iter::once(first).chain(parts) {
+        verify(&part)?;
         if part.spec != spec {
             return Err(LabError::usage(
                 "shards come from different sweeps (profile, vary, path lengths or seeds differ)",
@@ -98,11 +132,11 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
             "pass every shard 0/n .. n-1/n of the sweep",
         ));
     }
-    Ok(SweepResult {
+    Ok(SweepResult::sealed(
         spec,
-        shard: None,
-        cells: cells.into_values().collect(),
-    })
+        None,
+        cells.into_values().collect(),
+    ))
 }
 
 /// Whether a cell's switch values, seed and path length are those its index stands for.
@@ -114,11 +148,33 @@ fn cell_matches(spec: &SweepSpec, c: &CellResult) -> bool {
 pub(crate) fn read_shard(path: &Path) -> LabResult<SweepResult> {
     let text =
         std::fs::read_to_string(path).map_err(|e| LabError::io("reading a shard", path, e))?;
-    serde_json::from_str(&text).map_err(|e| LabError::Input {
+    let part: SweepResult = serde_json::from_str(&text).map_err(|e| LabError::Input {
         file: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
         message: format!("not a sweep result: {e}"),
         fix: "pass files written by `lab sweep --shard i/n --format json`".into(),
-    })
+    })?;
+    verify(&part).map_err(|e| {
+        let (message, fix) = match e {
+            LabError::Usage { message, fix } => (message, fix),
+            other => (other.to_string(), String::new()),
+        };
+        // Point at the checksum (or the start, when there is none).
+        let at = text.find("\"checksum\"").unwrap_or(0);
+        let line = text[..at].matches('\n').count() + 1;
+        let column = text[..at]
+            .rsplit('\n')
+            .next()
+            .map_or(0, |l| l.chars().count())
+            + 1;
+        LabError::Input {
+            file: path.to_path_buf(),
+            line,
+            column,
+            message,
+            fix,
+        }
+    })?;
+    Ok(part)
 }
