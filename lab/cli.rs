@@ -19,7 +19,8 @@ pub struct Cli {
     /// Options for `--break`.
     #[command(flatten)]
     pub run: RunArgs,
-    /// Storage of every run: `mem` (virtual paths, the default) or `disk` (real files under TMPDIR).
+    /// Storage of every run: `mem` (virtual paths, the default) or `disk` (real files under
+    /// TMPDIR). Give it after the command (`lab break D6 --fs disk`).
     #[arg(long, global = true, value_name = "mem|disk", default_value = "mem", value_parser = parse_backend)]
     pub fs: crate::storage::Backend,
     /// The subcommand.
@@ -292,10 +293,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 eprintln!("warning: {d}");
             }
             if let Some(path) = plot {
-                let tmp = path.with_extension("svg.tmp");
-                std::fs::write(&tmp, crate::replay::render_svg(&run.reports))
-                    .map_err(|e| LabError::io("writing the plot", &tmp, e))?;
-                std::fs::rename(&tmp, &path)
+                let svg = crate::replay::render_svg(&run.reports);
+                crate::compact::root::cleanup::write_replacing(&path, svg.as_bytes())
                     .map_err(|e| LabError::io("writing the plot", &path, e))?;
             }
             Ok(crate::replay::render(&run.reports, format))
@@ -316,9 +315,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 std::fs::read_to_string(&path).map_err(|e| LabError::io("reading", &path, e))?;
             let new = splice_readme(&path, &text)?;
             // Temp file + rename: an interrupted write never leaves half a README.
-            let tmp = path.with_extension("md.tmp");
-            std::fs::write(&tmp, new).map_err(|e| LabError::io("writing", &tmp, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| LabError::io("replacing", &path, e))?;
+            crate::compact::root::cleanup::write_replacing(&path, new.as_bytes())
+                .map_err(|e| LabError::io("replacing", &path, e))?;
             Ok(format!("updated {}\n", path.display()))
         }
         Some(Command::Sweep(args)) => crate::sweep::command(&args),

@@ -378,7 +378,6 @@ pub fn run_file(file: &Path) -> LabResult<RunReport> {
 pub fn write_file(file: &Path, sc: &Scenario) -> LabResult<()> {
     let mut text = serde_json::to_string_pretty(sc).expect("scenarios serialise");
     text.push('\n');
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| LabError::io("writing a scenario", &tmp, e))?;
-    std::fs::rename(&tmp, file).map_err(|e| LabError::io("writing a scenario", file, e))
+    crate::compact::root::cleanup::write_replacing(file, text.as_bytes())
+        .map_err(|e| LabError::io("writing a scenario", file, e))
 }

@@ -198,8 +198,15 @@ fn seeds_run_generated_sessions_deterministically() {
 }
 
 #[test]
-fn a_length_below_the_bounds_is_the_roots_error() {
-    let e = sweep::run(&spec(&["order"], "10,60", 1), None, &mut no_progress()).unwrap_err();
+fn a_length_below_the_bounds_is_refused_by_the_parser_and_the_root() {
+    let e = parse_path_lens("10,60").unwrap_err();
+    assert!(e.to_string().contains("10 is outside 20..=4096"), "{e}");
+    let e = parse_path_lens("60..5000").unwrap_err();
+    assert!(e.to_string().contains("5000 is outside 20..=4096"), "{e}");
+    // A spec built without the parser (e.g. by a program) meets the root's check.
+    let mut s = spec(&["order"], "60", 1);
+    s.path_lens = vec![10, 60];
+    let e = sweep::run(&s, None, &mut no_progress()).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     assert!(
         e.to_string().contains("--path-len 10 is outside 20..=4096"),
@@ -300,7 +307,7 @@ mod properties {
 
     proptest! {
         #[test]
-        fn ranges_parse_like_step_by(a in 0usize..500, len in 0usize..300, step in 1usize..40) {
+        fn ranges_parse_like_step_by(a in 20usize..500, len in 0usize..300, step in 1usize..40) {
             let b = a + len;
             let want: Vec<usize> = (a..=b).step_by(step).collect();
             prop_assert_eq!(parse_path_lens(&format!("{a}..{b}:{step}")).unwrap(), want);

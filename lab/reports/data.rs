@@ -129,9 +129,8 @@ pub fn write_files(dir: &Path, files: &[(String, String)]) -> LabResult<String> 
     let mut out = String::new();
     for (name, text) in files {
         let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text).map_err(|e| LabError::io("writing a report", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| LabError::io("replacing a report", &path, e))?;
+        crate::compact::root::cleanup::write_replacing(&path, text.as_bytes())
+            .map_err(|e| LabError::io("writing a report", &path, e))?;
         out += &format!("wrote {}\n", path.display());
     }
     Ok(out)

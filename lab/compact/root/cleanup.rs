@@ -1,6 +1,7 @@
-//! Disk runs leave nothing behind: every `ctxlab-*` temp dir is registered
-//! while it lives, and Ctrl-C or SIGTERM removes the registered dirs before
-//! the process exits (a plain `Drop` never runs on a signal).
+//! Disk runs and output files leave nothing behind: every `ctxlab-*` temp dir
+//! and every `.NAME.tmp` file of [`write_replacing`] is registered while it
+//! lives, and Ctrl-C or SIGTERM removes the registered paths before the
+//! process exits (a plain `Drop` never runs on a signal).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -31,12 +32,35 @@ pub fn install_signal_handler() {
     });
 }
 
-/// Remove every registered temp dir (the signal path; also usable before an early exit).
+/// Remove every registered temp dir and temp file (the signal path).
 pub fn remove_live_dirs() {
-    let dirs: Vec<PathBuf> = std::mem::take(&mut *live()).into_iter().collect();
-    for d in dirs {
-        let _ = std::fs::remove_dir_all(d);
+    let paths: Vec<PathBuf> = std::mem::take(&mut *live()).into_iter().collect();
+    for p in paths {
+        if p.is_dir() {
+            let _ = std::fs::remove_dir_all(&p);
+        } else {
+            let _ = std::fs::remove_file(&p);
+        }
     }
+}
+
+/// Write `bytes` to `path` through `.NAME.tmp` in the same directory and a
+/// rename, so a reader never sees half a file; the temp file is removed on
+/// every error and on Ctrl-C / SIGTERM. The parent directory must exist.
+pub fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    install_signal_handler();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    live().insert(tmp.clone());
+    let done = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    live().remove(&tmp);
+    done
 }
 
 /// A registered `ctxlab-*` temp dir, removed on drop.
@@ -72,6 +96,25 @@ impl Drop for TempRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_replacing_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().join("a.txt");
+        write_replacing(&ok, b"one").unwrap();
+        write_replacing(&ok, b"two").unwrap();
+        assert_eq!(std::fs::read(&ok).unwrap(), b"two");
+        // Renaming a file over a directory fails after the temp file was written.
+        let blocked = dir.path().join("b");
+        std::fs::create_dir_all(blocked.join("x")).unwrap();
+        assert!(write_replacing(&blocked, b"x").is_err());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        assert!(!live().iter().any(|p| p.starts_with(dir.path())));
+    }
 
     #[test]
     fn a_live_dir_is_registered_and_gone_after_drop() {
