@@ -81,9 +81,15 @@ fn oracle_ctxlab(lens: std::ops::RangeInclusive<usize>) -> (f64, Vec<(usize, f64
 /// `None` (with the reason printed) when the prototype or python3 is missing.
 fn oracle_python(lens: &std::ops::RangeInclusive<usize>) -> Option<(f64, Vec<Triple>)> {
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let proto = manifest.join("../shared/ref/cc_harness_lab.py");
+    // CTXLAB_PROTOTYPE points elsewhere, e.g. from a git worktree that has no ../shared.
+    let proto = std::env::var_os("CTXLAB_PROTOTYPE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| manifest.join("../shared/ref/cc_harness_lab.py"));
     if !proto.is_file() {
-        println!("(prototype not found at ../shared/ref/cc_harness_lab.py: Python side skipped)");
+        println!(
+            "(prototype not found at {} (set CTXLAB_PROTOTYPE): Python side skipped)",
+            proto.display()
+        );
         return None;
     }
     let dir = tempfile::Builder::new()

@@ -124,6 +124,46 @@ pub fn verdict(v: &Verdict, format: Format) -> String {
             );
         }
     }
+    if v.cells.len() > 2 {
+        out += &verdict_thresholds(v, md);
+    }
+    out
+}
+
+/// Where a counter changes between neighbouring cells, per side: a range of
+/// path lengths (`--path-len 30..200`) reads as a few thresholds, not 171 tables.
+fn verdict_thresholds(v: &Verdict, md: bool) -> String {
+    let (left, right) = sides(v.kind);
+    let mut out = String::new();
+    for (side, pick) in [(left, 0), (right, 1)] {
+        let mut changes = Vec::new();
+        for w in v.cells.windows(2) {
+            let (a, b) = if pick == 0 {
+                (&w[0].baseline, &w[1].baseline)
+            } else {
+                (&w[0].broken, &w[1].broken)
+            };
+            for x in &a.0 {
+                let Some(y) = b.get(&x.name) else { continue };
+                if x.value != y.value && !matches!(x.value, crate::counters::Value::List(_)) {
+                    changes.push(format!(
+                        "{} {}→{} at {}",
+                        x.name, x.value, y.value, w[1].label
+                    ));
+                }
+            }
+        }
+        let text = if changes.is_empty() {
+            "none".to_string()
+        } else {
+            changes.join("; ")
+        };
+        out += &if md {
+            format!("**thresholds ({side})**: {text}\n\n")
+        } else {
+            format!("  thresholds ({side}): {text}\n")
+        };
+    }
     out
 }
 

@@ -137,6 +137,13 @@ fn break_d6_over_the_seed_range_shows_the_single_threshold_at_90() {
         .map(|w| w[1].0)
         .collect();
     assert_eq!(changes, [90], "{pointer_lost:?}");
+    let (code, table, _) = lab(&["break", "D6", "--path-len", "30..200"]);
+    assert_eq!(code, 0);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("  thresholds (broken):"))
+        .unwrap_or_default();
+    assert!(line.contains("pointer_lost 0→1 at path_len=90"), "{line}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::{components, Backend, FileKind, Storage};
@@ -24,6 +25,10 @@ const MAX_HOPS: usize = 40;
 #[derive(Debug)]
 pub struct MemFs {
     nodes: Mutex<BTreeMap<PathBuf, Node>>,
+    /// Set once a symlink was ever created: until then a plain absolute path
+    /// resolves to itself, and resolution skips the per-component walk (the
+    /// hot path of every sweep cell).
+    has_symlinks: AtomicBool,
 }
 
 impl Default for MemFs {
@@ -32,6 +37,7 @@ impl Default for MemFs {
         nodes.insert(PathBuf::from("/"), Node::Dir);
         MemFs {
             nodes: Mutex::new(nodes),
+            has_symlinks: AtomicBool::new(false),
         }
     }
 }
@@ -57,6 +63,32 @@ impl MemFs {
         // A panic while holding the lock cannot leave a half-made node (every
         // mutation is one insert/remove), so a poisoned map is still consistent.
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`MemFs::resolve`], with the fast path of a tree without symlinks: a
+    /// path of plain components whose parent is a directory is its own resolution.
+    fn resolve_in(
+        &self,
+        nodes: &BTreeMap<PathBuf, Node>,
+        path: &Path,
+        follow_last: bool,
+    ) -> io::Result<PathBuf> {
+        use std::path::Component;
+        if !self.has_symlinks.load(Ordering::Relaxed)
+            && path.is_absolute()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        {
+            let plain: PathBuf = path.components().collect();
+            match plain.parent() {
+                None => return Ok(plain),
+                Some(parent) if matches!(nodes.get(parent), Some(Node::Dir)) => return Ok(plain),
+                // A missing or non-directory parent: the walk names the right error.
+                Some(_) => {}
+            }
+        }
+        Self::resolve(nodes, path, follow_last)
     }
 
     /// Resolve `path`: symlinks in the middle are followed, the last one only
@@ -158,7 +190,7 @@ impl Storage for MemFs {
                 continue;
             }
             cur.push(&c);
-            let resolved = Self::resolve(&nodes, &cur, true)?;
+            let resolved = self.resolve_in(&nodes, &cur, true)?;
             match nodes.get(&resolved) {
                 Some(Node::Dir) => cur = resolved,
                 Some(_) => {
@@ -179,7 +211,7 @@ impl Storage for MemFs {
 
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, path, false)?;
+        let p = self.resolve_in(&nodes, path, false)?;
         Self::parent_is_dir(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
@@ -190,7 +222,7 @@ impl Storage for MemFs {
 
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         Self::parent_is_dir(&nodes, &p)?;
         if let Some(Node::Dir) = nodes.get(&p) {
             return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
@@ -201,7 +233,7 @@ impl Storage for MemFs {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         match nodes.get(&p) {
             Some(Node::File(b)) => Ok(b.clone()),
             Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
@@ -211,13 +243,13 @@ impl Storage for MemFs {
 
     fn kind(&self, path: &Path) -> Option<FileKind> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, false).ok()?;
+        let p = self.resolve_in(&nodes, path, false).ok()?;
         nodes.get(&p).map(kind_of)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let nodes = self.lock();
-        let d = Self::resolve(&nodes, dir, true)?;
+        let d = self.resolve_in(&nodes, dir, true)?;
         match nodes.get(&d) {
             Some(Node::Dir) => {}
             Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
@@ -236,7 +268,7 @@ impl Storage for MemFs {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, path, false)?;
+        let p = self.resolve_in(&nodes, path, false)?;
         match nodes.get(&p) {
             Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
             Some(_) => {
@@ -249,8 +281,8 @@ impl Storage for MemFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        let f = Self::resolve(&nodes, from, false)?;
-        let t = Self::resolve(&nodes, to, false)?;
+        let f = self.resolve_in(&nodes, from, false)?;
+        let t = self.resolve_in(&nodes, to, false)?;
         Self::parent_is_dir(&nodes, &t)?;
         match (nodes.get(&f), nodes.get(&t)) {
             (None, _) => Err(not_found(from)),
@@ -269,18 +301,19 @@ impl Storage for MemFs {
 
     fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, link, false)?;
+        let p = self.resolve_in(&nodes, link, false)?;
         Self::parent_is_dir(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", link));
         }
+        self.has_symlinks.store(true, Ordering::Relaxed);
         nodes.insert(p, Node::Symlink(target.to_path_buf()));
         Ok(())
     }
 
     fn read_link(&self, link: &Path) -> io::Result<PathBuf> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, link, false)?;
+        let p = self.resolve_in(&nodes, link, false)?;
         match nodes.get(&p) {
             Some(Node::Symlink(t)) => Ok(t.clone()),
             Some(_) => Err(err(io::ErrorKind::InvalidInput, "not a symlink", link)),
@@ -290,7 +323,7 @@ impl Storage for MemFs {
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         if nodes.contains_key(&p) {
             Ok(p)
         } else {
@@ -300,7 +333,7 @@ impl Storage for MemFs {
 
     fn sync(&self, path: &Path) -> io::Result<()> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         if nodes.contains_key(&p) {
             Ok(())
         } else {
