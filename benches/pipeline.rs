@@ -52,9 +52,7 @@ fn oracle_ctxlab(lens: std::ops::RangeInclusive<usize>) -> (f64, Vec<(usize, f64
         }
         for len in lens.clone() {
             let t = Instant::now();
-            let c = ctxlab::compact::probe::run(&cfg, &script, Some(len))
-                .unwrap()
-                .counters;
+            let c = ctxlab::compact::probe::run_counters(&cfg, &script, Some(len)).unwrap();
             per_len[len] += t.elapsed().as_secs_f64();
             let n = |k: &str| c.count_of(k).unwrap();
             verdicts.push((

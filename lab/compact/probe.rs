@@ -40,12 +40,7 @@ pub fn run_with(
     path_len: Option<usize>,
     summarizer: Summarizer,
 ) -> LabResult<Outcome> {
-    let script = script.normalised()?;
-    let root = LabRoot::new(path_len, script.reference_id_chars())?;
-    let mut compactor = Compactor::new(config.clone(), root)?;
-    compactor.summarizer = summarizer;
-    let mut session = Session::new(compactor);
-    session.run(&script)?;
+    let session = run_session(config, script, path_len, summarizer)?;
     let counters = check(
         &session.compactor,
         &session.messages,
@@ -90,6 +85,32 @@ pub fn probe_cells(profile: &str, sets: &[String], lens: &[usize]) -> LabResult<
             })
         })
         .collect()
+}
+
+/// Only the checker's counters of [`run`]: sweeps need nothing else, and
+/// skipping the redacted copy of the final history saves a JSON round trip per cell.
+pub fn run_counters(
+    config: &Config,
+    script: &Script,
+    path_len: Option<usize>,
+) -> LabResult<Counters> {
+    let s = run_session(config, script, path_len, Summarizer::Scripted)?;
+    Ok(check(&s.compactor, &s.messages, &s.ledger, &s.requests))
+}
+
+fn run_session(
+    config: &Config,
+    script: &Script,
+    path_len: Option<usize>,
+    summarizer: Summarizer,
+) -> LabResult<Session> {
+    let script = script.normalised()?;
+    let root = LabRoot::new(path_len, script.reference_id_chars())?;
+    let mut compactor = Compactor::new(config.clone(), root)?;
+    compactor.summarizer = summarizer;
+    let mut session = Session::new(compactor);
+    session.run(&script)?;
+    Ok(session)
 }
 
 fn redact_messages(root: &LabRoot, messages: &[Message]) -> Vec<Message> {

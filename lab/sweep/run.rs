@@ -132,15 +132,21 @@ pub fn config_for(spec: &SweepSpec, combo: usize) -> LabResult<Config> {
 
 /// Run one cell.
 pub fn run_cell(spec: &SweepSpec, index: usize) -> LabResult<CellResult> {
+    let (combo, _, _) = spec.cell(index);
+    run_cell_with(spec, index, &config_for(spec, combo)?)
+}
+
+/// [`run_cell`] with the combination's configuration already built (a sweep
+/// builds each once instead of once per cell).
+fn run_cell_with(spec: &SweepSpec, index: usize, cfg: &Config) -> LabResult<CellResult> {
     let (combo, seed, path_len) = spec.cell(index);
-    let cfg = config_for(spec, combo)?;
-    let outcome = probe::run(&cfg, &session(seed), Some(path_len))?;
+    let counters = probe::run_counters(cfg, &session(seed), Some(path_len))?;
     Ok(CellResult::from_counters(
         index,
         spec.values(combo),
         path_len,
         seed,
-        &outcome.counters,
+        &counters,
     ))
 }
 
@@ -166,6 +172,9 @@ pub fn run(
     let mine: Vec<usize> = (0..spec.total_cells())
         .filter(|i| shard.is_none_or(|s| s.owns(*i)))
         .collect();
+    let configs = (0..spec.combos())
+        .map(|c| config_for(spec, c))
+        .collect::<LabResult<Vec<Config>>>()?;
     let next = AtomicUsize::new(0);
     let mut slots: Vec<Option<LabResult<CellResult>>> = Vec::new();
     slots.resize_with(mine.len(), || None);
@@ -175,12 +184,12 @@ pub fn run(
         let (tx, rx) = std::sync::mpsc::channel();
         for _ in 0..workers(mine.len(), backend) {
             let tx = tx.clone();
-            let (next, mine) = (&next, &mine);
+            let (next, mine, configs) = (&next, &mine, &configs);
             scope.spawn(move || {
                 with_backend(backend, || loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&i) = mine.get(k) else { break };
-                    let r = run_cell(spec, i);
+                    let r = run_cell_with(spec, i, &configs[spec.cell(i).0]);
                     let failed = r.is_err();
                     if tx.send((k, r)).is_err() || failed {
                         // Stop early on an error: every later cell would fail the same way
