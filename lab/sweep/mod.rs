@@ -7,11 +7,11 @@
 //! index is `i` mod `n`) and [`merge`] exact: a merged set of shards is the
 //! same [`SweepResult`] as an unsharded run, byte for byte once rendered.
 //!
-//! [`thresholds`] finds the path lengths at which a counter changes within one
+//! [`thresholds()`] finds the path lengths at which a counter changes within one
 //! combination; rendering lives in [`render`] and is a pure function of results.
 //!
-//! One module per concern: [`spec`] (what to sweep), [`run`] (running cells),
-//! [`thresholds`], [`shard`] (sharding and merging) and [`render`].
+//! One module per concern: [`spec`] (what to sweep), [`mod@run`] (running cells),
+//! [`mod@thresholds`], [`shard`] (sharding and merging) and [`render`].
 
 pub mod render;
 pub mod run;

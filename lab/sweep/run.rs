@@ -36,7 +36,7 @@ pub struct CellResult {
 }
 
 impl CellResult {
-    /// The recorded counters as (name, printed value), in [`COUNTERS`] order.
+    /// The recorded counters as (name, printed value), in [`super::COUNTERS`] order.
     pub fn counters(&self) -> [(&'static str, String); 5] {
         [
             ("lost_forever", self.lost_forever.to_string()),
