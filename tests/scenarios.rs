@@ -182,10 +182,14 @@ fn overrides_are_validated_together_with_checked_arithmetic() {
     assert_eq!(l, 6, "{m}");
     assert!(m.contains("must exceed"), "{m}");
     // The same through the command-line API, in either order.
-    let mut cfg = ctxlab::compact::config::profile("prototype").unwrap().config;
+    let mut cfg = ctxlab::compact::config::profile("prototype")
+        .unwrap()
+        .config;
     cfg.apply_overrides(["snip_head=100", "snip_max_messages=200"])
         .unwrap();
-    let mut cfg = ctxlab::compact::config::profile("prototype").unwrap().config;
+    let mut cfg = ctxlab::compact::config::profile("prototype")
+        .unwrap()
+        .config;
     let e = cfg
         .apply_overrides(["context_char_limit=18446744073709551615"])
         .unwrap_err();

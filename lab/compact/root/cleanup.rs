@@ -26,22 +26,37 @@ fn live() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
 pub fn install_signal_handler() {
     HANDLER.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            remove_live_dirs();
+            // Keep the registry locked until exit: a worker that wants a new
+            // temp dir or temp file blocks before creating it.
+            let live = live();
+            remove_all(&live);
             std::process::exit(INTERRUPTED);
         });
     });
 }
 
-/// Remove every registered temp dir and temp file (the signal path).
-pub fn remove_live_dirs() {
-    let paths: Vec<PathBuf> = std::mem::take(&mut *live()).into_iter().collect();
+/// Remove every registered temp dir and temp file (retrying a dir that a
+/// still-running worker was writing into).
+fn remove_all(paths: &BTreeSet<PathBuf>) {
     for p in paths {
-        if p.is_dir() {
-            let _ = std::fs::remove_dir_all(&p);
-        } else {
-            let _ = std::fs::remove_file(&p);
+        for _ in 0..20 {
+            let gone = if p.is_dir() {
+                std::fs::remove_dir_all(p).is_ok()
+            } else {
+                std::fs::remove_file(p).is_ok() || !p.exists()
+            };
+            if gone || !p.exists() {
+                break;
+            }
         }
     }
+}
+
+/// Remove every registered temp dir and temp file now (before an early exit).
+pub fn remove_live_dirs() {
+    let mut live = live();
+    remove_all(&live);
+    live.clear();
 }
 
 /// Write `bytes` to `path` through `.NAME.tmp` in the same directory and a
@@ -66,30 +81,51 @@ pub fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// A registered `ctxlab-*` temp dir, removed on drop.
 #[derive(Debug)]
 pub struct TempRoot {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
 }
 
 impl TempRoot {
-    /// Create a fresh temp dir named `<prefix>XXXXXX` under `TMPDIR`.
+    /// Create a fresh temp dir named `<prefix>XXXXXX` under `TMPDIR`
+    /// (registered before it exists, so a signal never misses it).
     pub fn new(prefix: &str) -> LabResult<Self> {
+        Self::new_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// [`TempRoot::new`] under `base`.
+    pub fn new_in(base: &Path, prefix: &str) -> LabResult<Self> {
+        use rand::distributions::{Alphanumeric, DistString};
         install_signal_handler();
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir()
-            .map_err(|e| LabError::io("creating the run's temp dir", std::env::temp_dir(), e))?;
-        live().insert(dir.path().to_path_buf());
-        Ok(TempRoot { dir })
+        for _ in 0..64 {
+            let name = Alphanumeric.sample_string(&mut rand::thread_rng(), 6);
+            let dir = base.join(format!("{prefix}{name}"));
+            live().insert(dir.clone());
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(TempRoot { dir }),
+                Err(e) => {
+                    live().remove(&dir);
+                    if e.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(LabError::io("creating the run's temp dir", base, e));
+                    }
+                }
+            }
+        }
+        Err(LabError::io(
+            "creating the run's temp dir",
+            base,
+            std::io::Error::new(std::io::ErrorKind::AlreadyExists, "no free name"),
+        ))
     }
 
     /// The temp dir.
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        &self.dir
     }
 }
 
 impl Drop for TempRoot {
     fn drop(&mut self) {
-        live().remove(self.dir.path());
+        let _ = std::fs::remove_dir_all(&self.dir);
+        live().remove(&self.dir);
     }
 }
 

@@ -210,10 +210,18 @@ impl LabRoot {
     }
 
     fn on_disk(path_len: Option<usize>, id: usize) -> LabResult<Self> {
+        // A TMPDIR too long for the requested length falls back to /tmp.
+        let tmpdir = std::env::temp_dir();
+        let base = match path_len {
+            Some(want) if want < disk_minimum(&tmpdir, id) && Path::new("/tmp").is_dir() => {
+                PathBuf::from("/tmp")
+            }
+            _ => tmpdir,
+        };
         // The temp dir name is fixed-length, so one retry with a longer
         // prefix fixes the single impossible padding of exactly one char.
         for prefix in ["ctxlab-", "ctxlab--"] {
-            let tmp = cleanup::TempRoot::new(prefix)?;
+            let tmp = cleanup::TempRoot::new_in(&base, prefix)?;
             let base = tmp.path().to_string_lossy().into_owned();
             match course_layout(&base, path_len, id) {
                 Ok(Some((results, transcripts))) => {
@@ -286,6 +294,12 @@ impl LabRoot {
         text.replace(&*self.results.to_string_lossy(), "$RESULTS")
             .replace(&*self.transcripts.to_string_lossy(), "$TRANSCRIPTS")
     }
+}
+
+/// The shortest embedded path a disk run under `tmpdir` reaches for an `id`-char id.
+fn disk_minimum(tmpdir: &Path, id: usize) -> usize {
+    let temp_dir = tmpdir.to_string_lossy().len() + "/ctxlab-XXXXXX".len();
+    temp_dir + 1 + RESULTS_SUFFIX.len() + 1 + id + ".txt".len()
 }
 
 /// Folder names whose joined form `/a/b...` is exactly `pad` chars (pad != 1).
