@@ -15,6 +15,53 @@ enum Node {
     Symlink(PathBuf),
 }
 
+/// The nodes keyed by their path as a string: byte comparisons instead of
+/// `PathBuf`'s component-wise ones, which were a third of a sweep cell.
+#[derive(Debug, Default)]
+struct Tree(BTreeMap<String, Node>);
+
+fn key(p: &Path) -> std::borrow::Cow<'_, str> {
+    p.to_string_lossy()
+}
+
+impl Tree {
+    fn get(&self, p: &Path) -> Option<&Node> {
+        self.0.get(&*key(p))
+    }
+    fn contains_key(&self, p: &Path) -> bool {
+        self.0.contains_key(&*key(p))
+    }
+    fn insert(&mut self, p: PathBuf, n: Node) {
+        self.0.insert(key(&p).into_owned(), n);
+    }
+    fn remove(&mut self, p: &Path) -> Option<Node> {
+        self.0.remove(&*key(p))
+    }
+    fn values(&self) -> impl Iterator<Item = &Node> {
+        self.0.values()
+    }
+    /// Names of the direct children of directory `d` (a key range: every
+    /// descendant of `d` starts with `d/`).
+    fn children(&self, d: &Path) -> Vec<String> {
+        let d = key(d);
+        let prefix = if d == "/" {
+            d.into_owned()
+        } else {
+            format!("{d}/")
+        };
+        self.0
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| &k[prefix.len()..])
+            .filter(|rest| !rest.is_empty() && !rest.contains('/'))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
 /// Symlink hops before resolution gives up (Linux's `MAXSYMLINKS`).
 const MAX_HOPS: usize = 40;
 
@@ -24,7 +71,7 @@ const MAX_HOPS: usize = 40;
 /// by `write_new`, `kind`, `remove_file` or `rename`.
 #[derive(Debug)]
 pub struct MemFs {
-    nodes: Mutex<BTreeMap<PathBuf, Node>>,
+    nodes: Mutex<Tree>,
     /// Set once a symlink was ever created: until then a plain absolute path
     /// resolves to itself, and resolution skips the per-component walk (the
     /// hot path of every sweep cell).
@@ -33,7 +80,7 @@ pub struct MemFs {
 
 impl Default for MemFs {
     fn default() -> Self {
-        let mut nodes = BTreeMap::new();
+        let mut nodes = Tree::default();
         nodes.insert(PathBuf::from("/"), Node::Dir);
         MemFs {
             nodes: Mutex::new(nodes),
@@ -59,7 +106,7 @@ impl MemFs {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Node>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tree> {
         // A panic while holding the lock cannot leave a half-made node (every
         // mutation is one insert/remove), so a poisoned map is still consistent.
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
@@ -67,12 +114,7 @@ impl MemFs {
 
     /// [`MemFs::resolve`], with the fast path of a tree without symlinks: a
     /// path of plain components whose parent is a directory is its own resolution.
-    fn resolve_in(
-        &self,
-        nodes: &BTreeMap<PathBuf, Node>,
-        path: &Path,
-        follow_last: bool,
-    ) -> io::Result<PathBuf> {
+    fn resolve_in(&self, nodes: &Tree, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
         use std::path::Component;
         if !self.has_symlinks.load(Ordering::Relaxed)
             && path.is_absolute()
@@ -93,11 +135,7 @@ impl MemFs {
 
     /// Resolve `path`: symlinks in the middle are followed, the last one only
     /// when `follow_last`. The result may not exist (its parent does).
-    fn resolve(
-        nodes: &BTreeMap<PathBuf, Node>,
-        path: &Path,
-        follow_last: bool,
-    ) -> io::Result<PathBuf> {
+    fn resolve(nodes: &Tree, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
         if !path.is_absolute() {
             return Err(err(
                 io::ErrorKind::InvalidInput,
@@ -143,7 +181,7 @@ impl MemFs {
         Ok(cur)
     }
 
-    fn parent_is_dir(nodes: &BTreeMap<PathBuf, Node>, p: &Path) -> io::Result<()> {
+    fn parent_is_dir(nodes: &Tree, p: &Path) -> io::Result<()> {
         let parent = p.parent().unwrap_or(Path::new("/"));
         match nodes.get(parent) {
             Some(Node::Dir) => Ok(()),
@@ -165,10 +203,15 @@ impl MemFs {
 
     /// Every path with its kind, sorted (for tests that compare whole trees).
     pub fn tree(&self) -> Vec<(PathBuf, FileKind)> {
-        self.lock()
+        let mut out: Vec<(PathBuf, FileKind)> = self
+            .lock()
+            .0
             .iter()
-            .map(|(p, n)| (p.clone(), kind_of(n)))
-            .collect()
+            .map(|(p, n)| (PathBuf::from(p), kind_of(n)))
+            .collect();
+        // Path order (component-wise), as before the keys were strings.
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 }
 
@@ -255,13 +298,7 @@ impl Storage for MemFs {
             Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
             None => return Err(not_found(dir)),
         }
-        let mut out: Vec<String> = nodes
-            .range(d.clone()..)
-            .skip(1)
-            .take_while(|(p, _)| p.starts_with(&d))
-            .filter(|(p, _)| p.parent() == Some(d.as_path()))
-            .filter_map(|(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
+        let mut out = nodes.children(&d);
         out.sort();
         Ok(out)
     }
