@@ -25,8 +25,136 @@ fn session(turns: usize) -> Script {
     Script(a)
 }
 
+/// The oracle grid: the prototype's probe under its five configurations
+/// (intact, D2, D3, D6, guard off) at every path length of `lens`.
+const ORACLE_SETS: [&[&str]; 5] = [
+    &[],
+    &["order=micro_first"],
+    &["pair_protection=false"],
+    &["order=micro_first", "unseen_guard=false"],
+    &["unseen_guard=false"],
+];
+
+/// Verdict triple of one oracle cell, as the prototype reports it.
+type Triple = (u64, u64, bool);
+
+/// Run the oracle grid in this process; seconds per length band and the verdicts.
+fn oracle_ctxlab(lens: std::ops::RangeInclusive<usize>) -> (f64, Vec<(usize, f64)>, Vec<Triple>) {
+    let base = profile("prototype").unwrap().config;
+    let script = ctxlab::compact::probe::prototype_probe();
+    let mut verdicts = Vec::new();
+    let mut per_len = vec![0.0; *lens.end() + 1];
+    let start = Instant::now();
+    for sets in ORACLE_SETS {
+        let mut cfg = base.clone();
+        for s in sets {
+            cfg.apply_override(s).unwrap();
+        }
+        for len in lens.clone() {
+            let t = Instant::now();
+            let c = ctxlab::compact::probe::run_counters(&cfg, &script, Some(len)).unwrap();
+            per_len[len] += t.elapsed().as_secs_f64();
+            let n = |k: &str| c.count_of(k).unwrap();
+            verdicts.push((
+                n("lost_forever"),
+                n("pointer_lost"),
+                c.flag_of("pairs_intact").unwrap(),
+            ));
+        }
+    }
+    let total = start.elapsed().as_secs_f64();
+    let bands = [(30, 59), (60, 99), (100, 149), (150, 200)]
+        .iter()
+        .filter(|(a, _)| lens.contains(a))
+        .map(|&(a, b)| {
+            let b = b.min(*lens.end());
+            let secs: f64 = per_len[a..=b].iter().sum();
+            (a, secs * 1e6 / ((b - a + 1) * ORACLE_SETS.len()) as f64)
+        })
+        .collect();
+    (total, bands, verdicts)
+}
+
+/// Copy the prototype to a temp dir and run `oracle.py` there in one process;
+/// `None` (with the reason printed) when the prototype or python3 is missing.
+fn oracle_python(lens: &std::ops::RangeInclusive<usize>) -> Option<(f64, Vec<Triple>)> {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // CTXLAB_PROTOTYPE points elsewhere, e.g. from a git worktree that has no ../shared.
+    let proto = std::env::var_os("CTXLAB_PROTOTYPE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| manifest.join("../shared/ref/cc_harness_lab.py"));
+    if !proto.is_file() {
+        println!(
+            "(prototype not found at {} (set CTXLAB_PROTOTYPE): Python side skipped)",
+            proto.display()
+        );
+        return None;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("ctxlab-bench-")
+        .tempdir()
+        .ok()?;
+    std::fs::copy(&proto, dir.path().join("cc_harness_lab.py")).ok()?;
+    let out = std::process::Command::new("python3")
+        .arg(manifest.join("benches/oracle.py"))
+        .arg(dir.path())
+        .arg(lens.start().to_string())
+        .arg(lens.end().to_string())
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            println!(
+                "(python3 failed: {}: Python side skipped)",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return None;
+        }
+        Err(e) => {
+            println!("(python3 not runnable: {e}: Python side skipped)");
+            return None;
+        }
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    let verdicts = serde_json::from_value(v["verdicts"].clone()).ok()?;
+    Some((v["seconds"].as_f64()?, verdicts))
+}
+
+/// Cells per second of the oracle grid, side by side with the prototype.
+fn oracle(full: bool) {
+    let lens = if full { 30..=200 } else { 30..=40 };
+    let cells = (lens.end() - lens.start() + 1) * ORACLE_SETS.len();
+    let (secs, bands, ours) = oracle_ctxlab(lens.clone());
+    let rate = cells as f64 / secs;
+    println!(
+        "\noracle grid: 5 configurations x path_len {}..{} = {cells} cells",
+        lens.start(),
+        lens.end()
+    );
+    println!("\n| | cells/s | µs per cell |\n|---|---|---|");
+    println!(
+        "| ctxlab (memory backend) | {rate:.0} | {:.1} |",
+        secs * 1e6 / cells as f64
+    );
+    if let Some((py_secs, theirs)) = oracle_python(&lens) {
+        let py_rate = cells as f64 / py_secs;
+        println!(
+            "| Python prototype | {py_rate:.0} | {:.1} |",
+            py_secs * 1e6 / cells as f64
+        );
+        println!("| ratio ctxlab / prototype | {:.0}x | |", rate / py_rate);
+        let same = ours.iter().zip(&theirs).filter(|(a, b)| a == b).count();
+        println!("\nverdicts (lost_forever, pointer_lost, pairs_intact) identical in {same} of {cells} cells");
+    }
+    println!("\n| path_len band | µs per cell |\n|---|---|");
+    for (from, us) in bands {
+        println!("| from {from} | {us:.1} |");
+    }
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
+    oracle(full);
     let sizes: &[usize] = if full {
         &[10, 100, 1_000, 10_000]
     } else {
@@ -52,9 +180,12 @@ fn main() {
             assert!(c.get("lost_forever").is_some());
             // The course archives the whole context on every snip, so archive
             // volume (and the checker, which reads it) grows with turns × context.
-            let archived: u64 = std::fs::read_dir(s.compactor.root.transcripts())
+            let (fs, dir) = (s.compactor.root.fs(), s.compactor.root.transcripts());
+            let archived: u64 = fs
+                .list(dir)
                 .unwrap()
-                .map(|e| e.unwrap().metadata().unwrap().len())
+                .iter()
+                .map(|name| fs.read(&dir.join(name)).unwrap().len() as u64)
                 .sum();
             println!(
                 "| {name} | {n} | {ms:.1} | {:.1} | {check_ms:.1} | {:.1} |",

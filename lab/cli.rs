@@ -19,17 +19,33 @@ pub struct Cli {
     /// Options for `--break`.
     #[command(flatten)]
     pub run: RunArgs,
+    /// Storage of every run: `mem` (virtual paths, the default) or `disk` (real files under
+    /// TMPDIR). Give it after the command (`lab break D6 --fs disk`).
+    #[arg(long, global = true, value_name = "mem|disk", default_value = "mem", value_parser = parse_backend)]
+    pub fs: crate::storage::Backend,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
+fn parse_one_len(s: &str) -> Result<usize, String> {
+    let len: usize = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    crate::compact::root::validate_path_len(len).map(|()| len)
+}
+
+fn parse_backend(s: &str) -> Result<crate::storage::Backend, String> {
+    crate::storage::Backend::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a backend: use mem or disk"))
+}
+
 /// Options shared by experiment commands.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Exact lengths of the embedded persistence path, comma separated.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![registry::SHORT_PATH, registry::LONG_PATH])]
-    pub path_len: Vec<usize>,
+    /// Exact lengths of the embedded persistence path: N, A..B or A..B:STEP, comma separated.
+    #[arg(long, default_value_t = crate::sweep::PathLens(vec![registry::SHORT_PATH, registry::LONG_PATH]))]
+    pub path_len: crate::sweep::PathLens,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -38,7 +54,7 @@ pub struct RunArgs {
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
-            path_lens: self.path_len.clone(),
+            path_lens: self.path_len.0.clone(),
             seed: 0,
         }
     }
@@ -135,7 +151,7 @@ pub enum Command {
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
         /// Exact length of the embedded result path.
-        #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN)]
+        #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN, value_parser = parse_one_len)]
         path_len: usize,
         /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
         #[arg(long)]
@@ -173,7 +189,7 @@ pub enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Embedded path length to hunt at.
-        #[arg(long, default_value_t = registry::LONG_PATH)]
+        #[arg(long, default_value_t = registry::LONG_PATH, value_parser = parse_one_len)]
         path_len: usize,
         /// Random seed of the search.
         #[arg(long, default_value_t = 0)]
@@ -203,7 +219,7 @@ pub enum Command {
     /// Factorial sweep of switches × path lengths × seeds, with thresholds.
     Sweep(crate::sweep::SweepArgs),
     /// Regenerate (`--out DIR`) or check (`--check DIR`) the generated reports.
-    Reports(crate::sweep::ReportsArgs),
+    Reports(crate::reports::ReportsArgs),
 }
 
 /// Markers around the generated experiment table in README.md.
@@ -274,6 +290,7 @@ fn splice_block(
 
 /// Run the command line; returns what to print on stdout.
 pub fn run(cli: Cli) -> LabResult<String> {
+    crate::compact::root::set_default_backend(cli.fs);
     match cli.command {
         None => match cli.break_id {
             Some(id) => run_breaks(&[id], &cli.run),
@@ -310,20 +327,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
         }
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
-            let mut cfg = config::profile(&profile)?.config;
-            for s in &sets {
-                cfg.apply_override(s)?;
-            }
-            let mut out = String::new();
-            for &len in &run.path_len {
-                let o = probe::run(&cfg, &probe::prototype_probe(), Some(len))?;
-                out += &report::counters(
-                    &format!("probe · {profile} · path_len={len}"),
-                    &o.counters,
-                    run.format,
-                );
-            }
-            Ok(out)
+            let cells = probe::probe_cells(&profile, &sets, &run.path_len.0)?;
+            Ok(report::probe_cells(&cells, run.format))
         }
         Some(Command::Selftest) => selftest(),
         Some(Command::Import {
@@ -425,10 +430,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 eprintln!("warning: {d}");
             }
             if let Some(path) = plot {
-                let tmp = path.with_extension("svg.tmp");
-                std::fs::write(&tmp, crate::replay::render_svg(&run.reports))
-                    .map_err(|e| LabError::io("writing the plot", &tmp, e))?;
-                std::fs::rename(&tmp, &path)
+                let svg = crate::replay::render_svg(&run.reports);
+                crate::compact::root::cleanup::write_replacing(&path, svg.as_bytes())
                     .map_err(|e| LabError::io("writing the plot", &path, e))?;
             }
             Ok(crate::replay::render(&run.reports, format))
@@ -449,13 +452,12 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 std::fs::read_to_string(&path).map_err(|e| LabError::io("reading", &path, e))?;
             let new = splice_readme(&path, &text)?;
             // Temp file + rename: an interrupted write never leaves half a README.
-            let tmp = path.with_extension("md.tmp");
-            std::fs::write(&tmp, new).map_err(|e| LabError::io("writing", &tmp, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| LabError::io("replacing", &path, e))?;
+            crate::compact::root::cleanup::write_replacing(&path, new.as_bytes())
+                .map_err(|e| LabError::io("replacing", &path, e))?;
             Ok(format!("updated {}\n", path.display()))
         }
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
-        Some(Command::Reports(args)) => crate::sweep::reports_command(&args),
+        Some(Command::Reports(args)) => crate::reports::reports_command(&args),
     }
 }
 
@@ -502,6 +504,8 @@ fn selftest() -> LabResult<String> {
 fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<String> {
     let mut out = String::new();
     let mut failures = Vec::new();
+    // JSON is one document: an array of every file's report.
+    let mut reports = Vec::new();
     for f in files {
         let text =
             std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
@@ -520,8 +524,15 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
         } else {
             crate::scenario::run_file(f)?
         };
-        out += &report::scenario_run(&r, format);
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
+        if format == Format::Json {
+            reports.push(r);
+        } else {
+            out += &report::scenario_run(&r, format);
+        }
+    }
+    if format == Format::Json {
+        out = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
     }
     if failures.is_empty() {
         Ok(out)
@@ -579,13 +590,9 @@ fn hunt(
             }
         };
     let mut baseline = config::profile(&base_profile)?.config;
-    for s in &base_sets {
-        baseline.apply_override(s)?;
-    }
+    baseline.apply_overrides(&base_sets)?;
     let mut broken = config::profile(&base_profile)?.config;
-    for s in &broken_sets {
-        broken.apply_override(s)?;
-    }
+    broken.apply_overrides(&broken_sets)?;
     let Some(rounds) = crate::compact::hunt::hunt(&baseline, &broken, path_len, seed, tries)?
     else {
         return Ok(format!(

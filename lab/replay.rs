@@ -293,7 +293,8 @@ pub fn replay_messages(
     }
 
     let mut counters = check(&compactor, &messages, &ledger, &requests);
-    let (persisted_files, bytes_persisted) = folder_size(compactor.root.results());
+    let (persisted_files, bytes_persisted) =
+        folder_size(compactor.root.fs(), compactor.root.results());
     for c in &mut counters.0 {
         c.samples.clear();
     }
@@ -444,17 +445,14 @@ fn scaled_constants(c: &Constants, scale: f64) -> LabResult<Constants> {
     Ok(scaled)
 }
 
-fn folder_size(dir: &std::path::Path) -> (usize, u64) {
+fn folder_size(fs: &dyn crate::storage::Storage, dir: &std::path::Path) -> (usize, u64) {
     let mut files = 0;
     let mut bytes = 0;
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            if let Ok(md) = e.metadata() {
-                if md.is_file() {
-                    files += 1;
-                    bytes += md.len();
-                }
-            }
+    for name in fs.list(dir).unwrap_or_default() {
+        let path = dir.join(name);
+        if fs.kind(&path) == Some(crate::storage::FileKind::File) {
+            files += 1;
+            bytes += fs.read(&path).map_or(0, |b| b.len() as u64);
         }
     }
     (files, bytes)

@@ -22,8 +22,8 @@ pub enum Format {
     Json,
 }
 
-/// A fixed-layout table (Markdown when `markdown`), independent of the terminal.
-pub fn table(header: &[&str], rows: Vec<Vec<String>>, markdown: bool) -> String {
+/// A terminal or Markdown table with a fixed layout (never the terminal's width).
+pub fn table<S: AsRef<str>>(header: &[S], rows: Vec<Vec<String>>, markdown: bool) -> String {
     let mut t = Table::new();
     // Fixed layout: a table must not depend on the terminal it is printed to.
     t.set_content_arrangement(ContentArrangement::Disabled);
@@ -32,7 +32,7 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>, markdown: bool) -> String 
     } else {
         presets::UTF8_FULL_CONDENSED
     });
-    t.set_header(header.iter().map(|h| TCell::new(*h)));
+    t.set_header(header.iter().map(|h| TCell::new(h.as_ref())));
     for r in rows {
         t.add_row(r);
     }
@@ -123,6 +123,46 @@ pub fn verdict(v: &Verdict, format: Format) -> String {
                 reading
             );
         }
+    }
+    if v.cells.len() > 2 {
+        out += &verdict_thresholds(v, md);
+    }
+    out
+}
+
+/// Where a counter changes between neighbouring cells, per side: a range of
+/// path lengths (`--path-len 30..200`) reads as a few thresholds, not 171 tables.
+fn verdict_thresholds(v: &Verdict, md: bool) -> String {
+    let (left, right) = sides(v.kind);
+    let mut out = String::new();
+    for (side, pick) in [(left, 0), (right, 1)] {
+        let mut changes = Vec::new();
+        for w in v.cells.windows(2) {
+            let (a, b) = if pick == 0 {
+                (&w[0].baseline, &w[1].baseline)
+            } else {
+                (&w[0].broken, &w[1].broken)
+            };
+            for x in &a.0 {
+                let Some(y) = b.get(&x.name) else { continue };
+                if x.value != y.value && !matches!(x.value, crate::counters::Value::List(_)) {
+                    changes.push(format!(
+                        "{} {}→{} at {}",
+                        x.name, x.value, y.value, w[1].label
+                    ));
+                }
+            }
+        }
+        let text = if changes.is_empty() {
+            "none".to_string()
+        } else {
+            changes.join("; ")
+        };
+        out += &if md {
+            format!("**thresholds ({side})**: {text}\n\n")
+        } else {
+            format!("  thresholds ({side}): {text}\n")
+        };
     }
     out
 }
@@ -244,6 +284,20 @@ pub fn counters(title: &str, c: &Counters, format: Format) -> String {
     } else {
         format!("== {title} ==\n{t}\n")
     }
+}
+
+/// `lab probe`: one counters table per cell, or one JSON array of every cell.
+pub fn probe_cells(cells: &[crate::compact::probe::ProbeCell], format: Format) -> String {
+    if format == Format::Json {
+        return json(&cells);
+    }
+    cells
+        .iter()
+        .map(|c| {
+            let title = format!("probe · {} · path_len={}", c.profile, c.path_len);
+            counters(&title, &c.counters, format)
+        })
+        .collect()
 }
 
 /// One scenario run: status line, counters per cell, failed expectations.

@@ -194,7 +194,7 @@ impl Scenario {
             })?
             .config;
         for (k, v) in &sc.set {
-            config.apply_override(&format!("{k}={v}")).map_err(|e| {
+            config.set_field(&format!("{k}={v}")).map_err(|e| {
                 input_err(
                     file,
                     locate(text, k),
@@ -202,6 +202,30 @@ impl Scenario {
                     "see `lab profiles --format json` for every field",
                 )
             })?;
+        }
+        // All of `set` first, then one check: the combination is what must hold.
+        config.constants.validate().map_err(|e| {
+            input_err(
+                file,
+                locate(text, "set"),
+                format!("field `set`: {e}"),
+                "see `lab profiles --format json` for every field",
+            )
+        })?;
+        if let Some(bad) = sc
+            .path_len
+            .iter()
+            .find(|l| crate::compact::root::validate_path_len(**l).is_err())
+        {
+            return Err(input_err(
+                file,
+                locate(text, "path_len"),
+                format!(
+                    "field `path_len`: {}",
+                    crate::compact::root::validate_path_len(*bad).unwrap_err()
+                ),
+                "use lengths within the bounds, e.g. [60, 160]",
+            ));
         }
         if sc.path_len.is_empty() {
             return Err(input_err(
@@ -354,7 +378,6 @@ pub fn run_file(file: &Path) -> LabResult<RunReport> {
 pub fn write_file(file: &Path, sc: &Scenario) -> LabResult<()> {
     let mut text = serde_json::to_string_pretty(sc).expect("scenarios serialise");
     text.push('\n');
-    let tmp = file.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| LabError::io("writing a scenario", &tmp, e))?;
-    std::fs::rename(&tmp, file).map_err(|e| LabError::io("writing a scenario", file, e))
+    crate::compact::root::cleanup::write_replacing(file, text.as_bytes())
+        .map_err(|e| LabError::io("writing a scenario", file, e))
 }

@@ -62,9 +62,149 @@ fn bad_override_and_short_path_name_the_fix() {
     let (code, _, err) = lab(&["probe", "--path-len", "3"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("--path-len 3") && err.contains("fix:"),
+        err.contains("--path-len") && err.contains("3 is outside 20..=4096"),
         "{err}"
     );
+    // Within the bounds but too short for scenario A's 7-char ids: the minimum that works.
+    let (code, _, err) = lab(&["break", "A", "--path-len", "21"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--path-len 21 is shorter than the minimum 25") && err.contains("fix:"),
+        "{err}"
+    );
+    let (code, _, err) = lab(&["break", "A", "--path-len", "25"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn probe_and_break_take_ranges_and_the_seed_range_runs() {
+    let (code, out, err) = lab(&["probe", "--path-len", "30..51:7", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let lens: Vec<u64> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path_len"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lens, [30, 37, 44, 51]);
+    assert_eq!(v[0]["profile"], "prototype");
+}
+
+#[test]
+fn both_backends_print_the_same_verdicts() {
+    let args = ["break", "D6", "G1", "--path-len", "130..200:35"];
+    let (code, mem, _) = lab(&args);
+    assert_eq!(code, 0);
+    let mut disk_args = args.to_vec();
+    disk_args.extend(["--fs", "disk"]);
+    let (code, disk, err) = lab(&disk_args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(mem, disk);
+}
+
+#[test]
+fn break_d6_over_the_seed_range_shows_the_single_threshold_at_90() {
+    let (code, out, err) = lab(&["break", "D6", "--path-len", "30..200", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cells = v[0]["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 171);
+    // The broken side's pointer_lost changes exactly once, between 89 and 90.
+    let pointer_lost: Vec<(u64, u64)> = cells
+        .iter()
+        .map(|c| {
+            let len = c["label"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("path_len=")
+                .parse()
+                .unwrap();
+            let n = c["broken"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|k| k["name"] == "pointer_lost")
+                .unwrap()["value"]
+                .as_u64()
+                .unwrap();
+            (len, n)
+        })
+        .collect();
+    let changes: Vec<u64> = pointer_lost
+        .windows(2)
+        .filter(|w| w[0].1 != w[1].1)
+        .map(|w| w[1].0)
+        .collect();
+    assert_eq!(changes, [90], "{pointer_lost:?}");
+    let (code, table, _) = lab(&["break", "D6", "--path-len", "30..200"]);
+    assert_eq!(code, 0);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("  thresholds (broken):"))
+        .unwrap_or_default();
+    assert!(line.contains("pointer_lost 0→1 at path_len=90"), "{line}");
+}
+
+#[test]
+fn selftest_and_the_registry_pass_with_a_60_char_tmpdir() {
+    let base = tempfile::tempdir().unwrap();
+    let pad = 60usize
+        .saturating_sub(base.path().to_string_lossy().len() + 1)
+        .max(1);
+    let long = base.path().join("t".repeat(pad));
+    std::fs::create_dir_all(&long).unwrap();
+    for args in [&["selftest"][..], &["break", "all"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+            .args(args)
+            .env("TMPDIR", &long)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Nothing of a run is left in the temp dir.
+    assert_eq!(std::fs::read_dir(&long).unwrap().count(), 0);
+}
+
+#[test]
+fn a_disk_run_leaves_no_temp_dir_behind_after_sigterm() {
+    let base = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args([
+            "sweep",
+            "--vary",
+            "all",
+            "--path-len",
+            "120..200",
+            "--fs",
+            "disk",
+        ])
+        .env("TMPDIR", base.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the sweep has temp dirs, then stop it.
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(base.path()).unwrap().count() == 0
+        && started.elapsed() < std::time::Duration::from_secs(20)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let left: Vec<_> = std::fs::read_dir(base.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

@@ -293,3 +293,26 @@ fn broken_final_messages_snapshots() {
         );
     }
 }
+
+#[test]
+fn oversized_in_context_counts_raw_results_not_pointers() {
+    // At long paths every placeholder is longer than the prototype's per-item
+    // threshold; the intact probe still has no raw oversized result in context.
+    let proto = profile("prototype").unwrap().config;
+    for len in [160, 199, 250, 400] {
+        let c = probe::run(&proto, &probe::prototype_probe(), Some(len))
+            .unwrap()
+            .counters;
+        assert_eq!(
+            c.count_of("oversized_in_context"),
+            Some(0),
+            "path_len {len}"
+        );
+    }
+    // A raw result over the threshold left whole in context is counted.
+    let course = profile("course-f9e8b28").unwrap().config;
+    let c = probe::run(&course, &probe::scenario_b(), Some(160))
+        .unwrap()
+        .counters;
+    assert_eq!(c.count_of("oversized_in_context"), Some(1));
+}

@@ -4,12 +4,11 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use ctxlab::reports::{self, csv_field, latex_escape, Cell, ReportData, Table};
-use ctxlab::sweep;
 
 /// The experiments behind the reports run once per test binary.
 fn data() -> &'static ReportData {
     static DATA: OnceLock<ReportData> = OnceLock::new();
-    DATA.get_or_init(|| sweep::report_data().unwrap())
+    DATA.get_or_init(|| reports::report_data().unwrap())
 }
 
 fn files() -> &'static Vec<(String, String)> {
@@ -111,7 +110,7 @@ fn every_table_comes_in_four_formats_plus_plot_and_index() {
     assert_eq!(file("profiles.csv").lines().count(), 1 + 5 * 4 * 2);
     assert_eq!(
         file("memory_growth.csv").lines().count(),
-        1 + ctxlab::sweep::MEMORY_SESSIONS
+        1 + ctxlab::reports::MEMORY_SESSIONS
     );
 }
 
@@ -166,7 +165,7 @@ fn snapshot_report_tables() {
 fn generation_into_a_tempdir_matches_the_checked_in_reports() {
     // Generate exactly as `make reports` does, then compare the written bytes.
     let tmp = tempfile::tempdir().unwrap();
-    sweep::write_files(tmp.path(), files()).unwrap();
+    reports::write_files(tmp.path(), files()).unwrap();
     let written: Vec<(String, String)> = files()
         .iter()
         .map(|(n, _)| {
@@ -177,7 +176,7 @@ fn generation_into_a_tempdir_matches_the_checked_in_reports() {
         })
         .collect();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
-    let drift = sweep::drift(&dir, &written).unwrap();
+    let drift = reports::drift(&dir, &written).unwrap();
     assert!(
         drift.is_empty(),
         "reports/ drifted; run `make reports` and commit:\n{}",
@@ -188,9 +187,9 @@ fn generation_into_a_tempdir_matches_the_checked_in_reports() {
 #[test]
 fn generation_into_a_tempdir_round_trips_and_drift_is_named() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = sweep::write_files(tmp.path(), files()).unwrap();
+    let out = reports::write_files(tmp.path(), files()).unwrap();
     assert_eq!(out.lines().count(), files().len());
-    assert!(sweep::drift(tmp.path(), files()).unwrap().is_empty());
+    assert!(reports::drift(tmp.path(), files()).unwrap().is_empty());
     // No temp files are left behind by the atomic writes.
     assert_eq!(
         std::fs::read_dir(tmp.path()).unwrap().count(),
@@ -204,7 +203,7 @@ fn generation_into_a_tempdir_round_trips_and_drift_is_named() {
     std::fs::write(&csv, text).unwrap();
     std::fs::remove_file(tmp.path().join("grid2x2.svg")).unwrap();
     std::fs::write(tmp.path().join("stale.md"), "old\n").unwrap();
-    let drift = sweep::drift(tmp.path(), files()).unwrap();
+    let drift = reports::drift(tmp.path(), files()).unwrap();
     assert_eq!(drift.len(), 3, "{drift:#?}");
     assert!(drift.iter().any(|d| d.contains("grid2x2.svg: missing")));
     let changed = drift.iter().find(|d| d.contains("profiles.csv")).unwrap();

@@ -142,3 +142,56 @@ fn hunt_writes_a_minimal_scenario_that_lab_run_reproduces() {
         "{text}"
     );
 }
+
+#[test]
+fn bounds_are_located_errors_and_never_abort() {
+    let head = "{\n  \"schema\": \"ctxlab.scenario/1\",\n  \"name\": \"x\",\n  \"profile\": \"prototype\",\n";
+    let calls = |chars: &str| {
+        format!("  \"script\": [{{\"user\": \"go\"}}, {{\"assistant\": {{\"calls\": [{{\"chars\": {chars}}}]}}}}]\n}}\n")
+    };
+    // A path length outside the bounds: located at the field, before any run.
+    for len in ["5", "4097", "2147483648"] {
+        let (l, c, m, _) = error_of(&format!("{head}  \"path_len\": [{len}],\n{}", calls("10")));
+        assert_eq!((l, c), (5, 3), "{m}");
+        assert!(m.contains("is outside 20..=4096"), "{m}");
+    }
+    // Result sizes that would abort an allocation are refused with a position.
+    for chars in ["1000000000000", "18446744073709551615"] {
+        let (l, _, m, _) = error_of(&format!("{head}  \"path_len\": [60],\n{}", calls(chars)));
+        assert!(l > 0, "{m}");
+        assert!(m.contains("limits:"), "{m}");
+    }
+}
+
+#[test]
+fn overrides_are_validated_together_with_checked_arithmetic() {
+    let head = "{\n  \"schema\": \"ctxlab.scenario/1\",\n  \"name\": \"x\",\n  \"profile\": \"prototype\",\n  \"path_len\": [60],\n";
+    let script = "  \"script\": [{\"user\": \"go\"}]\n}\n";
+    // snip_head=100 alone is invalid; with snip_max_messages=200 the combination holds.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ok.json");
+    std::fs::write(
+        &f,
+        format!("{head}  \"set\": {{\"snip_head\": 100, \"snip_max_messages\": 200}},\n{script}"),
+    )
+    .unwrap();
+    assert!(scenario::run_file(&f).is_ok());
+    let (l, _, m, _) = error_of(&format!(
+        "{head}  \"set\": {{\"snip_head\": 1, \"snip_tail_reserve\": 18446744073709551615}},\n{script}"
+    ));
+    assert_eq!(l, 6, "{m}");
+    assert!(m.contains("must exceed"), "{m}");
+    // The same through the command-line API, in either order.
+    let mut cfg = ctxlab::compact::config::profile("prototype")
+        .unwrap()
+        .config;
+    cfg.apply_overrides(["snip_head=100", "snip_max_messages=200"])
+        .unwrap();
+    let mut cfg = ctxlab::compact::config::profile("prototype")
+        .unwrap()
+        .config;
+    let e = cfg
+        .apply_overrides(["context_char_limit=18446744073709551615"])
+        .unwrap_err();
+    assert!(e.to_string().contains("overflows"), "{e}");
+}

@@ -198,10 +198,20 @@ fn seeds_run_generated_sessions_deterministically() {
 }
 
 #[test]
-fn too_short_a_path_is_the_roots_error() {
-    let e = sweep::run(&spec(&["order"], "10,60", 1), None, &mut no_progress()).unwrap_err();
+fn a_length_below_the_bounds_is_refused_by_the_parser_and_the_root() {
+    let e = parse_path_lens("10,60").unwrap_err();
+    assert!(e.to_string().contains("10 is outside 20..=4096"), "{e}");
+    let e = parse_path_lens("60..5000").unwrap_err();
+    assert!(e.to_string().contains("5000 is outside 20..=4096"), "{e}");
+    // A spec built without the parser (e.g. by a program) meets the root's check.
+    let mut s = spec(&["order"], "60", 1);
+    s.path_lens = vec![10, 60];
+    let e = sweep::run(&s, None, &mut no_progress()).unwrap_err();
     assert_eq!(e.exit_code(), 2);
-    assert!(e.to_string().contains("--path-len 10 is shorter"), "{e}");
+    assert!(
+        e.to_string().contains("--path-len 10 is outside 20..=4096"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -241,6 +251,26 @@ fn snapshot_sweep_json() {
 }
 
 #[test]
+fn a_shard_edited_by_seven_is_refused_by_its_checksum() {
+    let s = spec(&["order", "unseen_guard"], "60,89..91,160", 1);
+    let parts: Vec<_> = (0..2)
+        .map(|i| sweep::run(&s, Some(Shard { index: i, count: 2 }), &mut no_progress()).unwrap())
+        .collect();
+    assert!(parts
+        .iter()
+        .all(|p| p.checksum.as_deref().is_some_and(|c| c.len() == 64)));
+    assert!(merge(parts.clone()).is_ok(), "the intact shards merge");
+    let mut tampered = parts.clone();
+    tampered[1].cells[0].pointer_lost += 7;
+    let e = merge(tampered).unwrap_err().to_string();
+    assert!(e.contains("shard 1/2: the checksum does not match"), "{e}");
+    let mut stripped = parts;
+    stripped[0].checksum = None;
+    let e = merge(stripped).unwrap_err().to_string();
+    assert!(e.contains("carries no checksum"), "{e}");
+}
+
+#[test]
 fn vary_all_is_every_switch_and_merge_checks_cells_against_the_spec() {
     assert_eq!(parse_vary("all").unwrap().len(), sweep::ALL_SWITCHES.len());
     let s = spec(&["order"], "60,160", 1);
@@ -272,16 +302,12 @@ mod properties {
                 }
             })
             .collect();
-        ctxlab::sweep::SweepResult {
-            spec: s.clone(),
-            shard: None,
-            cells,
-        }
+        ctxlab::sweep::SweepResult::sealed(s.clone(), None, cells)
     }
 
     proptest! {
         #[test]
-        fn ranges_parse_like_step_by(a in 0usize..500, len in 0usize..300, step in 1usize..40) {
+        fn ranges_parse_like_step_by(a in 20usize..500, len in 0usize..300, step in 1usize..40) {
             let b = a + len;
             let want: Vec<usize> = (a..=b).step_by(step).collect();
             prop_assert_eq!(parse_path_lens(&format!("{a}..{b}:{step}")).unwrap(), want);
@@ -295,11 +321,11 @@ mod properties {
             let parts = (0..n)
                 .map(|i| {
                     let shard = Shard { index: i, count: n };
-                    ctxlab::sweep::SweepResult {
-                        spec: s.clone(),
-                        shard: Some(shard),
-                        cells: whole.cells.iter().filter(|c| shard.owns(c.index)).cloned().collect(),
-                    }
+                    ctxlab::sweep::SweepResult::sealed(
+                        s.clone(),
+                        Some(shard),
+                        whole.cells.iter().filter(|c| shard.owns(c.index)).cloned().collect(),
+                    )
                 })
                 .collect();
             prop_assert_eq!(merge(parts).unwrap(), whole);

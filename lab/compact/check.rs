@@ -15,15 +15,16 @@
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::persist::{full_output_line, SAVED_PREFIX};
+use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
 use super::snip::marker_path;
 use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{Block, Content, Message, Role};
+use crate::storage::Storage;
 
 /// Both API rules on one request: every `tool_use` is answered in the next
 /// message, and every `tool_result` answers a `tool_use` of the previous one.
@@ -138,14 +139,14 @@ struct ArchiveIndex {
 }
 
 impl ArchiveIndex {
-    fn read(dir: &Path) -> Self {
+    fn read(fs: &dyn Storage, dir: &Path) -> Self {
         let mut index = ArchiveIndex {
             paths: Vec::new(),
             copies: BTreeMap::new(),
             pointers: BTreeMap::new(),
         };
-        for path in sorted_files(dir) {
-            let msgs = read_transcript(&path);
+        for path in sorted_files(fs, dir) {
+            let msgs = read_transcript(fs, &path);
             let key = path.to_string_lossy().into_owned();
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
@@ -173,8 +174,8 @@ impl ArchiveIndex {
 }
 
 /// Read a JSONL transcript (a damaged one reads as empty: it holds nothing usable).
-fn read_transcript(path: &Path) -> Vec<Message> {
-    std::fs::read_to_string(path)
+fn read_transcript(fs: &dyn Storage, path: &Path) -> Vec<Message> {
+    fs.read_to_string(path)
         .map(|s| {
             s.lines()
                 .filter_map(|l| serde_json::from_str(l).ok())
@@ -183,15 +184,15 @@ fn read_transcript(path: &Path) -> Vec<Message> {
         .unwrap_or_default()
 }
 
-fn sorted_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.is_file())
-                .collect()
-        })
-        .unwrap_or_default();
+/// Regular files of `dir`, sorted (a missing dir has none).
+fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs
+        .list(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|name| dir.join(name))
+        .filter(|p| fs.is_file(p))
+        .collect();
     v.sort();
     v
 }
@@ -208,21 +209,57 @@ pub fn check(
     requests: &[Request],
 ) -> Counters {
     let root = &compactor.root;
-    let archives = ArchiveIndex::read(root.transcripts());
-    // Result files saved for each id.
-    let mut saved_for: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for e in &compactor.events {
-        if let Event::Saved { id, path, .. } = e {
-            saved_for
-                .entry(id.as_str())
-                .or_default()
-                .insert(path.as_str());
-        }
-    }
-    let context_ptrs = message_pointers(messages);
-    // Everything reachable from the context by following pointers through archives.
+    let fs = root.fs();
+    let archives = ArchiveIndex::read(fs, root.transcripts());
+    let reachable = reachable_from(message_pointers(messages), &archives);
+    let losses = classify(compactor, messages, ledger, &archives, &reachable);
+    let (request_violations, violations) = violations(requests, messages);
+    let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
+    let (unseen, double) = placeholder_events(&compactor.events);
+    let result_files = sorted_files(fs, root.results());
+    let orphans: Vec<String> = result_files
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !reachable.contains(p))
+        .map(|p| file_name(&p))
+        .collect();
+    let oversized = oversized(messages, compactor.config.constants.large_result_chars);
+    let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
+
+    let mut c = Counters::default();
+    let mut count = |name: &str, v: &[&str]| c.count(name, v.len() as u64, ids(v));
+    count("lost_forever", &losses.lost);
+    count("pointer_lost", &losses.pointer_lost);
+    count("recoverable_via_archive", &losses.via_archive);
+    c.flag("pairs_intact", violations.is_empty(), violations);
+    c.count("invalid_requests", invalid, request_violations);
+    c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
+    c.count("double_compacted", double.len() as u64, ids(&double));
+    c.count("orphan_files", orphans.len() as u64, orphans);
+    c.count("archive_gaps", losses.gaps.len() as u64, ids(&losses.gaps));
+    c.count(
+        "oversized_in_context",
+        oversized.len() as u64,
+        ids(&oversized),
+    );
+    let summaries = events(|e| matches!(e, Event::Summarized { .. }));
+    c.count("summary_calls", summaries, std::iter::empty());
+    let failures = events(|e| matches!(e, Event::SummaryFailed { .. }));
+    c.count("summary_failures", failures, std::iter::empty());
+    c.list(
+        "persisted_files",
+        result_files
+            .iter()
+            .map(|p| file_name(&p.to_string_lossy()))
+            .collect(),
+    );
+    c
+}
+
+/// Everything reachable from the context's pointers through archives.
+fn reachable_from(context_ptrs: BTreeSet<String>, archives: &ArchiveIndex) -> BTreeSet<String> {
     let mut reachable = context_ptrs.clone();
-    let mut frontier: Vec<String> = context_ptrs.iter().cloned().collect();
+    let mut frontier: Vec<String> = context_ptrs.into_iter().collect();
     while let Some(p) = frontier.pop() {
         if let Some(next) = archives.pointers.get(&p) {
             for n in next {
@@ -232,22 +269,30 @@ pub fn check(
             }
         }
     }
-    // id -> every content its tool_result blocks have in the final context.
-    let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for b in messages.iter().flat_map(|m| m.blocks()) {
-        if let Block::ToolResult {
-            tool_use_id,
-            content,
-        } = b
-        {
-            in_context
-                .entry(tool_use_id.as_str())
-                .or_default()
-                .push(content.as_str());
-        }
-    }
+    reachable
+}
 
-    let (mut lost, mut ptr_lost, mut via_archive, mut gaps) = (vec![], vec![], vec![], vec![]);
+/// Tool ids per loss class.
+#[derive(Default)]
+struct Losses<'a> {
+    lost: Vec<&'a str>,
+    pointer_lost: Vec<&'a str>,
+    via_archive: Vec<&'a str>,
+    gaps: Vec<&'a str>,
+}
+
+/// Classify every original tool result that is not in context in full.
+fn classify<'a>(
+    compactor: &'a Compactor,
+    messages: &'a [Message],
+    ledger: &'a Ledger,
+    archives: &ArchiveIndex,
+    reachable: &BTreeSet<String>,
+) -> Losses<'a> {
+    let saved_for = saved_for(&compactor.events);
+    let in_context = in_context(messages);
+    let fs = compactor.root.fs();
+    let mut out = Losses::default();
     for (id, original) in &ledger.originals {
         let blocks = in_context.get(id.as_str()).cloned().unwrap_or_default();
         if blocks.contains(&original.as_str()) {
@@ -257,7 +302,7 @@ pub fn check(
             .get(id.as_str())
             .into_iter()
             .flatten()
-            .filter(|p| std::fs::read_to_string(p).ok().as_deref() == Some(original.as_str()))
+            .filter(|p| fs.read_to_string(Path::new(p)).ok().as_deref() == Some(original.as_str()))
             .map(|p| p.to_string())
             .collect();
         let print = fingerprint(original);
@@ -274,30 +319,66 @@ pub fn check(
                 .iter()
                 .any(|c| c.print == print || c.pointers.iter().any(|p| holders.contains(p)))
         {
-            gaps.push(id.as_str());
+            out.gaps.push(id.as_str());
         }
         if holders.is_empty() {
-            lost.push(id.as_str());
+            out.lost.push(id.as_str());
             continue;
         }
         let reachable_holder = holders.iter().any(|h| reachable.contains(h));
         if blocks.is_empty() {
             // Snipped or summarised away: the marker / summary chain must lead back.
             if !reachable_holder {
-                ptr_lost.push(id.as_str());
+                out.pointer_lost.push(id.as_str());
             }
         } else if !blocks
             .iter()
             .any(|c| pointers_in(c).iter().any(|p| holders.contains(p)))
         {
             // The block the model sees names no file that holds the original.
-            ptr_lost.push(id.as_str());
+            out.pointer_lost.push(id.as_str());
             if reachable_holder {
-                via_archive.push(id.as_str());
+                out.via_archive.push(id.as_str());
             }
         }
     }
+    out
+}
 
+/// Result files saved for each id.
+fn saved_for(events: &[Event]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut saved_for: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for e in events {
+        if let Event::Saved { id, path, .. } = e {
+            saved_for
+                .entry(id.as_str())
+                .or_default()
+                .insert(path.as_str());
+        }
+    }
+    saved_for
+}
+
+/// id -> every content its tool_result blocks have in the final context.
+fn in_context(messages: &[Message]) -> BTreeMap<&str, Vec<&str>> {
+    let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for b in messages.iter().flat_map(|m| m.blocks()) {
+        if let Block::ToolResult {
+            tool_use_id,
+            content,
+        } = b
+        {
+            in_context
+                .entry(tool_use_id.as_str())
+                .or_default()
+                .push(content.as_str());
+        }
+    }
+    in_context
+}
+
+/// Pair-rule violations of each request, then those plus the final context's.
+fn violations(requests: &[Request], messages: &[Message]) -> (Vec<String>, Vec<String>) {
     // Samples name the request (1-based model call) so repeats stay distinguishable.
     let request_violations: Vec<String> = requests
         .iter()
@@ -308,16 +389,19 @@ pub fn check(
                 .map(move |v| format!("request {}: {v}", i + 1))
         })
         .collect();
-    let mut violations = request_violations.clone();
-    violations.extend(
+    let mut all = request_violations.clone();
+    all.extend(
         pair_violations(messages)
             .into_iter()
             .map(|v| format!("final: {v}")),
     );
-    let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
+    (request_violations, all)
+}
 
+/// Ids compacted before the model saw them, and ids compacted a second time.
+fn placeholder_events(events: &[Event]) -> (Vec<&str>, Vec<&str>) {
     let (mut unseen, mut double) = (vec![], vec![]);
-    for e in &compactor.events {
+    for e in events {
         if let Event::Placeholder {
             id,
             was_placeholder,
@@ -333,65 +417,30 @@ pub fn check(
             }
         }
     }
-    let result_files = sorted_files(root.results());
-    let orphans: Vec<String> = result_files
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .filter(|p| !reachable.contains(p))
-        .map(|p| file_name(&p))
-        .collect();
-    let large = compactor.config.constants.large_result_chars;
-    let oversized: Vec<&str> = messages
+    (unseen, double)
+}
+
+/// Ids whose block in context is a raw result over the per-item threshold.
+///
+/// A pointer (a step-3 placeholder or a step-1 `<persisted-output>` text) is
+/// not a result: at long paths a placeholder alone exceeds a small threshold.
+fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
+    messages
         .iter()
         .flat_map(|m| m.blocks())
         .filter_map(|b| match b {
             Block::ToolResult {
                 tool_use_id,
                 content,
-            } if content.chars().count() > large => Some(tool_use_id.as_str()),
+            } if content.chars().count() > large
+                && !is_placeholder(content)
+                && !content.starts_with(PERSISTED_OPEN) =>
+            {
+                Some(tool_use_id.as_str())
+            }
             _ => None,
         })
-        .collect();
-    let summaries = compactor
-        .events
-        .iter()
-        .filter(|e| matches!(e, Event::Summarized { .. }))
-        .count() as u64;
-    let failures = compactor
-        .events
-        .iter()
-        .filter(|e| matches!(e, Event::SummaryFailed { .. }))
-        .count() as u64;
-
-    let mut c = Counters::default();
-    c.count("lost_forever", lost.len() as u64, ids(&lost));
-    c.count("pointer_lost", ptr_lost.len() as u64, ids(&ptr_lost));
-    c.count(
-        "recoverable_via_archive",
-        via_archive.len() as u64,
-        ids(&via_archive),
-    );
-    c.flag("pairs_intact", violations.is_empty(), violations.clone());
-    c.count("invalid_requests", invalid, request_violations);
-    c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
-    c.count("double_compacted", double.len() as u64, ids(&double));
-    c.count("orphan_files", orphans.len() as u64, orphans);
-    c.count("archive_gaps", gaps.len() as u64, ids(&gaps));
-    c.count(
-        "oversized_in_context",
-        oversized.len() as u64,
-        ids(&oversized),
-    );
-    c.count("summary_calls", summaries, std::iter::empty());
-    c.count("summary_failures", failures, std::iter::empty());
-    c.list(
-        "persisted_files",
-        result_files
-            .iter()
-            .map(|p| file_name(&p.to_string_lossy()))
-            .collect(),
-    );
-    c
+        .collect()
 }
 
 fn file_name(p: &str) -> String {

@@ -136,14 +136,28 @@ impl Default for Constants {
 impl Constants {
     /// Reject combinations the pipeline cannot run with.
     pub fn validate(&self) -> LabResult<()> {
-        if self.snip_max_messages <= self.snip_head + self.snip_tail_reserve {
+        // Checked: a constant near usize::MAX must be an error, not an overflow.
+        let reserved = self.snip_head.checked_add(self.snip_tail_reserve);
+        if reserved.is_none_or(|r| self.snip_max_messages <= r) {
             return Err(LabError::usage(
                 format!(
-                    "snip_max_messages ({}) must exceed snip_head + snip_tail_reserve ({})",
-                    self.snip_max_messages,
-                    self.snip_head + self.snip_tail_reserve
+                    "snip_max_messages ({}) must exceed snip_head + snip_tail_reserve ({} + {})",
+                    self.snip_max_messages, self.snip_head, self.snip_tail_reserve
                 ),
                 "raise snip_max_messages or lower snip_head",
+            ));
+        }
+        if self
+            .context_char_limit
+            .checked_mul(self.micro_target_permille)
+            .is_none()
+        {
+            return Err(LabError::usage(
+                format!(
+                    "context_char_limit ({}) × micro_target_permille ({}) overflows",
+                    self.context_char_limit, self.micro_target_permille
+                ),
+                "use a context_char_limit below 10^15 and a permille up to 1000",
             ));
         }
         if self.snip_head == 0 || self.safe_id_max == 0 {
@@ -184,6 +198,24 @@ impl Config {
     /// Apply `key=value` overrides; `key` is a switch or constant field name
     /// (optionally prefixed `switches.` / `constants.`), `value` is JSON or a bare word.
     pub fn apply_override(&mut self, assignment: &str) -> LabResult<()> {
+        self.apply_overrides([assignment])
+    }
+
+    /// Apply every `key=value` override, then validate the result once: the
+    /// order of overrides never matters (`snip_head=100` may come before the
+    /// `snip_max_messages=200` that makes it valid).
+    pub fn apply_overrides<S: AsRef<str>>(
+        &mut self,
+        assignments: impl IntoIterator<Item = S>,
+    ) -> LabResult<()> {
+        for a in assignments {
+            self.set_field(a.as_ref())?;
+        }
+        self.constants.validate()
+    }
+
+    /// Set one switch or constant without validating the combination.
+    pub fn set_field(&mut self, assignment: &str) -> LabResult<()> {
         let (key, raw) = assignment.split_once('=').ok_or_else(|| {
             LabError::usage(
                 format!("override {assignment:?} has no '='"),
@@ -224,7 +256,7 @@ impl Config {
                 "booleans are true/false, constants are whole numbers, order is persist_first|micro_first",
             )
         })?;
-        self.constants.validate()
+        Ok(())
     }
 }
 

@@ -70,9 +70,7 @@ pub fn compare(
 
 fn with(base: &str, overrides: &[&str]) -> LabResult<Config> {
     let mut c = profile(base)?.config;
-    for o in overrides {
-        c.apply_override(o)?;
-    }
+    c.apply_overrides(overrides)?;
     Ok(c)
 }
 

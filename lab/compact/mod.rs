@@ -219,7 +219,6 @@ impl Compactor {
 
     /// Write `messages` as a JSONL transcript; names are sequential so runs are byte-identical.
     pub(crate) fn write_transcript(&mut self, messages: &[Message]) -> LabResult<String> {
-        use std::io::Write;
         self.transcripts_written += 1;
         let path = self
             .root
@@ -230,12 +229,9 @@ impl Compactor {
             serde_json::to_writer(&mut out, m).expect("messages serialise");
             out.push(b'\n');
         }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| crate::error::LabError::io("archiving a transcript", &path, e))?;
-        f.write_all(&out)
+        self.root
+            .fs()
+            .write_new(&path, &out)
             .map_err(|e| crate::error::LabError::io("archiving a transcript", &path, e))?;
         Ok(path.to_string_lossy().into_owned())
     }

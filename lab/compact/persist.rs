@@ -65,7 +65,8 @@ impl Compactor {
             None
         }?;
         let path = Path::new(candidate);
-        (path.starts_with(self.root.results()) && path.is_file()).then(|| candidate.to_string())
+        (path.starts_with(self.root.results()) && self.root.fs().is_file(path))
+            .then(|| candidate.to_string())
     }
 
     /// Write a result's full text under the results dir and return its path.
@@ -78,13 +79,16 @@ impl Compactor {
         let mut path = self.root.results().join(format!("{base}.txt"));
         if self.config.switches.collision_safe_paths {
             let mut n = 1;
-            while path.exists() && std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+            let fs = self.root.fs();
+            while fs.exists(&path) && fs.read_to_string(&path).ok().as_deref() != Some(text) {
                 n += 1;
                 path = self.root.results().join(format!("{base}-{n}.txt"));
             }
         }
-        if !path.exists() {
-            std::fs::write(&path, text)
+        if !self.root.fs().exists(&path) {
+            self.root
+                .fs()
+                .write(&path, text.as_bytes())
                 .map_err(|e| LabError::io("persisting a tool result", &path, e))?;
         }
         let path = path.to_string_lossy().into_owned();
@@ -108,7 +112,11 @@ impl Compactor {
         // Course main reuses an existing pointer instead of saving the stub itself.
         if self.config.switches.idempotent_placeholders {
             if let Some(path) = self.recognised_path(output) {
-                let saved = std::fs::read_to_string(&path).unwrap_or_default();
+                let saved = self
+                    .root
+                    .fs()
+                    .read_to_string(Path::new(&path))
+                    .unwrap_or_default();
                 return Ok(persisted_text(&path, prefix_chars(&saved, preview)));
             }
         }

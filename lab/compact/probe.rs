@@ -40,12 +40,7 @@ pub fn run_with(
     path_len: Option<usize>,
     summarizer: Summarizer,
 ) -> LabResult<Outcome> {
-    let script = script.normalised()?;
-    let root = LabRoot::new(path_len, script.reference_id_chars())?;
-    let mut compactor = Compactor::new(config.clone(), root)?;
-    compactor.summarizer = summarizer;
-    let mut session = Session::new(compactor);
-    session.run(&script)?;
+    let session = run_session(config, script, path_len, summarizer)?;
     let counters = check(
         &session.compactor,
         &session.messages,
@@ -59,6 +54,63 @@ pub fn run_with(
         request_chars: session.requests.iter().map(|r| r.chars).collect(),
         final_messages,
     })
+}
+
+/// One cell of `lab probe`: the prototype's probe under a profile with
+/// overrides at one path length.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeCell {
+    /// Profile name.
+    pub profile: String,
+    /// `key=value` overrides, as given.
+    pub overrides: Vec<String>,
+    /// Exact length of the embedded result path.
+    pub path_len: usize,
+    /// The checker's counters.
+    pub counters: Counters,
+}
+
+/// Run the prototype's probe under `profile` + `sets` at every length of `lens`.
+pub fn probe_cells(profile: &str, sets: &[String], lens: &[usize]) -> LabResult<Vec<ProbeCell>> {
+    let mut cfg = super::config::profile(profile)?.config;
+    cfg.apply_overrides(sets)?;
+    let script = prototype_probe();
+    lens.iter()
+        .map(|&path_len| {
+            Ok(ProbeCell {
+                profile: profile.to_string(),
+                overrides: sets.to_vec(),
+                path_len,
+                counters: run(&cfg, &script, Some(path_len))?.counters,
+            })
+        })
+        .collect()
+}
+
+/// Only the checker's counters of [`run`]: sweeps need nothing else, and
+/// skipping the redacted copy of the final history saves a JSON round trip per cell.
+pub fn run_counters(
+    config: &Config,
+    script: &Script,
+    path_len: Option<usize>,
+) -> LabResult<Counters> {
+    let s = run_session(config, script, path_len, Summarizer::Scripted)?;
+    Ok(check(&s.compactor, &s.messages, &s.ledger, &s.requests))
+}
+
+fn run_session(
+    config: &Config,
+    script: &Script,
+    path_len: Option<usize>,
+    summarizer: Summarizer,
+) -> LabResult<Session> {
+    let script = script.normalised()?;
+    let root = LabRoot::new(path_len, script.reference_id_chars())?;
+    let mut compactor = Compactor::new(config.clone(), root)?;
+    compactor.summarizer = summarizer;
+    let mut session = Session::new(compactor);
+    session.run(&script)?;
+    Ok(session)
 }
 
 fn redact_messages(root: &LabRoot, messages: &[Message]) -> Vec<Message> {

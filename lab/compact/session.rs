@@ -101,11 +101,20 @@ pub enum Action {
 #[serde(transparent)]
 pub struct Script(pub Vec<Action>);
 
+/// Largest result a script may ask for (64 Mi chars, far above every profile's thresholds).
+pub const MAX_RESULT_CHARS: usize = 1 << 26;
+/// Largest total of result sizes in one script.
+pub const MAX_SCRIPT_CHARS: usize = 1 << 28;
+
 impl Script {
     /// Give every call an id and reject duplicates (a tool_use id is answered once).
+    ///
+    /// Sizes are bounded (see [`MAX_RESULT_CHARS`]) so that a typo such as
+    /// `"chars": 1000000000000` is an error instead of an aborted allocation.
     pub fn normalised(&self) -> LabResult<Script> {
         let mut n = 0usize;
         let mut seen = BTreeMap::new();
+        let mut total = 0usize;
         let mut out = self.clone();
         for (ai, a) in out.0.iter_mut().enumerate() {
             if let Action::Assistant(turn) = a {
@@ -116,6 +125,17 @@ impl Script {
                         return Err(LabError::usage(
                             format!("action {ai}: call {id} has both chars and text"),
                             "give a call either \"chars\": N or \"text\": \"...\"",
+                        ));
+                    }
+                    let size = c.chars.unwrap_or(0);
+                    total = total.saturating_add(size);
+                    if size > MAX_RESULT_CHARS || total > MAX_SCRIPT_CHARS {
+                        return Err(LabError::usage(
+                            format!(
+                                "action {ai}: call {id} asks for {size} chars \
+                                 (limits: {MAX_RESULT_CHARS} per result, {MAX_SCRIPT_CHARS} per script)"
+                            ),
+                            "use smaller \"chars\" values; thresholds scale, see `lab profiles`",
                         ));
                     }
                     if let Some(prev) = seen.insert(id.clone(), ai) {

@@ -65,7 +65,7 @@ impl Compactor {
         }
         if self.config.switches.skip_lone_archive_marker && tail_start - head_end == 1 {
             if let Content::Text(t) = &messages[head_end].content {
-                if marker_path(t).is_some_and(|p| std::path::Path::new(p).is_file()) {
+                if marker_path(t).is_some_and(|p| self.root.fs().is_file(std::path::Path::new(p))) {
                     return Ok(messages);
                 }
             }

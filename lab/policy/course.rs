@@ -7,7 +7,6 @@
 //! course's own.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::{PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit};
 use crate::compact::config::{profile, profiles, Profile};
@@ -17,7 +16,7 @@ use crate::compact::{Compactor, Event, LabRoot};
 use crate::error::LabResult;
 use crate::message::{Message, Role};
 use crate::replay::DEFAULT_PATH_LEN;
-use crate::storage::{DiskFs, Shared};
+use crate::storage::Shared;
 
 /// The course's pointer grammar: the `Full output:` line of a persisted
 /// result, the micro-compaction placeholder, the snip marker and the summary's
@@ -183,6 +182,6 @@ impl Policy for CoursePolicy {
             .take_while(|(a, b)| a == b)
             .map(|(a, _)| a)
             .collect();
-        Some((Arc::new(DiskFs), common))
+        Some((self.compactor.root.shared(), common))
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::{components, Backend, FileKind, Storage};
@@ -14,6 +15,53 @@ enum Node {
     Symlink(PathBuf),
 }
 
+/// The nodes keyed by their path as a string: byte comparisons instead of
+/// `PathBuf`'s component-wise ones, which were a third of a sweep cell.
+#[derive(Debug, Default)]
+struct Tree(BTreeMap<String, Node>);
+
+fn key(p: &Path) -> std::borrow::Cow<'_, str> {
+    p.to_string_lossy()
+}
+
+impl Tree {
+    fn get(&self, p: &Path) -> Option<&Node> {
+        self.0.get(&*key(p))
+    }
+    fn contains_key(&self, p: &Path) -> bool {
+        self.0.contains_key(&*key(p))
+    }
+    fn insert(&mut self, p: PathBuf, n: Node) {
+        self.0.insert(key(&p).into_owned(), n);
+    }
+    fn remove(&mut self, p: &Path) -> Option<Node> {
+        self.0.remove(&*key(p))
+    }
+    fn values(&self) -> impl Iterator<Item = &Node> {
+        self.0.values()
+    }
+    /// Names of the direct children of directory `d` (a key range: every
+    /// descendant of `d` starts with `d/`).
+    fn children(&self, d: &Path) -> Vec<String> {
+        let d = key(d);
+        let prefix = if d == "/" {
+            d.into_owned()
+        } else {
+            format!("{d}/")
+        };
+        self.0
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix.as_str()),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| &k[prefix.len()..])
+            .filter(|rest| !rest.is_empty() && !rest.contains('/'))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
 /// Symlink hops before resolution gives up (Linux's `MAXSYMLINKS`).
 const MAX_HOPS: usize = 40;
 
@@ -23,15 +71,20 @@ const MAX_HOPS: usize = 40;
 /// by `write_new`, `kind`, `remove_file` or `rename`.
 #[derive(Debug)]
 pub struct MemFs {
-    nodes: Mutex<BTreeMap<PathBuf, Node>>,
+    nodes: Mutex<Tree>,
+    /// Set once a symlink was ever created: until then a plain absolute path
+    /// resolves to itself, and resolution skips the per-component walk (the
+    /// hot path of every sweep cell).
+    has_symlinks: AtomicBool,
 }
 
 impl Default for MemFs {
     fn default() -> Self {
-        let mut nodes = BTreeMap::new();
+        let mut nodes = Tree::default();
         nodes.insert(PathBuf::from("/"), Node::Dir);
         MemFs {
             nodes: Mutex::new(nodes),
+            has_symlinks: AtomicBool::new(false),
         }
     }
 }
@@ -53,19 +106,36 @@ impl MemFs {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<PathBuf, Node>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tree> {
         // A panic while holding the lock cannot leave a half-made node (every
         // mutation is one insert/remove), so a poisoned map is still consistent.
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// [`MemFs::resolve`], with the fast path of a tree without symlinks: a
+    /// path of plain components whose parent is a directory is its own resolution.
+    fn resolve_in(&self, nodes: &Tree, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
+        use std::path::Component;
+        if !self.has_symlinks.load(Ordering::Relaxed)
+            && path.is_absolute()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+        {
+            let plain: PathBuf = path.components().collect();
+            match plain.parent() {
+                None => return Ok(plain),
+                Some(parent) if matches!(nodes.get(parent), Some(Node::Dir)) => return Ok(plain),
+                // A missing or non-directory parent: the walk names the right error.
+                Some(_) => {}
+            }
+        }
+        Self::resolve(nodes, path, follow_last)
+    }
+
     /// Resolve `path`: symlinks in the middle are followed, the last one only
     /// when `follow_last`. The result may not exist (its parent does).
-    fn resolve(
-        nodes: &BTreeMap<PathBuf, Node>,
-        path: &Path,
-        follow_last: bool,
-    ) -> io::Result<PathBuf> {
+    fn resolve(nodes: &Tree, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
         if !path.is_absolute() {
             return Err(err(
                 io::ErrorKind::InvalidInput,
@@ -111,7 +181,7 @@ impl MemFs {
         Ok(cur)
     }
 
-    fn parent_is_dir(nodes: &BTreeMap<PathBuf, Node>, p: &Path) -> io::Result<()> {
+    fn parent_is_dir(nodes: &Tree, p: &Path) -> io::Result<()> {
         let parent = p.parent().unwrap_or(Path::new("/"));
         match nodes.get(parent) {
             Some(Node::Dir) => Ok(()),
@@ -133,10 +203,15 @@ impl MemFs {
 
     /// Every path with its kind, sorted (for tests that compare whole trees).
     pub fn tree(&self) -> Vec<(PathBuf, FileKind)> {
-        self.lock()
+        let mut out: Vec<(PathBuf, FileKind)> = self
+            .lock()
+            .0
             .iter()
-            .map(|(p, n)| (p.clone(), kind_of(n)))
-            .collect()
+            .map(|(p, n)| (PathBuf::from(p), kind_of(n)))
+            .collect();
+        // Path order (component-wise), as before the keys were strings.
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 }
 
@@ -158,7 +233,7 @@ impl Storage for MemFs {
                 continue;
             }
             cur.push(&c);
-            let resolved = Self::resolve(&nodes, &cur, true)?;
+            let resolved = self.resolve_in(&nodes, &cur, true)?;
             match nodes.get(&resolved) {
                 Some(Node::Dir) => cur = resolved,
                 Some(_) => {
@@ -179,7 +254,7 @@ impl Storage for MemFs {
 
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, path, false)?;
+        let p = self.resolve_in(&nodes, path, false)?;
         Self::parent_is_dir(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
@@ -190,7 +265,7 @@ impl Storage for MemFs {
 
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         Self::parent_is_dir(&nodes, &p)?;
         if let Some(Node::Dir) = nodes.get(&p) {
             return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
@@ -201,7 +276,7 @@ impl Storage for MemFs {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         match nodes.get(&p) {
             Some(Node::File(b)) => Ok(b.clone()),
             Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
@@ -211,32 +286,26 @@ impl Storage for MemFs {
 
     fn kind(&self, path: &Path) -> Option<FileKind> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, false).ok()?;
+        let p = self.resolve_in(&nodes, path, false).ok()?;
         nodes.get(&p).map(kind_of)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let nodes = self.lock();
-        let d = Self::resolve(&nodes, dir, true)?;
+        let d = self.resolve_in(&nodes, dir, true)?;
         match nodes.get(&d) {
             Some(Node::Dir) => {}
             Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
             None => return Err(not_found(dir)),
         }
-        let mut out: Vec<String> = nodes
-            .range(d.clone()..)
-            .skip(1)
-            .take_while(|(p, _)| p.starts_with(&d))
-            .filter(|(p, _)| p.parent() == Some(d.as_path()))
-            .filter_map(|(p, _)| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .collect();
+        let mut out = nodes.children(&d);
         out.sort();
         Ok(out)
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, path, false)?;
+        let p = self.resolve_in(&nodes, path, false)?;
         match nodes.get(&p) {
             Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
             Some(_) => {
@@ -249,8 +318,8 @@ impl Storage for MemFs {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        let f = Self::resolve(&nodes, from, false)?;
-        let t = Self::resolve(&nodes, to, false)?;
+        let f = self.resolve_in(&nodes, from, false)?;
+        let t = self.resolve_in(&nodes, to, false)?;
         Self::parent_is_dir(&nodes, &t)?;
         match (nodes.get(&f), nodes.get(&t)) {
             (None, _) => Err(not_found(from)),
@@ -269,18 +338,19 @@ impl Storage for MemFs {
 
     fn symlink(&self, target: &Path, link: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = Self::resolve(&nodes, link, false)?;
+        let p = self.resolve_in(&nodes, link, false)?;
         Self::parent_is_dir(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", link));
         }
+        self.has_symlinks.store(true, Ordering::Relaxed);
         nodes.insert(p, Node::Symlink(target.to_path_buf()));
         Ok(())
     }
 
     fn read_link(&self, link: &Path) -> io::Result<PathBuf> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, link, false)?;
+        let p = self.resolve_in(&nodes, link, false)?;
         match nodes.get(&p) {
             Some(Node::Symlink(t)) => Ok(t.clone()),
             Some(_) => Err(err(io::ErrorKind::InvalidInput, "not a symlink", link)),
@@ -290,7 +360,7 @@ impl Storage for MemFs {
 
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         if nodes.contains_key(&p) {
             Ok(p)
         } else {
@@ -300,7 +370,7 @@ impl Storage for MemFs {
 
     fn sync(&self, path: &Path) -> io::Result<()> {
         let nodes = self.lock();
-        let p = Self::resolve(&nodes, path, true)?;
+        let p = self.resolve_in(&nodes, path, true)?;
         if nodes.contains_key(&p) {
             Ok(())
         } else {

@@ -1,32 +1,23 @@
 //! The generated report files: pure renderers from results to bytes.
 //!
-//! `lab reports` (see [`crate::sweep::report_data`]) runs the experiments once
+//! `lab reports` (see [`report_data`]) runs the experiments once
 //! and hands the results here; everything in this module is a pure function
 //! of that data, so the checked-in `reports/` directory can be regenerated and
 //! compared byte for byte. Nothing machine-specific (paths, times) is ever an
 //! input, and every number is formatted by hand (no float `Display` drift).
 
-use comfy_table::{presets, Cell as TCell, ContentArrangement, Table as CTable};
 use serde::Serialize;
 
-use crate::sweep::{self, render, CellResult, ProfileCell, SweepResult};
+use crate::sweep::{self, render, CellResult, SweepResult};
 
-/// A terminal or Markdown table with a fixed layout (never the terminal's width).
-pub fn text_table<S: AsRef<str>>(header: &[S], rows: Vec<Vec<String>>, markdown: bool) -> String {
-    let mut t = CTable::new();
-    // Fixed layout: a table must not depend on the terminal it is printed to.
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.load_preset(if markdown {
-        presets::ASCII_MARKDOWN
-    } else {
-        presets::UTF8_FULL_CONDENSED
-    });
-    t.set_header(header.iter().map(|h| TCell::new(h.as_ref())));
-    for r in rows {
-        t.add_row(r);
-    }
-    t.to_string()
-}
+pub mod data;
+
+/// A terminal or Markdown table with a fixed layout (one implementation, in [`crate::report`]).
+pub use crate::report::table as text_table;
+pub use data::{
+    comparison_scripts, drift, first_difference, report_data, reports_command, write_files,
+    ProfileCell, ReportsArgs, MEMORY_SESSIONS, REPLAY_DIR, REPORT_LENS,
+};
 
 /// One typed table cell; JSON keeps the type, the text formats print it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -468,7 +459,7 @@ pub fn grid_svg(result: &SweepResult) -> String {
     s
 }
 
-/// Everything `lab reports` writes, computed once by [`crate::sweep::report_data`].
+/// Everything `lab reports` writes, computed once by [`report_data`].
 #[derive(Debug, Clone)]
 pub struct ReportData {
     /// order × unseen_guard over every path length of the plot.

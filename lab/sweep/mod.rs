@@ -1,0 +1,189 @@
+//! Factorial sweeps: every combination of compaction switches × path lengths × seeds.
+//!
+//! A [`SweepSpec`] names a base profile, the switches to vary (each takes two
+//! values, so `k` switches give `2^k` combinations), the path lengths and the
+//! number of seeds. Cells are numbered in a fixed order (combination, then
+//! seed, then path length), which is what makes `--shard i/n` (cells whose
+//! index is `i` mod `n`) and [`merge`] exact: a merged set of shards is the
+//! same [`SweepResult`] as an unsharded run, byte for byte once rendered.
+//!
+//! [`thresholds()`] finds the path lengths at which a counter changes within one
+//! combination; rendering lives in [`render`] and is a pure function of results.
+//!
+//! One module per concern: [`spec`] (what to sweep), [`mod@run`] (running cells),
+//! [`mod@thresholds`], [`shard`] (sharding and merging) and [`render`].
+
+pub mod render;
+pub mod run;
+pub mod shard;
+pub mod spec;
+pub mod thresholds;
+
+use crate::error::LabResult;
+use crate::report::Format;
+
+pub use run::{config_for, run, run_cell, session, CellResult, SweepResult};
+pub use shard::{merge, Shard};
+pub use spec::{levels, parse_path_lens, parse_vary, PathLens, SweepSpec};
+pub use thresholds::{combo_label, thresholds, Threshold};
+
+/// Every switch of [`crate::compact::config::Switches`], in declaration order.
+/// Hard-coded (and checked against the struct by a test) so the factor order
+/// does not depend on how a JSON map happens to order keys.
+pub const ALL_SWITCHES: &[&str] = &[
+    "order",
+    "unseen_guard",
+    "pair_protection",
+    "idempotent_placeholders",
+    "save_before_omit",
+    "micro_only_over_limit",
+    "fit_tool_results",
+    "auto_summary",
+    "skip_lone_archive_marker",
+    "persist_all_large",
+    "collision_safe_paths",
+];
+
+/// The switches varied when `--vary` is not given: the seed's two safeguards
+/// and the three fixes of its findings.
+pub const DEFAULT_VARY: &[&str] = &[
+    "order",
+    "unseen_guard",
+    "pair_protection",
+    "idempotent_placeholders",
+    "save_before_omit",
+];
+
+/// Default path lengths: 60..=200 (the thresholds of the seed's probes lie in
+/// it; the memory backend reaches every length from 20, so `--path-len 30..200` works too).
+pub const DEFAULT_PATH_LENS: &str = "60..200";
+
+/// The counters a sweep records per cell, in report order.
+pub const COUNTERS: &[&str] = &[
+    "lost_forever",
+    "pointer_lost",
+    "pairs_intact",
+    "double_compacted",
+    "unseen_compacted",
+];
+
+/// Safety cap on cells: a typo such as `--path-len 60..200000` should fail fast, not run for hours.
+pub const MAX_CELLS: usize = 1_000_000;
+
+/// `lab sweep` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SweepArgs {
+    /// Base profile (see `lab profiles`); the varied switches override it.
+    #[arg(long, conflicts_with = "merge", default_value = "prototype")]
+    pub profile: String,
+    /// Switches to vary, comma separated, or `all` [default: order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit].
+    #[arg(long, conflicts_with = "merge")]
+    pub vary: Option<String>,
+    /// Path lengths: N, A..B or A..B:STEP (inclusive), comma separated.
+    #[arg(long, conflicts_with = "merge", default_value = DEFAULT_PATH_LENS)]
+    pub path_len: String,
+    /// Number of seeds, run as seeds 0..N: seed 0 is the prototype probe, others generated sessions.
+    #[arg(long, conflicts_with = "merge", default_value_t = 1)]
+    pub seeds: u64,
+    /// Run only cells whose index is i mod n (`--shard i/n`); merge with `--merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Merge the JSON outputs of shards instead of running anything.
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with = "shard")]
+    pub merge: Vec<std::path::PathBuf>,
+    /// Progress on stderr even when it is not a terminal.
+    #[arg(long)]
+    pub progress: bool,
+    /// Output format (json is what `--merge` reads).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// Progress lines are printed every this many cells.
+const PROGRESS_EVERY: usize = 200;
+
+/// Run `lab sweep`; returns what to print.
+pub fn command(args: &SweepArgs) -> LabResult<String> {
+    use std::io::IsTerminal;
+    let result = if args.merge.is_empty() {
+        let vary = match &args.vary {
+            Some(v) => parse_vary(v)?,
+            None => DEFAULT_VARY.iter().map(|s| s.to_string()).collect(),
+        };
+        let spec = SweepSpec {
+            profile: args.profile.clone(),
+            vary,
+            path_lens: parse_path_lens(&args.path_len)?,
+            seeds: args.seeds,
+        };
+        let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+        let terminal = std::io::stderr().is_terminal();
+        let show = args.progress || terminal;
+        let mut progress = |done: usize, total: usize| {
+            if show && (done % PROGRESS_EVERY == 0 || done == total) {
+                // A terminal gets one line rewritten in place; a log gets one line per report.
+                let end = if done == total || !terminal { "\n" } else { "" };
+                let start = if terminal { "\r" } else { "" };
+                eprint!("{start}sweep: {done}/{total} cells{end}");
+            }
+        };
+        run(&spec, shard, &mut progress)?
+    } else {
+        merge(
+            args.merge
+                .iter()
+                .map(|p| shard::read_shard(p))
+                .collect::<LabResult<Vec<_>>>()?,
+        )?
+    };
+    Ok(render::sweep(&result, args.format))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::session::Action;
+    use crate::compact::{config, probe};
+
+    #[test]
+    fn all_switches_matches_the_struct() {
+        let v = serde_json::to_value(config::Switches::default()).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut ours = ALL_SWITCHES.to_vec();
+        keys.sort_unstable();
+        ours.sort_unstable();
+        assert_eq!(keys, ours);
+    }
+
+    #[test]
+    fn cell_indexing_round_trips() {
+        let spec = SweepSpec {
+            profile: "prototype".into(),
+            vary: vec!["order".into(), "unseen_guard".into()],
+            path_lens: vec![60, 70, 80],
+            seeds: 2,
+        };
+        assert_eq!(spec.total_cells(), 24);
+        assert_eq!(spec.cell(0), (0, 0, 60));
+        assert_eq!(spec.cell(4), (0, 1, 70));
+        assert_eq!(spec.cell(23), (3, 1, 80));
+        assert_eq!(spec.values(2), vec!["micro_first", "false"]);
+        assert_eq!(spec.values(1), vec!["persist_first", "true"]);
+    }
+
+    #[test]
+    fn generated_sessions_are_deterministic_and_small() {
+        assert_eq!(session(7), session(7));
+        assert_ne!(session(7), session(8));
+        assert_eq!(session(0), probe::prototype_probe());
+        let calls: usize = session(3)
+            .0
+            .iter()
+            .map(|a| match a {
+                Action::Assistant(t) => t.calls.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!((3..=15).contains(&calls), "{calls}");
+    }
+}
