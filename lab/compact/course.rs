@@ -82,7 +82,10 @@ pub fn path_str(p: &str) -> String {
     } else {
         ""
     };
-    let parts: Vec<&str> = p.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let parts: Vec<&str> = p
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     let joined = format!("{root}{}", parts.join("/"));
     if joined.is_empty() {
         ".".to_string()
@@ -111,10 +114,10 @@ pub fn file_resolves_inside(p: &str, dir: &Path) -> bool {
 const ND_RUNS: [u32; 66] = [
     0x30, 0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66,
     0xde6, 0xe50, 0xed0, 0xf20, 0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90,
-    0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0,
-    0xff10, 0x104a0, 0x10d30, 0x11066, 0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0,
-    0x11650, 0x116c0, 0x11730, 0x118e0, 0x11950, 0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0,
-    0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0,
+    0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0, 0xff10,
+    0x104a0, 0x10d30, 0x11066, 0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650,
+    0x116c0, 0x11730, 0x118e0, 0x11950, 0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50,
+    0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0,
 ];
 
 /// Does Python's `\d` match `c`?
@@ -189,9 +192,15 @@ mod tests {
             archive_marker_path("[\u{661}\u{662} messages archived at /t]"),
             Some("/t")
         );
-        assert_eq!(archive_marker_path("[12 messages archived at /t]"), Some("/t"));
+        assert_eq!(
+            archive_marker_path("[12 messages archived at /t]"),
+            Some("/t")
+        );
         // '²' is No, not Nd; '\n' is not matched by '.'
-        assert_eq!(archive_marker_path("[\u{b2} messages archived at /t]"), None);
+        assert_eq!(
+            archive_marker_path("[\u{b2} messages archived at /t]"),
+            None
+        );
         assert_eq!(archive_marker_path("[1 messages archived at /a\nb]"), None);
         assert!(is_py_digit('\u{ff19}') && !is_py_digit('\u{2160}'));
     }
@@ -207,6 +216,9 @@ mod tests {
         assert!(!file_resolves_inside(&escape, &inner));
         let ok = format!("{}/ok.txt", inner.display());
         assert!(file_resolves_inside(&ok, &inner));
-        assert!(!file_resolves_inside(&format!("{}/no.txt", inner.display()), &inner));
+        assert!(!file_resolves_inside(
+            &format!("{}/no.txt", inner.display()),
+            &inner
+        ));
     }
 }
