@@ -120,41 +120,53 @@ fn first_difference(want: &Value, got: &Value) -> Option<String> {
     None
 }
 
-#[test]
-fn generated_conversations_agree_with_the_course_byte_for_byte() {
-    let mut checked = 0;
-    let mut skipped = 0;
+/// Run every case of one profile's fixture file; panics listing the differences.
+fn agree(profile_name: &str) {
+    let path = fixtures_dir().join(format!("{profile_name}.json"));
+    let text = std::fs::read_to_string(&path).expect("fixture file");
+    let cases: Vec<Value> = serde_json::from_str(&text).expect("fixture JSON");
+    assert!(!cases.is_empty(), "{} has no cases", path.display());
+    let (mut checked, mut skipped) = (0, 0);
     let mut failures = Vec::new();
-    for profile_name in ["course-f9e8b28", "course-main", "course-old"] {
-        let path = fixtures_dir().join(format!("{profile_name}.json"));
-        let text = std::fs::read_to_string(&path).expect("fixture file");
-        let cases: Vec<Value> = serde_json::from_str(&text).expect("fixture JSON");
-        assert!(!cases.is_empty(), "{} has no cases", path.display());
-        for case in &cases {
-            let Some(got) = run_case(profile_name, case) else {
-                skipped += 1;
-                continue;
-            };
-            checked += 1;
-            if let Some(diff) = first_difference(case, &got) {
-                failures.push(format!(
-                    "{profile_name} {} (results dir {}): {diff}",
-                    case["name"].as_str().unwrap_or("?"),
-                    case["results_dir_chars"]
-                ));
-            }
+    for case in &cases {
+        let Some(got) = run_case(profile_name, case) else {
+            skipped += 1;
+            continue;
+        };
+        checked += 1;
+        if let Some(diff) = first_difference(case, &got) {
+            failures.push(format!(
+                "{} (results dir {}): {diff}",
+                case["name"].as_str().unwrap_or("?"),
+                case["results_dir_chars"]
+            ));
         }
     }
     if skipped > 0 {
-        println!("skipped {skipped} golden cases: TMPDIR is too long for their result-path length");
+        println!("skipped {skipped} {profile_name} cases: TMPDIR is too long for their result-path length");
     }
-    assert!(checked > 0, "no golden case could run here");
+    assert!(checked > 0, "no {profile_name} case could run here");
     assert!(
         failures.is_empty(),
-        "{} of {checked} conversations differ from the course:\n{}",
+        "{} of {checked} {profile_name} conversations differ from the course:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn course_f9e8b28_agrees_byte_for_byte() {
+    agree("course-f9e8b28");
+}
+
+#[test]
+fn course_main_agrees_byte_for_byte() {
+    agree("course-main");
+}
+
+#[test]
+fn course_old_agrees_byte_for_byte() {
+    agree("course-old");
 }
 
 #[test]

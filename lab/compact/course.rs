@@ -109,6 +109,18 @@ pub fn file_resolves_inside(p: &str, dir: &Path) -> bool {
     }
 }
 
+/// `"\n".join(texts).strip() or "(empty summary)"`: how the course reads the
+/// summary model's answer. Python's `strip()` also removes `\x1c`–`\x1f`.
+pub fn summary_text(answer: &str) -> String {
+    let trimmed =
+        answer.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c));
+    if trimmed.is_empty() {
+        "(empty summary)".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
 /// First code point of each run of ten Unicode decimal digits (category Nd,
 /// Unicode 14 as in Python 3.11): what `\d` matches in a Python `str` regex.
 const ND_RUNS: [u32; 66] = [
@@ -183,6 +195,13 @@ mod tests {
         assert_eq!(path_str("///a"), "/a");
         assert_eq!(path_str("a/../b"), "a/../b");
         assert_eq!(path_str("./"), ".");
+    }
+
+    #[test]
+    fn summaries_are_stripped_as_python_strips() {
+        // " \x1fa b\n".strip() == "a b"; "".strip() or "(empty summary)"
+        assert_eq!(summary_text(" \u{1f}a b\n"), "a b");
+        assert_eq!(summary_text(" \n\t"), "(empty summary)");
     }
 
     #[test]

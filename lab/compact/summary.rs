@@ -137,6 +137,7 @@ impl Compactor {
         let input = self.summary_input(messages);
         self.summarizer
             .summarize(calls, &input, messages)
+            .map(|answer| super::course::summary_text(&answer))
             .map_err(|why| {
                 self.events.push(Event::SummaryFailed { entry });
                 LabError::usage(

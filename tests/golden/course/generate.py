@@ -223,7 +223,8 @@ class Run:
         d = Path(directory)
         if not d.is_dir():
             return []
-        return [[p.name, *digest(self.redact(p.read_text(encoding="utf-8")))]
+        # Bytes, not read_text(): text mode would turn the course's "\r\n" into "\n".
+        return [[p.name, *digest(self.redact(p.read_bytes().decode("utf-8")))]
                 for p in sorted(d.iterdir())]
 
 
@@ -383,6 +384,10 @@ def cases_for(code, base, results_chars, seed):
         near(f"limit{k}", make, lambda run, k=k_last: k in run.summary_log, fail)
         near(f"prompt{k}", make_prompt, lambda run, k=k_last: k in run.summary_log, fail)
         near(f"cap{k}", make, lambda run: run.summary_cut)
+        # Course main: micro (over the limit, down to 80 %) and fit save files.
+        for n in (1, 2, 3):
+            near(f"saved{n}_{k}", make_prompt,
+                 lambda run, n=n: len(run.files(run.mod.TOOL_RESULTS_DIR)) >= n)
     for turns in range(21, 28):
         out.append({"name": f"snip{turns}", "script": snip_case(rng, turns),
                     "fail_from": None})
