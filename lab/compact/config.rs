@@ -326,7 +326,7 @@ pub fn profiles() -> Vec<Profile> {
         },
         Profile {
             name: "hardened",
-            description: "every safeguard on, micro always, persist every large result, collision-safe file names, survives a failing summary",
+            description: "every safeguard on, micro always, persist every large result, collision-safe file names",
             config: hardened,
         },
         Profile {
