@@ -75,7 +75,8 @@ pub enum Event {
         /// Transcript path.
         transcript: String,
     },
-    /// The summarizer failed; history was left as it was.
+    /// The summarizer failed: as in the course the session ends there, with the
+    /// history its in-place edits left (or, with `survive_summary_failure`, it goes on).
     SummaryFailed {
         /// Which entry point.
         entry: Entry,
