@@ -281,7 +281,11 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
         V::Null => 4,
         V::Bool(true) => 4,
         V::Bool(false) => 5,
-        V::Number(n) => n.to_string().chars().count(),
+        // Floats as Python's repr prints them (`1e-07`, not serde_json's `1e-7`).
+        V::Number(n) => match n.as_f64().filter(|_| n.is_f64()) {
+            Some(f) => crate::pyjson::float_repr(f).len(),
+            None => n.to_string().len(),
+        },
         V::String(s) => json_str_chars(s),
         V::Array(items) => {
             2 + items.len().saturating_sub(1) * 2

@@ -27,7 +27,8 @@ pub enum StepOrder {
 /// `idempotent_placeholders = false`, `save_before_omit = false`,
 /// `micro_only_over_limit = false`, `fit_tool_results = false`,
 /// `auto_summary = true`, `skip_lone_archive_marker = false`,
-/// `persist_all_large = false`, `collision_safe_paths = false`.
+/// `persist_all_large = false`, `collision_safe_paths = false`,
+/// `overwrite_saved_output = false`, `survive_summary_failure = false`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Switches {
@@ -53,6 +54,13 @@ pub struct Switches {
     pub persist_all_large: bool,
     /// Two results whose ids sanitise to the same file name get distinct files.
     pub collision_safe_paths: bool,
+    /// Saving a result rewrites an existing file of the same name (course main's
+    /// `save_output`); off, the first write is kept (f9e8b28's `if not path.exists()`).
+    pub overwrite_saved_output: bool,
+    /// A failing summary call is swallowed and the run goes on with the history
+    /// as it was. Off (the course): the exception ends the session, leaving the
+    /// history as the course's in-place edits left it.
+    pub survive_summary_failure: bool,
 }
 
 impl Default for Switches {
@@ -69,6 +77,8 @@ impl Default for Switches {
             skip_lone_archive_marker: false,
             persist_all_large: false,
             collision_safe_paths: false,
+            overwrite_saved_output: false,
+            survive_summary_failure: false,
         }
     }
 }
@@ -305,6 +315,7 @@ pub fn profiles() -> Vec<Profile> {
             micro_only_over_limit: true,
             fit_tool_results: true,
             skip_lone_archive_marker: true,
+            overwrite_saved_output: true,
             ..Switches::default()
         },
         constants: Constants {
@@ -317,6 +328,7 @@ pub fn profiles() -> Vec<Profile> {
             micro_only_over_limit: false,
             persist_all_large: true,
             collision_safe_paths: true,
+            survive_summary_failure: true,
             ..main.switches.clone()
         },
         constants: main.constants.clone(),

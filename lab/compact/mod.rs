@@ -14,6 +14,7 @@
 
 pub mod check;
 pub mod config;
+pub mod course;
 pub mod experiments;
 pub mod hunt;
 pub mod micro;
@@ -74,7 +75,8 @@ pub enum Event {
         /// Transcript path.
         transcript: String,
     },
-    /// The summarizer failed; history was left as it was.
+    /// The summarizer failed: as in the course the session ends there, with the
+    /// history its in-place edits left (or, with `survive_summary_failure`, it goes on).
     SummaryFailed {
         /// Which entry point.
         entry: Entry,
@@ -122,6 +124,9 @@ pub struct Compactor {
     pub summarizer: Summarizer,
     /// Everything the steps did, in order.
     pub events: Vec<Event>,
+    /// A summary call failed and, as in the course, that ended the session
+    /// (unless `survive_summary_failure`); drivers stop at the next action.
+    pub halted: bool,
     transcripts_written: usize,
 }
 
@@ -134,6 +139,7 @@ impl Compactor {
             root,
             summarizer: Summarizer::default(),
             events: Vec::new(),
+            halted: false,
             transcripts_written: 0,
         })
     }
@@ -153,15 +159,16 @@ impl Compactor {
         let sw = self.config.switches.clone();
         let limit = self.config.constants.context_char_limit;
         let mut messages = messages;
+        let snipped;
         match sw.order {
             StepOrder::PersistFirst => {
                 self.persist_batch(&mut messages)?;
-                messages = self.snip(messages)?;
+                (messages, snipped) = self.snip_parts(messages)?;
                 self.micro_stage(&mut messages)?;
             }
             StepOrder::MicroFirst => {
                 self.micro_stage(&mut messages)?;
-                messages = self.snip(messages)?;
+                (messages, snipped) = self.snip_parts(messages)?;
                 self.persist_batch(&mut messages)?;
             }
         }
@@ -172,7 +179,11 @@ impl Compactor {
         if sw.auto_summary && estimate_chars(&messages) > limit {
             messages = match self.compact_history(messages, active_request, Entry::Auto) {
                 Ok(m) => m,
-                Err((m, _)) => m,
+                Err((m, _)) if sw.survive_summary_failure => m,
+                Err((m, _)) => {
+                    self.halted = true;
+                    snip::unsnip(m, snipped)
+                }
             };
         }
         Ok(messages)
@@ -210,23 +221,27 @@ impl Compactor {
             Step::Summary => {
                 messages = match self.compact_history(messages, active_request, Entry::Manual) {
                     Ok(m) => m,
-                    Err((m, _)) => m,
+                    Err((m, _)) => {
+                        self.halted = !self.config.switches.survive_summary_failure;
+                        m
+                    }
                 }
             }
         }
         Ok(messages)
     }
 
-    /// Write `messages` as a JSONL transcript; names are sequential so runs are byte-identical.
+    /// Write `messages` as a JSONL transcript, one `json.dumps` line per message as
+    /// the course writes it; names are counter-derived so runs are byte-identical.
     pub(crate) fn write_transcript(&mut self, messages: &[Message]) -> LabResult<String> {
         self.transcripts_written += 1;
         let path = self
             .root
             .transcripts()
-            .join(format!("transcript_{:04}.jsonl", self.transcripts_written));
+            .join(course::transcript_name(self.transcripts_written));
         let mut out = Vec::new();
         for m in messages {
-            serde_json::to_writer(&mut out, m).expect("messages serialise");
+            out.extend_from_slice(crate::pyjson::dumps(m).as_bytes());
             out.push(b'\n');
         }
         self.root

@@ -6,8 +6,6 @@
 //! a smaller large result can stay unsaved and later be "omitted" by step 3
 //! (the seed's scenario A: lost forever in the intact pipeline).
 
-use std::path::Path;
-
 use super::root::safe_id;
 use super::{Compactor, Event, Step};
 use crate::error::{LabError, LabResult};
@@ -40,10 +38,11 @@ pub(crate) fn prefix_chars(s: &str, n: usize) -> &str {
     }
 }
 
-/// The f9e8b28 scan: the first line starting with `Full output: `, anywhere in the text.
+/// The f9e8b28 scan: the first line starting with `Full output: `, anywhere in
+/// the text, with lines split as Python's `splitlines()` splits them.
 pub fn full_output_line(content: &str) -> Option<&str> {
-    content
-        .lines()
+    super::course::splitlines(content)
+        .into_iter()
         .find_map(|l| l.strip_prefix(FULL_OUTPUT))
         .filter(|p| !p.is_empty())
 }
@@ -55,7 +54,8 @@ pub fn is_placeholder(content: &str) -> bool {
 
 impl Compactor {
     /// Course main `persisted_output_path`: recognise persisted text *and* a
-    /// saved-at placeholder, but only when the path is a file inside the results dir.
+    /// saved-at placeholder, but only when the path is a file that resolves inside
+    /// the results dir; the path comes back as `pathlib` prints it.
     pub fn recognised_path(&self, content: &str) -> Option<String> {
         let candidate = if content.starts_with(PERSISTED_OPEN) {
             full_output_line(content)
@@ -64,15 +64,15 @@ impl Compactor {
         } else {
             None
         }?;
-        let path = Path::new(candidate);
-        (path.starts_with(self.root.results()) && self.root.fs().is_file(path))
-            .then(|| candidate.to_string())
+        super::course::file_resolves_inside(self.root.fs(), candidate, self.root.results())
+            .then(|| super::course::path_str(candidate))
     }
 
     /// Write a result's full text under the results dir and return its path.
     ///
     /// f9e8b28 never overwrites an existing file (`if not path.exists()`), so two
-    /// ids that sanitise to one name share the first one's bytes;
+    /// ids that sanitise to one name share the first one's bytes; course main
+    /// overwrites (`overwrite_saved_output`), so they share the last one's;
     /// `collision_safe_paths` picks a fresh name instead.
     pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
         let base = safe_id(id, self.config.constants.safe_id_max);
@@ -85,7 +85,7 @@ impl Compactor {
                 path = self.root.results().join(format!("{base}-{n}.txt"));
             }
         }
-        if !self.root.fs().exists(&path) {
+        if self.config.switches.overwrite_saved_output || !self.root.fs().exists(&path) {
             self.root
                 .fs()
                 .write(&path, text.as_bytes())
@@ -112,12 +112,9 @@ impl Compactor {
         // Course main reuses an existing pointer instead of saving the stub itself.
         if self.config.switches.idempotent_placeholders {
             if let Some(path) = self.recognised_path(output) {
-                let saved = self
-                    .root
-                    .fs()
-                    .read_to_string(Path::new(&path))
-                    .unwrap_or_default();
-                return Ok(persisted_text(&path, prefix_chars(&saved, preview)));
+                let saved = self.root.fs().read(std::path::Path::new(&path)).ok();
+                let text = super::course::saved_preview(saved, output, preview);
+                return Ok(persisted_text(&path, &text));
             }
         }
         let path = self.save_output(step, id, output)?;

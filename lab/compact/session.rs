@@ -213,8 +213,13 @@ impl Session {
     }
 
     /// Run every action of a (normalised) script.
+    /// A failing summary call ends the run there, as the course's exception ends
+    /// its session (unless the switch `survive_summary_failure` is on).
     pub fn run(&mut self, script: &Script) -> LabResult<()> {
         for action in &script.normalised()?.0 {
+            if self.compactor.halted {
+                break;
+            }
             self.step(action)?;
         }
         Ok(())
@@ -234,9 +239,13 @@ impl Session {
         });
     }
 
-    /// Pipeline, then the model call; returns false when the call failed for good.
+    /// Pipeline, then the model call; returns false when the call failed for good
+    /// or the session ended (a summary call failed inside the pipeline).
     fn model_call(&mut self) -> LabResult<bool> {
         self.prepare()?;
+        if self.compactor.halted {
+            return Ok(false);
+        }
         self.record_request();
         if std::mem::take(&mut self.prompt_too_long) {
             // Course: MAX_REACTIVE_RETRIES = 1; reactive compact, then the loop
@@ -246,10 +255,14 @@ impl Session {
                 Ok(m) => self.messages = m,
                 Err((m, _)) => {
                     self.messages = m;
+                    self.compactor.halted = !self.compactor.config.switches.survive_summary_failure;
                     return Ok(false);
                 }
             }
             self.prepare()?;
+            if self.compactor.halted {
+                return Ok(false);
+            }
             self.record_request();
         }
         Ok(true)
@@ -312,7 +325,11 @@ impl Session {
                         Entry::Tool,
                     ) {
                         Ok(m) => m,
-                        Err((m, _)) => m,
+                        Err((m, _)) => {
+                            self.compactor.halted =
+                                !self.compactor.config.switches.survive_summary_failure;
+                            m
+                        }
                     };
                 }
             }
@@ -328,7 +345,9 @@ impl Session {
                 .push(Message::assistant(vec![Block::Text { text: text.clone() }])),
             Action::Prepare => {
                 self.prepare()?;
-                self.record_request();
+                if !self.compactor.halted {
+                    self.record_request();
+                }
             }
         }
         Ok(())

@@ -46,13 +46,48 @@ pub(crate) fn protect_tail(messages: &[Message], tail_start: usize) -> usize {
     }
 }
 
+/// What snip took out: where the marker stands and the messages it replaced.
+pub type Snipped = Option<(usize, Vec<Message>)>;
+
+/// The history as it was before snip, from snip's output and what it took out.
+///
+/// The course's steps 1 and 3 edit blocks in place while snip builds a new
+/// list; when a summary call then raises, the session keeps the *old* list,
+/// with those in-place edits but without the snip.
+pub fn unsnip(messages: Vec<Message>, snipped: Snipped) -> Vec<Message> {
+    let Some((head_end, middle)) = snipped else {
+        return messages;
+    };
+    let mut out = Vec::with_capacity(messages.len() + middle.len());
+    let mut it = messages.into_iter();
+    out.extend(it.by_ref().take(head_end));
+    out.extend(middle);
+    out.extend(it.skip(1));
+    out
+}
+
 impl Compactor {
     /// Step 2 (course `snip_compact`).
     pub fn snip(&mut self, messages: Vec<Message>) -> LabResult<Vec<Message>> {
+        Ok(self.snip_parts(messages)?.0)
+    }
+
+    /// Course main: a middle that is one earlier archive marker of this run is left alone.
+    fn is_archive_marker(&self, message: &Message) -> bool {
+        let Content::Text(t) = &message.content else {
+            return false;
+        };
+        super::course::archive_marker_path(t).is_some_and(|p| {
+            super::course::file_resolves_inside(self.root.fs(), p, self.root.transcripts())
+        })
+    }
+
+    /// Step 2, also returning the archived middle (for [`unsnip`]).
+    pub fn snip_parts(&mut self, messages: Vec<Message>) -> LabResult<(Vec<Message>, Snipped)> {
         let c = &self.config.constants;
         let max = c.snip_max_messages;
         if messages.len() <= max {
-            return Ok(messages);
+            return Ok((messages, None));
         }
         let mut head_end = c.snip_head.min(messages.len());
         let mut tail_start = messages.len() - (max - c.snip_head - c.snip_tail_reserve);
@@ -61,14 +96,13 @@ impl Compactor {
             tail_start = protect_tail(&messages, tail_start);
         }
         if head_end >= tail_start {
-            return Ok(messages);
+            return Ok((messages, None));
         }
-        if self.config.switches.skip_lone_archive_marker && tail_start - head_end == 1 {
-            if let Content::Text(t) = &messages[head_end].content {
-                if marker_path(t).is_some_and(|p| self.root.fs().is_file(std::path::Path::new(p))) {
-                    return Ok(messages);
-                }
-            }
+        if self.config.switches.skip_lone_archive_marker
+            && tail_start - head_end == 1
+            && self.is_archive_marker(&messages[head_end])
+        {
+            return Ok((messages, None));
         }
         let transcript = self.write_transcript(&messages)?;
         let archived = tail_start - head_end;
@@ -79,9 +113,10 @@ impl Compactor {
         let mut out = Vec::with_capacity(head_end + 1 + messages.len() - tail_start);
         let mut it = messages.into_iter();
         out.extend(it.by_ref().take(head_end));
+        let middle: Vec<Message> = it.by_ref().take(archived).collect();
         out.push(Message::user_text(marker_text(archived, &transcript)));
-        out.extend(it.skip(archived));
-        Ok(out)
+        out.extend(it);
+        Ok((out, Some((head_end, middle))))
     }
 }
 

@@ -34,6 +34,22 @@ pub enum Summarizer {
     Fail,
     /// The first `n` calls succeed, later ones fail.
     FailAfter(usize),
+    /// The golden generator's stub model (`tests/golden/course/generate.py`):
+    /// answers with the call number, the input length and its first and last
+    /// 48 chars, so any difference in the summary input shows in the history;
+    /// calls from `fail_from` on (0-based) raise.
+    Stub {
+        /// First failing call, if any.
+        fail_from: Option<usize>,
+    },
+}
+
+/// The stub's answer: `stub summary <call>: <n> input chars, head <first 48> tail <last 48>`.
+pub fn stub_summary(call: usize, input: &str) -> String {
+    let n = input.chars().count();
+    let head: String = input.chars().take(48).collect();
+    let tail: String = input.chars().skip(n.saturating_sub(48)).collect();
+    format!("stub summary {call}: {n} input chars, head {head} tail {tail}")
 }
 
 impl Summarizer {
@@ -48,9 +64,13 @@ impl Summarizer {
             Summarizer::Scripted => false,
             Summarizer::Fail => true,
             Summarizer::FailAfter(n) => call >= *n,
+            Summarizer::Stub { fail_from } => fail_from.is_some_and(|n| call >= n),
         };
         if fail {
             return Err("summary model unavailable (injected)".to_string());
+        }
+        if let Summarizer::Stub { .. } = self {
+            return Ok(stub_summary(call, input));
         }
         let calls: Vec<&str> = messages
             .iter()
@@ -78,7 +98,7 @@ impl Summarizer {
 
 /// The summary message (course `summary_message`).
 pub fn summary_message(label: &str, request: &str, summary: &str, transcript: &str) -> Message {
-    let escaped = serde_json::to_string(summary).expect("strings serialise");
+    let escaped = crate::pyjson::dumps(summary);
     Message::user_text(format!(
         "[{label}]\n\nCurrent user request:\n{request}\n\n\
          Conversation summary (reference only):\n{escaped}\n\nFull transcript: {transcript}"
@@ -92,9 +112,10 @@ pub const FULL_TRANSCRIPT: &str = "Full transcript: ";
 pub type Failed = (Vec<Message>, LabError);
 
 impl Compactor {
-    /// Course `summary_input`: the serialised history, head 1/4 + tail 3/4 when over the cap.
+    /// Course `summary_input`: the history as `json.dumps` writes it, head 1/4 +
+    /// tail 3/4 when over the cap.
     pub fn summary_input(&self, messages: &[Message]) -> String {
-        let conversation = serde_json::to_string(messages).expect("messages serialise");
+        let conversation = crate::pyjson::dumps(messages);
         let cap = self.config.constants.summary_input_chars;
         let n = conversation.chars().count();
         if n <= cap {
@@ -116,11 +137,12 @@ impl Compactor {
         let input = self.summary_input(messages);
         self.summarizer
             .summarize(calls, &input, messages)
+            .map(|answer| super::course::summary_text(&answer))
             .map_err(|why| {
                 self.events.push(Event::SummaryFailed { entry });
                 LabError::usage(
                     format!("summary call failed: {why}"),
-                    "the harness keeps the history unchanged",
+                    "the course's session ends here; survive_summary_failure=true keeps it going",
                 )
             })
     }

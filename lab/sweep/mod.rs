@@ -42,6 +42,8 @@ pub const ALL_SWITCHES: &[&str] = &[
     "skip_lone_archive_marker",
     "persist_all_large",
     "collision_safe_paths",
+    "overwrite_saved_output",
+    "survive_summary_failure",
 ];
 
 /// The switches varied when `--vary` is not given: the seed's two safeguards
