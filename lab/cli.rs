@@ -175,7 +175,7 @@ pub const README_END: &str = "<!-- registry:end -->";
 pub fn readme_block() -> String {
     format!(
         "{README_BEGIN}\n{}{README_END}",
-        report::list(&registry::all(), Format::Markdown)
+        report::list(&registry::list::all(), Format::Markdown)
     )
 }
 
@@ -217,7 +217,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             )),
         },
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
-        Some(Command::List { format }) => Ok(report::list(&registry::all(), format)),
+        Some(Command::List { format }) => Ok(report::list(&registry::list::all(), format)),
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
             let mut cfg = config::profile(&profile)?.config;
@@ -324,10 +324,10 @@ pub fn run(cli: Cli) -> LabResult<String> {
 
 fn run_breaks(ids: &[String], args: &RunArgs) -> LabResult<String> {
     let rows = if ids.iter().any(|i| i == "all") {
-        registry::all()
+        registry::list::all()
     } else {
         ids.iter()
-            .map(|i| registry::find(i))
+            .map(|i| registry::list::find(i))
             .collect::<LabResult<Vec<_>>>()?
     };
     let opts = args.options();
@@ -342,7 +342,7 @@ fn selftest() -> LabResult<String> {
     let opts = RunOptions::default();
     let mut out = String::new();
     let mut failures = Vec::new();
-    for e in registry::all() {
+    for e in registry::list::all() {
         let v = (e.run)(&opts)?;
         let f = v.check(e.expect);
         out += &format!(
@@ -409,7 +409,7 @@ fn hunt(
         match &break_id {
             Some(id) => {
                 let s = sides(id).ok_or_else(|| {
-                    let mem = registry::find(id).is_ok();
+                    let mem = registry::list::find(id).is_ok();
                     LabError::usage(
                         format!(
                             "{id:?} has no compaction sides to hunt{}",

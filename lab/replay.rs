@@ -245,7 +245,7 @@ pub fn replay_messages(
             requests.push(Request {
                 messages: messages.len(),
                 chars,
-                violations: crate::compact::check::pair_violations(&messages),
+                violations: crate::compact::pairs::pair_violations(&messages),
             });
             series.push(Point {
                 at: i,
@@ -846,7 +846,7 @@ mod tests {
     fn synthetic_main_is_paired_and_sized() {
         let m = synthetic_main(4, 10);
         assert_eq!(m.len(), 10);
-        assert!(crate::compact::check::pair_violations(&m).is_empty());
+        assert!(crate::compact::pairs::pair_violations(&m).is_empty());
         let r = replay_messages("syn", &m, &[], "course-main", &ReplayOptions::default()).unwrap();
         assert_eq!((r.model_calls, r.tool_results), (5, 4));
     }

@@ -17,6 +17,7 @@ pub mod config;
 pub mod experiments;
 pub mod hunt;
 pub mod micro;
+pub mod pairs;
 pub mod persist;
 pub mod probe;
 pub mod root;

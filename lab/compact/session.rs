@@ -210,7 +210,7 @@ impl Session {
         self.requests.push(Request {
             messages: self.messages.len(),
             chars: estimate_chars(&self.messages),
-            violations: super::check::pair_violations(&self.messages),
+            violations: super::pairs::pair_violations(&self.messages),
         });
     }
 

@@ -16,6 +16,7 @@ pub mod extract;
 pub mod frontmatter;
 pub mod prompts;
 pub mod recall;
+pub mod sandbox;
 pub mod scenario;
 pub mod session;
 pub mod store;

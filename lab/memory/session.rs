@@ -173,7 +173,7 @@ impl Harness {
         let store = Store::open(&sandbox.join(".memory"), switches)?;
         let sandbox = std::fs::canonicalize(sandbox)
             .map_err(|e| LabError::io("resolving sandbox", sandbox, e))?;
-        let outside_before = super::checker::files_outside(&sandbox, store.root())?;
+        let outside_before = super::sandbox::files_outside(&sandbox, store.root())?;
         Ok(Harness {
             sandbox,
             store,
