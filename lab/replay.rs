@@ -1,4 +1,5 @@
-//! Replay an imported real session through a compaction profile (issue 5, phase 2).
+//! Replay an imported real session through a compaction profile, call by
+//! call, and report what the profile lost and where it compacted.
 //!
 //! The main conversation of an [`ImportedSession`] is fed to a fresh
 //! [`Compactor`] as the harness would have seen it: messages are appended in

@@ -1,4 +1,5 @@
-//! Importers for real agent transcripts (issue 5).
+//! Importers for real agent transcripts: each known log format becomes one
+//! session in the lab's message model.
 //!
 //! Every importer turns one file into an [`ImportedSession`]: the main
 //! conversation as the model saw it, in the lab's [`Message`] model, plus
