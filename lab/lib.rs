@@ -13,6 +13,7 @@ pub mod error;
 pub mod import;
 pub mod memory;
 pub mod message;
+pub mod plot;
 pub mod policy;
 pub mod pyjson;
 pub mod registry;
