@@ -283,6 +283,9 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 strict,
                 format: None,
             };
+            if let Some(path) = &plot {
+                crate::input::output_parent_exists(path, "--plot")?;
+            }
             let run = crate::replay::run_files(&files, &names, &options, &import)?;
             for d in &run.diagnostics {
                 eprintln!("warning: {d}");
@@ -311,6 +314,9 @@ pub fn run(cli: Cli) -> LabResult<String> {
             let text =
                 std::fs::read_to_string(&path).map_err(|e| LabError::io("reading", &path, e))?;
             let new = splice_readme(&path, &text)?;
+            if new == text {
+                return Ok(format!("unchanged {}\n", path.display()));
+            }
             // Temp file + rename: an interrupted write never leaves half a README.
             let tmp = path.with_extension("md.tmp");
             std::fs::write(&tmp, new).map_err(|e| LabError::io("writing", &tmp, e))?;
@@ -318,7 +324,12 @@ pub fn run(cli: Cli) -> LabResult<String> {
             Ok(format!("updated {}\n", path.display()))
         }
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
-        Some(Command::Reports(args)) => crate::sweep::reports_command(&args),
+        Some(Command::Reports(args)) => {
+            if let Some(dir) = &args.out {
+                crate::input::output_parent_exists(dir, "--out")?;
+            }
+            crate::sweep::reports_command(&args)
+        }
     }
 }
 
@@ -366,10 +377,10 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
     let mut out = String::new();
     let mut failures = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
+        let text = crate::input::read_text(f, "a scenario")?;
         let r = if crate::memory::scenario::is_memory_scenario(&text) {
-            let (counters, failures) = crate::memory::scenario::run_scenario_file(f)?;
+            let sc = crate::memory::scenario::parse_scenario(f, &text)?;
+            let (counters, failures) = crate::memory::scenario::run_scenario(&sc)?;
             let name = f
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -381,7 +392,8 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
                 failures,
             }
         } else {
-            crate::scenario::run_file(f)?
+            let (sc, config) = crate::scenario::Scenario::parse(f, &text)?;
+            sc.run(f, &config)?
         };
         out += &report::scenario_run(&r, format);
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
@@ -482,8 +494,12 @@ fn hunt(
         script,
         expect: Scenario::pin(&[(label, o.counters.clone())]),
     };
+    if let Some(path) = &out {
+        crate::input::output_parent_exists(path, "--out")?;
+    }
     let path =
         out.unwrap_or_else(|| std::path::PathBuf::from(format!("scenarios/hunt/{name}.json")));
+    // Only the default location's directory is created.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| LabError::io("creating the output dir", dir, e))?;
@@ -491,8 +507,9 @@ fn hunt(
     crate::scenario::write_file(&path, &sc)?;
     let sizes: Vec<String> = rounds.0.iter().map(|r| format!("{r:?}")).collect();
     Ok(format!(
-        "counterexample: {} rounds, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
+        "counterexample: {} round{}, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
         rounds.0.len(),
+        if rounds.0.len() == 1 { "" } else { "s" },
         sizes.join(" "),
         report::counters(&name, &o.counters, Format::Table),
         path.display(),

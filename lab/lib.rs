@@ -11,6 +11,7 @@ pub mod compact;
 pub mod counters;
 pub mod error;
 pub mod import;
+pub mod input;
 pub mod memory;
 pub mod message;
 pub mod plot;

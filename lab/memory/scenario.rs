@@ -49,17 +49,23 @@ pub enum ExpectValue {
 /// compaction scenarios' `ctxlab.scenario/1`, so a CLI can dispatch on it).
 pub const SCHEMA: &str = "ctxlab.memory-scenario/1";
 
-/// Does this JSON text declare the memory scenario schema? A cheap peek for
-/// dispatching `lab run FILE` between the compaction and memory runners.
+/// Does this text declare a memory scenario schema (any version)? Read
+/// leniently, without parsing the whole file, so a file with a syntax error
+/// elsewhere is still reported against the schema it names.
 pub fn is_memory_scenario(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            v.get("schema")
-                .and_then(|s| s.as_str())
-                .map(|s| s == SCHEMA)
-        })
-        .unwrap_or(false)
+    schema_of(text).is_some_and(|s| s.starts_with("ctxlab.memory-scenario/"))
+}
+
+/// The string value of the first `"schema"` key, found by scanning the
+/// text rather than parsing it.
+pub fn schema_of(text: &str) -> Option<&str> {
+    let after = &text[text.find("\"schema\"")? + "\"schema\"".len()..];
+    let after = after
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    after.find('"').map(|end| &after[..end])
 }
 
 /// One scenario file.
@@ -138,14 +144,25 @@ fn position_of(text: &str, needle: &str) -> (usize, usize) {
 pub fn parse_scenario(file: &Path, text: &str) -> LabResult<Scenario> {
     let scenario: Scenario = serde_json::from_str(text).map_err(|e| {
         let (line, column) = (e.line(), e.column());
-        let field = field_near(text, line, column)
-            .map(|f| format!(" (in field `{f}`)"))
-            .unwrap_or_default();
+        // serde's unknown/missing-field messages already name the field, and
+        // sit before the key's `:`, where the nearest key is the previous one.
+        let msg = e.to_string();
+        let msg = msg
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let field = match msg.contains("field `") {
+            true => String::new(),
+            false => field_near(text, line, column)
+                .map(|f| format!(" (in field `{f}`)"))
+                .unwrap_or_default(),
+        };
         LabError::Input {
             file: file.to_path_buf(),
             line,
-            column,
-            message: format!("{e}{field}"),
+            column: crate::input::char_column(text, line, column),
+            message: format!("{msg}{field}"),
             fix: FORMAT_FIX.into(),
         }
     })?;
@@ -245,8 +262,7 @@ pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
 /// Read, parse and run a scenario file. Returns the counters and the failed
 /// expectations (empty when all hold); malformed files are `LabError::Input`.
 pub fn run_scenario_file(path: &Path) -> LabResult<(Counters, Vec<String>)> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LabError::io("reading scenario", path, e))?;
+    let text = crate::input::read_text(path, "a scenario")?;
     run_scenario(&parse_scenario(path, &text)?)
 }
 
