@@ -1,0 +1,135 @@
+//! Every Markdown output renders as intended: parsed with a CommonMark/GFM
+//! parser, each table keeps its header's column count in every row, and
+//! the text around tables (status lines, readings) is never swallowed as a
+//! table row.
+
+use std::path::Path;
+use std::process::Command;
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+fn lab(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// What a renderer made of the text: per table, the cell count of each
+/// row (header first) and the text of its cells; and the text of every
+/// paragraph.
+#[derive(Debug, Default)]
+struct Rendered {
+    tables: Vec<Vec<Vec<String>>>,
+    paragraphs: Vec<String>,
+}
+
+fn render(md: &str) -> Rendered {
+    let mut r = Rendered::default();
+    let (mut in_para, mut text) = (false, String::new());
+    let mut row: Option<Vec<String>> = None;
+    for ev in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match ev {
+            Event::Start(Tag::Table(_)) => r.tables.push(Vec::new()),
+            Event::Start(Tag::TableHead | Tag::TableRow) => row = Some(Vec::new()),
+            Event::End(TagEnd::TableHead | TagEnd::TableRow) => {
+                r.tables.last_mut().unwrap().push(row.take().unwrap());
+            }
+            Event::Start(Tag::TableCell) => row.as_mut().unwrap().push(String::new()),
+            Event::Start(Tag::Paragraph) => (in_para, text) = (true, String::new()),
+            Event::End(TagEnd::Paragraph) => {
+                in_para = false;
+                r.paragraphs.push(std::mem::take(&mut text));
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some(cells) = row.as_mut() {
+                    cells.last_mut().unwrap().push_str(&t);
+                } else if in_para {
+                    text.push_str(&t);
+                }
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+fn assert_well_formed(label: &str, md: &str) -> Rendered {
+    let r = render(md);
+    assert!(!r.tables.is_empty(), "{label}: no table rendered:\n{md}");
+    for t in &r.tables {
+        let width = t[0].len();
+        for row in t {
+            assert_eq!(row.len(), width, "{label}: ragged row {row:?}\n{md}");
+            assert!(
+                !row.iter().any(|c| c.starts_with("PASS")
+                    || c.starts_with("FAIL")
+                    || c.starts_with("reading")),
+                "{label}: prose swallowed as a table row {row:?}"
+            );
+        }
+    }
+    r
+}
+
+#[test]
+fn scenario_runs_render_status_lines_as_paragraphs() {
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut args = vec!["run".to_string()];
+    for name in [
+        "probe-intact.json",
+        "seed-scenario-a.json",
+        "memory/dedup_off.json",
+    ] {
+        args.push(scenarios.join(name).to_string_lossy().into_owned());
+    }
+    args.extend(["--format".into(), "markdown".into()]);
+    let md = lab(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = assert_well_formed("run", &md);
+    let passes = r
+        .paragraphs
+        .iter()
+        .filter(|p| p.starts_with("PASS"))
+        .count();
+    assert_eq!(passes, 3, "{:?}", r.paragraphs);
+}
+
+#[test]
+fn verdicts_list_probe_and_profiles_render_as_tables() {
+    let r = assert_well_formed(
+        "break",
+        &lab(&["break", "D6", "M-dedup-off", "--format", "markdown"]),
+    );
+    assert!(
+        r.paragraphs
+            .iter()
+            .any(|p| p.starts_with("reading: lost_forever")),
+        "{:?}",
+        r.paragraphs
+    );
+    let list = assert_well_formed("list", &lab(&["list", "--format", "markdown"]));
+    assert_eq!(list.tables[0][0].len(), 6);
+    assert!(list.tables[0].iter().any(|row| row[0] == "D6"));
+    assert_well_formed("probe", &lab(&["probe", "--format", "markdown"]));
+    assert_well_formed("profiles", &lab(&["profiles", "--format", "markdown"]));
+}
+
+#[test]
+fn a_pipe_or_a_control_byte_in_a_cell_keeps_the_row_intact() {
+    let cell = ctxlab::report::cell_text("a|b\u{0}\u{1b}[2J\nc", true);
+    assert_eq!(cell, "a\\|b\\u{0}\\u{1b}[2J\\u{a}c");
+    let md = format!("| x | y |\n|---|---|\n| {cell} | 2 |\n");
+    let r = render(&md);
+    assert_eq!(
+        r.tables[0][1],
+        vec!["a|b\\u{0}\\u{1b}[2J\\u{a}c".to_string(), "2".into()]
+    );
+    assert_eq!(ctxlab::report::cell_text("a|b", false), "a|b");
+}
