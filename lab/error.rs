@@ -76,6 +76,24 @@ impl LabError {
         }
     }
 
+    /// The message and the fix without the `error:`/`fix:` framing, for an
+    /// error that is reported inside another one (a bad `set` entry in a
+    /// file); kinds without a fix give an empty one.
+    pub fn parts(&self) -> (String, String) {
+        match self {
+            LabError::Usage { message, fix }
+            | LabError::Input { message, fix, .. }
+            | LabError::Refused { message, fix } => (message.clone(), fix.clone()),
+            other => {
+                let text = other.to_string();
+                (
+                    text.trim_start_matches("error: ").trim_end().to_string(),
+                    String::new(),
+                )
+            }
+        }
+    }
+
     /// The process exit code documented in README ("Exit codes").
     pub fn exit_code(&self) -> i32 {
         match self {

@@ -188,21 +188,23 @@ impl Scenario {
         }
         let mut config = profile(&sc.profile)
             .map_err(|e| {
+                let (message, fix) = e.parts();
                 input_err(
                     file,
                     locate(text, &sc.profile),
-                    format!("field `profile`: {e}"),
-                    "use a name from `lab profiles`",
+                    format!("field `profile`: {message}"),
+                    &fix,
                 )
             })?
             .config;
         for (k, v) in &sc.set {
             config.apply_override(&format!("{k}={v}")).map_err(|e| {
+                let (message, fix) = e.parts();
                 input_err(
                     file,
                     locate(text, k),
-                    format!("field `set.{k}`: {e}"),
-                    "see `lab profiles --format json` for every field",
+                    format!("field `set.{k}`: {message}"),
+                    &fix,
                 )
             })?;
         }
@@ -215,11 +217,12 @@ impl Scenario {
             ));
         }
         sc.script.normalised().map_err(|e| {
+            let (message, fix) = e.parts();
             input_err(
                 file,
                 locate(text, "script"),
-                format!("field `script`: {e}"),
-                "fix the script",
+                format!("field `script`: {message}"),
+                &fix,
             )
         })?;
         let known: Vec<String> = probe::run(&config, &Script::default(), None)

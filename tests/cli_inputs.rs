@@ -167,3 +167,64 @@ fn readme_write_says_unchanged_when_nothing_changed() {
         .collect();
     assert_eq!(names.len(), 1, "no temp file left: {names:?}");
 }
+
+fn probe_with(dir: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let text = String::from_utf8(shipped("probe-intact.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edit(&mut v);
+    write(
+        dir,
+        name,
+        serde_json::to_string_pretty(&v).unwrap().as_bytes(),
+    )
+}
+
+#[test]
+fn a_bad_set_entry_gives_one_error_and_one_fix_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = probe_with(d.path(), "set.json", |v| {
+        v["set"] = serde_json::json!({"nope": 1})
+    });
+    let (code, _, err) = lab(&["run", p.to_str().unwrap()]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert_eq!(err.matches("fix:").count(), 1, "{err}");
+    assert!(
+        err.contains("field `set.nope`: unknown switch or constant"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_call_needs_exactly_one_of_chars_and_text() {
+    let d = tempfile::tempdir().unwrap();
+    let p = probe_with(d.path(), "neither.json", |v| {
+        let call = v["script"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find_map(|a| a.get_mut("assistant").and_then(|t| t.get_mut("calls")))
+            .and_then(|c| c.get_mut(0))
+            .unwrap();
+        let obj = call.as_object_mut().unwrap();
+        obj.remove("chars");
+        obj.remove("text");
+    });
+    let (code, _, err) = lab(&["run", p.to_str().unwrap()]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("has neither chars and text"), "{err}");
+}
+
+#[test]
+fn ids_and_profiles_share_one_case_rule() {
+    let (a, out_a, _) = lab(&["break", "d6"]);
+    let (b, out_b, _) = lab(&["break", "D6"]);
+    assert_eq!((a, b), (0, 0));
+    assert_eq!(out_a, out_b);
+    let (a, out_a, err) = lab(&["probe", "--profile", "SEED", "--path-len", "160"]);
+    let (b, out_b, _) = lab(&["probe", "--profile", "seed", "--path-len", "160"]);
+    assert_eq!((a, b), (0, 0), "{err}");
+    assert_eq!(out_a.replace("SEED", "seed"), out_b);
+    let (code, _, err) = lab(&["probe", "--profile", "Prototype"]);
+    assert_eq!(code, 0, "{err}");
+}
