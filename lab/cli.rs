@@ -116,6 +116,10 @@ pub enum Command {
         /// Also write an SVG plot of context size over model calls per profile.
         #[arg(long, value_name = "FILE")]
         plot: Option<std::path::PathBuf>,
+        /// Table columns, comma separated, or `all` (default: a narrow set;
+        /// Markdown shows all, JSON carries every field).
+        #[arg(long, value_name = "LIST")]
+        columns: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -266,8 +270,13 @@ pub fn run(cli: Cli) -> LabResult<String> {
             path_len,
             strict,
             plot,
+            columns,
             format,
         }) => {
+            let columns = columns
+                .as_deref()
+                .map(crate::replay::parse_columns)
+                .transpose()?;
             if !(scale.is_finite() && scale > 0.0) {
                 return Err(LabError::usage(
                     format!("--scale {scale} is not a positive number"),
@@ -297,7 +306,11 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 std::fs::rename(&tmp, &path)
                     .map_err(|e| LabError::io("writing the plot", &path, e))?;
             }
-            Ok(crate::replay::render(&run.reports, format))
+            Ok(crate::replay::render_with(
+                &run.reports,
+                format,
+                columns.as_deref(),
+            ))
         }
         Some(Command::Hunt {
             break_id,

@@ -445,25 +445,70 @@ fn folder_size(dir: &std::path::Path) -> (usize, u64) {
 // ---------------------------------------------------------------------------
 // Rendering (pure).
 
-const HEADER: &[&str] = &[
+/// Every column of the replay table: (key for `--columns`, header).
+pub const COLUMNS: &[(&str, &str)] = &[
+    ("file", "file"),
+    ("profile", "profile"),
+    ("scale", "scale"),
+    ("msgs", "msgs"),
+    ("calls", "calls"),
+    ("lost_forever", "lost_forever"),
+    ("pointer_lost", "pointer_lost"),
+    ("pairs_intact", "pairs_intact"),
+    ("unseen_compacted", "unseen_compacted"),
+    ("double_compacted", "double_compacted"),
+    ("persisted", "persisted (files / bytes)"),
+    ("summary_calls", "summary_calls"),
+    ("first_fired", "first fired @"),
+    ("first_summary", "first summary @"),
+    ("real_compaction", "real compaction @"),
+    ("peak_chars", "peak chars"),
+    ("final_chars", "final / raw chars"),
+];
+
+/// The terminal table's default columns: what was lost and when compaction
+/// fired, narrow enough for a 120-column terminal. `--columns all` (or
+/// Markdown / JSON output) gives every field.
+pub const DEFAULT_COLUMNS: &[&str] = &[
     "file",
     "profile",
-    "scale",
-    "msgs",
-    "calls",
     "lost_forever",
     "pointer_lost",
     "pairs_intact",
-    "unseen_compacted",
-    "double_compacted",
-    "persisted (files / bytes)",
     "summary_calls",
-    "first fired @",
-    "first summary @",
-    "real compaction @",
-    "peak chars",
-    "final / raw chars",
+    "first_fired",
 ];
+
+/// Column indices of a `--columns` list (`a,b,c` or `all`), in the order given.
+pub fn parse_columns(spec: &str) -> LabResult<Vec<usize>> {
+    if spec.trim().eq_ignore_ascii_case("all") {
+        return Ok((0..COLUMNS.len()).collect());
+    }
+    spec.split(',')
+        .map(|k| {
+            let k = k.trim();
+            COLUMNS
+                .iter()
+                .position(|(key, _)| key.eq_ignore_ascii_case(k))
+                .ok_or_else(|| {
+                    LabError::usage(
+                        format!("unknown replay column {k:?}"),
+                        format!(
+                            "use `all` or a comma-separated list of: {}",
+                            COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+fn default_columns() -> Vec<usize> {
+    DEFAULT_COLUMNS
+        .iter()
+        .filter_map(|k| COLUMNS.iter().position(|(key, _)| key == k))
+        .collect()
+}
 
 fn opt(v: Option<usize>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".to_string())
@@ -499,7 +544,7 @@ fn row(r: &ReplayReport) -> Vec<String> {
     ]
 }
 
-fn table(reports: &[ReplayReport], markdown: bool) -> String {
+fn table(reports: &[ReplayReport], markdown: bool, columns: &[usize]) -> String {
     let mut t = Table::new();
     t.set_content_arrangement(ContentArrangement::Disabled);
     t.load_preset(if markdown {
@@ -507,26 +552,42 @@ fn table(reports: &[ReplayReport], markdown: bool) -> String {
     } else {
         presets::UTF8_FULL_CONDENSED
     });
-    t.set_header(HEADER.iter().map(|h| TCell::new(*h)));
+    t.set_header(columns.iter().map(|&c| TCell::new(COLUMNS[c].1)));
     for r in reports {
-        t.add_row(row(r));
+        let cells = row(r);
+        t.add_row(
+            columns
+                .iter()
+                .map(|&c| crate::report::cell_text(&cells[c], markdown)),
+        );
     }
     t.to_string()
 }
 
-/// A terminal table, one row per report, with a trailing newline.
+/// A terminal table, one row per report, the [`DEFAULT_COLUMNS`], with a
+/// trailing newline.
 pub fn render_table(reports: &[ReplayReport]) -> String {
-    let mut s = table(reports, false);
+    render_table_columns(reports, &default_columns())
+}
+
+/// A terminal table of the given columns (indices into [`COLUMNS`]).
+pub fn render_table_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
+    let mut s = table(reports, false, columns);
     s.push('\n');
     s
 }
 
-/// GitHub-flavoured Markdown: a heading and the table.
+/// GitHub-flavoured Markdown: a heading and the table with every column.
 pub fn render_markdown(reports: &[ReplayReport]) -> String {
+    render_markdown_columns(reports, &(0..COLUMNS.len()).collect::<Vec<_>>())
+}
+
+/// Markdown of the given columns (indices into [`COLUMNS`]).
+pub fn render_markdown_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
     format!(
         "### Replay of real transcripts\n\n{}\n\n`@` = index in the imported main conversation; \
 `first fired` = first model call before which any step changed the context.\n",
-        table(reports, true)
+        table(reports, true, columns)
     )
 }
 
@@ -543,6 +604,20 @@ pub fn render(reports: &[ReplayReport], format: crate::report::Format) -> String
         crate::report::Format::Table => render_table(reports),
         crate::report::Format::Markdown => render_markdown(reports),
         crate::report::Format::Json => render_json(reports),
+    }
+}
+
+/// [`render`] with a `--columns` choice for the table and Markdown forms;
+/// JSON always carries every field and the series.
+pub fn render_with(
+    reports: &[ReplayReport],
+    format: crate::report::Format,
+    columns: Option<&[usize]>,
+) -> String {
+    match (format, columns) {
+        (crate::report::Format::Table, Some(c)) => render_table_columns(reports, c),
+        (crate::report::Format::Markdown, Some(c)) => render_markdown_columns(reports, c),
+        (f, _) => render(reports, f),
     }
 }
 
