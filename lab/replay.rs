@@ -23,7 +23,7 @@
 //! Rendering ([`render_table`], [`render_markdown`], [`render_json`],
 //! [`render_svg`]) is pure: reports in, text out.
 //!
-//! `lab replay FILE... --profile P --scale S --format F --plot out.svg --strict`
+//! `lab replay FILE... --profile P --scale S --format F --plot PLOT.svg --strict`
 //! is one call to [`run_files`]:
 //!
 //! ```no_run
@@ -39,7 +39,8 @@
 //!     eprintln!("warning: {d}");
 //! }
 //! print!("{}", render(&run.reports, ctxlab::report::Format::Table));
-//! std::fs::write("out.svg", render_svg(&run.reports)).unwrap();
+//! let plot = std::env::temp_dir().join("out.svg");
+//! std::fs::write(plot, render_svg(&run.reports)).unwrap();
 //! # Ok::<(), ctxlab::error::LabError>(())
 //! ```
 
