@@ -341,6 +341,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             if let Some(dir) = &args.out {
                 crate::input::output_parent_exists(dir, "--out")?;
             }
+            let _busy = crate::progress::Progress::spinner("reports: running the sweeps");
             crate::sweep::reports_command(&args)
         }
     }

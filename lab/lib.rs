@@ -16,6 +16,7 @@ pub mod memory;
 pub mod message;
 pub mod plot;
 pub mod policy;
+pub mod progress;
 pub mod pyjson;
 pub mod registry;
 pub mod replay;

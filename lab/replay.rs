@@ -402,11 +402,19 @@ pub fn run_files(
         reports: Vec::new(),
         diagnostics: Vec::new(),
     };
+    let progress = crate::progress::Progress::bar((files.len() * names.len()) as u64, "replay");
     for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        progress.label(&format!("replay {name}: import"));
         let session = import_file(f, import)?;
         run.diagnostics.extend(session.diagnostic_lines());
         for n in names {
+            progress.label(&format!("replay {name}: {n}"));
             run.reports.push(replay_with(&session, n, options)?);
+            progress.step();
         }
     }
     Ok(run)
