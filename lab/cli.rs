@@ -521,9 +521,8 @@ fn hunt(
     crate::scenario::write_file(&path, &sc)?;
     let sizes: Vec<String> = rounds.0.iter().map(|r| format!("{r:?}")).collect();
     Ok(format!(
-        "counterexample: {} round{}, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
-        rounds.0.len(),
-        if rounds.0.len() == 1 { "" } else { "s" },
+        "counterexample: {}, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
+        report::count(rounds.0.len(), "round"),
         sizes.join(" "),
         report::counters(&name, &o.counters, Format::Table),
         path.display(),

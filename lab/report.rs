@@ -54,6 +54,15 @@ pub fn cell_text(s: &str, markdown: bool) -> String {
     out
 }
 
+/// `n` and a noun, plural unless `n` is 1: "1 round", "4 rounds".
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// JSON with a trailing newline.
 pub fn json<T: Serialize>(value: &T) -> String {
     let mut s = serde_json::to_string_pretty(value).expect("results serialise");

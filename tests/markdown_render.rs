@@ -133,3 +133,37 @@ fn a_pipe_or_a_control_byte_in_a_cell_keeps_the_row_intact() {
     );
     assert_eq!(ctxlab::report::cell_text("a|b", false), "a|b");
 }
+
+#[test]
+fn counts_are_singular_when_one() {
+    assert_eq!(ctxlab::report::count(1, "round"), "1 round");
+    assert_eq!(ctxlab::report::count(0, "round"), "0 rounds");
+    assert_eq!(ctxlab::report::count(4, "round"), "4 rounds");
+}
+
+#[test]
+fn sweeps_and_checked_in_reports_render_as_tables() {
+    let md = lab(&[
+        "sweep",
+        "--vary",
+        "order",
+        "--path-len",
+        "60,160",
+        "--format",
+        "markdown",
+    ]);
+    assert_well_formed("sweep", &md);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md")
+            && p.file_name().is_some_and(|n| n != "README.md")
+        {
+            let text = std::fs::read_to_string(&p).unwrap();
+            // Lists (thresholds) have no table; every other report is one.
+            if text.contains('|') {
+                assert_well_formed(&p.display().to_string(), &text);
+            }
+        }
+    }
+}
