@@ -24,6 +24,33 @@ fn refused(file: &Path, message: String, fix: &str) -> LabError {
     }
 }
 
+/// Largest transcript imported, 1 GiB: real session logs run to hundreds of
+/// megabytes, and the importer streams them.
+pub const MAX_TRANSCRIPT_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// Refuse anything but a regular file of at most `cap` bytes, before it is
+/// opened: opening a FIFO blocks until a writer comes, and a device such as
+/// `/dev/zero` never ends.
+pub fn check_regular(file: &Path, what: &str, cap: u64) -> LabResult<()> {
+    let meta =
+        std::fs::metadata(file).map_err(|e| LabError::io(format!("reading {what}"), file, e))?;
+    if !meta.is_file() {
+        return Err(refused(
+            file,
+            format!("{what} must be a regular file, not a directory, FIFO or device"),
+            "give the path of a file",
+        ));
+    }
+    if meta.len() > cap {
+        return Err(refused(
+            file,
+            format!("{what} is larger than {cap} bytes"),
+            "split the input, or check that the path names the intended file",
+        ));
+    }
+    Ok(())
+}
+
 /// The text of `file`; `what` names it in errors ("a scenario").
 pub fn read_text(file: &Path, what: &str) -> LabResult<String> {
     read_text_capped(file, what, MAX_INPUT_BYTES)
@@ -160,6 +187,24 @@ mod tests {
             let e = read_text(Path::new("/dev/zero"), "a scenario").unwrap_err();
             assert_eq!(e.exit_code(), 3, "{e}");
         }
+    }
+
+    #[test]
+    fn transcripts_are_checked_before_they_are_opened() {
+        let (d, p) = file_with(b"0123456789");
+        assert!(check_regular(&p, "a transcript", 10).is_ok());
+        assert_eq!(
+            check_regular(&p, "a transcript", 9)
+                .unwrap_err()
+                .exit_code(),
+            3
+        );
+        assert_eq!(
+            check_regular(d.path(), "a transcript", 10)
+                .unwrap_err()
+                .exit_code(),
+            3
+        );
     }
 
     #[test]

@@ -124,6 +124,10 @@ fn a_too_short_path_len_in_a_file_exits_3_citing_the_field() {
 fn devices_and_directories_are_refused_not_read() {
     let (code, _, err) = lab(&["run", "/dev/zero"]);
     assert_eq!(code, 3, "{err}");
+    let (code, _, err) = lab(&["replay", "/dev/zero"]);
+    assert_eq!(code, 3, "{err}");
+    let (code, _, err) = lab(&["import", "/dev/zero"]);
+    assert_eq!(code, 3, "{err}");
     let d = tempfile::tempdir().unwrap();
     let (code, _, err) = lab(&["run", d.path().to_str().unwrap()]);
     assert_eq!(code, 3, "{err}");

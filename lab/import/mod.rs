@@ -454,6 +454,7 @@ pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
 
 /// Import one file, detecting its format unless `options.format` is set.
 pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSession> {
+    crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
     let file = File::open(path).map_err(|e| LabError::io("opening transcript", path, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let format = match options.format {
