@@ -137,7 +137,7 @@ pub fn svg(fig: &Figure) -> String {
 /// One panel: frame, grid, ticks, rules, series.
 fn panel(s: &mut String, p: &Panel, y0: f64, xt: &Ticks) {
     let (lo, hi) = y_range(p);
-    let yt = ticks(lo, hi);
+    let yt = whole_ticks_for_counts(ticks(lo, hi), p);
     let x = |v: f64| LEFT + (v - xt.lo) / (xt.hi - xt.lo) * WIDTH;
     let y = |v: f64| y0 + PANEL_H - (v - yt.lo) / (yt.hi - yt.lo) * PANEL_H;
     let _ = writeln!(
@@ -381,6 +381,26 @@ pub fn ticks(lo: f64, hi: f64) -> Ticks {
     }
 }
 
+/// Counts have no fractions: when every y value is whole, ticks are at
+/// least one apart (a 0/1 counter gets ticks 0 and 1, not 0, 0.2, ...).
+fn whole_ticks_for_counts(t: Ticks, p: &Panel) -> Ticks {
+    let whole = p
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.1))
+        .chain(p.h_rules.iter().map(|r| r.at))
+        .all(|v| v.fract() == 0.0);
+    if whole && t.step < 1.0 {
+        Ticks {
+            lo: t.lo.floor(),
+            hi: t.hi.ceil(),
+            step: 1.0,
+        }
+    } else {
+        t
+    }
+}
+
 fn x_range(fig: &Figure) -> (f64, f64) {
     let xs = fig.panels.iter().flat_map(|p| {
         p.series
@@ -464,6 +484,31 @@ mod tests {
         let t = ticks(0.0, 0.0);
         assert!(t.hi > t.lo);
         assert_eq!(ticks(0.0, 7_340.0).step, 2_000.0);
+    }
+
+    #[test]
+    fn counts_get_whole_ticks() {
+        let flag = Series {
+            label: "f".into(),
+            points: vec![(0.0, 0.0), (1.0, 1.0)],
+            step: true,
+        };
+        let p = Panel {
+            series: vec![flag],
+            ..Panel::default()
+        };
+        let t = whole_ticks_for_counts(ticks(0.0, 1.0), &p);
+        assert_eq!(t.values(), vec![0.0, 1.0]);
+        let half = Series {
+            label: "h".into(),
+            points: vec![(0.0, 0.5)],
+            step: false,
+        };
+        let p = Panel {
+            series: vec![half],
+            ..Panel::default()
+        };
+        assert_eq!(whole_ticks_for_counts(ticks(0.0, 1.0), &p).step, 0.2);
     }
 
     #[test]
