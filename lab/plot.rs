@@ -134,6 +134,28 @@ pub fn svg(fig: &Figure) -> String {
     s
 }
 
+/// The one-call form for a single panel: labelled series in, SVG out.
+/// `x_label` and `y_label` carry their units; `caption` says which command,
+/// profile and tokenizer made the figure.
+pub fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: Vec<Series>,
+    caption: &str,
+) -> String {
+    svg(&Figure {
+        title: title.to_string(),
+        x_label: x_label.to_string(),
+        panels: vec![Panel {
+            y_label: y_label.to_string(),
+            series,
+            ..Panel::default()
+        }],
+        caption: caption.to_string(),
+    })
+}
+
 /// One panel: frame, grid, ticks, rules, series.
 fn panel(s: &mut String, p: &Panel, y0: f64, xt: &Ticks) {
     let (lo, hi) = y_range(p);
@@ -484,6 +506,29 @@ mod tests {
         let t = ticks(0.0, 0.0);
         assert!(t.hi > t.lo);
         assert_eq!(ticks(0.0, 7_340.0).step, 2_000.0);
+    }
+
+    #[test]
+    fn one_call_gives_a_captioned_chart() {
+        let s = Series {
+            label: "size".into(),
+            points: vec![(1.0, 10.0), (2.0, 30.0)],
+            step: false,
+        };
+        let out = line_chart(
+            "t",
+            "call (index)",
+            "size (chars)",
+            vec![s],
+            "lab x · profile p · tokenizer approx",
+        );
+        assert!(out.contains(">size (chars)<") && out.contains(">call (index)<"));
+        assert!(out.contains("lab x · profile p · tokenizer approx"));
+        assert_eq!(
+            out.matches("<circle").count(),
+            3,
+            "two points and the legend sample"
+        );
     }
 
     #[test]
