@@ -129,6 +129,8 @@ fn devices_and_directories_are_refused_not_read() {
     assert_eq!(code, 3, "{err}");
     let (code, _, err) = lab(&["import", "/dev/zero"]);
     assert_eq!(code, 3, "{err}");
+    let (code, _, err) = lab(&["sweep", "--merge", "/dev/zero"]);
+    assert_eq!(code, 3, "{err}");
     let d = tempfile::tempdir().unwrap();
     let (code, _, err) = lab(&["run", d.path().to_str().unwrap()]);
     assert_eq!(code, 3, "{err}");
