@@ -105,7 +105,12 @@ fn field_near(text: &str, line: usize, column: usize) -> Option<String> {
         .map(str::len)
         .sum::<usize>()
         + column;
-    let head = &text[..offset.min(text.len())];
+    // serde's column counts bytes and can point inside a character.
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &text[..end];
     let bytes = head.as_bytes();
     let mut i = bytes.len();
     // Walk back to a `"key"` followed (after spaces) by `:`.
@@ -280,6 +285,14 @@ mod tests {
             }) => (line, column, message),
             other => panic!("expected Input error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_error_inside_a_character_does_not_panic() {
+        // U+0080 is two bytes; serde puts the error on its first.
+        let e = parse_scenario(Path::new("s.json"), "\u{80}").unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains("s.json:1:1:"), "{e}");
     }
 
     #[test]
