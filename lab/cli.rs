@@ -62,6 +62,25 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// List every context-management policy with its upstream source and constants.
+    Policies {
+        /// Output format (JSON: an array of objects with `name`, `source`, `constants`).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Multi-pass drift: what survives k successive compactions under
+    /// regenerated summaries, anchored summaries and masking.
+    Drift {
+        /// Compaction passes.
+        #[arg(long, default_value_t = 10)]
+        passes: usize,
+        /// Summariser capacity in chars.
+        #[arg(long, default_value_t = 360)]
+        capacity: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// List the named profiles.
     Profiles {
         /// Output format.
@@ -104,6 +123,14 @@ pub enum Command {
         /// Profiles to replay under (repeatable or comma separated; default: every profile).
         #[arg(long, value_delimiter = ',')]
         profile: Vec<String>,
+        /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
+        /// through the policy engine and its policy-agnostic checker and validity oracle.
+        #[arg(long, value_delimiter = ',', conflicts_with_all = ["profile", "plot"])]
+        policy: Vec<String>,
+        /// With --policy: measure retention (artifact recall, re-fetch demand,
+        /// planted facts) and mark the cost–retention frontier.
+        #[arg(long, requires = "policy")]
+        retention: bool,
         /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
@@ -123,6 +150,18 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+        /// Print prompt-cache cost per session × arm (none, profiles, recorded) instead.
+        #[arg(long, conflicts_with_all = ["plot", "policy"])]
+        cost: bool,
+        /// Tokenizer for `--cost` sizes.
+        #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
+        tokens: crate::tokens::Tokens,
+        /// Cache model for `--cost`.
+        #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
+        cache: crate::cache::provider::CacheChoice,
+        /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
+        #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
+        sheet: String,
     },
     /// Search for a conversation the broken side fails and the intact side passes;
     /// write the shrunk minimal counterexample as a scenario file.
@@ -222,6 +261,30 @@ pub fn run(cli: Cli) -> LabResult<String> {
         },
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
         Some(Command::List { format }) => Ok(report::list(&registry::list::all(), format)),
+        Some(Command::Policies { format }) => {
+            let mut infos = Vec::new();
+            for name in crate::policy::list::names() {
+                infos.push(crate::policy::list::make(name)?.info());
+            }
+            Ok(crate::policy::render::policies(&infos, format))
+        }
+        Some(Command::Drift {
+            passes,
+            capacity,
+            format,
+        }) => {
+            if !(1..=1000).contains(&passes) || !(1..=10_000_000).contains(&capacity) {
+                return Err(LabError::usage(
+                    format!("--passes {passes} / --capacity {capacity} out of range"),
+                    "use --passes 1..=1000 and --capacity 1..=10000000",
+                ));
+            }
+            let curves: Vec<_> = crate::retention::drift::Strategy::ALL
+                .iter()
+                .map(|s| crate::retention::drift::run(*s, passes, capacity))
+                .collect();
+            Ok(crate::retention::render::drift(&curves, format))
+        }
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
             let mut cfg = config::profile(&profile)?.config;
@@ -266,12 +329,18 @@ pub fn run(cli: Cli) -> LabResult<String> {
         Some(Command::Replay {
             files,
             profile,
+            policy,
+            retention,
             scale,
             path_len,
             strict,
             plot,
             columns,
             format,
+            cost,
+            tokens,
+            cache,
+            sheet,
         }) => {
             let columns = columns
                 .as_deref()
@@ -283,17 +352,40 @@ pub fn run(cli: Cli) -> LabResult<String> {
                     "use e.g. --scale 0.1",
                 ));
             }
-            let names: Vec<&str> = profile.iter().map(String::as_str).collect();
-            let options = crate::replay::ReplayOptions {
-                scale,
-                path_len: Some(path_len),
-            };
             let import = crate::import::ImportOptions {
                 strict,
                 format: None,
             };
             if let Some(path) = &plot {
                 crate::input::output_parent_exists(path, "--plot")?;
+            }
+            if !policy.is_empty() {
+                if scale != 1.0 {
+                    return Err(LabError::usage(
+                        "--scale applies to --profile replays only",
+                        "drop --scale, or replay with --profile",
+                    ));
+                }
+                let measure = crate::compare::Measure { retention };
+                let out =
+                    crate::compare::replay_files(&files, &policy, path_len, &import, measure)?;
+                return Ok(crate::compare::render(&out, format));
+            }
+            let names: Vec<&str> = profile.iter().map(String::as_str).collect();
+            let options = crate::replay::ReplayOptions {
+                scale,
+                path_len: Some(path_len),
+                cost_tokens: None,
+            };
+            if cost {
+                let args = crate::cache::arms::CostArgs {
+                    files,
+                    profiles: profile.clone(),
+                    tokens,
+                    cache,
+                    sheet,
+                };
+                return crate::cache::arms::cli(&args, &options, &import, format);
             }
             let run = crate::replay::run_files(&files, &names, &options, &import)?;
             for d in &run.diagnostics {

@@ -6,8 +6,10 @@
 //! report through [`counters::Counters`] and register their experiments in
 //! [`registry`].
 
+pub mod cache;
 pub mod cli;
 pub mod compact;
+pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod import;
@@ -22,6 +24,7 @@ pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod reports;
+pub mod retention;
 pub mod scenario;
 pub mod storage;
 pub mod sweep;

@@ -66,6 +66,9 @@ pub struct ReplayOptions {
     pub scale: f64,
     /// Embedded result-path length; `None` = unpadded temp dir (not reproducible).
     pub path_len: Option<usize>,
+    /// Also record every request as a [`crate::cache::CacheRequest`] counted
+    /// with this tokenizer (for `--cost`); `None` = don't.
+    pub cost_tokens: Option<crate::tokens::Tokens>,
 }
 
 impl Default for ReplayOptions {
@@ -73,6 +76,7 @@ impl Default for ReplayOptions {
         ReplayOptions {
             scale: 1.0,
             path_len: Some(DEFAULT_PATH_LEN),
+            cost_tokens: None,
         }
     }
 }
@@ -145,6 +149,10 @@ pub struct ReplayReport {
     pub counters: Counters,
     /// Context size at each model call.
     pub series: Vec<Point>,
+    /// Every request sent, as the prompt cache sees it (only with
+    /// [`ReplayOptions::cost_tokens`]; not serialized).
+    #[serde(skip)]
+    pub cache_requests: Vec<crate::cache::CacheRequest>,
 }
 
 /// The names of every profile, in `lab list` order.
@@ -225,6 +233,10 @@ pub fn replay_messages(
     let mut raw_sum = 0usize;
     let (mut first_fired_at, mut first_summary_at) = (None, None);
     let mut tool_results = 0usize;
+    let mut builder = options
+        .cost_tokens
+        .map(|t| crate::cache::session::RequestBuilder::new(t, 0));
+    let (mut cache_requests, mut turn) = (Vec::new(), 0usize);
 
     for (i, m) in main.iter().enumerate() {
         if m.role == Role::Assistant {
@@ -253,7 +265,11 @@ pub fn replay_messages(
                 chars,
                 messages: messages.len(),
             });
+            if let Some(b) = builder.as_mut() {
+                cache_requests.push(b.request(&messages, turn));
+            }
         }
+        turn += crate::cache::session::starts_turn(m) as usize;
         if m.role == Role::User && !m.is_tool_result() && !real_compactions.contains(&i) {
             let text = m.text();
             if !text.is_empty() {
@@ -315,6 +331,7 @@ pub fn replay_messages(
         raw_final_chars: raw_total(raw_sum, main.len()),
         counters,
         series,
+        cache_requests,
     })
 }
 

@@ -22,7 +22,8 @@ pub enum Format {
     Json,
 }
 
-fn table(header: &[&str], rows: Vec<Vec<String>>, markdown: bool) -> String {
+/// A fixed-layout table (Markdown when `markdown`), independent of the terminal.
+pub fn table(header: &[&str], rows: Vec<Vec<String>>, markdown: bool) -> String {
     let mut t = Table::new();
     // Fixed layout: a table must not depend on the terminal it is printed to.
     t.set_content_arrangement(ContentArrangement::Disabled);

@@ -8,6 +8,13 @@ use std::path::Path;
 fn citations(path_label: &str, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
+        // Links to upstream projects' trackers are sources, not citations of
+        // this project's issues; drop URLs before looking for a comment.
+        let line: String = line
+            .split(' ')
+            .map(|w| if w.contains("://") { "" } else { w })
+            .collect::<Vec<_>>()
+            .join(" ");
         let Some(at) = line.find("//") else { continue };
         let comment = line[at..].to_lowercase();
         let words: Vec<&str> = comment

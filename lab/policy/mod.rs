@@ -19,8 +19,15 @@
 //!   masking, OpenHands condensers' views) leave the history whole and return
 //!   an edited copy as the request.
 
+pub mod check;
+pub mod course;
+pub mod engine;
+pub mod experiments;
 pub mod list;
 pub mod model;
+pub mod none;
+pub mod render;
+pub mod validity;
 pub mod zoo;
 
 use std::path::{Path, PathBuf};
@@ -109,6 +116,12 @@ pub enum PointerRule {
         /// Text after the path.
         close: &'static str,
     },
+    /// The rest of a line after the first `open` in it (a sentence that ends
+    /// with the path, as Gemini CLI's `For full output see: <path>`).
+    After {
+        /// Text before the path.
+        open: &'static str,
+    },
 }
 
 impl PointerRule {
@@ -134,6 +147,11 @@ impl PointerRule {
                     let len = l[start..].find(close)?;
                     Some(&l[start..start + len])
                 })
+                .filter(|p| !p.is_empty())
+                .collect(),
+            PointerRule::After { open } => text
+                .lines()
+                .filter_map(|l| Some(l[l.find(open)? + open.len()..].trim_end()))
                 .filter(|p| !p.is_empty())
                 .collect(),
         }
@@ -262,6 +280,13 @@ pub trait Policy: Send {
         history: &mut Vec<Message>,
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared>;
+
+    /// Storage and root the policy writes to itself, when it owns them (the
+    /// course pipeline keeps its own result and transcript directories); the
+    /// engine then gives the checker these instead of the run's.
+    fn own_storage(&self) -> Option<(crate::storage::Shared, PathBuf)> {
+        None
+    }
 }
 
 /// Where a policy writes inside a run's storage: `<run root>/<policy name>`.

@@ -16,6 +16,7 @@ pub const OTHER_LAYERS: &[(&str, &str)] = &[
 const TABLES: &[&[Experiment]] = &[
     crate::compact::experiments::EXPERIMENTS,
     crate::memory::experiments::EXPERIMENTS,
+    crate::policy::experiments::EXPERIMENTS,
 ];
 
 /// Every experiment, table by table, in a stable order.

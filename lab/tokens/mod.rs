@@ -8,6 +8,11 @@
 
 use crate::message::{Block, Content, Message};
 
+pub mod claude;
+pub mod fit;
+pub mod openai;
+pub mod recorded;
+
 /// Counts tokens of text and of whole requests.
 pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     /// The name shown in report headers (`approx`, `o200k`, `cl100k`, `claude`).
@@ -42,6 +47,33 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// The counters a command line can name (`--tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Tokens {
+    /// [`Approx`]: 4 characters per token.
+    #[default]
+    Approx,
+    /// [`openai::OpenAi::O200K`].
+    O200k,
+    /// [`openai::OpenAi::CL100K`].
+    Cl100k,
+    /// [`claude::Claude`] with the fitted rates.
+    Claude,
+}
+
+impl Tokens {
+    /// The counter.
+    pub fn counter(self) -> Box<dyn TokenCounter> {
+        match self {
+            Tokens::Approx => Box::new(Approx),
+            Tokens::O200k => Box::new(openai::OpenAi::O200K),
+            Tokens::Cl100k => Box::new(openai::OpenAi::CL100K),
+            Tokens::Claude => Box::new(claude::Claude::default()),
+        }
+    }
+}
+
 /// Flat cost of an image block when its bytes are not known (a ~1 megapixel
 /// screenshot costs about this much under Anthropic's `w*h/750` rule).
 pub const IMAGE_TOKENS: usize = 1_600;
@@ -71,5 +103,14 @@ mod tests {
         assert_eq!(Approx.count("abcde"), 2);
         let m = Message::tool_results(vec![("t".into(), "x".repeat(9))]);
         assert_eq!(Approx.count_messages(&[m]), 3);
+    }
+
+    #[test]
+    fn every_choice_names_its_counter() {
+        use clap::ValueEnum;
+        for t in Tokens::value_variants() {
+            let name = t.to_possible_value().unwrap().get_name().to_string();
+            assert_eq!(t.counter().name(), name);
+        }
     }
 }

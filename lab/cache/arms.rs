@@ -1,0 +1,348 @@
+//! `lab replay FILE... --cost`: every arm of every session priced.
+//!
+//! Arms: `none` (no compaction), each requested course profile, and for a
+//! Claude Code log the recorded session twice: `recorded-usage` (what the
+//! API billed) and `recorded-model` (what the cache model predicts for the
+//! same requests). Course profiles keep characters as their own unit; their
+//! requests are counted with the chosen tokenizer only for pricing. The
+//! recorded arms are in the API's own tokens whatever `--tokens` says.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::recorded::{validate, Validation};
+use super::session::{none_requests, RequestBuilder};
+use super::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
+use crate::error::{LabError, LabResult};
+use crate::import::{import_file, ImportOptions, ImportedSession, TranscriptFormat};
+use crate::replay::{replay_with, ReplayOptions};
+use crate::tokens::recorded::{read_file, RecordedRequest};
+use crate::tokens::Tokens;
+
+/// How to price.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostOptions {
+    /// Tokenizer for replayed requests.
+    pub tokens: Tokens,
+    /// The cache model.
+    pub provider: Provider,
+    /// The price sheet.
+    pub sheet: PriceSheet,
+}
+
+/// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
+/// (the model most of the shared sessions ran on).
+impl Default for CostOptions {
+    fn default() -> Self {
+        CostOptions {
+            tokens: Tokens::Approx,
+            provider: Provider::Anthropic(Default::default()),
+            sheet: *prices::sheet("claude-opus-4.1-5m").expect("sheet exists"),
+        }
+    }
+}
+
+impl CostOptions {
+    /// Options with the sheet named `name`; a usage error lists the sheets.
+    pub fn with_sheet(mut self, name: &str) -> LabResult<CostOptions> {
+        self.sheet = *prices::sheet(name).ok_or_else(|| {
+            let names: Vec<_> = prices::SHEETS.iter().map(|s| s.name).collect();
+            LabError::usage(
+                format!("unknown price sheet `{name}`"),
+                format!("use one of: {}", names.join(", ")),
+            )
+        })?;
+        Ok(self)
+    }
+}
+
+/// What `lab replay --cost` asked for.
+#[derive(Debug, Clone)]
+pub struct CostArgs {
+    /// Transcript files.
+    pub files: Vec<PathBuf>,
+    /// Profiles (empty: all).
+    pub profiles: Vec<String>,
+    /// Tokenizer.
+    pub tokens: Tokens,
+    /// Cache model.
+    pub cache: super::provider::CacheChoice,
+    /// Price sheet name.
+    pub sheet: String,
+}
+
+/// `lab replay … --cost`: prices every arm and renders the rows.
+pub fn cli(
+    args: &CostArgs,
+    replay: &ReplayOptions,
+    import: &ImportOptions,
+    format: crate::report::Format,
+) -> LabResult<String> {
+    let options = CostOptions {
+        tokens: args.tokens,
+        provider: args.cache.provider(),
+        ..CostOptions::default()
+    }
+    .with_sheet(&args.sheet)?;
+    let names: Vec<&str> = args.profiles.iter().map(String::as_str).collect();
+    let rows = run_cost(&args.files, &names, replay, import, &options)?;
+    Ok(render_cost(&rows, &options, format))
+}
+
+/// One arm of one session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostRow {
+    /// Transcript file name.
+    pub source: String,
+    /// `none`, a profile name, `recorded-usage` or `recorded-model`.
+    pub arm: String,
+    /// Tokenizer of the sizes.
+    pub tokenizer: String,
+    /// Totals and per-request series.
+    pub report: CostReport,
+    /// For a profile arm: its savings and extra writes against `none`.
+    pub tradeoff: Option<super::Tradeoff>,
+    /// For `recorded-model`: recorded usage beside the prediction.
+    pub recorded: Option<Validation>,
+}
+
+/// Prices every arm of every file.
+pub fn run_cost(
+    files: &[PathBuf],
+    profiles: &[&str],
+    replay: &ReplayOptions,
+    import: &ImportOptions,
+    options: &CostOptions,
+) -> LabResult<Vec<CostRow>> {
+    let names = if profiles.is_empty() {
+        crate::replay::profile_names()
+    } else {
+        profiles.to_vec()
+    };
+    for n in &names {
+        crate::compact::config::profile(n)?;
+    }
+    let replay = ReplayOptions {
+        cost_tokens: Some(options.tokens),
+        ..replay.clone()
+    };
+    let mut rows = Vec::new();
+    for f in files {
+        let session = import_file(f, import)?;
+        rows.extend(session_rows(&session, &names, &replay, options)?);
+        if matches!(
+            session.format,
+            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
+        ) {
+            rows.extend(recorded_rows(
+                &source_name(&session),
+                &read_file(f)?,
+                options,
+            ));
+        }
+    }
+    Ok(rows)
+}
+
+fn source_name(s: &ImportedSession) -> String {
+    s.source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn session_rows(
+    session: &ImportedSession,
+    names: &[&str],
+    replay: &ReplayOptions,
+    options: &CostOptions,
+) -> LabResult<Vec<CostRow>> {
+    let source = source_name(session);
+    let mut builder = RequestBuilder::new(options.tokens, 0);
+    let row = |arm: &str, report| CostRow {
+        source: source.clone(),
+        arm: arm.to_string(),
+        tokenizer: builder_name(options.tokens),
+        tradeoff: None,
+        report,
+        recorded: None,
+    };
+    let none = cost(
+        &none_requests(&session.main, &mut builder),
+        &options.provider,
+        &options.sheet,
+    );
+    let mut rows = vec![row("none", none)];
+    for n in names {
+        let r = replay_with(session, n, replay)?;
+        let mut arm = row(
+            n,
+            cost(&r.cache_requests, &options.provider, &options.sheet),
+        );
+        arm.tradeoff = Some(super::tradeoff(&arm.report, &rows[0].report));
+        rows.push(arm);
+    }
+    Ok(rows)
+}
+
+fn builder_name(t: Tokens) -> String {
+    t.counter().name().to_string()
+}
+
+/// The two recorded arms of a Claude Code log.
+pub fn recorded_rows(
+    source: &str,
+    recorded: &[RecordedRequest],
+    options: &CostOptions,
+) -> Vec<CostRow> {
+    let (model, validation) = validate(recorded, &options.provider, &options.sheet);
+    let usage = usage_report(recorded, &model, &validation, &options.sheet);
+    // Both recorded rows count a break as a collapsed read, the only break
+    // the recorded usage can show.
+    let mut model = model;
+    for (r, c) in model.requests.iter_mut().zip(&validation.series) {
+        r.broke = c.predicted_rewrite;
+    }
+    let model = super::summarize(model.provider.clone(), model.sheet, model.requests);
+    let row = |arm: &str, report, recorded| CostRow {
+        source: source.to_string(),
+        arm: arm.to_string(),
+        tokenizer: "api".to_string(),
+        report,
+        tradeoff: None,
+        recorded,
+    };
+    vec![
+        row("recorded-usage", usage, None),
+        row("recorded-model", model, Some(validation)),
+    ]
+}
+
+/// The recorded usage as a report: the model's series with the billed
+/// figures put in; a break is a collapsed read (as [`Validation`] counts it).
+fn usage_report(
+    recorded: &[RecordedRequest],
+    model: &CostReport,
+    validation: &Validation,
+    sheet: &PriceSheet,
+) -> CostReport {
+    let requests: Vec<RequestCost> = recorded
+        .iter()
+        .zip(&model.requests)
+        .zip(&validation.series)
+        .map(|((r, m), c)| {
+            let u = r.usage;
+            RequestCost {
+                input_tokens: u.total(),
+                lcp_tokens: u.cache_read_input_tokens,
+                cache_read_tokens: u.cache_read_input_tokens,
+                cache_write_tokens: u.cache_creation_input_tokens,
+                uncached_tokens: u.input_tokens,
+                dollars: sheet.dollars(
+                    u.input_tokens,
+                    u.cache_creation_input_tokens,
+                    u.cache_read_input_tokens,
+                ),
+                broke: c.recorded_rewrite,
+                break_at: None,
+                expired: false,
+                payback_turns: None,
+                ..m.clone()
+            }
+        })
+        .collect();
+    super::summarize(model.provider.clone(), *sheet, requests)
+}
+
+/// The header line naming the tokenizer, cache model and dated price sheet.
+pub fn header(options: &CostOptions) -> String {
+    format!(
+        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {} as of {}, output not priced",
+        options.tokens.counter().name(),
+        options.provider.name(),
+        options.sheet.name,
+        options.sheet.date
+    )
+}
+
+fn cells(r: &CostRow) -> Vec<String> {
+    let c = &r.report;
+    vec![
+        r.source.clone(),
+        r.arm.clone(),
+        c.requests.len().to_string(),
+        c.input_tokens.to_string(),
+        c.cache_read_tokens.to_string(),
+        c.cache_write_tokens.to_string(),
+        c.breaks.to_string(),
+        format!("{:.3}", c.breaks_per_turn),
+        opt(r.tradeoff.as_ref().and_then(|t| t.write_per_saved)),
+        opt(c.payback_turns_median),
+        format!("{:.4}", c.dollars),
+    ]
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |x| format!("{x:.2}"))
+}
+
+const COLUMNS: [&str; 11] = [
+    "source",
+    "arm",
+    "requests",
+    "tokens sent",
+    "cache read",
+    "cache write",
+    "breaks",
+    "breaks/turn",
+    "write/saved",
+    "payback turns",
+    "dollars",
+];
+
+/// The cost rows in one of the lab's formats: a table or Markdown (header
+/// line, then one row per session × arm), or JSON (options, then rows with
+/// totals and per-request series).
+pub fn render_cost(
+    rows: &[CostRow],
+    options: &CostOptions,
+    format: crate::report::Format,
+) -> String {
+    use crate::report::Format;
+    let body: Vec<Vec<String>> = rows.iter().map(cells).collect();
+    match format {
+        Format::Json => {
+            let doc =
+                serde_json::json!({ "options": options, "header": header(options), "rows": rows });
+            let mut s = serde_json::to_string_pretty(&doc).expect("cost rows serialise");
+            s.push('\n');
+            s
+        }
+        Format::Markdown => {
+            let mut s = format!(
+                "{}\n\n| {} |\n|{}\n",
+                header(options),
+                COLUMNS.join(" | "),
+                "---|".repeat(COLUMNS.len())
+            );
+            for r in body {
+                s.push_str(&format!("| {} |\n", r.join(" | ")));
+            }
+            s
+        }
+        Format::Table => {
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+            t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
+            t.set_header(COLUMNS.to_vec());
+            for r in body {
+                t.add_row(r);
+            }
+            format!("{}\n{t}\n", header(options))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

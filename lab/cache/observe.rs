@@ -1,0 +1,102 @@
+//! The policy engine's hook: an [`Observer`] that turns every request a
+//! policy sends into a [`CacheRequest`] and prices the run.
+//!
+//! ```ignore
+//! let mut cost = CostObserver::new(0, session.times_ms);
+//! replay_observed(policy, session, env, &mut [&mut cost])?;
+//! let report = cost.finish(&provider, &sheet);
+//! ```
+//!
+//! Sizes use the run's own counter (`View::tokens`), times the recorded
+//! message times, and each message segment that changed since the previous
+//! request is labelled with the policy events of that call, so a break's
+//! `break_at.label` names the event that caused it.
+
+use super::session::{starts_turn, RequestBuilder};
+use super::{cost, CacheRequest, CostReport, PriceSheet, Provider};
+use crate::message::Message;
+use crate::policy::engine::{Observer, View};
+use crate::policy::PolicyEvent;
+use crate::tokens::Tokens;
+
+/// Collects the cache requests of one policy run.
+#[derive(Debug)]
+pub struct CostObserver {
+    builder: RequestBuilder,
+    times_ms: Option<Vec<Option<u64>>>,
+    requests: Vec<CacheRequest>,
+    turn: usize,
+}
+
+impl CostObserver {
+    /// An observer; `system_tokens` sizes the system prompt and tools the
+    /// transcript does not record; `times_ms` are the session's message times.
+    pub fn new(system_tokens: u64, times_ms: Option<&[Option<u64>]>) -> CostObserver {
+        CostObserver {
+            builder: RequestBuilder::new(Tokens::Approx, system_tokens),
+            times_ms: times_ms.map(<[_]>::to_vec),
+            requests: Vec::new(),
+            turn: 0,
+        }
+    }
+
+    /// The requests seen so far.
+    pub fn requests(&self) -> &[CacheRequest] {
+        &self.requests
+    }
+
+    /// The run priced: [`cost`] of its requests.
+    pub fn finish(&self, provider: &Provider, sheet: &PriceSheet) -> CostReport {
+        cost(&self.requests, provider, sheet)
+    }
+}
+
+/// `cleared+summarised`: the events' kinds, in order, deduplicated.
+fn event_kinds(events: &[PolicyEvent]) -> String {
+    let mut kinds: Vec<String> = Vec::new();
+    for e in events {
+        let v = serde_json::to_value(e).unwrap_or_default();
+        let k = v["event"].as_str().unwrap_or("event").to_string();
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    kinds.join("+")
+}
+
+impl Observer for CostObserver {
+    fn on_message(&mut self, _index: usize, message: &Message) {
+        self.turn += starts_turn(message) as usize;
+    }
+
+    fn on_request(
+        &mut self,
+        _call: usize,
+        at: usize,
+        request: &[Message],
+        events: &[PolicyEvent],
+        view: &View<'_>,
+    ) {
+        let mut r = self
+            .builder
+            .request_counted(request, self.turn, view.tokens);
+        let time = self
+            .times_ms
+            .as_ref()
+            .and_then(|t| t.get(at).copied().flatten());
+        r.at_ms = time.and_then(|t| i64::try_from(t).ok());
+        if !events.is_empty() {
+            let kinds = event_kinds(events);
+            let prev = self.requests.last().map(|p| &p.segments[..]).unwrap_or(&[]);
+            for (i, seg) in r.segments.iter_mut().enumerate() {
+                if prev.get(i).map(|p| p.key) != Some(seg.key) {
+                    seg.label = format!("{} after {kinds}", seg.label);
+                }
+            }
+        }
+        self.requests.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,117 @@
+//! Named, dated price sheets: dollars per million input tokens and the
+//! multipliers a provider applies to cache reads and writes.
+//!
+//! Output tokens are not priced: a replay re-sends recorded history, it does
+//! not generate, so only the prompt side differs between designs.
+
+use serde::Serialize;
+
+/// One provider model's input prices.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PriceSheet {
+    /// Name used on the command line and in report headers.
+    pub name: &'static str,
+    /// When the prices were read off the provider's pricing page.
+    pub date: &'static str,
+    /// Dollars per million uncached input tokens.
+    pub input_per_mtok: f64,
+    /// Multiplier on the input price for tokens written to the cache.
+    pub write_mult: f64,
+    /// Multiplier on the input price for tokens read from the cache.
+    pub read_mult: f64,
+}
+
+impl PriceSheet {
+    /// Dollars for one request's uncached, written and read tokens.
+    pub fn dollars(&self, uncached: u64, written: u64, read: u64) -> f64 {
+        let weighted =
+            uncached as f64 + written as f64 * self.write_mult + read as f64 * self.read_mult;
+        weighted * self.input_per_mtok / 1e6
+    }
+}
+
+const ANTHROPIC_DATE: &str = "2025-11-24";
+const OPENAI_DATE: &str = "2025-11-24";
+
+/// Every sheet the lab knows. Anthropic: 5-minute writes 1.25×, 1-hour writes
+/// 2×, reads 0.1× of input. OpenAI (before the GPT-5.6 family): writes are
+/// free, reads are discounted by family (4o 50 %, 4.1 75 %, 5 90 %).
+pub const SHEETS: &[PriceSheet] = &[
+    PriceSheet {
+        name: "claude-opus-4.1-5m",
+        date: ANTHROPIC_DATE,
+        input_per_mtok: 15.0,
+        write_mult: 1.25,
+        read_mult: 0.1,
+    },
+    PriceSheet {
+        name: "claude-sonnet-4.5-5m",
+        date: ANTHROPIC_DATE,
+        input_per_mtok: 3.0,
+        write_mult: 1.25,
+        read_mult: 0.1,
+    },
+    PriceSheet {
+        name: "claude-sonnet-4.5-1h",
+        date: ANTHROPIC_DATE,
+        input_per_mtok: 3.0,
+        write_mult: 2.0,
+        read_mult: 0.1,
+    },
+    PriceSheet {
+        name: "gpt-4o",
+        date: OPENAI_DATE,
+        input_per_mtok: 2.5,
+        write_mult: 1.0,
+        read_mult: 0.5,
+    },
+    PriceSheet {
+        name: "gpt-4.1",
+        date: OPENAI_DATE,
+        input_per_mtok: 2.0,
+        write_mult: 1.0,
+        read_mult: 0.25,
+    },
+    PriceSheet {
+        name: "gpt-5",
+        date: OPENAI_DATE,
+        input_per_mtok: 1.25,
+        write_mult: 1.0,
+        read_mult: 0.1,
+    },
+];
+
+/// The sheet with this name, if any.
+pub fn sheet(name: &str) -> Option<&'static PriceSheet> {
+    SHEETS.iter().find(|s| s.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_multipliers_price_a_write_above_and_a_read_below_input() {
+        let s = sheet("claude-sonnet-4.5-5m").unwrap();
+        // $3 base: 1M written = $3.75, 1M read = $0.30.
+        assert!((s.dollars(0, 1_000_000, 0) - 3.75).abs() < 1e-9);
+        assert!((s.dollars(0, 0, 1_000_000) - 0.30).abs() < 1e-9);
+        assert!(
+            (sheet("claude-sonnet-4.5-1h")
+                .unwrap()
+                .dollars(0, 1_000_000, 0)
+                - 6.0)
+                .abs()
+                < 1e-9
+        );
+        assert!(sheet("nope").is_none());
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = SHEETS.iter().map(|s| s.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), SHEETS.len());
+    }
+}

@@ -1,0 +1,135 @@
+//! How a provider decides which prefix of a request it reads from its cache
+//! and which it writes.
+
+use serde::{Deserialize, Serialize};
+
+/// Anthropic's explicit caching: prefixes are cached only at `cache_control`
+/// breakpoints; a request reads the longest live entry found within
+/// `lookback` blocks before one of its breakpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Anthropic {
+    /// Entry lifetime in seconds, refreshed on every hit (300 or 3600).
+    pub ttl_secs: i64,
+    /// Blocks searched backwards from each breakpoint (about 20).
+    pub lookback: usize,
+    /// A prefix shorter than this is never cached (1,024 for Sonnet/Opus).
+    pub min_tokens: u64,
+    /// At most this many breakpoints per request are honoured (4).
+    pub max_breakpoints: usize,
+}
+
+/// Default: the 5-minute TTL, 20-block lookback, 1,024-token minimum, 4 breakpoints.
+impl Default for Anthropic {
+    fn default() -> Self {
+        Anthropic {
+            ttl_secs: 300,
+            lookback: 20,
+            min_tokens: 1_024,
+            max_breakpoints: 4,
+        }
+    }
+}
+
+/// OpenAI's automatic caching: any previously sent prefix of at least
+/// `min_tokens` is read, in steps of `granularity` tokens; writes are free.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OpenAi {
+    /// Idle lifetime of a cached prefix in seconds (5 to 10 minutes in memory).
+    pub ttl_secs: i64,
+    /// Prompts shorter than this are not cached (1,024).
+    pub min_tokens: u64,
+    /// Hits are counted in multiples of this many tokens past the minimum (128).
+    pub granularity: u64,
+}
+
+/// Default: 5-minute retention, 1,024-token minimum, 128-token steps.
+impl Default for OpenAi {
+    fn default() -> Self {
+        OpenAi {
+            ttl_secs: 300,
+            min_tokens: 1_024,
+            granularity: 128,
+        }
+    }
+}
+
+/// The provider whose cache is modelled.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Provider {
+    /// Explicit breakpoints.
+    Anthropic(Anthropic),
+    /// Automatic prefix caching.
+    OpenAi(OpenAi),
+}
+
+impl Provider {
+    /// Short name for report headers.
+    pub fn name(&self) -> String {
+        match self {
+            Provider::Anthropic(a) => format!("anthropic-ttl{}s", a.ttl_secs),
+            Provider::OpenAi(o) => format!("openai-ttl{}s", o.ttl_secs),
+        }
+    }
+
+    /// Entry lifetime in milliseconds.
+    pub fn ttl_ms(&self) -> i64 {
+        match self {
+            Provider::Anthropic(a) => a.ttl_secs * 1000,
+            Provider::OpenAi(o) => o.ttl_secs * 1000,
+        }
+    }
+}
+
+/// The cache models a command line can name (`--cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum CacheChoice {
+    /// Anthropic, 5-minute TTL.
+    #[default]
+    Anthropic,
+    /// Anthropic, 1-hour TTL.
+    Anthropic1h,
+    /// OpenAI automatic caching.
+    Openai,
+}
+
+impl CacheChoice {
+    /// The provider model with its defaults.
+    pub fn provider(self) -> Provider {
+        match self {
+            CacheChoice::Anthropic => Provider::Anthropic(Anthropic::default()),
+            CacheChoice::Anthropic1h => Provider::Anthropic(Anthropic {
+                ttl_secs: 3_600,
+                ..Anthropic::default()
+            }),
+            CacheChoice::Openai => Provider::OpenAi(OpenAi::default()),
+        }
+    }
+}
+
+impl OpenAi {
+    /// Tokens billed as a cache hit for a live common prefix of `lcp` tokens.
+    pub fn hit_tokens(&self, lcp: u64) -> u64 {
+        if lcp < self.min_tokens {
+            return 0;
+        }
+        let step = self.granularity.max(1);
+        self.min_tokens + (lcp - self.min_tokens) / step * step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_hits_start_at_the_minimum_and_grow_in_steps() {
+        let o = OpenAi::default();
+        assert_eq!(o.hit_tokens(1_023), 0);
+        assert_eq!(o.hit_tokens(1_024), 1_024);
+        assert_eq!(o.hit_tokens(1_151), 1_024);
+        assert_eq!(o.hit_tokens(1_152), 1_152);
+    }
+}

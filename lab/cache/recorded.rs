@@ -1,0 +1,263 @@
+//! Recorded sessions as cache requests, and the check that the cache model
+//! reproduces the `usage` Claude Code recorded.
+//!
+//! [`requests_of`] turns a session's recorded requests into
+//! [`CacheRequest`]s sized by the recorded totals: each new message gets
+//! its share (by the Claude estimator) of the growth in recorded tokens, the
+//! first request's remainder is the conversation's system prompt and tools,
+//! and the request's uncached `input_tokens` become a tail after the last
+//! breakpoint. The sizes are therefore the real ones; what [`validate`]
+//! tests is the cache model: which prefix is alive, read, written and when
+//! a read collapses (TTL expiry, a new conversation, a changed prefix).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{cost, CacheRequest, CostReport, PriceSheet, Provider, Segment};
+use crate::message::Message;
+use crate::tokens::recorded::{RecordedRequest, Usage};
+use crate::tokens::{claude::Claude, TokenCounter};
+
+/// Sizes and keys shared by the requests of one conversation.
+#[derive(Default)]
+struct Conversation {
+    stream: u32,
+    sizes: HashMap<u64, u64>,
+}
+
+/// The cache requests of a recorded session, in log order, one stream per
+/// conversation (chain root), breakpoints on the system prompt and the last
+/// message. The system segment is keyed by conversation and model: a
+/// request to another model (a Haiku side call) starts from a cold cache.
+pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
+    let mut convs: HashMap<&str, Conversation> = HashMap::new();
+    let counter = Claude::default();
+    recorded
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let next = convs.len() as u32;
+            let conv = convs.entry(&r.chain).or_insert_with(|| Conversation {
+                stream: next,
+                ..Default::default()
+            });
+            let mut segments = sized_segments(conv, r, &counter);
+            let last = segments.len() - 1;
+            segments.push(Segment::new(
+                "uncached tail",
+                ("tail", i),
+                r.usage.input_tokens,
+            ));
+            CacheRequest {
+                segments,
+                breakpoints: vec![0, last],
+                at_ms: r.at_ms,
+                stream: conv.stream,
+                turn: i,
+            }
+        })
+        .collect()
+}
+
+/// System segment plus one per message; sizes of prefixes seen before are
+/// reused, the growth is split over the new messages by estimated tokens.
+fn sized_segments(conv: &mut Conversation, r: &RecordedRequest, counter: &Claude) -> Vec<Segment> {
+    let mut segments = vec![Segment::new(
+        "system",
+        ("system", r.chain.as_str(), r.model.as_str()),
+        0,
+    )];
+    segments.extend(
+        r.messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| message_segment(i, m)),
+    );
+    let keys = prefix_keys(&segments);
+    let target = r.usage.total() - r.usage.input_tokens;
+    let known: u64 = keys.iter().filter_map(|k| conv.sizes.get(k)).sum();
+    let fresh: Vec<usize> = (0..keys.len())
+        .filter(|i| !conv.sizes.contains_key(&keys[*i]))
+        .collect();
+    let weights: Vec<u64> = fresh
+        .iter()
+        .map(|&i| match i {
+            0 => 0,
+            _ => counter.count_message(&r.messages[i - 1]).max(1) as u64,
+        })
+        .collect();
+    let shares = split(
+        target.saturating_sub(known),
+        &weights,
+        fresh.first() == Some(&0),
+    );
+    for (&i, s) in fresh.iter().zip(shares) {
+        conv.sizes.insert(keys[i], s);
+    }
+    for (seg, k) in segments.iter_mut().zip(&keys) {
+        seg.tokens = conv.sizes[k];
+    }
+    segments
+}
+
+fn message_segment(i: usize, m: &Message) -> Segment {
+    let role = if m.role == crate::message::Role::User {
+        "user"
+    } else {
+        "assistant"
+    };
+    Segment::new(
+        format!("msg {i} {role}"),
+        serde_json::to_string(m).unwrap_or_default(),
+        0,
+    )
+}
+
+/// Chained keys, so a size belongs to a prefix, not to equal text elsewhere.
+fn prefix_keys(segments: &[Segment]) -> Vec<u64> {
+    let mut acc = 0u64;
+    segments
+        .iter()
+        .map(|s| {
+            acc = super::hash_of(&(acc, s.key));
+            acc
+        })
+        .collect()
+}
+
+/// Splits `total` over `weights` (the last share takes the rounding); when
+/// `system_first`, the first entry (the system prompt) takes what the
+/// estimated message tokens leave.
+fn split(total: u64, weights: &[u64], system_first: bool) -> Vec<u64> {
+    let sum: u64 = weights.iter().fold(0, |a, &w| a.saturating_add(w));
+    // With the system first, messages get their estimate (scaled down only
+    // when it exceeds the total) and the system the rest.
+    let budget = if system_first { sum.min(total) } else { total };
+    let mut out: Vec<u64> = weights
+        .iter()
+        .map(|&w| {
+            let share = (w as u128 * budget as u128).checked_div(sum as u128);
+            share.unwrap_or(0) as u64
+        })
+        .collect();
+    let rest = total - out.iter().sum::<u64>();
+    let slot = if system_first {
+        out.first_mut()
+    } else {
+        out.last_mut()
+    };
+    if let Some(slot) = slot {
+        *slot += rest;
+    }
+    out
+}
+
+/// The recorded usage and the model's prediction for one request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compared {
+    /// Request index in the session.
+    pub index: usize,
+    /// What Claude Code recorded.
+    pub recorded: Usage,
+    /// Predicted cache reads.
+    pub predicted_read: u64,
+    /// Predicted cache writes.
+    pub predicted_write: u64,
+    /// The recorded read collapsed (a full-prefix rewrite).
+    pub recorded_rewrite: bool,
+    /// The predicted read collapsed.
+    pub predicted_rewrite: bool,
+}
+
+/// How well the model reproduces a recorded session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Validation {
+    /// Requests compared.
+    pub requests: usize,
+    /// Requests whose predicted read and write are both within ±5 % of the recorded ones.
+    pub within_5pct: usize,
+    /// Recorded full-prefix rewrites (a collapsed cache read).
+    pub recorded_rewrites: usize,
+    /// Of those, the ones the model also predicts.
+    pub flagged_rewrites: usize,
+    /// Predicted rewrites that were not recorded.
+    pub false_rewrites: usize,
+    /// Up to 5 request indices outside ±5 %.
+    pub misses: Vec<usize>,
+    /// Up to 5 recorded rewrites the model did not predict.
+    pub unflagged: Vec<usize>,
+    /// Per request, recorded beside predicted.
+    pub series: Vec<Compared>,
+}
+
+fn close(predicted: u64, recorded: u64) -> bool {
+    predicted.abs_diff(recorded) as f64 <= 0.05 * recorded as f64
+}
+
+/// A collapse: the read fell more than 5 % and at least 2,000 tokens below
+/// what the stream's previous request left cached (Claude Code's own
+/// break detector uses the same thresholds).
+fn collapsed(read: u64, cached_before: u64) -> bool {
+    read as f64 <= 0.95 * cached_before as f64 && cached_before.saturating_sub(read) >= 2_000
+}
+
+/// Replays a recorded session under `provider` and compares with its usage.
+pub fn validate(
+    recorded: &[RecordedRequest],
+    provider: &Provider,
+    sheet: &PriceSheet,
+) -> (CostReport, Validation) {
+    let report = cost(&requests_of(recorded), provider, sheet);
+    let mut v = Validation {
+        requests: recorded.len(),
+        within_5pct: 0,
+        recorded_rewrites: 0,
+        flagged_rewrites: 0,
+        false_rewrites: 0,
+        misses: Vec::new(),
+        unflagged: Vec::new(),
+        series: Vec::new(),
+    };
+    let mut before: HashMap<&str, (u64, u64)> = HashMap::new();
+    for (i, (r, p)) in recorded.iter().zip(&report.requests).enumerate() {
+        let u = r.usage;
+        let ok = close(p.cache_read_tokens, u.cache_read_input_tokens)
+            && close(p.cache_write_tokens, u.cache_creation_input_tokens);
+        v.within_5pct += ok as usize;
+        if !ok && v.misses.len() < 5 {
+            v.misses.push(i);
+        }
+        let (mut was, mut will) = (false, false);
+        if let Some(&(rec, pred)) = before.get(r.chain.as_str()) {
+            was = collapsed(u.cache_read_input_tokens, rec);
+            will = collapsed(p.cache_read_tokens, pred);
+            v.recorded_rewrites += was as usize;
+            v.flagged_rewrites += (was && will) as usize;
+            v.false_rewrites += (will && !was) as usize;
+            if was && !will && v.unflagged.len() < 5 {
+                v.unflagged.push(i);
+            }
+        }
+        let cached = |read: u64, write: u64| read.saturating_add(write);
+        before.insert(
+            &r.chain,
+            (
+                cached(u.cache_read_input_tokens, u.cache_creation_input_tokens),
+                cached(p.cache_read_tokens, p.cache_write_tokens),
+            ),
+        );
+        v.series.push(Compared {
+            index: i,
+            recorded: u,
+            predicted_read: p.cache_read_tokens,
+            predicted_write: p.cache_write_tokens,
+            recorded_rewrite: was,
+            predicted_rewrite: will,
+        });
+    }
+    (report, v)
+}
+
+#[cfg(test)]
+mod tests;

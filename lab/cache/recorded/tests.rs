@@ -1,0 +1,142 @@
+use super::*;
+use crate::cache::prices;
+use crate::cache::provider::Anthropic;
+use crate::tokens::fit::{load_dir, shared_transcripts};
+
+const MIN: i64 = 60_000;
+
+fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> RecordedRequest {
+    RecordedRequest {
+        chain: chain.into(),
+        sidechain: false,
+        model: "m".into(),
+        at_ms: Some(at_min * MIN),
+        messages: messages.to_vec(),
+        usage: Usage {
+            input_tokens: u.0,
+            cache_creation_input_tokens: u.1,
+            cache_read_input_tokens: u.2,
+        },
+    }
+}
+
+/// An append-only conversation whose usage is what a 5-minute cache does:
+/// a 7-minute pause before the fourth request makes it rewrite everything.
+fn session() -> Vec<RecordedRequest> {
+    let m: Vec<Message> = (0..8)
+        .map(|i| Message::user_text(format!("message {i} ").repeat(50)))
+        .collect();
+    vec![
+        req("a", 0, &m[..1], (10, 5_000, 0)),
+        req("a", 1, &m[..3], (10, 400, 5_000)),
+        req("a", 2, &m[..5], (10, 600, 5_400)),
+        req("a", 9, &m[..7], (10, 6_500, 0)),
+        req("a", 10, &m[..8], (10, 300, 6_500)),
+    ]
+}
+
+fn sheet() -> &'static PriceSheet {
+    prices::sheet("claude-opus-4.1-5m").unwrap()
+}
+
+#[test]
+fn a_faithful_model_reproduces_usage_and_flags_the_expiry_rewrite() {
+    let (report, v) = validate(
+        &session(),
+        &Provider::Anthropic(Anthropic::default()),
+        sheet(),
+    );
+    assert_eq!(v.within_5pct, 5, "{v:?}");
+    assert_eq!(
+        (v.recorded_rewrites, v.flagged_rewrites, v.false_rewrites),
+        (1, 1, 0)
+    );
+    assert!(report.requests[3].expired);
+    assert_eq!(v.series[3].predicted_write, 6_500);
+}
+
+#[test]
+fn a_wrong_ttl_is_caught_by_the_comparison() {
+    let hour = Provider::Anthropic(Anthropic {
+        ttl_secs: 3_600,
+        ..Anthropic::default()
+    });
+    let (_, v) = validate(&session(), &hour, sheet());
+    assert_eq!(v.within_5pct, 4);
+    assert_eq!(v.misses, vec![3]);
+    assert_eq!((v.flagged_rewrites, v.unflagged.clone()), (0, vec![3]));
+}
+
+#[test]
+fn sizes_follow_the_recorded_totals() {
+    let reqs = requests_of(&session());
+    assert_eq!(reqs[0].tokens(), 5_010);
+    assert_eq!(reqs[2].tokens(), 6_010);
+    // The system segment plus the first message make the first request's cached part.
+    assert_eq!(
+        reqs[0].segments[0].tokens + reqs[0].segments[1].tokens,
+        5_000
+    );
+    assert_eq!(reqs[1].segments[1].tokens, reqs[0].segments[1].tokens);
+}
+
+#[test]
+fn split_gives_the_remainder_to_the_system_or_the_last_message() {
+    assert_eq!(split(100, &[0, 10, 30], true), vec![60, 10, 30]);
+    assert_eq!(split(20, &[0, 10, 30], true), vec![0, 5, 15]);
+    assert_eq!(split(10, &[1, 2], false), vec![3, 7]);
+    assert_eq!(split(10, &[], false), Vec::<u64>::new());
+}
+
+#[test]
+fn shared_sessions_are_reproduced() {
+    let Some(dir) = shared_transcripts() else {
+        eprintln!("skipped: no shared/transcripts/claude_code (set CTXLAB_TRANSCRIPTS)");
+        return;
+    };
+    let sessions = load_dir(&dir.join("claude_code")).expect("shared sessions load");
+    let provider = Provider::Anthropic(Anthropic::default());
+    let (mut n, mut ok, mut rec, mut flagged, mut wrong) = (0, 0, 0, 0, 0);
+    for s in &sessions {
+        let (_, v) = validate(&s.requests, &provider, sheet());
+        eprintln!(
+            "{}: {}/{} within 5%, rewrites {}/{} flagged, {} false, misses {:?} unflagged {:?}",
+            s.name,
+            v.within_5pct,
+            v.requests,
+            v.flagged_rewrites,
+            v.recorded_rewrites,
+            v.false_rewrites,
+            v.misses,
+            v.unflagged
+        );
+        (n, ok, rec, flagged, wrong) = (
+            n + v.requests,
+            ok + v.within_5pct,
+            rec + v.recorded_rewrites,
+            flagged + v.flagged_rewrites,
+            wrong + v.false_rewrites,
+        );
+    }
+    eprintln!("total {ok}/{n} within 5%, rewrites {flagged}/{rec} flagged, {wrong} false");
+    // Pinned: 771 of 798 requests within ±5 % (target ≥ 90 %: met). 15 of
+    // 20 recorded rewrites flagged (recall 0.75; target 0.9: missed), 1
+    // false. The 5 unflagged ones have no cause in the log: no gap over the
+    // TTL, no model or content change (server-side eviction, or a prompt
+    // change the log does not keep).
+    assert_eq!((n, ok), (798, 771));
+    assert_eq!((rec, flagged, wrong), (20, 15, 1));
+}
+
+#[test]
+fn absurd_usage_numbers_do_not_overflow() {
+    let m = vec![Message::user_text("x")];
+    let huge = req("a", 0, &m, (u64::MAX, u64::MAX, 5));
+    let (report, v) = validate(
+        &[huge.clone(), huge],
+        &Provider::Anthropic(Anthropic::default()),
+        sheet(),
+    );
+    assert_eq!(v.requests, 2);
+    assert_eq!(report.requests.len(), 2);
+}

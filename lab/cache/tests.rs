@@ -1,0 +1,176 @@
+use super::provider::{Anthropic, OpenAi};
+use super::*;
+
+const MIN: i64 = 60_000;
+
+fn sys() -> Segment {
+    Segment::new("system", "sys", 2_000)
+}
+
+fn msg(n: usize, tokens: u64) -> Segment {
+    Segment::new(format!("msg {n}"), format!("m{n}"), tokens)
+}
+
+/// Growing conversation: request `k` holds system + messages 0..=k, one a minute.
+fn growing(n: usize) -> Vec<CacheRequest> {
+    (0..n)
+        .map(|k| {
+            let mut s = vec![sys()];
+            s.extend((0..=k).map(|i| msg(i, 500)));
+            CacheRequest::with_last_breakpoint(s, Some(k as i64 * MIN), k)
+        })
+        .collect()
+}
+
+fn sonnet() -> &'static PriceSheet {
+    prices::sheet("claude-sonnet-4.5-5m").unwrap()
+}
+
+fn anthropic() -> Provider {
+    Provider::Anthropic(Anthropic::default())
+}
+
+#[test]
+fn append_only_reads_the_previous_prefix_and_never_breaks() {
+    let r = cost(&growing(5), &anthropic(), sonnet());
+    assert_eq!(r.requests[0].cache_read_tokens, 0);
+    assert_eq!(r.requests[0].cache_write_tokens, 2_500);
+    for k in 1..5 {
+        let q = &r.requests[k];
+        assert_eq!(q.cache_read_tokens, 2_000 + 500 * k as u64, "request {k}");
+        assert_eq!(q.cache_write_tokens, 500);
+        assert_eq!(q.lcp_tokens, q.cache_read_tokens);
+        assert!(!q.broke && !q.expired);
+    }
+    assert_eq!(r.breaks, 0);
+    assert_eq!(r.turns, 5);
+    assert_eq!(
+        r.input_tokens,
+        r.cache_read_tokens + r.cache_write_tokens + r.uncached_tokens
+    );
+}
+
+#[test]
+fn a_compaction_breaks_at_the_first_changed_message_and_pays_back_later() {
+    let mut reqs = growing(4);
+    // Request 4 replaces messages 0..=3 with a short summary.
+    let summary = Segment::new("summary", "sum", 200);
+    let s = vec![sys(), summary, msg(4, 500)];
+    reqs.push(CacheRequest::with_last_breakpoint(s, Some(4 * MIN), 4));
+    let r = cost(&reqs, &anthropic(), sonnet());
+    let q = &r.requests[4];
+    assert!(q.broke);
+    assert_eq!(q.break_at.as_ref().unwrap().label, "summary");
+    assert_eq!(q.break_at.as_ref().unwrap().segment, 1);
+    // The system breakpoint is still live: only it is read.
+    assert_eq!(q.cache_read_tokens, 2_000);
+    assert_eq!(q.cache_write_tokens, 700);
+    // before 4000, after 2700: (1.25*2700 - 0.1*4000) / (0.1*1300)
+    let expect = (1.25 * 2700.0 - 0.1 * 4000.0) / (0.1 * 1300.0);
+    assert!((q.payback_turns.unwrap() - expect).abs() < 1e-9);
+    assert_eq!(r.breaks, 1);
+}
+
+#[test]
+fn a_gap_over_the_ttl_expires_the_cache_without_a_content_break() {
+    let mut reqs = growing(2);
+    reqs[1].at_ms = Some(6 * MIN);
+    let r = cost(&reqs, &anthropic(), sonnet());
+    assert!(r.requests[1].expired);
+    assert!(!r.requests[1].broke);
+    assert_eq!(r.requests[1].cache_read_tokens, 0);
+    assert_eq!(r.requests[1].cache_write_tokens, 3_000);
+    // The 1-hour TTL keeps it.
+    let hour = Provider::Anthropic(Anthropic {
+        ttl_secs: 3_600,
+        ..Anthropic::default()
+    });
+    assert_eq!(
+        cost(&reqs, &hour, sonnet()).requests[1].cache_read_tokens,
+        2_500
+    );
+}
+
+#[test]
+fn lookback_limits_how_far_back_a_breakpoint_finds_an_entry() {
+    let mut reqs = growing(1);
+    let mut s = vec![sys()];
+    s.extend((0..30).map(|i| msg(i, 10)));
+    reqs[0] = CacheRequest::with_last_breakpoint(s[..2].to_vec(), Some(0), 0);
+    reqs.push(CacheRequest::with_last_breakpoint(s.clone(), Some(MIN), 1));
+    let near = Provider::Anthropic(Anthropic {
+        lookback: 20,
+        min_tokens: 0,
+        ..Anthropic::default()
+    });
+    let far = Provider::Anthropic(Anthropic {
+        lookback: 40,
+        min_tokens: 0,
+        ..Anthropic::default()
+    });
+    // The entry after message 0 is 29 blocks behind the last breakpoint:
+    // with lookback 20 only the system breakpoint hits.
+    assert_eq!(
+        cost(&reqs, &near, sonnet()).requests[1].cache_read_tokens,
+        2_000
+    );
+    assert_eq!(
+        cost(&reqs, &far, sonnet()).requests[1].cache_read_tokens,
+        2_010
+    );
+}
+
+#[test]
+fn openai_reads_any_live_prefix_in_steps_and_writes_for_free() {
+    let provider = Provider::OpenAi(OpenAi::default());
+    let sheet = prices::sheet("gpt-5").unwrap();
+    let r = cost(&growing(3), &provider, sheet);
+    // lcp 2500 -> 1024 + 11*128 = 2432.
+    assert_eq!(r.requests[1].lcp_tokens, 2_500);
+    assert_eq!(r.requests[1].cache_read_tokens, 2_432);
+    assert_eq!(r.requests[1].uncached_tokens, 0);
+    let plain = 3_000.0 - 2_432.0;
+    let expect = (plain + 2_432.0 * 0.1) * 1.25 / 1e6;
+    assert!((r.requests[1].dollars - expect).abs() < 1e-12);
+}
+
+#[test]
+fn streams_are_judged_separately_but_share_the_cache() {
+    let mut reqs = growing(2);
+    let mut side = CacheRequest::with_last_breakpoint(
+        vec![Segment::new("system", "other", 1_500)],
+        Some(30_000),
+        0,
+    );
+    side.stream = 1;
+    reqs.insert(1, side);
+    let r = cost(&reqs, &anthropic(), sonnet());
+    assert!(!r.requests[1].broke, "a new stream has nothing to break");
+    assert!(!r.requests[2].broke);
+    assert_eq!(r.requests[2].cache_read_tokens, 2_500);
+    assert_eq!(r.turns, 3);
+}
+
+#[test]
+fn tradeoff_counts_writes_per_saved_token() {
+    let base = cost(&growing(4), &anthropic(), sonnet());
+    let mut reqs = growing(3);
+    reqs.push(CacheRequest::with_last_breakpoint(
+        vec![sys(), msg(9, 100)],
+        Some(3 * MIN),
+        3,
+    ));
+    let policy = cost(&reqs, &anthropic(), sonnet());
+    let t = tradeoff(&policy, &base);
+    assert_eq!(t.tokens_saved, 4_000 - 2_100);
+    let w = policy.cache_write_tokens as f64 / 1_900.0;
+    assert!((t.write_per_saved.unwrap() - w).abs() < 1e-12);
+    assert!(tradeoff(&base, &base).write_per_saved.is_none());
+}
+
+#[test]
+fn an_empty_input_costs_nothing() {
+    let r = cost(&[], &anthropic(), sonnet());
+    assert_eq!((r.input_tokens, r.turns, r.breaks), (0, 0, 0));
+    assert_eq!(r.dollars, 0.0);
+}

@@ -1,0 +1,188 @@
+//! The course pipeline as a policy: one policy per named profile.
+//!
+//! The four steps of `lab/compact` run unchanged (persist, snip, micro,
+//! summary, with each profile's switches); this adapter only maps the
+//! pipeline's events to policy events and declares the course's pointer
+//! grammar, so the policy-agnostic checker reaches the same verdicts as the
+//! course's own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit};
+use crate::compact::config::{profile, profiles, Profile};
+use crate::compact::persist::{FULL_OUTPUT, SAVED_PREFIX};
+use crate::compact::summary::FULL_TRANSCRIPT;
+use crate::compact::{Compactor, Event, LabRoot};
+use crate::error::LabResult;
+use crate::message::{Message, Role};
+use crate::replay::DEFAULT_PATH_LEN;
+use crate::storage::{DiskFs, Shared};
+
+/// The course's pointer grammar: the `Full output:` line of a persisted
+/// result, the micro-compaction placeholder, the snip marker and the summary's
+/// transcript line.
+pub const COURSE_POINTERS: &[PointerRule] = &[
+    PointerRule::LinePrefix {
+        prefix: FULL_OUTPUT,
+    },
+    PointerRule::Wrapped {
+        open: SAVED_PREFIX,
+        close: "]",
+    },
+    PointerRule::Inline {
+        open: " messages archived at ",
+        close: "]",
+    },
+    PointerRule::LinePrefix {
+        prefix: FULL_TRANSCRIPT,
+    },
+];
+
+/// A course profile run as a policy.
+#[derive(Debug)]
+pub struct CoursePolicy {
+    profile: Profile,
+    compactor: Compactor,
+}
+
+impl CoursePolicy {
+    /// The profile `name` (any of `lab profiles`) at the replay's default
+    /// path length, for tool ids of 7 characters.
+    pub fn new(name: &str) -> LabResult<Self> {
+        Self::with_root(name, Some(DEFAULT_PATH_LEN), 7)
+    }
+
+    /// The profile `name` whose result path for an id of `ref_id_chars`
+    /// characters is `path_len` characters long (`None`: unpadded).
+    pub fn with_root(name: &str, path_len: Option<usize>, ref_id_chars: usize) -> LabResult<Self> {
+        let profile = profile(name)?;
+        let ref_id = ref_id_chars.min(profile.config.constants.safe_id_max);
+        let root = LabRoot::new(path_len, ref_id)?;
+        let compactor = Compactor::new(profile.config.clone(), root)?;
+        Ok(CoursePolicy { profile, compactor })
+    }
+
+    /// Every course profile's name.
+    pub fn names() -> Vec<&'static str> {
+        profiles().into_iter().map(|p| p.name).collect()
+    }
+}
+
+/// The course request a turn answers: the newest user text that is not a tool result.
+fn active_request(history: &[Message]) -> String {
+    history
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User && !m.is_tool_result() && !m.text().is_empty())
+        .map(Message::text)
+        .unwrap_or_default()
+}
+
+/// The revision each profile reproduces (README "Profiles and switches").
+fn upstream(profile: &str) -> &'static str {
+    match profile {
+        "course-old" => "snake-fan/learn-claude-code@35a99f9 (the revision without the unseen guard)",
+        "course-f9e8b28" => {
+            "shareAI-lab/learn-claude-code@f9e8b28 (as published at tingman2/beauty-mirror-hackathon@8db2b3a)"
+        }
+        "course-main" => "shareAI-lab/learn-claude-code@182c658",
+        "prototype" => "the seed's prototype ../shared/ref/cc_harness_lab.py",
+        _ => "ctxlab: course-main with every safeguard on",
+    }
+}
+
+/// The pipeline's event as a policy event.
+fn to_policy_event(e: &Event) -> PolicyEvent {
+    match e {
+        Event::Saved {
+            id, path, chars, ..
+        } => PolicyEvent::Persisted {
+            id: id.clone(),
+            path: path.clone(),
+            chars: *chars,
+        },
+        Event::Placeholder {
+            id, with_pointer, ..
+        } => PolicyEvent::Cleared {
+            id: id.clone(),
+            part: "result",
+            placeholder: if *with_pointer { "saved_at" } else { "omitted" }.to_string(),
+        },
+        Event::Snipped {
+            archived,
+            transcript,
+        } => PolicyEvent::Dropped {
+            messages: *archived,
+            why: format!("snipped to {transcript}"),
+        },
+        Event::Summarized {
+            kept, transcript, ..
+        } => PolicyEvent::Summarised {
+            replaced: 0,
+            kept: *kept,
+            archive: Some(transcript.clone()),
+        },
+        Event::SummaryFailed { entry } => PolicyEvent::ModelFailed {
+            role: "summary",
+            outcome: format!("{entry:?} summary failed; history kept"),
+        },
+    }
+}
+
+impl Policy for CoursePolicy {
+    fn info(&self) -> PolicyInfo {
+        let c = &self.profile.config;
+        PolicyInfo {
+            name: self.profile.name.to_string(),
+            family: "course",
+            summary: self.profile.description,
+            source: Source {
+                upstream: upstream(self.profile.name),
+                files: &["s08_context_compact/code.py"],
+                license: "MIT",
+                approximate: false,
+            },
+            constants: serde_json::json!({
+                "constants": c.constants,
+                "switches": c.switches,
+            }),
+            unit: Unit::Chars,
+            differences: vec![],
+        }
+    }
+
+    fn pointer_rules(&self) -> Vec<PointerRule> {
+        COURSE_POINTERS.to_vec()
+    }
+
+    fn prepare(
+        &mut self,
+        history: &mut Vec<Message>,
+        _ctx: &mut PolicyCtx<'_>,
+    ) -> LabResult<Prepared> {
+        let before = self.compactor.events.len();
+        let active = active_request(history);
+        *history = self.compactor.prepare(std::mem::take(history), &active)?;
+        let events = self.compactor.events[before..]
+            .iter()
+            .map(to_policy_event)
+            .collect();
+        Ok(Prepared {
+            request: history.clone(),
+            events,
+        })
+    }
+
+    fn own_storage(&self) -> Option<(Shared, PathBuf)> {
+        let results = self.compactor.root.results();
+        let transcripts = self.compactor.root.transcripts();
+        let common: PathBuf = results
+            .components()
+            .zip(transcripts.components())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a)
+            .collect();
+        Some((Arc::new(DiskFs), common))
+    }
+}

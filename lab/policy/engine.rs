@@ -1,0 +1,382 @@
+//! The replay engine: any policy, any session, one set of verdicts.
+//!
+//! A session is the recorded message list. Each assistant message is a model
+//! call: before it, the policy turns the live history into the request it
+//! would send (rewriting the history where the design does); then the recorded
+//! reply is appended, and so are the messages that follow it. Every request
+//! is sized and run through the [validity oracle](super::validity); at the end
+//! the [checker](super::check) classifies every original tool result.
+//!
+//! Only the live history and a per-request record are kept, so memory is the
+//! context size plus a few numbers per call, not calls × context.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::check::{self, Findings, Ledger};
+use super::model::{Extractive, ModelRole};
+use super::validity::{self, Violation};
+use super::{Policy, PolicyCtx, PolicyEvent};
+use crate::error::{LabError, LabResult};
+use crate::message::{Message, Role};
+use crate::storage::{MemFs, Shared, Storage};
+use crate::tokens::{Approx, TokenCounter};
+
+/// One session to replay.
+#[derive(Debug, Clone, Copy)]
+pub struct Session<'a> {
+    /// Name for reports (a file name, a scenario id).
+    pub name: &'a str,
+    /// The recorded messages, in order.
+    pub messages: &'a [Message],
+    /// Milliseconds since the session started, per message, when recorded.
+    pub times_ms: Option<&'a [Option<u64>]>,
+}
+
+/// What one request looked like.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// Index of the recorded assistant message this request produced.
+    pub at: usize,
+    /// Messages in the request.
+    pub messages: usize,
+    /// `len(json.dumps(request, ensure_ascii=False))`.
+    pub chars: usize,
+    /// Tokens of the request by the run's counter.
+    pub tokens: usize,
+    /// Events the policy recorded before this call.
+    pub events: usize,
+    /// Provider rules the request breaks (Anthropic and OpenAI).
+    pub violations: Vec<Violation>,
+}
+
+/// A whole replay of one session under one policy.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyRun {
+    /// Policy name.
+    pub policy: String,
+    /// Session name.
+    pub session: String,
+    /// Tokenizer the `tokens` column is counted with.
+    pub tokenizer: String,
+    /// One record per model call.
+    pub calls: Vec<CallRecord>,
+    /// Every event, with the index of the call it preceded.
+    pub events: Vec<(usize, PolicyEvent)>,
+    /// The checker's verdict on the end of the run.
+    pub findings: Findings,
+    /// Requests that break a provider rule.
+    pub invalid_requests: u64,
+    /// Set when the policy failed and the run ended there (as the harness would).
+    pub ended_by_error: Option<String>,
+}
+
+impl PolicyRun {
+    /// The largest request, in chars.
+    pub fn peak_chars(&self) -> usize {
+        self.calls.iter().map(|c| c.chars).max().unwrap_or(0)
+    }
+
+    /// Events of one kind (`persisted`, `cleared`, `summarised`, ...).
+    pub fn event_count(&self, kind: &str) -> usize {
+        self.events
+            .iter()
+            .filter(|(_, e)| event_kind(e) == kind)
+            .count()
+    }
+}
+
+/// The serde tag of an event.
+pub fn event_kind(e: &PolicyEvent) -> &'static str {
+    match e {
+        PolicyEvent::Persisted { .. } => "persisted",
+        PolicyEvent::Cleared { .. } => "cleared",
+        PolicyEvent::Truncated { .. } => "truncated",
+        PolicyEvent::Summarised { .. } => "summarised",
+        PolicyEvent::Dropped { .. } => "dropped",
+        PolicyEvent::Repaired { .. } => "repaired",
+        PolicyEvent::ModelFailed { .. } => "model_failed",
+    }
+}
+
+/// What a replay runs with besides the policy.
+pub struct Env {
+    /// Storage the policy writes to and the checker reads.
+    pub storage: Shared,
+    /// The run's root inside storage (the policy gets `<root>/<policy name>`).
+    pub root: PathBuf,
+    /// Token counter for sizes and for policies that budget in tokens.
+    pub tokens: Box<dyn TokenCounter>,
+    /// The deterministic model behind summaries.
+    pub model: Box<dyn ModelRole>,
+}
+
+impl Default for Env {
+    /// In-memory storage under `/ctxlab`, the approximate token counter and
+    /// the extractive summariser with its stated capacity.
+    fn default() -> Self {
+        Env {
+            storage: Arc::new(MemFs::new()),
+            root: PathBuf::from("/ctxlab"),
+            tokens: Box::new(Approx),
+            model: Box::new(Extractive::default()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("root", &self.root)
+            .field("tokens", &self.tokens.name())
+            .field("model", &self.model.name())
+            .finish()
+    }
+}
+
+/// What an observer sees of storage at a request: the policy's files and how
+/// its placeholders point to them.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    /// The storage the policy writes to.
+    pub storage: &'a dyn Storage,
+    /// The policy's root inside it.
+    pub root: &'a Path,
+    /// The policy's pointer grammar.
+    pub rules: &'a [super::PointerRule],
+    /// The run's token counter.
+    pub tokens: &'a dyn TokenCounter,
+}
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View").field("root", &self.root).finish()
+    }
+}
+
+/// Something that measures a replay while it runs (retention, cost), so no
+/// request has to be kept after it was seen.
+pub trait Observer {
+    /// Recorded message `index` was appended to the live history (after the
+    /// request it answers, for an assistant message).
+    fn on_message(&mut self, index: usize, message: &Message) {
+        let _ = (index, message);
+    }
+
+    /// Request number `call` was sent before recorded message `at`.
+    fn on_request(
+        &mut self,
+        call: usize,
+        at: usize,
+        request: &[Message],
+        events: &[PolicyEvent],
+        view: &View<'_>,
+    ) {
+        let _ = (call, at, request, events, view);
+    }
+}
+
+/// Replay `session` through `policy`.
+pub fn replay(
+    policy: &mut dyn Policy,
+    session: Session<'_>,
+    env: &mut Env,
+) -> LabResult<PolicyRun> {
+    replay_observed(policy, session, env, &mut [])
+}
+
+/// Replay `session` through `policy`, showing every request and message to `observers`.
+pub fn replay_observed(
+    policy: &mut dyn Policy,
+    session: Session<'_>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
+    let info = policy.info();
+    let rules = policy.pointer_rules();
+    let (storage, root) = match policy.own_storage() {
+        Some(own) => own,
+        None => (
+            env.storage.clone(),
+            super::policy_root(&env.root, &info.name),
+        ),
+    };
+    storage
+        .create_dir_all(&root)
+        .map_err(|e| LabError::io("creating the policy's directory", root.clone(), e))?;
+    let mut run = PolicyRun {
+        policy: info.name.clone(),
+        session: session.name.to_string(),
+        tokenizer: env.tokens.name().to_string(),
+        calls: Vec::new(),
+        events: Vec::new(),
+        findings: Findings::default(),
+        invalid_requests: 0,
+        ended_by_error: None,
+    };
+    let mut history: Vec<Message> = Vec::new();
+    // What the model last saw, plus what arrived after: the checker judges
+    // this, not the stored history, since a design may change only the
+    // request (server-side clearing) and keep its history intact.
+    let mut seen: Option<Vec<Message>> = None;
+    let mut ledger = Ledger::default();
+    for (i, m) in session.messages.iter().enumerate() {
+        if m.role == Role::Assistant {
+            let now_ms = session.times_ms.and_then(|t| t.get(i).copied().flatten());
+            let mut ctx = PolicyCtx {
+                storage: storage.as_ref(),
+                root: &root,
+                tokens: env.tokens.as_ref(),
+                turn: run.calls.len(),
+                now_ms,
+                model: env.model.as_mut(),
+            };
+            let prepared = match policy.prepare(&mut history, &mut ctx) {
+                Ok(p) => p,
+                Err(e) => {
+                    run.ended_by_error = Some(e.to_string());
+                    break;
+                }
+            };
+            let view = View {
+                storage: storage.as_ref(),
+                root: &root,
+                rules: &rules,
+                tokens: env.tokens.as_ref(),
+            };
+            for o in observers.iter_mut() {
+                o.on_request(
+                    run.calls.len(),
+                    i,
+                    &prepared.request,
+                    &prepared.events,
+                    &view,
+                );
+            }
+            record_call(
+                &mut run,
+                i,
+                &prepared.request,
+                prepared.events,
+                env.tokens.as_ref(),
+            );
+            seen = Some(prepared.request);
+        }
+        ledger.record(m);
+        for o in observers.iter_mut() {
+            o.on_message(i, m);
+        }
+        if let Some(s) = seen.as_mut() {
+            s.push(m.clone());
+        }
+        history.push(m.clone());
+    }
+    let context = seen.unwrap_or(history);
+    run.invalid_requests = run
+        .calls
+        .iter()
+        .filter(|c| !c.violations.is_empty())
+        .count() as u64;
+    run.findings = check::check(
+        &context,
+        &ledger,
+        &policy.pointer_rules(),
+        storage.as_ref(),
+        &root,
+    );
+    Ok(run)
+}
+
+fn record_call(
+    run: &mut PolicyRun,
+    at: usize,
+    request: &[Message],
+    events: Vec<PolicyEvent>,
+    tokens: &dyn TokenCounter,
+) {
+    let call = run.calls.len();
+    run.calls.push(CallRecord {
+        at,
+        messages: request.len(),
+        chars: crate::pyjson::dumps_len(request),
+        tokens: tokens.count_messages(request),
+        events: events.len(),
+        violations: validity::check(request),
+    });
+    run.events.extend(events.into_iter().map(|e| (call, e)));
+}
+
+/// The root a policy run writes under, for callers that inspect storage after.
+pub fn run_root(env: &Env, policy: &str) -> PathBuf {
+    super::policy_root(Path::new(&env.root), policy)
+}
+
+impl PolicyRun {
+    /// The run as registry counters: the checker's counts, validity per
+    /// provider and per rule, and what the policy did. Every rule kind is
+    /// listed (zero when clean), so an experiment can name any of them.
+    pub fn counters(&self) -> crate::counters::Counters {
+        use super::validity::{Kind, Provider};
+        let mut c = crate::counters::Counters::default();
+        let f = &self.findings;
+        for (name, n) in [
+            ("lost_forever", &f.lost_forever),
+            ("pointer_lost", &f.pointer_lost),
+            ("dangling_pointers", &f.dangling_pointers),
+            ("orphan_files", &f.orphans),
+            ("archive_gaps", &f.archive_gaps),
+        ] {
+            c.count(name, n.count, n.samples.clone());
+        }
+        c.count(
+            "invalid_requests",
+            self.invalid_requests,
+            std::iter::empty(),
+        );
+        for p in [Provider::Anthropic, Provider::OpenAi] {
+            let bad: Vec<String> = self
+                .calls
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.violations.iter().any(|v| v.provider == p))
+                .map(|(i, _)| format!("request {}", i + 1))
+                .collect();
+            let name = match p {
+                Provider::Anthropic => "invalid_anthropic",
+                Provider::OpenAi => "invalid_openai",
+            };
+            c.count(name, bad.len() as u64, bad);
+        }
+        for kind in [
+            Kind::UnansweredToolUse,
+            Kind::OrphanToolResult,
+            Kind::ResultNotFirst,
+            Kind::DuplicateToolCallId,
+            Kind::DuplicateToolResult,
+            Kind::InterleavedMessage,
+            Kind::UnmatchedToolResult,
+            Kind::UnmatchedToolUse,
+        ] {
+            let ids: Vec<String> = self
+                .calls
+                .iter()
+                .flat_map(|r| &r.violations)
+                .filter(|v| v.kind == kind)
+                .map(|v| v.id.clone())
+                .collect();
+            c.count(kind.name(), ids.len() as u64, ids);
+        }
+        for kind in ["summarised", "dropped", "model_failed", "repaired"] {
+            c.count(kind, self.event_count(kind) as u64, std::iter::empty());
+        }
+        c.count("originals_in_context", f.in_context, std::iter::empty());
+        c.flag(
+            "completed",
+            self.ended_by_error.is_none(),
+            self.ended_by_error.clone(),
+        );
+        c
+    }
+}

@@ -1,0 +1,139 @@
+//! Tables and JSON for `lab policies` and `lab replay --policy`: pure functions
+//! of policy descriptions and runs.
+
+use serde::Serialize;
+
+use super::engine::PolicyRun;
+use super::validity::Provider;
+use super::PolicyInfo;
+use crate::report::{json, table, Format};
+
+/// Every policy with its source and constants.
+pub fn policies(infos: &[PolicyInfo], format: Format) -> String {
+    if format == Format::Json {
+        return json(&infos);
+    }
+    let rows = infos
+        .iter()
+        .map(|p| {
+            let approx = if p.source.approximate {
+                " (approximate)"
+            } else {
+                ""
+            };
+            vec![
+                p.name.clone(),
+                p.family.to_string(),
+                format!("{:?}", p.unit).to_lowercase(),
+                format!("{}{approx}", p.source.upstream),
+                p.summary.to_string(),
+            ]
+        })
+        .collect();
+    let mut s = table(
+        &["policy", "family", "unit", "source", "design"],
+        rows,
+        format == Format::Markdown,
+    );
+    s.push('\n');
+    s
+}
+
+/// The per-session numbers of a run, for tables and the JSON summary.
+#[derive(Debug, Serialize)]
+struct Row<'a> {
+    session: &'a str,
+    policy: &'a str,
+    calls: usize,
+    peak_chars: usize,
+    final_tokens: usize,
+    lost_forever: u64,
+    pointer_lost: u64,
+    dangling_pointers: u64,
+    orphans: u64,
+    invalid_anthropic: usize,
+    invalid_openai: usize,
+    events: usize,
+    ended_by_error: Option<&'a str>,
+}
+
+fn invalid(run: &PolicyRun, p: Provider) -> usize {
+    run.calls
+        .iter()
+        .filter(|c| c.violations.iter().any(|v| v.provider == p))
+        .count()
+}
+
+fn row(run: &PolicyRun) -> Row<'_> {
+    let f = &run.findings;
+    Row {
+        session: &run.session,
+        policy: &run.policy,
+        calls: run.calls.len(),
+        peak_chars: run.peak_chars(),
+        final_tokens: run.calls.last().map_or(0, |c| c.tokens),
+        lost_forever: f.lost_forever.count,
+        pointer_lost: f.pointer_lost.count,
+        dangling_pointers: f.dangling_pointers.count,
+        orphans: f.orphans.count,
+        invalid_anthropic: invalid(run, Provider::Anthropic),
+        invalid_openai: invalid(run, Provider::OpenAi),
+        events: run.events.len(),
+        ended_by_error: run.ended_by_error.as_deref(),
+    }
+}
+
+/// Policy × session: loss counters, validity, sizes. JSON carries every run in
+/// full (per-request series, events and the checker's samples).
+pub fn runs(runs: &[PolicyRun], format: Format) -> String {
+    if format == Format::Json {
+        return json(&runs);
+    }
+    let rows = runs
+        .iter()
+        .map(|r| {
+            let x = row(r);
+            vec![
+                x.session.to_string(),
+                x.policy.to_string(),
+                x.calls.to_string(),
+                x.peak_chars.to_string(),
+                x.final_tokens.to_string(),
+                x.lost_forever.to_string(),
+                x.pointer_lost.to_string(),
+                x.dangling_pointers.to_string(),
+                x.orphans.to_string(),
+                format!("{}/{}", x.invalid_anthropic, x.invalid_openai),
+                x.events.to_string(),
+                x.ended_by_error
+                    .map_or(String::new(), |e| format!("ended: {e}")),
+            ]
+        })
+        .collect();
+    let mut s = table(
+        &[
+            "session",
+            "policy",
+            "calls",
+            "peak chars",
+            "last tokens",
+            "lost",
+            "ptr lost",
+            "dangling",
+            "orphans",
+            "invalid A/O",
+            "events",
+            "note",
+        ],
+        rows,
+        format == Format::Markdown,
+    );
+    s.push('\n');
+    if let Some(r) = runs.first() {
+        s.push_str(&format!(
+            "\ntokens: {}; invalid A/O = requests breaking Anthropic / OpenAI rules\n",
+            r.tokenizer
+        ));
+    }
+    s
+}

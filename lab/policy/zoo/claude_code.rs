@@ -1,0 +1,504 @@
+//! Claude Code (Anthropic's CLI agent, closed source): large-result
+//! persistence, time-based microcompaction, auto-compaction.
+//!
+//! Official and observed facts:
+//! - <https://code.claude.com/docs/en/context-window> (read 2026-12-03 through
+//!   the stored-docs index): auto-compaction runs near the window and
+//!   replaces the conversation with a summary, like `/compact`; the window is
+//!   200,000 tokens;
+//! - the recorded session `claude_code/templar__chat@a46211b.json` of the
+//!   shared transcripts (read in place, nothing copied but the wrapper): the
+//!   summary comes back as one user message (`isCompactSummary`) that opens
+//!   with [`SUMMARY_OPEN`] and ends with [`SUMMARY_CLOSE`].
+//!
+//! Facts from unofficial mirrors only (so the policy is approximate; no code
+//! copied), as collected in the project's research notes: the auto-compact
+//! threshold is the window minus `min(max output, 20,000)` minus a 13,000-token
+//! buffer (also quoted in <https://github.com/anthropics/claude-code/issues/31806>);
+//! three consecutive failures stop auto-compaction; results over a size cap
+//! are written once (exclusive create, an existing file reused) under
+//! `tool-results/<tool_use_id>.txt` and replaced by a `<persisted-output>`
+//! wrapper with the path and a 2,000-byte preview, and text that already
+//! opens with `<persisted-output>` is never persisted again; after a long
+//! idle gap (a cold cache) all but the newest few results of the compactable
+//! tools are content-cleared to `[Old tool result content cleared]`.
+//! The size cap, the idle gap and the number kept are not known exactly: the
+//! defaults below are marked as the lab's.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LabResult;
+use crate::message::{Block, Message, Role};
+use crate::policy::{
+    PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
+};
+
+/// The policy name in `lab policies`.
+pub const NAME: &str = "claude-code";
+
+/// Opening of the post-compaction user message (recorded session).
+pub const SUMMARY_OPEN: &str = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n";
+
+/// Closing of the post-compaction user message (recorded session).
+pub const SUMMARY_CLOSE: &str = "\nPlease continue the conversation from where we left it off without asking the user any further questions. Continue with the last task that you were asked to work on.";
+
+/// What a content-cleared result becomes (unofficial mirrors).
+pub const CLEARED: &str = "[Old tool result content cleared]";
+
+/// Opening tag of a persisted result (unofficial mirrors); also the
+/// idempotence mark: text that starts with it is never persisted again.
+pub const PERSISTED_OPEN: &str = "<persisted-output>";
+
+/// Text before the path inside the wrapper.
+pub const SAVED_TO: &str = "Full output saved to: ";
+
+/// The lab's summary instruction (Claude Code's own prompt is not published).
+pub const SUMMARY_PROMPT: &str = "Summarise the conversation so far so the work can continue: the user's requests, decisions, files and code touched, errors and fixes, pending tasks and the current step.";
+
+/// Constants; `Default` marks which are documented, observed or the lab's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Switches {
+    /// Context window in tokens (documented: 200,000).
+    pub context_window: usize,
+    /// Output reserve subtracted from the window (mirrors: min(max output, 20,000)).
+    pub output_reserve: usize,
+    /// `AUTOCOMPACT_BUFFER_TOKENS` (mirrors: 13,000).
+    pub autocompact_buffer: usize,
+    /// `MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES` (mirrors: 3).
+    pub max_consecutive_failures: usize,
+    /// Results longer than this many chars are persisted (lab's choice: 50,000).
+    pub max_result_size_chars: usize,
+    /// Preview bytes inside the wrapper (mirrors: 2,000).
+    pub preview_bytes: usize,
+    /// Tools whose results microcompaction may clear (mirrors).
+    pub compactable_tools: Vec<String>,
+    /// Idle gap, in minutes, after which microcompaction clears (lab's choice: 60).
+    pub idle_gap_minutes: u64,
+    /// Newest compactable results kept by microcompaction (lab's choice: 5).
+    pub keep_recent: usize,
+}
+
+impl Default for Switches {
+    fn default() -> Self {
+        Switches {
+            context_window: 200_000,
+            output_reserve: 20_000,
+            autocompact_buffer: 13_000,
+            max_consecutive_failures: 3,
+            max_result_size_chars: 50_000,
+            preview_bytes: 2_000,
+            compactable_tools: [
+                "Read",
+                "Bash",
+                "Grep",
+                "Glob",
+                "WebSearch",
+                "WebFetch",
+                "Edit",
+                "Write",
+            ]
+            .map(String::from)
+            .to_vec(),
+            idle_gap_minutes: 60,
+            keep_recent: 5,
+        }
+    }
+}
+
+impl Switches {
+    /// Tokens at which auto-compaction runs.
+    pub fn autocompact_at(&self) -> usize {
+        self.context_window
+            .saturating_sub(self.output_reserve)
+            .saturating_sub(self.autocompact_buffer)
+    }
+}
+
+/// The policy: switches, consecutive compaction failures, and the time of
+/// the last call (for the idle gap).
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeCode {
+    /// Constants.
+    pub switches: Switches,
+    failures: usize,
+    last_call_ms: Option<u64>,
+}
+
+/// A boxed policy with the defaults above.
+pub fn make() -> Box<dyn Policy> {
+    Box::new(ClaudeCode::default())
+}
+
+/// The wrapper the model sees instead of a persisted result.
+pub fn wrapper(path: &str, content: &str, preview_bytes: usize) -> String {
+    let mut end = preview_bytes.min(content.len());
+    while !content.is_char_boundary(end) {
+        end -= 1;
+    }
+    let more = if end < content.len() { "\n...\n" } else { "\n" };
+    format!(
+        "{PERSISTED_OPEN}\nOutput too large ({} chars). {SAVED_TO}{path}\n\nPreview (first {preview_bytes} bytes):\n{}{more}</persisted-output>",
+        content.chars().count(),
+        &content[..end]
+    )
+}
+
+impl ClaudeCode {
+    /// Persist every oversized result not already a wrapper.
+    fn persist(&self, history: &mut [Message], ctx: &PolicyCtx<'_>, events: &mut Vec<PolicyEvent>) {
+        let dir = ctx.root.join("tool-results");
+        for m in history.iter_mut().filter(|m| m.role == Role::User) {
+            for b in m.blocks_mut() {
+                let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } = b
+                else {
+                    continue;
+                };
+                if content.starts_with(PERSISTED_OPEN)
+                    || content.chars().count() <= self.switches.max_result_size_chars
+                {
+                    continue;
+                }
+                let path = dir.join(format!(
+                    "{}.txt",
+                    crate::compact::root::safe_id(tool_use_id, 120)
+                ));
+                let written = ctx
+                    .storage
+                    .create_dir_all(&dir)
+                    .and_then(|()| ctx.storage.write_new(&path, content.as_bytes()));
+                match written {
+                    Ok(()) => {}
+                    // An existing file is the same result persisted before: reuse it.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    // A failed write keeps the result whole (no loss).
+                    Err(_) => continue,
+                }
+                let shown = wrapper(
+                    &path.display().to_string(),
+                    content,
+                    self.switches.preview_bytes,
+                );
+                events.push(PolicyEvent::Persisted {
+                    id: tool_use_id.clone(),
+                    path: path.display().to_string(),
+                    chars: content.chars().count(),
+                });
+                *content = shown;
+            }
+        }
+    }
+
+    /// Time-based microcompaction after an idle gap.
+    fn microcompact(
+        &self,
+        history: &mut [Message],
+        now: Option<u64>,
+        events: &mut Vec<PolicyEvent>,
+    ) {
+        let (Some(now), Some(last)) = (now, self.last_call_ms) else {
+            return;
+        };
+        if now.saturating_sub(last) < self.switches.idle_gap_minutes * 60_000 {
+            return;
+        }
+        let compactable: Vec<String> = history
+            .iter()
+            .flat_map(|m| m.blocks())
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, .. }
+                    if self.switches.compactable_tools.contains(name) =>
+                {
+                    Some(id.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        let clear = &compactable[..compactable.len().saturating_sub(self.switches.keep_recent)];
+        for m in history.iter_mut().filter(|m| m.role == Role::User) {
+            for b in m.blocks_mut() {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } = b
+                {
+                    if clear.contains(tool_use_id) && content != CLEARED {
+                        *content = CLEARED.into();
+                        events.push(PolicyEvent::Cleared {
+                            id: tool_use_id.clone(),
+                            part: "result",
+                            placeholder: CLEARED.into(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Auto-compaction near the window; stops after repeated failures.
+    fn autocompact(
+        &mut self,
+        history: &mut Vec<Message>,
+        ctx: &mut PolicyCtx<'_>,
+        events: &mut Vec<PolicyEvent>,
+    ) {
+        if self.failures >= self.switches.max_consecutive_failures
+            || ctx.tokens.count_messages(history) < self.switches.autocompact_at()
+        {
+            return;
+        }
+        let req = SummaryRequest {
+            prompt: SUMMARY_PROMPT,
+            messages: history,
+            previous: None,
+        };
+        match ctx.model.summarise(&req) {
+            Ok(summary) => {
+                self.failures = 0;
+                events.push(PolicyEvent::Summarised {
+                    replaced: history.len(),
+                    kept: 0,
+                    archive: None,
+                });
+                *history = vec![Message::user_text(format!(
+                    "{SUMMARY_OPEN}{summary}{SUMMARY_CLOSE}"
+                ))];
+            }
+            Err(e) => {
+                self.failures += 1;
+                events.push(PolicyEvent::ModelFailed {
+                    role: "summary",
+                    outcome: format!(
+                        "auto-compaction failed ({} in a row), history unchanged: {e}",
+                        self.failures
+                    ),
+                });
+            }
+        }
+    }
+}
+
+impl Policy for ClaudeCode {
+    fn info(&self) -> PolicyInfo {
+        PolicyInfo {
+            name: NAME.into(),
+            family: "Claude Code",
+            summary: "oversized results persisted once behind a <persisted-output> preview; idle-gap microcompaction of compactable tools; auto-compaction 33k tokens below the window into a continuation message",
+            source: Source {
+                upstream: "https://code.claude.com/docs/en/context-window (read 2026-12-03); recorded sessions; unofficial mirrors for the rest",
+                files: &[
+                    "context-window: auto-compaction, window",
+                    "shared transcripts claude_code/templar__chat@a46211b.json: continuation wrapper",
+                    "research notes (unofficial mirrors): thresholds, persistence, microcompaction",
+                ],
+                license: "closed source (no code reproduced)",
+                approximate: true,
+            },
+            constants: serde_json::json!({
+                "switches": self.switches,
+                "autocompact_at": self.switches.autocompact_at(),
+                "SUMMARY_OPEN": SUMMARY_OPEN,
+                "SUMMARY_CLOSE": SUMMARY_CLOSE,
+                "CLEARED": CLEARED,
+            }),
+            unit: Unit::Tokens,
+            differences: vec![
+                "the persisted-output wrapper's wording and size formatting, the persistence cap, the idle gap and the number kept by microcompaction are the lab's approximations",
+                "the summary prompt is the lab's (Claude Code's is not published)",
+                "CLAUDE.md, memory, plan and recent files re-injected after compaction are not modelled",
+                "the cache-editing microcompaction path (server-side cache_edits) is not modelled",
+            ],
+        }
+    }
+
+    fn pointer_rules(&self) -> Vec<PointerRule> {
+        vec![PointerRule::After { open: SAVED_TO }]
+    }
+
+    fn prepare(
+        &mut self,
+        history: &mut Vec<Message>,
+        ctx: &mut PolicyCtx<'_>,
+    ) -> LabResult<Prepared> {
+        let mut events = Vec::new();
+        self.persist(history, ctx, &mut events);
+        self.microcompact(history, ctx.now_ms, &mut events);
+        self.last_call_ms = ctx.now_ms;
+        self.autocompact(history, ctx, &mut events);
+        Ok(Prepared {
+            request: history.clone(),
+            events,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::model::Scripted;
+    use crate::storage::{MemFs, Storage};
+    use crate::tokens::Approx;
+    use std::path::Path;
+
+    fn run(
+        p: &mut ClaudeCode,
+        h: &mut Vec<Message>,
+        fs: &MemFs,
+        now_ms: Option<u64>,
+        model: &mut Scripted,
+    ) -> Prepared {
+        let mut ctx = PolicyCtx {
+            storage: fs,
+            root: Path::new("/run/cc"),
+            tokens: &Approx,
+            turn: 0,
+            now_ms,
+            model,
+        };
+        p.prepare(h, &mut ctx).unwrap()
+    }
+
+    fn call(id: &str, tool: &str) -> Message {
+        Message::assistant(vec![Block::ToolUse {
+            id: id.into(),
+            name: tool.into(),
+            input: serde_json::json!({}),
+        }])
+    }
+
+    fn text_of(m: &Message) -> &str {
+        match &m.blocks()[0] {
+            Block::ToolResult { content, .. } => content,
+            other => panic!("not a result: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn oversized_result_is_persisted_once_and_an_existing_file_reused() {
+        let fs = MemFs::new();
+        let big = "y".repeat(60_000);
+        let mut h = vec![
+            Message::user_text("go"),
+            call("t1", "Bash"),
+            Message::tool_results(vec![("t1".into(), big.clone())]),
+        ];
+        let out = run(
+            &mut ClaudeCode::default(),
+            &mut h,
+            &fs,
+            None,
+            &mut Scripted::default(),
+        );
+        let path = "/run/cc/tool-results/t1.txt";
+        let shown = text_of(&out.request[2]).to_string();
+        assert!(shown.starts_with(PERSISTED_OPEN) && shown.ends_with("</persisted-output>"));
+        assert_eq!(
+            crate::policy::pointers_in(&ClaudeCode::default().pointer_rules(), &shown),
+            [path]
+        );
+        assert_eq!(fs.read(Path::new(path)).unwrap(), big.as_bytes());
+        // The wrapper is never persisted again.
+        let again = run(
+            &mut ClaudeCode::default(),
+            &mut h,
+            &fs,
+            None,
+            &mut Scripted::default(),
+        );
+        assert!(again.events.is_empty());
+        assert_eq!(text_of(&again.request[2]), shown);
+        // A replayed original whose file exists reuses it.
+        let mut replayed = vec![Message::tool_results(vec![("t1".into(), big)])];
+        let out = run(
+            &mut ClaudeCode::default(),
+            &mut replayed,
+            &fs,
+            None,
+            &mut Scripted::default(),
+        );
+        assert_eq!(out.events.len(), 1);
+        assert_eq!(text_of(&replayed[0]), shown);
+    }
+
+    #[test]
+    fn microcompaction_clears_old_compactable_results_after_an_idle_gap_only() {
+        let mut h = vec![Message::user_text("go")];
+        for i in 0..7 {
+            let tool = if i == 0 { "TodoWrite" } else { "Read" };
+            h.push(call(&format!("t{i}"), tool));
+            h.push(Message::tool_results(vec![(
+                format!("t{i}"),
+                format!("out {i}"),
+            )]));
+        }
+        let fs = MemFs::new();
+        let mut p = ClaudeCode::default();
+        let quiet = run(&mut p, &mut h, &fs, Some(0), &mut Scripted::default());
+        assert!(quiet.events.is_empty());
+        assert!(run(
+            &mut p,
+            &mut h,
+            &fs,
+            Some(59 * 60_000),
+            &mut Scripted::default()
+        )
+        .events
+        .is_empty());
+        let out = run(
+            &mut p,
+            &mut h,
+            &fs,
+            Some(59 * 60_000 + 60 * 60_000),
+            &mut Scripted::default(),
+        );
+        // Six compactable Reads, five kept: only t1 goes; TodoWrite is not compactable.
+        let cleared: Vec<&str> = out
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                PolicyEvent::Cleared { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(cleared, ["t1"]);
+        assert_eq!(text_of(&h[4]), CLEARED);
+        assert_eq!(text_of(&h[2]), "out 0");
+    }
+
+    /// The continuation message as the recorded session shows it.
+    #[test]
+    fn autocompaction_wraps_the_summary_and_stops_after_three_failures() {
+        assert_eq!(Switches::default().autocompact_at(), 167_000);
+        let mut p = ClaudeCode::default();
+        p.switches.context_window = 33_010;
+        let fs = MemFs::new();
+        let mut h = vec![
+            Message::user_text("build it"),
+            Message::assistant(vec![Block::Text { text: "ok".into() }]),
+            Message::user_text("x".repeat(100)),
+        ];
+        let out = run(
+            &mut p,
+            &mut h,
+            &fs,
+            None,
+            &mut Scripted::replies(["did A; next B"]),
+        );
+        assert_eq!(
+            out.request,
+            vec![Message::user_text(format!(
+                "{SUMMARY_OPEN}did A; next B{SUMMARY_CLOSE}"
+            ))]
+        );
+        let mut h = vec![Message::user_text("x".repeat(100))];
+        for _ in 0..3 {
+            run(&mut p, &mut h, &fs, None, &mut Scripted::default());
+        }
+        assert_eq!(p.failures, 3);
+        let quiet = run(&mut p, &mut h, &fs, None, &mut Scripted::replies(["s"]));
+        assert!(quiet.events.is_empty(), "the circuit breaker holds");
+    }
+}

@@ -1,0 +1,538 @@
+//! Retention: what the model can still reach after compaction, measured
+//! without a judge.
+//!
+//! A [`Retention`] observer watches a policy replay. Every artifact a recorded
+//! message introduces ([`extract`]) or a planted fact is, after each request,
+//! **present** (verbatim somewhere in the request), **reachable** (verbatim in a
+//! file that the request's pointers lead to, by the policy's own grammar, and
+//! that still exists), or **gone**. The first request where an artifact is gone
+//! names the mechanisms (the policy's events) that ran before it. Re-fetch
+//! demand counts later tool calls that fetch again (same file, same command)
+//! what the policy had removed from the request the model answered.
+
+pub mod drift;
+pub mod extract;
+pub mod planted;
+pub mod render;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::Path;
+
+use aho_corasick::AhoCorasick;
+use serde::Serialize;
+
+use crate::message::{Block, Content, Message};
+use crate::policy::engine::{event_kind, Observer, View};
+use crate::policy::{pointers_in, PolicyEvent};
+pub use extract::ArtifactKind;
+
+/// Where an artifact stands at a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Verbatim in the request.
+    Present,
+    /// Verbatim in an existing file the request's pointers lead to.
+    Reachable,
+    /// Neither.
+    Gone,
+}
+
+/// One artifact and its fate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Artifact {
+    /// What it is.
+    pub kind: ArtifactKind,
+    /// Its text (a label for planted facts).
+    pub label: String,
+    /// The verbatim text searched for.
+    #[serde(skip)]
+    pub text: String,
+    /// Status at the last request.
+    pub status: Status,
+    /// The tool call whose input or result introduced it.
+    #[serde(skip)]
+    pub source_id: Option<String>,
+    /// The first request (0-based) at which it was gone, if ever.
+    pub first_gone: Option<usize>,
+    /// The policy's event kinds at that request that concern it: events on
+    /// its tool call, else events on no call (summaries, drops); `none` when
+    /// the policy recorded nothing that explains the loss.
+    pub mechanisms: Vec<&'static str>,
+}
+
+/// Recall at one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RecallPoint {
+    /// 0-based request.
+    pub call: usize,
+    /// Artifacts seen before it.
+    pub seen: usize,
+    /// Present verbatim.
+    pub present: usize,
+    /// Reachable through a pointer.
+    pub reachable: usize,
+}
+
+/// The observer; [`Retention::finish`] gives the report.
+#[derive(Debug, Default)]
+pub struct Retention {
+    artifacts: Vec<Artifact>,
+    index: HashMap<(ArtifactKind, String), usize>,
+    facts: Vec<(String, String)>,
+    matcher: Option<AhoCorasick>,
+    matcher_len: usize,
+    /// File path -> (its content, artifact indices known found or not).
+    files: HashMap<String, FileScan>,
+    series: Vec<RecallPoint>,
+    refetch: Refetch,
+}
+
+#[derive(Debug, Default)]
+struct FileScan {
+    text: String,
+    pointers: Vec<String>,
+    known: HashMap<usize, bool>,
+}
+
+/// An earlier fetch: its call id and its result's fingerprint once it arrived.
+type Fetch = (String, Option<u64>);
+
+/// Re-fetch bookkeeping.
+#[derive(Debug, Default)]
+struct Refetch {
+    /// Fetch key -> each earlier fetch.
+    earlier: HashMap<(ArtifactKind, String), Vec<Fetch>>,
+    /// Results present verbatim in the last request: (id, fingerprint).
+    last_present: HashSet<(String, u64)>,
+    /// Ids of calls counted as re-fetches whose result has not arrived.
+    pending: HashSet<String>,
+    /// Results of re-fetches, counted in tokens at the next request.
+    to_count: Vec<String>,
+    calls: usize,
+    tokens: usize,
+    samples: Vec<String>,
+}
+
+fn print(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// Every string a request carries, one per line: texts, tool inputs, results,
+/// thinking.
+pub fn request_text(request: &[Message]) -> String {
+    fn json_strings(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|x| json_strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    for m in request {
+        match &m.content {
+            Content::Text(t) => {
+                out.push_str(t);
+                out.push('\n');
+            }
+            Content::Blocks(blocks) => {
+                for b in blocks {
+                    match b {
+                        Block::Text { text: t }
+                        | Block::Thinking { thinking: t }
+                        | Block::ToolResult { content: t, .. }
+                        | Block::Image { source: t } => {
+                            out.push_str(t);
+                            out.push('\n');
+                        }
+                        Block::ToolUse { input, .. } => json_strings(input, &mut out),
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Retention {
+    /// An observer that also follows `facts`: `(label, verbatim text)` pairs,
+    /// counted from the message that first contains them.
+    pub fn with_facts(facts: Vec<(String, String)>) -> Self {
+        Retention {
+            facts,
+            ..Retention::default()
+        }
+    }
+
+    fn add(&mut self, kind: ArtifactKind, label: String, text: String, source_id: Option<String>) {
+        let key = (kind, text.clone());
+        if self.index.contains_key(&key) {
+            return;
+        }
+        self.index.insert(key, self.artifacts.len());
+        self.artifacts.push(Artifact {
+            kind,
+            label,
+            text,
+            source_id,
+            status: Status::Present,
+            first_gone: None,
+            mechanisms: vec![],
+        });
+    }
+
+    fn matcher(&mut self) -> Option<&AhoCorasick> {
+        if self.matcher_len != self.artifacts.len() || self.matcher.is_none() {
+            let pats: Vec<&str> = self.artifacts.iter().map(|a| a.text.as_str()).collect();
+            self.matcher = AhoCorasick::new(pats).ok();
+            self.matcher_len = self.artifacts.len();
+        }
+        self.matcher.as_ref()
+    }
+
+    /// Artifact indices found in `text` by the current matcher.
+    fn found_in(&mut self, text: &str) -> BTreeSet<usize> {
+        match self.matcher() {
+            Some(m) => m
+                .find_overlapping_iter(text)
+                .map(|x| x.pattern().as_usize())
+                .collect(),
+            None => BTreeSet::new(),
+        }
+    }
+
+    /// Artifacts among `missing` held by files the request's pointers reach.
+    fn reachable(&mut self, request: &str, missing: &[usize], view: &View<'_>) -> BTreeSet<usize> {
+        let mut out = BTreeSet::new();
+        if missing.is_empty() || view.rules.is_empty() {
+            return out;
+        }
+        let mut frontier: Vec<String> = pointers_in(view.rules, request)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let mut visited = HashSet::new();
+        while let Some(p) = frontier.pop() {
+            if !visited.insert(p.clone()) || view.storage.kind(Path::new(&p)).is_none() {
+                continue;
+            }
+            self.load(&p, view);
+            let unknown: Vec<usize> = missing
+                .iter()
+                .copied()
+                .filter(|i| !self.files[&p].known.contains_key(i))
+                .collect();
+            if !unknown.is_empty() {
+                self.matcher();
+                let scan = self.files.get_mut(&p).expect("loaded above");
+                let hits: BTreeSet<usize> = match &self.matcher {
+                    Some(m) => m
+                        .find_overlapping_iter(&scan.text)
+                        .map(|x| x.pattern().as_usize())
+                        .collect(),
+                    None => BTreeSet::new(),
+                };
+                for i in unknown {
+                    scan.known.insert(i, hits.contains(&i));
+                }
+            }
+            let scan = &self.files[&p];
+            out.extend(missing.iter().copied().filter(|i| scan.known[i]));
+            frontier.extend(scan.pointers.iter().cloned());
+        }
+        out
+    }
+
+    /// Read a pointed file once (files are written once; existence is checked
+    /// at every request).
+    fn load(&mut self, path: &str, view: &View<'_>) {
+        if self.files.contains_key(path) {
+            return;
+        }
+        let bytes = view.storage.read(Path::new(path)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        // Archives are JSON: their strings hold the artifacts escaped, so
+        // search the decoded strings too.
+        let mut decoded = String::new();
+        for line in text.lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                collect_strings(&v, &mut decoded);
+            }
+        }
+        let text = if decoded.is_empty() {
+            text
+        } else {
+            format!("{text}\n{decoded}")
+        };
+        let pointers = pointers_in(view.rules, &text)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        self.files.insert(
+            path.to_string(),
+            FileScan {
+                text,
+                pointers,
+                known: HashMap::new(),
+            },
+        );
+    }
+
+    /// The report, after the replay.
+    pub fn finish(self) -> RetentionReport {
+        RetentionReport::new(self.artifacts, self.series, self.refetch)
+    }
+}
+
+fn collect_strings(v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| collect_strings(x, out)),
+        _ => {}
+    }
+}
+
+impl Observer for Retention {
+    fn on_message(&mut self, _index: usize, m: &Message) {
+        for (kind, text, id) in extract::artifacts(m) {
+            self.add(kind, text.clone(), text, id);
+        }
+        if !self.facts.is_empty() {
+            let text = request_text(std::slice::from_ref(m));
+            let facts: Vec<(String, String)> = self
+                .facts
+                .iter()
+                .filter(|(_, f)| text.contains(f.as_str()))
+                .cloned()
+                .collect();
+            for (label, fact) in facts {
+                let id = extract::block_id_holding(m, &fact);
+                self.add(ArtifactKind::Fact, label, fact, id);
+            }
+        }
+        self.refetch.on_message(m);
+    }
+
+    fn on_request(
+        &mut self,
+        call: usize,
+        _at: usize,
+        request: &[Message],
+        events: &[PolicyEvent],
+        view: &View<'_>,
+    ) {
+        self.refetch.on_request(request, view);
+        let text = request_text(request);
+        let present = self.found_in(&text);
+        let missing: Vec<usize> = (0..self.artifacts.len())
+            .filter(|i| !present.contains(i))
+            .collect();
+        let reachable = self.reachable(&text, &missing, view);
+        for (i, a) in self.artifacts.iter_mut().enumerate() {
+            a.status = if present.contains(&i) {
+                Status::Present
+            } else if reachable.contains(&i) {
+                Status::Reachable
+            } else {
+                Status::Gone
+            };
+            if a.status == Status::Gone && a.first_gone.is_none() {
+                a.first_gone = Some(call);
+                a.mechanisms = mechanisms(events, a.source_id.as_deref());
+            }
+        }
+        self.series.push(RecallPoint {
+            call,
+            seen: self.artifacts.len(),
+            present: present.len(),
+            reachable: reachable.len(),
+        });
+    }
+}
+
+/// The tool call an event concerns, if it names one.
+fn event_id(e: &PolicyEvent) -> Option<&str> {
+    match e {
+        PolicyEvent::Persisted { id, .. }
+        | PolicyEvent::Cleared { id, .. }
+        | PolicyEvent::Truncated { id, .. }
+        | PolicyEvent::Repaired { id, .. } => Some(id),
+        _ => None,
+    }
+}
+
+/// The kinds of the events that explain a loss of something from call `id`.
+fn mechanisms(events: &[PolicyEvent], id: Option<&str>) -> Vec<&'static str> {
+    let mine: Vec<&PolicyEvent> = events
+        .iter()
+        .filter(|e| id.is_some() && event_id(e) == id)
+        .collect();
+    let chosen = if mine.is_empty() {
+        events.iter().filter(|e| event_id(e).is_none()).collect()
+    } else {
+        mine
+    };
+    let mut out: Vec<&'static str> = chosen.into_iter().map(event_kind).collect();
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        out.push("none");
+    }
+    out
+}
+
+impl Refetch {
+    fn on_message(&mut self, m: &Message) {
+        for b in m.blocks() {
+            match b {
+                Block::ToolUse { id, input, .. } => {
+                    let Some(key) = extract::fetch_key(input) else {
+                        continue;
+                    };
+                    let earlier = self.earlier.entry(key.clone()).or_default();
+                    let removed = !earlier.is_empty()
+                        && !earlier.iter().any(|(eid, fp)| {
+                            fp.is_some_and(|fp| self.last_present.contains(&(eid.clone(), fp)))
+                        });
+                    if removed {
+                        self.calls += 1;
+                        self.pending.insert(id.clone());
+                        if self.samples.len() < 3 {
+                            self.samples.push(format!("{}: {}", key.0.name(), key.1));
+                        }
+                    }
+                    earlier.push((id.clone(), None));
+                }
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } => {
+                    let fp = print(content);
+                    for list in self.earlier.values_mut() {
+                        for e in list
+                            .iter_mut()
+                            .filter(|e| e.0 == *tool_use_id && e.1.is_none())
+                        {
+                            e.1 = Some(fp);
+                        }
+                    }
+                    if self.pending.remove(tool_use_id) {
+                        self.to_count.push(content.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn on_request(&mut self, request: &[Message], view: &View<'_>) {
+        for t in self.to_count.drain(..) {
+            self.tokens += view.tokens.count(&t);
+        }
+        self.last_present = request
+            .iter()
+            .flat_map(|m| m.blocks())
+            .filter_map(|b| match b {
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } => Some((tool_use_id.clone(), print(content))),
+                _ => None,
+            })
+            .collect();
+    }
+}
+
+/// Per-kind figures at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct KindFigures {
+    /// Artifacts of this kind seen.
+    pub seen: usize,
+    /// Present or reachable at the last request.
+    pub kept: usize,
+}
+
+/// What a replay kept, per artifact kind and over time.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetentionReport {
+    /// Artifacts seen in the session.
+    pub artifacts: usize,
+    /// Present at the last request.
+    pub present: usize,
+    /// Reachable through a pointer at the last request.
+    pub reachable: usize,
+    /// (present + reachable) / artifacts; 1 when there are none.
+    pub artifact_recall: f64,
+    /// Per kind.
+    pub by_kind: BTreeMap<ArtifactKind, KindFigures>,
+    /// Later calls that fetched again what the policy had removed.
+    pub refetch_calls: usize,
+    /// Tokens of those calls' results.
+    pub refetch_tokens: usize,
+    /// A few re-fetched keys.
+    pub refetch_samples: Vec<String>,
+    /// Planted facts and their fate.
+    pub facts: Vec<Artifact>,
+    /// A few gone artifacts (not facts), for reading.
+    pub gone_samples: Vec<Artifact>,
+    /// Recall at every request.
+    pub series: Vec<RecallPoint>,
+}
+
+impl RetentionReport {
+    fn new(artifacts: Vec<Artifact>, series: Vec<RecallPoint>, refetch: Refetch) -> Self {
+        let kept = |a: &Artifact| a.status != Status::Gone;
+        let mut by_kind: BTreeMap<ArtifactKind, KindFigures> = BTreeMap::new();
+        for a in &artifacts {
+            let k = by_kind.entry(a.kind).or_default();
+            k.seen += 1;
+            k.kept += usize::from(kept(a));
+        }
+        let present = artifacts
+            .iter()
+            .filter(|a| a.status == Status::Present)
+            .count();
+        let reachable = artifacts
+            .iter()
+            .filter(|a| a.status == Status::Reachable)
+            .count();
+        let n = artifacts.len();
+        RetentionReport {
+            artifacts: n,
+            present,
+            reachable,
+            artifact_recall: if n == 0 {
+                1.0
+            } else {
+                (present + reachable) as f64 / n as f64
+            },
+            by_kind,
+            refetch_calls: refetch.calls,
+            refetch_tokens: refetch.tokens,
+            refetch_samples: refetch.samples,
+            facts: artifacts
+                .iter()
+                .filter(|a| a.kind == ArtifactKind::Fact)
+                .cloned()
+                .collect(),
+            gone_samples: artifacts
+                .iter()
+                .filter(|a| a.kind != ArtifactKind::Fact && !kept(a))
+                .take(3)
+                .cloned()
+                .collect(),
+            series,
+        }
+    }
+}

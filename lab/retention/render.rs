@@ -1,0 +1,190 @@
+//! Retention tables and the cost–retention frontier: pure functions of runs
+//! and their retention reports.
+
+use serde::Serialize;
+
+use super::drift::DriftCurve;
+use super::{ArtifactKind, RetentionReport, Status};
+use crate::policy::engine::PolicyRun;
+use crate::report::{json, table, Format};
+
+/// One policy on one session, with what it kept and what it sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scored {
+    /// Session name.
+    pub session: String,
+    /// Policy name.
+    pub policy: String,
+    /// Tokens of every request, summed (by the run's tokenizer).
+    pub tokens_sent: usize,
+    /// Artifact recall at the last request.
+    pub artifact_recall: f64,
+    /// Another policy on this session sends no more and keeps no less, and
+    /// is better on one of the two.
+    pub dominated: bool,
+    /// The full retention report.
+    pub retention: RetentionReport,
+}
+
+/// Score runs and mark the dominated ones per session.
+pub fn score(runs: &[(PolicyRun, RetentionReport)]) -> Vec<Scored> {
+    let mut out: Vec<Scored> = runs
+        .iter()
+        .map(|(run, r)| Scored {
+            session: run.session.clone(),
+            policy: run.policy.clone(),
+            tokens_sent: run.calls.iter().map(|c| c.tokens).sum(),
+            artifact_recall: r.artifact_recall,
+            dominated: false,
+            retention: r.clone(),
+        })
+        .collect();
+    for i in 0..out.len() {
+        let me = &out[i];
+        let dominated = out.iter().any(|o| {
+            o.session == me.session
+                && o.policy != me.policy
+                && o.tokens_sent <= me.tokens_sent
+                && o.artifact_recall >= me.artifact_recall
+                && (o.tokens_sent < me.tokens_sent || o.artifact_recall > me.artifact_recall)
+        });
+        out[i].dominated = dominated;
+    }
+    out
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn kind_recall(r: &RetentionReport, k: ArtifactKind) -> String {
+    match r.by_kind.get(&k) {
+        Some(f) if f.seen > 0 => format!("{}/{}", f.kept, f.seen),
+        _ => "-".into(),
+    }
+}
+
+/// Policy × session: artifact recall (overall and per kind), re-fetch demand,
+/// tokens sent, and whether the policy is dominated on the frontier.
+pub fn retention(rows: &[Scored], format: Format) -> String {
+    if format == Format::Json {
+        return json(&rows);
+    }
+    let body = rows
+        .iter()
+        .map(|s| {
+            let r = &s.retention;
+            vec![
+                s.session.clone(),
+                s.policy.clone(),
+                s.tokens_sent.to_string(),
+                pct(s.artifact_recall),
+                format!("{}+{}/{}", r.present, r.reachable, r.artifacts),
+                kind_recall(r, ArtifactKind::File),
+                kind_recall(r, ArtifactKind::Command),
+                kind_recall(r, ArtifactKind::Error),
+                format!("{} ({} tok)", r.refetch_calls, r.refetch_tokens),
+                if s.dominated { "dominated" } else { "frontier" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut t = table(
+        &[
+            "session",
+            "policy",
+            "tokens sent",
+            "artifact recall",
+            "present+reachable/seen",
+            "files",
+            "commands",
+            "errors",
+            "re-fetches",
+            "cost–retention",
+        ],
+        body,
+        format == Format::Markdown,
+    );
+    t.push('\n');
+    t
+}
+
+/// Planted facts: position × policy, with the status at the end and the
+/// mechanisms that ran where the fact was first gone.
+pub fn facts(rows: &[Scored], format: Format) -> String {
+    #[derive(Serialize)]
+    struct Fact<'a> {
+        session: &'a str,
+        policy: &'a str,
+        position: &'a str,
+        status: Status,
+        first_gone: Option<usize>,
+        mechanisms: &'a [&'static str],
+    }
+    let facts: Vec<Fact<'_>> = rows
+        .iter()
+        .flat_map(|s| {
+            s.retention.facts.iter().map(move |f| Fact {
+                session: &s.session,
+                policy: &s.policy,
+                position: &f.label,
+                status: f.status,
+                first_gone: f.first_gone,
+                mechanisms: &f.mechanisms,
+            })
+        })
+        .collect();
+    if format == Format::Json {
+        return json(&facts);
+    }
+    let body = facts
+        .iter()
+        .map(|f| {
+            let fate = match (f.status, f.first_gone) {
+                (Status::Gone, Some(c)) => format!("gone @{c} ({})", f.mechanisms.join("+")),
+                (st, Some(c)) => format!("{st:?} (gone @{c}, back later)").to_lowercase(),
+                (st, None) => format!("{st:?}").to_lowercase(),
+            };
+            vec![f.session.into(), f.policy.into(), f.position.into(), fate]
+        })
+        .collect();
+    let mut t = table(
+        &["session", "policy", "planted at", "fate"],
+        body,
+        format == Format::Markdown,
+    );
+    t.push('\n');
+    t
+}
+
+/// Multi-pass drift: for each strategy, the facts alive after each pass.
+pub fn drift(curves: &[DriftCurve], format: Format) -> String {
+    if format == Format::Json {
+        return json(&curves);
+    }
+    let passes = curves.first().map_or(0, |c| c.alive.len());
+    let mut header = vec!["strategy".to_string(), "capacity".to_string()];
+    header.extend((1..=passes).map(|k| format!("k={k}")));
+    header.push("constraint lost at".into());
+    let body = curves
+        .iter()
+        .map(|c| {
+            let mut row = vec![
+                format!("{:?}", c.strategy).to_lowercase(),
+                c.capacity.to_string(),
+            ];
+            for r in &c.alive {
+                let facts = r[1..].iter().filter(|x| **x).count();
+                row.push(format!("{}{facts}", if r[0] { "C+" } else { "" }));
+            }
+            row.push(
+                c.constraint_lost_at
+                    .map_or("never".into(), |k| format!("k={k}")),
+            );
+            row
+        })
+        .collect();
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = table(&refs, body, format == Format::Markdown);
+    t.push_str("\n\ncell: C+ when the first-turn constraint is in context, then the number of per-pass facts alive\n");
+    t
+}

@@ -1,0 +1,117 @@
+use super::super::claude::FITTED;
+use super::super::recorded::Usage;
+use super::*;
+use crate::message::{Block, Message};
+
+/// A synthetic session whose "true" tokenizer is `truth`: each request adds
+/// a prose message and a tool result; recorded totals are the exact sums.
+fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session {
+    let mut messages = Vec::new();
+    let mut requests = Vec::new();
+    for i in 0..n {
+        let prose = "word ".repeat(3 + (i * 7 + seed) % 40);
+        let out = "x".repeat(10 + (i * 13 + seed) % 300);
+        messages.push(Message::assistant(vec![Block::Text { text: prose }]));
+        messages.push(Message::tool_results(vec![(format!("t{i}"), out)]));
+        let total = 5_000.0 + Features::of(&messages).tokens(truth);
+        requests.push(RecordedRequest {
+            chain: "root".into(),
+            sidechain: false,
+            model: "m".into(),
+            at_ms: None,
+            messages: messages.clone(),
+            usage: Usage {
+                input_tokens: total.round() as u64,
+                ..Usage::default()
+            },
+        });
+    }
+    Session {
+        name: name.into(),
+        requests,
+    }
+}
+
+#[test]
+fn the_fit_recovers_known_rates_and_scores_them_near_zero() {
+    let truth = Coefficients::from_array([0.25, 0.0, 0.4, 0.0, 0.0, 6.0]);
+    let sessions: Vec<Session> = (0..3)
+        .map(|s| synthetic(&format!("s{s}"), &truth, 40, s))
+        .collect();
+    let all: Vec<_> = sessions.iter().flat_map(samples).collect();
+    assert_eq!(all.len(), 3 * 39);
+    let k = fit(&all);
+    assert!((k.text - 0.25).abs() < 0.01, "{k:?}");
+    assert!((k.tool_result - 0.4).abs() < 0.01, "{k:?}");
+    let h = holdout(&sessions);
+    assert_eq!(h.one_step.n, 3 * 39);
+    assert!(h.one_step.p95 < 0.001 && h.cumulative.p95 < 0.001, "{h:?}");
+    // A wrong rate is visible in the score.
+    let wrong = Coefficients::from_array([0.5, 0.0, 0.8, 0.0, 0.0, 6.0]);
+    assert!(Spread::of(&score(&sessions[0], &wrong).cumulative).median > 0.05);
+}
+
+#[test]
+fn spread_uses_nearest_rank() {
+    let s = Spread::of(&[0.4, 0.1, 0.3, 0.2]);
+    assert_eq!((s.n, s.median, s.p95), (4, 0.2, 0.4));
+    assert_eq!(Spread::of(&[]).n, 0);
+}
+
+/// The shared sessions, loaded once per test process.
+fn shared() -> Option<&'static [Session]> {
+    static SESSIONS: std::sync::OnceLock<Option<Vec<Session>>> = std::sync::OnceLock::new();
+    let loaded = SESSIONS.get_or_init(|| {
+        let dir = shared_transcripts()?;
+        Some(load_dir(&dir.join("claude_code")).expect("shared sessions load"))
+    });
+    if loaded.is_none() {
+        eprintln!("skipped: no shared/transcripts/claude_code (set CTXLAB_TRANSCRIPTS)");
+    }
+    loaded.as_deref()
+}
+
+#[test]
+fn fitted_constants_are_reproduced() {
+    let Some(sessions) = shared() else { return };
+    let all: Vec<_> = sessions.iter().flat_map(samples).collect();
+    let k = fit(&all);
+    for (got, pinned) in k.as_array().iter().zip(FITTED.as_array()) {
+        assert!(
+            (got - pinned).abs() < 1e-3,
+            "refit {k:?} != FITTED {FITTED:?}"
+        );
+    }
+}
+
+#[test]
+fn held_out_error_is_pinned() {
+    let Some(sessions) = shared() else { return };
+    let h = holdout(sessions);
+    assert!(h.one_step.median <= 0.03 && h.one_step.p95 <= 0.08, "{h:?}");
+    // Measured 0.08 % / 1.6 % one-step; cumulative 4.3 % / 15.7 %, above the
+    // 3 % / 8 % target: unlogged injected content (file-change reminders)
+    // accumulates from the conversation's first request on.
+    assert_eq!(h.one_step.n, 777);
+    assert!((h.cumulative.median - 0.0426).abs() < 0.005, "{h:?}");
+    assert!((h.cumulative.p95 - 0.1569).abs() < 0.01, "{h:?}");
+}
+
+/// Prints a refit and the held-out figures (for updating FITTED and README).
+#[test]
+#[ignore]
+fn print_fit() {
+    let Some(sessions) = shared() else { return };
+    let all: Vec<_> = sessions.iter().flat_map(samples).collect();
+    println!(
+        "requests {} samples {}",
+        sessions.iter().map(|s| s.requests.len()).sum::<usize>(),
+        all.len()
+    );
+    println!("{:?}", fit(&all));
+    let h = holdout(sessions);
+    for row in &h.sessions {
+        println!("{row:?}");
+    }
+    println!("one-step {:?}\ncumulative {:?}", h.one_step, h.cumulative);
+}

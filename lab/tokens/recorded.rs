@@ -1,0 +1,279 @@
+//! The API requests a Claude Code session log records, with their `usage`.
+//!
+//! Claude Code writes one record per content block of a response; all
+//! records of one response share `message.id` and carry the same `usage`.
+//! A request is identified by that id; the messages it sent are the records
+//! on the `parentUuid` chain above its first record, consecutive records of
+//! one response merged back into one message. The chain's root names the
+//! conversation (the main agent, each subagent sidechain, each session after
+//! a compaction), since each starts from its own system prompt.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::error::{LabError, LabResult};
+use crate::import::{flatten_tool_result, image_source};
+use crate::message::{Block, Content, Message, Role};
+
+/// The `usage` of one request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Usage {
+    /// Tokens after the last cache breakpoint.
+    pub input_tokens: u64,
+    /// Tokens written to the cache.
+    pub cache_creation_input_tokens: u64,
+    /// Tokens read from the cache.
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// Every prompt token of the request.
+    pub fn total(&self) -> u64 {
+        // Saturating: a corrupt log's huge numbers must not overflow.
+        self.input_tokens
+            .saturating_add(self.cache_creation_input_tokens)
+            .saturating_add(self.cache_read_input_tokens)
+    }
+}
+
+/// One recorded request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// Uuid of the chain's root record: one conversation, one system prompt.
+    pub chain: String,
+    /// Whether it is a subagent's request.
+    pub sidechain: bool,
+    /// The model that answered (each model has its own cache).
+    pub model: String,
+    /// When the response was logged, in Unix milliseconds.
+    pub at_ms: Option<i64>,
+    /// The messages sent, oldest first.
+    pub messages: Vec<Message>,
+    /// What the API reported.
+    pub usage: Usage,
+}
+
+/// Reads a Claude Code `.jsonl` log or `chat.json` array and returns its
+/// requests in log order. Requests without usage (or with all-zero usage, as
+/// the `<synthetic>` placeholders) are left out.
+pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LabError::io("reading a recorded session", path, e))?;
+    Ok(requests(&parse_records(path, &text)?))
+}
+
+/// The records of a log: a JSON array, or one JSON value per line (blank
+/// lines and `//` comment lines skipped; a last line cut mid-record is
+/// dropped, as the importer does).
+pub fn parse_records(path: &Path, text: &str) -> LabResult<Vec<Value>> {
+    let bad = |line: usize, column: usize, e: &serde_json::Error, fix: &str| LabError::Input {
+        file: path.to_path_buf(),
+        line,
+        column,
+        message: format!("invalid JSON: {e}"),
+        fix: fix.to_string(),
+    };
+    let body = text.trim_start_matches('\u{feff}');
+    if body.trim_start().starts_with('[') {
+        return serde_json::from_str(body).map_err(|e| {
+            bad(
+                e.line(),
+                e.column(),
+                &e,
+                "the file must be one JSON array of records; repair the JSON here",
+            )
+        });
+    }
+    let mut out = Vec::new();
+    let lines: Vec<(usize, &str)> = body
+        .lines()
+        .map(str::trim)
+        .enumerate()
+        .filter(|(_, t)| !t.is_empty() && !t.starts_with("//"))
+        .collect();
+    for (n, &(i, t)) in lines.iter().enumerate() {
+        match serde_json::from_str(t) {
+            Ok(v) => out.push(v),
+            // A log cut while being written: keep what came before, as the importer does.
+            Err(e) if e.is_eof() && n + 1 == lines.len() => break,
+            Err(e) => {
+                let fix = "each line must hold one JSON record; repair or remove it";
+                return Err(bad(i + 1, e.column(), &e, fix));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// The requests of a list of records.
+pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
+    let by_uuid: HashMap<&str, &Value> = records
+        .iter()
+        .filter_map(|r| Some((str_of(r, "uuid")?, r)))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for r in records {
+        let Some(usage) = usage_of(r) else { continue };
+        let Some(id) = r.pointer("/message/id").and_then(Value::as_str) else {
+            continue;
+        };
+        if !seen.insert(id) || usage.total() == 0 {
+            continue;
+        }
+        let chain = ancestors(r, &by_uuid);
+        let root = chain.first().copied().unwrap_or(r);
+        out.push(RecordedRequest {
+            chain: str_of(root, "uuid").unwrap_or_default().to_string(),
+            sidechain: r
+                .get("isSidechain")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            model: r
+                .pointer("/message/model")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            at_ms: str_of(r, "timestamp").and_then(parse_timestamp_ms),
+            messages: merge_messages(&chain),
+            usage,
+        });
+    }
+    out
+}
+
+fn usage_of(r: &Value) -> Option<Usage> {
+    if str_of(r, "type") != Some("assistant") {
+        return None;
+    }
+    let u = r.pointer("/message/usage")?;
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Some(Usage {
+        input_tokens: n("input_tokens"),
+        cache_creation_input_tokens: n("cache_creation_input_tokens"),
+        cache_read_input_tokens: n("cache_read_input_tokens"),
+    })
+}
+
+/// The records above `r` on its `parentUuid` chain, root first. A cycle or a
+/// missing parent ends the chain.
+fn ancestors<'a>(r: &'a Value, by_uuid: &HashMap<&str, &'a Value>) -> Vec<&'a Value> {
+    let mut out = Vec::new();
+    let mut visited = HashSet::new();
+    let mut next = str_of(r, "parentUuid");
+    while let Some(p) = next {
+        let Some(rec) = by_uuid.get(p) else { break };
+        if !visited.insert(p) {
+            break;
+        }
+        out.push(*rec);
+        next = str_of(rec, "parentUuid");
+    }
+    out.reverse();
+    out
+}
+
+/// Message records of a chain as messages; records of one response merged.
+fn merge_messages(chain: &[&Value]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::new();
+    let mut last_id: Option<&str> = None;
+    for rec in chain {
+        let role = match str_of(rec, "type") {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            _ => continue,
+        };
+        let id = rec.pointer("/message/id").and_then(Value::as_str);
+        let blocks = blocks_of(rec.pointer("/message/content"));
+        match out.last_mut() {
+            Some(prev) if role == Role::Assistant && id.is_some() && id == last_id => {
+                if let Content::Blocks(b) = &mut prev.content {
+                    b.extend(blocks);
+                }
+            }
+            _ => out.push(Message {
+                role,
+                content: Content::Blocks(blocks),
+            }),
+        }
+        last_id = id;
+    }
+    out
+}
+
+fn blocks_of(content: Option<&Value>) -> Vec<Block> {
+    match content {
+        Some(Value::String(s)) => vec![Block::Text { text: s.clone() }],
+        Some(Value::Array(items)) => items.iter().flat_map(block_of).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn block_of(item: &Value) -> Vec<Block> {
+    let text = |k: &str| str_of(item, k).unwrap_or_default().to_string();
+    match str_of(item, "type") {
+        Some("text") => vec![Block::Text { text: text("text") }],
+        Some("thinking") => vec![Block::Thinking {
+            thinking: text("thinking"),
+        }],
+        Some("tool_use") => vec![Block::ToolUse {
+            id: text("id"),
+            name: text("name"),
+            input: item.get("input").cloned().unwrap_or(Value::Null),
+        }],
+        Some("tool_result") => {
+            let (content, images) = flatten_tool_result(item.get("content"));
+            let mut v = vec![Block::ToolResult {
+                tool_use_id: text("tool_use_id"),
+                content,
+            }];
+            v.extend(images);
+            v
+        }
+        Some("image") => vec![Block::Image {
+            source: image_source(item),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// `2025-08-07T06:20:35.956Z` (UTC, optional fraction) as Unix milliseconds.
+pub fn parse_timestamp_ms(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[10] != b'T' || !s.ends_with('Z') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let frac = s.get(19..s.len() - 1).unwrap_or("");
+    let ms = match frac.strip_prefix('.') {
+        Some(f) if !f.is_empty() => format!("{f:0<3}").get(..3)?.parse::<i64>().ok()?,
+        _ if frac.is_empty() => 0,
+        _ => return None,
+    };
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    Some(((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60_000 + sec * 1000 + ms)
+}
+
+/// Days since 1970-01-01 (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests;

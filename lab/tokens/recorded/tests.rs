@@ -1,0 +1,118 @@
+use super::*;
+use serde_json::json;
+
+fn rec(uuid: &str, parent: Option<&str>, kind: &str, message: Value) -> Value {
+    json!({"uuid": uuid, "parentUuid": parent, "type": kind, "message": message,
+           "timestamp": "2025-08-07T06:20:35.956Z", "isSidechain": false})
+}
+
+fn usage(i: u64, w: u64, r: u64) -> Value {
+    json!({"input_tokens": i, "cache_creation_input_tokens": w, "cache_read_input_tokens": r})
+}
+
+/// user -> assistant (2 records, one response) -> tool result -> assistant.
+fn session() -> Vec<Value> {
+    let a1 = |c: Value| json!({"id": "msg_1", "role": "assistant", "content": [c], "usage": usage(3, 100, 0)});
+    vec![
+        json!({"type": "summary", "summary": "s"}),
+        rec("u1", None, "user", json!({"role": "user", "content": "hi"})),
+        rec(
+            "a1",
+            Some("u1"),
+            "assistant",
+            a1(json!({"type": "text", "text": "ok"})),
+        ),
+        rec(
+            "a2",
+            Some("a1"),
+            "assistant",
+            a1(json!({"type": "tool_use", "id": "t1", "name": "Read", "input": {"p": 1}})),
+        ),
+        rec(
+            "u2",
+            Some("a2"),
+            "user",
+            json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "body"}]}]}),
+        ),
+        rec(
+            "a3",
+            Some("u2"),
+            "assistant",
+            json!({"id": "msg_2", "role": "assistant",
+            "content": [{"type": "text", "text": "done"}], "usage": usage(2, 40, 100)}),
+        ),
+        rec(
+            "a4",
+            Some("u2"),
+            "assistant",
+            json!({"id": "msg_0", "role": "assistant",
+            "content": [], "usage": usage(0, 0, 0)}),
+        ),
+    ]
+}
+
+#[test]
+fn one_request_per_response_with_the_chain_above_it() {
+    let reqs = requests(&session());
+    assert_eq!(reqs.len(), 2, "the all-zero synthetic response is left out");
+    assert_eq!(reqs[0].messages.len(), 1);
+    assert_eq!(reqs[0].usage.total(), 103);
+    let second = &reqs[1];
+    assert_eq!(second.chain, "u1");
+    assert_eq!(
+        second.usage,
+        Usage {
+            input_tokens: 2,
+            cache_creation_input_tokens: 40,
+            cache_read_input_tokens: 100
+        }
+    );
+    // user, merged assistant (text + tool_use), tool result.
+    assert_eq!(second.messages.len(), 3);
+    assert_eq!(second.messages[1].blocks().len(), 2);
+    assert!(
+        matches!(&second.messages[2].blocks()[0], Block::ToolResult { content, .. } if content == "body")
+    );
+    assert_eq!(second.at_ms, Some(1_754_547_635_956));
+}
+
+#[test]
+fn a_parent_cycle_ends_the_chain_instead_of_looping() {
+    let mut recs = session();
+    recs[1]["parentUuid"] = json!("a3");
+    let reqs = requests(&recs);
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].messages.len() <= 4);
+}
+
+#[test]
+fn jsonl_comments_are_skipped_and_bad_lines_are_located() {
+    let p = Path::new("s.jsonl");
+    let ok = "// provenance\n{\"type\":\"summary\"}\n\n{\"type\":\"user\"}\n";
+    assert_eq!(parse_records(p, ok).unwrap().len(), 2);
+    assert_eq!(
+        parse_records(p, "{\"a\":1}\n{\"a\":").unwrap().len(),
+        1,
+        "a cut last line is dropped"
+    );
+    let err = parse_records(p, "{\"a\":1}\n{\"a\" 1}\n").unwrap_err();
+    match err {
+        LabError::Input { line, file, .. } => assert_eq!((line, file.as_path()), (2, p)),
+        other => panic!("expected an input error, got {other:?}"),
+    }
+    let err = parse_records(p, "[\n {\"a\": 1},\n {\"a\" 2}\n]").unwrap_err();
+    assert!(matches!(err, LabError::Input { line: 3, .. }), "{err:?}");
+}
+
+#[test]
+fn timestamps_parse_to_unix_milliseconds() {
+    assert_eq!(parse_timestamp_ms("1970-01-01T00:00:00Z"), Some(0));
+    assert_eq!(
+        parse_timestamp_ms("2000-03-01T00:00:01.5Z"),
+        Some(951_868_801_500)
+    );
+    assert_eq!(parse_timestamp_ms("2025-13-01T00:00:00Z"), None);
+    assert_eq!(parse_timestamp_ms("yesterday"), None);
+    assert_eq!(parse_timestamp_ms("2025-01-01T00:00:00+01:00"), None);
+}

@@ -1,0 +1,94 @@
+//! `lab replay … --cost` end to end: output header, exit codes.
+
+use std::process::Command;
+
+fn lab(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// A two-request Claude Code log with usage.
+const LOG: &str = r#"{"uuid":"u1","parentUuid":null,"type":"user","timestamp":"2025-08-07T06:00:00Z","message":{"role":"user","content":"hello"}}
+{"uuid":"a1","parentUuid":"u1","type":"assistant","timestamp":"2025-08-07T06:00:05Z","message":{"id":"m1","role":"assistant","model":"claude-opus-4-1","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}],"usage":{"input_tokens":4,"cache_creation_input_tokens":2000,"cache_read_input_tokens":0}}}
+{"uuid":"u2","parentUuid":"a1","type":"user","timestamp":"2025-08-07T06:00:06Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt"}]}}
+{"uuid":"a2","parentUuid":"u2","type":"assistant","timestamp":"2025-08-07T06:00:09Z","message":{"id":"m2","role":"assistant","model":"claude-opus-4-1","content":[{"type":"text","text":"one file"}],"usage":{"input_tokens":4,"cache_creation_input_tokens":30,"cache_read_input_tokens":2000}}}
+"#;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn cost_names_the_tokenizer_and_prints_every_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "s.jsonl", LOG);
+    let (code, out, err) = lab(&[
+        "replay",
+        &f,
+        "--cost",
+        "--tokens",
+        "o200k",
+        "--profile",
+        "course-main",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("tokens: o200k"), "{out}");
+    assert!(out.contains("claude-opus-4.1-5m as of 2025-11-24"), "{out}");
+    for arm in ["none", "course-main", "recorded-usage", "recorded-model"] {
+        assert!(out.contains(arm), "{arm} missing: {out}");
+    }
+}
+
+#[test]
+fn an_unknown_sheet_exits_2_naming_the_sheets() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "s.jsonl", LOG);
+    let (code, out, err) = lab(&["replay", &f, "--cost", "--sheet", "nope"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert!(err.contains("nope") && err.contains("gpt-4.1"), "{err}");
+}
+
+#[test]
+fn a_broken_log_exits_3_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        &dir,
+        "bad.jsonl",
+        "{\"type\":\"user\"}\n{oops}\n{\"type\":\"user\"}\n",
+    );
+    let (code, out, err) = lab(&["replay", &f, "--cost"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("bad.jsonl") && err.contains(":2:"), "{err}");
+}
+
+#[test]
+fn cost_options_without_cost_are_a_usage_error() {
+    let (code, out, err) = lab(&["replay", "x.jsonl", "--tokens", "o200k"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty() && err.contains("--cost"), "{err}");
+}
+
+#[test]
+fn cost_and_plot_are_exclusive() {
+    let (code, _, err) = lab(&["replay", "x.jsonl", "--cost", "--plot", "p.svg"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// Policy replays are priced once the policy engine calls `cache::cost`;
+/// until then the combination is refused rather than silently unpriced.
+#[test]
+fn cost_and_policy_are_exclusive_for_now() {
+    let (code, _, err) = lab(&["replay", "x.jsonl", "--cost", "--policy", "all"]);
+    assert_eq!(code, 2, "{err}");
+}
