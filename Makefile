@@ -2,10 +2,14 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run test lint fmt bench readme reports reports-check selftest replay
+.PHONY: run build test lint fmt bench readme reports reports-check selftest replay
+
+## build: the release binary, with cargo's progress (the first build takes a while)
+build:
+	$(CARGO) build --release --locked --bin lab
 
 ## run: every experiment of the registry, then the self-check of their expectations
-run:
+run: build
 	$(LAB) break all
 	$(LAB) selftest
 
@@ -35,7 +39,7 @@ selftest:
 	$(LAB) selftest
 
 ## reports: regenerate reports/ (tables as Markdown, CSV, JSON, LaTeX; an SVG plot) from the code
-reports:
+reports: build
 	$(LAB) reports --out reports/
 
 ## reports-check: exit 1, naming the files, when the checked-in reports/ differ from what the code produces

@@ -263,7 +263,7 @@ fn main() {
     let t = Instant::now();
     let mut cells = 0usize;
     for _ in 0..rounds {
-        for e in registry::all() {
+        for e in registry::list::all() {
             cells += (e.run)(&RunOptions::default()).unwrap().cells.len() * 2;
         }
     }

@@ -159,6 +159,10 @@ pub enum Command {
         /// Also write an SVG plot of context size over model calls per profile.
         #[arg(long, value_name = "FILE")]
         plot: Option<std::path::PathBuf>,
+        /// Table columns, comma separated, or `all` (default: a narrow set;
+        /// Markdown shows all, JSON carries every field).
+        #[arg(long, value_name = "LIST")]
+        columns: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -231,7 +235,7 @@ pub const README_END: &str = "<!-- registry:end -->";
 pub fn readme_block() -> String {
     format!(
         "{README_BEGIN}\n{}{README_END}",
-        report::list(&registry::all(), Format::Markdown)
+        report::list(&registry::list::all(), Format::Markdown)
     )
 }
 
@@ -300,7 +304,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             )),
         },
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
-        Some(Command::List { format }) => Ok(report::list(&registry::all(), format)),
+        Some(Command::List { format }) => Ok(report::list(&registry::list::all(), format)),
         Some(Command::Policies { format }) => {
             let mut infos = Vec::new();
             for name in crate::policy::list::names() {
@@ -363,12 +367,17 @@ pub fn run(cli: Cli) -> LabResult<String> {
             path_len,
             strict,
             plot,
+            columns,
             format,
             cost,
             tokens,
             cache,
             sheet,
         }) => {
+            let columns = columns
+                .as_deref()
+                .map(crate::replay::parse_columns)
+                .transpose()?;
             if !(scale.is_finite() && scale > 0.0) {
                 return Err(LabError::usage(
                     format!("--scale {scale} is not a positive number"),
@@ -379,6 +388,9 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 strict,
                 format: None,
             };
+            if let Some(path) = &plot {
+                crate::input::output_parent_exists(path, "--plot")?;
+            }
             if !policy.is_empty() {
                 if scale != 1.0 {
                     return Err(LabError::usage(
@@ -434,7 +446,11 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 crate::compact::root::cleanup::write_replacing(&path, svg.as_bytes())
                     .map_err(|e| LabError::io("writing the plot", &path, e))?;
             }
-            Ok(crate::replay::render(&run.reports, format))
+            Ok(crate::replay::render_with(
+                &run.reports,
+                format,
+                columns.as_deref(),
+            ))
         }
         Some(Command::Hunt {
             break_id,
@@ -451,22 +467,31 @@ pub fn run(cli: Cli) -> LabResult<String> {
             let text =
                 std::fs::read_to_string(&path).map_err(|e| LabError::io("reading", &path, e))?;
             let new = splice_readme(&path, &text)?;
+            if new == text {
+                return Ok(format!("unchanged {}\n", path.display()));
+            }
             // Temp file + rename: an interrupted write never leaves half a README.
             crate::compact::root::cleanup::write_replacing(&path, new.as_bytes())
                 .map_err(|e| LabError::io("replacing", &path, e))?;
             Ok(format!("updated {}\n", path.display()))
         }
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
-        Some(Command::Reports(args)) => crate::reports::reports_command(&args),
+        Some(Command::Reports(args)) => {
+            if let Some(dir) = &args.out {
+                crate::input::output_parent_exists(dir, "--out")?;
+            }
+            let _busy = crate::progress::Progress::spinner("reports: running the sweeps");
+            crate::reports::reports_command(&args)
+        }
     }
 }
 
 fn run_breaks(ids: &[String], args: &RunArgs) -> LabResult<String> {
     let rows = if ids.iter().any(|i| i == "all") {
-        registry::all()
+        registry::list::all()
     } else {
         ids.iter()
-            .map(|i| registry::find(i))
+            .map(|i| registry::list::find(i))
             .collect::<LabResult<Vec<_>>>()?
     };
     let opts = args.options();
@@ -481,7 +506,7 @@ fn selftest() -> LabResult<String> {
     let opts = RunOptions::default();
     let mut out = String::new();
     let mut failures = Vec::new();
-    for e in registry::all() {
+    for e in registry::list::all() {
         let v = (e.run)(&opts)?;
         let f = v.check(e.expect);
         out += &format!(
@@ -507,10 +532,10 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
     // JSON is one document: an array of every file's report.
     let mut reports = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
+        let text = crate::input::read_text(f, "a scenario")?;
         let r = if crate::memory::scenario::is_memory_scenario(&text) {
-            let (counters, failures) = crate::memory::scenario::run_scenario_file(f)?;
+            let sc = crate::memory::scenario::parse_scenario(f, &text)?;
+            let (counters, failures) = crate::memory::scenario::run_scenario(&sc)?;
             let name = f
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -522,7 +547,8 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
                 failures,
             }
         } else {
-            crate::scenario::run_file(f)?
+            let (sc, config) = crate::scenario::Scenario::parse(f, &text)?;
+            sc.run(f, &config)?
         };
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
         if format == Format::Json {
@@ -557,7 +583,7 @@ fn hunt(
         match &break_id {
             Some(id) => {
                 let s = sides(id).ok_or_else(|| {
-                    let mem = registry::find(id).is_ok();
+                    let mem = registry::list::find(id).is_ok();
                     LabError::usage(
                         format!(
                             "{id:?} has no compaction sides to hunt{}",
@@ -626,8 +652,12 @@ fn hunt(
         script,
         expect: Scenario::pin(&[(label, o.counters.clone())]),
     };
+    if let Some(path) = &out {
+        crate::input::output_parent_exists(path, "--out")?;
+    }
     let path =
         out.unwrap_or_else(|| std::path::PathBuf::from(format!("scenarios/hunt/{name}.json")));
+    // Only the default location's directory is created.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| LabError::io("creating the output dir", dir, e))?;
@@ -635,8 +665,8 @@ fn hunt(
     crate::scenario::write_file(&path, &sc)?;
     let sizes: Vec<String> = rounds.0.iter().map(|r| format!("{r:?}")).collect();
     Ok(format!(
-        "counterexample: {} rounds, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
-        rounds.0.len(),
+        "counterexample: {}, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
+        report::count(rounds.0.len(), "round"),
         sizes.join(" "),
         report::counters(&name, &o.counters, Format::Table),
         path.display(),

@@ -47,6 +47,11 @@ pub enum LabError {
         /// One line per broken expectation.
         failures: Vec<String>,
     },
+    /// Generated files differ from their checked-in copies (`lab reports --check`).
+    Drift {
+        /// One line per differing file.
+        files: Vec<String>,
+    },
 }
 
 impl LabError {
@@ -71,10 +76,28 @@ impl LabError {
         }
     }
 
+    /// The message and the fix without the `error:`/`fix:` framing, for an
+    /// error that is reported inside another one (a bad `set` entry in a
+    /// file); kinds without a fix give an empty one.
+    pub fn parts(&self) -> (String, String) {
+        match self {
+            LabError::Usage { message, fix }
+            | LabError::Input { message, fix, .. }
+            | LabError::Refused { message, fix } => (message.clone(), fix.clone()),
+            other => {
+                let text = other.to_string();
+                (
+                    text.trim_start_matches("error: ").trim_end().to_string(),
+                    String::new(),
+                )
+            }
+        }
+    }
+
     /// The process exit code documented in README ("Exit codes").
     pub fn exit_code(&self) -> i32 {
         match self {
-            LabError::Expectation { .. } => 1,
+            LabError::Expectation { .. } | LabError::Drift { .. } => 1,
             LabError::Usage { .. } => 2,
             LabError::Input { .. } | LabError::Refused { .. } => 3,
             LabError::Io { .. } => 4,
@@ -92,11 +115,15 @@ impl fmt::Display for LabError {
                 column,
                 message,
                 fix,
-            } => write!(
-                f,
-                "error: {}:{line}:{column}: {message}\n  fix: {fix}",
-                file.display()
-            ),
+            } => {
+                // A position is shown only when known: never `:0`.
+                let at = match (line, column) {
+                    (0, _) => String::new(),
+                    (l, 0) => format!(":{l}"),
+                    (l, c) => format!(":{l}:{c}"),
+                };
+                write!(f, "error: {}{at}: {message}\n  fix: {fix}", file.display())
+            }
             LabError::Refused { message, fix } => {
                 write!(f, "error: refused: {message}\n  fix: {fix}")
             }
@@ -106,8 +133,26 @@ impl fmt::Display for LabError {
                 source,
             } => write!(f, "error: {context}: {}: {source}", path.display()),
             LabError::Expectation { failures } => {
-                writeln!(f, "error: {} expectation(s) failed", failures.len())?;
+                let n = failures.len();
+                let s = if n == 1 { "" } else { "s" };
+                writeln!(f, "error: {n} expectation{s} failed")?;
                 for line in failures {
+                    writeln!(f, "  - {line}")?;
+                }
+                Ok(())
+            }
+            LabError::Drift { files } => {
+                let n = files.len();
+                let (s, verb) = if n == 1 {
+                    ("", "differs")
+                } else {
+                    ("s", "differ")
+                };
+                writeln!(
+                    f,
+                    "error: {n} generated file{s} {verb} from the checked-in copy"
+                )?;
+                for line in files {
                     writeln!(f, "  - {line}")?;
                 }
                 Ok(())
@@ -120,3 +165,42 @@ impl std::error::Error for LabError {}
 
 /// Result alias used throughout the lab.
 pub type LabResult<T> = Result<T, LabError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(line: usize, column: usize) -> String {
+        LabError::Input {
+            file: "s.json".into(),
+            line,
+            column,
+            message: "bad".into(),
+            fix: "fix it".into(),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn unknown_positions_are_left_out() {
+        assert_eq!(input(2, 3), "error: s.json:2:3: bad\n  fix: fix it");
+        assert_eq!(input(2, 0), "error: s.json:2: bad\n  fix: fix it");
+        assert_eq!(input(0, 0), "error: s.json: bad\n  fix: fix it");
+    }
+
+    #[test]
+    fn counts_are_labelled_and_singular_when_one() {
+        let one = LabError::Expectation {
+            failures: vec!["x".into()],
+        }
+        .to_string();
+        assert!(one.starts_with("error: 1 expectation failed\n"), "{one}");
+        let drift = LabError::Drift {
+            files: vec!["a.md".into(), "b.md".into()],
+        };
+        assert_eq!(drift.exit_code(), 1);
+        assert!(drift
+            .to_string()
+            .starts_with("error: 2 generated files differ from the checked-in copy\n"));
+    }
+}

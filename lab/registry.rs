@@ -1,13 +1,18 @@
-//! The experiment registry: one row per experiment, for every mechanism.
+//! The experiment registry: the types of a row and of its verdict.
 //!
-//! The same table drives `lab list`, `lab break ID`, `lab selftest`, the
+//! The list of rows is [`list`]: it gathers the rows each mechanism declares
+//! next to its code (`compact/experiments.rs`, `memory/experiments.rs`), which
+//! import these types, so the dependencies flow one way: types <- rows <- list.
+//! The same list drives `lab list`, `lab break ID`, `lab selftest`, the
 //! README experiment table and the data-driven tests, so an experiment cannot
 //! exist in one place and be missing from another.
 
 use serde::Serialize;
 
 use crate::counters::{Counters, Value};
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
+
+pub mod list;
 
 /// Which mechanism of the harness an experiment exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -212,44 +217,4 @@ impl std::fmt::Debug for Experiment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Experiment").field("id", &self.id).finish()
     }
-}
-
-/// Experiment ids of the prototype that belong to other harness layers.
-pub const OTHER_LAYERS: &[(&str, &str)] = &[
-    ("D1", "loop termination trusts stop_reason: execution layer (s01 agent loop), not memory management"),
-    ("D4", "permission gate order: execution layer (s03 permissions), not memory management"),
-    ("D5", "barrier vs pipeline parallelism: timing layer (s16 workflow runtime), not memory management"),
-];
-
-/// Every experiment, compaction first, then memory, in a stable order.
-pub fn all() -> Vec<&'static Experiment> {
-    crate::compact::experiments::EXPERIMENTS
-        .iter()
-        .chain(crate::memory::experiments::EXPERIMENTS.iter())
-        .chain(crate::interlock::experiments::EXPERIMENTS.iter())
-        .chain(crate::policy::experiments::all())
-        .collect()
-}
-
-/// Find an experiment by id (case-insensitive), with a helpful error.
-pub fn find(id: &str) -> LabResult<&'static Experiment> {
-    if let Some(e) = all().into_iter().find(|e| e.id.eq_ignore_ascii_case(id)) {
-        return Ok(e);
-    }
-    if let Some((other, why)) = OTHER_LAYERS
-        .iter()
-        .find(|(o, _)| o.eq_ignore_ascii_case(id))
-    {
-        return Err(LabError::usage(
-            format!("{other} is not a memory-management experiment: {why}"),
-            "ctxlab models context compaction and persistent memory only; run `lab list` for its experiments",
-        ));
-    }
-    Err(LabError::usage(
-        format!("unknown experiment {id:?}"),
-        format!(
-            "use one of: {} (see `lab list`)",
-            all().iter().map(|e| e.id).collect::<Vec<_>>().join(", ")
-        ),
-    ))
 }

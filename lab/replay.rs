@@ -1,4 +1,5 @@
-//! Replay an imported real session through a compaction profile (issue 5, phase 2).
+//! Replay an imported real session through a compaction profile, call by
+//! call, and report what the profile lost and where it compacted.
 //!
 //! The main conversation of an [`ImportedSession`] is fed to a fresh
 //! [`Compactor`] as the harness would have seen it: messages are appended in
@@ -22,7 +23,7 @@
 //! Rendering ([`render_table`], [`render_markdown`], [`render_json`],
 //! [`render_svg`]) is pure: reports in, text out.
 //!
-//! `lab replay FILE... --profile P --scale S --format F --plot out.svg --strict`
+//! `lab replay FILE... --profile P --scale S --format F --plot PLOT.svg --strict`
 //! is one call to [`run_files`]:
 //!
 //! ```no_run
@@ -38,11 +39,10 @@
 //!     eprintln!("warning: {d}");
 //! }
 //! print!("{}", render(&run.reports, ctxlab::report::Format::Table));
-//! std::fs::write("out.svg", render_svg(&run.reports)).unwrap();
+//! let plot = std::env::temp_dir().join("out.svg");
+//! std::fs::write(plot, render_svg(&run.reports)).unwrap();
 //! # Ok::<(), ctxlab::error::LabError>(())
 //! ```
-
-use std::fmt::Write as _;
 
 use comfy_table::{presets, Cell as TCell, ContentArrangement, Table};
 use serde::Serialize;
@@ -257,7 +257,7 @@ pub fn replay_messages(
             requests.push(Request {
                 messages: messages.len(),
                 chars,
-                violations: crate::compact::check::pair_violations(&messages),
+                violations: crate::compact::pairs::pair_violations(&messages),
             });
             series.push(Point {
                 at: i,
@@ -420,11 +420,19 @@ pub fn run_files(
         reports: Vec::new(),
         diagnostics: Vec::new(),
     };
+    let progress = crate::progress::Progress::bar((files.len() * names.len()) as u64, "replay");
     for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        progress.label(&format!("replay {name}: import"));
         let session = import_file(f, import)?;
         run.diagnostics.extend(session.diagnostic_lines());
         for n in names {
+            progress.label(&format!("replay {name}: {n}"));
             run.reports.push(replay_with(&session, n, options)?);
+            progress.step();
         }
     }
     Ok(run)
@@ -461,25 +469,70 @@ fn folder_size(fs: &dyn crate::storage::Storage, dir: &std::path::Path) -> (usiz
 // ---------------------------------------------------------------------------
 // Rendering (pure).
 
-const HEADER: &[&str] = &[
+/// Every column of the replay table: (key for `--columns`, header).
+pub const COLUMNS: &[(&str, &str)] = &[
+    ("file", "file"),
+    ("profile", "profile"),
+    ("scale", "scale"),
+    ("msgs", "msgs"),
+    ("calls", "calls"),
+    ("lost_forever", "lost_forever"),
+    ("pointer_lost", "pointer_lost"),
+    ("pairs_intact", "pairs_intact"),
+    ("unseen_compacted", "unseen_compacted"),
+    ("double_compacted", "double_compacted"),
+    ("persisted", "persisted (files / bytes)"),
+    ("summary_calls", "summary_calls"),
+    ("first_fired", "first fired @"),
+    ("first_summary", "first summary @"),
+    ("real_compaction", "real compaction @"),
+    ("peak_chars", "peak chars"),
+    ("final_chars", "final / raw chars"),
+];
+
+/// The terminal table's default columns: what was lost and when compaction
+/// fired, narrow enough for a 120-column terminal. `--columns all` (or
+/// Markdown / JSON output) gives every field.
+pub const DEFAULT_COLUMNS: &[&str] = &[
     "file",
     "profile",
-    "scale",
-    "msgs",
-    "calls",
     "lost_forever",
     "pointer_lost",
     "pairs_intact",
-    "unseen_compacted",
-    "double_compacted",
-    "persisted (files / bytes)",
     "summary_calls",
-    "first fired @",
-    "first summary @",
-    "real compaction @",
-    "peak chars",
-    "final / raw chars",
+    "first_fired",
 ];
+
+/// Column indices of a `--columns` list (`a,b,c` or `all`), in the order given.
+pub fn parse_columns(spec: &str) -> LabResult<Vec<usize>> {
+    if spec.trim().eq_ignore_ascii_case("all") {
+        return Ok((0..COLUMNS.len()).collect());
+    }
+    spec.split(',')
+        .map(|k| {
+            let k = k.trim();
+            COLUMNS
+                .iter()
+                .position(|(key, _)| key.eq_ignore_ascii_case(k))
+                .ok_or_else(|| {
+                    LabError::usage(
+                        format!("unknown replay column {k:?}"),
+                        format!(
+                            "use `all` or a comma-separated list of: {}",
+                            COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+fn default_columns() -> Vec<usize> {
+    DEFAULT_COLUMNS
+        .iter()
+        .filter_map(|k| COLUMNS.iter().position(|(key, _)| key == k))
+        .collect()
+}
 
 fn opt(v: Option<usize>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".to_string())
@@ -515,7 +568,7 @@ fn row(r: &ReplayReport) -> Vec<String> {
     ]
 }
 
-fn table(reports: &[ReplayReport], markdown: bool) -> String {
+fn table(reports: &[ReplayReport], markdown: bool, columns: &[usize]) -> String {
     let mut t = Table::new();
     t.set_content_arrangement(ContentArrangement::Disabled);
     t.load_preset(if markdown {
@@ -523,26 +576,42 @@ fn table(reports: &[ReplayReport], markdown: bool) -> String {
     } else {
         presets::UTF8_FULL_CONDENSED
     });
-    t.set_header(HEADER.iter().map(|h| TCell::new(*h)));
+    t.set_header(columns.iter().map(|&c| TCell::new(COLUMNS[c].1)));
     for r in reports {
-        t.add_row(row(r));
+        let cells = row(r);
+        t.add_row(
+            columns
+                .iter()
+                .map(|&c| crate::report::cell_text(&cells[c], markdown)),
+        );
     }
     t.to_string()
 }
 
-/// A terminal table, one row per report, with a trailing newline.
+/// A terminal table, one row per report, the [`DEFAULT_COLUMNS`], with a
+/// trailing newline.
 pub fn render_table(reports: &[ReplayReport]) -> String {
-    let mut s = table(reports, false);
+    render_table_columns(reports, &default_columns())
+}
+
+/// A terminal table of the given columns (indices into [`COLUMNS`]).
+pub fn render_table_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
+    let mut s = table(reports, false, columns);
     s.push('\n');
     s
 }
 
-/// GitHub-flavoured Markdown: a heading and the table.
+/// GitHub-flavoured Markdown: a heading and the table with every column.
 pub fn render_markdown(reports: &[ReplayReport]) -> String {
+    render_markdown_columns(reports, &(0..COLUMNS.len()).collect::<Vec<_>>())
+}
+
+/// Markdown of the given columns (indices into [`COLUMNS`]).
+pub fn render_markdown_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
     format!(
         "### Replay of real transcripts\n\n{}\n\n`@` = index in the imported main conversation; \
 `first fired` = first model call before which any step changed the context.\n",
-        table(reports, true)
+        table(reports, true, columns)
     )
 }
 
@@ -562,194 +631,103 @@ pub fn render(reports: &[ReplayReport], format: crate::report::Format) -> String
     }
 }
 
-const PALETTE: &[&str] = &[
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
-];
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// [`render`] with a `--columns` choice for the table and Markdown forms;
+/// JSON always carries every field and the series.
+pub fn render_with(
+    reports: &[ReplayReport],
+    format: crate::report::Format,
+    columns: Option<&[usize]>,
+) -> String {
+    match (format, columns) {
+        (crate::report::Format::Table, Some(c)) => render_table_columns(reports, c),
+        (crate::report::Format::Markdown, Some(c)) => render_markdown_columns(reports, c),
+        (f, _) => render(reports, f),
+    }
 }
 
-/// A deterministic SVG line plot: context chars after `prepare` over the
-/// message index, one line per report; the first report's uncompacted size
-/// dashed grey (clipped: the y axis fits the compacted sizes and limits),
-/// each distinct context limit as a dotted line, real compactions as
-/// vertical red ticks.
+/// A plot of context size per model call: one line per report (chars after
+/// `prepare`), the first report's uncompacted size, each distinct context
+/// limit as a rule, real compactions as vertical rules. Nothing is clipped:
+/// the y axis spans the uncompacted size too.
 pub fn render_svg(reports: &[ReplayReport]) -> String {
-    let (w, h) = (900.0f64, 480.0f64);
-    let (left, right, top, bottom) = (80.0, 240.0, 30.0, 50.0);
-    let pw = w - left - right;
-    let ph = h - top - bottom;
-    let x_max = reports.iter().map(|r| r.messages.max(1)).max().unwrap_or(1) as f64;
-    // Scaled to the compacted sizes and the limits; the uncompacted line is clipped.
-    let y_max_raw = reports
+    use crate::plot::{Figure, Panel, Rule, Series};
+    let mut series: Vec<Series> = reports
         .iter()
-        .flat_map(|r| {
-            r.series
+        .map(|r| Series {
+            label: format!("{} · {} ×{}", short(&r.source), r.profile, r.scale),
+            points: r
+                .series
                 .iter()
-                .map(|p| p.chars)
-                .chain(std::iter::once(r.context_char_limit))
+                .map(|p| (p.at as f64, p.chars as f64))
+                .collect(),
+            step: false,
         })
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let y_max = nice_ceiling(y_max_raw as f64);
-    let x = |v: f64| left + v / x_max * pw;
-    let y = |v: f64| top + ph - v / y_max * ph;
-
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<defs><clipPath id="plot"><rect x="{left}" y="{top}" width="{pw}" height="{ph}"/></clipPath></defs>"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="18" font-size="13">Context size per model call (estimated chars)</text>"#
-    );
-    // Axes and ticks.
-    let _ = writeln!(
-        s,
-        r##"<path d="M{left:.1} {top:.1} V{:.1} H{:.1}" fill="none" stroke="#000"/>"##,
-        top + ph,
-        left + pw
-    );
-    for k in 0..=4 {
-        let v = y_max * k as f64 / 4.0;
-        let yy = y(v);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            left,
-            left + pw,
-            left - 6.0,
-            yy + 4.0,
-            v.round() as u64
-        );
-        let xv = x_max * k as f64 / 4.0;
-        let xx = x(xv);
-        let _ = writeln!(
-            s,
-            r#"<text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            top + ph + 16.0,
-            xv.round() as u64
-        );
+        .collect();
+    if let Some(r) = reports.first() {
+        series.push(Series {
+            label: format!("{} uncompacted", short(&r.source)),
+            points: r
+                .series
+                .iter()
+                .map(|p| (p.at as f64, p.raw_chars as f64))
+                .collect(),
+            step: false,
+        });
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message index</text>"#,
-        left + pw / 2.0,
-        h - 12.0
-    );
-    // Limits.
     let mut limits: Vec<usize> = reports.iter().map(|r| r.context_char_limit).collect();
     limits.sort_unstable();
     limits.dedup();
-    for l in limits {
-        let yy = y(l as f64);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#999" stroke-dasharray="2 3"/><text x="{:.1}" y="{:.1}" fill="#666">limit {l}</text>"##,
-            left + pw,
-            left + 4.0,
-            yy - 3.0
-        );
-    }
-    // Real compactions of every distinct source.
-    let mut ticks: Vec<usize> = reports
+    let mut real: Vec<usize> = reports
         .iter()
         .flat_map(|r| r.real_compactions.iter().copied())
         .collect();
-    ticks.sort_unstable();
-    ticks.dedup();
-    for t in ticks {
-        let xx = x(t as f64);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{xx:.1}" y1="{top:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#d62728" stroke-dasharray="6 3"/><text x="{:.1}" y="{:.1}" fill="#d62728">real compaction</text>"##,
-            top + ph,
-            xx + 3.0,
-            top + 10.0
-        );
-    }
-    // Uncompacted size of the first report.
-    if let Some(r) = reports.first() {
-        let _ = writeln!(
-            s,
-            r##"<polyline fill="none" stroke="#bbb" stroke-dasharray="4 3" clip-path="url(#plot)" points="{}"/>"##,
-            points(
-                r.series
-                    .iter()
-                    .map(|p| (x(p.at as f64), y(p.raw_chars as f64)))
-            )
-        );
-    }
-    // One line per report, with a legend.
-    for (k, r) in reports.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
-            points(r.series.iter().map(|p| (x(p.at as f64), y(p.chars as f64))))
-        );
-        let ly = top + 14.0 * k as f64 + 8.0;
-        let lx = left + pw + 12.0;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            lx + 18.0,
-            lx + 22.0,
-            ly + 4.0,
-            xml_escape(&format!(
-                "{} · {} ×{}",
-                short(&r.source),
-                r.profile,
-                r.scale
-            ))
-        );
-    }
-    if !reports.is_empty() {
-        let ly = top + 14.0 * reports.len() as f64 + 8.0;
-        let lx = left + pw + 12.0;
-        let _ = writeln!(
-            s,
-            r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="#bbb" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}">uncompacted (first)</text>"##,
-            lx + 18.0,
-            lx + 22.0,
-            ly + 4.0
-        );
-    }
-    s.push_str("</svg>\n");
-    s
+    real.sort_unstable();
+    real.dedup();
+    let panel = Panel {
+        title: "context size before each model call".into(),
+        y_label: "context size (chars)".into(),
+        series,
+        h_rules: limits
+            .iter()
+            .map(|l| Rule {
+                label: format!("limit {l} chars"),
+                at: *l as f64,
+            })
+            .collect(),
+        v_rules: real
+            .iter()
+            .map(|t| Rule {
+                label: "real compaction".into(),
+                at: *t as f64,
+            })
+            .collect(),
+    };
+    crate::plot::svg(&Figure {
+        title: "Replay of a real session through compaction profiles".into(),
+        x_label: "message index (position in the session)".into(),
+        panels: vec![panel],
+        caption: replay_caption(reports),
+    })
+}
+
+/// Where a replay figure came from: the command that reproduces it and how
+/// sizes were measured.
+fn replay_caption(reports: &[ReplayReport]) -> String {
+    let mut files: Vec<&str> = reports.iter().map(|r| r.source.as_str()).collect();
+    files.dedup();
+    let mut profiles: Vec<&str> = reports.iter().map(|r| r.profile.as_str()).collect();
+    profiles.sort_unstable();
+    profiles.dedup();
+    let scale = reports.first().map_or(1.0, |r| r.scale);
+    format!(
+        "lab replay {} --profile {} --scale {scale} · tokenizer: none (sizes are estimated chars)",
+        files.join(" "),
+        profiles.join(",")
+    )
 }
 
 fn short(source: &str) -> &str {
     source.split("__").next().unwrap_or(source)
-}
-
-fn points(it: impl Iterator<Item = (f64, f64)>) -> String {
-    it.map(|(a, b)| format!("{a:.1},{b:.1}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// 1, 2 or 5 times a power of ten, at least `v`.
-fn nice_ceiling(v: f64) -> f64 {
-    let p = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= v {
-            return m * p;
-        }
-    }
-    10.0 * p
 }
 
 #[cfg(test)]
@@ -861,16 +839,8 @@ mod tests {
     fn synthetic_main_is_paired_and_sized() {
         let m = synthetic_main(4, 10);
         assert_eq!(m.len(), 10);
-        assert!(crate::compact::check::pair_violations(&m).is_empty());
+        assert!(crate::compact::pairs::pair_violations(&m).is_empty());
         let r = replay_messages("syn", &m, &[], "course-main", &ReplayOptions::default()).unwrap();
         assert_eq!((r.model_calls, r.tool_results), (5, 4));
-    }
-
-    #[test]
-    fn nice_ceiling_rounds_up() {
-        assert_eq!(nice_ceiling(1.0), 1.0);
-        assert_eq!(nice_ceiling(1.2), 2.0);
-        assert_eq!(nice_ceiling(43_000.0), 50_000.0);
-        assert_eq!(nice_ceiling(50_001.0), 100_000.0);
     }
 }

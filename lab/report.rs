@@ -34,9 +34,34 @@ pub fn table<S: AsRef<str>>(header: &[S], rows: Vec<Vec<String>>, markdown: bool
     });
     t.set_header(header.iter().map(|h| TCell::new(h.as_ref())));
     for r in rows {
-        t.add_row(r);
+        t.add_row(r.iter().map(|c| cell_text(c, markdown)));
     }
     t.to_string()
+}
+
+/// A table cell as printable text: control characters (NUL, escape
+/// sequences, line breaks) shown as `\u{..}` escapes so they can neither
+/// corrupt a terminal nor split a row; in Markdown a `|` is escaped so it
+/// does not end the cell.
+pub fn cell_text(s: &str, markdown: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' if markdown => out.push_str("\\|"),
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `n` and a noun, plural unless `n` is 1: "1 round", "4 rounds".
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// JSON with a trailing newline.
@@ -280,7 +305,8 @@ pub fn counters(title: &str, c: &Counters, format: Format) -> String {
         format == Format::Markdown,
     );
     if format == Format::Markdown {
-        format!("### {title}\n\n{t}\n")
+        // A blank line after the table: text that follows is not a row.
+        format!("### {title}\n\n{t}\n\n")
     } else {
         format!("== {title} ==\n{t}\n")
     }
@@ -310,6 +336,23 @@ pub fn scenario_run(r: &crate::scenario::RunReport, format: Format) -> String {
     } else {
         "FAIL"
     };
+    if format == Format::Markdown {
+        let mut out = format!(
+            "**{status}** {} (`{}`)\n\n",
+            cell_text(&r.name, true),
+            r.file.display()
+        );
+        for (label, c) in &r.cells {
+            out += &counters(&format!("{} · {label}", r.name), c, format);
+        }
+        for f in &r.failures {
+            out += &format!("- expected/got: {}\n", cell_text(f, true));
+        }
+        if !r.failures.is_empty() {
+            out.push('\n');
+        }
+        return out;
+    }
     let mut out = format!("{status} {} ({})\n", r.name, r.file.display());
     for (label, c) in &r.cells {
         out += &counters(&format!("{} · {label}", r.name), c, format);

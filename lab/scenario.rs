@@ -165,7 +165,10 @@ impl Scenario {
         let sc: Scenario = serde_json::from_str(text).map_err(|e| {
             input_err(
                 file,
-                (e.line(), e.column().max(1)),
+                (
+                    e.line(),
+                    crate::input::char_column(text, e.line(), e.column()),
+                ),
                 // serde_json appends " at line L column C"; the position is already in front.
                 e.to_string()
                     .split(" at line ")
@@ -185,21 +188,23 @@ impl Scenario {
         }
         let mut config = profile(&sc.profile)
             .map_err(|e| {
+                let (message, fix) = e.parts();
                 input_err(
                     file,
                     locate(text, &sc.profile),
-                    format!("field `profile`: {e}"),
-                    "use a name from `lab profiles`",
+                    format!("field `profile`: {message}"),
+                    &fix,
                 )
             })?
             .config;
         for (k, v) in &sc.set {
             config.set_field(&format!("{k}={v}")).map_err(|e| {
+                let (message, fix) = e.parts();
                 input_err(
                     file,
                     locate(text, k),
-                    format!("field `set.{k}`: {e}"),
-                    "see `lab profiles --format json` for every field",
+                    format!("field `set.{k}`: {message}"),
+                    &fix,
                 )
             })?;
         }
@@ -236,11 +241,12 @@ impl Scenario {
             ));
         }
         sc.script.normalised().map_err(|e| {
+            let (message, fix) = e.parts();
             input_err(
                 file,
                 locate(text, "script"),
-                format!("field `script`: {e}"),
-                "fix the script",
+                format!("field `script`: {message}"),
+                &fix,
             )
         })?;
         let known: Vec<String> = probe::run(&config, &Script::default(), None)
@@ -341,7 +347,21 @@ impl Scenario {
         let mut failures = Vec::new();
         for &len in &self.path_len {
             let label = format!("path_len={len}");
-            let o = probe::run_with(config, &self.script, Some(len), self.summarizer.clone())?;
+            let o = probe::run_with(config, &self.script, Some(len), self.summarizer.clone())
+                .map_err(|e| match e {
+                    // The length came from the file, not the command line.
+                    LabError::Usage { message, fix } => LabError::Input {
+                        file: file.to_path_buf(),
+                        line: 0,
+                        column: 0,
+                        message: format!(
+                            "field `path_len`: {}",
+                            message.replace("--path-len ", "path_len ")
+                        ),
+                        fix: fix.replace("--path-len", "a `path_len`"),
+                    },
+                    other => other,
+                })?;
             failures.extend(self.check_cell(&label, &o));
             cells.push((label, o.counters));
         }
@@ -368,8 +388,7 @@ impl Scenario {
 
 /// Read, parse and run a scenario file.
 pub fn run_file(file: &Path) -> LabResult<RunReport> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| LabError::io("reading a scenario", file, e))?;
+    let text = crate::input::read_text(file, "a scenario")?;
     let (sc, config) = Scenario::parse(file, &text)?;
     sc.run(file, &config)
 }

@@ -30,7 +30,7 @@ fn every_registry_row_gives_the_same_verdict_on_both_backends() {
         path_lens: LENS.to_vec(),
         ..RunOptions::default()
     };
-    for e in registry::all() {
+    for e in registry::list::all() {
         let (mem, disk) = both(|| (e.run)(&opts).unwrap());
         assert_eq!(mem, disk, "{}", e.id);
     }

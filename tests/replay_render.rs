@@ -148,3 +148,65 @@ fn scale_to_real_matches_the_raw_size_at_the_real_compaction() {
     let raw = ctxlab::message::estimate_chars(&s.main[..2]) as f64;
     assert!((scale * 50_000.0 - raw).abs() <= 50.0, "{scale} vs {raw}");
 }
+
+#[test]
+fn the_default_table_fits_a_terminal_and_columns_choose_the_rest() {
+    let r = reports();
+    let table = render_table(&r);
+    let widest = table.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 120, "{widest} columns:\n{table}");
+    let all = ctxlab::replay::parse_columns("all").unwrap();
+    let full = ctxlab::replay::render_table_columns(&r, &all);
+    assert!(full.contains("double_compacted") && !table.contains("double_compacted"));
+    let two = ctxlab::replay::parse_columns("profile, lost_forever").unwrap();
+    let narrow = ctxlab::replay::render_table_columns(&r, &two);
+    let header: Vec<&str> = narrow
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(['│', '┆'])
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(header, ["profile", "lost_forever"], "{narrow}");
+    let e = ctxlab::replay::parse_columns("profile,nope").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("\"nope\""), "{e}");
+    // JSON keeps every field whatever the columns.
+    let json = ctxlab::replay::render_with(&r, ctxlab::report::Format::Json, Some(&two));
+    assert!(json.contains("\"double_compacted\""));
+}
+
+#[test]
+fn replay_columns_flag_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("req.json");
+    std::fs::write(
+        &path,
+        serde_json::to_string(&serde_json::json!({ "messages": synthetic(4, 100) })).unwrap(),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args([
+            "replay",
+            path.to_str().unwrap(),
+            "--profile",
+            "hardened",
+            "--columns",
+            "file,calls",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("file     ┆ calls"), "{text}");
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
+        .args(["replay", path.to_str().unwrap(), "--columns", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

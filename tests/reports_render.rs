@@ -95,7 +95,12 @@ fn every_table_comes_in_four_formats_plus_plot_and_index() {
             );
         }
     }
-    for extra in ["grid2x2.svg", "thresholds.md", "README.md"] {
+    for extra in [
+        "grid2x2.svg",
+        "memory_growth.svg",
+        "thresholds.md",
+        "README.md",
+    ] {
         assert!(names.contains(&extra), "{extra}");
     }
     for (name, text) in files() {
@@ -130,16 +135,26 @@ fn memory_growth_is_unbounded_for_the_course_and_bounded_when_chunked() {
 }
 
 #[test]
-fn svg_is_hand_written_and_deterministic() {
+fn plots_show_every_series_unclipped_with_provenance() {
     let svg = file("grid2x2.svg");
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.ends_with("</svg>\n"));
     assert_eq!(
-        svg.matches("stroke-width=\"2\"").count(),
+        svg.matches("stroke-width=\"2\" fill=\"none\"").count(),
         8,
         "4 series × 2 panels"
     );
+    assert!(!svg.contains("clip"), "no series is clipped");
+    assert!(svg.contains("lab reports --out reports/ · profile "));
+    assert!(svg.contains("path_len (chars of the embedded result path)"));
     assert_eq!(reports::grid_svg(&data().grid), svg);
+    insta::assert_snapshot!("reports_grid2x2_svg", svg);
+    let growth = file("memory_growth.svg");
+    assert_eq!(
+        growth.matches("stroke-width=\"2\" fill=\"none\"").count(),
+        data().memory_growth.len()
+    );
+    insta::assert_snapshot!("reports_memory_growth_svg", growth);
 }
 
 #[test]

@@ -104,7 +104,10 @@ fn reports_check_exits_1_and_lists_drifted_files() {
     let (code, _, err) = lab(&["reports", "--check", d]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("reports: 1 file(s) in"), "{err}");
-    assert!(err.contains("1 expectation(s) failed"), "{err}");
+    assert!(
+        err.contains("error: 1 generated file differs from the checked-in copy"),
+        "{err}"
+    );
     assert!(err.contains("factorial.md (checked in)"), "{err}");
     assert!(err.contains("-edited"), "{err}");
     let (code, _, _) = lab(&["reports"]);

@@ -17,45 +17,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+pub use super::pairs::pair_violations;
 use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
 use super::snip::marker_path;
 use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{Block, Content, Message};
 use crate::storage::Storage;
-
-/// Both API rules on one request: every `tool_use` is answered in the next
-/// message, and every `tool_result` answers a `tool_use` of the previous one.
-pub fn pair_violations(messages: &[Message]) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.role == Role::Assistant {
-            let answered: BTreeSet<&str> = messages
-                .get(i + 1)
-                .map(|n| n.tool_result_ids().into_iter().collect())
-                .unwrap_or_default();
-            for id in m.tool_use_ids() {
-                if !answered.contains(id) {
-                    out.push(format!("msg {i}: tool_use {id} unanswered"));
-                }
-            }
-        }
-        if m.role == Role::User {
-            let calls: BTreeSet<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
-                Some(p) => p.tool_use_ids().into_iter().collect(),
-                None => BTreeSet::new(),
-            };
-            for id in m.tool_result_ids() {
-                if !calls.contains(id) {
-                    out.push(format!("msg {i}: tool_result {id} without its tool_use"));
-                }
-            }
-        }
-    }
-    out
-}
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<String> {

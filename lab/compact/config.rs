@@ -371,14 +371,15 @@ pub fn profiles() -> Vec<Profile> {
 
 /// Look a profile up by name; `seed` is an alias of `course-f9e8b28`.
 pub fn profile(name: &str) -> LabResult<Profile> {
-    let want = if name == "seed" {
+    // Names match case-insensitively, like experiment ids.
+    let want = if name.eq_ignore_ascii_case("seed") {
         "course-f9e8b28"
     } else {
         name
     };
     profiles()
         .into_iter()
-        .find(|p| p.name == want)
+        .find(|p| p.name.eq_ignore_ascii_case(want))
         .ok_or_else(|| {
             LabError::usage(
                 format!("unknown profile {name:?}"),

@@ -18,6 +18,7 @@ pub mod course;
 pub mod experiments;
 pub mod hunt;
 pub mod micro;
+pub mod pairs;
 pub mod persist;
 pub mod probe;
 pub mod root;

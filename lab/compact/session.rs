@@ -121,10 +121,13 @@ impl Script {
                 for c in &mut turn.calls {
                     let id = c.id.get_or_insert_with(|| format!("toolu_{n}")).clone();
                     n += 1;
-                    if c.chars.is_some() && c.text.is_some() {
+                    // The schema says exactly one: a call with neither
+                    // would silently return an empty result.
+                    if c.chars.is_some() == c.text.is_some() {
+                        let has = if c.chars.is_some() { "both" } else { "neither" };
                         return Err(LabError::usage(
-                            format!("action {ai}: call {id} has both chars and text"),
-                            "give a call either \"chars\": N or \"text\": \"...\"",
+                            format!("action {ai}: call {id} has {has} chars and text"),
+                            "give a call exactly one of \"chars\": N or \"text\": \"...\"",
                         ));
                     }
                     let size = c.chars.unwrap_or(0);
@@ -235,7 +238,7 @@ impl Session {
         self.requests.push(Request {
             messages: self.messages.len(),
             chars: estimate_chars(&self.messages),
-            violations: super::check::pair_violations(&self.messages),
+            violations: super::pairs::pair_violations(&self.messages),
         });
     }
 

@@ -1,4 +1,5 @@
-//! Importers for real agent transcripts (issue 5).
+//! Importers for real agent transcripts: each known log format becomes one
+//! session in the lab's message model.
 //!
 //! Every importer turns one file into an [`ImportedSession`]: the main
 //! conversation as the model saw it, in the lab's [`Message`] model, plus
@@ -453,6 +454,7 @@ pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
 
 /// Import one file, detecting its format unless `options.format` is set.
 pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSession> {
+    crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
     let file = File::open(path).map_err(|e| LabError::io("opening transcript", path, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let format = match options.format {

@@ -2,69 +2,13 @@
 //! [`Counters`] out. Checkers return data; they never panic or print.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
 use super::extract::{duplicate_of, temporary_marker};
+pub use super::sandbox::{files_outside, watched_root};
 use super::session::{Harness, Tally};
 use super::store::Memory;
 use crate::counters::Counters;
-use crate::error::{LabError, LabResult};
-use crate::storage::{FileKind, Storage};
-
-/// Every regular file or symlink under `root` except inside `skip`, with its
-/// bytes (a symlink's "bytes" are its target path), sorted by path. Symlinks
-/// are not followed, so a link cannot make the walk leave the sandbox.
-pub fn files_outside(
-    fs: &dyn Storage,
-    root: &Path,
-    skip: &Path,
-) -> LabResult<BTreeMap<PathBuf, Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let names = fs
-            .list(&dir)
-            .map_err(|e| LabError::io("listing sandbox", &dir, e))?;
-        for name in names {
-            let path = dir.join(name);
-            if path == skip {
-                continue;
-            }
-            match fs.kind(&path) {
-                Some(FileKind::Symlink) => {
-                    let target = fs
-                        .read_link(&path)
-                        .map_err(|e| LabError::io("reading symlink", &path, e))?;
-                    out.insert(path, target.to_string_lossy().into_owned().into_bytes());
-                }
-                Some(FileKind::Dir) => stack.push(path),
-                Some(FileKind::File) => {
-                    let bytes = fs
-                        .read(&path)
-                        .map_err(|e| LabError::io("reading sandbox file", &path, e))?;
-                    out.insert(path, bytes);
-                }
-                None => {}
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn tally(c: &mut Counters, name: &str, t: &Tally) {
-    c.count(name, t.n, t.samples.iter().cloned());
-}
-
-/// Where writes outside the store are looked for: the whole tree of an
-/// in-memory backend (a write counts wherever it lands), the sandbox on disk
-/// (the host's file system cannot be walked; the store re-roots escapes into
-/// the sandbox, so nothing it writes lands elsewhere).
-pub fn watched_root(fs: &dyn Storage, sandbox: &Path) -> PathBuf {
-    match fs.backend() {
-        crate::storage::Backend::Mem => PathBuf::from("/"),
-        crate::storage::Backend::Disk => sandbox.to_path_buf(),
-    }
-}
+use crate::error::LabResult;
 
 /// Acknowledged memories missing from the store (not merged away on
 /// purpose), and among them those whose file now holds a different memory.
@@ -217,6 +161,8 @@ pub fn render(c: &Counters) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::memory::session::{Session, Turn};
     use crate::memory::switches::{MemoryConstants, MemorySwitches};
@@ -271,4 +217,8 @@ mod tests {
             .samples
             .contains(&"/elsewhere/x".to_string()));
     }
+}
+
+fn tally(c: &mut Counters, name: &str, t: &Tally) {
+    c.count(name, t.n, t.samples.iter().cloned());
 }

@@ -20,6 +20,7 @@ pub mod frontmatter;
 pub mod journal;
 pub mod prompts;
 pub mod recall;
+pub mod sandbox;
 pub mod scenario;
 pub mod session;
 pub mod store;

@@ -49,17 +49,23 @@ pub enum ExpectValue {
 /// compaction scenarios' `ctxlab.scenario/1`, so a CLI can dispatch on it).
 pub const SCHEMA: &str = "ctxlab.memory-scenario/1";
 
-/// Does this JSON text declare the memory scenario schema? A cheap peek for
-/// dispatching `lab run FILE` between the compaction and memory runners.
+/// Does this text declare a memory scenario schema (any version)? Read
+/// leniently, without parsing the whole file, so a file with a syntax error
+/// elsewhere is still reported against the schema it names.
 pub fn is_memory_scenario(text: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| {
-            v.get("schema")
-                .and_then(|s| s.as_str())
-                .map(|s| s == SCHEMA)
-        })
-        .unwrap_or(false)
+    schema_of(text).is_some_and(|s| s.starts_with("ctxlab.memory-scenario/"))
+}
+
+/// The string value of the first `"schema"` key, found by scanning the
+/// text rather than parsing it.
+pub fn schema_of(text: &str) -> Option<&str> {
+    let after = &text[text.find("\"schema\"")? + "\"schema\"".len()..];
+    let after = after
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    after.find('"').map(|end| &after[..end])
 }
 
 /// One scenario file.
@@ -99,7 +105,12 @@ fn field_near(text: &str, line: usize, column: usize) -> Option<String> {
         .map(str::len)
         .sum::<usize>()
         + column;
-    let head = &text[..offset.min(text.len())];
+    // serde's column counts bytes and can point inside a character.
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &text[..end];
     let bytes = head.as_bytes();
     let mut i = bytes.len();
     // Walk back to a `"key"` followed (after spaces) by `:`.
@@ -138,14 +149,25 @@ fn position_of(text: &str, needle: &str) -> (usize, usize) {
 pub fn parse_scenario(file: &Path, text: &str) -> LabResult<Scenario> {
     let scenario: Scenario = serde_json::from_str(text).map_err(|e| {
         let (line, column) = (e.line(), e.column());
-        let field = field_near(text, line, column)
-            .map(|f| format!(" (in field `{f}`)"))
-            .unwrap_or_default();
+        // serde's unknown/missing-field messages already name the field, and
+        // sit before the key's `:`, where the nearest key is the previous one.
+        let msg = e.to_string();
+        let msg = msg
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let field = match msg.contains("field `") {
+            true => String::new(),
+            false => field_near(text, line, column)
+                .map(|f| format!(" (in field `{f}`)"))
+                .unwrap_or_default(),
+        };
         LabError::Input {
             file: file.to_path_buf(),
             line,
-            column,
-            message: format!("{e}{field}"),
+            column: crate::input::char_column(text, line, column),
+            message: format!("{msg}{field}"),
             fix: FORMAT_FIX.into(),
         }
     })?;
@@ -274,9 +296,13 @@ fn run_scenario_from(
 /// Read, parse and run a scenario file. Returns the counters and the failed
 /// expectations (empty when all hold); malformed files are `LabError::Input`.
 pub fn run_scenario_file(path: &Path) -> LabResult<(Counters, Vec<String>)> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LabError::io("reading scenario", path, e))?;
-    run_scenario_from(&parse_scenario(path, &text)?, Some((path, &text)))
+    let text = crate::input::read_text(path, "a scenario")?;
+    run_scenario_text(path, &text)
+}
+
+/// Parse and run scenario text read from `path` (refused seeds keep their positions).
+pub fn run_scenario_text(path: &Path, text: &str) -> LabResult<(Counters, Vec<String>)> {
+    run_scenario_from(&parse_scenario(path, text)?, Some((path, text)))
 }
 
 #[cfg(test)]
@@ -315,6 +341,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn an_error_inside_a_character_does_not_panic() {
+        // U+0080 is two bytes; serde puts the error on its first.
+        let e = parse_scenario(Path::new("s.json"), "\u{80}").unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains("s.json:1:1:"), "{e}");
     }
 
     #[test]

@@ -196,9 +196,9 @@ impl Harness {
             .map_err(|e| LabError::io("resolving sandbox", sandbox, e))?;
         // Taken before the store exists, so a store directory that is a link
         // leaving the sandbox is refused before anything is written through it.
-        let outside_before = super::checker::files_outside(
+        let outside_before = super::sandbox::files_outside(
             fs.as_ref(),
-            &super::checker::watched_root(fs.as_ref(), &canonical),
+            &super::sandbox::watched_root(fs.as_ref(), &canonical),
             &canonical.join(".memory"),
         )?;
         let store = Store::open_in(fs, &canonical, &canonical.join(".memory"), switches)?;

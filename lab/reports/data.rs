@@ -236,8 +236,7 @@ pub fn reports_command(args: &ReportsArgs) -> LabResult<String> {
                     drifted.len(),
                     dir.display()
                 );
-                let failures = drifted;
-                Err(LabError::Expectation { failures })
+                Err(LabError::Drift { files: drifted })
             }
         }
         (None, None) => Err(LabError::usage(

@@ -308,155 +308,72 @@ pub fn profiles_table(cells: &[ProfileCell]) -> Table {
 }
 
 /// Colours of the four 2×2 series (colour-blind-safe Okabe-Ito).
-const COLOURS: [&str; 4] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"];
-
-/// Fixed-point formatting: one decimal, never `-0.0`, so bytes are stable.
-fn fx(v: f64) -> String {
-    let tenths = (v * 10.0).round() as i64;
-    let sign = if tenths < 0 { "-" } else { "" };
-    format!("{sign}{}.{}", tenths.abs() / 10, tenths.abs() % 10)
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// An SVG plot of `pointer_lost` and `lost_forever` against path length for
-/// the four 2×2 cells: one panel per counter, step lines, a legend. Series
-/// are nudged apart by 2 px so equal lines stay visible.
+/// A plot of `pointer_lost` and `lost_forever` against path length for the
+/// four 2×2 cells: one panel per counter, step lines at their true values.
 pub fn grid_svg(result: &SweepResult) -> String {
+    use crate::plot::{Figure, Panel, Series};
     let combos = grid_cells(result);
-    let lens = &result.spec.path_lens;
-    let (xmin, xmax) = (
-        *lens.first().unwrap_or(&0) as f64,
-        *lens.last().unwrap_or(&1) as f64,
-    );
-    let xspan = (xmax - xmin).max(1.0);
-    let (width, left, right, panel_h, top, gap) = (760.0, 60.0, 30.0, 160.0, 60.0, 64.0);
-    let counters = ["pointer_lost", "lost_forever"];
-    // Panels, then the x-axis label and the legend under the last one.
-    let bottom = top + counters.len() as f64 * (panel_h + gap) - gap;
-    let height = bottom + 80.0;
-    let mut s = String::new();
-    s += &format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n",
-        w = fx(width),
-        h = fx(height)
-    );
-    s += &format!(
-        "<rect width=\"{}\" height=\"{}\" fill=\"white\"/>\n",
-        fx(width),
-        fx(height)
-    );
-    s += &format!(
-        "<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
-        fx(left),
-        xml_escape(&format!(
-            "order x unseen_guard, prototype probe, profile {}",
-            result.spec.profile
-        ))
-    );
-    let x = |len: f64| left + (len - xmin) / xspan * (width - left - right);
-    for (p, counter) in counters.iter().enumerate() {
-        let y0 = top + p as f64 * (panel_h + gap);
-        let ymax = result
-            .cells
+    let panel = |counter: &str| Panel {
+        title: counter.to_string(),
+        y_label: format!("{counter} (results)"),
+        series: combos
             .iter()
-            .filter(|c| c.seed == 0)
-            .map(|c| counter_value(c, counter))
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        // 15 % headroom so a line at the maximum does not sit on the frame.
-        let y = |v: f64| y0 + panel_h - v / (ymax as f64 * 1.15) * panel_h;
-        s += &format!(
-            "<text x=\"{}\" y=\"{}\" font-weight=\"bold\">{counter}</text>\n",
-            fx(left),
-            fx(y0 - 8.0)
-        );
-        // Axes, y ticks at every integer (counts are small), x ticks every 20.
-        s += &format!(
-            "<path d=\"M{l} {t} V{b} H{r}\" stroke=\"black\" fill=\"none\"/>\n",
-            l = fx(left),
-            t = fx(y0),
-            b = fx(y0 + panel_h),
-            r = fx(width - right)
-        );
-        let ystep = ymax.div_ceil(8);
-        for v in (0..=ymax).step_by(ystep as usize) {
-            s += &format!(
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{v}</text>\n",
-                fx(left - 6.0),
-                fx(y(v as f64) + 4.0)
-            );
-            s += &format!(
-                "<path d=\"M{} {y} H{}\" stroke=\"#dddddd\"/>\n",
-                fx(left),
-                fx(width - right),
-                y = fx(y(v as f64))
-            );
-        }
-        let first_tick = (xmin as u64).div_ceil(20) * 20;
-        for t in (first_tick..=xmax as u64).step_by(20) {
-            s += &format!(
-                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t}</text>\n",
-                fx(x(t as f64)),
-                fx(y0 + panel_h + 16.0)
-            );
-        }
-        for (i, v) in combos.iter().enumerate() {
-            let pts: Vec<(usize, u64)> = lens
+            .map(|v| Series {
+                label: grid_label(v),
+                points: result
+                    .spec
+                    .path_lens
+                    .iter()
+                    .filter_map(|&len| {
+                        result
+                            .cells
+                            .iter()
+                            .find(|c| c.path_len == len && c.seed == 0 && &c.values == v)
+                            .map(|c| (len as f64, counter_value(c, counter) as f64))
+                    })
+                    .collect(),
+                step: true,
+            })
+            .collect(),
+        ..Panel::default()
+    };
+    crate::plot::svg(&Figure {
+        title: "order × unseen_guard on the prototype probe".into(),
+        x_label: "path_len (chars of the embedded result path)".into(),
+        panels: vec![panel("pointer_lost"), panel("lost_forever")],
+        caption: format!(
+            "lab reports --out reports/ · profile {} · tokenizer: none (chars)",
+            result.spec.profile
+        ),
+    })
+}
+
+/// A plot of the memory store's size after each session, one line per variant.
+pub fn memory_growth_svg(curves: &[(String, Vec<u64>)]) -> String {
+    use crate::plot::{Figure, Panel, Series};
+    let series = curves
+        .iter()
+        .map(|(name, sizes)| Series {
+            label: name.clone(),
+            points: sizes
                 .iter()
-                .filter_map(|&len| {
-                    result
-                        .cells
-                        .iter()
-                        .find(|c| c.path_len == len && c.seed == 0 && &c.values == v)
-                        .map(|c| (len, counter_value(c, counter)))
-                })
-                .collect();
-            let nudge = (i as f64 - 1.5) * 2.0;
-            let mut d = String::new();
-            for (k, (len, val)) in pts.iter().enumerate() {
-                let (px, py) = (x(*len as f64), y(*val as f64) + nudge);
-                if k == 0 {
-                    d += &format!("M{} {}", fx(px), fx(py));
-                } else {
-                    d += &format!(" H{} V{}", fx(px), fx(py));
-                }
-            }
-            s += &format!(
-                "<path d=\"{d}\" stroke=\"{}\" stroke-width=\"2\" fill=\"none\"/>\n",
-                COLOURS[i % 4]
-            );
-        }
-    }
-    s += &format!(
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">path_len (chars of the embedded result path)</text>\n",
-        fx((left + width - right) / 2.0),
-        fx(bottom + 40.0)
-    );
-    for (i, v) in combos.iter().enumerate() {
-        let lx = left + i as f64 * 170.0;
-        let ly = bottom + 66.0;
-        s += &format!(
-            "<path d=\"M{} {} h20\" stroke=\"{}\" stroke-width=\"3\"/>\n",
-            fx(lx),
-            fx(ly - 4.0),
-            COLOURS[i % 4]
-        );
-        s += &format!(
-            "<text x=\"{}\" y=\"{}\">{}</text>\n",
-            fx(lx + 26.0),
-            fx(ly),
-            xml_escape(&grid_label(v))
-        );
-    }
-    s += "</svg>\n";
-    s
+                .enumerate()
+                .map(|(i, n)| (i as f64 + 1.0, *n as f64))
+                .collect(),
+            step: false,
+        })
+        .collect();
+    crate::plot::svg(&Figure {
+        title: "memory store growth across sessions".into(),
+        x_label: "session (count)".into(),
+        panels: vec![Panel {
+            title: "memory records on disk".into(),
+            y_label: "records (files)".into(),
+            series,
+            ..Panel::default()
+        }],
+        caption: "lab reports --out reports/ · memory switches: course defaults, one fix each · tokenizer: none (chars)".into(),
+    })
 }
 
 /// Everything `lab reports` writes, computed once by [`report_data`].
@@ -550,6 +467,10 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&profiles_table(&data.profiles)));
     out.extend(table_files(&memory_growth_table(&data.memory_growth)));
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
+    out.push((
+        "memory_growth.svg".into(),
+        memory_growth_svg(&data.memory_growth),
+    ));
     out.push(("thresholds.md".into(), thresholds_md(data)));
     out.sort();
     // One index line per table, linking each of its formats.
@@ -583,17 +504,4 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     ));
     out.sort();
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fixed_point_is_stable() {
-        assert_eq!(fx(0.0), "0.0");
-        assert_eq!(fx(-0.04), "0.0");
-        assert_eq!(fx(12.25), "12.3");
-        assert_eq!(fx(-1.5), "-1.5");
-    }
 }

@@ -146,12 +146,11 @@ fn cell_matches(spec: &SweepSpec, c: &CellResult) -> bool {
 }
 
 pub(crate) fn read_shard(path: &Path) -> LabResult<SweepResult> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LabError::io("reading a shard", path, e))?;
+    let text = crate::input::read_text(path, "a shard")?;
     let part: SweepResult = serde_json::from_str(&text).map_err(|e| LabError::Input {
         file: path.to_path_buf(),
         line: e.line(),
-        column: e.column(),
+        column: crate::input::char_column(&text, e.line(), e.column()),
         message: format!("not a sweep result: {e}"),
         fix: "pass files written by `lab sweep --shard i/n --format json`".into(),
     })?;

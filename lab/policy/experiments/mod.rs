@@ -10,12 +10,3 @@
 
 pub mod agents;
 pub mod summaries;
-
-use crate::registry::Experiment;
-
-/// Every policy row, in `lab list` order.
-pub fn all() -> impl Iterator<Item = &'static Experiment> {
-    agents::EXPERIMENTS
-        .iter()
-        .chain(summaries::EXPERIMENTS.iter())
-}
