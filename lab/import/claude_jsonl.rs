@@ -53,7 +53,10 @@ pub(crate) fn read<R: BufRead>(
             continue;
         }
         match serde_json::from_slice::<serde_json::Value>(text) {
-            Ok(v) => records.record(v, line_no, session, sink)?,
+            Ok(v) => {
+                let column = text.len() - trimmed.len() + 1;
+                records.record(v, (line_no, column), session, sink)?
+            }
             Err(e) => {
                 let at_end = !had_newline
                     || reader
