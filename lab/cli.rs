@@ -91,6 +91,10 @@ pub enum Command {
         /// Treat every damage diagnostic as an error.
         #[arg(long)]
         strict: bool,
+        /// Read every file as this format instead of detecting it
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+        #[arg(long, value_name = "FORMAT")]
+        format_in: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -116,6 +120,15 @@ pub enum Command {
         /// Also write an SVG plot of context size over model calls per profile.
         #[arg(long, value_name = "FILE")]
         plot: Option<std::path::PathBuf>,
+        /// Read every file as this format instead of detecting it
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+        #[arg(long, value_name = "FORMAT")]
+        format_in: Option<String>,
+        /// Replay each session at its real budget: the scale at which the
+        /// profile's limit is the size the session had when it really
+        /// compacted (sessions without a real compaction keep --scale).
+        #[arg(long)]
+        scale_to_real: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -239,25 +252,17 @@ pub fn run(cli: Cli) -> LabResult<String> {
         Some(Command::Import {
             files,
             strict,
+            format_in,
             format,
         }) => {
             let options = crate::import::ImportOptions {
                 strict,
-                format: None,
+                format: format_in
+                    .as_deref()
+                    .map(crate::import::TranscriptFormat::from_name)
+                    .transpose()?,
             };
-            let mut rows = Vec::new();
-            for f in &files {
-                let session = crate::import::import_file(f, &options)?;
-                for d in session.diagnostic_lines() {
-                    eprintln!("warning: {d}");
-                }
-                let name = f
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                rows.push((name, session.summary()));
-            }
-            Ok(crate::import::render_summaries(&rows, format))
+            crate::import::command(&files, &options, format)
         }
         Some(Command::Replay {
             files,
@@ -266,36 +271,22 @@ pub fn run(cli: Cli) -> LabResult<String> {
             path_len,
             strict,
             plot,
+            format_in,
+            scale_to_real,
             format,
-        }) => {
-            if !(scale.is_finite() && scale > 0.0) {
-                return Err(LabError::usage(
-                    format!("--scale {scale} is not a positive number"),
-                    "use e.g. --scale 0.1",
-                ));
-            }
-            let names: Vec<&str> = profile.iter().map(String::as_str).collect();
-            let options = crate::replay::ReplayOptions {
+        }) => crate::replay::command(&crate::replay::ReplayCommand {
+            files,
+            profiles: profile,
+            options: crate::replay::ReplayOptions {
                 scale,
                 path_len: Some(path_len),
-            };
-            let import = crate::import::ImportOptions {
-                strict,
-                format: None,
-            };
-            let run = crate::replay::run_files(&files, &names, &options, &import)?;
-            for d in &run.diagnostics {
-                eprintln!("warning: {d}");
-            }
-            if let Some(path) = plot {
-                let tmp = path.with_extension("svg.tmp");
-                std::fs::write(&tmp, crate::replay::render_svg(&run.reports))
-                    .map_err(|e| LabError::io("writing the plot", &tmp, e))?;
-                std::fs::rename(&tmp, &path)
-                    .map_err(|e| LabError::io("writing the plot", &path, e))?;
-            }
-            Ok(crate::replay::render(&run.reports, format))
-        }
+                scale_to_real,
+            },
+            strict,
+            format_in,
+            plot,
+            format,
+        }),
         Some(Command::Hunt {
             break_id,
             profile,
@@ -362,35 +353,51 @@ fn selftest() -> LabResult<String> {
     }
 }
 
+/// Every scenario file is run even when an earlier one is bad: the good
+/// ones' reports are printed, then every error.
 fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<String> {
     let mut out = String::new();
     let mut failures = Vec::new();
+    let mut errors = Vec::new();
     for f in files {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
-        let r = if crate::memory::scenario::is_memory_scenario(&text) {
-            let (counters, failures) = crate::memory::scenario::run_scenario_file(f)?;
-            let name = f
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            crate::scenario::RunReport {
-                file: f.clone(),
-                name,
-                cells: vec![("store".to_string(), counters)],
-                failures,
+        let r = match run_scenario(f) {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(e);
+                continue;
             }
-        } else {
-            crate::scenario::run_file(f)?
         };
         out += &report::scenario_run(&r, format);
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
     }
-    if failures.is_empty() {
-        Ok(out)
+    if !failures.is_empty() {
+        errors.push(LabError::Expectation { failures });
+    }
+    match LabError::several(errors) {
+        None => Ok(out),
+        Some(e) => {
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            Err(e)
+        }
+    }
+}
+
+fn run_scenario(f: &std::path::Path) -> LabResult<crate::scenario::RunReport> {
+    let text = std::fs::read_to_string(f).map_err(|e| LabError::io("reading a scenario", f, e))?;
+    if crate::memory::scenario::is_memory_scenario(&text) {
+        let (counters, failures) = crate::memory::scenario::run_scenario_file(f)?;
+        let name = f
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(crate::scenario::RunReport {
+            file: f.to_path_buf(),
+            name,
+            cells: vec![("store".to_string(), counters)],
+            failures,
+        })
     } else {
-        let _ = std::io::stdout().write_all(out.as_bytes());
-        Err(LabError::Expectation { failures })
+        crate::scenario::run_file(f)
     }
 }
 

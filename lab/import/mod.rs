@@ -1019,11 +1019,13 @@ pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report:
         "tool calls",
         "main msgs",
         "main tool calls",
+        "main chars / sent",
         "sidechains (msgs)",
         "detached (msgs)",
         "real compactions @",
         "skipped",
         "diagnostics",
+        "notes",
     ]);
     let join = |m: &BTreeMap<String, usize>| {
         if m.is_empty() {
@@ -1044,22 +1046,87 @@ pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report:
             s.stats.tool_uses.to_string(),
             s.main_messages.to_string(),
             s.main_tool_uses.to_string(),
+            format!("{} / {}", s.main_chars, s.main_sent_chars),
             format!("{} ({})", s.sidechains, s.sidechain_messages),
             format!("{} ({})", s.detached_chains, s.detached_messages),
-            if s.real_compactions.is_empty() {
+            if s.real_compaction_meta.is_empty() {
                 "-".to_string()
             } else {
-                s.real_compactions
+                s.real_compaction_meta
                     .iter()
-                    .map(|i| i.to_string())
+                    .map(RealCompaction::describe)
                     .collect::<Vec<_>>()
                     .join(", ")
             },
             join(&s.skipped),
             join(&s.diagnostics),
+            summary_notes(s),
         ]);
     }
     let mut out = t.to_string();
-    out.push('\n');
+    out.push_str(&format!("\n{SIZES_NOTE}\n"));
     out
+}
+
+/// The line under the import table naming its two size estimates.
+pub const SIZES_NOTE: &str = "main chars: len(json.dumps(messages)) of the lab's message model; sent: the course's len(json.dumps(messages, default=str, ensure_ascii=False)) of the messages as recorded (image data, thinking signatures, is_error, list-shaped contents included)";
+
+fn summary_notes(s: &ImportSummary) -> String {
+    let mut out = Vec::new();
+    if s.starts_with_summary {
+        out.push("starts with a summary (compacted before the file)");
+    }
+    if s.main_from_sidechain {
+        out.push("no main conversation: main is a sidechain");
+    }
+    if out.is_empty() {
+        "-".to_string()
+    } else {
+        out.join("; ")
+    }
+}
+
+/// `lab import FILE... [--strict] [--format-in F]`: one summary row per
+/// session, diagnostics on stderr. A file that fails does not hide the
+/// others: every good row is printed, then the errors, and the command fails
+/// with the gravest error's exit code.
+pub fn command(
+    files: &[PathBuf],
+    options: &ImportOptions,
+    format: crate::report::Format,
+) -> LabResult<String> {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        let sessions = import_file_sessions(f, options).and_then(|sessions| {
+            if sessions.len() == 1 {
+                sessions[0].require_messages()?;
+            }
+            Ok(sessions)
+        });
+        match sessions {
+            Ok(sessions) => {
+                for s in sessions {
+                    for d in s.diagnostic_lines() {
+                        eprintln!("warning: {d}");
+                    }
+                    rows.push((s.label.clone(), s.summary()));
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let out = if rows.is_empty() {
+        String::new()
+    } else {
+        render_summaries(&rows, format)
+    };
+    match LabError::several(errors) {
+        None => Ok(out),
+        Some(e) => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            Err(e)
+        }
+    }
 }
