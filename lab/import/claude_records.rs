@@ -20,7 +20,8 @@
 //!   records that only carry tool results become one message (as the API saw them).
 //! * **sidechains** (`isSidechain`) are grouped by chain root, in file order;
 //!   **detached** non-sidechain chains likewise (with a diagnostic; damage
-//!   when the chain holds the file's first message, the conversation's start).
+//!   when the chain holds the file's first message while the main chain's
+//!   root names a parent it cannot reach: the conversation's start was cut off).
 //!   With no main chain at all (a sub-agent log on its own), the longest
 //!   sidechain is replayed as `main` (a `sidechain_only` note).
 //!
@@ -439,7 +440,9 @@ impl Records {
         session.real_compactions = session.real_compaction_meta.iter().map(|c| c.at).collect();
         session.starts_with_summary = starts_with_summary;
         store_main(session, main, origins);
-        self.finish_side_chains(&on_main, session, sink)?;
+        // The main chain's root names a parent it could not reach: cut, not a fresh start.
+        let main_cut = order.first().is_some_and(|&r| self.recs[r].parent.is_some());
+        self.finish_side_chains(&on_main, main_cut, session, sink)?;
         if session.main.is_empty() && !session.sidechains.is_empty() {
             self.replay_a_sidechain(session, sink)?;
         }
@@ -450,6 +453,7 @@ impl Records {
     fn finish_side_chains(
         &self,
         on_main: &HashSet<usize>,
+        main_cut: bool,
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
@@ -480,7 +484,7 @@ impl Records {
             .position(|r| r.is_message() && !r.sidechain);
         for members in detached_groups.values() {
             let (line, column) = self.recs[members[0]].pos;
-            let holds_start = !on_main.is_empty() && first_message.is_some_and(|f| members.contains(&f));
+            let holds_start = main_cut && first_message.is_some_and(|f| members.contains(&f));
             if holds_start {
                 sink.report(
                     line,
