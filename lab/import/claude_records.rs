@@ -103,10 +103,6 @@ impl Rec {
     fn is_message(&self) -> bool {
         matches!(self.kind, Kind::Message { .. })
     }
-
-    fn line(&self) -> usize {
-        self.pos.0
-    }
 }
 
 /// Accumulates records, then rebuilds the conversations.
@@ -405,7 +401,7 @@ impl Records {
 
     /// Rebuild main, sidechains and detached chains into `session`.
     pub(crate) fn finish(
-        self,
+        mut self,
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
@@ -442,21 +438,23 @@ impl Records {
         store_main(session, main, origins);
         // The main chain's root names a parent it could not reach: cut, not a fresh start.
         let main_cut = order.first().is_some_and(|&r| self.recs[r].parent.is_some());
-        self.finish_side_chains(&on_main, main_cut, session, sink)?;
+        let side_origins = self.finish_side_chains(&on_main, main_cut, session, sink)?;
         if session.main.is_empty() && !session.sidechains.is_empty() {
-            self.replay_a_sidechain(session, sink)?;
+            replay_a_sidechain(session, side_origins, sink)?;
         }
         Ok(())
     }
 
-    /// Sidechains and detached chains, grouped by root, in file order.
+    /// Sidechains and detached chains, grouped by root, in file order;
+    /// returns the origins of each sidechain's messages.
     fn finish_side_chains(
-        &self,
+        &mut self,
         on_main: &HashSet<usize>,
         main_cut: bool,
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
-    ) -> LabResult<()> {
+    ) -> LabResult<Vec<Vec<Origin>>> {
+        let mut side_origins = Vec::new();
         let mut root_memo: HashMap<usize, usize> = HashMap::new();
         let mut side_groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         let mut detached_groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -477,6 +475,7 @@ impl Records {
             let (mut msgs, mut origins) = (built.msgs, built.origins);
             repair_pairs(&mut msgs, &mut origins, sink)?;
             session.sidechains.push(msgs);
+            side_origins.push(origins);
         }
         let first_message = self
             .recs
@@ -511,47 +510,7 @@ impl Records {
             repair_pairs(&mut msgs, &mut origins, sink)?;
             session.detached.push(msgs);
         }
-        Ok(())
-    }
-
-    /// No main chain: make the longest sidechain `main` (rebuilt with its
-    /// origins and sizes), and say so.
-    fn replay_a_sidechain(&self, session: &mut ImportedSession, sink: &mut Sink<'_>) -> LabResult<()> {
-        let (k, _) = session
-            .sidechains
-            .iter()
-            .enumerate()
-            .max_by_key(|(i, s)| (s.len(), std::cmp::Reverse(*i)))
-            .expect("checked non-empty");
-        let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        let mut memo = HashMap::new();
-        for (i, r) in self.recs.iter().enumerate() {
-            if r.is_message() && r.sidechain {
-                groups.entry(self.root_of(i, &mut memo)).or_default().push(i);
-            }
-        }
-        let members = groups.values().nth(k).expect("one group per sidechain");
-        let built = self.build(members);
-        let (mut msgs, mut origins) = (built.msgs, built.origins);
-        let (line, column) = self.recs[members[0]].pos;
-        sink.report(
-            line,
-            column,
-            DiagnosticKind::SidechainOnly,
-            format!(
-                "every message record is a sidechain (a sub-agent log); replaying sidechain {} of {} ({} messages) as the main conversation",
-                k + 1,
-                session.sidechains.len(),
-                session.sidechains[k].len()
-            ),
-        )?;
-        // Its pair diagnostics were reported when the sidechain was built.
-        let mut quiet = sink.fork();
-        quiet.strict = false;
-        repair_pairs(&mut msgs, &mut origins, &mut quiet)?;
-        store_main(session, msgs, origins);
-        session.main_from_sidechain = Some(k);
-        Ok(())
+        Ok(side_origins)
     }
 
     fn starts_compacted(&self, chain: &[usize]) -> bool {
@@ -617,7 +576,9 @@ impl Records {
 
     /// Messages of the records `order` (in that order), merged, with their
     /// origins (recorded sizes included) and the compactions among them.
-    fn build(&self, order: &[usize]) -> Built {
+    /// Each record's content is moved out (a record is built into one
+    /// conversation only), so the import never holds two copies of it.
+    fn build(&mut self, order: &[usize]) -> Built {
         let mut b = Built {
             msgs: Vec::new(),
             origins: Vec::new(),
@@ -625,11 +586,12 @@ impl Records {
         };
         // Recorded content parts of the message being built.
         let mut parts: Vec<SentContent> = Vec::new();
-        let mut last_id: Option<&str> = None;
+        let mut last_id: Option<String> = None;
         let mut boundary: Option<(Option<String>, Option<u64>)> = None;
         for &i in order {
-            let r = &self.recs[i];
-            let (role, message_id, content, compact_summary, sent) = match &r.kind {
+            let r = &mut self.recs[i];
+            let pos = r.pos;
+            let (role, message_id, content, compact_summary, sent) = match &mut r.kind {
                 Kind::CompactBoundary {
                     trigger,
                     pre_tokens,
@@ -644,31 +606,34 @@ impl Records {
                     content,
                     compact_summary,
                     sent,
-                } => (*role, message_id.as_deref(), content, *compact_summary, *sent),
+                } => (
+                    *role,
+                    message_id.clone(),
+                    std::mem::replace(content, Content::Text(String::new())),
+                    *compact_summary,
+                    *sent,
+                ),
             };
             let merge_assistant = role == Role::Assistant
                 && message_id.is_some()
                 && last_id == message_id
                 && b.msgs.last().is_some_and(|m| m.role == Role::Assistant);
             let merge_results = role == Role::User
-                && only_results(content)
+                && only_results(&content)
                 && b.msgs.last().is_some_and(Message::is_tool_result);
             if (merge_assistant || merge_results) && !compact_summary && boundary.is_none() {
                 let last = b.msgs.last_mut().expect("checked above");
-                append_content(last, content.clone());
+                append_content(last, content);
                 parts.push(sent);
             } else {
                 close_recorded(&b.msgs, &mut b.origins, &parts);
                 parts = vec![sent];
                 if compact_summary || boundary.is_some() {
                     b.compactions
-                        .insert(r.pos, boundary.take().unwrap_or((None, None)));
+                        .insert(pos, boundary.take().unwrap_or((None, None)));
                 }
-                b.msgs.push(Message {
-                    role,
-                    content: content.clone(),
-                });
-                b.origins.push(Origin::at(r.line(), r.pos.1, 0));
+                b.msgs.push(Message { role, content });
+                b.origins.push(Origin::at(pos.0, pos.1, 0));
             }
             last_id = if role == Role::Assistant {
                 message_id
@@ -679,6 +644,37 @@ impl Records {
         close_recorded(&b.msgs, &mut b.origins, &parts);
         b
     }
+}
+
+/// No main chain: make the longest sidechain `main` (its pairs already
+/// repaired and reported), and say so.
+fn replay_a_sidechain(
+    session: &mut ImportedSession,
+    mut side_origins: Vec<Vec<Origin>>,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let (k, _) = session
+        .sidechains
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, s)| (s.len(), std::cmp::Reverse(*i)))
+        .expect("checked non-empty");
+    let origins = std::mem::take(&mut side_origins[k]);
+    let first = origins.first().copied().unwrap_or_default();
+    sink.report(
+        first.line,
+        first.column,
+        DiagnosticKind::SidechainOnly,
+        format!(
+            "every message record is a sidechain (a sub-agent log); replaying sidechain {} of {} ({} messages) as the main conversation",
+            k + 1,
+            session.sidechains.len(),
+            session.sidechains[k].len()
+        ),
+    )?;
+    store_main(session, session.sidechains[k].clone(), origins);
+    session.main_from_sidechain = Some(k);
+    Ok(())
 }
 
 /// Set the recorded size of the last message from its recorded content parts.
