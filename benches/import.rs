@@ -139,7 +139,10 @@ fn main() {
     let import_s = t.elapsed().as_secs_f64();
     let import_peak = peak_mb();
     let messages = session.main.len();
-    assert!(messages > 0, "the synthetic session has a main conversation");
+    assert!(
+        messages > 0,
+        "the synthetic session has a main conversation"
+    );
     drop(session);
 
     reset_peak();

@@ -64,8 +64,7 @@ use crate::compact::{Compactor, Event, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
 use crate::import::{
-    import_file_sessions, ImportOptions, ImportedSession, RealCompaction,
-    TranscriptFormat,
+    import_file_sessions, ImportOptions, ImportedSession, RealCompaction, TranscriptFormat,
 };
 use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
@@ -536,8 +535,7 @@ fn replay_file(
         let per_profile: Vec<ReplayReport> = names
             .iter()
             .map(|n| {
-                let rows: Vec<&ReplayReport> =
-                    reports.iter().filter(|r| r.profile == *n).collect();
+                let rows: Vec<&ReplayReport> = reports.iter().filter(|r| r.profile == *n).collect();
                 aggregate(&rows, replayed)
             })
             .collect();
@@ -761,7 +759,10 @@ fn notes(r: &ReplayReport) -> String {
         out.push("starts with a summary (compacted before the file)".to_string());
     }
     if let Some(k) = r.main_from_sidechain {
-        out.push(format!("sidechain {} replayed (no main conversation)", k + 1));
+        out.push(format!(
+            "sidechain {} replayed (no main conversation)",
+            k + 1
+        ));
     }
     if out.is_empty() {
         "-".to_string()

@@ -110,7 +110,9 @@ fn trajectories() -> Value {
             let id = format!("call_{n}_{k}");
             m.push(json!({"role": "assistant", "content": null, "tool_calls": [
                 {"id": id, "type": "function", "function": {"name": "lookup", "arguments": "{\"k\": 1}"}}]}));
-            m.push(json!({"role": "tool", "tool_call_id": id, "name": "lookup", "content": "found"}));
+            m.push(
+                json!({"role": "tool", "tool_call_id": id, "name": "lookup", "content": "found"}),
+            );
         }
         m.push(json!({"role": "assistant", "content": "done"}));
         Value::Array(m)
@@ -371,7 +373,10 @@ fn openai_messages_are_sized_as_recorded() {
     ]);
     let s = import(&msgs.to_string(), TranscriptFormat::OpenAi, &STRICT);
     assert_eq!(s.main.len(), 4);
-    assert_eq!(s.summary().main_sent_chars, ctxlab::pyjson::dumps_len(&msgs));
+    assert_eq!(
+        s.summary().main_sent_chars,
+        ctxlab::pyjson::dumps_len(&msgs)
+    );
 }
 
 // --- 5. one-line files ---------------------------------------------------------
@@ -497,7 +502,9 @@ fn a_damaged_result_record_costs_only_its_own_call() {
     let bad = s.diagnostics_of(DiagnosticKind::InvalidRecord);
     assert_eq!(bad.len(), 1);
     assert_eq!(bad[0].line, 3);
-    assert!(s.diagnostics_of(DiagnosticKind::OrphanToolResult).is_empty());
+    assert!(s
+        .diagnostics_of(DiagnosticKind::OrphanToolResult)
+        .is_empty());
     let dangling = s.diagnostics_of(DiagnosticKind::DanglingToolUse);
     assert_eq!(dangling.len(), 1, "only the damaged call");
     assert!(dangling[0].message.contains("`t1`"));
@@ -537,7 +544,11 @@ fn compacted_log() -> Vec<Value> {
 
 #[test]
 fn compaction_metadata_is_kept_and_shown() {
-    let s = import(&jsonl(&compacted_log()), TranscriptFormat::ClaudeJsonl, &STRICT);
+    let s = import(
+        &jsonl(&compacted_log()),
+        TranscriptFormat::ClaudeJsonl,
+        &STRICT,
+    );
     assert_eq!(s.real_compactions, vec![2]);
     let m = &s.real_compaction_meta[0];
     assert_eq!(
@@ -576,7 +587,13 @@ fn scale_to_real_replays_at_the_real_budget() {
         scale_to_real: true,
         ..ReplayOptions::default()
     };
-    let run = run_files(&[p.clone()], &["course-f9e8b28"], &options, &LENIENT).unwrap();
+    let run = run_files(
+        std::slice::from_ref(&p),
+        &["course-f9e8b28"],
+        &options,
+        &LENIENT,
+    )
+    .unwrap();
     let r = &run.reports[0];
     assert!(r.scaled_to_real);
     assert_eq!(r.scale, want);
@@ -619,7 +636,12 @@ fn the_content_decides_the_format_and_format_in_forces_it() {
     };
     let e = import_file(&as_json, &forced).unwrap_err().to_string();
     assert!(e.contains("--format-in"), "{e}");
-    let (code, out, _) = lab(&["import", as_json.to_str().unwrap(), "--format-in", "claude_jsonl"]);
+    let (code, out, _) = lab(&[
+        "import",
+        as_json.to_str().unwrap(),
+        "--format-in",
+        "claude_jsonl",
+    ]);
     assert_eq!(code, 0);
     assert!(out.contains("claude_jsonl"), "{out}");
     let (code, _, err) = lab(&["import", as_json.to_str().unwrap(), "--format-in", "yaml"]);

@@ -68,7 +68,11 @@ fn svg_snapshot() {
 fn json_has_every_field_and_the_series() {
     let r = reports();
     let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
-    assert_eq!(v["sizes"], ctxlab::replay::SIZE_ESTIMATES, "the estimates are named");
+    assert_eq!(
+        v["sizes"],
+        ctxlab::replay::SIZE_ESTIMATES,
+        "the estimates are named"
+    );
     let first = &v["reports"][0];
     for key in [
         "lost_forever",

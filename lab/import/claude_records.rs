@@ -315,17 +315,15 @@ impl Records {
                 ),
             )
         };
-        let uuid = typed(v, "uuid", as_str).or_else(|()| {
-            bad("uuid", "read as absent").map(|()| None)
-        })?;
+        let uuid =
+            typed(v, "uuid", as_str).or_else(|()| bad("uuid", "read as absent").map(|()| None))?;
         let previous = self.recs.last();
         let parent = typed(v, "parentUuid", as_str).or_else(|()| {
             bad("parentUuid", "read as the previous record in the file")
                 .map(|()| previous.and_then(|p| p.uuid.clone()))
         })?;
-        let logical_parent = typed(v, "logicalParentUuid", as_str).or_else(|()| {
-            bad("logicalParentUuid", "read as absent").map(|()| None)
-        })?;
+        let logical_parent = typed(v, "logicalParentUuid", as_str)
+            .or_else(|()| bad("logicalParentUuid", "read as absent").map(|()| None))?;
         let sidechain = typed(v, "isSidechain", Value::as_bool)
             .or_else(|()| {
                 bad("isSidechain", "read as the previous record's flag")
@@ -437,7 +435,9 @@ impl Records {
         session.starts_with_summary = starts_with_summary;
         store_main(session, main, origins);
         // The main chain's root names a parent it could not reach: cut, not a fresh start.
-        let main_cut = order.first().is_some_and(|&r| self.recs[r].parent.is_some());
+        let main_cut = order
+            .first()
+            .is_some_and(|&r| self.recs[r].parent.is_some());
         let side_origins = self.finish_side_chains(&on_main, main_cut, session, sink)?;
         if session.main.is_empty() && !session.sidechains.is_empty() {
             replay_a_sidechain(session, side_origins, sink)?;

@@ -493,8 +493,9 @@ impl ImportedSession {
                 self.label,
                 if truncated { "; the file is cut" } else { "" }
             ),
-            fix: "pass a transcript that holds a conversation (or name its format with --format-in)"
-                .to_string(),
+            fix:
+                "pass a transcript that holds a conversation (or name its format with --format-in)"
+                    .to_string(),
         })
     }
 

@@ -41,7 +41,11 @@ pub(crate) fn read<R: BufRead>(
         },
     )?;
     if session.stats.records > 0 && conv.with_role == 0 {
-        return Err(not_messages(sink, session.stats.records, first.unwrap_or((1, 1))));
+        return Err(not_messages(
+            sink,
+            session.stats.records,
+            first.unwrap_or((1, 1)),
+        ));
     }
     conv.finish(session, end.truncated, sink)
 }

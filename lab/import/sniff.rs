@@ -130,7 +130,10 @@ mod tests {
         let rec = r#"{"type":"user","uuid":"a","parentUuid":null,"message":{"role":"user","content":"x"}}"#;
         let jsonl = format!("{rec}\n{rec}\n");
         assert_eq!(sniff(jsonl.as_bytes()), Some(ClaudeJsonl));
-        assert_eq!(sniff(format!("// header\n{rec}\n").as_bytes()), Some(ClaudeJsonl));
+        assert_eq!(
+            sniff(format!("// header\n{rec}\n").as_bytes()),
+            Some(ClaudeJsonl)
+        );
         assert_eq!(sniff(format!("[{rec}]").as_bytes()), Some(ChatJson));
         assert_eq!(
             sniff(br#"[{"task_id": 1, "traj": [{"role": "user", "content": "x"}]}]"#),
