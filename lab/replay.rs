@@ -531,6 +531,19 @@ fn replay_file(
             reports.push(replay_with(s, n, options)?);
         }
     }
+    if replayed == 0 {
+        let first = sessions.first().map(|s| s.require_messages());
+        return Err(match first {
+            Some(Err(e)) => e,
+            _ => LabError::Input {
+                file: file.to_path_buf(),
+                line: 0,
+                column: 0,
+                message: format!("no messages in {}", file.display()),
+                fix: "pass a transcript that holds a conversation".to_string(),
+            },
+        });
+    }
     if sessions.len() > 1 {
         let per_profile: Vec<ReplayReport> = names
             .iter()

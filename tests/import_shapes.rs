@@ -648,3 +648,32 @@ fn the_content_decides_the_format_and_format_in_forces_it() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("trajectories"), "{err}");
 }
+
+#[test]
+fn an_empty_trajectory_is_skipped_by_name_and_the_others_replay() {
+    let mut t = trajectories();
+    t.as_array_mut()
+        .unwrap()
+        .push(json!({"task_id": 9, "traj": []}));
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "tau.json", &t.to_string());
+    let run = run_files(&[p], &["hardened"], &ReplayOptions::default(), &LENIENT).unwrap();
+    assert_eq!(run.reports.len(), 3, "two trajectories and the aggregate");
+    assert!(
+        run.diagnostics
+            .iter()
+            .any(|d| d.contains("skipped") && d.contains("no messages in tau.json#2 task 9")),
+        "{:?}",
+        run.diagnostics
+    );
+    let only_empty = write(dir.path(), "none.json", r#"[{"task_id": 1, "traj": []}]"#);
+    let run = run_files(
+        &[only_empty],
+        &["hardened"],
+        &ReplayOptions::default(),
+        &LENIENT,
+    )
+    .unwrap();
+    assert_eq!(run.errors.len(), 1);
+    assert!(run.errors[0].to_string().contains("no messages"));
+}
