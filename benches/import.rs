@@ -110,6 +110,24 @@ fn peak_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// CPU seconds (user + system) this process has used, from `/proc/self/stat`
+/// (at the usual 100 ticks per second): throughput per CPU second does not
+/// depend on how busy the shared machine is.
+fn cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+fn per_cpu(mb: f64, start: Option<f64>) -> String {
+    match (start, cpu_s()) {
+        (Some(a), Some(b)) if b > a => format!("{:.1}", mb / (b - a)),
+        _ => "n/a".to_string(),
+    }
+}
+
 fn show(v: Option<f64>) -> String {
     v.map_or("n/a".to_string(), |v| format!("{v:.0}"))
 }
@@ -134,9 +152,10 @@ fn main() {
     let size_mb = bytes as f64 / 1e6;
 
     reset_peak();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_s());
     let session = import_file(&file, &ImportOptions::default()).unwrap();
     let import_s = t.elapsed().as_secs_f64();
+    let import_cpu = per_cpu(size_mb, cpu);
     let import_peak = peak_mb();
     let messages = session.main.len();
     assert!(
@@ -146,22 +165,23 @@ fn main() {
     drop(session);
 
     reset_peak();
-    let t = Instant::now();
+    let (t, cpu) = (Instant::now(), cpu_s());
     let session = import_file(&file, &ImportOptions::default()).unwrap();
     let report = replay_with(&session, PROFILE, &ReplayOptions::default()).unwrap();
     let replay_s = t.elapsed().as_secs_f64();
+    let replay_cpu = per_cpu(size_mb, cpu);
     let replay_peak = peak_mb();
     assert_eq!(report.messages, messages);
 
-    println!("| phase | file MB | main msgs | s | MB/s | peak MB |");
-    println!("|---|---|---|---|---|---|");
+    println!("| phase | file MB | main msgs | s | MB/s | MB per CPU s | peak MB |");
+    println!("|---|---|---|---|---|---|---|");
     println!(
-        "| import | {size_mb:.0} | {messages} | {import_s:.2} | {:.1} | {} |",
+        "| import | {size_mb:.0} | {messages} | {import_s:.2} | {:.1} | {import_cpu} | {} |",
         size_mb / import_s,
         show(import_peak)
     );
     println!(
-        "| import + replay ({PROFILE}) | {size_mb:.0} | {messages} | {replay_s:.2} | {:.1} | {} |",
+        "| import + replay ({PROFILE}) | {size_mb:.0} | {messages} | {replay_s:.2} | {:.1} | {replay_cpu} | {} |",
         size_mb / replay_s,
         show(replay_peak)
     );
