@@ -471,8 +471,13 @@ fn lab_run_reports_every_scenario_file_before_failing() {
     };
     let (code, out, err) = lab(&["run", bad.to_str().unwrap(), good.to_str().unwrap()]);
     assert_ne!(code, 0);
-    assert!(!out.is_empty(), "the good scenario's report is printed");
     assert!(err.contains("bad.json"), "{err}");
+    // The later file still ran: its report is printed (or, when this
+    // machine's TMPDIR is too long for its path length, its own error).
+    assert!(
+        !out.is_empty() || err.matches("error:").count() == 2,
+        "{out}\n{err}"
+    );
 }
 
 // --- 9. a damaged result record does not cost its neighbour -------------------------
