@@ -30,6 +30,7 @@ fmt:
 ## bench: speed figures (see README "Benchmarks")
 bench:
 	$(CARGO) bench --locked --bench pipeline
+	$(CARGO) bench --locked --bench import
 
 ## readme: regenerate the experiment table in README.md from the registry
 readme:

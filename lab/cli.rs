@@ -126,6 +126,10 @@ pub enum Command {
         /// Treat every damage diagnostic as an error.
         #[arg(long)]
         strict: bool,
+        /// Read every file as this format instead of detecting it
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+        #[arg(long, value_name = "FORMAT")]
+        format_in: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -163,6 +167,15 @@ pub enum Command {
         /// Markdown shows all, JSON carries every field).
         #[arg(long, value_name = "LIST")]
         columns: Option<String>,
+        /// Read every file as this format instead of detecting it
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+        #[arg(long, value_name = "FORMAT")]
+        format_in: Option<String>,
+        /// Replay each session at its real budget: the scale at which the
+        /// profile's limit is the size the session had when it really
+        /// compacted (sessions without a real compaction keep --scale).
+        #[arg(long)]
+        scale_to_real: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -338,25 +351,17 @@ pub fn run(cli: Cli) -> LabResult<String> {
         Some(Command::Import {
             files,
             strict,
+            format_in,
             format,
         }) => {
             let options = crate::import::ImportOptions {
                 strict,
-                format: None,
+                format: format_in
+                    .as_deref()
+                    .map(crate::import::TranscriptFormat::from_name)
+                    .transpose()?,
             };
-            let mut rows = Vec::new();
-            for f in &files {
-                let session = crate::import::import_file(f, &options)?;
-                for d in session.diagnostic_lines() {
-                    eprintln!("warning: {d}");
-                }
-                let name = f
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                rows.push((name, session.summary()));
-            }
-            Ok(crate::import::render_summaries(&rows, format))
+            crate::import::command(&files, &options, format)
         }
         Some(Command::Replay {
             files,
@@ -368,6 +373,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
             strict,
             plot,
             columns,
+            format_in,
+            scale_to_real,
             format,
             cost,
             tokens,
@@ -386,7 +393,10 @@ pub fn run(cli: Cli) -> LabResult<String> {
             }
             let import = crate::import::ImportOptions {
                 strict,
-                format: None,
+                format: format_in
+                    .as_deref()
+                    .map(crate::import::TranscriptFormat::from_name)
+                    .transpose()?,
             };
             if let Some(path) = &plot {
                 crate::input::output_parent_exists(path, "--plot")?;
@@ -421,11 +431,11 @@ pub fn run(cli: Cli) -> LabResult<String> {
                     crate::compare::replay_files(&files, &policy, path_len, &import, measure)?;
                 return Ok(crate::compare::render(&out, format));
             }
-            let names: Vec<&str> = profile.iter().map(String::as_str).collect();
             let options = crate::replay::ReplayOptions {
                 scale,
                 path_len: Some(path_len),
                 cost_tokens: None,
+                scale_to_real,
             };
             if cost {
                 let args = crate::cache::arms::CostArgs {
@@ -437,20 +447,16 @@ pub fn run(cli: Cli) -> LabResult<String> {
                 };
                 return crate::cache::arms::cli(&args, &options, &import, format);
             }
-            let run = crate::replay::run_files(&files, &names, &options, &import)?;
-            for d in &run.diagnostics {
-                eprintln!("warning: {d}");
-            }
-            if let Some(path) = plot {
-                let svg = crate::replay::render_svg(&run.reports);
-                crate::compact::root::cleanup::write_replacing(&path, svg.as_bytes())
-                    .map_err(|e| LabError::io("writing the plot", &path, e))?;
-            }
-            Ok(crate::replay::render_with(
-                &run.reports,
+            crate::replay::command(&crate::replay::ReplayCommand {
+                files,
+                profiles: profile,
+                options,
+                strict,
+                format_in,
+                plot,
                 format,
-                columns.as_deref(),
-            ))
+                columns,
+            })
         }
         Some(Command::Hunt {
             break_id,
@@ -526,29 +532,21 @@ fn selftest() -> LabResult<String> {
     }
 }
 
+/// Every scenario file is run even when an earlier one is bad: the good
+/// ones' reports are printed, then every error.
 fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<String> {
     let mut out = String::new();
     let mut failures = Vec::new();
     // JSON is one document: an array of every file's report.
     let mut reports = Vec::new();
+    let mut errors = Vec::new();
     for f in files {
-        let text = crate::input::read_text(f, "a scenario")?;
-        let r = if crate::memory::scenario::is_memory_scenario(&text) {
-            let sc = crate::memory::scenario::parse_scenario(f, &text)?;
-            let (counters, failures) = crate::memory::scenario::run_scenario(&sc)?;
-            let name = f
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            crate::scenario::RunReport {
-                file: f.clone(),
-                name,
-                cells: vec![("store".to_string(), counters)],
-                failures,
+        let r = match run_scenario(f) {
+            Ok(r) => r,
+            Err(e) => {
+                errors.push(e);
+                continue;
             }
-        } else {
-            let (sc, config) = crate::scenario::Scenario::parse(f, &text)?;
-            sc.run(f, &config)?
         };
         failures.extend(r.failures.iter().map(|l| format!("{}: {l}", f.display())));
         if format == Format::Json {
@@ -560,11 +558,35 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
     if format == Format::Json {
         out = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
     }
-    if failures.is_empty() {
-        Ok(out)
+    if !failures.is_empty() {
+        errors.push(LabError::Expectation { failures });
+    }
+    match LabError::several(errors) {
+        None => Ok(out),
+        Some(e) => {
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            Err(e)
+        }
+    }
+}
+
+fn run_scenario(f: &std::path::Path) -> LabResult<crate::scenario::RunReport> {
+    let text = crate::input::read_text(f, "a scenario")?;
+    if crate::memory::scenario::is_memory_scenario(&text) {
+        let (counters, failures) = crate::memory::scenario::run_scenario_text(f, &text)?;
+        let name = f
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(crate::scenario::RunReport {
+            file: f.to_path_buf(),
+            name,
+            cells: vec![("store".to_string(), counters)],
+            failures,
+        })
     } else {
-        let _ = std::io::stdout().write_all(out.as_bytes());
-        Err(LabError::Expectation { failures })
+        let (sc, config) = crate::scenario::Scenario::parse(f, &text)?;
+        sc.run(f, &config)
     }
 }
 

@@ -137,19 +137,12 @@ pub fn replay_files(
     }
     let mut out = Vec::new();
     for file in files {
-        let session = crate::import::import_file(file, import)?;
-        let label = file.file_name().map_or_else(
-            || file.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        for name in &names {
-            out.push(compare_one(
-                &label,
-                &session.main,
-                name,
-                path_len,
-                &measure,
-            )?);
+        // A trajectory array holds one session per trajectory; each is replayed.
+        for session in crate::import::import_file_sessions(file, import)? {
+            for name in &names {
+                let c = compare_one(&session.label, &session.main, name, path_len, &measure)?;
+                out.push(c);
+            }
         }
     }
     Ok(out)

@@ -52,6 +52,8 @@ pub enum LabError {
         /// One line per differing file.
         files: Vec<String>,
     },
+    /// Several files failed in one command; the good ones were reported.
+    Several(Vec<LabError>),
 }
 
 impl LabError {
@@ -101,6 +103,17 @@ impl LabError {
             LabError::Usage { .. } => 2,
             LabError::Input { .. } | LabError::Refused { .. } => 3,
             LabError::Io { .. } => 4,
+            // The gravest of them, so one bad file among good ones still fails the command.
+            LabError::Several(errors) => errors.iter().map(LabError::exit_code).max().unwrap_or(1),
+        }
+    }
+
+    /// One error as is; several as [`LabError::Several`]; `None` for none.
+    pub fn several(mut errors: Vec<LabError>) -> Option<LabError> {
+        match errors.len() {
+            0 => None,
+            1 => errors.pop(),
+            _ => Some(LabError::Several(errors)),
         }
     }
 }
@@ -132,6 +145,17 @@ impl fmt::Display for LabError {
                 path,
                 source,
             } => write!(f, "error: {context}: {}: {source}", path.display()),
+            LabError::Several(errors) => {
+                let n = errors.len();
+                for (k, e) in errors.iter().enumerate() {
+                    let text = e.to_string();
+                    write!(f, "{}", text.trim_end())?;
+                    if k + 1 < n {
+                        writeln!(f)?;
+                    }
+                }
+                Ok(())
+            }
             LabError::Expectation { failures } => {
                 let n = failures.len();
                 let s = if n == 1 { "" } else { "s" };

@@ -15,7 +15,17 @@
 //!   (the replay does not reproduce the real harness's reset): the question a
 //!   replay answers is what *this profile* would have done with the session.
 //! - `scale` multiplies the profile's size constants ([`Constants::scaled`]),
-//!   so a short session can be pushed over a limit it never reached.
+//!   so a short session can be pushed over a limit it never reached;
+//!   [`ReplayOptions::scale_to_real`] picks, per session and profile, the
+//!   scale at which the profile's limit is the size the real session had
+//!   when it compacted ([`scale_to_real`]), so "first fired" and "real
+//!   compaction" are compared on equal terms.
+//! - Two size estimates ([`SIZE_ESTIMATES`], named in every report header):
+//!   the profile works on the lab's message model (`chars`: what its limit is
+//!   compared with); `sent` is the course's `len(json.dumps(messages,
+//!   default=str, ensure_ascii=False))` on the messages as recorded, which
+//!   also counts image data, thinking signatures, `is_error` and list-shaped
+//!   result contents.
 //! - The result folder is padded to [`DEFAULT_PATH_LEN`] chars (for the
 //!   session's first tool id) so placeholder lengths, and with them every
 //!   counter, do not depend on the machine's temp dir.
@@ -53,13 +63,18 @@ use crate::compact::session::{Ledger, Request};
 use crate::compact::{Compactor, Event, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
-use crate::import::{import_file, ImportOptions, ImportedSession, TranscriptFormat};
+use crate::import::{
+    import_file_sessions, ImportOptions, ImportedSession, RealCompaction, TranscriptFormat,
+};
 use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
 /// Embedded result-path length of replay runs (the registry's long path).
 pub const DEFAULT_PATH_LEN: usize = crate::registry::LONG_PATH;
 
-/// How to replay.
+/// The two size estimates of a replay report, named in every report header.
+pub const SIZE_ESTIMATES: &str = "sizes: `chars` = len(json.dumps(messages)) of the lab's message model, what the profile's limit is compared with; `sent` = the course's len(json.dumps(messages, default=str, ensure_ascii=False)) of the messages as recorded (image data, thinking signatures, is_error, list-shaped contents included)";
+
+/// How to replay. `Default`: scale 1, the registry's long path, no scale-to-real.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayOptions {
     /// Multiplier for the profile's size constants (1.0 = as the profile says).
@@ -69,6 +84,9 @@ pub struct ReplayOptions {
     /// Also record every request as a [`crate::cache::CacheRequest`] counted
     /// with this tokenizer (for `--cost`); `None` = don't.
     pub cost_tokens: Option<crate::tokens::Tokens>,
+    /// Replay each session at [`scale_to_real`] (its real budget) instead of
+    /// `scale`; sessions without a real compaction keep `scale`.
+    pub scale_to_real: bool,
 }
 
 impl Default for ReplayOptions {
@@ -77,6 +95,7 @@ impl Default for ReplayOptions {
             scale: 1.0,
             path_len: Some(DEFAULT_PATH_LEN),
             cost_tokens: None,
+            scale_to_real: false,
         }
     }
 }
@@ -86,8 +105,10 @@ impl Default for ReplayOptions {
 pub struct Point {
     /// Index in `main` of the assistant message this call produced.
     pub at: usize,
-    /// Estimated chars of everything appended so far, uncompacted.
+    /// Estimated chars of everything appended so far, uncompacted (lab model).
     pub raw_chars: usize,
+    /// The course's estimate of everything appended so far, as recorded.
+    pub sent_chars: usize,
     /// Estimated chars of the request after `prepare`.
     pub chars: usize,
     /// Messages in the request after `prepare`.
@@ -97,14 +118,19 @@ pub struct Point {
 /// What one profile did with one session.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayReport {
-    /// File name of the transcript (no directories).
+    /// The session's label: the file name (no directories), or
+    /// `FILE#INDEX task ID` for one trajectory of a trajectory array.
     pub source: String,
+    /// File name of the transcript (no directories).
+    pub file: String,
     /// Its format, when it came from an importer.
     pub format: Option<TranscriptFormat>,
     /// Profile name.
     pub profile: String,
     /// Scale applied to the profile's constants.
     pub scale: f64,
+    /// The scale is the session's real budget ([`scale_to_real`]).
+    pub scaled_to_real: bool,
     /// The scaled context limit.
     pub context_char_limit: usize,
     /// Messages replayed.
@@ -137,6 +163,12 @@ pub struct ReplayReport {
     pub first_summary_at: Option<usize>,
     /// Indices in `main` where the real session compacted.
     pub real_compactions: Vec<usize>,
+    /// The same with the recorded trigger and pre-compaction tokens.
+    pub real_compaction_meta: Vec<RealCompaction>,
+    /// The file starts with a compaction summary: it compacted before the file.
+    pub starts_with_summary: bool,
+    /// `main` is this sidechain of the file (a sub-agent log with no main conversation).
+    pub main_from_sidechain: Option<usize>,
     /// `first_summary_at - real_compactions[0]` (negative: the profile summarised earlier).
     pub summary_vs_real: Option<i64>,
     /// Largest request.
@@ -145,6 +177,8 @@ pub struct ReplayReport {
     pub final_chars: usize,
     /// Context if nothing had been compacted.
     pub raw_final_chars: usize,
+    /// The same as the course would size the recorded messages (`sent`).
+    pub sent_final_chars: usize,
     /// Every checker counter, samples removed (they would name transcript ids).
     pub counters: Counters,
     /// Context size at each model call.
@@ -182,26 +216,53 @@ pub fn replay_with(
     profile_name: &str,
     options: &ReplayOptions,
 ) -> LabResult<ReplayReport> {
-    let source = session
+    let real_scale = if options.scale_to_real {
+        scale_to_real(session, profile_name)?
+    } else {
+        None
+    };
+    let options = ReplayOptions {
+        scale: real_scale.unwrap_or(options.scale),
+        ..options.clone()
+    };
+    let mut report = replay_core(
+        &session.label,
+        &session.main,
+        Some(&session.main_sent_chars),
+        &session.real_compactions,
+        profile_name,
+        &options,
+    )?;
+    report.file = session
         .source
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut report = replay_messages(
-        &source,
-        &session.main,
-        &session.real_compactions,
-        profile_name,
-        options,
-    )?;
     report.format = Some(session.format);
+    report.scaled_to_real = real_scale.is_some();
+    report.real_compaction_meta = session.real_compaction_meta.clone();
+    report.starts_with_summary = session.starts_with_summary;
+    report.main_from_sidechain = session.main_from_sidechain;
     Ok(report)
 }
 
-/// The replay core on bare messages (what a benchmark calls with synthetic sessions).
+/// The replay core on bare messages (what a benchmark calls with synthetic
+/// sessions); their recorded size is their lab size.
 pub fn replay_messages(
     source: &str,
     main: &[Message],
+    real_compactions: &[usize],
+    profile_name: &str,
+    options: &ReplayOptions,
+) -> LabResult<ReplayReport> {
+    replay_core(source, main, None, real_compactions, profile_name, options)
+}
+
+/// Replay `main`; `sent` (parallel to `main`) holds each message's recorded size.
+fn replay_core(
+    source: &str,
+    main: &[Message],
+    sent: Option<&[usize]>,
     real_compactions: &[usize],
     profile_name: &str,
     options: &ReplayOptions,
@@ -231,6 +292,7 @@ pub fn replay_messages(
     let mut series = Vec::new();
     let mut active_request = String::new();
     let mut raw_sum = 0usize;
+    let mut sent_sum = 0usize;
     let (mut first_fired_at, mut first_summary_at) = (None, None);
     let mut tool_results = 0usize;
     let mut builder = options
@@ -262,6 +324,7 @@ pub fn replay_messages(
             series.push(Point {
                 at: i,
                 raw_chars: raw_total(raw_sum, i),
+                sent_chars: raw_total(sent_sum, i),
                 chars,
                 messages: messages.len(),
             });
@@ -288,7 +351,9 @@ pub fn replay_messages(
                 tool_results += 1;
             }
         }
-        raw_sum += message_chars(m);
+        let lab_size = message_chars(m);
+        raw_sum += lab_size;
+        sent_sum += sent.and_then(|s| s.get(i).copied()).unwrap_or(lab_size);
         messages.push(m.clone());
     }
 
@@ -307,9 +372,11 @@ pub fn replay_messages(
     };
     Ok(ReplayReport {
         source: source.to_string(),
+        file: source.to_string(),
         format: None,
         profile: prof.name.to_string(),
         scale: options.scale,
+        scaled_to_real: false,
         context_char_limit: limit,
         messages: main.len(),
         model_calls: series.len(),
@@ -326,10 +393,21 @@ pub fn replay_messages(
         first_fired_at,
         first_summary_at,
         real_compactions: real_compactions.to_vec(),
+        real_compaction_meta: real_compactions
+            .iter()
+            .map(|&at| RealCompaction {
+                at,
+                trigger: None,
+                pre_tokens: None,
+            })
+            .collect(),
+        starts_with_summary: false,
+        main_from_sidechain: None,
         summary_vs_real,
         peak_chars: series.iter().map(|p| p.chars).max().unwrap_or(0),
         final_chars: estimate_chars(&messages),
         raw_final_chars: raw_total(raw_sum, main.len()),
+        sent_final_chars: raw_total(sent_sum, main.len()),
         counters,
         series,
         cache_requests,
@@ -340,6 +418,9 @@ pub fn replay_messages(
 /// size the real session had reached when it first compacted (rounded to
 /// three decimals), so that "where would this profile have compacted" is
 /// asked at the real harness's budget. `None` without a real compaction.
+///
+/// The size is the lab model's (`chars`), the unit the profile compares its
+/// limit with, so the scaled profile fires where the real harness did.
 pub fn scale_to_real(session: &ImportedSession, profile_name: &str) -> LabResult<Option<f64>> {
     let Some(&at) = session.real_compactions.first() else {
         return Ok(None);
@@ -389,17 +470,23 @@ pub fn replay_all(
 }
 
 /// Everything `lab replay FILE... --profile P --scale S` needs.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ReplayRun {
-    /// One report per (file, profile), files outer.
+    /// One report per (session, profile), sessions outer; a file of several
+    /// sessions (a trajectory array) is followed by one aggregate row per profile.
     pub reports: Vec<ReplayReport>,
     /// Import diagnostics of every file, `file:line:column: kind: message`
     /// (for stderr; they name ids and counts, never transcript text).
     pub diagnostics: Vec<String>,
+    /// The files that could not be replayed, with why, in file order: the
+    /// other files' reports are still in `reports`.
+    pub errors: Vec<LabError>,
 }
 
 /// Import every file and replay it under every named profile (all profiles
-/// when `profile_names` is empty).
+/// when `profile_names` is empty). A file that fails (bad input, no
+/// messages) is recorded in [`ReplayRun::errors`] and the others go on;
+/// a bad profile or scale fails the whole run before any import.
 pub fn run_files(
     files: &[std::path::PathBuf],
     profile_names: &[&str],
@@ -416,9 +503,11 @@ pub fn run_files(
     for n in names {
         profile(n)?;
     }
+    scaled_constants(&profile(names[0])?.config.constants, options.scale)?;
     let mut run = ReplayRun {
         reports: Vec::new(),
         diagnostics: Vec::new(),
+        errors: Vec::new(),
     };
     let progress = crate::progress::Progress::bar((files.len() * names.len()) as u64, "replay");
     for f in files {
@@ -426,16 +515,184 @@ pub fn run_files(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        progress.label(&format!("replay {name}: import"));
-        let session = import_file(f, import)?;
-        run.diagnostics.extend(session.diagnostic_lines());
-        for n in names {
-            progress.label(&format!("replay {name}: {n}"));
-            run.reports.push(replay_with(&session, n, options)?);
+        progress.label(&format!("replay {name}"));
+        match replay_file(f, names, options, import, &mut run.diagnostics) {
+            Ok(reports) => run.reports.extend(reports),
+            Err(e @ LabError::Usage { .. }) => return Err(e),
+            Err(e) => run.errors.push(e),
+        }
+        for _ in names {
             progress.step();
         }
     }
     Ok(run)
+}
+
+/// Every session of one file under every profile, plus aggregate rows.
+fn replay_file(
+    file: &std::path::Path,
+    names: &[&str],
+    options: &ReplayOptions,
+    import: &ImportOptions,
+    diagnostics: &mut Vec<String>,
+) -> LabResult<Vec<ReplayReport>> {
+    let sessions = import_file_sessions(file, import)?;
+    for s in &sessions {
+        diagnostics.extend(s.diagnostic_lines());
+    }
+    let mut reports = Vec::new();
+    let mut replayed = 0;
+    for s in &sessions {
+        // One empty trajectory among many is skipped with a note; a file
+        // with nothing to replay at all is refused.
+        match s.require_messages() {
+            Ok(()) => {}
+            Err(e) if sessions.len() > 1 => {
+                diagnostics.push(e.to_string().replace("error: ", "skipped: "));
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+        replayed += 1;
+        for n in names {
+            reports.push(replay_with(s, n, options)?);
+        }
+    }
+    if replayed == 0 {
+        let first = sessions.first().map(|s| s.require_messages());
+        return Err(match first {
+            Some(Err(e)) => e,
+            _ => LabError::Input {
+                file: file.to_path_buf(),
+                line: 0,
+                column: 0,
+                message: format!("no messages in {}", file.display()),
+                fix: "pass a transcript that holds a conversation".to_string(),
+            },
+        });
+    }
+    if sessions.len() > 1 {
+        let per_profile: Vec<ReplayReport> = names
+            .iter()
+            .map(|n| {
+                let rows: Vec<&ReplayReport> = reports.iter().filter(|r| r.profile == *n).collect();
+                aggregate(&rows, replayed)
+            })
+            .collect();
+        reports.extend(per_profile);
+    }
+    Ok(reports)
+}
+
+/// One row summing the reports of one profile over the sessions of a file:
+/// counts add up, `pairs_intact` holds if it held everywhere, peak is the
+/// largest; positions (first fired, real compactions) and series are per
+/// session only and left empty.
+pub fn aggregate(rows: &[&ReplayReport], sessions: usize) -> ReplayReport {
+    let first = rows.first().copied();
+    let sum = |f: &dyn Fn(&ReplayReport) -> u64| rows.iter().map(|r| f(r)).sum::<u64>();
+    let usum = |f: &dyn Fn(&ReplayReport) -> usize| rows.iter().map(|r| f(r)).sum::<usize>();
+    let file = first.map(|r| r.file.clone()).unwrap_or_default();
+    ReplayReport {
+        source: format!("{file} (all {sessions})"),
+        file,
+        format: first.and_then(|r| r.format),
+        profile: first.map(|r| r.profile.clone()).unwrap_or_default(),
+        scale: first.map_or(1.0, |r| r.scale),
+        scaled_to_real: rows.iter().any(|r| r.scaled_to_real),
+        context_char_limit: first.map_or(0, |r| r.context_char_limit),
+        messages: usum(&|r| r.messages),
+        model_calls: usum(&|r| r.model_calls),
+        tool_results: usum(&|r| r.tool_results),
+        lost_forever: sum(&|r| r.lost_forever),
+        pointer_lost: sum(&|r| r.pointer_lost),
+        pairs_intact: rows.iter().all(|r| r.pairs_intact),
+        invalid_requests: sum(&|r| r.invalid_requests),
+        unseen_compacted: sum(&|r| r.unseen_compacted),
+        double_compacted: sum(&|r| r.double_compacted),
+        persisted_files: usum(&|r| r.persisted_files),
+        bytes_persisted: sum(&|r| r.bytes_persisted),
+        summary_calls: sum(&|r| r.summary_calls),
+        first_fired_at: None,
+        first_summary_at: None,
+        real_compactions: Vec::new(),
+        real_compaction_meta: Vec::new(),
+        starts_with_summary: false,
+        main_from_sidechain: None,
+        summary_vs_real: None,
+        peak_chars: rows.iter().map(|r| r.peak_chars).max().unwrap_or(0),
+        final_chars: usum(&|r| r.final_chars),
+        raw_final_chars: usum(&|r| r.raw_final_chars),
+        sent_final_chars: usum(&|r| r.sent_final_chars),
+        counters: Counters::default(),
+        series: Vec::new(),
+        cache_requests: Vec::new(),
+    }
+}
+
+/// The arguments of `lab replay`.
+#[derive(Debug, Clone)]
+pub struct ReplayCommand {
+    /// Transcript files.
+    pub files: Vec<std::path::PathBuf>,
+    /// Profile names (empty = every profile).
+    pub profiles: Vec<String>,
+    /// Scale, path length, scale-to-real.
+    pub options: ReplayOptions,
+    /// Damage is an error.
+    pub strict: bool,
+    /// Forced input format name (`--format-in`).
+    pub format_in: Option<String>,
+    /// Where to write the SVG plot.
+    pub plot: Option<std::path::PathBuf>,
+    /// Output format.
+    pub format: crate::report::Format,
+    /// Table columns (indices into [`COLUMNS`]); `None` = the defaults.
+    pub columns: Option<Vec<usize>>,
+}
+
+/// `lab replay`: every good file's reports on stdout, diagnostics on
+/// stderr, then the errors of the files that failed (the command then fails
+/// with the gravest error's exit code).
+pub fn command(cmd: &ReplayCommand) -> LabResult<String> {
+    let s = cmd.options.scale;
+    if !(s.is_finite() && s > 0.0) {
+        return Err(LabError::usage(
+            format!("--scale {s} is not a positive number"),
+            "use e.g. --scale 0.1",
+        ));
+    }
+    let names: Vec<&str> = cmd.profiles.iter().map(String::as_str).collect();
+    let import = ImportOptions {
+        strict: cmd.strict,
+        format: cmd
+            .format_in
+            .as_deref()
+            .map(TranscriptFormat::from_name)
+            .transpose()?,
+    };
+    let run = run_files(&cmd.files, &names, &cmd.options, &import)?;
+    for d in &run.diagnostics {
+        eprintln!("warning: {d}");
+    }
+    if let Some(path) = &cmd.plot {
+        let svg = render_svg(&run.reports);
+        crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+            .map_err(|e| LabError::io("writing the plot", path, e))?;
+    }
+    let out = if run.reports.is_empty() {
+        String::new()
+    } else {
+        render_with(&run.reports, cmd.format, cmd.columns.as_deref())
+    };
+    match LabError::several(run.errors) {
+        None => Ok(out),
+        Some(e) => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            Err(e)
+        }
+    }
 }
 
 /// `estimate_chars` of `n` messages whose `message_chars` sum to `sum`.
@@ -474,6 +731,7 @@ pub const COLUMNS: &[(&str, &str)] = &[
     ("file", "file"),
     ("profile", "profile"),
     ("scale", "scale"),
+    ("limit_chars", "limit chars"),
     ("msgs", "msgs"),
     ("calls", "calls"),
     ("lost_forever", "lost_forever"),
@@ -487,7 +745,8 @@ pub const COLUMNS: &[(&str, &str)] = &[
     ("first_summary", "first summary @"),
     ("real_compaction", "real compaction @"),
     ("peak_chars", "peak chars"),
-    ("final_chars", "final / raw chars"),
+    ("final_chars", "final / raw chars / sent"),
+    ("notes", "notes"),
 ];
 
 /// The terminal table's default columns: what was lost and when compaction
@@ -501,6 +760,7 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
     "pairs_intact",
     "summary_calls",
     "first_fired",
+    "notes",
 ];
 
 /// Column indices of a `--columns` list (`a,b,c` or `all`), in the order given.
@@ -543,6 +803,7 @@ fn row(r: &ReplayReport) -> Vec<String> {
         r.source.clone(),
         r.profile.clone(),
         format!("{}", r.scale),
+        r.context_char_limit.to_string(),
         r.messages.to_string(),
         r.model_calls.to_string(),
         r.lost_forever.to_string(),
@@ -554,18 +815,45 @@ fn row(r: &ReplayReport) -> Vec<String> {
         r.summary_calls.to_string(),
         opt(r.first_fired_at),
         opt(r.first_summary_at),
-        if r.real_compactions.is_empty() {
+        if r.real_compaction_meta.is_empty() {
             "-".to_string()
         } else {
-            r.real_compactions
+            r.real_compaction_meta
                 .iter()
-                .map(|i| i.to_string())
+                .map(RealCompaction::describe)
                 .collect::<Vec<_>>()
                 .join(", ")
         },
         r.peak_chars.to_string(),
-        format!("{} / {}", r.final_chars, r.raw_final_chars),
+        format!(
+            "{} / {} / {}",
+            r.final_chars, r.raw_final_chars, r.sent_final_chars
+        ),
+        notes(r),
     ]
+}
+
+/// What a reader must know to compare the row: where its budget and its
+/// conversation came from.
+fn notes(r: &ReplayReport) -> String {
+    let mut out = Vec::new();
+    if r.scaled_to_real {
+        out.push("scale = real budget".to_string());
+    }
+    if r.starts_with_summary {
+        out.push("starts with a summary (compacted before the file)".to_string());
+    }
+    if let Some(k) = r.main_from_sidechain {
+        out.push(format!(
+            "sidechain {} replayed (no main conversation)",
+            k + 1
+        ));
+    }
+    if out.is_empty() {
+        "-".to_string()
+    } else {
+        out.join("; ")
+    }
 }
 
 fn table(reports: &[ReplayReport], markdown: bool, columns: &[usize]) -> String {
@@ -596,7 +884,8 @@ pub fn render_table(reports: &[ReplayReport]) -> String {
 
 /// A terminal table of the given columns (indices into [`COLUMNS`]).
 pub fn render_table_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
-    let mut s = table(reports, false, columns);
+    let mut s = format!("{SIZE_ESTIMATES}\n");
+    s += &table(reports, false, columns);
     s.push('\n');
     s
 }
@@ -609,15 +898,18 @@ pub fn render_markdown(reports: &[ReplayReport]) -> String {
 /// Markdown of the given columns (indices into [`COLUMNS`]).
 pub fn render_markdown_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
     format!(
-        "### Replay of real transcripts\n\n{}\n\n`@` = index in the imported main conversation; \
-`first fired` = first model call before which any step changed the context.\n",
+        "### Replay of real transcripts\n\n{SIZE_ESTIMATES}.\n\n{}\n\n`@` = index in the imported main conversation; \
+`first fired` = first model call before which any step changed the context; \
+real compactions show the recorded trigger and tokens when the log has them.\n",
         table(reports, true, columns)
     )
 }
 
-/// Pretty JSON of every report (series included), with a trailing newline.
+/// Pretty JSON: `{"sizes": SIZE_ESTIMATES, "reports": [...]}` (series
+/// included), with a trailing newline.
 pub fn render_json(reports: &[ReplayReport]) -> String {
-    let mut s = serde_json::to_string_pretty(reports).expect("reports serialise");
+    let doc = serde_json::json!({ "sizes": SIZE_ESTIMATES, "reports": reports });
+    let mut s = serde_json::to_string_pretty(&doc).expect("reports serialise");
     s.push('\n');
     s
 }

@@ -625,19 +625,34 @@ fn the_array_scanner_handles_brackets_and_escapes_inside_strings() {
 }
 
 #[test]
-fn an_empty_file_is_a_truncation() {
-    for fmt in [
-        TranscriptFormat::ChatJson,
-        TranscriptFormat::Anthropic,
-        TranscriptFormat::OpenAi,
+fn empty_input_is_no_messages_not_a_cut_file() {
+    for (text, fmt) in [
+        ("  \n", TranscriptFormat::ChatJson),
+        ("", TranscriptFormat::Anthropic),
+        ("\n\n", TranscriptFormat::OpenAi),
+        ("[]", TranscriptFormat::OpenAi),
+        (" [ ] ", TranscriptFormat::ChatJson),
+        ("{\"messages\": []}", TranscriptFormat::Anthropic),
+        ("", TranscriptFormat::ClaudeJsonl),
+        ("\n   \n\n", TranscriptFormat::ClaudeJsonl),
     ] {
-        let s = lenient("  \n", fmt);
-        assert_eq!(s.diagnostics_of(DiagnosticKind::Truncated).len(), 1);
+        let s = lenient(text, fmt);
+        assert!(s.diagnostics.is_empty(), "{text:?}: {:?}", s.diagnostics);
         assert!(s.main.is_empty());
+        let e = s.require_messages().unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(
+            e.to_string().contains("no messages in t.jsonl"),
+            "{text:?}: {e}"
+        );
     }
-    assert!(lenient("", TranscriptFormat::ClaudeJsonl)
-        .diagnostics
-        .is_empty());
+    // A file cut before its first message says both.
+    let s = lenient("[{\"type\": \"us", TranscriptFormat::ChatJson);
+    let e = s.require_messages().unwrap_err().to_string();
+    assert!(e.contains("no messages") && e.contains("cut"), "{e}");
+    assert!(lenient(&jsonl(&good()), TranscriptFormat::ClaudeJsonl)
+        .require_messages()
+        .is_ok());
 }
 
 #[test]

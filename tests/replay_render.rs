@@ -68,7 +68,12 @@ fn svg_snapshot() {
 fn json_has_every_field_and_the_series() {
     let r = reports();
     let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
-    let first = &v[0];
+    assert_eq!(
+        v["sizes"],
+        ctxlab::replay::SIZE_ESTIMATES,
+        "the estimates are named"
+    );
+    let first = &v["reports"][0];
     for key in [
         "lost_forever",
         "pointer_lost",
@@ -80,6 +85,9 @@ fn json_has_every_field_and_the_series() {
         "first_fired_at",
         "first_summary_at",
         "real_compactions",
+        "real_compaction_meta",
+        "starts_with_summary",
+        "sent_final_chars",
         "series",
     ] {
         assert!(first.get(key).is_some(), "missing {key}");

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::claude_records::convert_content;
 use super::stream::for_each_element;
-use super::{finish_document, DiagnosticKind, ImportedSession, Sink};
+use super::{finish_document, DiagnosticKind, ImportedSession, Origin, Sink};
 use crate::error::LabResult;
 use crate::message::{Message, Role};
 
@@ -23,56 +23,82 @@ pub(crate) fn read<R: BufRead>(
 ) -> LabResult<()> {
     let source = sink.source.to_path_buf();
     let mut main = Vec::new();
-    let mut lines = Vec::new();
-    let end = for_each_element(reader, &source, &["messages"], &["system"], |v, line| {
-        session.stats.records += 1;
-        let role = v.get("role").and_then(Value::as_str).map(str::to_string);
-        match role.as_deref() {
-            Some("user") | Some("assistant") => {
-                session.stats.message_records += 1;
-                let content = convert_content(v.get("content"), line, &mut session.stats, sink)?;
-                main.push(Message {
-                    role: if role.as_deref() == Some("user") {
-                        Role::User
-                    } else {
-                        Role::Assistant
-                    },
-                    content,
-                });
-                lines.push(line);
-                Ok(())
+    let mut origins = Vec::new();
+    let (mut with_role, mut first) = (0usize, None);
+    let end = for_each_element(
+        reader,
+        &source,
+        &["messages"],
+        &["system"],
+        |v, line, column| {
+            session.stats.records += 1;
+            first.get_or_insert((line, column));
+            let role = v.get("role").and_then(Value::as_str).map(str::to_string);
+            with_role += usize::from(role.is_some());
+            match role.as_deref() {
+                Some("user") | Some("assistant") => {
+                    session.stats.message_records += 1;
+                    let Some(content) = convert_content(
+                        v.get("content"),
+                        (line, column),
+                        &mut session.stats,
+                        sink,
+                    )?
+                    else {
+                        // Reported; a message whose content cannot be read is skipped whole.
+                        return Ok(());
+                    };
+                    main.push(Message {
+                        role: if role.as_deref() == Some("user") {
+                            Role::User
+                        } else {
+                            Role::Assistant
+                        },
+                        content,
+                    });
+                    origins.push(Origin::at(line, column, crate::pyjson::dumps_len(&v)));
+                    Ok(())
+                }
+                Some("system") => {
+                    session.stats.message_records += 1;
+                    session.system.push(system_text(v.get("content")));
+                    Ok(())
+                }
+                Some(other) => {
+                    session.skip(&format!("role:{other}"));
+                    sink.report(
+                        line,
+                        column,
+                        DiagnosticKind::UnknownRole,
+                        format!("unknown role `{other}`; counted and skipped"),
+                    )
+                }
+                None => {
+                    session.skip("(no role)");
+                    sink.report(
+                        line,
+                        column,
+                        DiagnosticKind::InvalidRecord,
+                        "message has no string `role`; skipped".into(),
+                    )
+                }
             }
-            Some("system") => {
-                session.stats.message_records += 1;
-                session.system.push(system_text(v.get("content")));
-                Ok(())
-            }
-            Some(other) => {
-                session.skip(&format!("role:{other}"));
-                sink.report(
-                    line,
-                    1,
-                    DiagnosticKind::UnknownRole,
-                    format!("unknown role `{other}`; counted and skipped"),
-                )
-            }
-            None => {
-                session.skip("(no role)");
-                sink.report(
-                    line,
-                    1,
-                    DiagnosticKind::InvalidRecord,
-                    "message has no string `role`; skipped".into(),
-                )
-            }
-        }
-    })?;
+        },
+    )?;
+    if session.stats.records > 0 && with_role == 0 {
+        let first = first.unwrap_or((1, 1));
+        return Err(super::openai::not_messages(
+            sink,
+            session.stats.records,
+            first,
+        ));
+    }
     for (key, value) in &end.captured {
         if key == "system" {
             session.system.insert(0, system_text(Some(value)));
         }
     }
-    finish_document(session, main, lines, end.truncated, sink)
+    finish_document(session, main, origins, end.truncated, sink)
 }
 
 /// A system prompt as text: a string, or text blocks joined by newlines.

@@ -1,7 +1,8 @@
 //! `chat.json`: a JSON array of Claude Code records, streamed element by element.
 //!
-//! Same records as [`super::claude_jsonl`] (the handling is shared); lines in
-//! diagnostics are the line each element starts on. An array cut before its
+//! Same records as [`super::claude_jsonl`] (the handling is shared); positions
+//! in diagnostics are the line and column each element starts at (a minified
+//! one-line file still names each element). An array cut before its
 //! closing `]` is a [`super::DiagnosticKind::Truncated`] diagnostic (elements
 //! before the cut are kept; an error under `strict`).
 
@@ -19,8 +20,8 @@ pub(crate) fn read<R: BufRead>(
 ) -> LabResult<()> {
     let mut records = Records::default();
     let source = sink.source.to_path_buf();
-    let end = for_each_element(reader, &source, &[], &[], |v, line| {
-        records.record(v, line, session, sink)
+    let end = for_each_element(reader, &source, &[], &[], |v, line, column| {
+        records.record(v, (line, column), session, sink)
     })?;
     if let Some((line, column)) = end.truncated {
         sink.report(

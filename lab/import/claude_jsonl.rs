@@ -52,8 +52,11 @@ pub(crate) fn read<R: BufRead>(
             session.stats.comment_lines += 1;
             continue;
         }
-        match serde_json::from_slice::<serde_json::Value>(text) {
-            Ok(v) => records.record(v, line_no, session, sink)?,
+        match slim_record(text) {
+            Ok(v) => {
+                let column = text.len() - trimmed.len() + 1;
+                records.record(v, (line_no, column), session, sink)?
+            }
             Err(e) => {
                 let at_end = !had_newline
                     || reader
@@ -80,4 +83,64 @@ pub(crate) fn read<R: BufRead>(
         }
     }
     records.finish(session, sink)
+}
+
+/// The fields of a Claude Code record the import reads; the rest (tool
+/// results' `toolUseResult` copies, `cwd`, versions…) are skipped by the
+/// parser without being built.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Slim {
+    #[serde(rename = "type")]
+    kind: Option<serde_json::Value>,
+    uuid: Option<serde_json::Value>,
+    parent_uuid: Option<serde_json::Value>,
+    logical_parent_uuid: Option<serde_json::Value>,
+    is_sidechain: Option<serde_json::Value>,
+    is_compact_summary: Option<serde_json::Value>,
+    subtype: Option<serde_json::Value>,
+    compact_metadata: Option<serde_json::Value>,
+    message: Option<SlimMessage>,
+}
+
+#[derive(serde::Deserialize)]
+struct SlimMessage {
+    id: Option<serde_json::Value>,
+    content: Option<serde_json::Value>,
+}
+
+/// Parse one record, building only the fields the import reads. Anything
+/// the slim shape cannot hold (not an object, a `message` that is not an
+/// object, a duplicate key) is parsed whole, so the record handling and its
+/// diagnostics are the same either way.
+fn slim_record(text: &[u8]) -> serde_json::Result<serde_json::Value> {
+    use serde_json::{Map, Value};
+    let Ok(slim) = serde_json::from_slice::<Slim>(text) else {
+        return serde_json::from_slice(text);
+    };
+    let mut map = Map::new();
+    let mut put = |key: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            map.insert(key.to_string(), v);
+        }
+    };
+    put("type", slim.kind);
+    put("uuid", slim.uuid);
+    put("parentUuid", slim.parent_uuid);
+    put("logicalParentUuid", slim.logical_parent_uuid);
+    put("isSidechain", slim.is_sidechain);
+    put("isCompactSummary", slim.is_compact_summary);
+    put("subtype", slim.subtype);
+    put("compactMetadata", slim.compact_metadata);
+    if let Some(m) = slim.message {
+        let mut message = Map::new();
+        if let Some(id) = m.id {
+            message.insert("id".into(), id);
+        }
+        if let Some(c) = m.content {
+            message.insert("content".into(), c);
+        }
+        map.insert("message".into(), Value::Object(message));
+    }
+    Ok(Value::Object(map))
 }

@@ -12,6 +12,10 @@
 //! | JSON array of the same records | `.json` (sniffed) | [`chat_json`] |
 //! | Anthropic Messages request (`{"messages": [...]}` or a bare array) | `.json` (sniffed) | [`anthropic`] |
 //! | OpenAI chat messages (`tool_calls` / `role: tool`), incl. SWE-agent `.traj` `history` | `.traj`, `.json` (sniffed) | [`openai`] |
+//! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
+//!
+//! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
+//! ([`ImportOptions::format`]) forces a format.
 //!
 //! # Damage policy
 //!
@@ -52,6 +56,8 @@ pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
 pub mod openai;
+pub mod sniff;
+pub mod trajectories;
 
 mod claude_records;
 mod stream;
@@ -64,7 +70,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
-use crate::message::{estimate_chars, Block, Content, Message, Role};
+use crate::message::{estimate_chars, message_chars, Block, Content, Message, Role};
 
 /// Content of a `tool_result` synthesized for a `tool_use` that has none.
 pub const MISSING_RESULT: &str = "[missing result]";
@@ -82,6 +88,9 @@ pub enum TranscriptFormat {
     /// OpenAI chat messages; a SWE-agent `.traj` is read from its `history`.
     #[serde(rename = "openai")]
     OpenAi,
+    /// A JSON array of trajectory objects, each with its messages under
+    /// `traj` (tau-bench's published trajectories); one session per element.
+    Trajectories,
 }
 
 impl TranscriptFormat {
@@ -92,6 +101,7 @@ impl TranscriptFormat {
             TranscriptFormat::ChatJson => "chat_json",
             TranscriptFormat::Anthropic => "anthropic",
             TranscriptFormat::OpenAi => "openai",
+            TranscriptFormat::Trajectories => "trajectories",
         }
     }
 
@@ -102,9 +112,10 @@ impl TranscriptFormat {
             "chat_json" => Ok(TranscriptFormat::ChatJson),
             "anthropic" => Ok(TranscriptFormat::Anthropic),
             "openai" => Ok(TranscriptFormat::OpenAi),
+            "trajectories" => Ok(TranscriptFormat::Trajectories),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories",
             )),
         }
     }
@@ -145,6 +156,12 @@ pub enum DiagnosticKind {
     DuplicateUuid,
     /// A record names a parent that does not exist.
     MissingParent,
+    /// A chain cut off the main conversation holds the file's first message:
+    /// the conversation's start is missing from what is replayed.
+    DetachedStart,
+    /// No main conversation: every message record is a sidechain, and a
+    /// sidechain is replayed in its place (informational).
+    SidechainOnly,
 }
 
 impl DiagnosticKind {
@@ -162,12 +179,17 @@ impl DiagnosticKind {
             DiagnosticKind::DetachedChain => "detached_chain",
             DiagnosticKind::DuplicateUuid => "duplicate_uuid",
             DiagnosticKind::MissingParent => "missing_parent",
+            DiagnosticKind::DetachedStart => "detached_start",
+            DiagnosticKind::SidechainOnly => "sidechain_only",
         }
     }
 
     /// Is this damage (an error under `strict`) rather than information?
     pub fn is_damage(self) -> bool {
-        !matches!(self, DiagnosticKind::DetachedChain)
+        !matches!(
+            self,
+            DiagnosticKind::DetachedChain | DiagnosticKind::SidechainOnly
+        )
     }
 
     fn fix(self) -> &'static str {
@@ -178,8 +200,8 @@ impl DiagnosticKind {
             DiagnosticKind::UnknownRecordType | DiagnosticKind::UnknownRole | DiagnosticKind::UnknownBlockType => "the importer does not know this kind; drop --strict to count and skip it",
             DiagnosticKind::InvalidRecord => "the record is valid JSON but not the expected shape; fix or remove the record, or drop --strict to skip it",
             DiagnosticKind::BadToolArguments => "tool-call arguments must be a JSON string holding JSON; drop --strict to keep them as a plain string",
-            DiagnosticKind::DuplicateUuid | DiagnosticKind::MissingParent => "the record chain is inconsistent; drop --strict to import the chain that can be followed",
-            DiagnosticKind::DetachedChain => "informational",
+            DiagnosticKind::DuplicateUuid | DiagnosticKind::MissingParent | DiagnosticKind::DetachedStart => "the record chain is inconsistent; drop --strict to import the chain that can be followed",
+            DiagnosticKind::DetachedChain | DiagnosticKind::SidechainOnly => "informational",
         }
     }
 }
@@ -217,11 +239,46 @@ pub struct FileStats {
     pub comment_lines: usize,
 }
 
-/// One imported transcript.
+/// One real compaction of the recorded session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RealCompaction {
+    /// Index in `main` of the first message of the continued context (the summary).
+    pub at: usize,
+    /// `compactMetadata.trigger` of the boundary record (`auto` / `manual`), when recorded.
+    pub trigger: Option<String>,
+    /// `compactMetadata.preTokens`: the context in tokens when it compacted, when recorded.
+    pub pre_tokens: Option<u64>,
+}
+
+impl RealCompaction {
+    /// `138 (auto, 156953 tok)`, `138 (manual)`, `138`.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(t) = &self.trigger {
+            parts.push(t.clone());
+        }
+        if let Some(p) = self.pre_tokens {
+            parts.push(format!("{p} tok"));
+        }
+        if parts.is_empty() {
+            self.at.to_string()
+        } else {
+            format!("{} ({})", self.at, parts.join(", "))
+        }
+    }
+}
+
+/// One imported transcript: what replay (and the policy engine) consumes.
+///
+/// `main`, `main_lines` and `main_sent_chars` run parallel. A file holds one
+/// session, except a trajectory array (one per element, see `label`).
 #[derive(Debug, Clone)]
 pub struct ImportedSession {
     /// The file read.
     pub source: PathBuf,
+    /// Name in reports: the file name, or `FILE#INDEX task ID` for one
+    /// trajectory of a trajectory array.
+    pub label: String,
     /// Its format.
     pub format: TranscriptFormat,
     /// System prompts found (not part of `main`; the lab's model has no system role).
@@ -231,6 +288,15 @@ pub struct ImportedSession {
     /// 1-based source line of the (first) record behind each `main` message
     /// (0 for messages the importer synthesized).
     pub main_lines: Vec<usize>,
+    /// The course's size of each `main` message as recorded:
+    /// `len(json.dumps(message, default=str, ensure_ascii=False))` of the
+    /// message as the file holds it (image data, thinking signatures,
+    /// `is_error`, list-shaped result contents included), which the lab's
+    /// message model leaves out; see [`sent_chars`].
+    pub main_sent_chars: Vec<usize>,
+    /// When every message record is a sidechain (a sub-agent log on its own),
+    /// `main` is the longest sidechain and this is its index in `sidechains`.
+    pub main_from_sidechain: Option<usize>,
     /// Sidechain conversations (Claude Code sub-agents), one per chain root, in file order.
     pub sidechains: Vec<Vec<Message>>,
     /// Non-sidechain chains not reachable from the main leaf (e.g. an earlier
@@ -239,10 +305,18 @@ pub struct ImportedSession {
     /// Indices in `main` where the real session compacted: the index of the
     /// compaction summary message (the first message of the continued context).
     pub real_compactions: Vec<usize>,
+    /// The same compactions with their recorded `compactMetadata`.
+    pub real_compaction_meta: Vec<RealCompaction>,
+    /// `main` starts with a compaction summary whose history is not in the
+    /// file: the session compacted before this file begins.
+    pub starts_with_summary: bool,
     /// Records that are not messages, by record type (and unknown ones).
     pub skipped: BTreeMap<String, usize>,
-    /// Everything noticed, in file order of detection.
+    /// Everything noticed, in file order of detection; at most
+    /// [`SAMPLES_PER_KIND`] per kind (the rest are counted in `suppressed`).
     pub diagnostics: Vec<Diagnostic>,
+    /// Diagnostics beyond the first [`SAMPLES_PER_KIND`] of their kind, counted, by kind name.
+    pub suppressed: BTreeMap<String, usize>,
     /// Whole-file counts.
     pub stats: FileStats,
 }
@@ -268,8 +342,14 @@ pub struct ImportSummary {
     pub main_thinking_blocks: usize,
     /// `image` blocks in `main`.
     pub main_images: usize,
-    /// Python-compatible size estimate of `main`, in characters.
+    /// Size of `main` in the lab's message model (what compaction measures), in characters.
     pub main_chars: usize,
+    /// The course's size estimate of `main` as recorded ([`sent_chars`]), in characters.
+    pub main_sent_chars: usize,
+    /// The session compacted before the file begins.
+    pub starts_with_summary: bool,
+    /// `main` is a sidechain (no main conversation in the file).
+    pub main_from_sidechain: bool,
     /// Sidechain conversations.
     pub sidechains: usize,
     /// Messages over all sidechains.
@@ -280,6 +360,8 @@ pub struct ImportSummary {
     pub detached_messages: usize,
     /// Where the real session compacted (indices in `main`).
     pub real_compactions: Vec<usize>,
+    /// The same, with trigger and pre-compaction tokens when recorded.
+    pub real_compaction_meta: Vec<RealCompaction>,
     /// Skipped record types and counts.
     pub skipped: BTreeMap<String, usize>,
     /// Diagnostics by kind.
@@ -290,15 +372,24 @@ impl ImportedSession {
     fn new(source: &Path, format: TranscriptFormat) -> Self {
         ImportedSession {
             source: source.to_path_buf(),
+            label: source
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             format,
             system: Vec::new(),
             main: Vec::new(),
             main_lines: Vec::new(),
+            main_sent_chars: Vec::new(),
+            main_from_sidechain: None,
             sidechains: Vec::new(),
             detached: Vec::new(),
             real_compactions: Vec::new(),
+            real_compaction_meta: Vec::new(),
+            starts_with_summary: false,
             skipped: BTreeMap::new(),
             diagnostics: Vec::new(),
+            suppressed: BTreeMap::new(),
             stats: FileStats::default(),
         }
     }
@@ -312,7 +403,7 @@ impl ImportedSession {
                 .filter(|b| pred(b))
                 .count()
         };
-        let mut diagnostics = BTreeMap::new();
+        let mut diagnostics = self.suppressed.clone();
         for d in &self.diagnostics {
             *diagnostics.entry(d.kind.name().to_string()).or_insert(0) += 1;
         }
@@ -331,11 +422,15 @@ impl ImportedSession {
             main_thinking_blocks: count(&|b| matches!(b, Block::Thinking { .. })),
             main_images: count(&|b| matches!(b, Block::Image { .. })),
             main_chars: estimate_chars(&self.main),
+            main_sent_chars: sent_chars(&self.main_sent_chars),
+            starts_with_summary: self.starts_with_summary,
+            main_from_sidechain: self.main_from_sidechain.is_some(),
             sidechains: self.sidechains.len(),
             sidechain_messages: self.sidechains.iter().map(Vec::len).sum(),
             detached_chains: self.detached.len(),
             detached_messages: self.detached.iter().map(Vec::len).sum(),
             real_compactions: self.real_compactions.clone(),
+            real_compaction_meta: self.real_compaction_meta.clone(),
             skipped: self.skipped.clone(),
             diagnostics,
         }
@@ -346,9 +441,11 @@ impl ImportedSession {
         self.diagnostics.iter().filter(|d| d.kind == kind).collect()
     }
 
-    /// One printable line per diagnostic: `file:line:column: kind: message`.
+    /// One printable line per diagnostic: `file:line:column: kind: message`,
+    /// then one line per kind that had more than [`SAMPLES_PER_KIND`].
     pub fn diagnostic_lines(&self) -> Vec<String> {
-        self.diagnostics
+        let mut out: Vec<String> = self
+            .diagnostics
             .iter()
             .map(|d| {
                 format!(
@@ -360,7 +457,47 @@ impl ImportedSession {
                     d.message
                 )
             })
-            .collect()
+            .collect();
+        for (kind, n) in &self.suppressed {
+            out.push(format!(
+                "{}: {kind}: {n} more like the {SAMPLES_PER_KIND} above, not shown",
+                self.source.display()
+            ));
+        }
+        out
+    }
+
+    /// The refusal for a session with nothing to replay: `no messages in FILE`,
+    /// with what the file held instead.
+    pub fn require_messages(&self) -> LabResult<()> {
+        if !self.main.is_empty() {
+            return Ok(());
+        }
+        let held = if self.stats.records == 0 {
+            "no records".to_string()
+        } else {
+            format!(
+                "{} record(s), none a user or assistant message on a chain",
+                self.stats.records
+            )
+        };
+        let truncated = self
+            .diagnostics
+            .iter()
+            .any(|d| d.kind == DiagnosticKind::Truncated);
+        Err(LabError::Input {
+            file: self.source.clone(),
+            line: 0,
+            column: 0,
+            message: format!(
+                "no messages in {} ({held}{})",
+                self.label,
+                if truncated { "; the file is cut" } else { "" }
+            ),
+            fix:
+                "pass a transcript that holds a conversation (or name its format with --format-in)"
+                    .to_string(),
+        })
     }
 
     fn skip(&mut self, record_type: &str) {
@@ -368,14 +505,27 @@ impl ImportedSession {
     }
 }
 
+/// Diagnostics kept per kind; the rest are counted only, so a flood of one
+/// repeated damage (a log with thousands of duplicate uuids) prints a few
+/// samples and a count instead of a line each.
+pub const SAMPLES_PER_KIND: usize = 5;
+
+/// The course's size estimate of messages whose recorded sizes are `sizes`:
+/// `len(json.dumps(messages))` = brackets, `", "` separators and the messages.
+pub fn sent_chars(sizes: &[usize]) -> usize {
+    2 + sizes.len().saturating_sub(1) * 2 + sizes.iter().sum::<usize>()
+}
+
 /// Collects diagnostics and enforces `strict`.
 pub(crate) struct Sink<'a> {
     pub(crate) source: &'a Path,
     pub(crate) strict: bool,
     pub(crate) diagnostics: Vec<Diagnostic>,
+    /// Every diagnostic reported, kept or not, by kind.
+    pub(crate) counts: BTreeMap<DiagnosticKind, usize>,
 }
 
-impl Sink<'_> {
+impl<'a> Sink<'a> {
     /// Record a diagnostic; under `strict`, damage becomes an error.
     pub(crate) fn report(
         &mut self,
@@ -396,13 +546,38 @@ impl Sink<'_> {
                 fix: kind.fix().to_string(),
             });
         }
-        self.diagnostics.push(Diagnostic {
-            line,
-            column,
-            kind,
-            message,
-        });
+        let n = self.counts.entry(kind).or_insert(0);
+        *n += 1;
+        if *n <= SAMPLES_PER_KIND {
+            self.diagnostics.push(Diagnostic {
+                line,
+                column,
+                kind,
+                message,
+            });
+        }
         Ok(())
+    }
+
+    /// A fresh sink for the same file and strictness (one per trajectory).
+    pub(crate) fn fork(&self) -> Sink<'a> {
+        Sink {
+            source: self.source,
+            strict: self.strict,
+            diagnostics: Vec::new(),
+            counts: BTreeMap::new(),
+        }
+    }
+
+    /// Hand the diagnostics to `session`: the kept ones and the counts of the rest.
+    pub(crate) fn finish_into(self, session: &mut ImportedSession) {
+        session.diagnostics = self.diagnostics;
+        session.suppressed = self
+            .counts
+            .into_iter()
+            .filter(|(_, n)| *n > SAMPLES_PER_KIND)
+            .map(|(k, n)| (k.name().to_string(), n - SAMPLES_PER_KIND))
+            .collect();
     }
 
     /// A hard input error at a position.
@@ -417,43 +592,35 @@ impl Sink<'_> {
     }
 }
 
-/// Guess the format from the extension, then from the first bytes.
+/// Guess the format: from the content first ([`sniff::sniff`]), then from
+/// the extension (`.jsonl` Claude Code, `.traj` OpenAI), else
+/// [`TranscriptFormat::Anthropic`].
 ///
-/// `.jsonl` is Claude Code, `.traj` is OpenAI (SWE-agent). For `.json` (or
-/// anything else) the first 64 KiB are sniffed: Claude Code record keys
-/// (`parentUuid`, `sessionId`, `leafUuid`) mean [`TranscriptFormat::ChatJson`]; OpenAI
-/// markers (`tool_calls`, `tool_call_id`, `"role": "tool"`, `"history"`) mean
-/// [`TranscriptFormat::OpenAi`]; anything else is read as [`TranscriptFormat::Anthropic`].
+/// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
+/// `chat.json` saved as `.jsonl`.
 pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("jsonl") => return TranscriptFormat::ClaudeJsonl,
-        Some("traj") => return TranscriptFormat::OpenAi,
-        _ => {}
-    }
-    let text = String::from_utf8_lossy(head);
-    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    if ["\"parentUuid\"", "\"sessionId\"", "\"leafUuid\""]
-        .iter()
-        .any(|k| compact.contains(k))
-    {
-        TranscriptFormat::ChatJson
-    } else if [
-        "\"tool_calls\"",
-        "\"tool_call_id\"",
-        "\"role\":\"tool\"",
-        "\"history\"",
-    ]
-    .iter()
-    .any(|k| compact.contains(k))
-    {
-        TranscriptFormat::OpenAi
-    } else {
-        TranscriptFormat::Anthropic
-    }
+    sniff::sniff(head)
+        .or_else(|| match path.extension().and_then(|e| e.to_str()) {
+            Some("jsonl") => Some(TranscriptFormat::ClaudeJsonl),
+            Some("traj") => Some(TranscriptFormat::OpenAi),
+            _ => None,
+        })
+        .unwrap_or(TranscriptFormat::Anthropic)
 }
 
-/// Import one file, detecting its format unless `options.format` is set.
+/// Import one file that holds one session, detecting its format unless
+/// `options.format` is set. A trajectory array of several sessions is
+/// refused here; [`import_file_sessions`] takes it.
 pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSession> {
+    one_session(import_file_sessions(path, options)?, path)
+}
+
+/// Import every session of one file (one, or one per trajectory of a
+/// trajectory array), detecting the format unless `options.format` is set.
+pub fn import_file_sessions(
+    path: &Path,
+    options: &ImportOptions,
+) -> LabResult<Vec<ImportedSession>> {
     crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
     let file = File::open(path).map_err(|e| LabError::io("opening transcript", path, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
@@ -466,30 +633,67 @@ pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSe
             detect_format(path, head)
         }
     };
-    import_reader(reader, path, format, options)
+    import_reader_sessions(reader, path, format, options)
 }
 
-/// Import from any buffered reader; `source` names it in diagnostics and errors.
+/// Import one session from any buffered reader; `source` names it in
+/// diagnostics and errors.
 pub fn import_reader<R: BufRead>(
     reader: R,
     source: &Path,
     format: TranscriptFormat,
     options: &ImportOptions,
 ) -> LabResult<ImportedSession> {
-    let mut session = ImportedSession::new(source, format);
+    one_session(
+        import_reader_sessions(reader, source, format, options)?,
+        source,
+    )
+}
+
+/// Import every session from a buffered reader.
+pub fn import_reader_sessions<R: BufRead>(
+    reader: R,
+    source: &Path,
+    format: TranscriptFormat,
+    options: &ImportOptions,
+) -> LabResult<Vec<ImportedSession>> {
     let mut sink = Sink {
         source,
         strict: options.strict,
         diagnostics: Vec::new(),
+        counts: BTreeMap::new(),
     };
+    if format == TranscriptFormat::Trajectories {
+        return trajectories::read(reader, &mut sink);
+    }
+    let mut session = ImportedSession::new(source, format);
     match format {
         TranscriptFormat::ClaudeJsonl => claude_jsonl::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::OpenAi => openai::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenAi | TranscriptFormat::Trajectories => {
+            openai::read(reader, &mut session, &mut sink)?
+        }
     }
-    session.diagnostics = sink.diagnostics;
-    Ok(session)
+    sink.finish_into(&mut session);
+    Ok(vec![session])
+}
+
+fn one_session(mut sessions: Vec<ImportedSession>, source: &Path) -> LabResult<ImportedSession> {
+    if sessions.len() == 1 {
+        return Ok(sessions.remove(0));
+    }
+    Err(LabError::Input {
+        file: source.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!(
+            "the file holds {} sessions (a trajectory array), not one",
+            sessions.len()
+        ),
+        fix: "import it with import_file_sessions (as `lab import` and `lab replay` do), one session per trajectory"
+            .to_string(),
+    })
 }
 
 /// Import from a string (tests, in-memory requests).
@@ -502,12 +706,60 @@ pub fn import_str(
     import_reader(text.as_bytes(), source, format, options)
 }
 
+/// Where a message under construction came from, kept parallel to the
+/// messages while importing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Origin {
+    /// 1-based line of its (first) record; 0 when synthesized.
+    pub(crate) line: usize,
+    /// 1-based column of that record's first byte; 0 when synthesized.
+    pub(crate) column: usize,
+    /// The course's size of the message as recorded; 0 = same as the lab's.
+    pub(crate) recorded: usize,
+    /// `recorded` minus the lab's size, fixed before repairs change the message.
+    pub(crate) extra: i64,
+}
+
+impl Origin {
+    /// A record at (line, column) whose message the course sizes at `recorded`.
+    pub(crate) fn at(line: usize, column: usize, recorded: usize) -> Self {
+        Origin {
+            line,
+            column,
+            recorded,
+            extra: 0,
+        }
+    }
+}
+
+/// `len(json.dumps({"role": role, "content": <content>}))` for a content of
+/// `content_len` characters.
+pub(crate) fn recorded_message_len(role: Role, content_len: usize) -> usize {
+    let role = match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    // {"role": "<role>", "content": <content>}
+    crate::pyjson::dumps_len(&serde_json::json!({ "role": role, "content": "" })) - 2 + content_len
+}
+
+/// Store repaired messages in `session.main` with their lines and recorded sizes.
+pub(crate) fn store_main(session: &mut ImportedSession, main: Vec<Message>, origins: Vec<Origin>) {
+    session.main_lines = origins.iter().map(|o| o.line).collect();
+    session.main_sent_chars = main
+        .iter()
+        .zip(&origins)
+        .map(|(m, o)| (message_chars(m) as i64 + o.extra).max(0) as usize)
+        .collect();
+    session.main = main;
+}
+
 /// The common end of a whole-document import (Anthropic request, OpenAI chat):
 /// report a cut document, repair pairs, and store the main conversation.
 pub(crate) fn finish_document(
     session: &mut ImportedSession,
     mut main: Vec<Message>,
-    mut lines: Vec<usize>,
+    mut origins: Vec<Origin>,
     truncated: Option<(usize, usize)>,
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
@@ -519,121 +771,142 @@ pub(crate) fn finish_document(
             "the JSON document ends early (file cut); messages before the cut are kept".into(),
         )?;
     }
-    repair_pairs(&mut main, &mut lines, sink)?;
-    session.main = main;
-    session.main_lines = lines;
+    repair_pairs(&mut main, &mut origins, sink)?;
+    store_main(session, main, origins);
     Ok(())
 }
 
 /// Make every `tool_use` answered in the next message and every `tool_result`
 /// answer a `tool_use` of the message before it (see the module's damage policy).
 ///
-/// `lines` runs parallel to `messages` and is kept parallel.
+/// `origins` runs parallel to `messages` and is kept parallel; each origin's
+/// `extra` (recorded minus lab size) is fixed here, before any repair, so a
+/// repaired message keeps what the lab model leaves out of it.
 pub(crate) fn repair_pairs(
     messages: &mut Vec<Message>,
-    lines: &mut Vec<usize>,
+    origins: &mut Vec<Origin>,
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
-    debug_assert_eq!(messages.len(), lines.len());
+    debug_assert_eq!(messages.len(), origins.len());
+    for (m, o) in messages.iter().zip(origins.iter_mut()) {
+        if o.recorded > 0 {
+            o.extra = o.recorded as i64 - message_chars(m) as i64;
+        }
+    }
     let mut i = 0;
     while i < messages.len() {
-        // Orphan results: answer nothing in the message before.
-        if messages[i].is_tool_result() {
-            let asked: HashSet<String> = if i > 0 {
-                messages[i - 1]
-                    .tool_use_ids()
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect()
-            } else {
-                HashSet::new()
-            };
-            let line = lines[i];
-            let mut orphans = Vec::new();
-            if let Content::Blocks(blocks) = &mut messages[i].content {
-                blocks.retain(|b| match b {
-                    Block::ToolResult { tool_use_id, .. } if !asked.contains(tool_use_id) => {
-                        orphans.push(tool_use_id.clone());
-                        false
-                    }
-                    _ => true,
-                });
-            }
-            for id in orphans {
-                sink.report(
-                    line,
-                    0,
-                    DiagnosticKind::OrphanToolResult,
-                    format!("tool_result for `{id}` answers no tool_use of the message before it; removed"),
-                )?;
-            }
-            if messages[i].blocks().is_empty() && matches!(messages[i].content, Content::Blocks(_))
-            {
-                messages.remove(i);
-                lines.remove(i);
-                continue;
-            }
+        if messages[i].is_tool_result() && remove_orphans(messages, i, origins[i], sink)? {
+            messages.remove(i);
+            origins.remove(i);
+            continue;
         }
-        // Dangling calls: not answered by the next message.
         if messages[i].has_tool_use() {
-            let answered: HashSet<String> = messages
-                .get(i + 1)
-                .map(|m| {
-                    m.tool_result_ids()
-                        .into_iter()
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let missing: Vec<String> = messages[i]
-                .tool_use_ids()
-                .into_iter()
-                .filter(|id| !answered.contains(*id))
-                .map(str::to_string)
-                .collect();
-            if !missing.is_empty() {
-                for id in &missing {
-                    sink.report(
-                        lines[i],
-                        0,
-                        DiagnosticKind::DanglingToolUse,
-                        format!(
-                            "tool_use `{id}` has no tool_result; synthesized \"{MISSING_RESULT}\""
-                        ),
-                    )?;
-                }
-                let results: Vec<Block> = missing
-                    .into_iter()
-                    .map(|tool_use_id| Block::ToolResult {
-                        tool_use_id,
-                        content: MISSING_RESULT.to_string(),
-                    })
-                    .collect();
-                let next_is_user = messages.get(i + 1).is_some_and(|m| m.role == Role::User);
-                if next_is_user {
-                    let next = &mut messages[i + 1];
-                    let mut blocks =
-                        match std::mem::replace(&mut next.content, Content::Blocks(Vec::new())) {
-                            Content::Blocks(b) => b,
-                            Content::Text(t) => vec![Block::Text { text: t }],
-                        };
-                    // Results first, as the API requires.
-                    let mut merged = results;
-                    merged.append(&mut blocks);
-                    next.content = Content::Blocks(merged);
-                } else {
-                    messages.insert(
-                        i + 1,
-                        Message {
-                            role: Role::User,
-                            content: Content::Blocks(results),
-                        },
-                    );
-                    lines.insert(i + 1, 0);
-                }
-            }
+            answer_dangling(messages, origins, i, sink)?;
         }
         i += 1;
+    }
+    Ok(())
+}
+
+/// Remove the results of message `i` that answer nothing in the message
+/// before it; true when nothing is left of the message.
+fn remove_orphans(
+    messages: &mut [Message],
+    i: usize,
+    origin: Origin,
+    sink: &mut Sink<'_>,
+) -> LabResult<bool> {
+    let asked: HashSet<String> = if i > 0 {
+        messages[i - 1]
+            .tool_use_ids()
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    let mut orphans = Vec::new();
+    if let Content::Blocks(blocks) = &mut messages[i].content {
+        blocks.retain(|b| match b {
+            Block::ToolResult { tool_use_id, .. } if !asked.contains(tool_use_id) => {
+                orphans.push(tool_use_id.clone());
+                false
+            }
+            _ => true,
+        });
+    }
+    for id in orphans {
+        sink.report(
+            origin.line,
+            origin.column,
+            DiagnosticKind::OrphanToolResult,
+            format!("tool_result for `{id}` answers no tool_use of the message before it; removed"),
+        )?;
+    }
+    Ok(messages[i].blocks().is_empty() && matches!(messages[i].content, Content::Blocks(_)))
+}
+
+/// Synthesize a [`MISSING_RESULT`] for every call of message `i` that the
+/// next message does not answer.
+fn answer_dangling(
+    messages: &mut Vec<Message>,
+    origins: &mut Vec<Origin>,
+    i: usize,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let answered: HashSet<String> = messages
+        .get(i + 1)
+        .map(|m| {
+            m.tool_result_ids()
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let missing: Vec<String> = messages[i]
+        .tool_use_ids()
+        .into_iter()
+        .filter(|id| !answered.contains(*id))
+        .map(str::to_string)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    for id in &missing {
+        sink.report(
+            origins[i].line,
+            origins[i].column,
+            DiagnosticKind::DanglingToolUse,
+            format!("tool_use `{id}` has no tool_result; synthesized \"{MISSING_RESULT}\""),
+        )?;
+    }
+    let results: Vec<Block> = missing
+        .into_iter()
+        .map(|tool_use_id| Block::ToolResult {
+            tool_use_id,
+            content: MISSING_RESULT.to_string(),
+        })
+        .collect();
+    let next_is_user = messages.get(i + 1).is_some_and(|m| m.role == Role::User);
+    if next_is_user {
+        let next = &mut messages[i + 1];
+        let mut blocks = match std::mem::replace(&mut next.content, Content::Blocks(Vec::new())) {
+            Content::Blocks(b) => b,
+            Content::Text(t) => vec![Block::Text { text: t }],
+        };
+        // Results first, as the API requires.
+        let mut merged = results;
+        merged.append(&mut blocks);
+        next.content = Content::Blocks(merged);
+    } else {
+        messages.insert(
+            i + 1,
+            Message {
+                role: Role::User,
+                content: Content::Blocks(results),
+            },
+        );
+        origins.insert(i + 1, Origin::default());
     }
     Ok(())
 }
@@ -749,11 +1022,13 @@ pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report:
         "tool calls",
         "main msgs",
         "main tool calls",
+        "main chars / sent",
         "sidechains (msgs)",
         "detached (msgs)",
         "real compactions @",
         "skipped",
         "diagnostics",
+        "notes",
     ]);
     let join = |m: &BTreeMap<String, usize>| {
         if m.is_empty() {
@@ -774,22 +1049,87 @@ pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report:
             s.stats.tool_uses.to_string(),
             s.main_messages.to_string(),
             s.main_tool_uses.to_string(),
+            format!("{} / {}", s.main_chars, s.main_sent_chars),
             format!("{} ({})", s.sidechains, s.sidechain_messages),
             format!("{} ({})", s.detached_chains, s.detached_messages),
-            if s.real_compactions.is_empty() {
+            if s.real_compaction_meta.is_empty() {
                 "-".to_string()
             } else {
-                s.real_compactions
+                s.real_compaction_meta
                     .iter()
-                    .map(|i| i.to_string())
+                    .map(RealCompaction::describe)
                     .collect::<Vec<_>>()
                     .join(", ")
             },
             join(&s.skipped),
             join(&s.diagnostics),
+            summary_notes(s),
         ]);
     }
     let mut out = t.to_string();
-    out.push('\n');
+    out.push_str(&format!("\n{SIZES_NOTE}\n"));
     out
+}
+
+/// The line under the import table naming its two size estimates.
+pub const SIZES_NOTE: &str = "main chars: len(json.dumps(messages)) of the lab's message model; sent: the course's len(json.dumps(messages, default=str, ensure_ascii=False)) of the messages as recorded (image data, thinking signatures, is_error, list-shaped contents included)";
+
+fn summary_notes(s: &ImportSummary) -> String {
+    let mut out = Vec::new();
+    if s.starts_with_summary {
+        out.push("starts with a summary (compacted before the file)");
+    }
+    if s.main_from_sidechain {
+        out.push("no main conversation: main is a sidechain");
+    }
+    if out.is_empty() {
+        "-".to_string()
+    } else {
+        out.join("; ")
+    }
+}
+
+/// `lab import FILE... [--strict] [--format-in F]`: one summary row per
+/// session, diagnostics on stderr. A file that fails does not hide the
+/// others: every good row is printed, then the errors, and the command fails
+/// with the gravest error's exit code.
+pub fn command(
+    files: &[PathBuf],
+    options: &ImportOptions,
+    format: crate::report::Format,
+) -> LabResult<String> {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        let sessions = import_file_sessions(f, options).and_then(|sessions| {
+            if sessions.len() == 1 {
+                sessions[0].require_messages()?;
+            }
+            Ok(sessions)
+        });
+        match sessions {
+            Ok(sessions) => {
+                for s in sessions {
+                    for d in s.diagnostic_lines() {
+                        eprintln!("warning: {d}");
+                    }
+                    rows.push((s.label.clone(), s.summary()));
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let out = if rows.is_empty() {
+        String::new()
+    } else {
+        render_summaries(&rows, format)
+    };
+    match LabError::several(errors) {
+        None => Ok(out),
+        Some(e) => {
+            use std::io::Write as _;
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            Err(e)
+        }
+    }
 }

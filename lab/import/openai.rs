@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::anthropic::system_text;
 use super::stream::for_each_element;
-use super::{finish_document, DiagnosticKind, ImportedSession, Sink};
-use crate::error::LabResult;
+use super::{finish_document, DiagnosticKind, ImportedSession, Origin, Sink};
+use crate::error::{LabError, LabResult};
 use crate::message::{Block, Content, Message, Role};
 
 pub(crate) fn read<R: BufRead>(
@@ -28,16 +28,80 @@ pub(crate) fn read<R: BufRead>(
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
     let source = sink.source.to_path_buf();
-    let mut main: Vec<Message> = Vec::new();
-    let mut lines: Vec<usize> = Vec::new();
-    let mut last_was_tool = false;
-    // Legacy `function_call` ids, answered by the next `role: function` message.
-    let mut pending_function: Option<String> = None;
-    let end = for_each_element(reader, &source, &["messages", "history"], &[], |v, line| {
+    let mut conv = Conversation::default();
+    let mut first = None;
+    let end = for_each_element(
+        reader,
+        &source,
+        &["messages", "history"],
+        &[],
+        |v, line, column| {
+            first.get_or_insert((line, column));
+            conv.message(&v, (line, column), session, sink)
+        },
+    )?;
+    if session.stats.records > 0 && conv.with_role == 0 {
+        return Err(not_messages(
+            sink,
+            session.stats.records,
+            first.unwrap_or((1, 1)),
+        ));
+    }
+    conv.finish(session, end.truncated, sink)
+}
+
+/// The refusal of an array none of whose elements is a message.
+pub(crate) fn not_messages(sink: &Sink<'_>, elements: usize, first: (usize, usize)) -> LabError {
+    sink.error(
+        first.0,
+        first.1,
+        format!(
+            "none of the {elements} array element(s) is a message (none has a string `role`)"
+        ),
+        "pass an array of messages or of trajectory objects (`traj`), or name the format with --format-in",
+    )
+}
+
+/// One OpenAI conversation under construction, fed message by message.
+#[derive(Default)]
+pub(crate) struct Conversation {
+    main: Vec<Message>,
+    origins: Vec<Origin>,
+    last_was_tool: bool,
+    /// Legacy `function_call` id, answered by the next `role: function` message.
+    pending_function: Option<String>,
+    /// Elements that had a string `role`.
+    pub(crate) with_role: usize,
+}
+
+impl Conversation {
+    /// Repair pairs and store the conversation in `session`.
+    pub(crate) fn finish(
+        self,
+        session: &mut ImportedSession,
+        truncated: Option<(usize, usize)>,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        finish_document(session, self.main, self.origins, truncated, sink)
+    }
+
+    /// Take one message element at `pos` (line, column).
+    pub(crate) fn message(
+        &mut self,
+        v: &Value,
+        pos: (usize, usize),
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let (line, column) = pos;
         session.stats.records += 1;
         let role = v.get("role").and_then(Value::as_str).map(str::to_string);
-        let was_tool = last_was_tool;
-        last_was_tool = false;
+        if role.is_some() {
+            self.with_role += 1;
+        }
+        let was_tool = self.last_was_tool;
+        self.last_was_tool = false;
+        let recorded = crate::pyjson::dumps_len(v);
         match role.as_deref() {
             Some("system") | Some("developer") => {
                 session.stats.message_records += 1;
@@ -45,164 +109,30 @@ pub(crate) fn read<R: BufRead>(
             }
             Some("user") => {
                 session.stats.message_records += 1;
-                let content = user_content(v.get("content"), line, sink)?;
-                main.push(Message {
+                let content = user_content(v.get("content"), pos, sink)?;
+                self.main.push(Message {
                     role: Role::User,
                     content,
                 });
-                lines.push(line);
+                self.origins.push(Origin::at(line, column, recorded));
             }
             Some("assistant") => {
                 session.stats.message_records += 1;
-                let mut blocks = Vec::new();
-                let text = text_of(v.get("content"));
-                if !text.is_empty() {
-                    blocks.push(Block::Text { text });
-                }
-                let calls = v
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                for (k, call) in calls.iter().enumerate() {
-                    session.stats.tool_uses += 1;
-                    let id = call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| format!("call-line-{line}-{k}"));
-                    let function = call.get("function");
-                    let name = function
-                        .and_then(|f| f.get("name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    let input = match function.and_then(|f| f.get("arguments")) {
-                        Some(Value::String(s)) => match serde_json::from_str(s) {
-                            Ok(v) => v,
-                            Err(_) => {
-                                sink.report(
-                                    line,
-                                    1,
-                                    DiagnosticKind::BadToolArguments,
-                                    format!("arguments of tool call `{id}` are not JSON; kept as a string"),
-                                )?;
-                                Value::String(s.clone())
-                            }
-                        },
-                        Some(other) => other.clone(),
-                        None => Value::Object(Default::default()),
-                    };
-                    blocks.push(Block::ToolUse { id, name, input });
-                }
-                if let Some(fc) = v.get("function_call").filter(|f| f.is_object()) {
-                    session.stats.tool_uses += 1;
-                    let id = format!("function-call-line-{line}");
-                    let name = fc
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    let input = match fc.get("arguments") {
-                        Some(Value::String(s)) => {
-                            serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
-                        }
-                        Some(other) => other.clone(),
-                        None => Value::Object(Default::default()),
-                    };
-                    blocks.push(Block::ToolUse {
-                        id: id.clone(),
-                        name,
-                        input,
-                    });
-                    pending_function = Some(id);
-                }
-                let has_calls = blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-                let content = if !has_calls {
-                    Content::Text(
-                        blocks
-                            .into_iter()
-                            .map(|b| match b {
-                                Block::Text { text } => text,
-                                _ => String::new(),
-                            })
-                            .collect(),
-                    )
-                } else {
-                    Content::Blocks(blocks)
-                };
-                main.push(Message {
+                let content = self.assistant(v, pos, session, sink)?;
+                self.main.push(Message {
                     role: Role::Assistant,
                     content,
                 });
-                lines.push(line);
+                self.origins.push(Origin::at(line, column, recorded));
             }
             Some(role @ ("tool" | "function")) => {
-                session.stats.message_records += 1;
-                session.stats.tool_results += 1;
-                let legacy = if role == "function" {
-                    pending_function.take()
-                } else {
-                    None
-                };
-                let ids: Vec<String> = match (v.get("tool_call_id"), v.get("tool_call_ids")) {
-                    _ if legacy.is_some() => legacy.into_iter().collect(),
-                    (Some(Value::String(id)), _) => vec![id.clone()],
-                    (_, Some(Value::Array(ids))) => ids
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let Some(id) = ids.first().cloned() else {
-                    return sink.report(
-                        line,
-                        1,
-                        DiagnosticKind::InvalidRecord,
-                        "tool message names no tool_call_id; skipped".into(),
-                    );
-                };
-                if ids.len() > 1 {
-                    sink.report(
-                        line,
-                        1,
-                        DiagnosticKind::InvalidRecord,
-                        format!(
-                            "tool message answers {} calls; its result is kept for the first only",
-                            ids.len()
-                        ),
-                    )?;
-                }
-                let content = text_of(v.get("content"));
-                session.stats.largest_tool_result_chars = session
-                    .stats
-                    .largest_tool_result_chars
-                    .max(content.chars().count());
-                let block = Block::ToolResult {
-                    tool_use_id: id,
-                    content,
-                };
-                match main.last_mut() {
-                    Some(Message {
-                        role: Role::User,
-                        content: Content::Blocks(b),
-                    }) if was_tool => b.push(block),
-                    _ => {
-                        main.push(Message {
-                            role: Role::User,
-                            content: Content::Blocks(vec![block]),
-                        });
-                        lines.push(line);
-                    }
-                }
-                last_was_tool = true;
+                self.tool(v, role, pos, was_tool, recorded, session, sink)?;
             }
             Some(other) => {
                 session.skip(&format!("role:{other}"));
                 sink.report(
                     line,
-                    1,
+                    column,
                     DiagnosticKind::UnknownRole,
                     format!("unknown role `{other}`; counted and skipped"),
                 )?;
@@ -211,15 +141,185 @@ pub(crate) fn read<R: BufRead>(
                 session.skip("(no role)");
                 sink.report(
                     line,
-                    1,
+                    column,
                     DiagnosticKind::InvalidRecord,
                     "message has no string `role`; skipped".into(),
                 )?;
             }
         }
         Ok(())
-    })?;
-    finish_document(session, main, lines, end.truncated, sink)
+    }
+
+    /// An assistant message: its text, then one `tool_use` per call.
+    fn assistant(
+        &mut self,
+        v: &Value,
+        pos: (usize, usize),
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<Content> {
+        let (line, column) = pos;
+        let mut blocks = Vec::new();
+        let text = text_of(v.get("content"));
+        if !text.is_empty() {
+            blocks.push(Block::Text { text });
+        }
+        let calls = v
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (k, call) in calls.iter().enumerate() {
+            session.stats.tool_uses += 1;
+            let id = call
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("call-line-{line}-{k}"));
+            let function = call.get("function");
+            let name = function
+                .and_then(|f| f.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let input = match function.and_then(|f| f.get("arguments")) {
+                Some(Value::String(s)) => match serde_json::from_str(s) {
+                    Ok(v) => v,
+                    Err(_) => {
+                        sink.report(
+                            line,
+                            column,
+                            DiagnosticKind::BadToolArguments,
+                            format!("arguments of tool call `{id}` are not JSON; kept as a string"),
+                        )?;
+                        Value::String(s.clone())
+                    }
+                },
+                Some(other) => other.clone(),
+                None => Value::Object(Default::default()),
+            };
+            blocks.push(Block::ToolUse { id, name, input });
+        }
+        if let Some(fc) = v.get("function_call").filter(|f| f.is_object()) {
+            session.stats.tool_uses += 1;
+            let id = format!("function-call-line-{line}");
+            let name = fc
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let input = match fc.get("arguments") {
+                Some(Value::String(s)) => {
+                    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+                }
+                Some(other) => other.clone(),
+                None => Value::Object(Default::default()),
+            };
+            blocks.push(Block::ToolUse {
+                id: id.clone(),
+                name,
+                input,
+            });
+            self.pending_function = Some(id);
+        }
+        let has_calls = blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+        Ok(if has_calls {
+            Content::Blocks(blocks)
+        } else {
+            Content::Text(
+                blocks
+                    .into_iter()
+                    .map(|b| match b {
+                        Block::Text { text } => text,
+                        _ => String::new(),
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    /// A `tool` (or legacy `function`) message: a `tool_result`, merged into
+    /// the user message of the tool message right before it.
+    #[allow(clippy::too_many_arguments)]
+    fn tool(
+        &mut self,
+        v: &Value,
+        role: &str,
+        pos: (usize, usize),
+        was_tool: bool,
+        recorded: usize,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let (line, column) = pos;
+        session.stats.message_records += 1;
+        session.stats.tool_results += 1;
+        let legacy = if role == "function" {
+            self.pending_function.take()
+        } else {
+            None
+        };
+        let ids: Vec<String> = match (v.get("tool_call_id"), v.get("tool_call_ids")) {
+            _ if legacy.is_some() => legacy.into_iter().collect(),
+            (Some(Value::String(id)), _) => vec![id.clone()],
+            (_, Some(Value::Array(ids))) => ids
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let Some(id) = ids.first().cloned() else {
+            return sink.report(
+                line,
+                column,
+                DiagnosticKind::InvalidRecord,
+                "tool message names no tool_call_id; skipped".into(),
+            );
+        };
+        if ids.len() > 1 {
+            sink.report(
+                line,
+                column,
+                DiagnosticKind::InvalidRecord,
+                format!(
+                    "tool message answers {} calls; its result is kept for the first only",
+                    ids.len()
+                ),
+            )?;
+        }
+        let content = text_of(v.get("content"));
+        session.stats.largest_tool_result_chars = session
+            .stats
+            .largest_tool_result_chars
+            .max(content.chars().count());
+        let block = Block::ToolResult {
+            tool_use_id: id,
+            content,
+        };
+        match (self.main.last_mut(), self.origins.last_mut()) {
+            (
+                Some(Message {
+                    role: Role::User,
+                    content: Content::Blocks(b),
+                }),
+                Some(origin),
+            ) if was_tool => {
+                b.push(block);
+                // One more element of the recorded list: its size and a ", ".
+                origin.recorded += recorded + 2;
+            }
+            _ => {
+                self.main.push(Message {
+                    role: Role::User,
+                    content: Content::Blocks(vec![block]),
+                });
+                self.origins.push(Origin::at(line, column, recorded));
+            }
+        }
+        self.last_was_tool = true;
+        Ok(())
+    }
 }
 
 /// Text of OpenAI content: a string, or the `text` of its parts; null is empty.
@@ -227,7 +327,8 @@ fn text_of(v: Option<&Value>) -> String {
     system_text(v)
 }
 
-fn user_content(v: Option<&Value>, line: usize, sink: &mut Sink<'_>) -> LabResult<Content> {
+fn user_content(v: Option<&Value>, pos: (usize, usize), sink: &mut Sink<'_>) -> LabResult<Content> {
+    let (line, column) = pos;
     match v {
         Some(Value::Array(parts)) => {
             let mut blocks = Vec::new();
@@ -247,7 +348,7 @@ fn user_content(v: Option<&Value>, line: usize, sink: &mut Sink<'_>) -> LabResul
                         let t = other.unwrap_or("(none)");
                         sink.report(
                             line,
-                            1,
+                            column,
                             DiagnosticKind::UnknownBlockType,
                             format!("unknown content part type `{t}`; kept as a text placeholder"),
                         )?;

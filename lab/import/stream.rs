@@ -10,7 +10,8 @@
 //! without being kept (their brackets are matched, their content is not
 //! validated).
 //!
-//! Positions: the callback gets the 1-based line of the element's first byte;
+//! Positions: the callback gets the 1-based line and column of the element's
+//! first byte (so a one-line minified file still names each element's place);
 //! errors inside an element carry serde_json's position shifted to the file;
 //! errors between elements carry the scanner's own position.
 
@@ -28,11 +29,15 @@ pub(crate) struct StreamEnd {
     pub(crate) truncated: Option<(usize, usize)>,
     /// Captured top-level keys (only for an object document).
     pub(crate) captured: Vec<(String, Value)>,
+    /// The input held nothing but whitespace: not a cut file, just empty.
+    pub(crate) empty: bool,
 }
 
 enum Stop {
     /// The input ended inside the document.
     Eof,
+    /// The input holds no document at all (only whitespace).
+    Empty,
     /// Bad JSON at (line, column).
     Syntax(usize, usize, String),
     /// The reader failed.
@@ -229,7 +234,7 @@ pub(crate) fn for_each_element<R: BufRead>(
     source: &Path,
     keys: &[&str],
     capture: &[&str],
-    mut f: impl FnMut(Value, usize) -> LabResult<()>,
+    mut f: impl FnMut(Value, usize, usize) -> LabResult<()>,
 ) -> LabResult<StreamEnd> {
     let mut sc = Scanner {
         r: reader,
@@ -248,6 +253,10 @@ pub(crate) fn for_each_element<R: BufRead>(
     };
     match result {
         Ok(()) => {}
+        Err(Stop::Empty) => {
+            end.empty = true;
+            return Ok(end);
+        }
         Err(Stop::Eof) => {
             end.truncated = Some(sc.here());
             return Ok(end);
@@ -270,7 +279,7 @@ pub(crate) fn for_each_element<R: BufRead>(
             line: 1,
             column: 1,
             message: format!("expected {what}, found none"),
-            fix: "pass a file of this format, or name the right format".to_string(),
+            fix: "pass a file of this format, or name the right one with --format-in".to_string(),
         });
     }
     Ok(end)
@@ -280,7 +289,7 @@ fn document<R: BufRead>(
     sc: &mut Scanner<R>,
     keys: &[&str],
     capture: &[&str],
-    f: &mut impl FnMut(Value, usize) -> LabResult<()>,
+    f: &mut impl FnMut(Value, usize, usize) -> LabResult<()>,
     end: &mut StreamEnd,
     found: &mut bool,
 ) -> Result<(), Stop> {
@@ -291,7 +300,7 @@ fn document<R: BufRead>(
     }
     sc.skip_ws()?;
     match sc.peek()? {
-        None => return Err(Stop::Eof),
+        None => return Err(Stop::Empty),
         Some(b'[') => {
             *found = true;
             array(sc, f, &mut buf)?;
@@ -340,14 +349,16 @@ fn document<R: BufRead>(
     }
     sc.skip_ws()?;
     if sc.peek()?.is_some() {
-        return Err(sc.syntax("trailing characters after the JSON document"));
+        return Err(sc.syntax(
+            "trailing characters after the JSON document (one JSON value per line is JSON Lines: --format-in claude_jsonl)",
+        ));
     }
     Ok(())
 }
 
 fn array<R: BufRead>(
     sc: &mut Scanner<R>,
-    f: &mut impl FnMut(Value, usize) -> LabResult<()>,
+    f: &mut impl FnMut(Value, usize, usize) -> LabResult<()>,
     buf: &mut Vec<u8>,
 ) -> Result<(), Stop> {
     sc.bump()?; // '['
@@ -358,9 +369,9 @@ fn array<R: BufRead>(
     }
     loop {
         sc.skip_ws()?;
-        let line = sc.line;
+        let (line, column) = sc.here();
         let v: Value = sc.parse(buf)?;
-        f(v, line).map_err(Stop::Callback)?;
+        f(v, line, column).map_err(Stop::Callback)?;
         sc.skip_ws()?;
         if sc.expect(b",]", "expected `,` or `]` after an array element")? == b']' {
             return Ok(());

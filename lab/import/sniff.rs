@@ -1,0 +1,159 @@
+//! Which format a file holds, judged from its first bytes.
+//!
+//! Extensions lie (a `.jsonl` saved as `.json`, a `chat.json` renamed
+//! `.jsonl`), so the content decides whenever it can:
+//!
+//! * a document starting with `[` is an array: of trajectory objects when an
+//!   element has a `traj` key ([`TranscriptFormat::Trajectories`]), of Claude
+//!   Code records when Claude Code's keys (`parentUuid`, `sessionId`,
+//!   `leafUuid`) appear ([`TranscriptFormat::ChatJson`]), of OpenAI messages
+//!   when OpenAI's markers (`tool_calls`, `tool_call_id`, `"role": "tool"`)
+//!   appear, else of Anthropic messages;
+//! * a document starting with `{` whose first line is a whole JSON object
+//!   followed by another line starting with `{` is JSON Lines
+//!   ([`TranscriptFormat::ClaudeJsonl`]); so is a single-line object with a
+//!   `type` key and no `messages` / `history`, or one that carries Claude
+//!   Code's keys; an object with `history` or OpenAI's markers is
+//!   [`TranscriptFormat::OpenAi`], one with `messages` Anthropic;
+//! * anything else is undecided (`None`): the extension decides.
+//!
+//! A UTF-8 byte-order mark, leading whitespace and `//` comment lines are
+//! skipped first.
+
+use serde_json::Value;
+
+use super::TranscriptFormat;
+
+const CLAUDE_KEYS: &[&str] = &["\"parentUuid\"", "\"sessionId\"", "\"leafUuid\""];
+const OPENAI_MARKERS: &[&str] = &[
+    "\"tool_calls\"",
+    "\"tool_call_id\"",
+    "\"role\":\"tool\"",
+    "\"history\"",
+];
+
+/// The format the first bytes show, or `None` when they do not decide.
+pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
+    let text = skip_preamble(head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head));
+    match text.first()? {
+        b'[' => Some(array_kind(&compact(text))),
+        b'{' => object_kind(text),
+        _ => None,
+    }
+}
+
+/// Skip whitespace and `//` comment lines.
+fn skip_preamble(mut text: &[u8]) -> &[u8] {
+    loop {
+        text = text.trim_ascii_start();
+        if !text.starts_with(b"//") {
+            return text;
+        }
+        match text.iter().position(|&b| b == b'\n') {
+            Some(i) => text = &text[i + 1..],
+            None => return &[],
+        }
+    }
+}
+
+/// The text without any whitespace (inside strings too): enough to look
+/// for `"key":` markers whatever the pretty-printing.
+fn compact(text: &[u8]) -> String {
+    String::from_utf8_lossy(text)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
+}
+
+fn has_any(text: &str, keys: &[&str]) -> bool {
+    keys.iter().any(|k| text.contains(k))
+}
+
+fn array_kind(compact: &str) -> TranscriptFormat {
+    if compact.contains("\"traj\":[") {
+        TranscriptFormat::Trajectories
+    } else if has_any(compact, CLAUDE_KEYS) {
+        TranscriptFormat::ChatJson
+    } else if has_any(compact, OPENAI_MARKERS) {
+        TranscriptFormat::OpenAi
+    } else {
+        TranscriptFormat::Anthropic
+    }
+}
+
+fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
+    let line_end = text.iter().position(|&b| b == b'\n');
+    let first = &text[..line_end.unwrap_or(text.len())];
+    if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
+        let another_record =
+            line_end.is_some_and(|e| skip_preamble(&text[e..]).first() == Some(&b'{'));
+        if another_record {
+            return Some(TranscriptFormat::ClaudeJsonl);
+        }
+        if map.contains_key("history") {
+            return Some(TranscriptFormat::OpenAi);
+        }
+        if map.contains_key("messages") {
+            let c = compact(first);
+            return Some(if has_any(&c, OPENAI_MARKERS) {
+                TranscriptFormat::OpenAi
+            } else {
+                TranscriptFormat::Anthropic
+            });
+        }
+        if map.contains_key("type") {
+            return Some(TranscriptFormat::ClaudeJsonl);
+        }
+        return None;
+    }
+    // The first line is not a whole object: a pretty-printed document, or a
+    // record longer than the sniffed head.
+    let c = compact(text);
+    if c.starts_with("{\"history\"") || has_any(&c, OPENAI_MARKERS) {
+        Some(TranscriptFormat::OpenAi)
+    } else if has_any(&c, CLAUDE_KEYS) {
+        Some(TranscriptFormat::ClaudeJsonl)
+    } else if c.contains("\"messages\":[") {
+        Some(TranscriptFormat::Anthropic)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TranscriptFormat::*;
+
+    #[test]
+    fn content_decides() {
+        let rec = r#"{"type":"user","uuid":"a","parentUuid":null,"message":{"role":"user","content":"x"}}"#;
+        let jsonl = format!("{rec}\n{rec}\n");
+        assert_eq!(sniff(jsonl.as_bytes()), Some(ClaudeJsonl));
+        assert_eq!(
+            sniff(format!("// header\n{rec}\n").as_bytes()),
+            Some(ClaudeJsonl)
+        );
+        assert_eq!(sniff(format!("[{rec}]").as_bytes()), Some(ChatJson));
+        assert_eq!(
+            sniff(br#"[{"task_id": 1, "traj": [{"role": "user", "content": "x"}]}]"#),
+            Some(Trajectories)
+        );
+        assert_eq!(
+            sniff(b"{\n  \"history\": [\n {\"role\": \"user\"}]}"),
+            Some(OpenAi)
+        );
+        assert_eq!(
+            sniff(br#"{"messages": [{"role": "user", "content": "x"}]}"#),
+            Some(Anthropic)
+        );
+        assert_eq!(
+            sniff(br#"[{"role": "tool", "tool_call_id": "c", "content": "x"}]"#),
+            Some(OpenAi)
+        );
+        assert_eq!(sniff(b"\xEF\xBB\xBF  [ ]"), Some(Anthropic));
+        assert_eq!(sniff(b""), None);
+        assert_eq!(sniff(b"not json"), None);
+        assert_eq!(sniff(br#"{"a": 1}"#), None);
+    }
+}
