@@ -1,11 +1,26 @@
 //! The `lab` binary: parse, dispatch, print, exit with the documented code.
 
+use std::io::Write;
+
 use clap::Parser;
 
 fn main() {
     let cli = ctxlab::cli::Cli::parse();
     match ctxlab::cli::run(cli) {
-        Ok(out) => print!("{out}"),
+        Ok(out) => {
+            // A reader that closed the pipe (`lab list | head`) is not an
+            // error of ours: stop quietly instead of panicking in `print!`.
+            let mut stdout = std::io::stdout().lock();
+            if let Err(e) = stdout
+                .write_all(out.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    eprintln!("error: writing the output: {e}");
+                    std::process::exit(4);
+                }
+            }
+        }
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(e.exit_code());

@@ -159,6 +159,10 @@ pub fn render(c: &Counters) -> String {
         .collect()
 }
 
+fn tally(c: &mut Counters, name: &str, t: &Tally) {
+    c.count(name, t.n, t.samples.iter().cloned());
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -217,8 +221,4 @@ mod tests {
             .samples
             .contains(&"/elsewhere/x".to_string()));
     }
-}
-
-fn tally(c: &mut Counters, name: &str, t: &Tally) {
-    c.count(name, t.n, t.samples.iter().cloned());
 }
