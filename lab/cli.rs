@@ -269,10 +269,14 @@ pub fn policies_block() -> LabResult<String> {
     ))
 }
 
-/// Replace both marked blocks of `text` (the experiment table and the policy
-/// table); errors name the file and the missing marker.
+/// Replace the marked blocks of `text` (the experiment table, and the policy
+/// table when its markers are there); errors name the file and the missing marker.
 pub fn splice_readme(path: &std::path::Path, text: &str) -> LabResult<String> {
     let text = splice_block(path, text, README_BEGIN, README_END, &readme_block())?;
+    // The policy table is optional: a README without its markers keeps as is.
+    if !text.contains(POLICIES_BEGIN) {
+        return Ok(text);
+    }
     splice_block(
         path,
         &text,

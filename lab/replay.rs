@@ -760,7 +760,6 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
     "pairs_intact",
     "summary_calls",
     "first_fired",
-    "notes",
 ];
 
 /// Column indices of a `--columns` list (`a,b,c` or `all`), in the order given.
@@ -884,10 +883,31 @@ pub fn render_table(reports: &[ReplayReport]) -> String {
 
 /// A terminal table of the given columns (indices into [`COLUMNS`]).
 pub fn render_table_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
-    let mut s = format!("{SIZE_ESTIMATES}\n");
+    let mut s = wrap(SIZE_ESTIMATES, 100);
     s += &table(reports, false, columns);
     s.push('\n');
     s
+}
+
+/// `text` broken at spaces into lines of at most `width` chars (a longer word
+/// stays whole), each ending in a newline.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 /// GitHub-flavoured Markdown: a heading and the table with every column.

@@ -85,10 +85,29 @@ fn cost_and_plot_are_exclusive() {
     assert_eq!(code, 2, "{err}");
 }
 
-/// Policy replays are priced once the policy engine calls `cache::cost`;
-/// until then the combination is refused rather than silently unpriced.
+/// Policy replays are priced: every policy gets a cost row beside its loss counters.
 #[test]
-fn cost_and_policy_are_exclusive_for_now() {
-    let (code, _, err) = lab(&["replay", "x.jsonl", "--cost", "--policy", "all"]);
-    assert_eq!(code, 2, "{err}");
+fn cost_with_policy_prices_every_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    let session = ctxlab::replay::synthetic_main(12, 3_000);
+    std::fs::write(&path, serde_json::to_string(&session).unwrap()).unwrap();
+    let p = path.to_str().unwrap();
+    let (code, out, err) = lab(&[
+        "replay",
+        p,
+        "--cost",
+        "--policy",
+        "none,course-main",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cost = v["cost"].as_array().unwrap();
+    assert_eq!(cost.len(), 2);
+    for c in cost {
+        assert!(c["dollars"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["input_tokens"].as_u64().unwrap() > 0, "{c}");
+    }
 }

@@ -48,14 +48,17 @@ fn expand(v: &Value) -> Value {
 }
 
 fn files(root: &LabRoot, dir: &Path) -> Value {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+    // The run's own storage (in memory by default, or disk with --fs disk).
+    let fs = root.fs();
+    let mut names: Vec<PathBuf> = fs
+        .list(dir)
+        .map(|v| v.into_iter().map(|n| dir.join(n)).collect())
         .unwrap_or_default();
     names.sort();
     let rows: Vec<Value> = names
         .iter()
         .map(|p| {
-            let text = std::fs::read_to_string(p).expect("lab files are UTF-8");
+            let text = fs.read_to_string(p).expect("lab files are UTF-8");
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             let d = digest(&root.redact(&text));
             serde_json::json!([name, d[0], d[1]])

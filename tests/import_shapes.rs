@@ -563,7 +563,8 @@ fn compaction_metadata_is_kept_and_shown() {
     assert_eq!(m.describe(), "2 (auto, 156953 tok)");
     assert!(!s.starts_with_summary);
     let r = ctxlab::replay::replay(&s, "hardened", 1.0).unwrap();
-    assert!(ctxlab::replay::render_table(&[r]).contains("2 (auto, 156953 tok)"));
+    // Markdown carries every column (the terminal table's defaults are narrow).
+    assert!(ctxlab::replay::render_markdown(&[r]).contains("2 (auto, 156953 tok)"));
 }
 
 #[test]

@@ -61,7 +61,7 @@ pub(crate) fn read<R: BufRead>(
                 }
                 Some("system") => {
                     session.stats.message_records += 1;
-                    session.system.push(system_text(v.get("content")));
+                    session.system.push(super::system_text(v.get("content")));
                     Ok(())
                 }
                 Some(other) => {
@@ -95,21 +95,8 @@ pub(crate) fn read<R: BufRead>(
     }
     for (key, value) in &end.captured {
         if key == "system" {
-            session.system.insert(0, system_text(Some(value)));
+            session.system.insert(0, super::system_text(Some(value)));
         }
     }
     finish_document(session, main, origins, end.truncated, sink)
-}
-
-/// A system prompt as text: a string, or text blocks joined by newlines.
-pub(crate) fn system_text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }

@@ -1133,3 +1133,16 @@ pub fn command(
         }
     }
 }
+
+/// A system prompt as text: a string, or text blocks joined by newlines.
+pub(crate) fn system_text(v: Option<&serde_json::Value>) -> String {
+    match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|b| b.get("text").and_then(serde_json::Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}

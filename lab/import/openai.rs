@@ -16,7 +16,6 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::anthropic::system_text;
 use super::stream::for_each_element;
 use super::{finish_document, DiagnosticKind, ImportedSession, Origin, Sink};
 use crate::error::{LabError, LabResult};
@@ -324,7 +323,7 @@ impl Conversation {
 
 /// Text of OpenAI content: a string, or the `text` of its parts; null is empty.
 fn text_of(v: Option<&Value>) -> String {
-    system_text(v)
+    super::system_text(v)
 }
 
 fn user_content(v: Option<&Value>, pos: (usize, usize), sink: &mut Sink<'_>) -> LabResult<Content> {
