@@ -886,6 +886,17 @@ pub fn render_table_columns(reports: &[ReplayReport], columns: &[usize]) -> Stri
     let mut s = wrap(SIZE_ESTIMATES, 100);
     s += &table(reports, false, columns);
     s.push('\n');
+    // Notes change how a row compares; when their column is not shown they
+    // follow the table, one line per row that has any.
+    let notes_col = COLUMNS.iter().position(|(k, _)| *k == "notes");
+    if notes_col.is_some_and(|n| !columns.contains(&n)) {
+        for r in reports {
+            let n = notes(r);
+            if n != "-" {
+                s += &format!("note: {} · {}: {n}\n", r.source, r.profile);
+            }
+        }
+    }
     s
 }
 

@@ -290,3 +290,26 @@ fn every_policy_has_retention_on_real_sessions() {
         }
     }
 }
+
+/// The frontier report: every policy has a row, the baseline keeps
+/// everything and re-fetches nothing, and no row marked on the frontier is
+/// beaten by another (no more dollars, no less recall, better on one).
+#[test]
+fn the_frontier_report_marks_exactly_the_dominated_policies() {
+    let rows = ctxlab::reports::frontier::frontier_rows().unwrap();
+    assert_eq!(rows.len(), ctxlab::policy::list::names().len());
+    let none = rows.iter().find(|r| r.policy == "none").unwrap();
+    assert_eq!(none.artifact_recall, 1.0);
+    assert_eq!(none.retention.refetch_calls, 0);
+    let beats = |o: &ctxlab::retention::render::Scored, m: &ctxlab::retention::render::Scored| {
+        let (oc, mc) = (o.dollars.unwrap(), m.dollars.unwrap());
+        oc <= mc
+            && o.artifact_recall >= m.artifact_recall
+            && (oc < mc || o.artifact_recall > m.artifact_recall)
+    };
+    for m in &rows {
+        let beaten = rows.iter().any(|o| o.policy != m.policy && beats(o, m));
+        assert_eq!(beaten, m.dominated, "{}", m.policy);
+    }
+    assert!(rows.iter().any(|r| !r.dominated));
+}

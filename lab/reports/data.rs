@@ -115,6 +115,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
     ];
     Ok(crate::reports::ReportData {
         memory_growth,
+        frontier: crate::reports::frontier::frontier_rows()?,
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::sweep::{self, render, CellResult, SweepResult};
 
 pub mod data;
+pub mod frontier;
 
 /// A terminal or Markdown table with a fixed layout (one implementation, in [`crate::report`]).
 pub use crate::report::table as text_table;
@@ -389,6 +390,8 @@ pub struct ReportData {
     pub profiles: Vec<ProfileCell>,
     /// Memory store size after each session: (variant, sizes), the reverse gate's growth.
     pub memory_growth: Vec<(String, Vec<u64>)>,
+    /// Every policy on one generated session: cost against retention.
+    pub frontier: Vec<crate::retention::render::Scored>,
 }
 
 /// `memory_growth`: records on disk after each session, course vs the two fixes.
@@ -448,6 +451,7 @@ fn describe(stem: &str) -> &'static str {
         "factorial" => "the default factorial (order, unseen_guard, pair_protection, idempotent_placeholders, save_before_omit) at path_len 60 and 160",
         "profiles" => "every profile on the probe, scenario A, scenario B and the re-compaction script, at path_len 60 and 160",
         "thresholds" => "the path lengths where a counter changes, per switch combination",
+        "frontier" => "every policy on one generated session: tokens sent, dollars, artifact recall, planted facts kept, re-fetches, and whether another policy costs less and keeps more (plot: dollars against recall)",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -466,6 +470,11 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&factorial_table(&data.factorial)));
     out.extend(table_files(&profiles_table(&data.profiles)));
     out.extend(table_files(&memory_growth_table(&data.memory_growth)));
+    out.extend(table_files(&frontier::frontier_table(&data.frontier)));
+    out.push((
+        "frontier.svg".into(),
+        frontier::frontier_svg(&data.frontier),
+    ));
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
     out.push((
         "memory_growth.svg".into(),

@@ -1,0 +1,161 @@
+//! The cost–retention frontier of every policy on one generated coding
+//! session (planted facts included): what each design keeps against what it
+//! costs, with the dominated designs marked. Pure functions of the rows;
+//! [`frontier_rows`] runs the policies.
+
+use super::{Cell, Table};
+use crate::compare::{compare_one, Measure, Pricing};
+use crate::error::LabResult;
+use crate::message::{Block, Message};
+use crate::retention::render::{mark_dominated, Scored};
+use crate::retention::Status;
+
+/// The price sheet the frontier is priced with.
+pub const SHEET: &str = "claude-opus-4.1-5m";
+
+/// A generated coding session: a task, then 80 reads whose results carry an
+/// error line (one batch of two parallel reads; every tenth read reads again
+/// the file read eight calls earlier), about 170,000 approximate tokens at the
+/// end, so designs with production-size triggers act too; then an answer.
+pub fn session() -> Vec<Message> {
+    let mut out = vec![Message::user_text(
+        "Fix the failing build of the parser crate.",
+    )];
+    for t in 0..80 {
+        let ids: Vec<String> = if t == 5 {
+            vec![format!("toolu_{t:03}a"), format!("toolu_{t:03}b")]
+        } else {
+            vec![format!("toolu_{t:03}")]
+        };
+        let calls = ids
+            .iter()
+            .map(|id| Block::ToolUse {
+                id: id.clone(),
+                name: "Read".into(),
+                input: serde_json::json!({ "file_path": path(t, id) }),
+            })
+            .collect();
+        out.push(Message::assistant(calls));
+        let body = |id: &str| {
+            format!(
+                "fn {id}() {{}}\nerror: E{t:04} in {id}\n{}",
+                "// line\n".repeat(400 + 300 * (t % 4))
+            )
+        };
+        out.push(Message::tool_results(
+            ids.iter().map(|id| (id.clone(), body(id))).collect(),
+        ));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "The build is fixed.".into(),
+    }]));
+    out
+}
+
+/// The file read by call `t`: every tenth read rereads the file of `t - 8`.
+fn path(t: usize, id: &str) -> String {
+    if t % 10 == 9 {
+        format!("/src/toolu_{:03}.rs", t - 8)
+    } else {
+        format!("/src/{id}.rs")
+    }
+}
+
+/// Every policy on [`session`], with retention and cost, dominance marked.
+pub fn frontier_rows() -> LabResult<Vec<Scored>> {
+    let sheet = *crate::cache::prices::sheet(SHEET).expect("the frontier's price sheet exists");
+    let measure = Measure {
+        retention: true,
+        pricing: Some(Pricing {
+            provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
+            sheet,
+        }),
+        tokens: crate::tokens::Tokens::Approx,
+    };
+    let messages = session();
+    let mut rows = Vec::new();
+    for name in crate::policy::list::names() {
+        let c = compare_one(
+            "generated",
+            &messages,
+            name,
+            crate::replay::DEFAULT_PATH_LEN,
+            &measure,
+        )?;
+        let r = c.retention.expect("retention was measured");
+        rows.push(Scored {
+            session: "generated".into(),
+            policy: c.run.policy.clone(),
+            tokens_sent: c.run.calls.iter().map(|x| x.tokens).sum(),
+            artifact_recall: r.artifact_recall,
+            dollars: c.cost.as_ref().map(|x| x.dollars),
+            dominated: false,
+            retention: r,
+        });
+    }
+    mark_dominated(&mut rows);
+    Ok(rows)
+}
+
+/// `frontier`: per policy, what it sent and cost, what it kept, and whether
+/// another policy beats it on both.
+pub fn frontier_table(rows: &[Scored]) -> Table {
+    let columns = [
+        "policy",
+        "tokens sent",
+        "dollars",
+        "artifact recall (permille)",
+        "planted facts kept",
+        "re-fetches",
+        "frontier",
+    ];
+    let body = rows
+        .iter()
+        .map(|s| {
+            let facts = &s.retention.facts;
+            let kept = facts.iter().filter(|f| f.status != Status::Gone).count();
+            vec![
+                Cell::Text(s.policy.clone()),
+                Cell::Int(s.tokens_sent as u64),
+                Cell::Text(format!("{:.4}", s.dollars.unwrap_or(0.0))),
+                Cell::Int((s.artifact_recall * 1000.0).round() as u64),
+                Cell::Text(format!("{kept}/{}", facts.len())),
+                Cell::Int(s.retention.refetch_calls as u64),
+                Cell::Text(if s.dominated { "dominated" } else { "frontier" }.into()),
+            ]
+        })
+        .collect();
+    Table {
+        name: "frontier".into(),
+        title: format!(
+            "Cost-retention frontier: every policy on one generated session, priced with {SHEET}"
+        ),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows: body,
+    }
+}
+
+/// The frontier as a plot: dollars against artifact recall, one marker per
+/// policy (the legend marks the dominated ones).
+pub fn frontier_svg(rows: &[Scored]) -> String {
+    use crate::plot::Series;
+    let series = rows
+        .iter()
+        .map(|s| Series {
+            label: format!(
+                "{}{}",
+                s.policy,
+                if s.dominated { " (dominated)" } else { "" }
+            ),
+            points: vec![(s.dollars.unwrap_or(0.0), s.artifact_recall * 100.0)],
+            step: false,
+        })
+        .collect();
+    crate::plot::line_chart(
+        "cost-retention frontier (generated session)",
+        "cost (dollars)",
+        "artifact recall (%)",
+        series,
+        &format!("lab reports --out reports/ · every policy · prices {SHEET} · tokenizer approx"),
+    )
+}
