@@ -53,7 +53,7 @@ replay:
 	@test -d $(TRANSCRIPTS) || { echo "no transcripts at $(TRANSCRIPTS): set TRANSCRIPTS=DIR" >&2; exit 2; }
 	mkdir -p reports/replay
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --format markdown > reports/replay/README.md
-	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --format markdown > reports/replay/policies.md
+	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --cost --format markdown > reports/replay/policies.md
 	for f in $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/*; do \
 	  $(LAB) replay "$$f" --plot "reports/replay/$$(basename "$$f" | sed 's/[^A-Za-z0-9._-]/_/g').svg" > /dev/null 2>&1 || exit 1; \
 	done
