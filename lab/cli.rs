@@ -217,6 +217,11 @@ pub enum Command {
         /// Where to write the scenario (default `scenarios/hunt/<name>.json`).
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Hunt a generated session this policy damages (lost, pointer lost,
+        /// dangling pointer, invalid request); the shrunk session is written
+        /// to --out as a message file for `lab replay FILE --policy NAME`.
+        #[arg(long, conflicts_with_all = ["break_id", "sets"], requires = "out")]
+        policy: Option<String>,
     },
     /// Run scenario files and check their expectations; exit 1 with a diff on failure.
     Run {
@@ -463,6 +468,13 @@ pub fn run(cli: Cli) -> LabResult<String> {
             })
         }
         Some(Command::Hunt {
+            seed,
+            tries,
+            out,
+            policy: Some(policy),
+            ..
+        }) => hunt_policy(&policy, seed, tries, out),
+        Some(Command::Hunt {
             break_id,
             profile,
             sets,
@@ -470,6 +482,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             seed,
             tries,
             out,
+            policy: None,
         }) => hunt(break_id, profile, sets, path_len, seed, tries, out),
         Some(Command::Run { files, format }) => run_scenarios(&files, format),
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
@@ -592,6 +605,40 @@ fn run_scenario(f: &std::path::Path) -> LabResult<crate::scenario::RunReport> {
         let (sc, config) = crate::scenario::Scenario::parse(f, &text)?;
         sc.run(f, &config)
     }
+}
+
+/// `lab hunt --policy NAME --out FILE`: the shrunk damaging session, written
+/// as a JSON message list.
+fn hunt_policy(
+    policy: &str,
+    seed: u64,
+    tries: usize,
+    out: Option<std::path::PathBuf>,
+) -> LabResult<String> {
+    let out =
+        out.ok_or_else(|| LabError::usage("--policy needs --out FILE", "add --out hunt.json"))?;
+    crate::input::output_parent_exists(&out, "--out")?;
+    let Some((rounds, row)) = crate::policy_search::hunt(policy, seed, tries)? else {
+        return Ok(format!(
+            "hunt: no damaging session for {policy} in seeds {seed}..{}\n",
+            seed.saturating_add(tries as u64)
+        ));
+    };
+    let messages = crate::policy_search::session(&rounds);
+    let text = serde_json::to_string_pretty(&messages).expect("messages serialise") + "\n";
+    crate::compact::root::cleanup::write_replacing(&out, text.as_bytes())
+        .map_err(|e| LabError::io("writing the session", &out, e))?;
+    Ok(format!(
+        "hunt: {policy} damages seed {} shrunk to {} rounds: lost {}, pointer lost {}, dangling {}, invalid requests {}\nwrote {} (replay: lab replay {} --policy {policy})\n",
+        row.seed,
+        row.rounds,
+        row.lost_forever,
+        row.pointer_lost,
+        row.dangling_pointers,
+        row.invalid_requests,
+        out.display(),
+        out.display()
+    ))
 }
 
 fn hunt(

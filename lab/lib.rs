@@ -19,6 +19,7 @@ pub mod memory;
 pub mod message;
 pub mod plot;
 pub mod policy;
+pub mod policy_search;
 pub mod progress;
 pub mod pyjson;
 pub mod registry;

@@ -99,6 +99,10 @@ pub struct SweepArgs {
     /// Output format (json is what `--merge` reads).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Sweep policies instead (`lab policies`; `all` for every one): seeds
+    /// 0..N as generated sessions through the policy engine.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["merge", "shard", "vary"])]
+    pub policy: Vec<String>,
 }
 
 /// Progress lines are printed every this many cells.
@@ -107,6 +111,10 @@ const PROGRESS_EVERY: usize = 200;
 /// Run `lab sweep`; returns what to print.
 pub fn command(args: &SweepArgs) -> LabResult<String> {
     use std::io::IsTerminal;
+    if !args.policy.is_empty() {
+        let rows = crate::policy_search::sweep(&args.policy, args.seeds)?;
+        return Ok(crate::policy_search::render(&rows, args.format));
+    }
     let result = if args.merge.is_empty() {
         let vary = match &args.vary {
             Some(v) => parse_vary(v)?,
