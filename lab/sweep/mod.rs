@@ -128,13 +128,17 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
         };
         let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
         let terminal = std::io::stderr().is_terminal();
-        let show = args.progress || terminal;
+        // A terminal gets the shared progress bar; a log asked for with
+        // --progress gets one line every PROGRESS_EVERY cells.
+        let mut bar: Option<crate::progress::Progress> = None;
         let mut progress = |done: usize, total: usize| {
-            if show && (done % PROGRESS_EVERY == 0 || done == total) {
-                // A terminal gets one line rewritten in place; a log gets one line per report.
-                let end = if done == total || !terminal { "\n" } else { "" };
-                let start = if terminal { "\r" } else { "" };
-                eprint!("{start}sweep: {done}/{total} cells{end}");
+            if terminal {
+                bar.get_or_insert_with(|| {
+                    crate::progress::Progress::bar(total as u64, "sweep: cells")
+                })
+                .step();
+            } else if args.progress && (done % PROGRESS_EVERY == 0 || done == total) {
+                eprintln!("sweep: {done}/{total} cells");
             }
         };
         run(&spec, shard, &mut progress)?
