@@ -195,6 +195,108 @@ fn run_write_tool(_: &RunOptions) -> LabResult<Verdict> {
     verdict("I-write-tool", vec![cell])
 }
 
+fn store_with(seeds: &[(&str, &str)]) -> LabResult<crate::memory::store::Store> {
+    let (fs, dir) = crate::memory::session::sandbox();
+    fs.create_dir_all(&dir)
+        .map_err(|e| LabError::io("creating sandbox", &dir, e))?;
+    let store = crate::memory::store::Store::open_in(
+        fs,
+        &dir,
+        &dir.join(".memory"),
+        crate::memory::switches::MemorySwitches::default(),
+    )?;
+    for (name, body) in seeds {
+        store.save(&crate::memory::store::Memory {
+            name: (*name).into(),
+            mem_type: "user".into(),
+            description: format!("preference {name}"),
+            body: (*body).into(),
+        })?;
+    }
+    Ok(store)
+}
+
+/// The three preferences two processes consolidate.
+const PREFS: [(&str, &str); 3] = [
+    ("a", "Use tabs, not spaces."),
+    ("b", "Use single quotes."),
+    ("c", "Run the tests with --release."),
+];
+
+fn lock_side(gates: super::schedule::Gates) -> LabResult<Counters> {
+    let store = store_with(&PREFS)?;
+    let bodies = super::schedule::two_processes(&store, &gates)?;
+    let lost: Vec<String> = PREFS
+        .iter()
+        .filter(|(_, f)| !super::schedule::kept(&bodies, f))
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let mut c = Counters::default();
+    c.count("facts_lost_by_consolidation", lost.len() as u64, lost);
+    c.count("memories_left", bodies.len() as u64, std::iter::empty());
+    Ok(c)
+}
+
+fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
+    use super::schedule::Gates;
+    let cell = Cell {
+        label: "two processes, one store".into(),
+        baseline: lock_side(Gates::default())?,
+        broken: lock_side(Gates {
+            use_lock: false,
+            ..Gates::default()
+        })?,
+    };
+    verdict("I-lock", vec![cell])
+}
+
+fn stale_side(gates: super::schedule::Gates) -> LabResult<Counters> {
+    use super::schedule::{crashed_holder, Attempt};
+    let store = store_with(&PREFS)?;
+    let attempts = crashed_holder(&store, &gates, 30, 48)?;
+    let count = |f: &dyn Fn(&Attempt) -> bool| attempts.iter().filter(|a| f(a)).count() as u64;
+    let mut c = Counters::default();
+    c.count(
+        "consolidations_run",
+        count(&|a| matches!(a, Attempt::Ran { .. })),
+        std::iter::empty(),
+    );
+    c.count(
+        "stale_locks_taken_over",
+        count(&|a| matches!(a, Attempt::Ran { stale: true })),
+        std::iter::empty(),
+    );
+    c.count(
+        "consolidations_stalled",
+        count(&|a| matches!(a, Attempt::Locked)),
+        std::iter::empty(),
+    );
+    c.count(
+        "gate_too_soon",
+        count(&|a| matches!(a, Attempt::TooSoon)),
+        std::iter::empty(),
+    );
+    c.count(
+        "gate_too_few_sessions",
+        count(&|a| matches!(a, Attempt::TooFewSessions)),
+        std::iter::empty(),
+    );
+    Ok(c)
+}
+
+fn run_stale_lock(_: &RunOptions) -> LabResult<Verdict> {
+    use super::schedule::Gates;
+    let cell = Cell {
+        label: "holder crashed, retries every 30 min for 48 h".into(),
+        baseline: stale_side(Gates::default())?,
+        broken: stale_side(Gates {
+            stale_lock_min: None,
+            ..Gates::default()
+        })?,
+    };
+    verdict("I-stale-lock", vec![cell])
+}
+
 const fn every(counter: &'static str, baseline: u64, broken: u64) -> Expect {
     Expect {
         cell: None,
@@ -232,6 +334,32 @@ pub static EXPERIMENTS: &[Experiment] = &[
         expect: &[
             every("facts_lost_to_both", 0, 1),
             every("facts_kept_only_by_memory", 1, 0),
+        ],
+    },
+    Experiment {
+        id: "I-lock",
+        mechanism: Mechanism::Interlock,
+        kind: Kind::Break,
+        title: "two consolidations on one store without the lock: the second overwrites the first's merge (a lost update)",
+        change: "interlock::schedule::Gates.use_lock = false",
+        caught_by: &["facts_lost_by_consolidation"],
+        seed: "section 8: the product's four gates and a lock file",
+        run: run_lock,
+        expect: &[every("facts_lost_by_consolidation", 0, 1)],
+    },
+    Experiment {
+        id: "I-stale-lock",
+        mechanism: Mechanism::Interlock,
+        kind: Kind::Break,
+        title: "a crashed holder's lock that never expires stalls consolidation forever",
+        change: "interlock::schedule::Gates.stale_lock_min = None (the product's lock expires; 60 min is approximate)",
+        caught_by: &["consolidations_run", "consolidations_stalled"],
+        seed: "section 8: the lock file expires after a crash",
+        run: run_stale_lock,
+        expect: &[
+            every("consolidations_run", 1, 0),
+            every("stale_locks_taken_over", 1, 0),
+            every("consolidations_stalled", 2, 96),
         ],
     },
     Experiment {

@@ -19,6 +19,7 @@
 //! scope, temporary words, duplicates, path guard) then decide what is stored.
 
 pub mod experiments;
+pub mod schedule;
 
 use std::path::{Path, PathBuf};
 
