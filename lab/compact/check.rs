@@ -81,7 +81,7 @@ fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
 /// deterministic) plus the length. Archives hold the whole context on every
 /// snip, so keeping every archived string to compare it later would cost
 /// turns × context in memory; a collision needs equal length and hash.
-fn fingerprint(content: &str) -> (u64, usize) {
+pub(crate) fn fingerprint(content: &str) -> (u64, usize) {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     content.hash(&mut h);

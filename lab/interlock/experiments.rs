@@ -250,37 +250,29 @@ fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
     verdict("I-lock", vec![cell])
 }
 
+/// A test on an attempt's outcome, named by the counter it feeds.
+type AttemptIs = fn(&super::schedule::Attempt) -> bool;
+
 fn stale_side(gates: super::schedule::Gates) -> LabResult<Counters> {
     use super::schedule::{crashed_holder, Attempt};
     let store = store_with(&PREFS)?;
     let attempts = crashed_holder(&store, &gates, 30, 48)?;
-    let count = |f: &dyn Fn(&Attempt) -> bool| attempts.iter().filter(|a| f(a)).count() as u64;
+    let kinds: [(&str, AttemptIs); 5] = [
+        ("consolidations_run", |a| matches!(a, Attempt::Ran { .. })),
+        ("stale_locks_taken_over", |a| {
+            matches!(a, Attempt::Ran { stale: true })
+        }),
+        ("consolidations_stalled", |a| matches!(a, Attempt::Locked)),
+        ("gate_too_soon", |a| matches!(a, Attempt::TooSoon)),
+        ("gate_too_few_sessions", |a| {
+            matches!(a, Attempt::TooFewSessions)
+        }),
+    ];
     let mut c = Counters::default();
-    c.count(
-        "consolidations_run",
-        count(&|a| matches!(a, Attempt::Ran { .. })),
-        std::iter::empty(),
-    );
-    c.count(
-        "stale_locks_taken_over",
-        count(&|a| matches!(a, Attempt::Ran { stale: true })),
-        std::iter::empty(),
-    );
-    c.count(
-        "consolidations_stalled",
-        count(&|a| matches!(a, Attempt::Locked)),
-        std::iter::empty(),
-    );
-    c.count(
-        "gate_too_soon",
-        count(&|a| matches!(a, Attempt::TooSoon)),
-        std::iter::empty(),
-    );
-    c.count(
-        "gate_too_few_sessions",
-        count(&|a| matches!(a, Attempt::TooFewSessions)),
-        std::iter::empty(),
-    );
+    for (name, is) in kinds {
+        let n = attempts.iter().filter(|a| is(a)).count() as u64;
+        c.count(name, n, std::iter::empty());
+    }
     Ok(c)
 }
 

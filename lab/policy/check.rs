@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::PointerRule;
+use crate::compact::check::fingerprint;
 use crate::message::{Block, Content, Message};
 use crate::storage::{FileKind, Storage};
 
@@ -91,15 +92,6 @@ pub struct Findings {
     pub in_context: u64,
     /// Tool results in the ledger.
     pub originals: u64,
-}
-
-/// A content's identity: 64-bit SipHash (fixed keys, deterministic) and length,
-/// so archives that copy the whole context on every pass are not kept twice.
-fn fingerprint(content: &str) -> (u64, usize) {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    content.hash(&mut h);
-    (h.finish(), content.len())
 }
 
 /// One archived copy of a tool result.

@@ -21,6 +21,7 @@ use std::path::Path;
 use aho_corasick::AhoCorasick;
 use serde::Serialize;
 
+use crate::compact::check::fingerprint;
 use crate::message::{Block, Content, Message};
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::{pointers_in, PolicyEvent};
@@ -96,7 +97,7 @@ struct FileScan {
 }
 
 /// An earlier fetch: its call id and its result's fingerprint once it arrived.
-type Fetch = (String, Option<u64>);
+type Fetch = (String, Option<(u64, usize)>);
 
 /// Re-fetch bookkeeping.
 #[derive(Debug, Default)]
@@ -104,7 +105,7 @@ struct Refetch {
     /// Fetch key -> each earlier fetch.
     earlier: HashMap<(ArtifactKind, String), Vec<Fetch>>,
     /// Results present verbatim in the last request: (id, fingerprint).
-    last_present: HashSet<(String, u64)>,
+    last_present: HashSet<(String, (u64, usize))>,
     /// Ids of calls counted as re-fetches whose result has not arrived.
     pending: HashSet<String>,
     /// Results of re-fetches, counted in tokens at the next request.
@@ -114,27 +115,9 @@ struct Refetch {
     samples: Vec<String>,
 }
 
-fn print(s: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
 /// Every string a request carries, one per line: texts, tool inputs, results,
 /// thinking.
 pub fn request_text(request: &[Message]) -> String {
-    fn json_strings(v: &serde_json::Value, out: &mut String) {
-        match v {
-            serde_json::Value::String(s) => {
-                out.push_str(s);
-                out.push('\n');
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|x| json_strings(x, out)),
-            serde_json::Value::Object(o) => o.values().for_each(|x| json_strings(x, out)),
-            _ => {}
-        }
-    }
     let mut out = String::new();
     for m in request {
         match &m.content {
@@ -152,7 +135,7 @@ pub fn request_text(request: &[Message]) -> String {
                             out.push_str(t);
                             out.push('\n');
                         }
-                        Block::ToolUse { input, .. } => json_strings(input, &mut out),
+                        Block::ToolUse { input, .. } => collect_strings(input, &mut out),
                     }
                 }
             }
@@ -418,7 +401,7 @@ impl Refetch {
                     tool_use_id,
                     content,
                 } => {
-                    let fp = print(content);
+                    let fp = fingerprint(content);
                     for list in self.earlier.values_mut() {
                         for e in list
                             .iter_mut()
@@ -447,7 +430,7 @@ impl Refetch {
                 Block::ToolResult {
                     tool_use_id,
                     content,
-                } => Some((tool_use_id.clone(), print(content))),
+                } => Some((tool_use_id.clone(), fingerprint(content))),
                 _ => None,
             })
             .collect();
