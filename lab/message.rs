@@ -202,6 +202,23 @@ pub fn tool_result_positions(messages: &[Message]) -> impl Iterator<Item = (usiz
         })
 }
 
+/// Every `tool_result` in the user messages of `messages`, in order, as
+/// `(tool_use_id, content)` with the content editable in place: the walk
+/// the policies that rewrite results share.
+pub fn tool_results_mut(messages: &mut [Message]) -> impl Iterator<Item = (&String, &mut String)> {
+    messages
+        .iter_mut()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| m.blocks_mut().iter_mut())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => Some((&*tool_use_id, content)),
+            _ => None,
+        })
+}
+
 /// Whether a walk over texts reads thinking blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Thinking {
