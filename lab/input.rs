@@ -35,20 +35,28 @@ pub fn check_regular(file: &Path, what: &str, cap: u64) -> LabResult<()> {
     let meta =
         std::fs::metadata(file).map_err(|e| LabError::io(format!("reading {what}"), file, e))?;
     if !meta.is_file() {
-        return Err(refused(
-            file,
-            format!("{what} must be a regular file, not a directory, FIFO or device"),
-            "give the path of a file",
-        ));
+        return Err(not_regular(file, what, "give the path of a file"));
     }
     if meta.len() > cap {
-        return Err(refused(
-            file,
-            format!("{what} is larger than {cap} bytes"),
-            "split the input, or check that the path names the intended file",
-        ));
+        return Err(too_large(file, what, cap));
     }
     Ok(())
+}
+
+fn not_regular(file: &Path, what: &str, fix: &str) -> LabError {
+    refused(
+        file,
+        format!("{what} must be a regular file, not a directory, FIFO or device"),
+        fix,
+    )
+}
+
+fn too_large(file: &Path, what: &str, cap: u64) -> LabError {
+    refused(
+        file,
+        format!("{what} is larger than {cap} bytes"),
+        "split the input, or check that the path names the intended file",
+    )
 }
 
 /// The text of `file`; `what` names it in errors ("a scenario").
@@ -61,11 +69,7 @@ pub fn read_text_capped(file: &Path, what: &str, cap: u64) -> LabResult<String> 
     let meta =
         std::fs::metadata(file).map_err(|e| LabError::io(format!("reading {what}"), file, e))?;
     if !meta.is_file() {
-        return Err(refused(
-            file,
-            format!("{what} must be a regular file, not a directory, FIFO or device"),
-            "give the path of a JSON file",
-        ));
+        return Err(not_regular(file, what, "give the path of a JSON file"));
     }
     let f =
         std::fs::File::open(file).map_err(|e| LabError::io(format!("reading {what}"), file, e))?;
@@ -74,11 +78,7 @@ pub fn read_text_capped(file: &Path, what: &str, cap: u64) -> LabResult<String> 
         .read_to_end(&mut bytes)
         .map_err(|e| LabError::io(format!("reading {what}"), file, e))?;
     if bytes.len() as u64 > cap {
-        return Err(refused(
-            file,
-            format!("{what} is larger than {cap} bytes"),
-            "split the input, or check that the path names the intended file",
-        ));
+        return Err(too_large(file, what, cap));
     }
     decode(file, bytes)
 }

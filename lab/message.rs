@@ -202,6 +202,61 @@ pub fn tool_result_positions(messages: &[Message]) -> impl Iterator<Item = (usiz
         })
 }
 
+/// Every `tool_result` in the user messages of `messages`, in order, as
+/// `(tool_use_id, content)` with the content editable in place: the walk
+/// the policies that rewrite results share.
+pub fn tool_results_mut(messages: &mut [Message]) -> impl Iterator<Item = (&String, &mut String)> {
+    messages
+        .iter_mut()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| m.blocks_mut().iter_mut())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => Some((&*tool_use_id, content)),
+            _ => None,
+        })
+}
+
+/// Whether a walk over texts reads thinking blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinking {
+    /// Thinking is left out: the compaction checker looks only where its
+    /// steps write pointers, and no step writes into thinking.
+    Skip,
+    /// Thinking is read like any other text the model sees.
+    Read,
+}
+
+/// Visit every text of `messages`: plain content and text blocks (`None`),
+/// tool-result content (`Some(tool_use_id)`), and thinking (`None`) when
+/// `thinking` says so.
+pub fn for_each_text<'a>(
+    messages: &'a [Message],
+    thinking: Thinking,
+    mut f: impl FnMut(Option<&'a str>, &'a str),
+) {
+    for m in messages {
+        match &m.content {
+            Content::Text(t) => f(None, t),
+            Content::Blocks(blocks) => {
+                for b in blocks {
+                    match b {
+                        Block::Text { text } => f(None, text),
+                        Block::Thinking { thinking: t } if thinking == Thinking::Read => f(None, t),
+                        Block::ToolResult {
+                            tool_use_id,
+                            content,
+                        } => f(Some(tool_use_id), content),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Python-compatible size estimate: the length in characters of
 /// `json.dumps(messages, ensure_ascii=False)`, which is what the course
 /// compares against its `CONTEXT_CHAR_LIMIT`. Python's default separators are

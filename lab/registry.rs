@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use crate::counters::{Counters, Value};
-use crate::error::LabResult;
+use crate::error::{LabError, LabResult};
 
 pub mod list;
 
@@ -89,6 +89,45 @@ pub struct Expect {
     pub broken: Expected,
 }
 
+/// "In every cell, count `counter` is `baseline` intact and `broken` broken."
+pub const fn every(counter: &'static str, baseline: u64, broken: u64) -> Expect {
+    Expect {
+        cell: None,
+        counter,
+        baseline: Expected::Count(baseline),
+        broken: Expected::Count(broken),
+    }
+}
+
+/// "In the cell labelled `cell`, count `counter` is `baseline` intact and `broken` broken."
+pub const fn at(cell: &'static str, counter: &'static str, baseline: u64, broken: u64) -> Expect {
+    Expect {
+        cell: Some(cell),
+        ..every(counter, baseline, broken)
+    }
+}
+
+/// "In every cell, flag `counter` is `baseline` intact and `broken` broken."
+pub const fn every_flag(counter: &'static str, baseline: bool, broken: bool) -> Expect {
+    Expect {
+        cell: None,
+        counter,
+        baseline: Expected::Bool(baseline),
+        broken: Expected::Bool(broken),
+    }
+}
+
+/// The row `id` of a mechanism's own `table`. Rows are static, so a
+/// missing id is a slip in the code; it is reported, not panicked on.
+pub fn row<'a>(table: &'a [Experiment], id: &str) -> LabResult<&'a Experiment> {
+    table.iter().find(|e| e.id == id).ok_or_else(|| {
+        LabError::usage(
+            format!("no experiment {id} in its mechanism's rows"),
+            "use an id from `lab list`",
+        )
+    })
+}
+
 /// Options every experiment accepts from the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOptions {
@@ -153,6 +192,11 @@ impl Verdict {
             change: exp.change.to_string(),
             cells,
         }
+    }
+
+    /// A verdict for the row `id` of `table` (see [`row`]) with the given cells.
+    pub fn of_row(table: &[Experiment], id: &str, cells: Vec<Cell>) -> LabResult<Self> {
+        Ok(Verdict::new(row(table, id)?, cells))
     }
 
     /// Check the registry's expectations against this verdict; returns failures.

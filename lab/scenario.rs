@@ -162,6 +162,24 @@ fn input_err(file: &Path, (line, column): (usize, usize), message: String, fix: 
 impl Scenario {
     /// Parse and validate a scenario from `text` (read from `file`).
     pub fn parse(file: &Path, text: &str) -> LabResult<(Scenario, Config)> {
+        let sc = Scenario::decode(file, text)?;
+        let config = sc.config(file, text)?;
+        sc.check_path_lens(file, text)?;
+        sc.script.normalised().map_err(|e| {
+            let (message, fix) = e.parts();
+            input_err(
+                file,
+                locate(text, "script"),
+                format!("field `script`: {message}"),
+                &fix,
+            )
+        })?;
+        sc.check_expect(file, text, &config)?;
+        Ok((sc, config))
+    }
+
+    /// The JSON of a scenario with the schema this version reads.
+    fn decode(file: &Path, text: &str) -> LabResult<Scenario> {
         let sc: Scenario = serde_json::from_str(text).map_err(|e| {
             input_err(
                 file,
@@ -186,18 +204,23 @@ impl Scenario {
                 "set \"schema\": \"ctxlab.scenario/1\"",
             ));
         }
-        let mut config = profile(&sc.profile)
+        Ok(sc)
+    }
+
+    /// The profile with every field of `set` applied, then checked as a whole.
+    fn config(&self, file: &Path, text: &str) -> LabResult<Config> {
+        let mut config = profile(&self.profile)
             .map_err(|e| {
                 let (message, fix) = e.parts();
                 input_err(
                     file,
-                    locate(text, &sc.profile),
+                    locate(text, &self.profile),
                     format!("field `profile`: {message}"),
                     &fix,
                 )
             })?
             .config;
-        for (k, v) in &sc.set {
+        for (k, v) in &self.set {
             config.set_field(&format!("{k}={v}")).map_err(|e| {
                 let (message, fix) = e.parts();
                 input_err(
@@ -217,7 +240,12 @@ impl Scenario {
                 "see `lab profiles --format json` for every field",
             )
         })?;
-        if let Some(bad) = sc
+        Ok(config)
+    }
+
+    /// Every path length within bounds, and at least one.
+    fn check_path_lens(&self, file: &Path, text: &str) -> LabResult<()> {
+        if let Some(bad) = self
             .path_len
             .iter()
             .find(|l| crate::compact::root::validate_path_len(**l).is_err())
@@ -232,7 +260,7 @@ impl Scenario {
                 "use lengths within the bounds, e.g. [60, 160]",
             ));
         }
-        if sc.path_len.is_empty() {
+        if self.path_len.is_empty() {
             return Err(input_err(
                 file,
                 locate(text, "path_len"),
@@ -240,25 +268,22 @@ impl Scenario {
                 "give at least one length, e.g. [60, 160]",
             ));
         }
-        sc.script.normalised().map_err(|e| {
-            let (message, fix) = e.parts();
-            input_err(
-                file,
-                locate(text, "script"),
-                format!("field `script`: {message}"),
-                &fix,
-            )
-        })?;
-        let known: Vec<String> = probe::run(&config, &Script::default(), None)
+        Ok(())
+    }
+
+    /// Every expected cell is one of this scenario's, every counter one the
+    /// probe reports under `config`.
+    fn check_expect(&self, file: &Path, text: &str, config: &Config) -> LabResult<()> {
+        let known: Vec<String> = probe::run(config, &Script::default(), None)
             .map(|o| o.counters.0.into_iter().map(|c| c.name).collect())
             .unwrap_or_default();
-        let labels: Vec<String> = sc
+        let labels: Vec<String> = self
             .path_len
             .iter()
             .map(|l| format!("path_len={l}"))
             .collect();
-        for (cell, map) in std::iter::once((None, &sc.expect.all))
-            .chain(sc.expect.cells.iter().map(|(k, v)| (Some(k), v)))
+        for (cell, map) in std::iter::once((None, &self.expect.all))
+            .chain(self.expect.cells.iter().map(|(k, v)| (Some(k), v)))
         {
             if let Some(c) = cell {
                 if !labels.contains(c) {
@@ -281,7 +306,7 @@ impl Scenario {
                 }
             }
         }
-        Ok((sc, config))
+        Ok(())
     }
 
     /// Check one cell's outcome; returns failure lines.

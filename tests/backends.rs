@@ -3,9 +3,12 @@
 //! and once on real files, and verdicts, counters, request sizes and the
 //! (redacted) final messages are compared.
 
+mod common;
+use common::scaled;
+
 use std::path::{Path, PathBuf};
 
-use ctxlab::compact::config::{profile, Config};
+use ctxlab::compact::config::profile;
 use ctxlab::compact::hunt::Rounds;
 use ctxlab::compact::probe;
 use ctxlab::compact::root::with_backend;
@@ -79,14 +82,6 @@ fn every_compaction_scenario_file_gives_the_same_counters_on_both_backends() {
 fn rounds() -> impl Strategy<Value = Rounds> {
     let size = prop_oneof![0usize..200, 100usize..=600, Just(121), Just(301)];
     prop::collection::vec(prop::collection::vec(size, 1..=3), 1..=6).prop_map(Rounds)
-}
-
-fn scaled(name: &str) -> Config {
-    let mut c = profile(name).unwrap().config;
-    c.constants = c.constants.scaled(0.01);
-    c.constants.snip_max_messages = 8;
-    c.constants.snip_head = 2;
-    c
 }
 
 proptest! {

@@ -1,18 +1,9 @@
 //! The `lab` binary end to end: outputs, exit codes, and the README table.
 
-use std::process::Command;
+mod common;
+use common::{lab, lab_command};
 
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+use std::process::Command;
 
 #[test]
 fn break_flag_and_subcommand_agree() {
@@ -155,7 +146,7 @@ fn selftest_and_the_registry_pass_with_a_60_char_tmpdir() {
     let long = base.path().join("t".repeat(pad));
     std::fs::create_dir_all(&long).unwrap();
     for args in [&["selftest"][..], &["break", "all"][..]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+        let out = lab_command()
             .args(args)
             .env("TMPDIR", &long)
             .output()
@@ -173,7 +164,7 @@ fn selftest_and_the_registry_pass_with_a_60_char_tmpdir() {
 #[test]
 fn a_disk_run_leaves_no_temp_dir_behind_after_sigterm() {
     let base = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+    let mut child = lab_command()
         .args([
             "sweep",
             "--vary",

@@ -2,20 +2,10 @@
 //! positions in characters, the schema a mistake is reported against, and
 //! nothing left behind.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+use common::{lab_lossy as lab, write};
 
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use std::path::{Path, PathBuf};
 
 fn shipped(name: &str) -> Vec<u8> {
     std::fs::read(
@@ -24,12 +14,6 @@ fn shipped(name: &str) -> Vec<u8> {
             .join(name),
     )
     .unwrap()
-}
-
-fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
 }
 
 #[test]

@@ -7,6 +7,9 @@
 //! - each single safeguard removed alone, and both together, are measured on
 //!   the same generated corpus and the counts are snapshotted.
 
+mod common;
+use common::scaled;
+
 use ctxlab::compact::config::{profile, Config};
 use ctxlab::compact::hunt::{violated, Rounds};
 use ctxlab::compact::probe;
@@ -27,15 +30,6 @@ fn rounds(large: usize) -> impl Strategy<Value = Rounds> {
 
 fn run(cfg: &Config, r: &Rounds, len: usize) -> ctxlab::counters::Counters {
     probe::run(cfg, &r.script(), Some(len)).unwrap().counters
-}
-
-fn scaled(name: &str) -> Config {
-    // Course constants scaled to prototype size so cases stay fast.
-    let mut c = profile(name).unwrap().config;
-    c.constants = c.constants.scaled(0.01);
-    c.constants.snip_max_messages = 8;
-    c.constants.snip_head = 2;
-    c
 }
 
 proptest! {

@@ -1,8 +1,11 @@
 //! Each step of the pipeline on its own, and the entry points, on real files.
 
+mod common;
+use common::turn;
+
 use ctxlab::compact::config::{profile, Config};
 use ctxlab::compact::probe::{self, Outcome};
-use ctxlab::compact::session::{Action, Call, Script, Turn};
+use ctxlab::compact::session::{Action, Call, Script};
 use ctxlab::compact::{Step, Summarizer};
 use ctxlab::message::{Block, Content, Message};
 
@@ -26,10 +29,6 @@ fn results(o: &Outcome) -> Vec<(String, String)> {
 
 fn content_of(o: &Outcome, id: &str) -> String {
     results(o).into_iter().find(|(i, _)| i == id).unwrap().1
-}
-
-fn turn(calls: Vec<Call>) -> Action {
-    Action::Assistant(Turn { text: None, calls })
 }
 
 #[test]

@@ -1,18 +1,7 @@
 //! `lab replay … --cost` end to end: output header, exit codes.
 
-use std::process::Command;
-
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+mod common;
+use common::{lab, write};
 
 /// A two-request Claude Code log with usage.
 const LOG: &str = r#"{"uuid":"u1","parentUuid":null,"type":"user","timestamp":"2025-08-07T06:00:00Z","message":{"role":"user","content":"hello"}}
@@ -21,19 +10,13 @@ const LOG: &str = r#"{"uuid":"u1","parentUuid":null,"type":"user","timestamp":"2
 {"uuid":"a2","parentUuid":"u2","type":"assistant","timestamp":"2025-08-07T06:00:09Z","message":{"id":"m2","role":"assistant","model":"claude-opus-4-1","content":[{"type":"text","text":"one file"}],"usage":{"input_tokens":4,"cache_creation_input_tokens":30,"cache_read_input_tokens":2000}}}
 "#;
 
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
-    let p = dir.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
-}
-
 #[test]
 fn cost_names_the_tokenizer_and_prints_every_arm() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(&dir, "s.jsonl", LOG);
+    let f = write(dir.path(), "s.jsonl", LOG);
     let (code, out, err) = lab(&[
         "replay",
-        &f,
+        f.to_str().unwrap(),
         "--cost",
         "--tokens",
         "o200k",
@@ -51,8 +34,8 @@ fn cost_names_the_tokenizer_and_prints_every_arm() {
 #[test]
 fn an_unknown_sheet_exits_2_naming_the_sheets() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(&dir, "s.jsonl", LOG);
-    let (code, out, err) = lab(&["replay", &f, "--cost", "--sheet", "nope"]);
+    let f = write(dir.path(), "s.jsonl", LOG);
+    let (code, out, err) = lab(&["replay", f.to_str().unwrap(), "--cost", "--sheet", "nope"]);
     assert_eq!(code, 2);
     assert!(out.is_empty());
     assert!(err.contains("nope") && err.contains("gpt-4.1"), "{err}");
@@ -62,11 +45,11 @@ fn an_unknown_sheet_exits_2_naming_the_sheets() {
 fn a_broken_log_exits_3_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(
-        &dir,
+        dir.path(),
         "bad.jsonl",
         "{\"type\":\"user\"}\n{oops}\n{\"type\":\"user\"}\n",
     );
-    let (code, out, err) = lab(&["replay", &f, "--cost"]);
+    let (code, out, err) = lab(&["replay", f.to_str().unwrap(), "--cost"]);
     assert_eq!(code, 3, "{err}");
     assert!(out.is_empty());
     assert!(err.contains("bad.jsonl") && err.contains(":2:"), "{err}");

@@ -5,6 +5,9 @@
 //! running the unmodified code with the stub model of
 //! `tests/golden/course/generate.py` at the same result-path length (160).
 
+mod common;
+use common::turn;
+
 // These cases plant and read files with std::fs next to the run, so the run is on disk.
 use ctxlab::compact::config::profile;
 use ctxlab::compact::session::{Action, Call, Script, Session, Turn};
@@ -30,10 +33,6 @@ fn run(config: Config, script: &Script, fail_from: Option<usize>) -> Session {
     let mut s = session(config, fail_from);
     s.run(script).unwrap();
     s
-}
-
-fn turn(calls: Vec<Call>) -> Action {
-    Action::Assistant(Turn { text: None, calls })
 }
 
 fn done() -> Action {

@@ -1,23 +1,17 @@
 //! Importers on small hand-written records: every damage kind, with its position.
 
+mod common;
+use common::{jsonl, LENIENT, STRICT};
+
 use std::path::Path;
 
 use ctxlab::error::LabError;
 use ctxlab::import::{
-    detect_format, import_str, unpaired_ids, DiagnosticKind, ImportOptions, ImportedSession,
-    TranscriptFormat, MISSING_RESULT,
+    detect_format, import_str, unpaired_ids, DiagnosticKind, ImportedSession, TranscriptFormat,
+    MISSING_RESULT,
 };
 use ctxlab::message::{Block, Content, Role};
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn user(uuid: &str, parent: Option<&str>, content: Value) -> Value {
     json!({"type": "user", "uuid": uuid, "parentUuid": parent, "isSidechain": false,
@@ -35,10 +29,6 @@ fn tool_use(id: &str) -> Value {
 
 fn tool_result(id: &str, content: Value) -> Value {
     json!({"type": "tool_result", "tool_use_id": id, "content": content})
-}
-
-fn jsonl(records: &[Value]) -> String {
-    records.iter().map(|r| format!("{r}\n")).collect()
 }
 
 /// A well-formed three-message conversation, one record per line.

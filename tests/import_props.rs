@@ -1,10 +1,13 @@
 //! Property tests: no cut of a valid file makes an importer panic or
 //! silently lose its place, and pair repair always yields valid pairs.
 
+mod common;
+use common::{jsonl, LENIENT};
+
 use std::path::Path;
 
 use ctxlab::error::LabError;
-use ctxlab::import::{import_str, unpaired_ids, DiagnosticKind, ImportOptions, TranscriptFormat};
+use ctxlab::import::{import_str, unpaired_ids, DiagnosticKind, TranscriptFormat};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -35,15 +38,6 @@ fn log(turns: &[(bool, bool)]) -> Vec<Value> {
     }
     recs
 }
-
-fn jsonl(recs: &[Value]) -> String {
-    recs.iter().map(|r| format!("{r}\n")).collect()
-}
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]

@@ -4,24 +4,14 @@
 //! counts are asserted or snapshotted. Without the directory every test prints
 //! a skip message and passes.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{snapshot_name, transcripts};
+
+use std::path::Path;
 
 use ctxlab::import::{
     import_file, unpaired_ids, DiagnosticKind, ImportOptions, ImportedSession, TranscriptFormat,
 };
-
-fn transcripts() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIP: {} not found; the real-transcript tests need the shared data set",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// (file, format, message records, tool calls, largest tool_result) from the README table.
 const TABLE: &[(&str, TranscriptFormat, usize, usize, usize)] = &[
@@ -72,12 +62,6 @@ const TABLE: &[(&str, TranscriptFormat, usize, usize, usize)] = &[
 fn import(dir: &Path, file: &str) -> ImportedSession {
     import_file(&dir.join(file), &ImportOptions::default())
         .unwrap_or_else(|e| panic!("{file}: {e}"))
-}
-
-fn snapshot_name(file: &str) -> String {
-    let stem = Path::new(file).file_name().unwrap().to_string_lossy();
-    let short = stem.split("__").next().unwrap();
-    format!("import_{}", short.replace('-', "_"))
 }
 
 #[test]
@@ -181,7 +165,7 @@ fn import_summaries_snapshot() {
     let Some(dir) = transcripts() else { return };
     for &(file, ..) in TABLE {
         let s = import(&dir, file);
-        insta::assert_json_snapshot!(snapshot_name(file), s.summary());
+        insta::assert_json_snapshot!(snapshot_name("import", file), s.summary());
     }
 }
 

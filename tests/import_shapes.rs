@@ -4,8 +4,10 @@
 //! file among good ones, a damaged result record, real budgets and
 //! compaction metadata, lying extensions.
 
+mod common;
+use common::{jsonl, lab, write, LENIENT, STRICT};
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ctxlab::import::{
     import_file, import_file_sessions, import_reader_sessions, import_str, unpaired_ids,
@@ -15,15 +17,6 @@ use ctxlab::import::{
 use ctxlab::message::Block;
 use ctxlab::replay::{run_files, ReplayOptions};
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn rec(kind: &str, uuid: &str, parent: Option<&str>, id: &str, content: Value) -> Value {
     json!({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": false,
@@ -60,10 +53,6 @@ fn good() -> Vec<Value> {
     ]
 }
 
-fn jsonl(records: &[Value]) -> String {
-    records.iter().map(|r| format!("{r}\n")).collect()
-}
-
 fn import(text: &str, format: TranscriptFormat, options: &ImportOptions) -> ImportedSession {
     import_str(text, Path::new("t.jsonl"), format, options).unwrap()
 }
@@ -78,24 +67,6 @@ fn strict_error(text: &str, format: TranscriptFormat) -> (usize, usize, String) 
         }) => (line, column, message),
         other => panic!("expected an input error, got {other:?}"),
     }
-}
-
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 // --- 1. trajectory arrays ---------------------------------------------------

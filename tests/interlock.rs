@@ -1,6 +1,8 @@
 //! Compaction and memory in one session: the interlocked rows, the hinge on a
 //! real transcript, and the extractor.
 
+mod common;
+
 use ctxlab::interlock::experiments::{side, tabs_session, EXPERIMENTS, TABS};
 use ctxlab::interlock::{preference_candidates, Hinge, InterlockSwitches};
 use ctxlab::message::{Content, Message, Role};
@@ -48,11 +50,9 @@ fn a_short_turn_keeps_the_preference_under_every_hinge() {
 /// first user message that opens a turn of at least 60 messages.
 #[test]
 fn the_hinge_on_a_real_transcript_with_a_planted_preference() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
-    if !dir.is_dir() {
-        eprintln!("SKIP: {} not found", dir.display());
+    let Some(dir) = common::transcripts() else {
         return;
-    }
+    };
     let mut checked = 0;
     for f in [
         "claude_code/templar__chat@a46211b.json",

@@ -3,24 +3,12 @@
 //! the text around tables (status lines, readings) is never swallowed as a
 //! table row.
 
+mod common;
+use common::lab_ok;
+
 use std::path::Path;
-use std::process::Command;
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
-
-fn lab(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// What a renderer made of the text: per table, the cell count of each
 /// row (header first) and the text of its cells; and the text of every
@@ -102,7 +90,7 @@ fn scenario_runs_render_status_lines_as_paragraphs() {
             .into_owned(),
     );
     args.extend(["--format".into(), "markdown".into()]);
-    let md = lab(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let md = lab_ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let r = assert_well_formed("run", &md);
     let passes = r
         .paragraphs
@@ -116,7 +104,7 @@ fn scenario_runs_render_status_lines_as_paragraphs() {
 fn verdicts_list_probe_and_profiles_render_as_tables() {
     let r = assert_well_formed(
         "break",
-        &lab(&[
+        &lab_ok(&[
             "break",
             "D6",
             "M-dedup-off",
@@ -133,14 +121,14 @@ fn verdicts_list_probe_and_profiles_render_as_tables() {
         "{:?}",
         r.paragraphs
     );
-    let list = assert_well_formed("list", &lab(&["list", "--format", "markdown"]));
+    let list = assert_well_formed("list", &lab_ok(&["list", "--format", "markdown"]));
     assert_eq!(list.tables[0][0].len(), 6);
     assert!(list.tables[0].iter().any(|row| row[0] == "D6"));
     assert_well_formed(
         "probe",
-        &lab(&["probe", "--path-len", "250", "--format", "markdown"]),
+        &lab_ok(&["probe", "--path-len", "250", "--format", "markdown"]),
     );
-    assert_well_formed("profiles", &lab(&["profiles", "--format", "markdown"]));
+    assert_well_formed("profiles", &lab_ok(&["profiles", "--format", "markdown"]));
 }
 
 #[test]
@@ -165,7 +153,7 @@ fn counts_are_singular_when_one() {
 
 #[test]
 fn sweeps_and_checked_in_reports_render_as_tables() {
-    let md = lab(&[
+    let md = lab_ok(&[
         "sweep",
         "--vary",
         "order",

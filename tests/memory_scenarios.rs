@@ -1,19 +1,14 @@
 //! Shipped scenario files run green; malformed files are located errors.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use ctxlab::error::LabError;
 use ctxlab::memory::scenario::run_scenario_file;
 
 fn scenario_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/memory");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    v.sort();
-    v
+    common::json_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/memory"))
 }
 
 #[test]

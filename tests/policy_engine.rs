@@ -1,7 +1,8 @@
 //! The policy engine and its policy-agnostic checker against the course's own
 //! replay: the course profiles, run as policies, reach the same verdicts.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{lab, transcript_files, transcripts};
 
 use ctxlab::import::{import_file, ImportOptions, ImportedSession};
 use ctxlab::message::{Block, Message};
@@ -161,42 +162,13 @@ fn unknown_policy_names_the_known_ones() {
     );
 }
 
-fn transcripts() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIP: {} not found", dir.display());
-        None
-    }
-}
-
 #[test]
 fn course_policies_reach_the_course_replays_verdicts_on_real_sessions() {
     let Some(dir) = transcripts() else { return };
-    for sub in ["claude_code", "openai_format"] {
-        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        for f in files {
-            let session = import_file(&f, &ImportOptions::default()).unwrap();
-            agree(&session);
-        }
+    for f in transcript_files(&dir) {
+        let session = import_file(&f, &ImportOptions::default()).unwrap();
+        agree(&session);
     }
-}
-
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 #[test]

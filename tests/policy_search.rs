@@ -1,18 +1,7 @@
 //! Sweeps and hunts over policies, end to end.
 
-use std::process::Command;
-
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+mod common;
+use common::lab;
 
 #[test]
 fn a_policy_sweep_separates_the_baseline_from_a_lossy_design() {

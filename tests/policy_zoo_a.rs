@@ -2,7 +2,8 @@
 //! replay of every real transcript through each policy of this part of the
 //! zoo, with validity held.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{transcript_files, transcripts};
 
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::policy::engine::{replay, Env, Session};
@@ -40,38 +41,13 @@ const ZOO_A: &[&str] = &[
     "claude-code",
 ];
 
-fn transcripts() -> Option<Vec<PathBuf>> {
-    // `CTXLAB_TRANSCRIPTS` points elsewhere (a worktree one level deeper).
-    let dir = std::env::var_os("CTXLAB_TRANSCRIPTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"));
-    if !dir.is_dir() {
-        eprintln!(
-            "SKIP: {} not found; the transcript replay needs the shared data set",
-            dir.display()
-        );
-        return None;
-    }
-    let mut files = Vec::new();
-    for sub in ["claude_code", "openai_format"] {
-        for e in std::fs::read_dir(dir.join(sub))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            files.push(e.path());
-        }
-    }
-    files.sort();
-    Some(files)
-}
-
 /// Every transcript through every policy of this part of the zoo: no
 /// request may break a provider rule the recorded session itself keeps (the
 /// `none` baseline replays it unchanged), and no pointer may dangle.
 #[test]
 fn every_transcript_replays_with_validity_held() {
-    let Some(files) = transcripts() else { return };
+    let Some(dir) = transcripts() else { return };
+    let files = transcript_files(&dir);
     assert!(!files.is_empty(), "the transcript directory is empty");
     for path in files {
         let session = import_file(&path, &ImportOptions::default()).unwrap();

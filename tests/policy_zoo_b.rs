@@ -3,8 +3,10 @@
 //! with the awkward shapes (parallel calls, interjections, thinking, a final
 //! answer) and on every real transcript when the directory is there.
 
+mod common;
+use common::{transcript_files, transcripts};
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::message::{Block, Message};
@@ -138,32 +140,11 @@ fn the_policies_condense_the_synthetic_session() {
     }
 }
 
-/// The real transcripts: next to the repository, or where
-/// `CTXLAB_TRANSCRIPTS` says (a worktree has no `../shared`).
-fn transcripts() -> Option<PathBuf> {
-    let dir = std::env::var_os("CTXLAB_TRANSCRIPTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIP: {} not found", dir.display());
-        None
-    }
-}
-
 #[test]
 fn every_request_is_valid_on_every_real_transcript() {
     let Some(dir) = transcripts() else { return };
-    for sub in ["claude_code", "openai_format"] {
-        let mut files: Vec<_> = std::fs::read_dir(dir.join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        for f in files {
-            let session = import_file(&f, &ImportOptions::default()).unwrap();
-            all_valid(&f.display().to_string(), &session.main);
-        }
+    for f in transcript_files(&dir) {
+        let session = import_file(&f, &ImportOptions::default()).unwrap();
+        all_valid(&f.display().to_string(), &session.main);
     }
 }

@@ -4,7 +4,8 @@
 //! real names and paths); snapshots hold numbers only. Without the directory
 //! every test prints a skip message and passes.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{snapshot_name, transcripts};
 
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::replay::{
@@ -20,19 +21,6 @@ const FILES: &[&str] = &[
     "claude_code/attio-mcp-server__chat@816b68a.json",
     "openai_format/swe-agent__function-calling-demo__marshmallow-1867.traj",
 ];
-
-fn transcripts() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIP: {} not found; the replay tests need the shared data set",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// The numbers of a report, without the per-call series.
 #[derive(Serialize)]
@@ -82,14 +70,6 @@ fn numbers(r: &ReplayReport) -> Numbers<'_> {
     }
 }
 
-fn snapshot_name(file: &str) -> String {
-    let stem = Path::new(file).file_name().unwrap().to_string_lossy();
-    format!(
-        "replay_{}",
-        stem.split("__").next().unwrap().replace('-', "_")
-    )
-}
-
 fn every_profile(file: &str) {
     let Some(dir) = transcripts() else { return };
     let s = import_file(&dir.join(file), &ImportOptions::default()).unwrap();
@@ -111,7 +91,7 @@ fn every_profile(file: &str) {
         assert!(r.series.iter().all(|p| p.chars > 0));
     }
     let numbers: Vec<Numbers> = reports.iter().map(numbers).collect();
-    insta::assert_json_snapshot!(snapshot_name(file), numbers);
+    insta::assert_json_snapshot!(snapshot_name("replay", file), numbers);
 }
 
 // One test per file so they run in parallel.

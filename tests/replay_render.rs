@@ -1,5 +1,7 @@
 //! Renderers of replay reports on synthetic sessions (no transcript data), snapshotted.
 
+mod common;
+
 use std::path::PathBuf;
 
 use ctxlab::import::ImportOptions;
@@ -196,27 +198,15 @@ fn replay_columns_flag_through_the_binary() {
         serde_json::to_string(&serde_json::json!({ "messages": synthetic(4, 100) })).unwrap(),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args([
-            "replay",
-            path.to_str().unwrap(),
-            "--profile",
-            "hardened",
-            "--columns",
-            "file,calls",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::lab_ok(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--profile",
+        "hardened",
+        "--columns",
+        "file,calls",
+    ]);
     assert!(text.contains("file     ┆ calls"), "{text}");
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(["replay", path.to_str().unwrap(), "--columns", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
+    let (code, _, _) = common::lab(&["replay", path.to_str().unwrap(), "--columns", "nope"]);
+    assert_eq!(code, 2);
 }

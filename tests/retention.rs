@@ -1,5 +1,7 @@
 //! Retention metrics on small built histories with hand-checked answers.
 
+mod common;
+
 use ctxlab::error::LabResult;
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay_observed, Env, Session};
@@ -253,11 +255,9 @@ fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
 #[test]
 fn every_policy_has_retention_on_real_sessions() {
     use ctxlab::compare::{replay_files, Measure};
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
-    if !dir.is_dir() {
-        eprintln!("SKIP: {} not found", dir.display());
+    let Some(dir) = common::transcripts() else {
         return;
-    }
+    };
     let files: Vec<_> = [
         "claude_code/claude-code-viewer__fe5e1c67.jsonl",
         "claude_code/dmux__chat@eef6c28.json",

@@ -1,5 +1,7 @@
 //! Scenario files: the shipped ones pass, damaged ones are refused with a position.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use ctxlab::error::LabError;
@@ -7,12 +9,8 @@ use ctxlab::scenario;
 
 fn shipped() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut v: Vec<PathBuf> = [dir.clone(), dir.join("hunt")]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let mut v = common::json_files(&dir);
+    v.extend(common::json_files(&dir.join("hunt")));
     v.sort();
     v
 }
@@ -110,25 +108,17 @@ fn malformed_files_name_line_column_field_and_fix() {
 fn hunt_writes_a_minimal_scenario_that_lab_run_reproduces() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("d6.json");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args([
-            "hunt",
-            "--break",
-            "D6",
-            "--path-len",
-            "60",
-            "--seed",
-            "3",
-            "--out",
-        ])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
+    common::lab_ok(&[
+        "hunt",
+        "--break",
+        "D6",
+        "--path-len",
+        "60",
+        "--seed",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let r = scenario::run_file(&out).unwrap();
     assert!(r.failures.is_empty(), "{:?}", r.failures);
     let c = &r.cells[0].1;

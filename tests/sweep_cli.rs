@@ -1,18 +1,9 @@
 //! `lab sweep` and `lab reports` end to end through the binary.
 
-use std::process::Command;
+mod common;
+use common::lab;
 
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+use std::process::Command;
 
 #[test]
 fn shards_merged_on_the_command_line_equal_the_unsharded_run() {

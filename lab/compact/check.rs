@@ -24,7 +24,7 @@ use super::snip::marker_path;
 use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
-use crate::message::{Block, Content, Message};
+use crate::message::{for_each_text, Block, Message, Thinking};
 use crate::storage::Storage;
 
 /// Every path a text points to, by the conventions of the four steps.
@@ -49,31 +49,11 @@ pub fn pointers_in(text: &str) -> Vec<String> {
     out
 }
 
-/// Visit every text that can carry a pointer: plain and text-block content
-/// (`None`) and tool-result content (`Some(tool_use_id)`).
-fn for_each_text<'a>(messages: &'a [Message], mut f: impl FnMut(Option<&'a str>, &'a str)) {
-    for m in messages {
-        match &m.content {
-            Content::Text(t) => f(None, t),
-            Content::Blocks(blocks) => {
-                for b in blocks {
-                    match b {
-                        Block::Text { text } => f(None, text),
-                        Block::ToolResult {
-                            tool_use_id,
-                            content,
-                        } => f(Some(tool_use_id), content),
-                        _ => {}
-                    }
-                }
-            }
-        }
-    }
-}
-
 fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for_each_text(messages, |_, text| out.extend(pointers_in(text)));
+    for_each_text(messages, Thinking::Skip, |_, text| {
+        out.extend(pointers_in(text))
+    });
     out
 }
 
@@ -121,7 +101,7 @@ impl ArchiveIndex {
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
             let mut archive_ptrs = BTreeSet::new();
-            for_each_text(&msgs, |id, text| {
+            for_each_text(&msgs, Thinking::Skip, |id, text| {
                 let pointers = pointers_in(text);
                 archive_ptrs.extend(pointers.iter().cloned());
                 if let Some(id) = id {

@@ -11,43 +11,16 @@ use super::probe;
 use super::session::Script;
 use crate::error::LabResult;
 use crate::registry::{
-    Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict, LONG_PATH, SHORT_PATH,
+    at, every, every_flag, row, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict, LONG_PATH,
+    SHORT_PATH,
 };
 
-const T: Expected = Expected::Bool(true);
-const F: Expected = Expected::Bool(false);
-const fn n(v: u64) -> Expected {
-    Expected::Count(v)
-}
-const SHORT: Option<&str> = Some("path_len=60");
-const LONG: Option<&str> = Some("path_len=160");
+const SHORT: &str = "path_len=60";
+const LONG: &str = "path_len=160";
 const _: () = assert!(
     SHORT_PATH == 60 && LONG_PATH == 160,
     "cell labels above name the default lengths"
 );
-
-const fn every(counter: &'static str, baseline: Expected, broken: Expected) -> Expect {
-    Expect {
-        cell: None,
-        counter,
-        baseline,
-        broken,
-    }
-}
-
-const fn at(
-    cell: Option<&'static str>,
-    counter: &'static str,
-    baseline: Expected,
-    broken: Expected,
-) -> Expect {
-    Expect {
-        cell,
-        counter,
-        baseline,
-        broken,
-    }
-}
 
 /// Run `script` under both configs at every requested path length.
 pub fn compare(
@@ -72,11 +45,6 @@ fn with(base: &str, overrides: &[&str]) -> LabResult<Config> {
     let mut c = profile(base)?.config;
     c.apply_overrides(overrides)?;
     Ok(c)
-}
-
-/// Look up this module's own row (rows are static, so this cannot fail at run time).
-fn row(id: &str) -> &'static Experiment {
-    EXPERIMENTS.iter().find(|e| e.id == id).expect("row exists")
 }
 
 /// How a row builds its two sides: base profile, baseline overrides, broken overrides.
@@ -128,7 +96,7 @@ fn run_row(id: &str, script: Script, opts: &RunOptions) -> LabResult<Verdict> {
     let (baseline, broken) = sides(id)
         .expect("every compaction row has sides")
         .configs()?;
-    compare(row(id), &baseline, &broken, &script, opts)
+    compare(row(EXPERIMENTS, id)?, &baseline, &broken, &script, opts)
 }
 
 fn run_d2(o: &RunOptions) -> LabResult<Verdict> {
@@ -165,9 +133,9 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 4: one safeguard removed alone shows no loss (the unseen guard still holds)",
         run: run_d2,
         expect: &[
-            every("lost_forever", n(0), n(0)),
-            every("pointer_lost", n(0), n(0)),
-            every("pairs_intact", T, T),
+            every("lost_forever", 0, 0),
+            every("pointer_lost", 0, 0),
+            every_flag("pairs_intact", true, true),
         ],
     },
     Experiment {
@@ -180,9 +148,9 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 5: pairs_intact True -> False",
         run: run_d3,
         expect: &[
-            every("pairs_intact", T, F),
-            every("invalid_requests", n(0), n(2)),
-            every("lost_forever", n(0), n(0)),
+            every_flag("pairs_intact", true, false),
+            every("invalid_requests", 0, 2),
+            every("lost_forever", 0, 0),
         ],
     },
     Experiment {
@@ -195,12 +163,12 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 4: lost forever 1 (and pointer lost 1 at a long path)",
         run: run_d6,
         expect: &[
-            every("lost_forever", n(0), n(1)),
-            every("unseen_compacted", n(0), n(1)),
-            at(SHORT, "pointer_lost", n(0), n(0)),
-            at(LONG, "pointer_lost", n(0), n(1)),
-            at(LONG, "double_compacted", n(0), n(1)),
-            every("pairs_intact", T, T),
+            every("lost_forever", 0, 1),
+            every("unseen_compacted", 0, 1),
+            at(SHORT, "pointer_lost", 0, 0),
+            at(LONG, "pointer_lost", 0, 1),
+            at(LONG, "double_compacted", 0, 1),
+            every_flag("pairs_intact", true, true),
         ],
     },
     Experiment {
@@ -213,11 +181,11 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 4: guard-only cell, pointer_lost = 1 and lost_forever = 0 at a long path",
         run: run_g1,
         expect: &[
-            every("lost_forever", n(0), n(0)),
-            every("unseen_compacted", n(0), n(1)),
-            at(SHORT, "pointer_lost", n(0), n(0)),
-            at(LONG, "pointer_lost", n(0), n(1)),
-            at(LONG, "double_compacted", n(0), n(1)),
+            every("lost_forever", 0, 0),
+            every("unseen_compacted", 0, 1),
+            at(SHORT, "pointer_lost", 0, 0),
+            at(LONG, "pointer_lost", 0, 1),
+            at(LONG, "double_compacted", 0, 1),
         ],
     },
     Experiment {
@@ -229,10 +197,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["lost_forever"],
         seed: "section 3: two 120 000-char results, one persisted, one omitted and never saved",
         run: run_a,
-        expect: &[
-            every("lost_forever", n(0), n(1)),
-            every("pointer_lost", n(0), n(0)),
-        ],
+        expect: &[every("lost_forever", 0, 1), every("pointer_lost", 0, 0)],
     },
     Experiment {
         id: "B",
@@ -244,8 +209,8 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 3: nothing persisted, the full 150 000 chars stay in context",
         run: run_b,
         expect: &[
-            every("oversized_in_context", n(0), n(1)),
-            every("lost_forever", n(0), n(0)),
+            every("oversized_in_context", 0, 1),
+            every("lost_forever", 0, 0),
         ],
     },
     Experiment {
@@ -258,12 +223,12 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 4: a 194-char saved-at placeholder is compacted again to 'omitted'",
         run: run_r1,
         expect: &[
-            at(SHORT, "double_compacted", n(0), n(0)),
-            at(SHORT, "pointer_lost", n(0), n(0)),
-            at(LONG, "double_compacted", n(0), n(1)),
-            at(LONG, "pointer_lost", n(0), n(1)),
-            at(LONG, "orphan_files", n(0), n(1)),
-            every("lost_forever", n(0), n(0)),
+            at(SHORT, "double_compacted", 0, 0),
+            at(SHORT, "pointer_lost", 0, 0),
+            at(LONG, "double_compacted", 0, 1),
+            at(LONG, "pointer_lost", 0, 1),
+            at(LONG, "orphan_files", 0, 1),
+            every("lost_forever", 0, 0),
         ],
     },
 ];

@@ -17,7 +17,7 @@ use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message};
 use crate::policy::course::CoursePolicy;
-use crate::registry::{Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
 
 /// The preference of the seed's example, verbatim.
 pub const TABS: &str = "Use tabs, not spaces.";
@@ -127,16 +127,6 @@ fn hinge(h: Hinge) -> InterlockSwitches {
     }
 }
 
-fn verdict(id: &str, cells: Vec<Cell>) -> LabResult<Verdict> {
-    let row = EXPERIMENTS.iter().find(|e| e.id == id).ok_or_else(|| {
-        LabError::usage(
-            format!("no interlocked experiment {id}"),
-            "use an id from `lab list`",
-        )
-    })?;
-    Ok(Verdict::new(row, cells))
-}
-
 fn tabs_row(id: &str, fix: Hinge) -> LabResult<Verdict> {
     let messages = tabs_session(60);
     let cell = Cell {
@@ -149,7 +139,7 @@ fn tabs_row(id: &str, fix: Hinge) -> LabResult<Verdict> {
             &[TABS],
         )?,
     };
-    verdict(id, vec![cell])
+    Verdict::of_row(EXPERIMENTS, id, vec![cell])
 }
 
 fn run_tabs(_: &RunOptions) -> LabResult<Verdict> {
@@ -192,7 +182,7 @@ fn run_write_tool(_: &RunOptions) -> LabResult<Verdict> {
             &[],
         )?,
     };
-    verdict("I-write-tool", vec![cell])
+    Verdict::of_row(EXPERIMENTS, "I-write-tool", vec![cell])
 }
 
 fn store_with(seeds: &[(&str, &str)]) -> LabResult<crate::memory::store::Store> {
@@ -247,7 +237,7 @@ fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
             ..Gates::default()
         })?,
     };
-    verdict("I-lock", vec![cell])
+    Verdict::of_row(EXPERIMENTS, "I-lock", vec![cell])
 }
 
 /// A test on an attempt's outcome, named by the counter it feeds.
@@ -286,16 +276,7 @@ fn run_stale_lock(_: &RunOptions) -> LabResult<Verdict> {
             ..Gates::default()
         })?,
     };
-    verdict("I-stale-lock", vec![cell])
-}
-
-const fn every(counter: &'static str, baseline: u64, broken: u64) -> Expect {
-    Expect {
-        cell: None,
-        counter,
-        baseline: Expected::Count(baseline),
-        broken: Expected::Count(broken),
-    }
+    Verdict::of_row(EXPERIMENTS, "I-stale-lock", vec![cell])
 }
 
 /// The interlocked rows.

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::extract::{duplicate_of, temporary_marker};
 pub use super::sandbox::{files_outside, watched_root};
 use super::session::{Harness, Tally};
-use super::store::Memory;
+use super::store::{Memory, Record, Store};
 use crate::counters::Counters;
 use crate::error::LabResult;
 
@@ -48,84 +48,50 @@ fn losses(h: &Harness, records: &[super::store::Record]) -> (Vec<String>, Vec<St
 pub fn check(h: &Harness) -> LabResult<Counters> {
     let mut c = Counters::default();
     let store = &h.store;
-
-    // Files created or changed anywhere in the sandbox outside the store.
-    let fs = store.fs().as_ref();
-    let now = files_outside(fs, &watched_root(fs, h.sandbox()), store.root())?;
-    let outside: Vec<String> = now
-        .iter()
-        .filter(|(p, b)| h.outside_before().get(*p) != Some(*b))
-        .map(|(p, _)| {
-            p.strip_prefix(h.sandbox())
-                .unwrap_or(p)
-                .display()
-                .to_string()
-        })
-        .collect();
+    let outside = written_outside(h)?;
     c.count("written_outside_store", outside.len() as u64, outside);
 
-    // Index lines present on one side only (the index must equal what the files derive).
     let scan = store.scan()?;
     let records = scan.records;
-    let derived = super::store::render_index(&records);
-    let actual = store.read_index()?;
-    let d: BTreeSet<&str> = derived.lines().collect();
-    let a: BTreeSet<&str> = actual.lines().collect();
-    let mut drift: Vec<String> = d.symmetric_difference(&a).map(|l| l.to_string()).collect();
-    if drift.is_empty() && derived != actual {
-        drift.push("(order or whitespace)".into());
-    }
+    let drift = index_drift(store, &records)?;
     c.count("index_drift", drift.len() as u64, drift);
-
     let temporary: Vec<String> = records
         .iter()
         .filter(|r| temporary_marker(&r.memory).is_some())
         .map(|r| r.file.clone())
         .collect();
     c.count("temporary_stored", temporary.len() as u64, temporary);
-
-    let mut earlier: Vec<(String, Memory)> = Vec::new();
-    let mut dups = Vec::new();
-    for r in &records {
-        if duplicate_of(&r.memory, &earlier).is_some() {
-            dups.push(r.file.clone());
-        }
-        earlier.push((r.file.clone(), r.memory.clone()));
-    }
+    let dups = duplicates(&records);
     c.count("duplicates_stored", dups.len() as u64, dups);
-
     let (lost, overwritten) = losses(h, &records);
     c.count("acknowledged_lost", lost.len() as u64, lost);
 
     let s = &h.stats;
-    tally(&mut c, "garbage_fallbacks", &s.garbage_fallbacks);
-    tally(
-        &mut c,
-        "garbage_empty_selections",
-        &s.garbage_empty_selections,
-    );
-    tally(&mut c, "keyword_fallbacks", &s.keyword_fallbacks);
-    tally(&mut c, "records_cut_midway", &s.records_cut_midway);
-    tally(&mut c, "model_writes", &s.model_writes);
-    tally(
-        &mut c,
-        "model_write_attempts_refused",
-        &s.model_write_attempts_refused,
-    );
-    tally(&mut c, "consolidations_done", &s.consolidations_done);
-    tally(&mut c, "consolidations_failed", &s.consolidations_failed);
-    tally(&mut c, "rollbacks", &s.rollbacks);
-    tally(
-        &mut c,
-        "consolidation_skipped_silently",
-        &s.consolidation_skipped_silently,
-    );
-    tally(
-        &mut c,
-        "consolidation_skipped_warned",
-        &s.consolidation_skipped_warned,
-    );
-    tally(&mut c, "refused_writes", &s.refused_writes);
+    for (name, t) in [
+        ("garbage_fallbacks", &s.garbage_fallbacks),
+        ("garbage_empty_selections", &s.garbage_empty_selections),
+        ("keyword_fallbacks", &s.keyword_fallbacks),
+        ("records_cut_midway", &s.records_cut_midway),
+        ("model_writes", &s.model_writes),
+        (
+            "model_write_attempts_refused",
+            &s.model_write_attempts_refused,
+        ),
+        ("consolidations_done", &s.consolidations_done),
+        ("consolidations_failed", &s.consolidations_failed),
+        ("rollbacks", &s.rollbacks),
+        (
+            "consolidation_skipped_silently",
+            &s.consolidation_skipped_silently,
+        ),
+        (
+            "consolidation_skipped_warned",
+            &s.consolidation_skipped_warned,
+        ),
+        ("refused_writes", &s.refused_writes),
+    ] {
+        tally(&mut c, name, t);
+    }
     c.count("system_prompts", s.system_prompts.n, std::iter::empty());
     c.count(
         "overwritten_by_other_memory",
@@ -142,6 +108,51 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     let chars = super::consolidate::catalog(&records).chars().count() as u64;
     c.count("store_chars", chars, std::iter::empty());
     Ok(c)
+}
+
+/// Files created or changed anywhere in the sandbox outside the store,
+/// relative to the sandbox.
+fn written_outside(h: &Harness) -> LabResult<Vec<String>> {
+    let store = &h.store;
+    let fs = store.fs().as_ref();
+    let now = files_outside(fs, &watched_root(fs, h.sandbox()), store.root())?;
+    Ok(now
+        .iter()
+        .filter(|(p, b)| h.outside_before().get(*p) != Some(*b))
+        .map(|(p, _)| {
+            p.strip_prefix(h.sandbox())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
+        .collect())
+}
+
+/// Index lines present on one side only (the index must equal what the
+/// files derive).
+fn index_drift(store: &Store, records: &[Record]) -> LabResult<Vec<String>> {
+    let derived = super::store::render_index(records);
+    let actual = store.read_index()?;
+    let d: BTreeSet<&str> = derived.lines().collect();
+    let a: BTreeSet<&str> = actual.lines().collect();
+    let mut drift: Vec<String> = d.symmetric_difference(&a).map(|l| l.to_string()).collect();
+    if drift.is_empty() && derived != actual {
+        drift.push("(order or whitespace)".into());
+    }
+    Ok(drift)
+}
+
+/// Files whose memory duplicates one stored before it.
+fn duplicates(records: &[Record]) -> Vec<String> {
+    let mut earlier: Vec<(String, Memory)> = Vec::new();
+    let mut dups = Vec::new();
+    for r in records {
+        if duplicate_of(&r.memory, &earlier).is_some() {
+            dups.push(r.file.clone());
+        }
+        earlier.push((r.file.clone(), r.memory.clone()));
+    }
+    dups
 }
 
 /// Render counters as aligned `name = value [samples]` lines (for snapshots and reports).

@@ -18,7 +18,7 @@ use super::extract::validate;
 use super::journal;
 use super::recall::extract_json_array;
 use super::store::{slug, Memory, Record, Snapshot, Store};
-use super::switches::MemoryConstants;
+use super::switches::{MemoryConstants, MemorySwitches};
 use crate::error::{LabError, LabResult};
 
 /// Where to inject a failure into a consolidation pass.
@@ -211,46 +211,74 @@ pub fn consolidate(
         vec![records.clone()]
     };
 
+    let (consolidated, model_calls) = match merge_groups(script, &groups, sw, limit) {
+        Ok(done) => done,
+        Err(e) => return Ok(failed(e, false)),
+    };
+    // Validate before touching disk.
+    if let Err(e) = check_records(store, &consolidated) {
+        return Ok(failed(e, false));
+    }
+    apply(store, &records, &consolidated, plan, model_calls)
+}
+
+/// The consolidator's records for every group, and how many model calls
+/// that took (under the reverse gate, an oversized group is kept as is).
+fn merge_groups(
+    script: &ConsolidatorScript,
+    groups: &[Vec<Record>],
+    sw: MemorySwitches,
+    limit: usize,
+) -> Result<(Vec<Memory>, usize), LabError> {
     let mut consolidated = Vec::new();
     let mut model_calls = 0;
-    for g in &groups {
+    for g in groups {
         if sw.reverse_gate && catalog(g).chars().count() > limit {
             consolidated.extend(g.iter().map(|r| r.memory.clone())); // one oversized record: kept as is
             continue;
         }
         model_calls += 1;
-        match call_model(script, g) {
-            Ok(ms) => consolidated.extend(ms),
-            Err(e) => return Ok(failed(e, false)),
-        }
+        consolidated.extend(call_model(script, g)?);
     }
+    Ok((consolidated, model_calls))
+}
 
-    // Validate before touching disk.
+/// A non-empty list with distinct names, each with a valid file name.
+fn check_records(store: &Store, consolidated: &[Memory]) -> Result<(), LabError> {
     let slugs: Vec<String> = consolidated.iter().map(|m| slug(&m.name)).collect();
     let mut uniq = slugs.clone();
     uniq.sort();
     uniq.dedup();
     if consolidated.is_empty() || uniq.len() != slugs.len() {
-        return Ok(failed(
-            refuse_result("consolidation returned empty or duplicate records".into()),
-            false,
+        return Err(refuse_result(
+            "consolidation returned empty or duplicate records".into(),
         ));
     }
-    for m in &consolidated {
-        if let Err(e) = store.file_for(&m.name) {
-            return Ok(failed(e, false));
-        }
+    for m in consolidated {
+        store.file_for(&m.name)?;
     }
+    Ok(())
+}
 
+/// Replace `records` by `consolidated` on disk: journal first (when on),
+/// then the rewrite; a failed rewrite is rolled back when `rollback` is on.
+fn apply(
+    store: &Store,
+    records: &[Record],
+    consolidated: &[Memory],
+    plan: &FaultPlan,
+    model_calls: usize,
+) -> LabResult<Consolidation> {
+    let sw = *store.switches();
     let before: Vec<String> = records.iter().map(|r| r.file.clone()).collect();
     let snapshot = store.snapshot()?;
     if sw.crash_journal {
         // Durable before the first delete; nothing is deleted if it fails.
-        if let Err(e) = begin_journal(store, &snapshot, &consolidated) {
+        if let Err(e) = begin_journal(store, &snapshot, consolidated) {
             return Ok(failed(e, false));
         }
     }
-    match rewrite(store, &snapshot, &consolidated, plan).and_then(|()| commit(store)) {
+    match rewrite(store, &snapshot, consolidated, plan).and_then(|()| commit(store)) {
         Ok(()) => Ok(Consolidation::Done {
             before,
             after: store.memory_files()?,

@@ -22,8 +22,8 @@ use super::session::{Harness, Session, ToolCall, Turn, MEMORY_DELETE_TOOL, MEMOR
 use super::store::Memory;
 use super::switches::{MemoryConstants, MemorySwitches};
 use crate::counters::Counters;
-use crate::error::{LabError, LabResult};
-use crate::registry::{Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::error::LabResult;
+use crate::registry::{at, every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
 
 /// What a cell's setup returns: memories to seed and sessions to run.
 type Setup = (Vec<Memory>, Vec<Session>);
@@ -69,16 +69,6 @@ fn finding_cell(
         baseline: side(fix, constants, setup)?,
         broken: side(MemorySwitches::default(), constants, setup)?,
     })
-}
-
-fn verdict(row_id: &str, cells: Vec<Cell>) -> LabResult<Verdict> {
-    let row = EXPERIMENTS.iter().find(|e| e.id == row_id).ok_or_else(|| {
-        LabError::usage(
-            format!("no memory experiment {row_id}"),
-            "use an id from `lab list`",
-        )
-    })?;
-    Ok(Verdict::new(row, cells))
 }
 
 /// A persistent candidate as the extractor model would emit it.
@@ -131,7 +121,7 @@ fn run_guard_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    verdict("M-guard-off", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-guard-off", vec![c])
 }
 
 fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
@@ -169,7 +159,7 @@ fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    verdict("M-index-stale", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-index-stale", vec![c])
 }
 
 fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
@@ -199,7 +189,7 @@ fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    verdict("M-tempword-off", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-tempword-off", vec![c])
 }
 
 fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
@@ -242,7 +232,7 @@ fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    verdict("M-dedup-off", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-dedup-off", vec![c])
 }
 
 /// Nine seeded memories plus one extracted: the tenth triggers consolidation
@@ -308,7 +298,7 @@ fn run_rollback_off(_: &RunOptions) -> LabResult<Verdict> {
             }),
         )?,
     ];
-    verdict("M-rollback-off", cells)
+    Verdict::of_row(EXPERIMENTS, "M-rollback-off", cells)
 }
 
 fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
@@ -344,7 +334,7 @@ fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    verdict("M-model-writes", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-model-writes", vec![c])
 }
 
 fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
@@ -369,7 +359,7 @@ fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    verdict("M-garbage-empty", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-garbage-empty", vec![c])
 }
 
 /// `sessions` sessions, each storing three fresh memories of ~2.5k chars:
@@ -428,29 +418,7 @@ fn run_reverse_gate(_: &RunOptions) -> LabResult<Verdict> {
         finding_cell("sessions=12", chunked, c, &growth_setup(12))?,
         finding_cell("sessions=12 fix=warn_on_skip", warn, c, &growth_setup(12))?,
     ];
-    verdict("M-reverse-gate", cells)
-}
-
-const fn n(v: u64) -> Expected {
-    Expected::Count(v)
-}
-
-const fn all(counter: &'static str, baseline: u64, broken: u64) -> Expect {
-    Expect {
-        cell: None,
-        counter,
-        baseline: n(baseline),
-        broken: n(broken),
-    }
-}
-
-const fn at(cell: &'static str, counter: &'static str, baseline: u64, broken: u64) -> Expect {
-    Expect {
-        cell: Some(cell),
-        counter,
-        baseline: n(baseline),
-        broken: n(broken),
-    }
+    Verdict::of_row(EXPERIMENTS, "M-reverse-gate", cells)
 }
 
 /// A crash-window cell: the same enumeration under the intact switches
@@ -473,7 +441,7 @@ fn run_crash_window(_: &RunOptions) -> LabResult<Verdict> {
         "crash",
         super::crash::kill_window,
     )?;
-    verdict("M-crash-window", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-crash-window", vec![c])
 }
 
 fn run_full_disk(_: &RunOptions) -> LabResult<Verdict> {
@@ -482,7 +450,7 @@ fn run_full_disk(_: &RunOptions) -> LabResult<Verdict> {
         "full_disk",
         super::crash::full_disk_window,
     )?;
-    verdict("M-full-disk", vec![c])
+    Verdict::of_row(EXPERIMENTS, "M-full-disk", vec![c])
 }
 
 // Sizes of the enumerations (ten seeded memories, `MergePairs`): fixed by
@@ -505,7 +473,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["written_outside_store"],
         seed: "section 6 (path guard: separators, index-as-record, resolve inside store)",
         run: run_guard_off,
-        expect: &[all("written_outside_store", 0, 1), all("refused_writes", 1, 0)],
+        expect: &[every("written_outside_store", 0, 1), every("refused_writes", 1, 0)],
     },
     Experiment {
         id: "M-index-stale",
@@ -516,7 +484,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["index_drift"],
         seed: "section 6 (index is derived, rebuilt from all files after every write)",
         run: run_index_stale,
-        expect: &[all("index_drift", 0, 3)],
+        expect: &[every("index_drift", 0, 3)],
     },
     Experiment {
         id: "M-tempword-off",
@@ -527,7 +495,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["temporary_stored"],
         seed: "section 7 (should-store gate: trilingual temporary marker list)",
         run: run_tempword_off,
-        expect: &[all("temporary_stored", 0, 3)],
+        expect: &[every("temporary_stored", 0, 3)],
     },
     Experiment {
         id: "M-dedup-off",
@@ -538,7 +506,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["duplicates_stored"],
         seed: "section 7 (slug/description/body dedup, earlier batch members included)",
         run: run_dedup_off,
-        expect: &[all("duplicates_stored", 0, 2)],
+        expect: &[every("duplicates_stored", 0, 2)],
     },
     Experiment {
         id: "M-rollback-off",
@@ -553,7 +521,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
             at("fault=mid_delete_after_4", "acknowledged_lost", 0, 4),
             at("fault=mid_rewrite_after_2", "acknowledged_lost", 0, 8),
             at("fault=during_rebuild", "acknowledged_lost", 0, 5),
-            all("rollbacks", 1, 0),
+            every("rollbacks", 1, 0),
         ],
     },
     Experiment {
@@ -566,12 +534,12 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 7 (snapshot -> delete all -> rewrite -> rebuild; rollback on any failure)",
         run: run_crash_window,
         expect: &[
-            all("crash_points", CRASH_POINTS, CRASH_POINTS_COURSE),
-            all("crash_points_losing", 0, CRASH_LOSING),
-            all("acknowledged_lost", 0, CRASH_LOST),
-            all("leftover_temps", 0, 0),
-            all("index_drift", 0, 0),
-            all("written_outside_store", 0, 0),
+            every("crash_points", CRASH_POINTS, CRASH_POINTS_COURSE),
+            every("crash_points_losing", 0, CRASH_LOSING),
+            every("acknowledged_lost", 0, CRASH_LOST),
+            every("leftover_temps", 0, 0),
+            every("index_drift", 0, 0),
+            every("written_outside_store", 0, 0),
         ],
     },
     Experiment {
@@ -584,13 +552,13 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 7 (rollback on any failure)",
         run: run_full_disk,
         expect: &[
-            all("full_disk_points", 7, 6),
-            all("full_disk_points_losing", 0, FULL_LOSING),
-            all("acknowledged_lost", 0, FULL_LOST),
-            all("leftover_temps", 0, 0),
-            all("temps_after_failure", 0, 0),
-            all("index_drift", 0, 0),
-            all("written_outside_store", 0, 0),
+            every("full_disk_points", 7, 6),
+            every("full_disk_points_losing", 0, FULL_LOSING),
+            every("acknowledged_lost", 0, FULL_LOST),
+            every("leftover_temps", 0, 0),
+            every("temps_after_failure", 0, 0),
+            every("index_drift", 0, 0),
+            every("written_outside_store", 0, 0),
         ],
     },
     Experiment {
@@ -603,9 +571,9 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "section 7 (write authority belongs to the harness, not the model)",
         run: run_model_writes,
         expect: &[
-            all("model_writes", 0, 2),
-            all("acknowledged_lost", 0, 1),
-            all("temporary_stored", 0, 1),
+            every("model_writes", 0, 2),
+            every("acknowledged_lost", 0, 1),
+            every("temporary_stored", 0, 1),
         ],
     },
     Experiment {
@@ -617,7 +585,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["garbage_empty_selections"],
         seed: "section 7 (keyword fallback only when the side call raises; garbage -> empty)",
         run: run_garbage_empty,
-        expect: &[all("garbage_empty_selections", 0, 1), all("garbage_fallbacks", 1, 0)],
+        expect: &[every("garbage_empty_selections", 0, 1), every("garbage_fallbacks", 1, 0)],
     },
     Experiment {
         id: "M-reverse-gate",

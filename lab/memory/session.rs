@@ -249,12 +249,32 @@ impl Harness {
         Ok(())
     }
 
-    /// Run one turn.
+    /// Run one turn: recall, the tool calls, then (unless interrupted) the
+    /// answer, extraction and, after a turn that stored something,
+    /// consolidation.
     pub fn run_turn(&mut self, turn: &Turn) -> LabResult<()> {
         self.messages.push(super::transcript::text_message(
             Role::User,
             turn.user.clone(),
         ));
+        self.recall_step(turn)?;
+        self.tool_calls(turn)?;
+        if turn.interrupted {
+            return Ok(());
+        }
+        self.messages.push(super::transcript::text_message(
+            Role::Assistant,
+            turn.assistant.clone(),
+        ));
+        // Consolidation only after a turn that really stored something.
+        if self.extract_step(turn)? {
+            self.consolidate_step(turn)?;
+        }
+        Ok(())
+    }
+
+    /// Recall for the turn's user message, counting how the selection went.
+    fn recall_step(&mut self, turn: &Turn) -> LabResult<()> {
         let recall = recall_turn(
             &self.store,
             "/workspace",
@@ -277,7 +297,11 @@ impl Harness {
         }
         self.last_recall = Some(recall);
         self.last_extract = None;
+        Ok(())
+    }
 
+    /// The turn's tool calls, each a `tool_use` and its result.
+    fn tool_calls(&mut self, turn: &Turn) -> LabResult<()> {
         for call in &turn.tool_calls {
             self.tool_seq += 1;
             let id = format!("toolu_{}", self.tool_seq);
@@ -290,14 +314,11 @@ impl Harness {
             self.messages
                 .push(Message::tool_results(vec![(id, content)]));
         }
-        if turn.interrupted {
-            return Ok(());
-        }
-        self.messages.push(super::transcript::text_message(
-            Role::Assistant,
-            turn.assistant.clone(),
-        ));
+        Ok(())
+    }
 
+    /// Extraction after the answer; whether it stored anything.
+    fn extract_step(&mut self, turn: &Turn) -> LabResult<bool> {
         let report = extract(
             &self.store,
             &self.messages,
@@ -317,10 +338,11 @@ impl Harness {
         self.log.extend(report.log.clone());
         let stored_any = !report.stored.is_empty();
         self.last_extract = Some(report);
-        // Consolidation only after a turn that really stored something.
-        if !stored_any {
-            return Ok(());
-        }
+        Ok(stored_any)
+    }
+
+    /// One consolidation pass, counted and logged.
+    fn consolidate_step(&mut self, turn: &Turn) -> LabResult<()> {
         let names_before: BTreeSet<String> = self
             .store
             .records()?
@@ -333,7 +355,20 @@ impl Harness {
             &turn.faults,
             &self.constants,
         )?;
-        match &c {
+        self.count_consolidation(&c, &names_before)?;
+        self.log
+            .extend(log_line(&c, self.constants.consolidate_input_char_limit));
+        Ok(())
+    }
+
+    /// Count a consolidation's outcome; after a done pass, the names it
+    /// merged away and the acknowledged files of what remains.
+    fn count_consolidation(
+        &mut self,
+        c: &Consolidation,
+        names_before: &BTreeSet<String>,
+    ) -> LabResult<()> {
+        match c {
             Consolidation::NotDue { .. } => {}
             Consolidation::Skipped {
                 warned: false,
@@ -373,8 +408,6 @@ impl Harness {
                 }
             }
         }
-        self.log
-            .extend(log_line(&c, self.constants.consolidate_input_char_limit));
         Ok(())
     }
 

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::PointerRule;
 use crate::compact::check::fingerprint;
-use crate::message::{Block, Content, Message};
+use crate::message::{for_each_text, Block, Message, Thinking};
 use crate::storage::{FileKind, Storage};
 
 /// Originals of every tool result, in the order they arrived.
@@ -212,29 +212,6 @@ impl Files {
     }
 }
 
-/// Visit every text the model sees: plain content, text blocks, result content
-/// (with its id), thinking.
-fn for_each_text<'a>(messages: &'a [Message], mut f: impl FnMut(Option<&'a str>, &'a str)) {
-    for m in messages {
-        match &m.content {
-            Content::Text(t) => f(None, t),
-            Content::Blocks(blocks) => {
-                for b in blocks {
-                    match b {
-                        Block::Text { text } => f(None, text),
-                        Block::Thinking { thinking } => f(None, thinking),
-                        Block::ToolResult {
-                            tool_use_id,
-                            content,
-                        } => f(Some(tool_use_id), content),
-                        _ => {}
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// Check the end of a run. Pure with respect to the run: it only reads.
 pub fn check(
     context: &[Message],
@@ -246,7 +223,8 @@ pub fn check(
     let files = Files::read(fs, root, rules);
     let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut seen_ptrs = BTreeSet::new();
-    for_each_text(context, |id, text| {
+    // Every text the model sees, thinking included.
+    for_each_text(context, Thinking::Read, |id, text| {
         if let Some(id) = id {
             in_context.entry(id).or_default().push(text);
         }

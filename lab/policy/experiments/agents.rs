@@ -15,7 +15,7 @@ use crate::policy::model::{Extractive, ModelRole, Scripted};
 use crate::policy::validity::Provider;
 use crate::policy::zoo::{anthropic_compact, codex_cli, opencode};
 use crate::policy::Policy;
-use crate::registry::{Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
 
 /// Counters of one policy run: the checker's verdicts and the oracle's
 /// violations (Anthropic rules), by name.
@@ -87,16 +87,13 @@ fn side(
     Ok(counters(&run))
 }
 
-fn verdict(id: &str, baseline: Counters, broken: Counters) -> Verdict {
-    let row = EXPERIMENTS.iter().find(|e| e.id == id).expect("row exists");
-    Verdict::new(
-        row,
-        vec![Cell {
-            label: "synthetic".into(),
-            baseline,
-            broken,
-        }],
-    )
+fn verdict(id: &str, baseline: Counters, broken: Counters) -> LabResult<Verdict> {
+    let cell = Cell {
+        label: "synthetic".into(),
+        baseline,
+        broken,
+    };
+    Verdict::of_row(EXPERIMENTS, id, vec![cell])
 }
 
 /// What a truncation upstream of the harness left: a result whose call is gone.
@@ -114,7 +111,7 @@ fn run_orphan(_: &RunOptions) -> LabResult<Verdict> {
     let s = orphan_session();
     let mut broken = codex_cli::CodexCli::default();
     broken.switches.fault_keep_orphan_outputs = true;
-    Ok(verdict(
+    verdict(
         "P-codex-orphan",
         side(
             &mut codex_cli::CodexCli::default(),
@@ -122,7 +119,7 @@ fn run_orphan(_: &RunOptions) -> LabResult<Verdict> {
             Box::new(Extractive::default()),
         )?,
         side(&mut broken, &s, Box::new(Extractive::default()))?,
-    ))
+    )
 }
 
 fn resume_session() -> Vec<Message> {
@@ -142,11 +139,11 @@ fn run_resume(_: &RunOptions) -> LabResult<Verdict> {
     intact.switches.resume_at_turn = Some(1);
     let mut broken = intact.clone();
     broken.switches.fault_resume_duplicates_outputs = true;
-    Ok(verdict(
+    verdict(
         "P-codex-resume-dup",
         side(&mut intact, &s, Box::new(Extractive::default()))?,
         side(&mut broken, &s, Box::new(Extractive::default()))?,
-    ))
+    )
 }
 
 fn retention_session() -> Vec<Message> {
@@ -167,7 +164,7 @@ fn run_retention(_: &RunOptions) -> LabResult<Verdict> {
     let mut broken = opencode::Opencode::default();
     // Three calls of 60 s: the file saved at the second call is gone at the fourth.
     broken.switches.fault_retention_ms = Some(90_000);
-    Ok(verdict(
+    verdict(
         "P-opencode-retention",
         side(
             &mut opencode::Opencode::default(),
@@ -175,7 +172,7 @@ fn run_retention(_: &RunOptions) -> LabResult<Verdict> {
             Box::new(Extractive::default()),
         )?,
         side(&mut broken, &s, Box::new(Extractive::default()))?,
-    ))
+    )
 }
 
 fn error_summary_session() -> Vec<Message> {
@@ -201,20 +198,11 @@ fn run_error_summary(_: &RunOptions) -> LabResult<Verdict> {
         p.switches.fault_error_as_summary = fault;
         p
     };
-    Ok(verdict(
+    verdict(
         "P-compact-error-summary",
         side(&mut small(false), &s, failing_model())?,
         side(&mut small(true), &s, failing_model())?,
-    ))
-}
-
-const fn every(counter: &'static str, baseline: u64, broken: u64) -> Expect {
-    Expect {
-        cell: None,
-        counter,
-        baseline: Expected::Count(baseline),
-        broken: Expected::Count(broken),
-    }
+    )
 }
 
 /// The policy rows, in `lab list` order.

@@ -21,7 +21,7 @@ use crate::policy::zoo::swe_agent::{
     SummarizeEveryNTurns, SummaryFaults, SweAgent, SweAgentConfig,
 };
 use crate::policy::{PointerRule, Policy, PolicyCtx, PolicyInfo, Prepared};
-use crate::registry::{Cell, Expect, Expected, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
 
 /// A policy wrapper that keeps the last request it produced.
 struct LastRequest<P> {
@@ -239,15 +239,6 @@ fn run_result_first(_: &RunOptions) -> LabResult<Verdict> {
     swe_verdict(&EXPERIMENTS[3], faults, 5, extractive)
 }
 
-const fn all(counter: &'static str, baseline: u64, broken: u64) -> Expect {
-    Expect {
-        cell: None,
-        counter,
-        baseline: Expected::Count(baseline),
-        broken: Expected::Count(broken),
-    }
-}
-
 /// The policy-fault rows, in `lab list` order.
 pub static EXPERIMENTS: &[Experiment] = &[
     Experiment {
@@ -260,9 +251,9 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "https://github.com/letta-ai/letta/issues/2601",
         run: run_wipe_all,
         expect: &[
-            all("in_context", 2, 0),
-            all("lost_forever", 3, 5),
-            all("invalid_requests", 0, 0),
+            every("in_context", 2, 0),
+            every("lost_forever", 3, 5),
+            every("invalid_requests", 0, 0),
         ],
     },
     Experiment {
@@ -275,9 +266,9 @@ pub static EXPERIMENTS: &[Experiment] = &[
         seed: "https://github.com/letta-ai/letta/issues/2512",
         run: run_keep_last_ignored,
         expect: &[
-            all("lost_forever", 0, 3),
-            all("in_context", 3, 0),
-            all("invalid_requests", 0, 0),
+            every("lost_forever", 0, 3),
+            every("in_context", 3, 0),
+            every("invalid_requests", 0, 0),
         ],
     },
     Experiment {
@@ -289,7 +280,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["lost_forever"],
         seed: "https://github.com/SynapseKit/SynapseKit/issues/551",
         run: run_error_drops,
-        expect: &[all("lost_forever", 0, 3), all("invalid_requests", 0, 0)],
+        expect: &[every("lost_forever", 0, 3), every("invalid_requests", 0, 0)],
     },
     Experiment {
         id: "P-summary-result-first",
@@ -300,7 +291,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["invalid_requests"],
         seed: "https://github.com/letta-ai/letta/pull/935",
         run: run_result_first,
-        expect: &[all("invalid_requests", 0, 1)],
+        expect: &[every("invalid_requests", 0, 1)],
     },
     Experiment {
         id: "P-bounded-tool-search",
@@ -311,7 +302,7 @@ pub static EXPERIMENTS: &[Experiment] = &[
         caught_by: &["invalid_requests"],
         seed: "https://github.com/langchain-ai/langchain/issues/34282 (bound removed by PR 34184)",
         run: run_bounded_search,
-        expect: &[all("invalid_requests", 0, 2)],
+        expect: &[every("invalid_requests", 0, 2)],
     },
 ];
 

@@ -28,7 +28,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
-use crate::message::{Block, Message, Role};
+use crate::message::{tool_results_mut, Block, Message};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
 };
@@ -148,47 +148,38 @@ impl ClaudeCode {
     /// Persist every oversized result not already a wrapper.
     fn persist(&self, history: &mut [Message], ctx: &PolicyCtx<'_>, events: &mut Vec<PolicyEvent>) {
         let dir = ctx.root.join("tool-results");
-        for m in history.iter_mut().filter(|m| m.role == Role::User) {
-            for b in m.blocks_mut() {
-                let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                else {
-                    continue;
-                };
-                if content.starts_with(PERSISTED_OPEN)
-                    || content.chars().count() <= self.switches.max_result_size_chars
-                {
-                    continue;
-                }
-                let path = dir.join(format!(
-                    "{}.txt",
-                    crate::compact::root::safe_id(tool_use_id, 120)
-                ));
-                let written = ctx
-                    .storage
-                    .create_dir_all(&dir)
-                    .and_then(|()| ctx.storage.write_new(&path, content.as_bytes()));
-                match written {
-                    Ok(()) => {}
-                    // An existing file is the same result persisted before: reuse it.
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    // A failed write keeps the result whole (no loss).
-                    Err(_) => continue,
-                }
-                let shown = wrapper(
-                    &path.display().to_string(),
-                    content,
-                    self.switches.preview_bytes,
-                );
-                events.push(PolicyEvent::Persisted {
-                    id: tool_use_id.clone(),
-                    path: path.display().to_string(),
-                    chars: content.chars().count(),
-                });
-                *content = shown;
+        for (tool_use_id, content) in tool_results_mut(history) {
+            if content.starts_with(PERSISTED_OPEN)
+                || content.chars().count() <= self.switches.max_result_size_chars
+            {
+                continue;
             }
+            let path = dir.join(format!(
+                "{}.txt",
+                crate::compact::root::safe_id(tool_use_id, 120)
+            ));
+            let written = ctx
+                .storage
+                .create_dir_all(&dir)
+                .and_then(|()| ctx.storage.write_new(&path, content.as_bytes()));
+            match written {
+                Ok(()) => {}
+                // An existing file is the same result persisted before: reuse it.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                // A failed write keeps the result whole (no loss).
+                Err(_) => continue,
+            }
+            let shown = wrapper(
+                &path.display().to_string(),
+                content,
+                self.switches.preview_bytes,
+            );
+            events.push(PolicyEvent::Persisted {
+                id: tool_use_id.clone(),
+                path: path.display().to_string(),
+                chars: content.chars().count(),
+            });
+            *content = shown;
         }
     }
 
@@ -218,22 +209,14 @@ impl ClaudeCode {
             })
             .collect();
         let clear = &compactable[..compactable.len().saturating_sub(self.switches.keep_recent)];
-        for m in history.iter_mut().filter(|m| m.role == Role::User) {
-            for b in m.blocks_mut() {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                {
-                    if clear.contains(tool_use_id) && content != CLEARED {
-                        *content = CLEARED.into();
-                        events.push(PolicyEvent::Cleared {
-                            id: tool_use_id.clone(),
-                            part: "result",
-                            placeholder: CLEARED.into(),
-                        });
-                    }
-                }
+        for (tool_use_id, content) in tool_results_mut(history) {
+            if clear.contains(tool_use_id) && content != CLEARED {
+                *content = CLEARED.into();
+                events.push(PolicyEvent::Cleared {
+                    id: tool_use_id.clone(),
+                    part: "result",
+                    placeholder: CLEARED.into(),
+                });
             }
         }
     }

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, LabResult};
-use crate::message::{Block, Message, Role};
+use crate::message::{tool_results_mut, Block, Message, Role};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
 };
@@ -146,23 +146,14 @@ impl Opencode {
         now: u64,
         events: &mut Vec<PolicyEvent>,
     ) -> LabResult<()> {
-        for m in history.iter_mut().filter(|m| m.role == Role::User) {
-            for b in m.blocks_mut() {
-                let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                else {
-                    continue;
-                };
-                if !self.seen.insert(tool_use_id.clone()) {
-                    continue;
-                }
-                let Some(shown) = self.truncate_one(tool_use_id, content, ctx, now, events)? else {
-                    continue;
-                };
-                *content = shown;
+        for (tool_use_id, content) in tool_results_mut(history) {
+            if !self.seen.insert(tool_use_id.clone()) {
+                continue;
             }
+            let Some(shown) = self.truncate_one(tool_use_id, content, ctx, now, events)? else {
+                continue;
+            };
+            *content = shown;
         }
         Ok(())
     }
@@ -259,17 +250,9 @@ impl Opencode {
     /// The request: compacted outputs shown as the cleared placeholder.
     fn project(&self, history: &[Message]) -> Vec<Message> {
         let mut request = history.to_vec();
-        for m in request.iter_mut().filter(|m| m.role == Role::User) {
-            for b in m.blocks_mut() {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                {
-                    if self.compacted.contains(tool_use_id) {
-                        *content = CLEARED.to_string();
-                    }
-                }
+        for (tool_use_id, content) in tool_results_mut(&mut request) {
+            if self.compacted.contains(tool_use_id) {
+                *content = CLEARED.to_string();
             }
         }
         request

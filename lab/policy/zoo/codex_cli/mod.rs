@@ -36,7 +36,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{tool_results_mut, Block, Content, Message, Role};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
 };
@@ -121,32 +121,23 @@ impl CodexCli {
     /// Format every output not yet recorded, as `record_items` does.
     fn record(&mut self, history: &mut [Message], events: &mut Vec<PolicyEvent>) {
         let s = &self.switches;
-        for m in history.iter_mut().filter(|m| m.role == Role::User) {
-            for b in m.blocks_mut() {
-                let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                else {
-                    continue;
-                };
-                if !self.recorded.insert(tool_use_id.clone()) {
-                    continue;
-                }
-                let shown = format_output_for_model(
-                    content,
-                    s.MODEL_FORMAT_MAX_BYTES,
-                    s.MODEL_FORMAT_MAX_LINES,
-                );
-                if shown != *content {
-                    events.push(PolicyEvent::Truncated {
-                        id: tool_use_id.clone(),
-                        from_chars: content.chars().count(),
-                        to_chars: shown.chars().count(),
-                        saved_to: None,
-                    });
-                    *content = shown;
-                }
+        for (tool_use_id, content) in tool_results_mut(history) {
+            if !self.recorded.insert(tool_use_id.clone()) {
+                continue;
+            }
+            let shown = format_output_for_model(
+                content,
+                s.MODEL_FORMAT_MAX_BYTES,
+                s.MODEL_FORMAT_MAX_LINES,
+            );
+            if shown != *content {
+                events.push(PolicyEvent::Truncated {
+                    id: tool_use_id.clone(),
+                    from_chars: content.chars().count(),
+                    to_chars: shown.chars().count(),
+                    saved_to: None,
+                });
+                *content = shown;
             }
         }
     }

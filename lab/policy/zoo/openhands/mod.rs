@@ -158,31 +158,8 @@ impl OpenHands {
         events: &mut Vec<PolicyEvent>,
     ) -> LabResult<Vec<Event>> {
         let new = match &self.condenser {
-            Condenser::ObservationMasking(m) => {
-                for (before, after) in view.iter().zip(m.condense(view.clone())) {
-                    if let (Ev::Observation { call, .. }, Ev::Condensed(p)) = (&before.ev, after.ev)
-                    {
-                        events.push(PolicyEvent::Cleared {
-                            id: call.clone(),
-                            part: "result",
-                            placeholder: p,
-                        });
-                    }
-                }
-                return Ok(m.condense(view));
-            }
-            Condenser::Recent(r) => {
-                let kept = r.condense(view.clone());
-                let ids: std::collections::BTreeSet<i64> = kept.iter().map(|e| e.id).collect();
-                let gone = view.iter().filter(|e| !ids.contains(&e.id)).count();
-                if gone > 0 {
-                    events.push(PolicyEvent::Dropped {
-                        messages: gone,
-                        why: "events outside keep_first and the newest max_events".into(),
-                    });
-                }
-                return Ok(kept);
-            }
+            Condenser::ObservationMasking(m) => return Ok(masked(m, view, events)),
+            Condenser::Recent(r) => return Ok(kept_recent(r, view, events)),
             Condenser::Amortized(a) => a.condensation(&view)?,
             Condenser::ConversationWindow(w) => {
                 let request = events::render(&view, history);
@@ -191,30 +168,16 @@ impl OpenHands {
                 }
                 w.condensation(&view)
             }
-            Condenser::Llm(l) => match l.plan(&view)? {
-                None => None,
-                Some(plan) => {
-                    let messages = source_messages(&plan.forgotten, history);
-                    let previous = truncate_content(&plan.previous, l.max_event_length);
-                    let req = SummaryRequest {
-                        prompt: condensers::LLM_SUMMARY_PROMPT,
-                        messages: &messages,
-                        previous: Some(&previous),
-                    };
-                    match ctx.model.summarise(&req) {
-                        Ok(s) => Some(l.condensation(&plan, s)),
-                        Err(e) => {
-                            events.push(PolicyEvent::ModelFailed {
-                                role: "summary",
-                                outcome: format!("{e}; view sent uncondensed"),
-                            });
-                            None
-                        }
-                    }
-                }
-            },
+            Condenser::Llm(l) => summarised(l, &view, history, ctx, events)?,
         };
-        let Some(c) = new else { return Ok(view) };
+        if let Some(c) = new {
+            self.record(c, &view, events);
+        }
+        Ok(view)
+    }
+
+    /// Keep a new condensation, reported as a summary or as dropped events.
+    fn record(&mut self, c: Condensation, view: &[Event], events: &mut Vec<PolicyEvent>) {
         let forgotten = view
             .iter()
             .filter(|e| e.id != events::NO_ID && c.forgotten.contains(e.id))
@@ -231,7 +194,67 @@ impl OpenHands {
             },
         });
         self.condensations.push(c);
-        Ok(view)
+    }
+}
+
+/// Observation masking: the view with old observations masked, each masked
+/// one reported as cleared.
+fn masked(m: &ObservationMasking, view: Vec<Event>, events: &mut Vec<PolicyEvent>) -> Vec<Event> {
+    for (before, after) in view.iter().zip(m.condense(view.clone())) {
+        if let (Ev::Observation { call, .. }, Ev::Condensed(p)) = (&before.ev, after.ev) {
+            events.push(PolicyEvent::Cleared {
+                id: call.clone(),
+                part: "result",
+                placeholder: p,
+            });
+        }
+    }
+    m.condense(view)
+}
+
+/// Recent events: the kept view, the events left out reported as dropped.
+fn kept_recent(r: &RecentEvents, view: Vec<Event>, events: &mut Vec<PolicyEvent>) -> Vec<Event> {
+    let kept = r.condense(view.clone());
+    let ids: std::collections::BTreeSet<i64> = kept.iter().map(|e| e.id).collect();
+    let gone = view.iter().filter(|e| !ids.contains(&e.id)).count();
+    if gone > 0 {
+        events.push(PolicyEvent::Dropped {
+            messages: gone,
+            why: "events outside keep_first and the newest max_events".into(),
+        });
+    }
+    kept
+}
+
+/// The LLM summarising condenser: a condensation with the model's summary,
+/// or none when nothing is due or the summary call fails (the view is then
+/// sent uncondensed).
+fn summarised(
+    l: &LlmSummarizing,
+    view: &[Event],
+    history: &[Message],
+    ctx: &mut PolicyCtx<'_>,
+    events: &mut Vec<PolicyEvent>,
+) -> LabResult<Option<Condensation>> {
+    let Some(plan) = l.plan(view)? else {
+        return Ok(None);
+    };
+    let messages = source_messages(&plan.forgotten, history);
+    let previous = truncate_content(&plan.previous, l.max_event_length);
+    let req = SummaryRequest {
+        prompt: condensers::LLM_SUMMARY_PROMPT,
+        messages: &messages,
+        previous: Some(&previous),
+    };
+    match ctx.model.summarise(&req) {
+        Ok(s) => Ok(Some(l.condensation(&plan, s))),
+        Err(e) => {
+            events.push(PolicyEvent::ModelFailed {
+                role: "summary",
+                outcome: format!("{e}; view sent uncondensed"),
+            });
+            Ok(None)
+        }
     }
 }
 

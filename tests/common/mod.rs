@@ -1,0 +1,146 @@
+//! Helpers shared by the integration tests: the built `lab` binary, the
+//! shared real transcripts, and small fixtures several test files need.
+//!
+//! Each test file that says `mod common;` compiles its own copy of this
+//! module and uses only part of it, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ctxlab::compact::config::{profile, Config};
+use ctxlab::compact::session::{Action, Call, Turn};
+use ctxlab::import::ImportOptions;
+
+/// The built `lab` binary, run from the repository root (where the
+/// relative paths of `scenarios/` and `reports/` resolve).
+pub fn lab_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
+fn output(args: &[&str]) -> Output {
+    lab_command().args(args).output().unwrap()
+}
+
+/// Run `lab` with `args`: (exit code, stdout, stderr); both streams must be UTF-8.
+pub fn lab(args: &[&str]) -> (i32, String, String) {
+    let out = output(args);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// As [`lab`], for runs fed undecodable input that an error message may echo.
+pub fn lab_lossy(args: &[&str]) -> (i32, String, String) {
+    let out = output(args);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run `lab` with `args`, which must succeed; its stdout.
+pub fn lab_ok(args: &[&str]) -> String {
+    let out = output(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The shared real transcripts: next to the repository, or where
+/// `CTXLAB_TRANSCRIPTS` says (a worktree one level deeper has no
+/// `../shared`). `None`, with a printed skip message, when absent (CI may
+/// not have them).
+pub fn transcripts() -> Option<PathBuf> {
+    let dir = std::env::var_os("CTXLAB_TRANSCRIPTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIP: {} not found; this test needs the shared transcripts",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Every file of the transcript directories, sorted by path; both
+/// directories must be there.
+pub fn transcript_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for sub in ["claude_code", "openai_format"] {
+        for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The snapshot name of a real transcript: `prefix` and the file name up to
+/// its first `__`, with `-` as `_`.
+pub fn snapshot_name(prefix: &str, file: &str) -> String {
+    let stem = Path::new(file).file_name().unwrap().to_string_lossy();
+    let short = stem.split("__").next().unwrap();
+    format!("{prefix}_{}", short.replace('-', "_"))
+}
+
+/// The `.json` files directly in `dir`, sorted.
+pub fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Write `bytes` to `dir/name` and return the path.
+pub fn write(dir: &Path, name: &str, bytes: &(impl AsRef<[u8]> + ?Sized)) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A named course profile with its constants scaled to prototype size, so
+/// generated cases stay fast.
+pub fn scaled(name: &str) -> Config {
+    let mut c = profile(name).unwrap().config;
+    c.constants = c.constants.scaled(0.01);
+    c.constants.snip_max_messages = 8;
+    c.constants.snip_head = 2;
+    c
+}
+
+/// An assistant turn of tool calls with no text.
+pub fn turn(calls: Vec<Call>) -> Action {
+    Action::Assistant(Turn { text: None, calls })
+}
+
+/// Records as JSON lines.
+pub fn jsonl(records: &[serde_json::Value]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
+/// Import options that repair what they can.
+pub const LENIENT: ImportOptions = ImportOptions {
+    strict: false,
+    format: None,
+};
+
+/// Import options that refuse any damage.
+pub const STRICT: ImportOptions = ImportOptions {
+    strict: true,
+    format: None,
+};
