@@ -32,8 +32,8 @@ use crate::memory::store::Store;
 use crate::memory::switches::{MemoryConstants, MemorySwitches};
 use crate::memory::transcript::{dialogue_text, text_content};
 use crate::message::{Block, Message, Role};
-use crate::policy::engine::Env;
-use crate::policy::{Policy, PolicyCtx, PolicyEvent};
+use crate::policy::engine::{step, workspace, Call, Env};
+use crate::policy::{Policy, PolicyEvent};
 use crate::storage::Shared;
 
 /// Where memory extraction reads.
@@ -208,20 +208,14 @@ impl Interlocked {
 
     fn before_model_call(&mut self) -> LabResult<()> {
         let snapshot = self.history.clone();
-        let root = crate::policy::policy_root(&self.env.root, &self.policy.info().name);
-        self.env
-            .storage
-            .create_dir_all(&root)
-            .map_err(|e| crate::error::LabError::io("creating the policy's directory", &root, e))?;
-        let mut ctx = PolicyCtx {
-            storage: self.env.storage.as_ref(),
+        let (storage, root) = workspace(self.policy.as_ref(), &self.env)?;
+        let call = Call {
+            storage: storage.as_ref(),
             root: &root,
-            tokens: self.env.tokens.as_ref(),
             turn: self.calls,
             now_ms: None,
-            model: self.env.model.as_mut(),
         };
-        let prepared = self.policy.prepare(&mut self.history, &mut ctx)?;
+        let prepared = step(self.policy.as_mut(), &mut self.history, call, &mut self.env)?;
         self.calls += 1;
         let dropped = prepared.events.iter().any(|e| {
             matches!(
