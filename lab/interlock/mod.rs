@@ -19,6 +19,7 @@
 //! scope, temporary words, duplicates, path guard) then decide what is stored.
 
 pub mod experiments;
+pub mod loading;
 pub mod schedule;
 
 use std::path::{Path, PathBuf};
@@ -191,16 +192,24 @@ impl Interlocked {
     /// each turn.
     pub fn run(&mut self, messages: &[Message]) -> LabResult<()> {
         for m in messages {
-            if m.role == Role::Assistant {
-                self.before_model_call()?;
-            }
-            self.history.push(m.clone());
-            self.raw.push(m.clone());
-            if m.role == Role::Assistant {
-                self.execute_writes(m)?;
-                if !m.has_tool_use() {
-                    self.end_of_turn()?;
-                }
+            self.push(m)?;
+        }
+        Ok(())
+    }
+
+    /// Run one recorded message (see [`Interlocked::run`]). After an
+    /// assistant message, the history without its last message is the
+    /// request that produced it.
+    pub fn push(&mut self, m: &Message) -> LabResult<()> {
+        if m.role == Role::Assistant {
+            self.before_model_call()?;
+        }
+        self.history.push(m.clone());
+        self.raw.push(m.clone());
+        if m.role == Role::Assistant {
+            self.execute_writes(m)?;
+            if !m.has_tool_use() {
+                self.end_of_turn()?;
             }
         }
         Ok(())

@@ -17,6 +17,7 @@ const TABLES: &[&[Experiment]] = &[
     crate::compact::experiments::EXPERIMENTS,
     crate::memory::experiments::EXPERIMENTS,
     crate::interlock::experiments::EXPERIMENTS,
+    crate::interlock::loading::EXPERIMENTS,
     crate::policy::experiments::agents::EXPERIMENTS,
     crate::policy::experiments::summaries::EXPERIMENTS,
 ];
