@@ -21,6 +21,7 @@
 pub mod experiments;
 pub mod loading;
 pub mod schedule;
+pub mod threads;
 
 use std::path::{Path, PathBuf};
 

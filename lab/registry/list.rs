@@ -18,6 +18,7 @@ const TABLES: &[&[Experiment]] = &[
     crate::memory::experiments::EXPERIMENTS,
     crate::interlock::experiments::EXPERIMENTS,
     crate::interlock::loading::EXPERIMENTS,
+    crate::interlock::threads::EXPERIMENTS,
     crate::policy::experiments::agents::EXPERIMENTS,
     crate::policy::experiments::summaries::EXPERIMENTS,
 ];
