@@ -48,7 +48,11 @@ fn a_short_turn_keeps_the_preference_under_every_hinge() {
 /// first user message that opens a turn of at least 60 messages.
 #[test]
 fn the_hinge_on_a_real_transcript_with_a_planted_preference() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
+    let dir = std::env::var_os("CTXLAB_TRANSCRIPTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts")
+        });
     if !dir.is_dir() {
         eprintln!("SKIP: {} not found", dir.display());
         return;

@@ -81,6 +81,12 @@ fn the_trade_on_real_transcripts_with_a_planted_preference() {
         assert_eq!(n(&product, "prefix_breaks_at_system"), 0, "{f}");
         assert_eq!(n(&course, "injected_tokens"), 0, "{f}");
         assert!(n(&product, "turns_with_injection") >= 1, "{f}");
+        // Compaction breaks the prefix in both layouts, so the product's
+        // injected bodies are rewritten with it: more cache writes, not fewer.
+        assert!(
+            n(&product, "cache_write_tokens") > n(&course, "cache_write_tokens"),
+            "{f}"
+        );
         eprintln!(
             "{f}: breaks course {} product {}; writes course {} product {}",
             n(&course, "prefix_breaks"),
