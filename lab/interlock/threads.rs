@@ -5,15 +5,16 @@
 //! simulated clock; here two OS threads each open the store on the disk
 //! backend (as two processes would) and race. Barriers make the outcome
 //! deterministic without taking the race away:
-//! - without the lock, both threads read the store before either writes (the
-//!   first barrier), then write in a fixed order (the second barrier) — the
+//! - without the lock, both threads read the store before either writes
+//!   (barrier `read`), then write in a fixed order (barrier `turn`) — the
 //!   second write replaces the first thread's merge: a lost update every time;
 //! - with the lock, both threads try to create the lock file at the same
-//!   instant (the first barrier). The file is created with `O_EXCL`
+//!   instant (barrier `read`). The file is created with `O_EXCL`
 //!   (`create_new`), so the kernel lets exactly one of them win; which one is
-//!   not decided by this code. The loser waits for the winner to finish (the
-//!   second barrier), takes the lock, re-reads and merges into the winner's
-//!   result: nothing is lost, whoever won.
+//!   not decided by this code. Neither proceeds before both have tried
+//!   (barrier `tried`); the loser then waits for the winner to finish
+//!   (barrier `turn`), takes the lock, re-reads and merges into the winner's result:
+//!   nothing is lost, whoever won.
 
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -69,6 +70,7 @@ fn open(dir: &Path) -> LabResult<Store> {
 /// The barriers both threads meet at.
 struct Meet {
     read: Barrier,
+    tried: Barrier,
     turn: Barrier,
 }
 
@@ -100,6 +102,9 @@ fn pass(store: &Store, from: &str) -> LabResult<()> {
 fn locked(store: &Store, from: &str, meet: &Meet, gates: &Gates) -> LabResult<bool> {
     meet.read.wait();
     let first = try_lock(store, from, 0, gates);
+    // Nobody releases before both have tried: otherwise a slow thread could
+    // find the lock already released and never contend at all.
+    meet.tried.wait();
     let won = matches!(first, Ok(Some(_)));
     let winner_done = if won { pass(store, from) } else { Ok(()) };
     meet.turn.wait();
@@ -124,6 +129,7 @@ pub fn race(dir: &Path, gates: &Gates) -> LabResult<Race> {
     let stores = [open(dir)?, open(dir)?];
     let meet = Meet {
         read: Barrier::new(2),
+        tried: Barrier::new(2),
         turn: Barrier::new(2),
     };
     let results: Vec<LabResult<bool>> = std::thread::scope(|s| {
