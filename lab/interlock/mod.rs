@@ -19,7 +19,9 @@
 //! scope, temporary words, duplicates, path guard) then decide what is stored.
 
 pub mod experiments;
+pub mod loading;
 pub mod schedule;
+pub mod threads;
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +34,8 @@ use crate::memory::store::Store;
 use crate::memory::switches::{MemoryConstants, MemorySwitches};
 use crate::memory::transcript::{dialogue_text, text_content};
 use crate::message::{Block, Message, Role};
-use crate::policy::engine::Env;
-use crate::policy::{Policy, PolicyCtx, PolicyEvent};
+use crate::policy::engine::{step, workspace, Call, Env};
+use crate::policy::{Policy, PolicyEvent};
 use crate::storage::Shared;
 
 /// Where memory extraction reads.
@@ -191,16 +193,24 @@ impl Interlocked {
     /// each turn.
     pub fn run(&mut self, messages: &[Message]) -> LabResult<()> {
         for m in messages {
-            if m.role == Role::Assistant {
-                self.before_model_call()?;
-            }
-            self.history.push(m.clone());
-            self.raw.push(m.clone());
-            if m.role == Role::Assistant {
-                self.execute_writes(m)?;
-                if !m.has_tool_use() {
-                    self.end_of_turn()?;
-                }
+            self.push(m)?;
+        }
+        Ok(())
+    }
+
+    /// Run one recorded message (see [`Interlocked::run`]). After an
+    /// assistant message, the history without its last message is the
+    /// request that produced it.
+    pub fn push(&mut self, m: &Message) -> LabResult<()> {
+        if m.role == Role::Assistant {
+            self.before_model_call()?;
+        }
+        self.history.push(m.clone());
+        self.raw.push(m.clone());
+        if m.role == Role::Assistant {
+            self.execute_writes(m)?;
+            if !m.has_tool_use() {
+                self.end_of_turn()?;
             }
         }
         Ok(())
@@ -208,20 +218,14 @@ impl Interlocked {
 
     fn before_model_call(&mut self) -> LabResult<()> {
         let snapshot = self.history.clone();
-        let root = crate::policy::policy_root(&self.env.root, &self.policy.info().name);
-        self.env
-            .storage
-            .create_dir_all(&root)
-            .map_err(|e| crate::error::LabError::io("creating the policy's directory", &root, e))?;
-        let mut ctx = PolicyCtx {
-            storage: self.env.storage.as_ref(),
+        let (storage, root) = workspace(self.policy.as_ref(), &self.env)?;
+        let call = Call {
+            storage: storage.as_ref(),
             root: &root,
-            tokens: self.env.tokens.as_ref(),
             turn: self.calls,
             now_ms: None,
-            model: self.env.model.as_mut(),
         };
-        let prepared = self.policy.prepare(&mut self.history, &mut ctx)?;
+        let prepared = step(self.policy.as_mut(), &mut self.history, call, &mut self.env)?;
         self.calls += 1;
         let dropped = prepared.events.iter().any(|e| {
             matches!(

@@ -150,7 +150,7 @@ impl Schedule {
 
 /// A consolidation planned from what a process read: merge the body of
 /// `from` into `into`, then delete `from`.
-fn plan(store: &Store, into: &str, from: &str) -> LabResult<(Memory, String)> {
+pub(super) fn plan(store: &Store, into: &str, from: &str) -> LabResult<(Memory, String)> {
     let records = store.records()?;
     let find = |n: &str| records.iter().find(|r| r.memory.name == n).cloned();
     let (Some(a), Some(b)) = (find(into), find(from)) else {
@@ -164,7 +164,8 @@ fn plan(store: &Store, into: &str, from: &str) -> LabResult<(Memory, String)> {
     Ok((merged, b.memory.name))
 }
 
-fn apply(store: &Store, (merged, gone): &(Memory, String)) -> LabResult<()> {
+/// Write a planned consolidation: the merged memory, then the deletion.
+pub(super) fn apply(store: &Store, (merged, gone): &(Memory, String)) -> LabResult<()> {
     store.save(merged)?;
     store.delete(gone)?;
     Ok(())

@@ -178,6 +178,65 @@ pub trait Observer {
     }
 }
 
+/// Where `policy` keeps its files in a run: its own storage when it owns
+/// one, else `<env.root>/<policy name>` in the run's; the directory is created.
+pub fn workspace(policy: &dyn Policy, env: &Env) -> LabResult<(Shared, PathBuf)> {
+    let (storage, root) = match policy.own_storage() {
+        Some(own) => own,
+        None => (
+            env.storage.clone(),
+            super::policy_root(&env.root, &policy.info().name),
+        ),
+    };
+    storage
+        .create_dir_all(&root)
+        .map_err(|e| LabError::io("creating the policy's directory", root.clone(), e))?;
+    Ok((storage, root))
+}
+
+/// What one model call is prepared with besides the run's [`Env`].
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    /// The policy's storage (from [`workspace`]).
+    pub storage: &'a dyn Storage,
+    /// The policy's root inside it (from [`workspace`]).
+    pub root: &'a Path,
+    /// 0-based index of the model call.
+    pub turn: usize,
+    /// Milliseconds since the session started, when recorded.
+    pub now_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("root", &self.root)
+            .field("turn", &self.turn)
+            .finish()
+    }
+}
+
+/// One step of a run: before a model call, `policy` turns the live `history`
+/// into the request (rewriting the history where the design does). Every
+/// harness that drives a policy (the replay, the interlocked session) calls
+/// this, so they build the policy's context the same way.
+pub fn step(
+    policy: &mut dyn Policy,
+    history: &mut Vec<Message>,
+    call: Call<'_>,
+    env: &mut Env,
+) -> LabResult<super::Prepared> {
+    let mut ctx = PolicyCtx {
+        storage: call.storage,
+        root: call.root,
+        tokens: env.tokens.as_ref(),
+        turn: call.turn,
+        now_ms: call.now_ms,
+        model: env.model.as_mut(),
+    };
+    policy.prepare(history, &mut ctx)
+}
+
 /// Replay `session` through `policy`.
 pub fn replay(
     policy: &mut dyn Policy,
@@ -196,16 +255,7 @@ pub fn replay_observed(
 ) -> LabResult<PolicyRun> {
     let info = policy.info();
     let rules = policy.pointer_rules();
-    let (storage, root) = match policy.own_storage() {
-        Some(own) => own,
-        None => (
-            env.storage.clone(),
-            super::policy_root(&env.root, &info.name),
-        ),
-    };
-    storage
-        .create_dir_all(&root)
-        .map_err(|e| LabError::io("creating the policy's directory", root.clone(), e))?;
+    let (storage, root) = workspace(policy, env)?;
     let mut run = PolicyRun {
         policy: info.name.clone(),
         session: session.name.to_string(),
@@ -225,15 +275,13 @@ pub fn replay_observed(
     for (i, m) in session.messages.iter().enumerate() {
         if m.role == Role::Assistant {
             let now_ms = session.times_ms.and_then(|t| t.get(i).copied().flatten());
-            let mut ctx = PolicyCtx {
+            let call = Call {
                 storage: storage.as_ref(),
                 root: &root,
-                tokens: env.tokens.as_ref(),
                 turn: run.calls.len(),
                 now_ms,
-                model: env.model.as_mut(),
             };
-            let prepared = match policy.prepare(&mut history, &mut ctx) {
+            let prepared = match step(policy, &mut history, call, env) {
                 Ok(p) => p,
                 Err(e) => {
                     run.ended_by_error = Some(e.to_string());

@@ -17,6 +17,8 @@ const TABLES: &[&[Experiment]] = &[
     crate::compact::experiments::EXPERIMENTS,
     crate::memory::experiments::EXPERIMENTS,
     crate::interlock::experiments::EXPERIMENTS,
+    crate::interlock::loading::EXPERIMENTS,
+    crate::interlock::threads::EXPERIMENTS,
     crate::policy::experiments::agents::EXPERIMENTS,
     crate::policy::experiments::summaries::EXPERIMENTS,
 ];
