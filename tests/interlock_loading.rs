@@ -1,6 +1,8 @@
 //! Two-layer memory loading: the course's system prompt against the product's
 //! resident catalog with bodies injected per turn, priced by the cache model.
 
+mod common;
+
 use ctxlab::interlock::loading::{
     mid_session_writes, side, Layout, LoadingSwitches, EXPERIMENTS, FIRST_PREF, PROFILE,
 };
@@ -44,15 +46,9 @@ fn the_trade_course_rewrites_history_product_pays_injection() {
 /// changes at the next turn, the product's never does.
 #[test]
 fn the_trade_on_real_transcripts_with_a_planted_preference() {
-    let dir = std::env::var_os("CTXLAB_TRANSCRIPTS")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts")
-        });
-    if !dir.is_dir() {
-        eprintln!("SKIP: {} not found", dir.display());
+    let Some(dir) = common::transcripts() else {
         return;
-    }
+    };
     let sw = InterlockSwitches {
         hinge: Hinge::Cursor,
         ..InterlockSwitches::default()
