@@ -23,6 +23,8 @@ use crate::tokens::{claude::Claude, TokenCounter};
 #[derive(Default)]
 struct Conversation {
     stream: u32,
+    /// The latest known send time.
+    last_ms: Option<i64>,
     sizes: HashMap<u64, u64>,
 }
 
@@ -42,6 +44,11 @@ pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
                 stream: next,
                 ..Default::default()
             });
+            // A request with no usable time was sent no earlier than the
+            // last one with a time; without this it would make the cache
+            // entries it writes immortal.
+            let at_ms = r.sent_ms.or(r.at_ms).or(conv.last_ms);
+            conv.last_ms = at_ms;
             let mut segments = sized_segments(conv, r, &counter);
             let last = segments.len() - 1;
             segments.push(Segment::new(
@@ -52,7 +59,7 @@ pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
             CacheRequest {
                 segments,
                 breakpoints: vec![0, last],
-                at_ms: r.at_ms,
+                at_ms,
                 stream: conv.stream,
                 turn: i,
             }

@@ -11,6 +11,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         sidechain: false,
         model: "m".into(),
         at_ms: Some(at_min * MIN),
+        sent_ms: Some(at_min * MIN),
         messages: messages.to_vec(),
         usage: Usage {
             input_tokens: u.0,

@@ -19,6 +19,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             sidechain: false,
             model: "m".into(),
             at_ms: None,
+            sent_ms: None,
             messages: messages.clone(),
             usage: Usage {
                 input_tokens: total.round() as u64,
