@@ -194,6 +194,8 @@ pub struct Validation {
     pub misses: Vec<usize>,
     /// Up to 5 recorded rewrites the model did not predict.
     pub unflagged: Vec<usize>,
+    /// Up to 5 predicted rewrites that were not recorded.
+    pub false_alarms: Vec<usize>,
     /// Per request, recorded beside predicted.
     pub series: Vec<Compared>,
 }
@@ -224,6 +226,7 @@ pub fn validate(
         false_rewrites: 0,
         misses: Vec::new(),
         unflagged: Vec::new(),
+        false_alarms: Vec::new(),
         series: Vec::new(),
     };
     let mut before: HashMap<&str, (u64, u64)> = HashMap::new();
@@ -244,6 +247,9 @@ pub fn validate(
             v.false_rewrites += (will && !was) as usize;
             if was && !will && v.unflagged.len() < 5 {
                 v.unflagged.push(i);
+            }
+            if will && !was && v.false_alarms.len() < 5 {
+                v.false_alarms.push(i);
             }
         }
         let cached = |read: u64, write: u64| read.saturating_add(write);

@@ -271,7 +271,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-mod assemble;
+pub mod assemble;
 pub mod thinking;
 
 #[cfg(test)]
