@@ -5,8 +5,10 @@
 //! `x` characters per kind and messages. [`fit`] solves `y ≈ x·k` by least
 //! squares reweighted towards absolute error, so an occasional request that
 //! carried unlogged content (a file-change reminder the log does not keep)
-//! does not pull the rates. [`holdout`] fits on all sessions but one and
-//! scores the one left out, for every session.
+//! does not pull the rates; the per-message cost then takes the steady
+//! share of unlogged content ([`overhead`], 8.4 tokens per message on the
+//! shared sessions). [`holdout`] fits on all sessions but one and scores the
+//! one left out, for every session.
 //!
 //! Scores are per request, relative to the recorded total:
 //! - *one-step*: the previous request's recorded total plus the estimated
