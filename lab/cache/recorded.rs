@@ -23,6 +23,8 @@ use crate::tokens::{claude::Claude, TokenCounter};
 #[derive(Default)]
 struct Conversation {
     stream: u32,
+    /// The latest known send time.
+    last_ms: Option<i64>,
     sizes: HashMap<u64, u64>,
 }
 
@@ -42,6 +44,11 @@ pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
                 stream: next,
                 ..Default::default()
             });
+            // A request with no usable time was sent no earlier than the
+            // last one with a time; without this it would make the cache
+            // entries it writes immortal.
+            let at_ms = r.sent_ms.or(r.at_ms).or(conv.last_ms);
+            conv.last_ms = at_ms;
             let mut segments = sized_segments(conv, r, &counter);
             let last = segments.len() - 1;
             segments.push(Segment::new(
@@ -52,7 +59,7 @@ pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
             CacheRequest {
                 segments,
                 breakpoints: vec![0, last],
-                at_ms: r.at_ms,
+                at_ms,
                 stream: conv.stream,
                 turn: i,
             }
@@ -187,6 +194,8 @@ pub struct Validation {
     pub misses: Vec<usize>,
     /// Up to 5 recorded rewrites the model did not predict.
     pub unflagged: Vec<usize>,
+    /// Up to 5 predicted rewrites that were not recorded.
+    pub false_alarms: Vec<usize>,
     /// Per request, recorded beside predicted.
     pub series: Vec<Compared>,
 }
@@ -217,6 +226,7 @@ pub fn validate(
         false_rewrites: 0,
         misses: Vec::new(),
         unflagged: Vec::new(),
+        false_alarms: Vec::new(),
         series: Vec::new(),
     };
     let mut before: HashMap<&str, (u64, u64)> = HashMap::new();
@@ -237,6 +247,9 @@ pub fn validate(
             v.false_rewrites += (will && !was) as usize;
             if was && !will && v.unflagged.len() < 5 {
                 v.unflagged.push(i);
+            }
+            if will && !was && v.false_alarms.len() < 5 {
+                v.false_alarms.push(i);
             }
         }
         let cached = |read: u64, write: u64| read.saturating_add(write);

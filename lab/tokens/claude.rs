@@ -31,16 +31,20 @@ pub struct Coefficients {
 /// (798 requests, 777 consecutive pairs within a conversation): the growth
 /// in recorded prompt tokens between consecutive requests of one
 /// conversation, regressed on the growth in characters per kind and in
-/// messages, by least squares reweighted towards absolute error (20 rounds).
+/// messages, by least squares reweighted towards absolute error (20 rounds),
+/// the per-message cost then raised by the trimmed mean of the residuals
+/// ([`super::fit::overhead`]). Messages are the ones the API saw
+/// ([`super::recorded`]: parallel tool calls and results put back, earlier
+/// turns' thinking dropped where the model drops it).
 /// `cargo test --lib tokens::fit -- --ignored --nocapture` prints a refit;
 /// `tokens::fit::tests::fitted_constants_are_reproduced` pins these values.
 pub const FITTED: Coefficients = Coefficients {
-    text: 0.2507,
-    tool_json: 0.2890,
-    tool_result: 0.3507,
-    code: 0.3255,
-    thinking: 0.3189,
-    per_message: 37.038,
+    text: 0.2692,
+    tool_json: 0.2881,
+    tool_result: 0.3506,
+    code: 0.3253,
+    thinking: 0.2790,
+    per_message: 45.575,
 };
 
 /// Character counts of a message list, one entry per kind, and its messages.

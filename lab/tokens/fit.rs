@@ -5,8 +5,10 @@
 //! `x` characters per kind and messages. [`fit`] solves `y ≈ x·k` by least
 //! squares reweighted towards absolute error, so an occasional request that
 //! carried unlogged content (a file-change reminder the log does not keep)
-//! does not pull the rates. [`holdout`] fits on all sessions but one and
-//! scores the one left out, for every session.
+//! does not pull the rates; the per-message cost then takes the steady
+//! share of unlogged content ([`overhead`], 8.4 tokens per message on the
+//! shared sessions). [`holdout`] fits on all sessions but one and scores the
+//! one left out, for every session.
 //!
 //! Scores are per request, relative to the recorded total:
 //! - *one-step*: the previous request's recorded total plus the estimated
@@ -85,7 +87,8 @@ pub fn samples(session: &Session) -> Vec<([f64; 6], f64)> {
 }
 
 /// Least squares reweighted towards absolute error (IRLS, 20 rounds; a
-/// residual under 20 tokens counts as 20 so exact fits do not dominate).
+/// residual under 20 tokens counts as 20 so exact fits do not dominate),
+/// then the per-message cost raised by the [`overhead`] the rates leave.
 pub fn fit(samples: &[([f64; 6], f64)]) -> Coefficients {
     let mut w = vec![1.0; samples.len()];
     let mut k = [0.0; 6];
@@ -96,7 +99,33 @@ pub fn fit(samples: &[([f64; 6], f64)]) -> Coefficients {
             *wi = 1.0 / r.max(20.0);
         }
     }
+    k[5] += overhead(samples, &k);
     Coefficients::from_array(k)
+}
+
+/// Fraction of residuals cut from each end before averaging in [`overhead`].
+pub const TRIM: f64 = 0.05;
+
+/// Tokens per message that requests carry beyond their logged content, on
+/// average: the 5 %-trimmed mean of the residuals, per message added.
+///
+/// The reweighted fit follows the typical request, whose residual is near
+/// zero; but requests often carry a little unlogged content (reminders,
+/// framing), and the residuals lean positive. A one-step estimate does not
+/// care; an estimate summed over a conversation drifts by their mean. The
+/// trimmed mean takes that lean without the rare huge injections (a
+/// changed file's contents), which no per-message rate can predict.
+pub fn overhead(samples: &[([f64; 6], f64)], k: &[f64; 6]) -> f64 {
+    let mut r: Vec<f64> = samples.iter().map(|(x, y)| y - dot(x, k)).collect();
+    let messages: f64 = samples.iter().map(|(x, _)| x[5]).sum();
+    if r.is_empty() || messages <= 0.0 {
+        return 0.0;
+    }
+    r.sort_by(f64::total_cmp);
+    let cut = (TRIM * r.len() as f64).floor() as usize;
+    let kept = &r[cut..r.len() - cut];
+    let mean = kept.iter().sum::<f64>() / kept.len() as f64;
+    mean * samples.len() as f64 / messages
 }
 
 fn dot(a: &[f64; 6], b: &[f64; 6]) -> f64 {

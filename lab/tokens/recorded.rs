@@ -49,6 +49,11 @@ pub struct RecordedRequest {
     pub model: String,
     /// When the response was logged, in Unix milliseconds.
     pub at_ms: Option<i64>,
+    /// When the request was sent: the time its last message was logged (the
+    /// tool result or prompt that completed it), in Unix milliseconds. The
+    /// response's own time comes after the model's latency (thinking can
+    /// take minutes), so cache lifetimes are measured between send times.
+    pub sent_ms: Option<i64>,
     /// The messages sent, oldest first.
     pub messages: Vec<Message>,
     /// What the API reported.
@@ -111,8 +116,10 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// The requests of a list of records.
+/// The requests of a list of records. Timestamps shared by many records
+/// (an export's stamp) count as unknown.
 pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
+    let index = assemble::Index::new(records);
     let by_uuid: HashMap<&str, &Value> = records
         .iter()
         .filter_map(|r| Some((str_of(r, "uuid")?, r)))
@@ -129,19 +136,25 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
         }
         let chain = ancestors(r, &by_uuid);
         let root = chain.first().copied().unwrap_or(r);
+        let before = index.position(r).unwrap_or(records.len());
+        let model = r
+            .pointer("/message/model")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut messages = to_messages(index.messages(&chain, before));
+        if !thinking::keeps_thinking(model) {
+            thinking::strip_earlier_turns(&mut messages);
+        }
         out.push(RecordedRequest {
             chain: str_of(root, "uuid").unwrap_or_default().to_string(),
             sidechain: r
                 .get("isSidechain")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            model: r
-                .pointer("/message/model")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            at_ms: str_of(r, "timestamp").and_then(parse_timestamp_ms),
-            messages: merge_messages(&chain),
+            model: model.to_string(),
+            at_ms: index.time(r),
+            sent_ms: chain.last().and_then(|p| index.time(p)),
+            messages,
             usage,
         });
     }
@@ -179,39 +192,22 @@ fn ancestors<'a>(r: &'a Value, by_uuid: &HashMap<&str, &'a Value>) -> Vec<&'a Va
     out
 }
 
-/// Message records of a chain as messages; records of one response merged.
-fn merge_messages(chain: &[&Value]) -> Vec<Message> {
-    let mut out: Vec<Message> = Vec::new();
-    let mut last_id: Option<&str> = None;
-    for rec in chain {
-        let role = match str_of(rec, "type") {
-            Some("user") => Role::User,
-            Some("assistant") => Role::Assistant,
-            _ => continue,
-        };
-        let id = rec.pointer("/message/id").and_then(Value::as_str);
-        let blocks = blocks_of(rec.pointer("/message/content"));
-        match out.last_mut() {
-            Some(prev) if role == Role::Assistant && id.is_some() && id == last_id => {
-                if let Content::Blocks(b) = &mut prev.content {
-                    b.extend(blocks);
-                }
-            }
-            _ => out.push(Message {
-                role,
-                content: Content::Blocks(blocks),
-            }),
-        }
-        last_id = id;
-    }
-    out
+/// Grouped content items as messages.
+fn to_messages(groups: Vec<(Role, Vec<&Value>)>) -> Vec<Message> {
+    groups
+        .into_iter()
+        .map(|(role, items)| Message {
+            role,
+            content: Content::Blocks(items.into_iter().flat_map(item_blocks).collect()),
+        })
+        .collect()
 }
 
-fn blocks_of(content: Option<&Value>) -> Vec<Block> {
-    match content {
-        Some(Value::String(s)) => vec![Block::Text { text: s.clone() }],
-        Some(Value::Array(items)) => items.iter().flat_map(block_of).collect(),
-        _ => Vec::new(),
+/// One content item (a block, or a message's whole string content).
+fn item_blocks(item: &Value) -> Vec<Block> {
+    match item {
+        Value::String(s) => vec![Block::Text { text: s.clone() }],
+        other => block_of(other),
     }
 }
 
@@ -274,6 +270,9 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
 }
+
+pub mod assemble;
+pub mod thinking;
 
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,9 @@ use super::*;
 use crate::report::Format;
 use serde_json::json;
 
-/// A three-request Claude Code log: the third request comes 9 minutes after
-/// the second, so its 5-minute cache has expired and the read collapses.
+/// A three-request Claude Code log: the third request is sent (its tool
+/// result logged) 9 minutes after the second, so its 5-minute cache has
+/// expired and the read collapses.
 fn log() -> String {
     let rec =
         |uuid: &str, parent: Option<&str>, kind: &str, min: u32, message: serde_json::Value| {
@@ -43,7 +44,7 @@ fn log() -> String {
             2,
             call("msg_2", "toolu_02", usage(10, 800, 3_000)),
         ),
-        rec("u3", Some("a2"), "user", 2, result("toolu_02", 9_000)),
+        rec("u3", Some("a2"), "user", 10, result("toolu_02", 9_000)),
         rec(
             "a3",
             Some("u3"),

@@ -19,6 +19,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             sidechain: false,
             model: "m".into(),
             at_ms: None,
+            sent_ms: None,
             messages: messages.clone(),
             usage: Usage {
                 input_tokens: total.round() as u64,
@@ -89,12 +90,13 @@ fn held_out_error_is_pinned() {
     let Some(sessions) = shared() else { return };
     let h = holdout(sessions);
     assert!(h.one_step.median <= 0.03 && h.one_step.p95 <= 0.08, "{h:?}");
-    // Measured 0.08 % / 1.6 % one-step; cumulative 4.3 % / 15.7 %, above the
-    // 3 % / 8 % target: unlogged injected content (file-change reminders)
-    // accumulates from the conversation's first request on.
+    // Measured 0.09 % / 1.6 % one-step; cumulative 3.4 % / 16.1 %, above the
+    // 3 % / 8 % target. Most of the excess is one session whose Claude Code
+    // (1.0.70) injects changed files' contents after git checkouts and
+    // stashes without logging them: without it, 3.1 % / 7.8 %.
     assert_eq!(h.one_step.n, 777);
-    assert!((h.cumulative.median - 0.0426).abs() < 0.005, "{h:?}");
-    assert!((h.cumulative.p95 - 0.1569).abs() < 0.01, "{h:?}");
+    assert!((h.cumulative.median - 0.0342).abs() < 0.002, "{h:?}");
+    assert!((h.cumulative.p95 - 0.1611).abs() < 0.005, "{h:?}");
 }
 
 /// Prints a refit and the held-out figures (for updating FITTED and README).
@@ -114,4 +116,35 @@ fn print_fit() {
         println!("{row:?}");
     }
     println!("one-step {:?}\ncumulative {:?}", h.one_step, h.cumulative);
+}
+
+/// A session whose requests each carry `extra` unlogged tokens per step,
+/// plus a 20,000-token injection at one step (a changed file's contents).
+fn with_unlogged(truth: &Coefficients, extra: f64, seed: usize) -> Session {
+    let mut s = synthetic(&format!("u{seed}"), truth, 60, seed);
+    let mut added = 0.0;
+    for (i, r) in s.requests.iter_mut().enumerate() {
+        added += extra + if i == 30 { 20_000.0 } else { 0.0 };
+        r.usage.input_tokens += added as u64;
+    }
+    s
+}
+
+#[test]
+fn the_overhead_takes_the_steady_unlogged_share_but_not_the_spikes() {
+    let truth = Coefficients::from_array([0.25, 0.0, 0.4, 0.0, 0.0, 6.0]);
+    let sessions: Vec<Session> = (0..3).map(|s| with_unlogged(&truth, 30.0, s)).collect();
+    let all: Vec<_> = sessions.iter().flat_map(samples).collect();
+    let k = fit(&all);
+    // 30 tokens per step of two messages: 15 more per message.
+    assert!((k.per_message - 21.0).abs() < 1.5, "{k:?}");
+    assert!((k.text - 0.25).abs() < 0.01, "{k:?}");
+    // Without the overhead the summed estimate drifts by 30 tokens a step.
+    let mut bare = k;
+    bare.per_message = 6.0;
+    let drift = |k: &Coefficients| {
+        let e = score(&sessions[0], k).cumulative;
+        e[..29].iter().copied().fold(0.0, f64::max)
+    };
+    assert!(drift(&k) < 0.01 && drift(&bare) > 0.05, "{k:?}");
 }

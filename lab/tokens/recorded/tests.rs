@@ -116,3 +116,132 @@ fn timestamps_parse_to_unix_milliseconds() {
     assert_eq!(parse_timestamp_ms("yesterday"), None);
     assert_eq!(parse_timestamp_ms("2025-01-01T00:00:00+01:00"), None);
 }
+
+fn at(mut r: Value, stamp: &str) -> Value {
+    r["timestamp"] = json!(stamp);
+    r
+}
+
+/// Two parallel tool calls logged as a linear pair of assistant records,
+/// their results as siblings: the chain above the next response holds one
+/// of each; a text part of the same response hangs off the chain too.
+fn parallel() -> Vec<Value> {
+    let call = |id: &str| {
+        json!({"id": "msg_1", "role": "assistant", "usage": usage(1, 50, 0),
+               "content": [{"type": "tool_use", "id": id, "name": "Read", "input": {}}]})
+    };
+    let result = |id: &str| {
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": format!("out {id}")}]})
+    };
+    let text = json!({"id": "msg_1", "role": "assistant", "usage": usage(1, 50, 0),
+                      "content": [{"type": "text", "text": "reading both"}]});
+    let late = json!({"id": "msg_1", "role": "assistant", "usage": usage(1, 50, 0),
+                      "content": [{"type": "text", "text": "logged after"}]});
+    vec![
+        at(
+            rec("u1", None, "user", json!({"role": "user", "content": "go"})),
+            "2025-01-01T00:00:00Z",
+        ),
+        rec("x", Some("u1"), "assistant", text),
+        rec("a1", Some("u1"), "assistant", call("t1")),
+        rec("a2", Some("a1"), "assistant", call("t2")),
+        at(
+            rec("r2", Some("a2"), "user", result("t2")),
+            "2025-01-01T00:01:00Z",
+        ),
+        at(
+            rec("r1", Some("a2"), "user", result("t1")),
+            "2025-01-01T00:02:00Z",
+        ),
+        rec(
+            "a3",
+            Some("r1"),
+            "assistant",
+            json!({"id": "msg_2", "role": "assistant", "usage": usage(1, 10, 50),
+                   "content": [{"type": "text", "text": "done"}]}),
+        ),
+        rec("y", Some("u1"), "assistant", late),
+    ]
+}
+
+#[test]
+fn parallel_calls_and_results_off_the_chain_are_put_back() {
+    let reqs = requests(&parallel());
+    let second = &reqs[1];
+    assert_eq!(second.messages.len(), 3, "{:?}", second.messages);
+    let kinds: Vec<usize> = second.messages.iter().map(|m| m.blocks().len()).collect();
+    // The text part and both calls; both results (the sibling first).
+    assert_eq!(kinds, vec![1, 3, 2]);
+    let mut ids = second.messages[2].tool_result_ids();
+    ids.sort_unstable();
+    assert_eq!(ids, vec!["t1", "t2"]);
+    // Sent when its last message was logged, not when the response was.
+    assert_eq!(second.sent_ms, parse_timestamp_ms("2025-01-01T00:02:00Z"));
+}
+
+#[test]
+fn consecutive_user_records_are_one_message() {
+    let mut recs = parallel();
+    // The second result chained below the first, as newer logs write it.
+    recs[5]["parentUuid"] = json!("r2");
+    let reqs = requests(&recs);
+    assert_eq!(reqs[1].messages.len(), 3);
+    assert_eq!(reqs[1].messages[2].tool_result_ids().len(), 2);
+}
+
+#[test]
+fn a_stamp_shared_by_many_records_is_no_time() {
+    let mut recs = parallel();
+    for _ in 0..assemble::BULK_STAMP {
+        recs.push(json!({"type": "summary", "timestamp": "2025-01-01T00:02:00Z"}));
+    }
+    let reqs = requests(&recs);
+    assert_eq!(reqs[1].sent_ms, None);
+    assert!(reqs[0].sent_ms.is_some());
+}
+
+/// A thinking turn, then a new prompt, answered by `model`.
+fn two_turns(model: &str) -> Vec<Value> {
+    let answer = |id: &str, content: Value| {
+        json!({"id": id, "role": "assistant", "model": model, "usage": usage(1, 50, 0),
+               "content": content})
+    };
+    vec![
+        rec(
+            "u1",
+            None,
+            "user",
+            json!({"role": "user", "content": "think"}),
+        ),
+        rec(
+            "a1",
+            Some("u1"),
+            "assistant",
+            answer(
+                "m1",
+                json!([
+            {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ok"}]),
+            ),
+        ),
+        rec(
+            "u2",
+            Some("a1"),
+            "user",
+            json!({"role": "user", "content": "next"}),
+        ),
+        rec(
+            "a2",
+            Some("u2"),
+            "assistant",
+            answer("m2", json!([{"type": "text", "text": "fine"}])),
+        ),
+    ]
+}
+
+#[test]
+fn older_models_lose_earlier_turns_thinking() {
+    let blocks = |model: &str| requests(&two_turns(model))[1].messages[1].blocks().len();
+    assert_eq!(blocks("claude-sonnet-4-5-20250929"), 1);
+    assert_eq!(blocks("claude-opus-4-5-20251101"), 2);
+}
