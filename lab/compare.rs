@@ -208,13 +208,18 @@ pub fn recorded_usage(
             Some(f) => f,
             None => crate::import::detect_format(file, &head(file)?),
         };
-        if matches!(format, TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson) {
+        if matches!(
+            format,
+            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
+        ) {
             let name = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let recorded = crate::tokens::recorded::read_file(file)?;
-            rows.extend(crate::cache::arms::recorded_rows(&name, &recorded, &options));
+            rows.extend(crate::cache::arms::recorded_rows(
+                &name, &recorded, &options,
+            ));
         }
     }
     Ok(rows)

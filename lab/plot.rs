@@ -671,7 +671,10 @@ mod tests {
             .nth(1)
             .and_then(|r| r.split('"').next()?.parse().ok())
             .unwrap();
-        assert!(lowest_text(&out) < height, "legend past the figure's bottom");
+        assert!(
+            lowest_text(&out) < height,
+            "legend past the figure's bottom"
+        );
         // Two long panels: the second starts below the first one's legend.
         let two = fig(vec![
             Panel {
@@ -688,7 +691,14 @@ mod tests {
         let out = svg(&two);
         let y_of = |needle: &str| -> f64 {
             let line = out.lines().find(|l| l.contains(needle)).unwrap();
-            line.split("y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+            line.split("y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
         };
         assert!(y_of(">second<") > y_of(">policy 25<"));
         // A short legend keeps the fixed panel height.

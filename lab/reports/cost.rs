@@ -86,7 +86,10 @@ pub fn cost_table(rows: &[PolicyCost]) -> Table {
                 Cell::Int(r.uncached_tokens),
                 Cell::Int(r.breaks as u64),
                 Cell::Text(format!("{:.3}", r.breaks_per_turn)),
-                Cell::Text(r.payback_turns_median.map_or("-".into(), |x| format!("{x:.2}"))),
+                Cell::Text(
+                    r.payback_turns_median
+                        .map_or("-".into(), |x| format!("{x:.2}")),
+                ),
                 Cell::Text(money(r.dollars)),
             ]
         })

@@ -26,7 +26,9 @@ fn cumulative_dollars_rise_to_the_total() {
     for p in priced("s") {
         let curve = cumulative_dollars(&p.report);
         assert_eq!(curve.len(), p.report.requests.len(), "{}", p.policy);
-        assert!(curve.windows(2).all(|w| w[1].1 >= w[0].1 && w[1].0 == w[0].0 + 1.0));
+        assert!(curve
+            .windows(2)
+            .all(|w| w[1].1 >= w[0].1 && w[1].0 == w[0].0 + 1.0));
         let last = curve.last().unwrap().1;
         assert!((last - p.report.dollars).abs() < 1e-9, "{}", p.policy);
         assert!(last > 0.0);
@@ -47,7 +49,12 @@ fn the_table_names_its_pricing_and_has_a_row_per_policy() {
     let t = cost_table(&rows);
     assert_eq!(t.rows.len(), 3);
     assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
-    for needle in ["claude-opus-4.1-5m", "as of 2025-11-24", "tokenizer approx", "anthropic"] {
+    for needle in [
+        "claude-opus-4.1-5m",
+        "as of 2025-11-24",
+        "tokenizer approx",
+        "anthropic",
+    ] {
         assert!(t.title.contains(needle), "{needle} missing: {}", t.title);
     }
     // Pruning old messages breaks the prefix the baseline keeps; persisting
