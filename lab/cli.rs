@@ -438,7 +438,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
                     pricing,
                     tokens,
                 };
-                return crate::compare::command(
+                return crate::reports::cost::replay_command(
                     &files, &policy, path_len, &import, measure, plot, format,
                 );
             }

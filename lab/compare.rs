@@ -164,30 +164,6 @@ pub fn check_plot(plot: bool, policy: bool, cost: bool) -> LabResult<()> {
     }
 }
 
-/// `lab replay FILE… --policy …`: every file under every policy, rendered;
-/// when priced, the recorded usage of Claude Code logs beside the
-/// prediction, and with `plot` the cumulative-dollars plot written there.
-pub fn command(
-    files: &[PathBuf],
-    names: &[String],
-    path_len: usize,
-    import: &crate::import::ImportOptions,
-    measure: Measure,
-    plot: Option<PathBuf>,
-    format: crate::report::Format,
-) -> LabResult<String> {
-    let pricing = measure.pricing.clone();
-    let out = replay_files(files, names, path_len, import, measure)?;
-    let recorded = match &pricing {
-        Some(p) => recorded_usage(files, import, p)?,
-        None => Vec::new(),
-    };
-    if let Some(path) = plot {
-        crate::reports::cost::write_plot(&path, &out)?;
-    }
-    Ok(render_with_recorded(&out, &recorded, format))
-}
-
 /// For each file that records its API usage (Claude Code logs), the
 /// recorded usage (`recorded-usage`) and the cache model's prediction for the
 /// same requests (`recorded-model`, with the per-request comparison).

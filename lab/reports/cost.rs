@@ -10,7 +10,9 @@ use serde::Serialize;
 
 use super::{Cell, Table};
 use crate::cache::CostReport;
-use crate::compare::Compared;
+use std::path::PathBuf;
+
+use crate::compare::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
 use crate::error::{LabError, LabResult};
 use crate::plot::{Figure, Panel, Series};
 
@@ -156,6 +158,30 @@ pub fn dollars_svg(rows: &[PolicyCost], command: &str) -> String {
         panels: panels(rows),
         caption: format!("{command} · {}", pricing_line(rows)),
     })
+}
+
+/// `lab replay FILE… --policy …`: every file under every policy, rendered;
+/// when priced, the recorded usage of Claude Code logs beside the
+/// prediction, and with `plot` the cumulative-dollars plot written there.
+pub fn replay_command(
+    files: &[PathBuf],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: Measure,
+    plot: Option<PathBuf>,
+    format: crate::report::Format,
+) -> LabResult<String> {
+    let pricing = measure.pricing.clone();
+    let out = replay_files(files, names, path_len, import, measure)?;
+    let recorded = match &pricing {
+        Some(p) => recorded_usage(files, import, p)?,
+        None => Vec::new(),
+    };
+    if let Some(path) = plot {
+        write_plot(&path, &out)?;
+    }
+    Ok(render_with_recorded(&out, &recorded, format))
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`
