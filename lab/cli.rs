@@ -145,7 +145,7 @@ pub enum Command {
         profile: Vec<String>,
         /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
         /// through the policy engine and its policy-agnostic checker and validity oracle.
-        #[arg(long, value_delimiter = ',', conflicts_with_all = ["profile", "plot"])]
+        #[arg(long, value_delimiter = ',', conflicts_with = "profile")]
         policy: Vec<String>,
         /// With --policy: measure retention (artifact recall, re-fetch demand,
         /// planted facts) and mark the cost–retention frontier.
@@ -160,7 +160,8 @@ pub enum Command {
         /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
         #[arg(long)]
         strict: bool,
-        /// Also write an SVG plot of context size over model calls per profile.
+        /// Also write an SVG plot of context size over model calls per profile;
+        /// with --policy … --cost, of cumulative dollars per policy.
         #[arg(long, value_name = "FILE")]
         plot: Option<std::path::PathBuf>,
         /// Table columns, comma separated, or `all` (default: a narrow set;
@@ -181,7 +182,7 @@ pub enum Command {
         format: Format,
         /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
         /// --policy, the cost of every policy beside its loss counters.
-        #[arg(long, conflicts_with = "plot")]
+        #[arg(long)]
         cost: bool,
         /// Tokenizer for `--cost` sizes.
         #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
@@ -410,6 +411,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             if let Some(path) = &plot {
                 crate::input::output_parent_exists(path, "--plot")?;
             }
+            crate::compare::check_plot(plot.is_some(), !policy.is_empty(), cost)?;
             if !policy.is_empty() {
                 if scale != 1.0 {
                     return Err(LabError::usage(
@@ -436,9 +438,9 @@ pub fn run(cli: Cli) -> LabResult<String> {
                     pricing,
                     tokens,
                 };
-                let out =
-                    crate::compare::replay_files(&files, &policy, path_len, &import, measure)?;
-                return Ok(crate::compare::render(&out, format));
+                return crate::reports::cost::replay_command(
+                    &files, &policy, path_len, &import, measure, plot, format,
+                );
             }
             let options = crate::replay::ReplayOptions {
                 scale,

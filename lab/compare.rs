@@ -148,9 +148,76 @@ pub fn replay_files(
     Ok(out)
 }
 
+/// `--plot` with `--policy` draws cumulative dollars, so it needs `--cost`;
+/// `--cost` without `--policy` has no plot.
+pub fn check_plot(plot: bool, policy: bool, cost: bool) -> LabResult<()> {
+    match (plot, policy, cost) {
+        (true, true, false) => Err(crate::error::LabError::usage(
+            "--plot with --policy draws cumulative dollars and needs --cost",
+            "add --cost, or drop --plot",
+        )),
+        (true, false, true) => Err(crate::error::LabError::usage(
+            "--cost without --policy has no plot",
+            "drop --plot, or replay with --policy NAME --cost --plot FILE",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// For each file that records its API usage (Claude Code logs), the
+/// recorded usage (`recorded-usage`) and the cache model's prediction for the
+/// same requests (`recorded-model`, with the per-request comparison).
+pub fn recorded_usage(
+    files: &[PathBuf],
+    import: &crate::import::ImportOptions,
+    pricing: &Pricing,
+) -> LabResult<Vec<crate::cache::arms::CostRow>> {
+    use crate::import::TranscriptFormat;
+    let options = crate::cache::arms::CostOptions {
+        tokens: crate::tokens::Tokens::Approx,
+        provider: pricing.provider,
+        sheet: pricing.sheet,
+    };
+    let mut rows = Vec::new();
+    for file in files {
+        let format = match import.format {
+            Some(f) => f,
+            None => crate::import::detect_format(file, &head(file)?),
+        };
+        if matches!(
+            format,
+            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
+        ) {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let recorded = crate::tokens::recorded::read_file(file)?;
+            rows.extend(crate::cache::arms::recorded_rows(
+                &name, &recorded, &options,
+            ));
+        }
+    }
+    Ok(rows)
+}
+
+/// The first 64 KiB of a file, for format detection.
+fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 * 1024).read_to_end(&mut buf))
+        .map_err(|e| crate::error::LabError::io("reading transcript", path, e))?;
+    Ok(buf)
+}
+
 /// Per policy × session: what was sent and what the cache made of it.
-fn cost_table(out: &[Compared], format: crate::report::Format) -> String {
-    let rows: Vec<Vec<String>> = out
+fn cost_table(
+    out: &[Compared],
+    recorded: &[crate::cache::arms::CostRow],
+    format: crate::report::Format,
+) -> String {
+    let mut rows: Vec<Vec<String>> = out
         .iter()
         .filter_map(|c| c.cost.as_ref().map(|r| (c, r)))
         .map(|(c, r)| {
@@ -165,6 +232,18 @@ fn cost_table(out: &[Compared], format: crate::report::Format) -> String {
             ]
         })
         .collect();
+    rows.extend(recorded.iter().map(|r| {
+        let c = &r.report;
+        vec![
+            r.source.clone(),
+            r.arm.clone(),
+            c.input_tokens.to_string(),
+            c.cache_read_tokens.to_string(),
+            c.cache_write_tokens.to_string(),
+            format!("{:.2}", c.breaks_per_turn),
+            format!("{:.4}", c.dollars),
+        ]
+    }));
     let mut s = crate::report::table(
         &[
             "session",
@@ -183,6 +262,12 @@ fn cost_table(out: &[Compared], format: crate::report::Format) -> String {
             "\n\ncache: {}; prices: {} ({}); tokens: {}\n",
             r.provider, r.sheet.name, r.sheet.date, out[0].run.tokenizer
         ));
+        if !recorded.is_empty() {
+            s.push_str(
+                "recorded-usage: what the API billed (API tokens; a break is a collapsed read); \
+                 recorded-model: the cache model on the same requests\n",
+            );
+        }
     }
     s
 }
@@ -191,6 +276,18 @@ fn cost_table(out: &[Compared], format: crate::report::Format) -> String {
 /// after it; with pricing, the cost table. JSON: the array of runs alone, or
 /// an object with `runs`, `retention` and `cost` when more was measured.
 pub fn render(out: &[Compared], format: crate::report::Format) -> String {
+    render_with_recorded(out, &[], format)
+}
+
+/// [`render`], with the recorded usage of Claude Code logs beside the
+/// prediction: rows `recorded-usage` and `recorded-model` in the cost table,
+/// and in JSON a `recorded` array (totals, per-request series, and the
+/// per-request recorded usage beside the predicted reads and writes).
+pub fn render_with_recorded(
+    out: &[Compared],
+    recorded: &[crate::cache::arms::CostRow],
+    format: crate::report::Format,
+) -> String {
     use crate::report::Format;
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
     let with: Vec<(PolicyRun, RetentionReport)> = out
@@ -222,6 +319,8 @@ pub fn render(out: &[Compared], format: crate::report::Format) -> String {
             runs: &'a [PolicyRun],
             retention: &'a [crate::retention::render::Scored],
             cost: Vec<Cost<'a>>,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            recorded: &'a [crate::cache::arms::CostRow],
         }
         let cost = out
             .iter()
@@ -237,12 +336,13 @@ pub fn render(out: &[Compared], format: crate::report::Format) -> String {
             runs: &runs,
             retention: &scored,
             cost,
+            recorded,
         });
     }
     let mut s = crate::policy::render::runs(&runs, format);
     if priced {
         s.push('\n');
-        s.push_str(&cost_table(out, format));
+        s.push_str(&cost_table(out, recorded, format));
     }
     if !scored.is_empty() {
         s.push('\n');

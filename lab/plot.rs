@@ -89,8 +89,10 @@ pub fn svg(fig: &Figure) -> String {
     let xt = ticks(xmin, xmax);
     let legend_w = legend_width(fig);
     let total_w = LEFT + WIDTH + 24.0 + legend_w;
-    let n = fig.panels.len().max(1) as f64;
-    let bottom = TOP + n * (PANEL_H + GAP) - GAP;
+    let tops = panel_tops(fig);
+    // The x axis of the last panel, and the bottom of its slot (its legend may reach lower).
+    let axis = tops[tops.len().saturating_sub(2)] + PANEL_H;
+    let bottom = axis.max(tops[tops.len() - 1] - GAP);
     let total_h = bottom + 70.0;
     let mut s = String::new();
     let _ = writeln!(
@@ -111,8 +113,7 @@ pub fn svg(fig: &Figure) -> String {
         fx(LEFT),
         esc(&fig.title)
     );
-    for (i, p) in fig.panels.iter().enumerate() {
-        let y0 = TOP + i as f64 * (PANEL_H + GAP);
+    for (p, &y0) in fig.panels.iter().zip(&tops) {
         panel(&mut s, p, y0, &xt);
         legend(&mut s, p, y0, LEFT + WIDTH + 24.0);
     }
@@ -120,7 +121,7 @@ pub fn svg(fig: &Figure) -> String {
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
         fx(LEFT + WIDTH / 2.0),
-        fx(bottom + 36.0),
+        fx(axis + 36.0),
         esc(&fig.x_label)
     );
     let _ = writeln!(
@@ -314,10 +315,26 @@ fn marker(k: usize, cx: f64, cy: f64, colour: &str) -> String {
 
 /// The legend of one panel, right of its data: each series' sample line and
 /// marker, its label, and which earlier series it coincides with.
+/// The top of each panel, then where the next one would start: a panel's
+/// slot is as tall as its plot or its legend, whichever is taller, so a long
+/// legend (every policy) never runs past the figure or into the next panel.
+fn panel_tops(fig: &Figure) -> Vec<f64> {
+    let mut tops = vec![TOP];
+    for p in &fig.panels {
+        let legend_h = 8.0 + LEGEND_ROW * p.series.len() as f64;
+        let last = *tops.last().unwrap_or(&TOP);
+        tops.push(last + PANEL_H.max(legend_h) + GAP);
+    }
+    tops
+}
+
+/// Height of one legend entry.
+const LEGEND_ROW: f64 = 18.0;
+
 fn legend(s: &mut String, p: &Panel, y0: f64, lx: f64) {
     for (k, text) in legend_texts(p).iter().enumerate() {
         let colour = COLOURS[k % COLOURS.len()];
-        let ly = y0 + 8.0 + 18.0 * k as f64;
+        let ly = y0 + 8.0 + LEGEND_ROW * k as f64;
         let _ = writeln!(
             s,
             r#"<path d="M{} {} h28" stroke="{colour}" stroke-width="2"{}/>"#,
@@ -619,5 +636,76 @@ mod tests {
         assert!(out.contains("&lt;x&gt;<") && !out.contains('\u{0}'));
         assert!(out.contains("lab x &amp; y"));
         assert_eq!(out, svg(&fig));
+    }
+
+    /// The largest y of any `<text>` in an SVG.
+    fn lowest_text(out: &str) -> f64 {
+        out.lines()
+            .filter_map(|l| l.strip_prefix("<text ")?.split("y=\"").nth(1))
+            .filter_map(|r| r.split('"').next()?.parse::<f64>().ok())
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn a_long_legend_stays_inside_the_figure_and_its_panel() {
+        let series = |n: usize| -> Vec<Series> {
+            (0..n)
+                .map(|k| Series {
+                    label: format!("policy {k}"),
+                    points: vec![(0.0, k as f64), (1.0, 2.0 * k as f64)],
+                    step: false,
+                })
+                .collect()
+        };
+        let fig = |panels: Vec<Panel>| Figure {
+            panels,
+            ..Figure::default()
+        };
+        let one = fig(vec![Panel {
+            series: series(26),
+            ..Panel::default()
+        }]);
+        let out = svg(&one);
+        let height: f64 = out
+            .split("height=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next()?.parse().ok())
+            .unwrap();
+        assert!(
+            lowest_text(&out) < height,
+            "legend past the figure's bottom"
+        );
+        // Two long panels: the second starts below the first one's legend.
+        let two = fig(vec![
+            Panel {
+                title: "first".into(),
+                series: series(26),
+                ..Panel::default()
+            },
+            Panel {
+                title: "second".into(),
+                series: series(2),
+                ..Panel::default()
+            },
+        ]);
+        let out = svg(&two);
+        let y_of = |needle: &str| -> f64 {
+            let line = out.lines().find(|l| l.contains(needle)).unwrap();
+            line.split("y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!(y_of(">second<") > y_of(">policy 25<"));
+        // A short legend keeps the fixed panel height.
+        let short = svg(&fig(vec![Panel {
+            series: series(3),
+            ..Panel::default()
+        }]));
+        assert!(short.contains(&format!("height=\"{}\"", fx(TOP + PANEL_H + 70.0))));
     }
 }

@@ -113,9 +113,11 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
             )?,
         ),
     ];
+    let runs = crate::reports::frontier::frontier_runs()?;
     Ok(crate::reports::ReportData {
         memory_growth,
-        frontier: crate::reports::frontier::frontier_rows()?,
+        frontier: crate::reports::frontier::scored(&runs),
+        cost: crate::reports::cost::policy_costs(&runs),
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,

@@ -4,7 +4,7 @@
 //! [`frontier_rows`] runs the policies.
 
 use super::{Cell, Table};
-use crate::compare::{compare_one, Measure, Pricing};
+use crate::compare::{compare_one, Compared, Measure, Pricing};
 use crate::error::LabResult;
 use crate::message::{Block, Message};
 use crate::retention::render::{mark_dominated, Scored};
@@ -63,6 +63,12 @@ fn path(t: usize, id: &str) -> String {
 
 /// Every policy on [`session`], with retention and cost, dominance marked.
 pub fn frontier_rows() -> LabResult<Vec<Scored>> {
+    Ok(scored(&frontier_runs()?))
+}
+
+/// Every policy run on [`session`] with retention and priced with [`SHEET`]
+/// (the runs behind both the frontier and the cost report).
+pub fn frontier_runs() -> LabResult<Vec<Compared>> {
     let sheet = *crate::cache::prices::sheet(SHEET).expect("the frontier's price sheet exists");
     let measure = Measure {
         retention: true,
@@ -73,28 +79,40 @@ pub fn frontier_rows() -> LabResult<Vec<Scored>> {
         tokens: crate::tokens::Tokens::Approx,
     };
     let messages = session();
-    let mut rows = Vec::new();
-    for name in crate::policy::list::names() {
-        let c = compare_one(
-            "generated",
-            &messages,
-            name,
-            crate::replay::DEFAULT_PATH_LEN,
-            &measure,
-        )?;
-        let r = c.retention.expect("retention was measured");
-        rows.push(Scored {
-            session: "generated".into(),
-            policy: c.run.policy.clone(),
-            tokens_sent: c.run.calls.iter().map(|x| x.tokens).sum(),
-            artifact_recall: r.artifact_recall,
-            dollars: c.cost.as_ref().map(|x| x.dollars),
-            dominated: false,
-            retention: r,
-        });
-    }
+    crate::policy::list::names()
+        .into_iter()
+        .map(|name| {
+            compare_one(
+                "generated",
+                &messages,
+                name,
+                crate::replay::DEFAULT_PATH_LEN,
+                &measure,
+            )
+        })
+        .collect()
+}
+
+/// The runs scored for the frontier, dominance marked (runs without
+/// retention are left out).
+pub fn scored(runs: &[Compared]) -> Vec<Scored> {
+    let mut rows: Vec<Scored> = runs
+        .iter()
+        .filter_map(|c| {
+            let r = c.retention.clone()?;
+            Some(Scored {
+                session: c.run.session.clone(),
+                policy: c.run.policy.clone(),
+                tokens_sent: c.run.calls.iter().map(|x| x.tokens).sum(),
+                artifact_recall: r.artifact_recall,
+                dollars: c.cost.as_ref().map(|x| x.dollars),
+                dominated: false,
+                retention: r,
+            })
+        })
+        .collect();
     mark_dominated(&mut rows);
-    Ok(rows)
+    rows
 }
 
 /// `frontier`: per policy, what it sent and cost, what it kept, and whether

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::sweep::{self, render, CellResult, SweepResult};
 
+pub mod cost;
 pub mod data;
 pub mod frontier;
 
@@ -392,6 +393,8 @@ pub struct ReportData {
     pub memory_growth: Vec<(String, Vec<u64>)>,
     /// Every policy on one generated session: cost against retention.
     pub frontier: Vec<crate::retention::render::Scored>,
+    /// The same runs priced: every policy's prompt-cache cost.
+    pub cost: Vec<cost::PolicyCost>,
 }
 
 /// `memory_growth`: records on disk after each session, course vs the two fixes.
@@ -452,6 +455,7 @@ fn describe(stem: &str) -> &'static str {
         "profiles" => "every profile on the probe, scenario A, scenario B and the re-compaction script, at path_len 60 and 160",
         "thresholds" => "the path lengths where a counter changes, per switch combination",
         "frontier" => "every policy on one generated session: tokens sent, dollars, artifact recall, planted facts kept, re-fetches, and whether another policy costs less and keeps more (plot: dollars against recall)",
+        "cost" => "every policy on the frontier's generated session under the Anthropic 5-minute prompt cache: tokens sent, cache read/write, breaks per turn, payback, dollars (plot: cumulative dollars over model calls, one line per policy)",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -471,6 +475,11 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&profiles_table(&data.profiles)));
     out.extend(table_files(&memory_growth_table(&data.memory_growth)));
     out.extend(table_files(&frontier::frontier_table(&data.frontier)));
+    out.extend(table_files(&cost::cost_table(&data.cost)));
+    out.push((
+        "cost.svg".into(),
+        cost::dollars_svg(&data.cost, "lab reports --out reports/"),
+    ));
     out.push((
         "frontier.svg".into(),
         frontier::frontier_svg(&data.frontier),

@@ -1,0 +1,82 @@
+use super::*;
+use crate::compare::{compare_one, Measure, Pricing};
+
+/// Three policies priced on a small synthetic session (24 tool calls of
+/// 4,000 characters): the baseline, a course profile and a production design.
+fn priced(session: &str) -> Vec<PolicyCost> {
+    let sheet = *crate::cache::prices::sheet("claude-opus-4.1-5m").unwrap();
+    let measure = Measure {
+        retention: false,
+        pricing: Some(Pricing {
+            provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
+            sheet,
+        }),
+        tokens: crate::tokens::Tokens::Approx,
+    };
+    let messages = crate::replay::synthetic_main(24, 4_000);
+    let runs: Vec<Compared> = ["none", "prototype", "vercel-prune-messages"]
+        .iter()
+        .map(|p| compare_one(session, &messages, p, 160, &measure).unwrap())
+        .collect();
+    policy_costs(&runs)
+}
+
+#[test]
+fn cumulative_dollars_rise_to_the_total() {
+    for p in priced("s") {
+        let curve = cumulative_dollars(&p.report);
+        assert_eq!(curve.len(), p.report.requests.len(), "{}", p.policy);
+        assert!(curve
+            .windows(2)
+            .all(|w| w[1].1 >= w[0].1 && w[1].0 == w[0].0 + 1.0));
+        let last = curve.last().unwrap().1;
+        assert!((last - p.report.dollars).abs() < 1e-9, "{}", p.policy);
+        assert!(last > 0.0);
+    }
+}
+
+#[test]
+fn unpriced_runs_are_left_out() {
+    let messages = crate::replay::synthetic_main(3, 100);
+    let run = compare_one("s", &messages, "none", 160, &Measure::default()).unwrap();
+    assert!(policy_costs(&[run]).is_empty());
+    assert_eq!(pricing_line(&[]), "no priced runs");
+}
+
+#[test]
+fn the_table_names_its_pricing_and_has_a_row_per_policy() {
+    let rows = priced("synthetic");
+    let t = cost_table(&rows);
+    assert_eq!(t.rows.len(), 3);
+    assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+    for needle in [
+        "claude-opus-4.1-5m",
+        "as of 2025-11-24",
+        "tokenizer approx",
+        "anthropic",
+    ] {
+        assert!(t.title.contains(needle), "{needle} missing: {}", t.title);
+    }
+    // Pruning old messages breaks the prefix the baseline keeps; persisting
+    // every result keeps the context under the cache minimum (nothing cached).
+    let report = |policy: &str| &rows.iter().find(|p| p.policy == policy).unwrap().report;
+    assert_eq!(report("none").breaks, 0);
+    assert!(report("vercel-prune-messages").breaks > 0);
+    assert_eq!(report("prototype").cache_read_tokens, 0);
+    assert!(report("prototype").input_tokens < report("none").input_tokens);
+    insta::assert_snapshot!("cost_table_md", crate::reports::markdown(&t));
+}
+
+#[test]
+fn the_plot_has_a_panel_per_session_and_a_line_per_policy() {
+    let mut rows = priced("first");
+    rows.extend(priced("second"));
+    let svg = dollars_svg(&rows, "test");
+    assert!(svg.contains(">session first<") && svg.contains(">session second<"));
+    for policy in ["none", "prototype", "vercel-prune-messages"] {
+        assert_eq!(svg.matches(&format!(">{policy}")).count(), 2, "{policy}");
+    }
+    assert!(svg.contains("claude-opus-4.1-5m as of 2025-11-24"));
+    assert!(svg.contains(">cumulative cost (dollars)<"));
+    assert_eq!(svg, dollars_svg(&rows, "test"));
+}
