@@ -374,3 +374,39 @@ fn a_reader_that_closes_the_pipe_early_ends_the_run_quietly() {
         assert!(err.is_empty(), "{err}");
     }
 }
+
+#[test]
+fn break_json_cells_carry_path_len_profile_and_overrides() {
+    let (code, out, err) = lab(&[
+        "break",
+        "D6",
+        "A",
+        "--path-len",
+        "60..62",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let verdicts = v.as_array().expect("one document: an array of verdicts");
+    let cells: Vec<&serde_json::Value> = verdicts
+        .iter()
+        .flat_map(|d| d["cells"].as_array().unwrap())
+        .collect();
+    assert_eq!(cells.len(), 6);
+    for (c, len) in cells.iter().zip([60, 61, 62, 60, 61, 62]) {
+        assert_eq!(c["path_len"], len, "{c}");
+        assert_eq!(c["label"], format!("path_len={len}"));
+    }
+    assert_eq!(cells[0]["profile"], "prototype");
+    assert_eq!(
+        cells[0]["overrides"]["broken"],
+        serde_json::json!(["order=micro_first", "unseen_guard=false"])
+    );
+    // A finding's fix is its baseline side.
+    assert_eq!(cells[3]["profile"], "course-f9e8b28");
+    assert_eq!(
+        cells[3]["overrides"]["baseline"],
+        serde_json::json!(["save_before_omit=true"])
+    );
+}

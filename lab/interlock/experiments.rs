@@ -148,6 +148,7 @@ fn tabs_row(id: &str, fix: Hinge) -> LabResult<Verdict> {
             InterlockSwitches::default(),
             &[TABS],
         )?,
+        ..Default::default()
     };
     verdict(id, vec![cell])
 }
@@ -191,6 +192,7 @@ fn run_write_tool(_: &RunOptions) -> LabResult<Verdict> {
             InterlockSwitches::default(),
             &[],
         )?,
+        ..Default::default()
     };
     verdict("I-write-tool", vec![cell])
 }
@@ -246,6 +248,7 @@ fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
             use_lock: false,
             ..Gates::default()
         })?,
+        ..Default::default()
     };
     verdict("I-lock", vec![cell])
 }
@@ -285,6 +288,7 @@ fn run_stale_lock(_: &RunOptions) -> LabResult<Verdict> {
             stale_lock_min: None,
             ..Gates::default()
         })?,
+        ..Default::default()
     };
     verdict("I-stale-lock", vec![cell])
 }

@@ -95,6 +95,7 @@ fn verdict(id: &str, baseline: Counters, broken: Counters) -> Verdict {
             label: "synthetic".into(),
             baseline,
             broken,
+            ..Default::default()
         }],
     )
 }
