@@ -1,7 +1,7 @@
 """Drive the Python prototype's probe over the oracle grid in one process.
 
 Usage: python3 oracle.py PROTOTYPE_DIR LMIN LMAX
-Prints one JSON object: cells, seconds, and per cell the verdict triple
+Prints one JSON object: cells, seconds (wall), cpu_seconds (user + system), and per cell the verdict triple
 (lost_forever, pointer_lost, pairs_intact). Runs in a temp dir: roots are
 relative padding folders, so `root/tool-results/a1.txt` is exactly L chars.
 """
@@ -25,6 +25,7 @@ SUFFIX = len("/tool-results/a1.txt")
 lo, hi = int(sys.argv[2]), int(sys.argv[3])
 cells = []
 start = time.perf_counter()
+cpu_start = time.process_time()
 for changes in CONFIGS:
     for name, value in changes.items():
         setattr(lab.SW, name, value)
@@ -35,4 +36,5 @@ for changes in CONFIGS:
     for name in changes:
         setattr(lab.SW, name, getattr(lab.Switches(), name))
 seconds = time.perf_counter() - start
-print(json.dumps({"cells": len(cells), "seconds": seconds, "verdicts": cells}))
+cpu_seconds = time.process_time() - cpu_start
+print(json.dumps({"cells": len(cells), "seconds": seconds, "cpu_seconds": cpu_seconds, "verdicts": cells}))

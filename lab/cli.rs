@@ -11,7 +11,7 @@ use crate::report::{self, Format};
 
 /// ctxlab: reproducible experiments on how an agent harness compacts context and keeps memory.
 #[derive(Debug, Parser)]
-#[command(name = "lab", version, args_conflicts_with_subcommands = true)]
+#[command(name = "lab", version)]
 pub struct Cli {
     /// Run one break experiment (same as `lab break ID`); `all` runs every row.
     #[arg(long = "break", value_name = "ID")]
@@ -20,12 +20,53 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
     /// Storage of every run: `mem` (virtual paths, the default) or `disk` (real files under
-    /// TMPDIR). Give it after the command (`lab break D6 --fs disk`).
+    /// TMPDIR). Before or after the command (`lab --fs disk break D6`, `lab break D6 --fs disk`).
     #[arg(long, global = true, value_name = "mem|disk", default_value = "mem", value_parser = parse_backend)]
     pub fs: crate::storage::Backend,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Parse the process arguments with [`Cli::try_parse_checked`], exiting as
+    /// clap does (status 2) on an error.
+    pub fn parse_checked() -> Cli {
+        Self::try_parse_checked(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parse `args`. `--fs` is global, so it may come before or after the
+    /// command; the options of `--break` (`--break`, `--path-len`, `--format`
+    /// before the command) are refused together with a command, which would
+    /// ignore them. Checked here rather than by clap's
+    /// `args_conflicts_with_subcommands`, which also refuses a global flag.
+    pub fn try_parse_checked<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut cmd = Cli::command();
+        let m = cmd.try_get_matches_from_mut(args)?;
+        if m.subcommand().is_some() {
+            for (id, flag) in [
+                ("break_id", "--break"),
+                ("path_len", "--path-len"),
+                ("format", "--format"),
+            ] {
+                if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+                    return Err(cmd.error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        format!(
+                            "{flag} before a command belongs to `lab --break ID` and would be \
+                             ignored; give it after the command (`lab break D6 {flag} ...`)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Cli::from_arg_matches(&m).map_err(|e| e.format(&mut cmd))
+    }
 }
 
 fn parse_one_len(s: &str) -> Result<usize, String> {

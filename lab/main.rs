@@ -2,10 +2,8 @@
 
 use std::io::Write;
 
-use clap::Parser;
-
 fn main() {
-    let cli = ctxlab::cli::Cli::parse();
+    let cli = ctxlab::cli::Cli::parse_checked();
     match ctxlab::cli::run(cli) {
         Ok(out) => {
             // A reader that closed the pipe (`lab list | head`) is not an

@@ -55,13 +55,45 @@ pub enum Block {
 }
 
 /// Message content: a plain string or a list of blocks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Content {
     /// A plain string (user prompts, markers, summaries).
     Text(String),
     /// Structured blocks.
     Blocks(Vec<Block>),
+}
+
+// By hand instead of `#[serde(untagged)]`: untagged buffers the whole
+// content (every result string copied once more) before trying each variant,
+// which was a seventh of the checker's cost reading archived transcripts.
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or a list of content blocks")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Content, E> {
+                Ok(Content::Text(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Content, E> {
+                Ok(Content::Text(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(b) = seq.next_element()? {
+                    blocks.push(b);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// One message of a request.
@@ -359,14 +391,20 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
 /// Characters of a JSON string literal as Python writes it with `ensure_ascii=False`
 /// (used to update a running estimate when one string changes).
 pub fn json_str_chars(s: &str) -> usize {
-    2 + s
-        .chars()
-        .map(|c| match c {
-            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
-            c if (c as u32) < 0x20 => 6,
-            _ => 1,
+    // The estimate walks the whole history several times per model call, so
+    // the common case (nothing to escape) is two vectorised passes; every
+    // escaped char is ASCII, hence the byte tests.
+    let needs_escape = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
+    let escapes: usize = s
+        .as_bytes()
+        .iter()
+        .filter(|b| needs_escape(b))
+        .map(|&b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            _ => 5,
         })
-        .sum::<usize>()
+        .sum();
+    2 + s.chars().count() + escapes
 }
 
 #[cfg(test)]
@@ -412,5 +450,19 @@ mod tests {
         let two = vec![Message::user_text("a"), Message::user_text("b")];
         // [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}] -> 68
         assert_eq!(estimate_chars(&two), 68);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn json_str_chars_equals_the_python_dump(s in "(?s).{0,40}") {
+            proptest::prop_assert_eq!(json_str_chars(&s), crate::pyjson::dumps_len(&s));
+        }
+
+        #[test]
+        fn json_str_chars_counts_control_chars_and_escapes(
+            s in "[\\x00-\\x20\"\\\\a\u{7f}\u{85}é\u{2028}\u{1F600}]{0,30}"
+        ) {
+            proptest::prop_assert_eq!(json_str_chars(&s), crate::pyjson::dumps_len(&s));
+        }
     }
 }

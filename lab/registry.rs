@@ -154,14 +154,30 @@ pub const SHORT_PATH: usize = 60;
 pub const LONG_PATH: usize = 160;
 
 /// One cell of a verdict: the baseline and the broken run under one condition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Cell {
     /// Condition label, e.g. `path_len=160`.
     pub label: String,
+    /// Embedded path length of both runs, as a field so JSON readers need not
+    /// parse `label`; `None` for rows without a persistence path.
+    pub path_len: Option<usize>,
+    /// Compaction profile both sides start from; `None` for rows that run none.
+    pub profile: Option<String>,
+    /// `--set` overrides each side applies on top of `profile`.
+    pub overrides: SideOverrides,
     /// Counters of the intact run.
     pub baseline: Counters,
     /// Counters with the experiment's change applied.
     pub broken: Counters,
+}
+
+/// The overrides of the two sides of a cell, as `field=value` strings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SideOverrides {
+    /// Overrides of the baseline side (the fix, for findings).
+    pub baseline: Vec<String>,
+    /// Overrides of the broken side (the break, for breaks).
+    pub broken: Vec<String>,
 }
 
 /// What `lab break ID` prints: an experiment's cells.

@@ -302,3 +302,102 @@ fn import_summarises_and_flags_damage() {
     let (code, _, err) = lab(&["import", f.to_str().unwrap(), "--strict"]);
     assert_eq!(code, 3, "{err}");
 }
+
+#[test]
+fn fs_is_accepted_before_and_after_the_command() {
+    let run = |args: &[&str], tmpdir: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_lab"))
+            .args(args)
+            .env("TMPDIR", tmpdir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        (out.status.code().unwrap_or(-1), text)
+    };
+    let tmp = std::env::temp_dir();
+    let tmp = tmp.to_str().unwrap();
+    let before = ["--fs", "disk", "break", "D6", "--path-len", "90"];
+    let after = ["break", "D6", "--path-len", "90", "--fs", "disk"];
+    let (code_b, out_b) = run(&before, tmp);
+    let (code_a, out_a) = run(&after, tmp);
+    assert_eq!((code_b, code_a), (0, 0));
+    assert_eq!(out_b, out_a);
+    assert!(out_b.contains("pointer_lost"), "{out_b}");
+    // Both spellings really select the disk: with no usable TMPDIR the disk
+    // run fails on the file system (exit 4) while the memory run does not.
+    let missing = "/nonexistent-ctxlab-tmpdir/x";
+    assert_eq!(run(&before, missing).0, 4);
+    assert_eq!(run(&after, missing).0, 4);
+    assert_eq!(run(&["--fs", "mem", "break", "D6"], missing).0, 0);
+    // Without a command `--fs` goes with `--break`.
+    assert_eq!(run(&["--fs", "disk", "--break", "D6"], missing).0, 4);
+}
+
+#[test]
+fn break_options_before_a_command_are_refused() {
+    for args in [
+        &["--format", "json", "list"][..],
+        &["--path-len", "90", "break", "D6"],
+        &["--break", "D6", "list"],
+    ] {
+        let (code, out, err) = lab(args);
+        assert_eq!(code, 2, "{args:?}: {out}");
+        assert!(err.contains("give it after the command"), "{err}");
+    }
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_the_run_quietly() {
+    // `lab list | head -1`: the reader is gone before lab writes; lab exits 0
+    // (documented in README "Exit codes") without a panic message.
+    for args in [&["list"][..], &["break", "D6"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.is_empty(), "{err}");
+    }
+}
+
+#[test]
+fn break_json_cells_carry_path_len_profile_and_overrides() {
+    let (code, out, err) = lab(&[
+        "break",
+        "D6",
+        "A",
+        "--path-len",
+        "60..62",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let verdicts = v.as_array().expect("one document: an array of verdicts");
+    let cells: Vec<&serde_json::Value> = verdicts
+        .iter()
+        .flat_map(|d| d["cells"].as_array().unwrap())
+        .collect();
+    assert_eq!(cells.len(), 6);
+    for (c, len) in cells.iter().zip([60, 61, 62, 60, 61, 62]) {
+        assert_eq!(c["path_len"], len, "{c}");
+        assert_eq!(c["label"], format!("path_len={len}"));
+    }
+    assert_eq!(cells[0]["profile"], "prototype");
+    assert_eq!(
+        cells[0]["overrides"]["broken"],
+        serde_json::json!(["order=micro_first", "unseen_guard=false"])
+    );
+    // A finding's fix is its baseline side.
+    assert_eq!(cells[3]["profile"], "course-f9e8b28");
+    assert_eq!(
+        cells[3]["overrides"]["baseline"],
+        serde_json::json!(["save_before_omit=true"])
+    );
+}

@@ -41,9 +41,13 @@ pub fn pointers_in(text: &str) -> Vec<String> {
     if let Some(p) = marker_path(text) {
         out.push(p.to_string());
     }
-    for line in text.lines() {
-        if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
-            out.push(p.to_string());
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_TRANSCRIPT));
+    if FINDER.find(text.as_bytes()).is_some() {
+        for line in text.lines() {
+            if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
+                out.push(p.to_string());
+            }
         }
     }
     out

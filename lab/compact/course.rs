@@ -17,6 +17,22 @@ pub fn transcript_name(n: usize) -> String {
     format!("transcript_{n:032x}.jsonl")
 }
 
+/// A char Python's `str.splitlines()` splits at (`\r\n` is two of them).
+pub fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r'
+            | '\u{b}'
+            | '\u{c}'
+            | '\u{1c}'
+            | '\u{1d}'
+            | '\u{1e}'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
+}
+
 /// Python's `str.splitlines()`: splits at `\n`, `\r`, `\r\n`, `\v`, `\f`,
 /// `\x1c`–`\x1e`, `\x85`, U+2028 and U+2029, dropping the separators.
 pub fn splitlines(s: &str) -> Vec<&str> {
@@ -29,8 +45,7 @@ pub fn splitlines(s: &str) -> Vec<&str> {
                 it.next();
                 i + 2
             }
-            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}'
-            | '\u{2028}' | '\u{2029}' => i + c.len_utf8(),
+            c if is_line_break(c) => i + c.len_utf8(),
             _ => continue,
         };
         lines.push(&s[start..i]);

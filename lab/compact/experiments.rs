@@ -11,8 +11,8 @@ use super::probe;
 use super::session::Script;
 use crate::error::LabResult;
 use crate::registry::{
-    at, every, every_flag, row, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict, LONG_PATH,
-    SHORT_PATH,
+    at, every, every_flag, row, Cell, Experiment, Kind, Mechanism, RunOptions, SideOverrides,
+    Verdict, LONG_PATH, SHORT_PATH,
 };
 
 const SHORT: &str = "path_len=60";
@@ -22,20 +22,27 @@ const _: () = assert!(
     "cell labels above name the default lengths"
 );
 
-/// Run `script` under both configs at every requested path length.
+/// Run `script` under both sides at every requested path length.
 pub fn compare(
     exp: &Experiment,
-    baseline: &Config,
-    broken: &Config,
+    sides: &Sides,
     script: &Script,
     opts: &RunOptions,
 ) -> LabResult<Verdict> {
+    let (baseline, broken) = sides.configs()?;
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
     let mut cells = Vec::new();
     for &len in &opts.path_lens {
         cells.push(Cell {
             label: format!("path_len={len}"),
-            baseline: probe::run(baseline, script, Some(len))?.counters,
-            broken: probe::run(broken, script, Some(len))?.counters,
+            path_len: Some(len),
+            profile: Some(sides.profile.to_string()),
+            overrides: SideOverrides {
+                baseline: strings(sides.baseline),
+                broken: strings(sides.broken),
+            },
+            baseline: probe::run(&baseline, script, Some(len))?.counters,
+            broken: probe::run(&broken, script, Some(len))?.counters,
         });
     }
     Ok(Verdict::new(exp, cells))
@@ -93,10 +100,8 @@ impl Sides {
 }
 
 fn run_row(id: &str, script: Script, opts: &RunOptions) -> LabResult<Verdict> {
-    let (baseline, broken) = sides(id)
-        .expect("every compaction row has sides")
-        .configs()?;
-    compare(row(EXPERIMENTS, id)?, &baseline, &broken, &script, opts)
+    let sides = sides(id).expect("every compaction row has sides");
+    compare(row(EXPERIMENTS, id)?, &sides, &script, opts)
 }
 
 fn run_d2(o: &RunOptions) -> LabResult<Verdict> {

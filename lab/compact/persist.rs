@@ -40,11 +40,22 @@ pub(crate) fn prefix_chars(s: &str, n: usize) -> &str {
 
 /// The f9e8b28 scan: the first line starting with `Full output: `, anywhere in
 /// the text, with lines split as Python's `splitlines()` splits them.
+///
+/// Found without splitting: a line starts where the text starts or right after
+/// a line-break char (a `\r` followed by `\n` ends its line at the `\n`, which
+/// cannot begin the pattern), and the pattern cannot overlap itself, so the
+/// first match at a line start is the first such line. Equivalence with the
+/// split is tested against [`super::course::splitlines`].
 pub fn full_output_line(content: &str) -> Option<&str> {
-    super::course::splitlines(content)
-        .into_iter()
-        .find_map(|l| l.strip_prefix(FULL_OUTPUT))
-        .filter(|p| !p.is_empty())
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_OUTPUT));
+    let is_break = super::course::is_line_break;
+    let i = FINDER
+        .find_iter(content.as_bytes())
+        .find(|&i| content[..i].chars().next_back().is_none_or(is_break))?;
+    let rest = &content[i + FULL_OUTPUT.len()..];
+    let path = rest.find(is_break).map_or(rest, |end| &rest[..end]);
+    (!path.is_empty()).then_some(path)
 }
 
 /// Is this a step-3 placeholder (either form)?
@@ -202,5 +213,55 @@ impl Compactor {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The scan as the course writes it: split every line, take the first
+    /// with the prefix.
+    fn by_splitting(content: &str) -> Option<&str> {
+        super::super::course::splitlines(content)
+            .into_iter()
+            .find_map(|l| l.strip_prefix(FULL_OUTPUT))
+            .filter(|p| !p.is_empty())
+    }
+
+    #[test]
+    fn full_output_line_finds_the_first_line_only() {
+        let t = "<persisted-output>\nFull output: /r/a.txt\nPreview:\nFull output: /x";
+        assert_eq!(full_output_line(t), Some("/r/a.txt"));
+        // Not at a line start; then a lone \r starts a line, \r\n ends one.
+        assert_eq!(
+            full_output_line("x Full output: /a\rFull output: /b\r\n"),
+            Some("/b")
+        );
+        // The first matching line has an empty path: no pointer, as in Python.
+        assert_eq!(full_output_line("Full output: \nFull output: /c"), None);
+        assert_eq!(
+            full_output_line("a\u{2028}Full output: /d\u{85}e"),
+            Some("/d")
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn full_output_line_equals_the_split_scan(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just("Full output: ".to_string()),
+                    Just("Full output: /p".to_string()),
+                    "[\n\r\u{b}\u{c}\u{1c}\u{1d}\u{1e}\u{85}\u{2028}\u{2029}]",
+                    "[a-z /é]{0,4}",
+                ],
+                0..12,
+            )
+        ) {
+            let s: String = parts.concat();
+            prop_assert_eq!(full_output_line(&s), by_splitting(&s));
+        }
     }
 }

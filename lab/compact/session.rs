@@ -58,7 +58,8 @@ impl Call {
     fn result(&self) -> String {
         match (&self.text, self.chars) {
             (Some(t), _) => t.clone(),
-            (None, Some(n)) => std::iter::repeat_n(self.fill, n).collect(),
+            // `str::repeat` copies whole runs; collecting chars pushes one at a time.
+            (None, Some(n)) => self.fill.to_string().repeat(n),
             (None, None) => String::new(),
         }
     }

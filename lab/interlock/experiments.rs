@@ -138,6 +138,7 @@ fn tabs_row(id: &str, fix: Hinge) -> LabResult<Verdict> {
             InterlockSwitches::default(),
             &[TABS],
         )?,
+        ..Default::default()
     };
     Verdict::of_row(EXPERIMENTS, id, vec![cell])
 }
@@ -181,6 +182,7 @@ fn run_write_tool(_: &RunOptions) -> LabResult<Verdict> {
             InterlockSwitches::default(),
             &[],
         )?,
+        ..Default::default()
     };
     Verdict::of_row(EXPERIMENTS, "I-write-tool", vec![cell])
 }
@@ -236,6 +238,7 @@ fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
             use_lock: false,
             ..Gates::default()
         })?,
+        ..Default::default()
     };
     Verdict::of_row(EXPERIMENTS, "I-lock", vec![cell])
 }
@@ -275,6 +278,7 @@ fn run_stale_lock(_: &RunOptions) -> LabResult<Verdict> {
             stale_lock_min: None,
             ..Gates::default()
         })?,
+        ..Default::default()
     };
     Verdict::of_row(EXPERIMENTS, "I-stale-lock", vec![cell])
 }

@@ -335,17 +335,9 @@ fn run_loading(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Ve
         label: "6 turns, 2 memories written mid-session".into(),
         baseline: side(&messages, PROFILE, sw, &product)?,
         broken: side(&messages, PROFILE, sw, &LoadingSwitches::default())?,
+        ..Default::default()
     };
     Ok(crate::registry::Verdict::new(&EXPERIMENTS[0], vec![cell]))
-}
-
-const fn every(counter: &'static str, baseline: u64, broken: u64) -> crate::registry::Expect {
-    crate::registry::Expect {
-        cell: None,
-        counter,
-        baseline: crate::registry::Expected::Count(baseline),
-        broken: crate::registry::Expected::Count(broken),
-    }
 }
 
 /// The loading row.
@@ -359,9 +351,9 @@ pub static EXPERIMENTS: &[crate::registry::Experiment] = &[crate::registry::Expe
     seed: "section 8: two-layer loading is described but not built",
     run: run_loading,
     expect: &[
-        every("system_prompt_changes", 0, 2),
-        every("prefix_breaks_at_system", 0, 2),
-        every("turns_with_injection", 6, 0),
-        every("compactions", 0, 0),
+        crate::registry::every("system_prompt_changes", 0, 2),
+        crate::registry::every("prefix_breaks_at_system", 0, 2),
+        crate::registry::every("turns_with_injection", 6, 0),
+        crate::registry::every("compactions", 0, 0),
     ],
 }];

@@ -208,17 +208,9 @@ fn run_threads(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Ve
             },
             REPS,
         )?,
+        ..Default::default()
     };
     Ok(crate::registry::Verdict::new(&EXPERIMENTS[0], vec![cell]))
-}
-
-const fn every(counter: &'static str, baseline: u64, broken: u64) -> crate::registry::Expect {
-    crate::registry::Expect {
-        cell: None,
-        counter,
-        baseline: crate::registry::Expected::Count(baseline),
-        broken: crate::registry::Expected::Count(broken),
-    }
 }
 
 /// The real-concurrency row.
@@ -232,8 +224,8 @@ pub static EXPERIMENTS: &[crate::registry::Experiment] = &[crate::registry::Expe
     seed: "section 8: the product's four gates and a lock file",
     run: run_threads,
     expect: &[
-        every("facts_lost_by_consolidation", 0, REPS as u64),
-        every("lost_update_races", 0, REPS as u64),
-        every("lock_won_at_first_try", REPS as u64, 0),
+        crate::registry::every("facts_lost_by_consolidation", 0, REPS as u64),
+        crate::registry::every("lost_update_races", 0, REPS as u64),
+        crate::registry::every("lock_won_at_first_try", REPS as u64, 0),
     ],
 }];

@@ -53,6 +53,7 @@ fn cell(
         label: label.to_string(),
         baseline: side(MemorySwitches::default(), constants, setup)?,
         broken: side(broken, constants, setup)?,
+        ..Default::default()
     })
 }
 
@@ -68,6 +69,7 @@ fn finding_cell(
         label: label.to_string(),
         baseline: side(fix, constants, setup)?,
         broken: side(MemorySwitches::default(), constants, setup)?,
+        ..Default::default()
     })
 }
 
@@ -432,6 +434,7 @@ fn window_cell(
         label: label.to_string(),
         baseline: run(MemorySwitches::default())?.counters(what),
         broken: run(sw(|s| s.crash_journal = false))?.counters(what),
+        ..Default::default()
     })
 }
 

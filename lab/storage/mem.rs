@@ -1,5 +1,6 @@
 //! The in-memory backend: a map from absolute virtual paths to nodes.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,8 +21,42 @@ enum Node {
 #[derive(Debug, Default)]
 struct Tree(BTreeMap<String, Node>);
 
-fn key(p: &Path) -> std::borrow::Cow<'_, str> {
-    p.to_string_lossy()
+fn key(p: &Path) -> Cow<'_, str> {
+    // `to_str` validates a word at a time; `to_string_lossy` walks byte by
+    // byte even when the path is valid (a tenth of a sweep cell).
+    match p.to_str() {
+        Some(s) => Cow::Borrowed(s),
+        None => p.to_string_lossy(),
+    }
+}
+
+/// `path` as a string when it is absolute and made of plain components only
+/// (no empty, `.` or `..` segment, no trailing slash): then it is already in
+/// the form the tree keys use, and its parent is the text before the last `/`.
+fn plain_absolute(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    let rest = s.strip_prefix('/')?.as_bytes();
+    if rest.is_empty() {
+        return Some(s);
+    }
+    // Byte-wise: a `/`-split walks chars, and paths are up to 4096 long.
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'/', rest).chain([rest.len()]) {
+        if matches!(&rest[start..end], b"" | b"." | b"..") {
+            return None;
+        }
+        start = end + 1;
+    }
+    Some(s)
+}
+
+/// Parent of a [`plain_absolute`] path (`None` for `/`).
+fn plain_parent(s: &str) -> Option<&str> {
+    match s.rfind('/')? {
+        0 if s.len() == 1 => None,
+        0 => Some("/"),
+        i => Some(&s[..i]),
+    }
 }
 
 impl Tree {
@@ -31,8 +66,8 @@ impl Tree {
     fn contains_key(&self, p: &Path) -> bool {
         self.0.contains_key(&*key(p))
     }
-    fn insert(&mut self, p: PathBuf, n: Node) {
-        self.0.insert(key(&p).into_owned(), n);
+    fn insert(&mut self, p: &Path, n: Node) {
+        self.0.insert(key(p).into_owned(), n);
     }
     fn remove(&mut self, p: &Path) -> Option<Node> {
         self.0.remove(&*key(p))
@@ -81,7 +116,7 @@ pub struct MemFs {
 impl Default for MemFs {
     fn default() -> Self {
         let mut nodes = Tree::default();
-        nodes.insert(PathBuf::from("/"), Node::Dir);
+        nodes.insert(Path::new("/"), Node::Dir);
         MemFs {
             nodes: Mutex::new(nodes),
             has_symlinks: AtomicBool::new(false),
@@ -113,24 +148,27 @@ impl MemFs {
     }
 
     /// [`MemFs::resolve`], with the fast path of a tree without symlinks: a
-    /// path of plain components whose parent is a directory is its own resolution.
-    fn resolve_in(&self, nodes: &Tree, path: &Path, follow_last: bool) -> io::Result<PathBuf> {
-        use std::path::Component;
-        if !self.has_symlinks.load(Ordering::Relaxed)
-            && path.is_absolute()
-            && path
-                .components()
-                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
-        {
-            let plain: PathBuf = path.components().collect();
-            match plain.parent() {
-                None => return Ok(plain),
-                Some(parent) if matches!(nodes.get(parent), Some(Node::Dir)) => return Ok(plain),
-                // A missing or non-directory parent: the walk names the right error.
-                Some(_) => {}
+    /// path of plain components whose parent is a directory is its own
+    /// resolution, returned without a component walk or a copy.
+    fn resolve_in<'p>(
+        &self,
+        nodes: &Tree,
+        path: &'p Path,
+        follow_last: bool,
+    ) -> io::Result<Cow<'p, Path>> {
+        if !self.has_symlinks.load(Ordering::Relaxed) {
+            if let Some(s) = plain_absolute(path) {
+                match plain_parent(s) {
+                    None => return Ok(Cow::Borrowed(path)),
+                    Some(parent) if matches!(nodes.0.get(parent), Some(Node::Dir)) => {
+                        return Ok(Cow::Borrowed(path))
+                    }
+                    // A missing or non-directory parent: the walk names the right error.
+                    Some(_) => {}
+                }
             }
         }
-        Self::resolve(nodes, path, follow_last)
+        Self::resolve(nodes, path, follow_last).map(Cow::Owned)
     }
 
     /// Resolve `path`: symlinks in the middle are followed, the last one only
@@ -182,7 +220,10 @@ impl MemFs {
     }
 
     fn parent_is_dir(nodes: &Tree, p: &Path) -> io::Result<()> {
-        let parent = p.parent().unwrap_or(Path::new("/"));
+        let parent = match plain_absolute(p) {
+            Some(s) => Path::new(plain_parent(s).unwrap_or("/")),
+            None => p.parent().unwrap_or(Path::new("/")),
+        };
         match nodes.get(parent) {
             Some(Node::Dir) => Ok(()),
             Some(_) => Err(err(io::ErrorKind::NotADirectory, "not a directory", parent)),
@@ -235,7 +276,7 @@ impl Storage for MemFs {
             cur.push(&c);
             let resolved = self.resolve_in(&nodes, &cur, true)?;
             match nodes.get(&resolved) {
-                Some(Node::Dir) => cur = resolved,
+                Some(Node::Dir) => cur = resolved.into_owned(),
                 Some(_) => {
                     return Err(err(
                         io::ErrorKind::AlreadyExists,
@@ -244,8 +285,8 @@ impl Storage for MemFs {
                     ))
                 }
                 None => {
-                    nodes.insert(resolved.clone(), Node::Dir);
-                    cur = resolved;
+                    nodes.insert(&resolved, Node::Dir);
+                    cur = resolved.into_owned();
                 }
             }
         }
@@ -259,7 +300,7 @@ impl Storage for MemFs {
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
         }
-        nodes.insert(p, Node::File(bytes.to_vec()));
+        nodes.insert(&p, Node::File(bytes.to_vec()));
         Ok(())
     }
 
@@ -270,7 +311,7 @@ impl Storage for MemFs {
         if let Some(Node::Dir) = nodes.get(&p) {
             return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
         }
-        nodes.insert(p, Node::File(bytes.to_vec()));
+        nodes.insert(&p, Node::File(bytes.to_vec()));
         Ok(())
     }
 
@@ -330,7 +371,7 @@ impl Storage for MemFs {
             )),
             (Some(_), _) => {
                 let node = nodes.remove(&f).expect("checked above");
-                nodes.insert(t, node);
+                nodes.insert(&t, node);
                 Ok(())
             }
         }
@@ -344,7 +385,7 @@ impl Storage for MemFs {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", link));
         }
         self.has_symlinks.store(true, Ordering::Relaxed);
-        nodes.insert(p, Node::Symlink(target.to_path_buf()));
+        nodes.insert(&p, Node::Symlink(target.to_path_buf()));
         Ok(())
     }
 
@@ -362,7 +403,7 @@ impl Storage for MemFs {
         let nodes = self.lock();
         let p = self.resolve_in(&nodes, path, true)?;
         if nodes.contains_key(&p) {
-            Ok(p)
+            Ok(p.into_owned())
         } else {
             Err(not_found(path))
         }

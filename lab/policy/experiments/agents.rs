@@ -92,6 +92,7 @@ fn verdict(id: &str, baseline: Counters, broken: Counters) -> LabResult<Verdict>
         label: "synthetic".into(),
         baseline,
         broken,
+        ..Default::default()
     };
     Verdict::of_row(EXPERIMENTS, id, vec![cell])
 }

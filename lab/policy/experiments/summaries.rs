@@ -137,6 +137,7 @@ fn swe_verdict(
         label: format!("swe-agent n=3 m=2, {steps} steps"),
         baseline: counters(swe_summary(SummaryFaults::default()), steps, model())?,
         broken: counters(swe_summary(faults), steps, model())?,
+        ..Default::default()
     };
     Ok(Verdict::new(exp, vec![cell]))
 }
@@ -227,6 +228,7 @@ fn run_bounded_search(_: &RunOptions) -> LabResult<Verdict> {
         label: "langchain keep=4, ten parallel results".into(),
         baseline: lc_counters(None)?,
         broken: lc_counters(Some(5))?,
+        ..Default::default()
     };
     Ok(Verdict::new(&EXPERIMENTS[4], vec![cell]))
 }
