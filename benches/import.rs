@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ctxlab::import::{import_file, ImportOptions};
+use ctxlab::import::{import_file_sessions_lazily, ImportOptions, ImportedSession};
 use ctxlab::replay::{replay_with, ReplayOptions};
 use serde_json::Value;
 
@@ -132,6 +132,14 @@ fn show(v: Option<f64>) -> String {
     v.map_or("n/a".to_string(), |v| format!("{v:.0}"))
 }
 
+/// The session as `lab replay` imports it: the main conversation left in
+/// the file, streamed by the replay.
+fn import(file: &Path) -> ImportedSession {
+    let mut sessions = import_file_sessions_lazily(file, &ImportOptions::default()).unwrap();
+    assert_eq!(sessions.len(), 1);
+    sessions.remove(0)
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let source = transcripts().join(SOURCE);
@@ -153,11 +161,11 @@ fn main() {
 
     reset_peak();
     let (t, cpu) = (Instant::now(), cpu_s());
-    let session = import_file(&file, &ImportOptions::default()).unwrap();
+    let session = import(&file);
     let import_s = t.elapsed().as_secs_f64();
     let import_cpu = per_cpu(size_mb, cpu);
     let import_peak = peak_mb();
-    let messages = session.main.len();
+    let messages = session.main_len();
     assert!(
         messages > 0,
         "the synthetic session has a main conversation"
@@ -166,12 +174,13 @@ fn main() {
 
     reset_peak();
     let (t, cpu) = (Instant::now(), cpu_s());
-    let session = import_file(&file, &ImportOptions::default()).unwrap();
+    let session = import(&file);
     let report = replay_with(&session, PROFILE, &ReplayOptions::default()).unwrap();
     let replay_s = t.elapsed().as_secs_f64();
     let replay_cpu = per_cpu(size_mb, cpu);
     let replay_peak = peak_mb();
     assert_eq!(report.messages, messages);
+    let persisted_mb = report.bytes_persisted as f64 / 1e6;
 
     println!("| phase | file MB | main msgs | s | MB/s | MB per CPU s | peak MB |");
     println!("|---|---|---|---|---|---|---|");
@@ -184,5 +193,9 @@ fn main() {
         "| import + replay ({PROFILE}) | {size_mb:.0} | {messages} | {replay_s:.2} | {:.1} | {replay_cpu} | {} |",
         size_mb / replay_s,
         show(replay_peak)
+    );
+    println!(
+        "\nThe replay persisted {} tool results ({persisted_mb:.0} MB).",
+        report.persisted_files
     );
 }

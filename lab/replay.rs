@@ -64,7 +64,7 @@ use crate::compact::{Compactor, Event, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
 use crate::import::{
-    import_file_sessions, ImportOptions, ImportedSession, RealCompaction, TranscriptFormat,
+    import_file_sessions_lazily, ImportOptions, ImportedSession, RealCompaction, TranscriptFormat,
 };
 use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
@@ -225,10 +225,14 @@ pub fn replay_with(
         scale: real_scale.unwrap_or(options.scale),
         ..options.clone()
     };
+    let main = MainInput {
+        messages: &mut session.main_messages(),
+        first_tool_use_chars: session.first_tool_use_chars(),
+        sent: Some(&session.main_sent_chars),
+    };
     let mut report = replay_core(
         &session.label,
-        &session.main,
-        Some(&session.main_sent_chars),
+        main,
         &session.real_compactions,
         profile_name,
         &options,
@@ -255,18 +259,38 @@ pub fn replay_messages(
     profile_name: &str,
     options: &ReplayOptions,
 ) -> LabResult<ReplayReport> {
-    replay_core(source, main, None, real_compactions, profile_name, options)
+    let input = MainInput {
+        messages: &mut main.iter().cloned().map(Ok),
+        first_tool_use_chars: main
+            .iter()
+            .flat_map(|m| m.tool_use_ids())
+            .next()
+            .map(|id| id.chars().count()),
+        sent: None,
+    };
+    replay_core(source, input, real_compactions, profile_name, options)
 }
 
-/// Replay `main`; `sent` (parallel to `main`) holds each message's recorded size.
+/// The main conversation a replay reads, one message at a time (a replay
+/// keeps only its live context, so a session streamed from its file is
+/// never held whole).
+struct MainInput<'a> {
+    messages: &'a mut dyn Iterator<Item = LabResult<Message>>,
+    /// Characters of the first `tool_use` id (the lab root's paths are sized by it).
+    first_tool_use_chars: Option<usize>,
+    /// Each message's recorded size, parallel to the messages.
+    sent: Option<&'a [usize]>,
+}
+
+/// Replay `main`.
 fn replay_core(
     source: &str,
-    main: &[Message],
-    sent: Option<&[usize]>,
+    main: MainInput<'_>,
     real_compactions: &[usize],
     profile_name: &str,
     options: &ReplayOptions,
 ) -> LabResult<ReplayReport> {
+    let sent = main.sent;
     if !(options.scale.is_finite() && options.scale > 0.0) {
         return Err(LabError::usage(
             format!("--scale {} is not a positive number", options.scale),
@@ -276,13 +300,10 @@ fn replay_core(
     let prof = profile(profile_name)?;
     let mut config = prof.config.clone();
     config.constants = scaled_constants(&config.constants, options.scale)?;
-    let ref_id = main
-        .iter()
-        .flat_map(|m| m.tool_use_ids())
-        .next()
-        .map(|id| id.chars().count())
-        .unwrap_or(7);
-    let root = LabRoot::new(options.path_len, ref_id.min(config.constants.safe_id_max))?;
+    let ref_id = main.first_tool_use_chars.unwrap_or(7);
+    // Archives and persisted results grow with the session: their bytes go
+    // to a spill file, not memory.
+    let root = LabRoot::spilled(options.path_len, ref_id.min(config.constants.safe_id_max))?;
     let limit = config.constants.context_char_limit;
     let mut compactor = Compactor::new(config, root)?;
 
@@ -300,7 +321,11 @@ fn replay_core(
         .map(|t| crate::cache::session::RequestBuilder::new(t, 0));
     let (mut cache_requests, mut turn) = (Vec::new(), 0usize);
 
-    for (i, m) in main.iter().enumerate() {
+    let mut main_len = 0;
+    for (i, m) in main.messages.enumerate() {
+        let owned = m?;
+        let m = &owned;
+        main_len += 1;
         if m.role == Role::Assistant {
             let before = compactor.events.len();
             messages = compactor.prepare(std::mem::take(&mut messages), &active_request)?;
@@ -345,16 +370,14 @@ fn replay_core(
                 content,
             } = b
             {
-                ledger
-                    .originals
-                    .push((tool_use_id.clone(), content.clone()));
+                ledger.record(tool_use_id, content);
                 tool_results += 1;
             }
         }
         let lab_size = message_chars(m);
         raw_sum += lab_size;
         sent_sum += sent.and_then(|s| s.get(i).copied()).unwrap_or(lab_size);
-        messages.push(m.clone());
+        messages.push(owned);
     }
 
     let mut counters = check(&compactor, &messages, &ledger, &requests);
@@ -378,7 +401,7 @@ fn replay_core(
         scale: options.scale,
         scaled_to_real: false,
         context_char_limit: limit,
-        messages: main.len(),
+        messages: main_len,
         model_calls: series.len(),
         tool_results,
         lost_forever: count("lost_forever"),
@@ -406,8 +429,8 @@ fn replay_core(
         summary_vs_real,
         peak_chars: series.iter().map(|p| p.chars).max().unwrap_or(0),
         final_chars: estimate_chars(&messages),
-        raw_final_chars: raw_total(raw_sum, main.len()),
-        sent_final_chars: raw_total(sent_sum, main.len()),
+        raw_final_chars: raw_total(raw_sum, main_len),
+        sent_final_chars: raw_total(sent_sum, main_len),
         counters,
         series,
         cache_requests,
@@ -426,7 +449,13 @@ pub fn scale_to_real(session: &ImportedSession, profile_name: &str) -> LabResult
         return Ok(None);
     };
     let limit = profile(profile_name)?.config.constants.context_char_limit;
-    let raw = estimate_chars(&session.main[..at.min(session.main.len())]);
+    // estimate_chars of the messages before the compaction, read one at a time.
+    let (mut raw, mut n) = (2usize, 0usize);
+    for m in session.main_messages().take(at) {
+        raw += message_chars(&m?);
+        n += 1;
+    }
+    raw += n.saturating_sub(1) * 2;
     let scale = (raw as f64 / limit as f64 * 1000.0).round() / 1000.0;
     Ok(Some(scale.max(0.001)))
 }
@@ -536,7 +565,7 @@ fn replay_file(
     import: &ImportOptions,
     diagnostics: &mut Vec<String>,
 ) -> LabResult<Vec<ReplayReport>> {
-    let sessions = import_file_sessions(file, import)?;
+    let sessions = import_file_sessions_lazily(file, import)?;
     for s in &sessions {
         diagnostics.extend(s.diagnostic_lines());
     }

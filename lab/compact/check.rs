@@ -61,15 +61,25 @@ fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
     out
 }
 
-/// A content's identity for archive lookups: 64-bit SipHash (fixed keys, so
-/// deterministic) plus the length. Archives hold the whole context on every
-/// snip, so keeping every archived string to compare it later would cost
-/// turns × context in memory; a collision needs equal length and hash.
-pub(crate) fn fingerprint(content: &str) -> (u64, usize) {
+/// A content's identity for the ledger and archive lookups: 64-bit SipHash
+/// (fixed keys, so deterministic) plus the length. Archives hold the whole
+/// context on every snip and the ledger every original result, so keeping
+/// each string to compare it later would make memory grow with the session;
+/// a collision needs equal length and hash.
+pub fn fingerprint(content: &str) -> (u64, usize) {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     content.hash(&mut h);
     (h.finish(), content.len())
+}
+
+impl Ledger {
+    /// Remember the original text of the result for `id`, as its
+    /// [`fingerprint`]. Defined here, beside the checker that compares with
+    /// it, so the session module does not depend on the checker.
+    pub fn record(&mut self, id: &str, original: &str) {
+        self.originals.push((id.to_string(), fingerprint(original)));
+    }
 }
 
 /// One archived copy of a tool result.
@@ -247,19 +257,22 @@ fn classify<'a>(
     let in_context = in_context(messages);
     let fs = compactor.root.fs();
     let mut out = Losses::default();
-    for (id, original) in &ledger.originals {
+    for (id, print) in &ledger.originals {
+        let print = *print;
         let blocks = in_context.get(id.as_str()).cloned().unwrap_or_default();
-        if blocks.contains(&original.as_str()) {
+        if blocks.iter().any(|b| fingerprint(b) == print) {
             continue;
         }
         let mut holders: BTreeSet<String> = saved_for
             .get(id.as_str())
             .into_iter()
             .flatten()
-            .filter(|p| fs.read_to_string(Path::new(p)).ok().as_deref() == Some(original.as_str()))
+            .filter(|p| {
+                fs.read_to_string(Path::new(p))
+                    .is_ok_and(|held| fingerprint(&held) == print)
+            })
             .map(|p| p.to_string())
             .collect();
-        let print = fingerprint(original);
         let copies = archives
             .copies
             .get(id.as_str())

@@ -171,10 +171,15 @@ impl Script {
 }
 
 /// Every original tool result, in arrival order.
+///
+/// Only a fingerprint of each original is kept (`Ledger::record`, defined
+/// beside the checker that reads it): the checker only asks whether a text
+/// equals it, and a copy of every result would make a replay's memory grow
+/// with the whole transcript.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Ledger {
-    /// `(tool_use_id, original text)`.
-    pub originals: Vec<(String, String)>,
+    /// `(tool_use_id, fingerprint of the original text)`.
+    pub originals: Vec<(String, (u64, usize))>,
 }
 
 /// One request the harness sent (or would send) to the model.
@@ -286,7 +291,7 @@ impl Session {
                 input: serde_json::json!({}),
             });
             let out = c.result();
-            self.ledger.originals.push((id.clone(), out.clone()));
+            self.ledger.record(&id, &out);
             results.push((id, out));
         }
         if let Some(id) = compact_call {

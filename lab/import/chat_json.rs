@@ -21,7 +21,7 @@ pub(crate) fn read<R: BufRead>(
     let mut records = Records::default();
     let source = sink.source.to_path_buf();
     let end = for_each_element(reader, &source, &[], &[], |v, line, column| {
-        records.record(v, (line, column), session, sink)
+        records.record(v, (line, column), None, session, sink)
     })?;
     if let Some((line, column)) = end.truncated {
         sink.report(

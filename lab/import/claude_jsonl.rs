@@ -12,19 +12,25 @@
 
 use std::io::BufRead;
 
-use super::claude_records::Records;
+use super::claude_records::{slim_record, Backing, Records};
 use super::stream::without_position;
 use super::{DiagnosticKind, ImportedSession, Sink};
 use crate::error::{LabError, LabResult};
 
+/// Read the records of a log; with `backing` (the file `reader` reads from
+/// its start), message contents are read back from the file when needed
+/// instead of being kept.
 pub(crate) fn read<R: BufRead>(
     mut reader: R,
     session: &mut ImportedSession,
     sink: &mut Sink<'_>,
+    backing: Option<Backing>,
 ) -> LabResult<()> {
-    let mut records = Records::default();
+    let mut records = Records::new(backing);
     let mut buf = Vec::new();
     let mut line_no = 0usize;
+    // Byte offset of the line in `buf`.
+    let mut offset = 0u64;
     loop {
         buf.clear();
         let n = reader
@@ -33,6 +39,8 @@ pub(crate) fn read<R: BufRead>(
         if n == 0 {
             break;
         }
+        let line_start = offset;
+        offset += n as u64;
         line_no += 1;
         let had_newline = buf.last() == Some(&b'\n');
         let mut end = buf.len();
@@ -40,9 +48,12 @@ pub(crate) fn read<R: BufRead>(
             end -= 1;
         }
         let mut text = &buf[..end];
+        let mut bom = 0;
         if line_no == 1 {
             // A UTF-8 byte-order mark is not JSON; editors on some systems write one.
-            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+            if let Some(rest) = text.strip_prefix(b"\xEF\xBB\xBF") {
+                (text, bom) = (rest, 3);
+            }
         }
         let trimmed = text.trim_ascii_start();
         if trimmed.is_empty() {
@@ -55,7 +66,8 @@ pub(crate) fn read<R: BufRead>(
         match slim_record(text) {
             Ok(v) => {
                 let column = text.len() - trimmed.len() + 1;
-                records.record(v, (line_no, column), session, sink)?
+                let span = (line_start + bom, text.len());
+                records.record(v, (line_no, column), Some(span), session, sink)?
             }
             Err(e) => {
                 let at_end = !had_newline
@@ -83,64 +95,4 @@ pub(crate) fn read<R: BufRead>(
         }
     }
     records.finish(session, sink)
-}
-
-/// The fields of a Claude Code record the import reads; the rest (tool
-/// results' `toolUseResult` copies, `cwd`, versions…) are skipped by the
-/// parser without being built.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Slim {
-    #[serde(rename = "type")]
-    kind: Option<serde_json::Value>,
-    uuid: Option<serde_json::Value>,
-    parent_uuid: Option<serde_json::Value>,
-    logical_parent_uuid: Option<serde_json::Value>,
-    is_sidechain: Option<serde_json::Value>,
-    is_compact_summary: Option<serde_json::Value>,
-    subtype: Option<serde_json::Value>,
-    compact_metadata: Option<serde_json::Value>,
-    message: Option<SlimMessage>,
-}
-
-#[derive(serde::Deserialize)]
-struct SlimMessage {
-    id: Option<serde_json::Value>,
-    content: Option<serde_json::Value>,
-}
-
-/// Parse one record, building only the fields the import reads. Anything
-/// the slim shape cannot hold (not an object, a `message` that is not an
-/// object, a duplicate key) is parsed whole, so the record handling and its
-/// diagnostics are the same either way.
-fn slim_record(text: &[u8]) -> serde_json::Result<serde_json::Value> {
-    use serde_json::{Map, Value};
-    let Ok(slim) = serde_json::from_slice::<Slim>(text) else {
-        return serde_json::from_slice(text);
-    };
-    let mut map = Map::new();
-    let mut put = |key: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            map.insert(key.to_string(), v);
-        }
-    };
-    put("type", slim.kind);
-    put("uuid", slim.uuid);
-    put("parentUuid", slim.parent_uuid);
-    put("logicalParentUuid", slim.logical_parent_uuid);
-    put("isSidechain", slim.is_sidechain);
-    put("isCompactSummary", slim.is_compact_summary);
-    put("subtype", slim.subtype);
-    put("compactMetadata", slim.compact_metadata);
-    if let Some(m) = slim.message {
-        let mut message = Map::new();
-        if let Some(id) = m.id {
-            message.insert("id".into(), id);
-        }
-        if let Some(c) = m.content {
-            message.insert("content".into(), c);
-        }
-        map.insert("message".into(), Value::Object(message));
-    }
-    Ok(Value::Object(map))
 }

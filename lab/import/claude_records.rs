@@ -39,15 +39,20 @@
 //! (`summary` + `leafUuid`), written with or without any compaction.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::readback::{Body, LazyMain, Planned, Raw, Span};
+use super::repair::Repair;
 use super::{
-    flatten_tool_result, image_source, recorded_message_len, repair_pairs, store_main,
-    DiagnosticKind, FileStats, ImportedSession, Origin, RealCompaction, Sink,
+    flatten_tool_result, image_source, recorded_message_len, store_main, DiagnosticKind, FileStats,
+    ImportedSession, Origin, RealCompaction, Sink,
 };
 use crate::error::LabResult;
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{message_chars, Block, Content, Message, Role};
 
 /// The first words of the user message Claude Code writes after compacting.
 pub const CONTINUATION: &str = "This session is being continued from a previous conversation";
@@ -77,10 +82,16 @@ struct SentContent {
 enum Kind {
     Message {
         role: Role,
-        message_id: Option<String>,
-        content: Content,
+        /// `message.id`, interned with the uuids (only compared).
+        message_id: Option<Id>,
+        body: Body,
         compact_summary: bool,
         sent: SentContent,
+        /// The content is tool results (and their images) only: it merges
+        /// into a preceding result message.
+        only_results: bool,
+        /// The content carries a tool result.
+        has_results: bool,
     },
     CompactBoundary {
         trigger: Option<String>,
@@ -92,9 +103,9 @@ enum Kind {
 #[derive(Debug)]
 struct Rec {
     pos: Pos,
-    uuid: Option<String>,
-    parent: Option<String>,
-    logical_parent: Option<String>,
+    uuid: Option<Id>,
+    parent: Option<Id>,
+    logical_parent: Option<Id>,
     sidechain: bool,
     kind: Kind,
 }
@@ -105,19 +116,69 @@ impl Rec {
     }
 }
 
+/// The file behind the records: their contents are read back from it
+/// instead of being kept; with `lazy`, the main conversation is left there
+/// for the replay to stream ([`ImportedSession::main_messages`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Backing {
+    pub(crate) path: PathBuf,
+    pub(crate) lazy: bool,
+}
+
 /// Accumulates records, then rebuilds the conversations.
 #[derive(Default)]
 pub(crate) struct Records {
     recs: Vec<Rec>,
-    by_uuid: HashMap<String, usize>,
+    /// Record index by uuid number (the later record of a duplicate uuid).
+    by_uuid: HashMap<Id, u32>,
+    ids: Ids,
+    backing: Option<Backing>,
 }
 
-/// Messages built from records: the messages, their origins, and the
-/// compactions among them by origin position.
-struct Built {
+/// A uuid's number in [`Ids`].
+type Id = u32;
+
+/// Every uuid of a file, each stored once: a long log's records name each
+/// other's uuids several times (`uuid`, `parentUuid`, `logicalParentUuid`),
+/// and the chain skeleton is all the import keeps of them.
+#[derive(Default)]
+struct Ids {
+    numbers: HashMap<Rc<str>, Id>,
+    names: Vec<Rc<str>>,
+}
+
+impl Ids {
+    fn intern(&mut self, name: &str) -> Id {
+        if let Some(&n) = self.numbers.get(name) {
+            return n;
+        }
+        let n = self.names.len() as Id;
+        let name: Rc<str> = Rc::from(name);
+        self.names.push(Rc::clone(&name));
+        self.numbers.insert(name, n);
+        n
+    }
+
+    fn name(&self, id: Id) -> &str {
+        &self.names[id as usize]
+    }
+}
+
+/// The messages to build from records, and the compactions among them by
+/// origin position.
+struct Plan {
+    msgs: Vec<Planned>,
+    compactions: HashMap<Pos, (Option<String>, Option<u64>)>,
+}
+
+/// A plan run through the repair: the messages (unless left in the file),
+/// their origins and recorded sizes.
+#[derive(Default)]
+struct Collected {
     msgs: Vec<Message>,
     origins: Vec<Origin>,
-    compactions: HashMap<Pos, (Option<String>, Option<u64>)>,
+    sent: Vec<usize>,
+    first_tool_use_chars: Option<usize>,
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -126,7 +187,11 @@ fn str_field(v: &Value, key: &str) -> Option<String> {
 
 /// A chain field: `Ok(None)` when absent or null, `Err(())` when present
 /// with a type other than the one expected.
-fn typed<T>(v: &Value, key: &str, read: impl Fn(&Value) -> Option<T>) -> Result<Option<T>, ()> {
+fn typed<T>(
+    v: &Value,
+    key: &str,
+    mut read: impl FnMut(&Value) -> Option<T>,
+) -> Result<Option<T>, ()> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(x) => read(x).map(Some).ok_or(()),
@@ -145,11 +210,21 @@ fn json_type(v: Option<&Value>) -> &'static str {
 }
 
 impl Records {
-    /// Take one record (a parsed JSON line or array element) at `pos`.
+    /// Records whose contents are read back from `backing` when it is given.
+    pub(crate) fn new(backing: Option<Backing>) -> Self {
+        Records {
+            backing,
+            ..Records::default()
+        }
+    }
+
+    /// Take one record (a parsed JSON line or array element) at `pos`;
+    /// `span` is where its bytes are in the backing file.
     pub(crate) fn record(
         &mut self,
         v: Value,
         pos: Pos,
+        span: Option<(u64, usize)>,
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
@@ -173,7 +248,10 @@ impl Records {
                 "record has no string `type`; skipped".into(),
             );
         };
-        let Some(rec_kind) = self.kind_of(&v, &kind, pos, session, sink)? else {
+        let span = span
+            .filter(|_| self.backing.is_some())
+            .map(|(offset, len)| Span { offset, len, pos });
+        let Some(rec_kind) = self.kind_of(&v, &kind, pos, span, session, sink)? else {
             return Ok(());
         };
         let (uuid, parent, logical_parent, sidechain) = self.chain_fields(&v, pos, sink)?;
@@ -191,13 +269,16 @@ impl Records {
             )?;
         }
         let idx = self.recs.len();
-        if let Some(u) = &uuid {
-            if self.by_uuid.insert(u.clone(), idx).is_some() {
+        if let Some(u) = uuid {
+            if self.by_uuid.insert(u, idx as u32).is_some() {
                 sink.report(
                     line,
                     column,
                     DiagnosticKind::DuplicateUuid,
-                    format!("uuid `{u}` seen before; the later record wins"),
+                    format!(
+                        "uuid `{}` seen before; the later record wins",
+                        self.ids.name(u)
+                    ),
                 )?;
             }
         }
@@ -214,10 +295,11 @@ impl Records {
 
     /// The record's kind; `None` when it is skipped whole (reported).
     fn kind_of(
-        &self,
+        &mut self,
         v: &Value,
         kind: &str,
         pos: Pos,
+        span: Option<Span>,
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
     ) -> LabResult<Option<Kind>> {
@@ -253,10 +335,18 @@ impl Records {
                     len: raw.map_or(4, crate::pyjson::dumps_len),
                     items: raw.and_then(Value::as_array).map(Vec::len),
                 };
+                let has_results = matches!(&content, Content::Blocks(b)
+                    if b.iter().any(|x| matches!(x, Block::ToolResult { .. })));
                 Kind::Message {
                     role,
-                    message_id: str_field(message, "id"),
-                    content,
+                    message_id: message
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(|id| self.ids.intern(id)),
+                    only_results: only_results(&content),
+                    has_results,
+                    // With a file behind it, the content is read again when needed.
+                    body: span.map_or(Body::Held(content), Body::At),
                     compact_summary,
                     sent,
                 }
@@ -292,13 +382,14 @@ impl Records {
     /// wrong-typed one reported and repaired (see the module doc).
     #[allow(clippy::type_complexity)]
     fn chain_fields(
-        &self,
+        &mut self,
         v: &Value,
         pos: Pos,
         sink: &mut Sink<'_>,
-    ) -> LabResult<(Option<String>, Option<String>, Option<String>, bool)> {
+    ) -> LabResult<(Option<Id>, Option<Id>, Option<Id>, bool)> {
         let (line, column) = pos;
-        let as_str = |x: &Value| x.as_str().map(str::to_string);
+        let ids = &mut self.ids;
+        let mut as_id = |x: &Value| x.as_str().map(|s| ids.intern(s));
         let mut bad = |key: &str, repair: &str| {
             sink.report(
                 line,
@@ -315,14 +406,14 @@ impl Records {
                 ),
             )
         };
-        let uuid =
-            typed(v, "uuid", as_str).or_else(|()| bad("uuid", "read as absent").map(|()| None))?;
+        let uuid = typed(v, "uuid", &mut as_id)
+            .or_else(|()| bad("uuid", "read as absent").map(|()| None))?;
         let previous = self.recs.last();
-        let parent = typed(v, "parentUuid", as_str).or_else(|()| {
+        let parent = typed(v, "parentUuid", &mut as_id).or_else(|()| {
             bad("parentUuid", "read as the previous record in the file")
-                .map(|()| previous.and_then(|p| p.uuid.clone()))
+                .map(|()| previous.and_then(|p| p.uuid))
         })?;
-        let logical_parent = typed(v, "logicalParentUuid", as_str)
+        let logical_parent = typed(v, "logicalParentUuid", &mut as_id)
             .or_else(|()| bad("logicalParentUuid", "read as absent").map(|()| None))?;
         let sidechain = typed(v, "isSidechain", Value::as_bool)
             .or_else(|()| {
@@ -334,8 +425,8 @@ impl Records {
     }
 
     fn parent_of(&self, i: usize) -> Option<usize> {
-        let p = self.recs[i].parent.as_ref()?;
-        self.by_uuid.get(p).copied()
+        let p = self.recs[i].parent?;
+        self.by_uuid.get(&p).map(|&j| j as usize)
     }
 
     /// The main chain's records in conversation order (earliest segment
@@ -383,12 +474,15 @@ impl Records {
             chain.push(i);
             cur = self.parent_of(i);
             if cur.is_none() {
-                if let Some(p) = &self.recs[i].parent {
+                if let Some(p) = self.recs[i].parent {
                     sink.report(
                         line,
                         column,
                         DiagnosticKind::MissingParent,
-                        format!("parentUuid `{p}` names no record; chain starts here"),
+                        format!(
+                            "parentUuid `{}` names no record; chain starts here",
+                            self.ids.name(p)
+                        ),
                     )?;
                 }
             }
@@ -412,10 +506,45 @@ impl Records {
             Some(leaf) => self.main_order(leaf, &mut on_main, sink)?,
             None => (Vec::new(), false),
         };
-        let built = self.build(&order);
-        let compactions = built.compactions;
-        let (mut main, mut origins) = (built.msgs, built.origins);
-        repair_pairs(&mut main, &mut origins, sink)?;
+        self.finish_main(&order, starts_with_summary, session, sink)?;
+        // The main chain's root names a parent it could not reach: cut, not a fresh start.
+        let main_cut = order
+            .first()
+            .is_some_and(|&r| self.recs[r].parent.is_some());
+        let side_origins = self.finish_side_chains(&on_main, main_cut, session, sink)?;
+        if session.main_len() == 0 && !session.sidechains.is_empty() {
+            replay_a_sidechain(session, side_origins, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Build and repair the main conversation of the records `order` into
+    /// `session` (or, lazily, its plan and everything but the messages).
+    fn finish_main(
+        &mut self,
+        order: &[usize],
+        starts_with_summary: bool,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let mut plan = self.plan(order);
+        let compactions = plan.compactions;
+        let lazy = self
+            .backing
+            .as_ref()
+            .filter(|b| b.lazy)
+            .map(|b| b.path.clone());
+        // Left in the file, the main conversation is read once here (for its
+        // diagnostics and sizes) and again by every replay.
+        let kept = match &lazy {
+            Some(_) => self.run(plan.msgs.clone(), false, sink)?,
+            None => self.run(std::mem::take(&mut plan.msgs), true, sink)?,
+        };
+        if let Some(path) = lazy.filter(|_| !kept.sent.is_empty()) {
+            let main = LazyMain::new(&path, plan.msgs, decode_record, kept.first_tool_use_chars);
+            session.lazy_main = Some(Arc::new(main));
+        }
+        let origins = &kept.origins;
         // Indices after repair: find the compaction messages by their source position.
         session.real_compaction_meta = origins
             .iter()
@@ -433,15 +562,9 @@ impl Records {
             .collect();
         session.real_compactions = session.real_compaction_meta.iter().map(|c| c.at).collect();
         session.starts_with_summary = starts_with_summary;
-        store_main(session, main, origins);
-        // The main chain's root names a parent it could not reach: cut, not a fresh start.
-        let main_cut = order
-            .first()
-            .is_some_and(|&r| self.recs[r].parent.is_some());
-        let side_origins = self.finish_side_chains(&on_main, main_cut, session, sink)?;
-        if session.main.is_empty() && !session.sidechains.is_empty() {
-            replay_a_sidechain(session, side_origins, sink)?;
-        }
+        session.main_lines = origins.iter().map(|o| o.line).collect();
+        session.main_sent_chars = kept.sent;
+        session.main = kept.msgs;
         Ok(())
     }
 
@@ -470,12 +593,17 @@ impl Records {
             };
             groups.entry(root).or_default().push(i);
         }
+        // A lazy import keeps the other conversations only when a sidechain
+        // must stand in for a missing main one (replay reads nothing else).
+        let lazy = self.backing.as_ref().is_some_and(|b| b.lazy);
+        let keep_side = !lazy || session.main_len() == 0;
         for members in side_groups.values() {
-            let built = self.build(members);
-            let (mut msgs, mut origins) = (built.msgs, built.origins);
-            repair_pairs(&mut msgs, &mut origins, sink)?;
-            session.sidechains.push(msgs);
-            side_origins.push(origins);
+            let plan = self.plan(members);
+            let built = self.run(plan.msgs, keep_side, sink)?;
+            if keep_side {
+                session.sidechains.push(built.msgs);
+                side_origins.push(built.origins);
+            }
         }
         let first_message = self
             .recs
@@ -505,10 +633,11 @@ impl Records {
                     ),
                 )?;
             }
-            let built = self.build(members);
-            let (mut msgs, mut origins) = (built.msgs, built.origins);
-            repair_pairs(&mut msgs, &mut origins, sink)?;
-            session.detached.push(msgs);
+            let plan = self.plan(members);
+            let built = self.run(plan.msgs, !lazy, sink)?;
+            if !lazy {
+                session.detached.push(built.msgs);
+            }
         }
         Ok(side_origins)
     }
@@ -537,8 +666,8 @@ impl Records {
     fn pre_compaction_leaf(&self, chain: &[usize], visited: &HashSet<usize>) -> Option<usize> {
         let root = *chain.first()?;
         if let Kind::CompactBoundary { .. } = self.recs[root].kind {
-            if let Some(lp) = &self.recs[root].logical_parent {
-                if let Some(&j) = self.by_uuid.get(lp) {
+            if let Some(lp) = self.recs[root].logical_parent {
+                if let Some(j) = self.by_uuid.get(&lp).map(|&j| j as usize) {
                     if !visited.contains(&j) {
                         return Some(j);
                     }
@@ -574,66 +703,75 @@ impl Records {
         root
     }
 
-    /// Messages of the records `order` (in that order), merged, with their
-    /// origins (recorded sizes included) and the compactions among them.
-    /// Each record's content is moved out (a record is built into one
+    /// The messages the records `order` make (in that order, merged), with
+    /// their origins (recorded sizes included) and the compactions among
+    /// them. Each record's body is moved out (a record is built into one
     /// conversation only), so the import never holds two copies of it.
-    fn build(&mut self, order: &[usize]) -> Built {
-        let mut b = Built {
+    fn plan(&mut self, order: &[usize]) -> Plan {
+        let mut plan = Plan {
             msgs: Vec::new(),
-            origins: Vec::new(),
             compactions: HashMap::new(),
         };
-        // Recorded content parts of the message being built.
+        // Recorded content parts of the message being planned.
         let mut parts: Vec<SentContent> = Vec::new();
-        let mut last_id: Option<String> = None;
+        let mut last_id: Option<Id> = None;
+        // The message being planned carries a tool result (a user message).
+        let mut last_is_result = false;
         let mut boundary: Option<(Option<String>, Option<u64>)> = None;
         for &i in order {
             let r = &mut self.recs[i];
             let pos = r.pos;
-            let (role, message_id, content, compact_summary, sent) = match &mut r.kind {
-                Kind::CompactBoundary {
-                    trigger,
-                    pre_tokens,
-                } => {
-                    boundary = Some((trigger.clone(), *pre_tokens));
-                    continue;
-                }
-                Kind::Other => continue,
-                Kind::Message {
-                    role,
-                    message_id,
-                    content,
-                    compact_summary,
-                    sent,
-                } => (
-                    *role,
-                    message_id.clone(),
-                    std::mem::replace(content, Content::Text(String::new())),
-                    *compact_summary,
-                    *sent,
-                ),
-            };
+            let (role, message_id, body, compact_summary, sent, only_results, has_results) =
+                match &mut r.kind {
+                    Kind::CompactBoundary {
+                        trigger,
+                        pre_tokens,
+                    } => {
+                        boundary = Some((trigger.clone(), *pre_tokens));
+                        continue;
+                    }
+                    Kind::Other => continue,
+                    Kind::Message {
+                        role,
+                        message_id,
+                        body,
+                        compact_summary,
+                        sent,
+                        only_results,
+                        has_results,
+                    } => (
+                        *role,
+                        *message_id,
+                        std::mem::replace(body, Body::Held(Content::Text(String::new()))),
+                        *compact_summary,
+                        *sent,
+                        *only_results,
+                        *has_results,
+                    ),
+                };
+            let last_role = plan.msgs.last().map(|m| m.role);
             let merge_assistant = role == Role::Assistant
                 && message_id.is_some()
                 && last_id == message_id
-                && b.msgs.last().is_some_and(|m| m.role == Role::Assistant);
-            let merge_results = role == Role::User
-                && only_results(&content)
-                && b.msgs.last().is_some_and(Message::is_tool_result);
+                && last_role == Some(Role::Assistant);
+            let merge_results = role == Role::User && only_results && last_is_result;
             if (merge_assistant || merge_results) && !compact_summary && boundary.is_none() {
-                let last = b.msgs.last_mut().expect("checked above");
-                append_content(last, content);
+                let last = plan.msgs.last_mut().expect("checked above");
+                last.parts.push(body);
                 parts.push(sent);
             } else {
-                close_recorded(&b.msgs, &mut b.origins, &parts);
+                close_recorded(&mut plan.msgs, &parts);
                 parts = vec![sent];
                 if compact_summary || boundary.is_some() {
-                    b.compactions
+                    plan.compactions
                         .insert(pos, boundary.take().unwrap_or((None, None)));
                 }
-                b.msgs.push(Message { role, content });
-                b.origins.push(Origin::at(pos.0, pos.1, 0));
+                plan.msgs.push(Planned {
+                    role,
+                    parts: vec![body],
+                    origin: Origin::at(pos.0, pos.1, 0),
+                });
+                last_is_result = role == Role::User && has_results;
             }
             last_id = if role == Role::Assistant {
                 message_id
@@ -641,8 +779,32 @@ impl Records {
                 None
             };
         }
-        close_recorded(&b.msgs, &mut b.origins, &parts);
-        b
+        close_recorded(&mut plan.msgs, &parts);
+        plan
+    }
+
+    /// Build and repair the planned messages (reporting the repairs);
+    /// `keep` keeps the messages, else only their origins and sizes.
+    fn run(&self, plan: Vec<Planned>, keep: bool, sink: &mut Sink<'_>) -> LabResult<Collected> {
+        let path = self
+            .backing
+            .as_ref()
+            .map_or_else(|| sink.source.to_path_buf(), |b| b.path.clone());
+        let mut repair = Repair::new(Raw::new(plan, &path, decode_record));
+        let mut out = Collected::default();
+        while let Some(item) = repair.next_with(sink) {
+            let (m, o) = item?;
+            out.sent
+                .push((message_chars(&m) as i64 + o.extra).max(0) as usize);
+            out.origins.push(o);
+            if out.first_tool_use_chars.is_none() {
+                out.first_tool_use_chars = m.tool_use_ids().first().map(|id| id.chars().count());
+            }
+            if keep {
+                out.msgs.push(m);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -678,11 +840,10 @@ fn replay_a_sidechain(
 }
 
 /// Set the recorded size of the last message from its recorded content parts.
-fn close_recorded(msgs: &[Message], origins: &mut [Origin], parts: &[SentContent]) {
-    let (Some(m), Some(o)) = (msgs.last(), origins.last_mut()) else {
-        return;
-    };
-    o.recorded = recorded_message_len(m.role, merged_content_len(parts));
+fn close_recorded(msgs: &mut [Planned], parts: &[SentContent]) {
+    if let Some(m) = msgs.last_mut() {
+        m.origin.recorded = recorded_message_len(m.role, merged_content_len(parts));
+    }
 }
 
 /// `len(json.dumps(content))` of the content the API saw for records whose
@@ -722,18 +883,6 @@ fn only_results(content: &Content) -> bool {
                 && b.iter().any(|x| matches!(x, Block::ToolResult { .. }))
         }
     }
-}
-
-fn append_content(m: &mut Message, more: Content) {
-    let mut blocks = match std::mem::replace(&mut m.content, Content::Blocks(Vec::new())) {
-        Content::Blocks(b) => b,
-        Content::Text(t) => vec![Block::Text { text: t }],
-    };
-    match more {
-        Content::Blocks(mut b) => blocks.append(&mut b),
-        Content::Text(t) => blocks.push(Block::Text { text: t }),
-    }
-    m.content = Content::Blocks(blocks);
 }
 
 fn starts_with_continuation(content: &Content) -> bool {
@@ -853,4 +1002,81 @@ pub(crate) fn convert_blocks(
         }
     }
     Ok(out)
+}
+
+/// The fields of a Claude Code record the import reads; the rest (tool
+/// results' `toolUseResult` copies, `cwd`, versions…) are skipped by the
+/// parser without being built.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Slim {
+    #[serde(rename = "type")]
+    kind: Option<serde_json::Value>,
+    uuid: Option<serde_json::Value>,
+    parent_uuid: Option<serde_json::Value>,
+    logical_parent_uuid: Option<serde_json::Value>,
+    is_sidechain: Option<serde_json::Value>,
+    is_compact_summary: Option<serde_json::Value>,
+    subtype: Option<serde_json::Value>,
+    compact_metadata: Option<serde_json::Value>,
+    message: Option<SlimMessage>,
+}
+
+#[derive(serde::Deserialize)]
+struct SlimMessage {
+    id: Option<serde_json::Value>,
+    content: Option<serde_json::Value>,
+}
+
+/// Parse one record, building only the fields the import reads. Anything
+/// the slim shape cannot hold (not an object, a `message` that is not an
+/// object, a duplicate key) is parsed whole, so the record handling and its
+/// diagnostics are the same either way.
+pub(crate) fn slim_record(text: &[u8]) -> serde_json::Result<serde_json::Value> {
+    use serde_json::{Map, Value};
+    let Ok(slim) = serde_json::from_slice::<Slim>(text) else {
+        return serde_json::from_slice(text);
+    };
+    let mut map = Map::new();
+    let mut put = |key: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            map.insert(key.to_string(), v);
+        }
+    };
+    put("type", slim.kind);
+    put("uuid", slim.uuid);
+    put("parentUuid", slim.parent_uuid);
+    put("logicalParentUuid", slim.logical_parent_uuid);
+    put("isSidechain", slim.is_sidechain);
+    put("isCompactSummary", slim.is_compact_summary);
+    put("subtype", slim.subtype);
+    put("compactMetadata", slim.compact_metadata);
+    if let Some(m) = slim.message {
+        let mut message = Map::new();
+        if let Some(id) = m.id {
+            message.insert("id".into(), id);
+        }
+        if let Some(c) = m.content {
+            message.insert("content".into(), c);
+        }
+        map.insert("message".into(), Value::Object(message));
+    }
+    Ok(Value::Object(map))
+}
+
+/// A message record's content read again from its bytes (see
+/// [`super::readback`]); `None` when the bytes no longer hold one.
+fn decode_record(
+    text: &[u8],
+    pos: Pos,
+    stats: &mut FileStats,
+    sink: &mut Sink<'_>,
+) -> LabResult<Option<Content>> {
+    let Ok(v) = slim_record(text) else {
+        return Ok(None);
+    };
+    let Some(message) = v.get("message").filter(|m| m.is_object()) else {
+        return Ok(None);
+    };
+    convert_content(message.get("content"), pos, stats, sink)
 }

@@ -56,21 +56,29 @@ pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
 pub mod openai;
+mod repair;
 pub mod sniff;
 pub mod trajectories;
 
 mod claude_records;
+mod readback;
 mod stream;
 
-use std::collections::{BTreeMap, HashSet};
+pub(crate) use repair::repair_pairs;
+
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use claude_records::Backing;
+use readback::LazyMain;
 
 use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
-use crate::message::{estimate_chars, message_chars, Block, Content, Message, Role};
+use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
 /// Content of a `tool_result` synthesized for a `tool_use` that has none.
 pub const MISSING_RESULT: &str = "[missing result]";
@@ -319,6 +327,31 @@ pub struct ImportedSession {
     pub suppressed: BTreeMap<String, usize>,
     /// Whole-file counts.
     pub stats: FileStats,
+    /// The main conversation left in its file ([`import_file_sessions_lazily`]):
+    /// `main` is then empty and [`ImportedSession::main_messages`] reads it.
+    pub(crate) lazy_main: Option<Arc<LazyMain>>,
+}
+
+/// The messages of a session's main conversation, in order: from `main`,
+/// or read from the file one at a time when the import left them there.
+pub struct MainMessages<'a> {
+    inner: MainInner<'a>,
+}
+
+enum MainInner<'a> {
+    Held(std::slice::Iter<'a, Message>),
+    Lazy(Box<readback::MainStream>),
+}
+
+impl Iterator for MainMessages<'_> {
+    type Item = LabResult<Message>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            MainInner::Held(it) => it.next().cloned().map(Ok),
+            MainInner::Lazy(stream) => stream.next(),
+        }
+    }
 }
 
 /// Counts-only view of an [`ImportedSession`], safe to print and snapshot.
@@ -391,6 +424,36 @@ impl ImportedSession {
             diagnostics: Vec::new(),
             suppressed: BTreeMap::new(),
             stats: FileStats::default(),
+            lazy_main: None,
+        }
+    }
+
+    /// The main conversation's messages, in order (each a copy), whether
+    /// held in `main` or left in the file; a file that cannot be read again
+    /// gives an error item.
+    pub fn main_messages(&self) -> MainMessages<'_> {
+        let inner = match &self.lazy_main {
+            Some(lazy) => MainInner::Lazy(Box::new(lazy.messages())),
+            None => MainInner::Held(self.main.iter()),
+        };
+        MainMessages { inner }
+    }
+
+    /// Messages in the main conversation (also when left in the file).
+    pub fn main_len(&self) -> usize {
+        self.main_sent_chars.len()
+    }
+
+    /// Characters of the first `tool_use` id of the main conversation.
+    pub fn first_tool_use_chars(&self) -> Option<usize> {
+        match &self.lazy_main {
+            Some(lazy) => lazy.first_tool_use_chars,
+            None => self
+                .main
+                .iter()
+                .flat_map(|m| m.tool_use_ids())
+                .next()
+                .map(|id| id.chars().count()),
         }
     }
 
@@ -470,7 +533,7 @@ impl ImportedSession {
     /// The refusal for a session with nothing to replay: `no messages in FILE`,
     /// with what the file held instead.
     pub fn require_messages(&self) -> LabResult<()> {
-        if !self.main.is_empty() {
+        if self.main_len() > 0 {
             return Ok(());
         }
         let held = if self.stats.records == 0 {
@@ -559,6 +622,17 @@ impl<'a> Sink<'a> {
         Ok(())
     }
 
+    /// A sink whose diagnostics nobody reads: for a second reading of input
+    /// whose diagnostics the first reading already reported.
+    pub(crate) fn scratch() -> Sink<'static> {
+        Sink {
+            source: Path::new(""),
+            strict: false,
+            diagnostics: Vec::new(),
+            counts: BTreeMap::new(),
+        }
+    }
+
     /// A fresh sink for the same file and strictness (one per trajectory).
     pub(crate) fn fork(&self) -> Sink<'a> {
         Sink {
@@ -622,6 +696,31 @@ pub fn import_file_sessions(
     options: &ImportOptions,
 ) -> LabResult<Vec<ImportedSession>> {
     crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
+    file_sessions(path, options, false)
+}
+
+/// [`import_file_sessions`], leaving a Claude Code log's main conversation
+/// in the file: `main` stays empty and [`ImportedSession::main_messages`]
+/// reads it again (repaired, as imported) on every call, so a replay holds
+/// one message at a time instead of the whole session. Sidechains and
+/// detached chains are imported (their diagnostics reported) but not kept,
+/// unless a sidechain stands in for a missing main conversation. Every other
+/// field (sizes, lines, compactions, diagnostics) is as
+/// [`import_file_sessions`] sets it; other formats are imported whole. The
+/// file must not change until the session is dropped.
+pub fn import_file_sessions_lazily(
+    path: &Path,
+    options: &ImportOptions,
+) -> LabResult<Vec<ImportedSession>> {
+    file_sessions(path, options, true)
+}
+
+fn file_sessions(
+    path: &Path,
+    options: &ImportOptions,
+    lazy: bool,
+) -> LabResult<Vec<ImportedSession>> {
+    crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
     let file = File::open(path).map_err(|e| LabError::io("opening transcript", path, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let format = match options.format {
@@ -633,7 +732,12 @@ pub fn import_file_sessions(
             detect_format(path, head)
         }
     };
-    import_reader_sessions(reader, path, format, options)
+    // Message contents are read back from the file rather than kept.
+    let backing = Backing {
+        path: path.to_path_buf(),
+        lazy,
+    };
+    sessions(reader, path, format, options, Some(backing))
 }
 
 /// Import one session from any buffered reader; `source` names it in
@@ -657,6 +761,17 @@ pub fn import_reader_sessions<R: BufRead>(
     format: TranscriptFormat,
     options: &ImportOptions,
 ) -> LabResult<Vec<ImportedSession>> {
+    sessions(reader, source, format, options, None)
+}
+
+/// Every session from `reader`; `backing` is the file it reads from its start.
+fn sessions<R: BufRead>(
+    reader: R,
+    source: &Path,
+    format: TranscriptFormat,
+    options: &ImportOptions,
+    backing: Option<Backing>,
+) -> LabResult<Vec<ImportedSession>> {
     let mut sink = Sink {
         source,
         strict: options.strict,
@@ -668,7 +783,9 @@ pub fn import_reader_sessions<R: BufRead>(
     }
     let mut session = ImportedSession::new(source, format);
     match format {
-        TranscriptFormat::ClaudeJsonl => claude_jsonl::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::ClaudeJsonl => {
+            claude_jsonl::read(reader, &mut session, &mut sink, backing)?
+        }
         TranscriptFormat::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::OpenAi | TranscriptFormat::Trajectories => {
@@ -773,141 +890,6 @@ pub(crate) fn finish_document(
     }
     repair_pairs(&mut main, &mut origins, sink)?;
     store_main(session, main, origins);
-    Ok(())
-}
-
-/// Make every `tool_use` answered in the next message and every `tool_result`
-/// answer a `tool_use` of the message before it (see the module's damage policy).
-///
-/// `origins` runs parallel to `messages` and is kept parallel; each origin's
-/// `extra` (recorded minus lab size) is fixed here, before any repair, so a
-/// repaired message keeps what the lab model leaves out of it.
-pub(crate) fn repair_pairs(
-    messages: &mut Vec<Message>,
-    origins: &mut Vec<Origin>,
-    sink: &mut Sink<'_>,
-) -> LabResult<()> {
-    debug_assert_eq!(messages.len(), origins.len());
-    for (m, o) in messages.iter().zip(origins.iter_mut()) {
-        if o.recorded > 0 {
-            o.extra = o.recorded as i64 - message_chars(m) as i64;
-        }
-    }
-    let mut i = 0;
-    while i < messages.len() {
-        if messages[i].is_tool_result() && remove_orphans(messages, i, origins[i], sink)? {
-            messages.remove(i);
-            origins.remove(i);
-            continue;
-        }
-        if messages[i].has_tool_use() {
-            answer_dangling(messages, origins, i, sink)?;
-        }
-        i += 1;
-    }
-    Ok(())
-}
-
-/// Remove the results of message `i` that answer nothing in the message
-/// before it; true when nothing is left of the message.
-fn remove_orphans(
-    messages: &mut [Message],
-    i: usize,
-    origin: Origin,
-    sink: &mut Sink<'_>,
-) -> LabResult<bool> {
-    let asked: HashSet<String> = if i > 0 {
-        messages[i - 1]
-            .tool_use_ids()
-            .into_iter()
-            .map(str::to_string)
-            .collect()
-    } else {
-        HashSet::new()
-    };
-    let mut orphans = Vec::new();
-    if let Content::Blocks(blocks) = &mut messages[i].content {
-        blocks.retain(|b| match b {
-            Block::ToolResult { tool_use_id, .. } if !asked.contains(tool_use_id) => {
-                orphans.push(tool_use_id.clone());
-                false
-            }
-            _ => true,
-        });
-    }
-    for id in orphans {
-        sink.report(
-            origin.line,
-            origin.column,
-            DiagnosticKind::OrphanToolResult,
-            format!("tool_result for `{id}` answers no tool_use of the message before it; removed"),
-        )?;
-    }
-    Ok(messages[i].blocks().is_empty() && matches!(messages[i].content, Content::Blocks(_)))
-}
-
-/// Synthesize a [`MISSING_RESULT`] for every call of message `i` that the
-/// next message does not answer.
-fn answer_dangling(
-    messages: &mut Vec<Message>,
-    origins: &mut Vec<Origin>,
-    i: usize,
-    sink: &mut Sink<'_>,
-) -> LabResult<()> {
-    let answered: HashSet<String> = messages
-        .get(i + 1)
-        .map(|m| {
-            m.tool_result_ids()
-                .into_iter()
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    let missing: Vec<String> = messages[i]
-        .tool_use_ids()
-        .into_iter()
-        .filter(|id| !answered.contains(*id))
-        .map(str::to_string)
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    for id in &missing {
-        sink.report(
-            origins[i].line,
-            origins[i].column,
-            DiagnosticKind::DanglingToolUse,
-            format!("tool_use `{id}` has no tool_result; synthesized \"{MISSING_RESULT}\""),
-        )?;
-    }
-    let results: Vec<Block> = missing
-        .into_iter()
-        .map(|tool_use_id| Block::ToolResult {
-            tool_use_id,
-            content: MISSING_RESULT.to_string(),
-        })
-        .collect();
-    let next_is_user = messages.get(i + 1).is_some_and(|m| m.role == Role::User);
-    if next_is_user {
-        let next = &mut messages[i + 1];
-        let mut blocks = match std::mem::replace(&mut next.content, Content::Blocks(Vec::new())) {
-            Content::Blocks(b) => b,
-            Content::Text(t) => vec![Block::Text { text: t }],
-        };
-        // Results first, as the API requires.
-        let mut merged = results;
-        merged.append(&mut blocks);
-        next.content = Content::Blocks(merged);
-    } else {
-        messages.insert(
-            i + 1,
-            Message {
-                role: Role::User,
-                content: Content::Blocks(results),
-            },
-        );
-        origins.insert(i + 1, Origin::default());
-    }
     Ok(())
 }
 

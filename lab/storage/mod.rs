@@ -8,6 +8,9 @@
 //! - [`DiskFs`]: the real file system (`--fs disk`), for runs a researcher wants
 //!   to inspect with ordinary tools.
 //!
+//! [`Spill`] is the memory backend with file contents in an unnamed temp
+//! file (a replay of a long session writes more than it should hold).
+//!
 //! [`Faulty`] wraps either backend and injects the faults the memory crash
 //! experiments need: no space left after a byte budget, an I/O error at the
 //! Nth operation, and a simulated kill after the Nth operation (every later
@@ -21,6 +24,7 @@
 mod disk;
 mod faults;
 mod mem;
+mod spill;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,6 +35,7 @@ use serde::{Deserialize, Serialize};
 pub use disk::DiskFs;
 pub use faults::{FaultPlan, Faulty, OpLog};
 pub use mem::MemFs;
+pub use spill::Spill;
 
 /// What a path names, without following a final symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{LabError, LabResult};
-use crate::storage::{Backend, DiskFs, MemFs, Shared, Storage};
+use crate::storage::{Backend, DiskFs, MemFs, Shared, Spill, Storage};
 
 pub mod cleanup;
 
@@ -153,6 +153,19 @@ fn short_layout(want: usize, id: usize) -> Result<Layout, usize> {
     Ok((padded.join(results), padded.join(SHORT_TRANSCRIPTS)))
 }
 
+/// A usage error for a `--path-len` out of range.
+fn check_path_len(path_len: Option<usize>) -> LabResult<()> {
+    if let Some(len) = path_len {
+        validate_path_len(len).map_err(|m| {
+            LabError::usage(
+                format!("--path-len {m}"),
+                format!("use a length from {MIN_PATH_LEN} to {MAX_PATH_LEN}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// `base` followed by padding folders of `pad` chars in all (pad != 1).
 fn padded(base: &str, pad: usize) -> PathBuf {
     let mut p = PathBuf::from(if base.is_empty() { "/" } else { base });
@@ -172,21 +185,28 @@ impl LabRoot {
 
     /// [`LabRoot::new`] on a chosen backend.
     pub fn on(backend: Backend, path_len: Option<usize>, ref_id_chars: usize) -> LabResult<Self> {
-        if let Some(len) = path_len {
-            validate_path_len(len).map_err(|m| {
-                LabError::usage(
-                    format!("--path-len {m}"),
-                    format!("use a length from {MIN_PATH_LEN} to {MAX_PATH_LEN}"),
-                )
-            })?;
-        }
+        check_path_len(path_len)?;
         match backend {
-            Backend::Mem => Self::in_memory(path_len, ref_id_chars),
+            Backend::Mem => Self::in_memory(path_len, ref_id_chars, Arc::new(MemFs::new())),
             Backend::Disk => Self::on_disk(path_len, ref_id_chars),
         }
     }
 
-    fn in_memory(path_len: Option<usize>, id: usize) -> LabResult<Self> {
+    /// A memory root (the paths of [`LabRoot::new`] on the memory backend)
+    /// whose file contents are kept in an unnamed temp file ([`Spill`]): for
+    /// a run that writes more than it should hold, such as a replay of a
+    /// long session. Falls back to [`LabRoot::new`] on the disk backend.
+    pub fn spilled(path_len: Option<usize>, ref_id_chars: usize) -> LabResult<Self> {
+        if current_backend() == Backend::Disk {
+            return Self::new(path_len, ref_id_chars);
+        }
+        let dir = std::env::temp_dir();
+        let spill = Spill::new().map_err(|e| LabError::io("creating a spill file", dir, e))?;
+        check_path_len(path_len)?;
+        Self::in_memory(path_len, ref_id_chars, Arc::new(spill))
+    }
+
+    fn in_memory(path_len: Option<usize>, id: usize, fs: Shared) -> LabResult<Self> {
         let layout = match path_len {
             None => Ok(PathBuf::from("/ctxlab"))
                 .map(|base| (base.join(RESULTS_SUFFIX), base.join(TRANSCRIPTS_SUFFIX))),
@@ -206,7 +226,7 @@ impl LabRoot {
                 format!("use --path-len {min} or more"),
             )
         })?;
-        Self::create(Arc::new(MemFs::new()), None, results, transcripts)
+        Self::create(fs, None, results, transcripts)
     }
 
     fn on_disk(path_len: Option<usize>, id: usize) -> LabResult<Self> {
