@@ -2,21 +2,10 @@
 //! JSON with totals, per-request series and recorded usage), the
 //! cumulative-dollars plot, and every policy priced on every shared session.
 
-use std::process::Command;
+mod common;
 
+use common::lab;
 use serde_json::Value;
-
-fn lab(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lab"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 /// A Claude Code log of two requests with recorded usage: the second reads
 /// the 2,000 tokens the first wrote.
@@ -163,19 +152,10 @@ fn the_plot_draws_every_policy_and_needs_cost() {
 #[test]
 fn every_policy_is_priced_on_every_shared_session() {
     use ctxlab::compare::{recorded_usage, render_with_recorded, replay_files, Measure, Pricing};
-    let Some(dir) = ctxlab::tokens::fit::shared_transcripts() else {
-        eprintln!("SKIP: no shared transcripts (set CTXLAB_TRANSCRIPTS)");
+    let Some(dir) = common::transcripts() else {
         return;
     };
-    let mut files = Vec::new();
-    for sub in ["claude_code", "openai_format"] {
-        let mut some: Vec<_> = std::fs::read_dir(dir.join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        some.sort();
-        files.extend(some);
-    }
+    let mut files = common::transcript_files(&dir);
     // A debug build takes minutes on the larger logs; `make replay` (a
     // release build) prices them all, as does this test under --release.
     if cfg!(debug_assertions) {
