@@ -118,11 +118,26 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         memory_growth,
         frontier: crate::reports::frontier::scored(&runs),
         cost: crate::reports::cost::policy_costs(&runs),
+        verdicts: registry_verdicts()?,
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,
         profiles,
     })
+}
+
+/// Every registry row run once at its default cells.
+fn registry_verdicts() -> LabResult<Vec<crate::reports::verdicts::RowVerdict>> {
+    let opts = crate::registry::RunOptions::default();
+    crate::registry::list::all()
+        .into_iter()
+        .map(|e| {
+            Ok(crate::reports::verdicts::RowVerdict {
+                verdict: (e.run)(&opts)?,
+                caught_by: e.caught_by.iter().map(|s| s.to_string()).collect(),
+            })
+        })
+        .collect()
 }
 
 /// Write `files` into `dir` (created if missing), each through a temp file and

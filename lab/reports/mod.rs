@@ -13,6 +13,7 @@ use crate::sweep::{self, render, CellResult, SweepResult};
 pub mod cost;
 pub mod data;
 pub mod frontier;
+pub mod verdicts;
 
 /// A terminal or Markdown table with a fixed layout (one implementation, in [`crate::report`]).
 pub use crate::report::table as text_table;
@@ -395,6 +396,8 @@ pub struct ReportData {
     pub frontier: Vec<crate::retention::render::Scored>,
     /// The same runs priced: every policy's prompt-cache cost.
     pub cost: Vec<cost::PolicyCost>,
+    /// Every registry row at its default cells.
+    pub verdicts: Vec<verdicts::RowVerdict>,
 }
 
 /// `memory_growth`: records on disk after each session, course vs the two fixes.
@@ -456,6 +459,7 @@ fn describe(stem: &str) -> &'static str {
         "thresholds" => "the path lengths where a counter changes, per switch combination",
         "frontier" => "every policy on one generated session: tokens sent, dollars, artifact recall, planted facts kept, re-fetches, and whether another policy costs less and keeps more (plot: dollars against recall)",
         "cost" => "every policy on the frontier's generated session under the Anthropic 5-minute prompt cache: tokens sent, cache read/write, breaks per turn, payback, dollars (plot: cumulative dollars over model calls, one line per policy)",
+        "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -476,6 +480,7 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&memory_growth_table(&data.memory_growth)));
     out.extend(table_files(&frontier::frontier_table(&data.frontier)));
     out.extend(table_files(&cost::cost_table(&data.cost)));
+    out.extend(table_files(&verdicts::verdicts_table(&data.verdicts)));
     out.push((
         "cost.svg".into(),
         cost::dollars_svg(&data.cost, "lab reports --out reports/"),
