@@ -177,64 +177,7 @@ pub enum Command {
     },
     /// Replay real agent transcripts (Claude Code .jsonl / chat.json, Anthropic
     /// Messages JSON, OpenAI chat / SWE-agent .traj) through compaction profiles.
-    Replay {
-        /// Transcript files.
-        #[arg(required = true)]
-        files: Vec<std::path::PathBuf>,
-        /// Profiles to replay under (repeatable or comma separated; default: every profile).
-        #[arg(long, value_delimiter = ',')]
-        profile: Vec<String>,
-        /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
-        /// through the policy engine and its policy-agnostic checker and validity oracle.
-        #[arg(long, value_delimiter = ',', conflicts_with = "profile")]
-        policy: Vec<String>,
-        /// With --policy: measure retention (artifact recall, re-fetch demand,
-        /// planted facts) and mark the cost–retention frontier.
-        #[arg(long, requires = "policy")]
-        retention: bool,
-        /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
-        #[arg(long, default_value_t = 1.0)]
-        scale: f64,
-        /// Exact length of the embedded result path.
-        #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN, value_parser = parse_one_len)]
-        path_len: usize,
-        /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
-        #[arg(long)]
-        strict: bool,
-        /// Also write an SVG plot of context size over model calls per profile;
-        /// with --policy … --cost, of cumulative dollars per policy.
-        #[arg(long, value_name = "FILE")]
-        plot: Option<std::path::PathBuf>,
-        /// Table columns, comma separated, or `all` (default: a narrow set;
-        /// Markdown shows all, JSON carries every field).
-        #[arg(long, value_name = "LIST")]
-        columns: Option<String>,
-        /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
-        #[arg(long, value_name = "FORMAT")]
-        format_in: Option<String>,
-        /// Replay each session at its real budget: the scale at which the
-        /// profile's limit is the size the session had when it really
-        /// compacted (sessions without a real compaction keep --scale).
-        #[arg(long)]
-        scale_to_real: bool,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
-        /// --policy, the cost of every policy beside its loss counters.
-        #[arg(long)]
-        cost: bool,
-        /// Tokenizer for `--cost` sizes.
-        #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
-        tokens: crate::tokens::Tokens,
-        /// Cache model for `--cost`.
-        #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
-        cache: crate::cache::provider::CacheChoice,
-        /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
-        #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
-        sheet: String,
-    },
+    Replay(ReplayArgs),
     /// Search for a conversation the broken side fails and the intact side passes;
     /// write the shrunk minimal counterexample as a scenario file.
     Hunt {
@@ -284,6 +227,67 @@ pub enum Command {
     Sweep(crate::sweep::SweepArgs),
     /// Regenerate (`--out DIR`) or check (`--check DIR`) the generated reports.
     Reports(crate::reports::ReportsArgs),
+}
+
+/// Arguments of `lab replay`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// Transcript files.
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Profiles to replay under (repeatable or comma separated; default: every profile).
+    #[arg(long, value_delimiter = ',')]
+    pub profile: Vec<String>,
+    /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
+    /// through the policy engine and its policy-agnostic checker and validity oracle.
+    #[arg(long, value_delimiter = ',', conflicts_with = "profile")]
+    pub policy: Vec<String>,
+    /// With --policy: measure retention (artifact recall, re-fetch demand,
+    /// planted facts) and mark the cost–retention frontier.
+    #[arg(long, requires = "policy")]
+    pub retention: bool,
+    /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Exact length of the embedded result path.
+    #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN, value_parser = parse_one_len)]
+    pub path_len: usize,
+    /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write an SVG plot of context size over model calls per profile;
+    /// with --policy … --cost, of cumulative dollars per policy.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+    /// Table columns, comma separated, or `all` (default: a narrow set;
+    /// Markdown shows all, JSON carries every field).
+    #[arg(long, value_name = "LIST")]
+    pub columns: Option<String>,
+    /// Read every file as this format instead of detecting it
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+    #[arg(long, value_name = "FORMAT")]
+    pub format_in: Option<String>,
+    /// Replay each session at its real budget: the scale at which the
+    /// profile's limit is the size the session had when it really
+    /// compacted (sessions without a real compaction keep --scale).
+    #[arg(long)]
+    pub scale_to_real: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
+    /// --policy, the cost of every policy beside its loss counters.
+    #[arg(long)]
+    pub cost: bool,
+    /// Tokenizer for `--cost` sizes.
+    #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
+    pub tokens: crate::tokens::Tokens,
+    /// Cache model for `--cost`.
+    #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
+    pub cache: crate::cache::provider::CacheChoice,
+    /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
+    #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
+    pub sheet: String,
 }
 
 /// Markers around the generated experiment table in README.md.
@@ -369,30 +373,12 @@ pub fn run(cli: Cli) -> LabResult<String> {
         },
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
         Some(Command::List { format }) => Ok(report::list(&registry::list::all(), format)),
-        Some(Command::Policies { format }) => {
-            let mut infos = Vec::new();
-            for name in crate::policy::list::names() {
-                infos.push(crate::policy::list::make(name)?.info());
-            }
-            Ok(crate::policy::render::policies(&infos, format))
-        }
+        Some(Command::Policies { format }) => policies(format),
         Some(Command::Drift {
             passes,
             capacity,
             format,
-        }) => {
-            if !(1..=1000).contains(&passes) || !(1..=10_000_000).contains(&capacity) {
-                return Err(LabError::usage(
-                    format!("--passes {passes} / --capacity {capacity} out of range"),
-                    "use --passes 1..=1000 and --capacity 1..=10000000",
-                ));
-            }
-            let curves: Vec<_> = crate::retention::drift::Strategy::ALL
-                .iter()
-                .map(|s| crate::retention::drift::run(*s, passes, capacity))
-                .collect();
-            Ok(crate::retention::render::drift(&curves, format))
-        }
+        }) => drift(passes, capacity, format),
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
             let cells = probe::probe_cells(&profile, &sets, &run.path_len.0)?;
@@ -404,112 +390,8 @@ pub fn run(cli: Cli) -> LabResult<String> {
             strict,
             format_in,
             format,
-        }) => {
-            let options = crate::import::ImportOptions {
-                strict,
-                format: format_in
-                    .as_deref()
-                    .map(crate::import::TranscriptFormat::from_name)
-                    .transpose()?,
-            };
-            crate::import::command(&files, &options, format)
-        }
-        Some(Command::Replay {
-            files,
-            profile,
-            policy,
-            retention,
-            scale,
-            path_len,
-            strict,
-            plot,
-            columns,
-            format_in,
-            scale_to_real,
-            format,
-            cost,
-            tokens,
-            cache,
-            sheet,
-        }) => {
-            let columns = columns
-                .as_deref()
-                .map(crate::replay::parse_columns)
-                .transpose()?;
-            if !(scale.is_finite() && scale > 0.0) {
-                return Err(LabError::usage(
-                    format!("--scale {scale} is not a positive number"),
-                    "use e.g. --scale 0.1",
-                ));
-            }
-            let import = crate::import::ImportOptions {
-                strict,
-                format: format_in
-                    .as_deref()
-                    .map(crate::import::TranscriptFormat::from_name)
-                    .transpose()?,
-            };
-            if let Some(path) = &plot {
-                crate::input::output_parent_exists(path, "--plot")?;
-            }
-            crate::compare::check_plot(plot.is_some(), !policy.is_empty(), cost)?;
-            if !policy.is_empty() {
-                if scale != 1.0 {
-                    return Err(LabError::usage(
-                        "--scale applies to --profile replays only",
-                        "drop --scale, or replay with --profile",
-                    ));
-                }
-                let pricing = if cost {
-                    let o = crate::cache::arms::CostOptions {
-                        tokens,
-                        provider: cache.provider(),
-                        ..Default::default()
-                    }
-                    .with_sheet(&sheet)?;
-                    Some(crate::compare::Pricing {
-                        provider: o.provider,
-                        sheet: o.sheet,
-                    })
-                } else {
-                    None
-                };
-                let measure = crate::compare::Measure {
-                    retention,
-                    pricing,
-                    tokens,
-                };
-                return crate::reports::cost::replay_command(
-                    &files, &policy, path_len, &import, measure, plot, format,
-                );
-            }
-            let options = crate::replay::ReplayOptions {
-                scale,
-                path_len: Some(path_len),
-                cost_tokens: None,
-                scale_to_real,
-            };
-            if cost {
-                let args = crate::cache::arms::CostArgs {
-                    files,
-                    profiles: profile.clone(),
-                    tokens,
-                    cache,
-                    sheet,
-                };
-                return crate::cache::arms::cli(&args, &options, &import, format);
-            }
-            crate::replay::command(&crate::replay::ReplayCommand {
-                files,
-                profiles: profile,
-                options,
-                strict,
-                format_in,
-                plot,
-                format,
-                columns,
-            })
-        }
+        }) => crate::import::command(&files, &import_options(strict, &format_in)?, format),
+        Some(Command::Replay(args)) => replay(args),
         Some(Command::Hunt {
             seed,
             tries,
@@ -529,18 +411,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
         }) => hunt(break_id, profile, sets, path_len, seed, tries, out),
         Some(Command::Run { files, format }) => run_scenarios(&files, format),
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
-        Some(Command::Readme { write: Some(path) }) => {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| LabError::io("reading", &path, e))?;
-            let new = splice_readme(&path, &text)?;
-            if new == text {
-                return Ok(format!("unchanged {}\n", path.display()));
-            }
-            // Temp file + rename: an interrupted write never leaves half a README.
-            crate::compact::root::cleanup::write_replacing(&path, new.as_bytes())
-                .map_err(|e| LabError::io("replacing", &path, e))?;
-            Ok(format!("updated {}\n", path.display()))
-        }
+        Some(Command::Readme { write: Some(path) }) => write_readme(&path),
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
         Some(Command::Reports(args)) => {
             if let Some(dir) = &args.out {
@@ -550,6 +421,138 @@ pub fn run(cli: Cli) -> LabResult<String> {
             crate::reports::reports_command(&args)
         }
     }
+}
+
+/// `lab policies`: every policy's card.
+fn policies(format: Format) -> LabResult<String> {
+    let mut infos = Vec::new();
+    for name in crate::policy::list::names() {
+        infos.push(crate::policy::list::make(name)?.info());
+    }
+    Ok(crate::policy::render::policies(&infos, format))
+}
+
+/// `lab drift`: every summarising strategy over repeated passes.
+fn drift(passes: usize, capacity: usize, format: Format) -> LabResult<String> {
+    if !(1..=1000).contains(&passes) || !(1..=10_000_000).contains(&capacity) {
+        return Err(LabError::usage(
+            format!("--passes {passes} / --capacity {capacity} out of range"),
+            "use --passes 1..=1000 and --capacity 1..=10000000",
+        ));
+    }
+    let curves: Vec<_> = crate::retention::drift::Strategy::ALL
+        .iter()
+        .map(|s| crate::retention::drift::run(*s, passes, capacity))
+        .collect();
+    Ok(crate::retention::render::drift(&curves, format))
+}
+
+/// Import options from `--strict` and `--format-in`.
+fn import_options(
+    strict: bool,
+    format_in: &Option<String>,
+) -> LabResult<crate::import::ImportOptions> {
+    Ok(crate::import::ImportOptions {
+        strict,
+        format: format_in
+            .as_deref()
+            .map(crate::import::TranscriptFormat::from_name)
+            .transpose()?,
+    })
+}
+
+/// `lab replay`: the argument checks, then policies, cost arms or profiles.
+fn replay(a: ReplayArgs) -> LabResult<String> {
+    let columns = a
+        .columns
+        .as_deref()
+        .map(crate::replay::parse_columns)
+        .transpose()?;
+    if !(a.scale.is_finite() && a.scale > 0.0) {
+        return Err(LabError::usage(
+            format!("--scale {} is not a positive number", a.scale),
+            "use e.g. --scale 0.1",
+        ));
+    }
+    let import = import_options(a.strict, &a.format_in)?;
+    if let Some(path) = &a.plot {
+        crate::input::output_parent_exists(path, "--plot")?;
+    }
+    crate::compare::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    if !a.policy.is_empty() {
+        return replay_policies(a, &import);
+    }
+    let options = crate::replay::ReplayOptions {
+        scale: a.scale,
+        path_len: Some(a.path_len),
+        cost_tokens: None,
+        scale_to_real: a.scale_to_real,
+    };
+    if a.cost {
+        let args = crate::cache::arms::CostArgs {
+            files: a.files,
+            profiles: a.profile,
+            tokens: a.tokens,
+            cache: a.cache,
+            sheet: a.sheet,
+        };
+        return crate::cache::arms::cli(&args, &options, &import, a.format);
+    }
+    crate::replay::command(&crate::replay::ReplayCommand {
+        files: a.files,
+        profiles: a.profile,
+        options,
+        strict: a.strict,
+        format_in: a.format_in,
+        plot: a.plot,
+        format: a.format,
+        columns,
+    })
+}
+
+/// `lab replay --policy …`: through the policy engine, priced with `--cost`.
+fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabResult<String> {
+    if a.scale != 1.0 {
+        return Err(LabError::usage(
+            "--scale applies to --profile replays only",
+            "drop --scale, or replay with --profile",
+        ));
+    }
+    let pricing = if a.cost {
+        let o = crate::cache::arms::CostOptions {
+            tokens: a.tokens,
+            provider: a.cache.provider(),
+            ..Default::default()
+        }
+        .with_sheet(&a.sheet)?;
+        Some(crate::compare::Pricing {
+            provider: o.provider,
+            sheet: o.sheet,
+        })
+    } else {
+        None
+    };
+    let measure = crate::compare::Measure {
+        retention: a.retention,
+        pricing,
+        tokens: a.tokens,
+    };
+    crate::reports::cost::replay_command(
+        &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,
+    )
+}
+
+/// `lab readme --write PATH`: splice the generated table into the README.
+fn write_readme(path: &std::path::Path) -> LabResult<String> {
+    let text = std::fs::read_to_string(path).map_err(|e| LabError::io("reading", path, e))?;
+    let new = splice_readme(path, &text)?;
+    if new == text {
+        return Ok(format!("unchanged {}\n", path.display()));
+    }
+    // Temp file + rename: an interrupted write never leaves half a README.
+    crate::compact::root::cleanup::write_replacing(path, new.as_bytes())
+        .map_err(|e| LabError::io("replacing", path, e))?;
+    Ok(format!("updated {}\n", path.display()))
 }
 
 fn run_breaks(ids: &[String], args: &RunArgs) -> LabResult<String> {
