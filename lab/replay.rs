@@ -282,6 +282,90 @@ struct MainInput<'a> {
     sent: Option<&'a [usize]>,
 }
 
+/// What a replay accumulates while it walks the main conversation.
+#[derive(Default)]
+struct Walk {
+    messages: Vec<Message>,
+    ledger: Ledger,
+    requests: Vec<Request>,
+    series: Vec<Point>,
+    /// The latest user request, the summariser's focus.
+    active_request: String,
+    raw_sum: usize,
+    sent_sum: usize,
+    first_fired_at: Option<usize>,
+    first_summary_at: Option<usize>,
+    tool_results: usize,
+    builder: Option<crate::cache::session::RequestBuilder>,
+    cache_requests: Vec<crate::cache::CacheRequest>,
+    turn: usize,
+    len: usize,
+}
+
+impl Walk {
+    /// A model call at message `i`: compact, then record the request.
+    fn model_call(&mut self, i: usize, compactor: &mut Compactor) -> LabResult<()> {
+        let before = compactor.events.len();
+        let history = std::mem::take(&mut self.messages);
+        self.messages = compactor.prepare(history, &self.active_request)?;
+        let new_events = &compactor.events[before..];
+        if self.first_fired_at.is_none() && !new_events.is_empty() {
+            self.first_fired_at = Some(i);
+        }
+        if self.first_summary_at.is_none()
+            && new_events
+                .iter()
+                .any(|e| matches!(e, Event::Summarized { .. }))
+        {
+            self.first_summary_at = Some(i);
+        }
+        let chars = estimate_chars(&self.messages);
+        self.requests.push(Request {
+            messages: self.messages.len(),
+            chars,
+            violations: crate::compact::pairs::pair_violations(&self.messages),
+        });
+        self.series.push(Point {
+            at: i,
+            raw_chars: raw_total(self.raw_sum, i),
+            sent_chars: raw_total(self.sent_sum, i),
+            chars,
+            messages: self.messages.len(),
+        });
+        if let Some(b) = self.builder.as_mut() {
+            self.cache_requests
+                .push(b.request(&self.messages, self.turn));
+        }
+        Ok(())
+    }
+
+    /// Message `i` arrives: note the request, its results and sizes, append it.
+    fn arrive(&mut self, i: usize, m: Message, real_compactions: &[usize], sent: Option<&[usize]>) {
+        self.len += 1;
+        self.turn += crate::cache::session::starts_turn(&m) as usize;
+        if m.role == Role::User && !m.is_tool_result() && !real_compactions.contains(&i) {
+            let text = m.text();
+            if !text.is_empty() {
+                self.active_request = text;
+            }
+        }
+        for b in m.blocks() {
+            if let Block::ToolResult {
+                tool_use_id,
+                content,
+            } = b
+            {
+                self.ledger.record(tool_use_id, content);
+                self.tool_results += 1;
+            }
+        }
+        let lab_size = message_chars(&m);
+        self.raw_sum += lab_size;
+        self.sent_sum += sent.and_then(|s| s.get(i).copied()).unwrap_or(lab_size);
+        self.messages.push(m);
+    }
+}
+
 /// Replay `main`.
 fn replay_core(
     source: &str,
@@ -290,7 +374,6 @@ fn replay_core(
     profile_name: &str,
     options: &ReplayOptions,
 ) -> LabResult<ReplayReport> {
-    let sent = main.sent;
     if !(options.scale.is_finite() && options.scale > 0.0) {
         return Err(LabError::usage(
             format!("--scale {} is not a positive number", options.scale),
@@ -306,81 +389,35 @@ fn replay_core(
     let root = LabRoot::spilled(options.path_len, ref_id.min(config.constants.safe_id_max))?;
     let limit = config.constants.context_char_limit;
     let mut compactor = Compactor::new(config, root)?;
-
-    let mut messages: Vec<Message> = Vec::new();
-    let mut ledger = Ledger::default();
-    let mut requests: Vec<Request> = Vec::new();
-    let mut series = Vec::new();
-    let mut active_request = String::new();
-    let mut raw_sum = 0usize;
-    let mut sent_sum = 0usize;
-    let (mut first_fired_at, mut first_summary_at) = (None, None);
-    let mut tool_results = 0usize;
-    let mut builder = options
-        .cost_tokens
-        .map(|t| crate::cache::session::RequestBuilder::new(t, 0));
-    let (mut cache_requests, mut turn) = (Vec::new(), 0usize);
-
-    let mut main_len = 0;
+    let mut walk = Walk {
+        builder: options
+            .cost_tokens
+            .map(|t| crate::cache::session::RequestBuilder::new(t, 0)),
+        ..Walk::default()
+    };
     for (i, m) in main.messages.enumerate() {
-        let owned = m?;
-        let m = &owned;
-        main_len += 1;
+        let m = m?;
         if m.role == Role::Assistant {
-            let before = compactor.events.len();
-            messages = compactor.prepare(std::mem::take(&mut messages), &active_request)?;
-            let new_events = &compactor.events[before..];
-            if first_fired_at.is_none() && !new_events.is_empty() {
-                first_fired_at = Some(i);
-            }
-            if first_summary_at.is_none()
-                && new_events
-                    .iter()
-                    .any(|e| matches!(e, Event::Summarized { .. }))
-            {
-                first_summary_at = Some(i);
-            }
-            let chars = estimate_chars(&messages);
-            requests.push(Request {
-                messages: messages.len(),
-                chars,
-                violations: crate::compact::pairs::pair_violations(&messages),
-            });
-            series.push(Point {
-                at: i,
-                raw_chars: raw_total(raw_sum, i),
-                sent_chars: raw_total(sent_sum, i),
-                chars,
-                messages: messages.len(),
-            });
-            if let Some(b) = builder.as_mut() {
-                cache_requests.push(b.request(&messages, turn));
-            }
+            walk.model_call(i, &mut compactor)?;
         }
-        turn += crate::cache::session::starts_turn(m) as usize;
-        if m.role == Role::User && !m.is_tool_result() && !real_compactions.contains(&i) {
-            let text = m.text();
-            if !text.is_empty() {
-                active_request = text;
-            }
-        }
-        for b in m.blocks() {
-            if let Block::ToolResult {
-                tool_use_id,
-                content,
-            } = b
-            {
-                ledger.record(tool_use_id, content);
-                tool_results += 1;
-            }
-        }
-        let lab_size = message_chars(m);
-        raw_sum += lab_size;
-        sent_sum += sent.and_then(|s| s.get(i).copied()).unwrap_or(lab_size);
-        messages.push(owned);
+        walk.arrive(i, m, real_compactions, main.sent);
     }
+    let mut report = finish(source, &compactor, walk, real_compactions);
+    report.profile = prof.name.to_string();
+    report.scale = options.scale;
+    report.context_char_limit = limit;
+    Ok(report)
+}
 
-    let mut counters = check(&compactor, &messages, &ledger, &requests);
+/// The report of a finished walk: the checker's counters and the sizes.
+/// Profile, scale and limit are the caller's to fill in.
+fn finish(
+    source: &str,
+    compactor: &Compactor,
+    w: Walk,
+    real_compactions: &[usize],
+) -> ReplayReport {
+    let mut counters = check(compactor, &w.messages, &w.ledger, &w.requests);
     let (persisted_files, bytes_persisted) =
         folder_size(compactor.root.fs(), compactor.root.results());
     for c in &mut counters.0 {
@@ -389,21 +426,21 @@ fn replay_core(
     // The list of persisted file names would name transcript ids.
     counters.0.retain(|c| c.name != "persisted_files");
     let count = |name: &str| counters.count_of(name).unwrap_or(0);
-    let summary_vs_real = match (first_summary_at, real_compactions.first()) {
+    let summary_vs_real = match (w.first_summary_at, real_compactions.first()) {
         (Some(a), Some(&r)) => Some(a as i64 - r as i64),
         _ => None,
     };
-    Ok(ReplayReport {
+    ReplayReport {
         source: source.to_string(),
         file: source.to_string(),
         format: None,
-        profile: prof.name.to_string(),
-        scale: options.scale,
+        profile: String::new(),
+        scale: 1.0,
         scaled_to_real: false,
-        context_char_limit: limit,
-        messages: main_len,
-        model_calls: series.len(),
-        tool_results,
+        context_char_limit: 0,
+        messages: w.len,
+        model_calls: w.series.len(),
+        tool_results: w.tool_results,
         lost_forever: count("lost_forever"),
         pointer_lost: count("pointer_lost"),
         pairs_intact: counters.flag_of("pairs_intact").unwrap_or(false),
@@ -413,8 +450,8 @@ fn replay_core(
         persisted_files,
         bytes_persisted,
         summary_calls: count("summary_calls"),
-        first_fired_at,
-        first_summary_at,
+        first_fired_at: w.first_fired_at,
+        first_summary_at: w.first_summary_at,
         real_compactions: real_compactions.to_vec(),
         real_compaction_meta: real_compactions
             .iter()
@@ -427,14 +464,14 @@ fn replay_core(
         starts_with_summary: false,
         main_from_sidechain: None,
         summary_vs_real,
-        peak_chars: series.iter().map(|p| p.chars).max().unwrap_or(0),
-        final_chars: estimate_chars(&messages),
-        raw_final_chars: raw_total(raw_sum, main_len),
-        sent_final_chars: raw_total(sent_sum, main_len),
+        peak_chars: w.series.iter().map(|p| p.chars).max().unwrap_or(0),
+        final_chars: estimate_chars(&w.messages),
+        raw_final_chars: raw_total(w.raw_sum, w.len),
+        sent_final_chars: raw_total(w.sent_sum, w.len),
         counters,
-        series,
-        cache_requests,
-    })
+        series: w.series,
+        cache_requests: w.cache_requests,
+    }
 }
 
 /// The scale at which `profile_name`'s context limit equals the uncompacted
