@@ -687,6 +687,56 @@ fn hunt_policy(
     ))
 }
 
+/// What `lab hunt` searches: a name, the intact side's profile and
+/// overrides, and the broken side's overrides on the same profile.
+struct HuntTarget {
+    name: String,
+    profile: String,
+    baseline_sets: Vec<String>,
+    broken_sets: Vec<String>,
+}
+
+/// The sides of a registry row (`--break ID`), or the profile with `--set`s.
+fn hunt_target(
+    break_id: Option<String>,
+    profile: String,
+    sets: Vec<String>,
+) -> LabResult<HuntTarget> {
+    match &break_id {
+        Some(id) => {
+            let s = crate::compact::experiments::sides(id).ok_or_else(|| {
+                let mem = registry::list::find(id).is_ok();
+                LabError::usage(
+                    format!(
+                        "{id:?} has no compaction sides to hunt{}",
+                        if mem { " (a memory experiment)" } else { "" }
+                    ),
+                    "hunt one of D2, D3, D6, G1, A, B, R1, or give --profile and --set",
+                )
+            })?;
+            Ok(HuntTarget {
+                name: format!("hunt-{}", id.to_ascii_uppercase()),
+                profile: s.profile.to_string(),
+                baseline_sets: s.baseline.iter().map(|x| x.to_string()).collect(),
+                broken_sets: s.broken.iter().map(|x| x.to_string()).collect(),
+            })
+        }
+        None if sets.is_empty() => Err(LabError::usage(
+            "nothing to hunt",
+            "give --break ID or one or more --set key=value",
+        )),
+        None => {
+            let tag: Vec<String> = sets.iter().map(|s| s.replace('=', "-")).collect();
+            Ok(HuntTarget {
+                name: format!("hunt-{profile}-{}", tag.join("-")),
+                profile,
+                baseline_sets: Vec::new(),
+                broken_sets: sets,
+            })
+        }
+    }
+}
+
 fn hunt(
     break_id: Option<String>,
     profile: String,
@@ -696,48 +746,11 @@ fn hunt(
     tries: usize,
     out: Option<std::path::PathBuf>,
 ) -> LabResult<String> {
-    use crate::compact::experiments::sides;
-    use crate::scenario::{Scenario, SCHEMA};
-    let (name, base_profile, base_sets, broken_sets): (String, String, Vec<String>, Vec<String>) =
-        match &break_id {
-            Some(id) => {
-                let s = sides(id).ok_or_else(|| {
-                    let mem = registry::list::find(id).is_ok();
-                    LabError::usage(
-                        format!(
-                            "{id:?} has no compaction sides to hunt{}",
-                            if mem { " (a memory experiment)" } else { "" }
-                        ),
-                        "hunt one of D2, D3, D6, G1, A, B, R1, or give --profile and --set",
-                    )
-                })?;
-                (
-                    format!("hunt-{}", id.to_ascii_uppercase()),
-                    s.profile.to_string(),
-                    s.baseline.iter().map(|x| x.to_string()).collect(),
-                    s.broken.iter().map(|x| x.to_string()).collect(),
-                )
-            }
-            None if sets.is_empty() => {
-                return Err(LabError::usage(
-                    "nothing to hunt",
-                    "give --break ID or one or more --set key=value",
-                ))
-            }
-            None => {
-                let tag: Vec<String> = sets.iter().map(|s| s.replace('=', "-")).collect();
-                (
-                    format!("hunt-{profile}-{}", tag.join("-")),
-                    profile.clone(),
-                    Vec::new(),
-                    sets.clone(),
-                )
-            }
-        };
-    let mut baseline = config::profile(&base_profile)?.config;
-    baseline.apply_overrides(&base_sets)?;
-    let mut broken = config::profile(&base_profile)?.config;
-    broken.apply_overrides(&broken_sets)?;
+    let t = hunt_target(break_id, profile, sets)?;
+    let mut baseline = config::profile(&t.profile)?.config;
+    baseline.apply_overrides(&t.baseline_sets)?;
+    let mut broken = config::profile(&t.profile)?.config;
+    broken.apply_overrides(&t.broken_sets)?;
     let Some(rounds) = crate::compact::hunt::hunt(&baseline, &broken, path_len, seed, tries)?
     else {
         return Ok(format!(
@@ -747,41 +760,21 @@ fn hunt(
     };
     let script = rounds.script();
     let o = probe::run(&broken, &script, Some(path_len))?;
-    let label = format!("path_len={path_len}");
-    let mut set = std::collections::BTreeMap::new();
-    for s in &broken_sets {
-        let (k, v) = s.split_once('=').expect("validated above");
-        set.insert(
-            k.to_string(),
-            serde_json::from_str(v).unwrap_or(serde_json::Value::String(v.to_string())),
-        );
-    }
-    let sc = Scenario {
-        schema: SCHEMA.to_string(),
-        name: name.clone(),
-        description: format!(
-            "Minimal counterexample found by `lab hunt` (seed {seed}): the broken side violates an invariant, \
-             the intact side ({base_profile}{}) does not.",
-            if base_sets.is_empty() { String::new() } else { format!(" with {}", base_sets.join(", ")) }
-        ),
-        profile: base_profile,
-        set,
-        path_len: vec![path_len],
-        summarizer: Default::default(),
-        script,
-        expect: Scenario::pin(&[(label, o.counters.clone())]),
-    };
     if let Some(path) = &out {
         crate::input::output_parent_exists(path, "--out")?;
     }
     let path =
-        out.unwrap_or_else(|| std::path::PathBuf::from(format!("scenarios/hunt/{name}.json")));
+        out.unwrap_or_else(|| std::path::PathBuf::from(format!("scenarios/hunt/{}.json", t.name)));
     // Only the default location's directory is created.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| LabError::io("creating the output dir", dir, e))?;
     }
-    crate::scenario::write_file(&path, &sc)?;
+    let name = t.name.clone();
+    crate::scenario::write_file(
+        &path,
+        &hunt_scenario(t, seed, path_len, script, &o.counters),
+    )?;
     let sizes: Vec<String> = rounds.0.iter().map(|r| format!("{r:?}")).collect();
     Ok(format!(
         "counterexample: {}, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
@@ -791,4 +784,45 @@ fn hunt(
         path.display(),
         path.display()
     ))
+}
+
+/// The scenario file of a hunted counterexample, pinned to what the broken
+/// side showed.
+fn hunt_scenario(
+    t: HuntTarget,
+    seed: u64,
+    path_len: usize,
+    script: crate::compact::session::Script,
+    counters: &crate::counters::Counters,
+) -> crate::scenario::Scenario {
+    use crate::scenario::{Scenario, SCHEMA};
+    let mut set = std::collections::BTreeMap::new();
+    for s in &t.broken_sets {
+        // Overrides were validated by apply_overrides: each has a `=`.
+        let (k, v) = s.split_once('=').unwrap_or((s, ""));
+        set.insert(
+            k.to_string(),
+            serde_json::from_str(v).unwrap_or(serde_json::Value::String(v.to_string())),
+        );
+    }
+    let with = if t.baseline_sets.is_empty() {
+        String::new()
+    } else {
+        format!(" with {}", t.baseline_sets.join(", "))
+    };
+    Scenario {
+        schema: SCHEMA.to_string(),
+        description: format!(
+            "Minimal counterexample found by `lab hunt` (seed {seed}): the broken side violates an invariant, \
+             the intact side ({}{with}) does not.",
+            t.profile
+        ),
+        name: t.name,
+        profile: t.profile,
+        set,
+        path_len: vec![path_len],
+        summarizer: Default::default(),
+        script,
+        expect: Scenario::pin(&[(format!("path_len={path_len}"), counters.clone())]),
+    }
 }
