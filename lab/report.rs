@@ -140,10 +140,15 @@ pub fn verdict(v: &Verdict, format: Format) -> String {
                 "[{}]\n{}\n  {}: {}\n",
                 cell.label,
                 table(&["counter", left, right, ""], rows, false),
+                // A break's changes are what the missing safeguard costs; a
+                // finding compares a fix with the design as is, and its
+                // counters may move either way (a trade-off), so it says "changed".
                 if reading.starts_with('(') {
                     "reading"
-                } else {
+                } else if v.kind == crate::registry::Kind::Break {
                     "degraded"
+                } else {
+                    "changed"
                 },
                 reading
             );
