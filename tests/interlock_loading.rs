@@ -8,7 +8,6 @@ use ctxlab::interlock::loading::{
 };
 use ctxlab::interlock::{Hinge, InterlockSwitches};
 use ctxlab::message::{Content, Message, Role};
-use ctxlab::registry::RunOptions;
 
 const PRODUCT: LoadingSwitches = LoadingSwitches {
     layout: Layout::CatalogResident,
@@ -17,9 +16,7 @@ const PRODUCT: LoadingSwitches = LoadingSwitches {
 #[test]
 fn the_loading_row_meets_its_expectations() {
     for row in EXPERIMENTS {
-        let v = (row.run)(&RunOptions::default()).unwrap();
-        let failures = v.check(row.expect);
-        assert!(failures.is_empty(), "{}: {failures:#?}", row.id);
+        common::verdict_holding(row);
     }
 }
 

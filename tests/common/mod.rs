@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 use ctxlab::compact::config::{profile, Config};
 use ctxlab::compact::session::{Action, Call, Turn};
 use ctxlab::import::ImportOptions;
+use ctxlab::registry::{Experiment, RunOptions, Verdict};
 
 /// The built `lab` binary, run from the repository root (where the
 /// relative paths of `scenarios/` and `reports/` resolve).
@@ -144,3 +145,12 @@ pub const STRICT: ImportOptions = ImportOptions {
     strict: true,
     format: None,
 };
+
+/// Run `row` at its default cells, assert every expectation of the registry
+/// holds, and return the verdict for the test's own further checks.
+pub fn verdict_holding(row: &Experiment) -> Verdict {
+    let v = (row.run)(&RunOptions::default()).unwrap();
+    let failures = v.check(row.expect);
+    assert!(failures.is_empty(), "{}: {failures:#?}", row.id);
+    v
+}
