@@ -15,10 +15,11 @@ const LOG: &str = r#"{"uuid":"u1","parentUuid":null,"type":"user","timestamp":"2
 {"uuid":"a2","parentUuid":"u2","type":"assistant","timestamp":"2025-08-07T06:00:09Z","message":{"id":"m2","role":"assistant","model":"claude-opus-4-1","content":[{"type":"text","text":"one file"}],"usage":{"input_tokens":4,"cache_creation_input_tokens":30,"cache_read_input_tokens":2000}}}
 "#;
 
+/// `common::write`, with the path as the text a command line takes.
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
-    let p = dir.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_string_lossy().into_owned()
+    common::write(dir.path(), name, text)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn u(v: &Value, key: &str) -> u64 {

@@ -251,6 +251,19 @@ pub const EARLIER: [(&str, &str); 2] = [
     ("release", "Run the benchmarks with --release."),
 ];
 
+/// `request N` (1-based) of every priced request that `keep` accepts.
+fn requests_where(
+    run: &LoadingRun,
+    keep: impl Fn(&crate::cache::RequestCost) -> bool,
+) -> Vec<String> {
+    run.cost
+        .requests
+        .iter()
+        .filter(|r| keep(r))
+        .map(|r| format!("request {}", r.index + 1))
+        .collect()
+}
+
 /// The run as registry counters.
 pub fn counters(run: &LoadingRun, h: &Interlocked) -> crate::counters::Counters {
     let mut c = crate::counters::Counters::default();
@@ -260,22 +273,10 @@ pub fn counters(run: &LoadingRun, h: &Interlocked) -> crate::counters::Counters 
         .map(|i| format!("request {}", i + 1))
         .collect();
     c.count("system_prompt_changes", changes.len() as u64, changes);
-    let breaks: Vec<String> = run
-        .cost
-        .requests
-        .iter()
-        .filter(|r| r.broke)
-        .map(|r| format!("request {}", r.index + 1))
-        .collect();
+    let breaks = requests_where(run, |r| r.broke);
     c.count("prefix_breaks", breaks.len() as u64, breaks);
     // Breaks at the system segment are the loading's; later ones are compaction's.
-    let at_system: Vec<String> = run
-        .cost
-        .requests
-        .iter()
-        .filter(|r| r.break_at.as_ref().is_some_and(|b| b.segment == 0))
-        .map(|r| format!("request {}", r.index + 1))
-        .collect();
+    let at_system = requests_where(run, |r| r.break_at.as_ref().is_some_and(|b| b.segment == 0));
     c.count("prefix_breaks_at_system", at_system.len() as u64, at_system);
     let injected = run.injected_tokens.iter().filter(|&&n| n > 0).count();
     c.count("turns_with_injection", injected as u64, std::iter::empty());
