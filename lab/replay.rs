@@ -387,7 +387,6 @@ fn replay_core(
     // Archives and persisted results grow with the session: their bytes go
     // to a spill file, not memory.
     let root = LabRoot::spilled(options.path_len, ref_id.min(config.constants.safe_id_max))?;
-    let limit = config.constants.context_char_limit;
     let mut compactor = Compactor::new(config, root)?;
     let mut walk = Walk {
         builder: options
@@ -402,17 +401,22 @@ fn replay_core(
         }
         walk.arrive(i, m, real_compactions, main.sent);
     }
-    let mut report = finish(source, &compactor, walk, real_compactions);
-    report.profile = prof.name.to_string();
-    report.scale = options.scale;
-    report.context_char_limit = limit;
-    Ok(report)
+    Ok(finish(
+        source,
+        prof.name,
+        options.scale,
+        &compactor,
+        walk,
+        real_compactions,
+    ))
 }
 
-/// The report of a finished walk: the checker's counters and the sizes.
-/// Profile, scale and limit are the caller's to fill in.
+/// The report of a finished walk under `profile` at `scale`: the checker's
+/// counters and the sizes.
 fn finish(
     source: &str,
+    profile: &str,
+    scale: f64,
     compactor: &Compactor,
     w: Walk,
     real_compactions: &[usize],
@@ -434,10 +438,10 @@ fn finish(
         source: source.to_string(),
         file: source.to_string(),
         format: None,
-        profile: String::new(),
-        scale: 1.0,
+        profile: profile.to_string(),
+        scale,
         scaled_to_real: false,
-        context_char_limit: 0,
+        context_char_limit: compactor.config.constants.context_char_limit,
         messages: w.len,
         model_calls: w.series.len(),
         tool_results: w.tool_results,
