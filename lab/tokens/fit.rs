@@ -70,8 +70,20 @@ pub fn shared_transcripts() -> Option<PathBuf> {
         .find(|p| p.join("claude_code").is_dir())
 }
 
+/// What a recorded request sent, as scored: its logged messages, plus the
+/// file contents Claude Code re-sent without logging them, counted at the
+/// code rate (they come back as numbered listings). The fit itself uses the
+/// logged messages only: the re-sent sizes are the contents last seen in the
+/// log, not what was sent, and would bend the code rate.
+pub fn request_features(r: &RecordedRequest) -> Features {
+    let mut f = Features::of(&r.messages);
+    f.chars[3] += r.resent_chars;
+    f
+}
+
 /// `(growth in features, growth in recorded tokens)` per consecutive pair of
-/// requests of one conversation.
+/// requests of one conversation (logged messages only, see
+/// [`request_features`]).
 pub fn samples(session: &Session) -> Vec<([f64; 6], f64)> {
     let mut last: HashMap<&str, ([f64; 6], f64)> = HashMap::new();
     let mut out = Vec::new();
@@ -195,7 +207,7 @@ pub fn score(session: &Session, k: &Coefficients) -> Errors {
     let mut base: HashMap<&str, f64> = HashMap::new();
     let mut out = Errors::default();
     for r in &session.requests {
-        let est = Features::of(&r.messages).tokens(k);
+        let est = request_features(r).tokens(k);
         let y = r.usage.total() as f64;
         if let (Some((e0, y0)), Some(b)) = (prev.get(r.chain.as_str()), base.get(r.chain.as_str()))
         {

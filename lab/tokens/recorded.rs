@@ -56,6 +56,9 @@ pub struct RecordedRequest {
     pub sent_ms: Option<i64>,
     /// The messages sent, oldest first.
     pub messages: Vec<Message>,
+    /// Characters of file contents Claude Code re-sent with tool results of
+    /// these messages without logging them ([`reminders`]).
+    pub resent_chars: f64,
     /// What the API reported.
     pub usage: Usage,
 }
@@ -120,6 +123,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// (an export's stamp) count as unknown.
 pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
     let index = assemble::Index::new(records);
+    let reminders = reminders::Reminders::of(records);
     let by_uuid: HashMap<&str, &Value> = records
         .iter()
         .filter_map(|r| Some((str_of(r, "uuid")?, r)))
@@ -143,7 +147,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             .unwrap_or_default();
         let mut messages = to_messages(index.messages(&chain, before));
         if !thinking::keeps_thinking(model) {
-            thinking::strip_earlier_turns(&mut messages);
+            thinking::strip_earlier_turns(&mut messages, |m| reminders.starts_turn(m));
         }
         out.push(RecordedRequest {
             chain: str_of(root, "uuid").unwrap_or_default().to_string(),
@@ -154,6 +158,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             model: model.to_string(),
             at_ms: index.time(r),
             sent_ms: chain.last().and_then(|p| index.time(p)),
+            resent_chars: reminders.resent_chars(&messages),
             messages,
             usage,
         });
@@ -272,6 +277,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 pub mod assemble;
+pub mod reminders;
 pub mod thinking;
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         model: "m".into(),
         at_ms: Some(at_min * MIN),
         sent_ms: Some(at_min * MIN),
+        resent_chars: 0.0,
         messages: messages.to_vec(),
         usage: Usage {
             input_tokens: u.0,
@@ -121,16 +122,18 @@ fn shared_sessions_are_reproduced() {
         );
     }
     eprintln!("total {ok}/{n} within 5%, rewrites {flagged}/{rec} flagged, {wrong} false");
-    // Pinned: 772 of 798 requests within ±5 % (target ≥ 90 %: met). 17 of
-    // 20 recorded rewrites flagged (recall 0.85; target 0.9: missed), 2
-    // false (precision 0.89). Flagged: gaps over the TTL between send times,
-    // new conversations, a model switch, earlier turns' thinking dropped at
-    // a new prompt. The 3 unflagged ones have no cause in the log (gaps of
-    // 84-276 s, no model, content or thinking change; each read fell back
-    // to a shorter prefix the conversation had cached before). The 2 false
-    // ones are gaps of 301 and 313 s, within the model's latency of the TTL.
-    assert_eq!((n, ok), (798, 772));
-    assert_eq!((rec, flagged, wrong), (20, 17, 2));
+    // Pinned: 773 of 798 requests within ±5 % (target ≥ 90 %: met). 18 of
+    // 20 recorded rewrites flagged (recall 0.90; target 0.9: met), 2 false
+    // (precision 0.90). Flagged: gaps over the TTL between send times, new
+    // conversations, a model switch, earlier turns' thinking dropped at a new
+    // prompt or at tool results that carried an unlogged reminder (after a
+    // subagent that edited files). The 2 unflagged ones (dmux 41, 48) have no
+    // cause in the log (gaps of 84 and 259 s, no model, content or thinking
+    // change; each read fell back to the system prompt and tools). The 2
+    // false ones are gaps of 301 and 313 s, within the model's latency of
+    // the TTL.
+    assert_eq!((n, ok), (798, 773));
+    assert_eq!((rec, flagged, wrong), (20, 18, 2));
 }
 
 #[test]

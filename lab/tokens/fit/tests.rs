@@ -20,6 +20,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             model: "m".into(),
             at_ms: None,
             sent_ms: None,
+            resent_chars: 0.0,
             messages: messages.clone(),
             usage: Usage {
                 input_tokens: total.round() as u64,
@@ -90,13 +91,14 @@ fn held_out_error_is_pinned() {
     let Some(sessions) = shared() else { return };
     let h = holdout(sessions);
     assert!(h.one_step.median <= 0.03 && h.one_step.p95 <= 0.08, "{h:?}");
-    // Measured 0.09 % / 1.6 % one-step; cumulative 3.4 % / 16.1 %, above the
+    // Measured 0.09 % / 1.6 % one-step; cumulative 3.3 % / 16.0 %, above the
     // 3 % / 8 % target. Most of the excess is one session whose Claude Code
-    // (1.0.70) injects changed files' contents after git checkouts and
-    // stashes without logging them: without it, 3.1 % / 7.8 %.
+    // (1.0.70) injects changed files' contents without logging them; the
+    // re-sends the log implies (edited files, then a git command that
+    // rewrites the working tree) took it from 6.3 % / 20.5 % to 6.0 % / 20.0 %.
     assert_eq!(h.one_step.n, 777);
-    assert!((h.cumulative.median - 0.0342).abs() < 0.002, "{h:?}");
-    assert!((h.cumulative.p95 - 0.1611).abs() < 0.005, "{h:?}");
+    assert!((h.cumulative.median - 0.0332).abs() < 0.002, "{h:?}");
+    assert!((h.cumulative.p95 - 0.1597).abs() < 0.005, "{h:?}");
 }
 
 /// Prints a refit and the held-out figures (for updating FITTED and README).

@@ -25,9 +25,13 @@ fn is_prompt(m: &Message) -> bool {
 }
 
 /// Removes the thinking blocks of every assistant message before the last
-/// user prompt.
-pub fn strip_earlier_turns(messages: &mut [Message]) {
-    let Some(last) = messages.iter().rposition(is_prompt) else {
+/// user message that starts a turn: a prompt, or tool results that carried
+/// an unlogged reminder (`carries_reminder`, see [`super::reminders`]).
+pub fn strip_earlier_turns(messages: &mut [Message], carries_reminder: impl Fn(&Message) -> bool) {
+    let Some(last) = messages
+        .iter()
+        .rposition(|m| is_prompt(m) || carries_reminder(m))
+    else {
         return;
     };
     for m in messages[..last]
@@ -64,9 +68,14 @@ mod tests {
             thinking("c"),
             Message::tool_results(vec![("u".into(), "out".into())]),
         ];
-        strip_earlier_turns(&mut m);
+        let mut reminded = m.clone();
+        strip_earlier_turns(&mut m, |_| false);
         let kept: Vec<usize> = m.iter().map(|m| m.blocks().len()).collect();
         assert_eq!(kept, vec![0, 1, 1, 1, 0, 2, 1]);
+        // Results that carried a reminder start a turn as a prompt does.
+        strip_earlier_turns(&mut reminded, |m| m.tool_result_ids().contains(&"u"));
+        let kept: Vec<usize> = reminded.iter().map(|m| m.blocks().len()).collect();
+        assert_eq!(kept, vec![0, 1, 1, 1, 0, 1, 1]);
     }
 
     #[test]
