@@ -79,7 +79,7 @@ fn sized_segments(conv: &mut Conversation, r: &RecordedRequest, counter: &Claude
         r.messages
             .iter()
             .enumerate()
-            .map(|(i, m)| message_segment(i, m)),
+            .map(|(i, m)| message_segment(i, m, r.prompts_after_stop_hook)),
     );
     let keys = prefix_keys(&segments);
     let target = r.usage.total() - r.usage.input_tokens;
@@ -108,15 +108,19 @@ fn sized_segments(conv: &mut Conversation, r: &RecordedRequest, counter: &Claude
     segments
 }
 
-fn message_segment(i: usize, m: &Message) -> Segment {
+/// A message's segment. The first message is keyed by the prompts after a
+/// Stop hook so far ([`crate::tokens::recorded::stop_hooks`]): each such
+/// prompt changes the prefix right after the system prompt.
+fn message_segment(i: usize, m: &Message, stop_hook_prompts: u32) -> Segment {
     let role = if m.role == crate::message::Role::User {
         "user"
     } else {
         "assistant"
     };
+    let epoch = if i == 0 { stop_hook_prompts } else { 0 };
     Segment::new(
         format!("msg {i} {role}"),
-        serde_json::to_string(m).unwrap_or_default(),
+        (epoch, serde_json::to_string(m).unwrap_or_default()),
         0,
     )
 }

@@ -59,6 +59,8 @@ pub struct RecordedRequest {
     /// Characters of file contents Claude Code re-sent with tool results of
     /// these messages without logging them ([`reminders`]).
     pub resent_chars: f64,
+    /// User prompts on the chain that followed a Stop hook ([`stop_hooks`]).
+    pub prompts_after_stop_hook: u32,
     /// What the API reported.
     pub usage: Usage,
 }
@@ -159,6 +161,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             at_ms: index.time(r),
             sent_ms: chain.last().and_then(|p| index.time(p)),
             resent_chars: reminders.resent_chars(&messages),
+            prompts_after_stop_hook: stop_hooks::prompts_after(&chain),
             messages,
             usage,
         });
@@ -278,6 +281,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 pub mod assemble;
 pub mod reminders;
+pub mod stop_hooks;
 pub mod thinking;
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             at_ms: None,
             sent_ms: None,
             resent_chars: 0.0,
+            prompts_after_stop_hook: 0,
             messages: messages.clone(),
             usage: Usage {
                 input_tokens: total.round() as u64,
@@ -118,6 +119,22 @@ fn print_fit() {
         println!("{row:?}");
     }
     println!("one-step {:?}\ncumulative {:?}", h.one_step, h.cumulative);
+    // The README also quotes the pooled figure without the Claude Code
+    // 1.0.70 session, each session still fitted without itself.
+    let mut rest = Vec::new();
+    for (i, held) in sessions.iter().enumerate() {
+        if held.name.starts_with("attio") {
+            continue;
+        }
+        let train: Vec<_> = sessions
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, s)| samples(s))
+            .collect();
+        rest.extend(score(held, &fit(&train)).cumulative);
+    }
+    println!("cumulative without attio {:?}", Spread::of(&rest));
 }
 
 /// A session whose requests each carry `extra` unlogged tokens per step,
