@@ -5,7 +5,9 @@
 //! a pause over the TTL): 9 of 9, in three Claude Code versions (1.0.57,
 //! 1.0.70, 2.0.42), two of them within 84 and 259 s of the previous
 //! request. Prompts after turns without one (no hooks configured, or an
-//! interrupted turn, where the hook does not run) kept their cache: 8 of 8.
+//! interrupted turn, where the hook does not run) kept their cache, 6 of 6,
+//! unless a cause already modelled broke it (a pause over the TTL, a switch
+//! to Haiku).
 //! The log does not show what changes early in the prompt (the hooks here
 //! export the transcript; Claude Code's own code was not traced that far),
 //! so the cache replay keys the conversation's first message by the number
