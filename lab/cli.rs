@@ -468,12 +468,8 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
         .as_deref()
         .map(crate::replay::parse_columns)
         .transpose()?;
-    if !(a.scale.is_finite() && a.scale > 0.0) {
-        return Err(LabError::usage(
-            format!("--scale {} is not a positive number", a.scale),
-            "use e.g. --scale 0.1",
-        ));
-    }
+    // Before any other check, for the profile, cost and policy paths alike.
+    crate::replay::check_scale(a.scale)?;
     let import = import_options(a.strict, &a.format_in)?;
     if let Some(path) = &a.plot {
         crate::input::output_parent_exists(path, "--plot")?;
