@@ -102,7 +102,7 @@ pub fn compare_one(
         tokens: measure.tokens.counter(),
         ..Env::default()
     };
-    let mut retention = Retention::with_facts(facts);
+    let mut retention = Retention::for_session(&planted, facts);
     let mut cost = crate::cache::observe::CostObserver::new(0, None);
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if measure.retention {
