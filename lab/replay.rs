@@ -54,7 +54,6 @@
 //! # Ok::<(), ctxlab::error::LabError>(())
 //! ```
 
-use comfy_table::{presets, Cell as TCell, ContentArrangement, Table};
 use serde::Serialize;
 
 use crate::compact::check::check;
@@ -928,23 +927,15 @@ fn notes(r: &ReplayReport) -> String {
 }
 
 fn table(reports: &[ReplayReport], markdown: bool, columns: &[usize]) -> String {
-    let mut t = Table::new();
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.load_preset(if markdown {
-        presets::ASCII_MARKDOWN
-    } else {
-        presets::UTF8_FULL_CONDENSED
-    });
-    t.set_header(columns.iter().map(|&c| TCell::new(COLUMNS[c].1)));
-    for r in reports {
-        let cells = row(r);
-        t.add_row(
-            columns
-                .iter()
-                .map(|&c| crate::report::cell_text(&cells[c], markdown)),
-        );
-    }
-    t.to_string()
+    let header: Vec<&str> = columns.iter().map(|&c| COLUMNS[c].1).collect();
+    let rows = reports
+        .iter()
+        .map(|r| {
+            let cells = row(r);
+            columns.iter().map(|&c| cells[c].clone()).collect()
+        })
+        .collect();
+    crate::report::table(&header, rows, markdown)
 }
 
 /// A terminal table, one row per report, the [`DEFAULT_COLUMNS`], with a

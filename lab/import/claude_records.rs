@@ -81,21 +81,25 @@ struct SentContent {
     items: Option<usize>,
 }
 
+/// A message record, as the plan reads it.
+#[derive(Debug)]
+struct MessageRec {
+    role: Role,
+    /// `message.id`, interned with the uuids (only compared).
+    message_id: Option<Id>,
+    body: Body,
+    compact_summary: bool,
+    sent: SentContent,
+    /// The content is tool results (and their images) only: it merges
+    /// into a preceding result message.
+    only_results: bool,
+    /// The content carries a tool result.
+    has_results: bool,
+}
+
 #[derive(Debug)]
 enum Kind {
-    Message {
-        role: Role,
-        /// `message.id`, interned with the uuids (only compared).
-        message_id: Option<Id>,
-        body: Body,
-        compact_summary: bool,
-        sent: SentContent,
-        /// The content is tool results (and their images) only: it merges
-        /// into a preceding result message.
-        only_results: bool,
-        /// The content carries a tool result.
-        has_results: bool,
-    },
+    Message(MessageRec),
     CompactBoundary {
         trigger: Option<String>,
         pre_tokens: Option<u64>,
@@ -115,7 +119,7 @@ struct Rec {
 
 impl Rec {
     fn is_message(&self) -> bool {
-        matches!(self.kind, Kind::Message { .. })
+        matches!(self.kind, Kind::Message(_))
     }
 }
 
@@ -219,21 +223,10 @@ fn record_type(
 /// A compaction boundary's trigger and token count before it.
 type Boundary = (Option<String>, Option<u64>);
 
-/// A message record's fields, its body taken out for the plan.
-struct Taken {
-    role: Role,
-    message_id: Option<Id>,
-    body: Body,
-    compact_summary: bool,
-    sent: SentContent,
-    only_results: bool,
-    has_results: bool,
-}
-
 /// The message of a record, its body taken (left empty); `None` for other
 /// records, a compaction boundary being noted in `boundary` for the next
 /// message.
-fn take_message(kind: &mut Kind, boundary: &mut Option<Boundary>) -> Option<Taken> {
+fn take_message(kind: &mut Kind, boundary: &mut Option<Boundary>) -> Option<MessageRec> {
     match kind {
         Kind::CompactBoundary {
             trigger,
@@ -243,22 +236,9 @@ fn take_message(kind: &mut Kind, boundary: &mut Option<Boundary>) -> Option<Take
             None
         }
         Kind::Other => None,
-        Kind::Message {
-            role,
-            message_id,
-            body,
-            compact_summary,
-            sent,
-            only_results,
-            has_results,
-        } => Some(Taken {
-            role: *role,
-            message_id: *message_id,
-            body: std::mem::replace(body, Body::Held(Content::Text(String::new()))),
-            compact_summary: *compact_summary,
-            sent: *sent,
-            only_results: *only_results,
-            has_results: *has_results,
+        Kind::Message(m) => Some(MessageRec {
+            body: std::mem::replace(&mut m.body, Body::Held(Content::Text(String::new()))),
+            ..*m
         }),
     }
 }
@@ -322,7 +302,7 @@ impl Records {
             return Ok(());
         };
         let (uuid, parent, logical_parent, sidechain) = self.chain_fields(&v, pos, sink)?;
-        let is_message = matches!(rec_kind, Kind::Message { .. });
+        let is_message = matches!(rec_kind, Kind::Message(_));
         if uuid.is_none() && !is_message {
             // Nothing can chain through it; counting it is all there is to do.
             return Ok(());
@@ -454,7 +434,7 @@ impl Records {
         };
         let has_results = matches!(&content, Content::Blocks(b)
             if b.iter().any(|x| matches!(x, Block::ToolResult { .. })));
-        Ok(Some(Kind::Message {
+        Ok(Some(Kind::Message(MessageRec {
             role,
             message_id: message
                 .get("id")
@@ -466,7 +446,7 @@ impl Records {
             body: span.map_or(Body::Held(content), Body::At),
             compact_summary,
             sent,
-        }))
+        })))
     }
 
     /// `uuid`, `parentUuid`, `logicalParentUuid` and `isSidechain`, each
@@ -762,10 +742,10 @@ impl Records {
             .is_some_and(|&i| {
                 matches!(
                     self.recs[i].kind,
-                    Kind::Message {
+                    Kind::Message(MessageRec {
                         compact_summary: true,
                         ..
-                    }
+                    })
                 )
             });
         boundary_root || summary_first
