@@ -468,12 +468,8 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
         .as_deref()
         .map(crate::replay::parse_columns)
         .transpose()?;
-    if !(a.scale.is_finite() && a.scale > 0.0) {
-        return Err(LabError::usage(
-            format!("--scale {} is not a positive number", a.scale),
-            "use e.g. --scale 0.1",
-        ));
-    }
+    // Before any other check, for the profile, cost and policy paths alike.
+    crate::replay::check_scale(a.scale)?;
     let import = import_options(a.strict, &a.format_in)?;
     if let Some(path) = &a.plot {
         crate::input::output_parent_exists(path, "--plot")?;
@@ -577,7 +573,11 @@ fn selftest() -> LabResult<String> {
     let mut failures = Vec::new();
     for e in registry::list::all() {
         let v = (e.run)(&opts)?;
-        let f = v.check(e.expect);
+        let mut f = v.check(e.expect);
+        // A row whose run reports another row's id would check the wrong expectations.
+        if v.id != e.id {
+            f.push(format!("{}: the verdict names row {}", e.id, v.id));
+        }
         out += &format!(
             "{:<16} {:<5} {}\n",
             e.id,

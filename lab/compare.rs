@@ -102,7 +102,7 @@ pub fn compare_one(
         tokens: measure.tokens.counter(),
         ..Env::default()
     };
-    let mut retention = Retention::with_facts(facts);
+    let mut retention = Retention::for_session(&planted, facts);
     let mut cost = crate::cache::observe::CostObserver::new(0, None);
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if measure.retention {
@@ -307,37 +307,7 @@ pub fn render_with_recorded(
     }
     crate::retention::render::mark_dominated(&mut scored);
     if format == Format::Json {
-        #[derive(serde::Serialize)]
-        struct Cost<'a> {
-            session: &'a str,
-            policy: &'a str,
-            #[serde(flatten)]
-            report: &'a crate::cache::CostReport,
-        }
-        #[derive(serde::Serialize)]
-        struct All<'a> {
-            runs: &'a [PolicyRun],
-            retention: &'a [crate::retention::render::Scored],
-            cost: Vec<Cost<'a>>,
-            #[serde(skip_serializing_if = "<[_]>::is_empty")]
-            recorded: &'a [crate::cache::arms::CostRow],
-        }
-        let cost = out
-            .iter()
-            .filter_map(|c| {
-                c.cost.as_ref().map(|r| Cost {
-                    session: &c.run.session,
-                    policy: &c.run.policy,
-                    report: r,
-                })
-            })
-            .collect();
-        return crate::report::json(&All {
-            runs: &runs,
-            retention: &scored,
-            cost,
-            recorded,
-        });
+        return render_json(out, &runs, &scored, recorded);
     }
     let mut s = crate::policy::render::runs(&runs, format);
     if priced {
@@ -351,4 +321,45 @@ pub fn render_with_recorded(
         s.push_str(&crate::retention::render::facts(&scored, format));
     }
     s
+}
+
+/// [`render_with_recorded`] as JSON: the runs, the scored retention, each
+/// priced run's cost and the recorded usage.
+fn render_json(
+    out: &[Compared],
+    runs: &[PolicyRun],
+    scored: &[crate::retention::render::Scored],
+    recorded: &[crate::cache::arms::CostRow],
+) -> String {
+    #[derive(serde::Serialize)]
+    struct Cost<'a> {
+        session: &'a str,
+        policy: &'a str,
+        #[serde(flatten)]
+        report: &'a crate::cache::CostReport,
+    }
+    #[derive(serde::Serialize)]
+    struct All<'a> {
+        runs: &'a [PolicyRun],
+        retention: &'a [crate::retention::render::Scored],
+        cost: Vec<Cost<'a>>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        recorded: &'a [crate::cache::arms::CostRow],
+    }
+    let cost = out
+        .iter()
+        .filter_map(|c| {
+            c.cost.as_ref().map(|r| Cost {
+                session: &c.run.session,
+                policy: &c.run.policy,
+                report: r,
+            })
+        })
+        .collect();
+    crate::report::json(&All {
+        runs,
+        retention: scored,
+        cost,
+        recorded,
+    })
 }

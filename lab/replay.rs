@@ -54,7 +54,6 @@
 //! # Ok::<(), ctxlab::error::LabError>(())
 //! ```
 
-use comfy_table::{presets, Cell as TCell, ContentArrangement, Table};
 use serde::Serialize;
 
 use crate::compact::check::check;
@@ -374,12 +373,6 @@ fn replay_core(
     profile_name: &str,
     options: &ReplayOptions,
 ) -> LabResult<ReplayReport> {
-    if !(options.scale.is_finite() && options.scale > 0.0) {
-        return Err(LabError::usage(
-            format!("--scale {} is not a positive number", options.scale),
-            "use a factor such as 1, 0.5 or 0.1",
-        ));
-    }
     let prof = profile(profile_name)?;
     let mut config = prof.config.clone();
     config.constants = scaled_constants(&config.constants, options.scale)?;
@@ -725,13 +718,6 @@ pub struct ReplayCommand {
 /// stderr, then the errors of the files that failed (the command then fails
 /// with the gravest error's exit code).
 pub fn command(cmd: &ReplayCommand) -> LabResult<String> {
-    let s = cmd.options.scale;
-    if !(s.is_finite() && s > 0.0) {
-        return Err(LabError::usage(
-            format!("--scale {s} is not a positive number"),
-            "use e.g. --scale 0.1",
-        ));
-    }
     let names: Vec<&str> = cmd.profiles.iter().map(String::as_str).collect();
     let import = ImportOptions {
         strict: cmd.strict,
@@ -770,7 +756,22 @@ fn raw_total(sum: usize, n: usize) -> usize {
     2 + n.saturating_sub(1) * 2 + sum
 }
 
+/// A scale must be a finite positive factor: `Constants::scaled` would turn
+/// zero, a negative or NaN into sizes of 1 and replay nonsense without an error.
+pub fn check_scale(scale: f64) -> LabResult<()> {
+    if scale.is_finite() && scale > 0.0 {
+        return Ok(());
+    }
+    Err(LabError::usage(
+        format!("--scale {scale} is not a positive number"),
+        "use e.g. --scale 0.1",
+    ))
+}
+
+/// Every replay scales its profile here, so library callers get the same
+/// scale check as `lab replay` (which checks first, before any other argument).
 fn scaled_constants(c: &Constants, scale: f64) -> LabResult<Constants> {
+    check_scale(scale)?;
     let scaled = if scale == 1.0 {
         c.clone()
     } else {
@@ -926,23 +927,15 @@ fn notes(r: &ReplayReport) -> String {
 }
 
 fn table(reports: &[ReplayReport], markdown: bool, columns: &[usize]) -> String {
-    let mut t = Table::new();
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.load_preset(if markdown {
-        presets::ASCII_MARKDOWN
-    } else {
-        presets::UTF8_FULL_CONDENSED
-    });
-    t.set_header(columns.iter().map(|&c| TCell::new(COLUMNS[c].1)));
-    for r in reports {
-        let cells = row(r);
-        t.add_row(
-            columns
-                .iter()
-                .map(|&c| crate::report::cell_text(&cells[c], markdown)),
-        );
-    }
-    t.to_string()
+    let header: Vec<&str> = columns.iter().map(|&c| COLUMNS[c].1).collect();
+    let rows = reports
+        .iter()
+        .map(|r| {
+            let cells = row(r);
+            columns.iter().map(|&c| cells[c].clone()).collect()
+        })
+        .collect();
+    crate::report::table(&header, rows, markdown)
 }
 
 /// A terminal table, one row per report, the [`DEFAULT_COLUMNS`], with a

@@ -7,9 +7,9 @@ use common::{lab, transcript_files, transcripts};
 use ctxlab::import::{import_file, ImportOptions, ImportedSession};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::course::CoursePolicy;
-use ctxlab::policy::engine::{replay, Env, Session};
-use ctxlab::policy::list;
+use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
 use ctxlab::policy::validity::{Kind, Provider};
+use ctxlab::policy::{list, Policy};
 use ctxlab::replay::{replay_with, ReplayOptions, DEFAULT_PATH_LEN};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -50,22 +50,23 @@ fn ref_id(messages: &[Message]) -> usize {
         .unwrap_or(7)
 }
 
+/// `messages` replayed through `policy` in a default environment.
+fn replayed(policy: &mut dyn Policy, messages: &[Message]) -> PolicyRun {
+    let session = Session {
+        name: "s",
+        messages,
+        times_ms: None,
+    };
+    replay(policy, session, &mut Env::default()).unwrap()
+}
+
 /// The course replay and the engine, on one session, for every profile.
 fn agree(session: &ImportedSession) {
     for name in CoursePolicy::names() {
         let course = replay_with(session, name, &ReplayOptions::default()).unwrap();
         let mut policy =
             CoursePolicy::with_root(name, Some(DEFAULT_PATH_LEN), ref_id(&session.main)).unwrap();
-        let run = replay(
-            &mut policy,
-            Session {
-                name: "s",
-                messages: &session.main,
-                times_ms: None,
-            },
-            &mut Env::default(),
-        )
-        .unwrap();
+        let run = replayed(&mut policy, &session.main);
         let what = format!("{} under {name}", session.source.display());
         assert_eq!(run.calls.len(), course.model_calls, "{what}: calls");
         assert_eq!(
@@ -112,17 +113,7 @@ fn the_intact_pipeline_loses_results_that_the_checker_names() {
     let mut lost = 0;
     for seed in 0..6 {
         let messages = synthetic(seed, 60);
-        let mut policy = list::make("course-f9e8b28").unwrap();
-        let run = replay(
-            policy.as_mut(),
-            Session {
-                name: "s",
-                messages: &messages,
-                times_ms: None,
-            },
-            &mut Env::default(),
-        )
-        .unwrap();
+        let run = replayed(list::make("course-f9e8b28").unwrap().as_mut(), &messages);
         lost += run.findings.lost_forever.count + run.findings.pointer_lost.count;
     }
     assert!(lost > 0, "generated sessions should show the course's loss");
@@ -131,17 +122,7 @@ fn the_intact_pipeline_loses_results_that_the_checker_names() {
 #[test]
 fn the_baseline_loses_nothing_and_every_request_is_valid() {
     let messages = synthetic(7, 30);
-    let mut policy = list::make("none").unwrap();
-    let run = replay(
-        policy.as_mut(),
-        Session {
-            name: "s",
-            messages: &messages,
-            times_ms: None,
-        },
-        &mut Env::default(),
-    )
-    .unwrap();
+    let run = replayed(list::make("none").unwrap().as_mut(), &messages);
     assert_eq!(run.calls.len(), 31);
     assert_eq!(run.findings.in_context, 30);
     assert_eq!(

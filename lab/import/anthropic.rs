@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::claude_records::convert_content;
 use super::stream::for_each_element;
-use super::{finish_document, DiagnosticKind, ImportedSession, Origin, Sink};
+use super::{finish_document, ImportedSession, Origin, Sink};
 use crate::error::LabResult;
 use crate::message::{Message, Role};
 
@@ -22,71 +22,16 @@ pub(crate) fn read<R: BufRead>(
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
     let source = sink.source.to_path_buf();
-    let mut main = Vec::new();
-    let mut origins = Vec::new();
-    let (mut with_role, mut first) = (0usize, None);
+    let mut doc = Document::default();
     let end = for_each_element(
         reader,
         &source,
         &["messages"],
         &["system"],
-        |v, line, column| {
-            session.stats.records += 1;
-            first.get_or_insert((line, column));
-            let role = v.get("role").and_then(Value::as_str).map(str::to_string);
-            with_role += usize::from(role.is_some());
-            match role.as_deref() {
-                Some("user") | Some("assistant") => {
-                    session.stats.message_records += 1;
-                    let Some(content) = convert_content(
-                        v.get("content"),
-                        (line, column),
-                        &mut session.stats,
-                        sink,
-                    )?
-                    else {
-                        // Reported; a message whose content cannot be read is skipped whole.
-                        return Ok(());
-                    };
-                    main.push(Message {
-                        role: if role.as_deref() == Some("user") {
-                            Role::User
-                        } else {
-                            Role::Assistant
-                        },
-                        content,
-                    });
-                    origins.push(Origin::at(line, column, crate::pyjson::dumps_len(&v)));
-                    Ok(())
-                }
-                Some("system") => {
-                    session.stats.message_records += 1;
-                    session.system.push(super::system_text(v.get("content")));
-                    Ok(())
-                }
-                Some(other) => {
-                    session.skip(&format!("role:{other}"));
-                    sink.report(
-                        line,
-                        column,
-                        DiagnosticKind::UnknownRole,
-                        format!("unknown role `{other}`; counted and skipped"),
-                    )
-                }
-                None => {
-                    session.skip("(no role)");
-                    sink.report(
-                        line,
-                        column,
-                        DiagnosticKind::InvalidRecord,
-                        "message has no string `role`; skipped".into(),
-                    )
-                }
-            }
-        },
+        |v, line, column| doc.element(&v, (line, column), session, sink),
     )?;
-    if session.stats.records > 0 && with_role == 0 {
-        let first = first.unwrap_or((1, 1));
+    if session.stats.records > 0 && doc.with_role == 0 {
+        let first = doc.first.unwrap_or((1, 1));
         return Err(super::openai::not_messages(
             sink,
             session.stats.records,
@@ -98,5 +43,69 @@ pub(crate) fn read<R: BufRead>(
             session.system.insert(0, super::system_text(Some(value)));
         }
     }
-    finish_document(session, main, origins, end.truncated, sink)
+    finish_document(session, doc.main, doc.origins, end.truncated, sink)
+}
+
+/// What the elements read so far gave.
+#[derive(Default)]
+struct Document {
+    main: Vec<Message>,
+    origins: Vec<Origin>,
+    /// Elements with a string `role`.
+    with_role: usize,
+    /// Where the first element starts.
+    first: Option<(usize, usize)>,
+}
+
+impl Document {
+    /// One element of the messages array, at `pos` (line, column).
+    fn element(
+        &mut self,
+        v: &Value,
+        pos: (usize, usize),
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        session.stats.records += 1;
+        self.first.get_or_insert(pos);
+        let role = v.get("role").and_then(Value::as_str);
+        self.with_role += usize::from(role.is_some());
+        match role {
+            Some(r @ ("user" | "assistant")) => {
+                session.stats.message_records += 1;
+                let role = if r == "user" {
+                    Role::User
+                } else {
+                    Role::Assistant
+                };
+                self.message(v, role, pos, session, sink)
+            }
+            Some("system") => {
+                session.stats.message_records += 1;
+                session.system.push(super::system_text(v.get("content")));
+                Ok(())
+            }
+            other => session.skip_role(other, pos, sink),
+        }
+    }
+
+    /// A user or assistant message; one whose content cannot be read is
+    /// reported (by the conversion) and skipped whole.
+    fn message(
+        &mut self,
+        v: &Value,
+        role: Role,
+        pos: (usize, usize),
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let Some(content) = convert_content(v.get("content"), pos, &mut session.stats, sink)?
+        else {
+            return Ok(());
+        };
+        self.main.push(Message { role, content });
+        self.origins
+            .push(Origin::at(pos.0, pos.1, crate::pyjson::dumps_len(v)));
+        Ok(())
+    }
 }

@@ -43,18 +43,7 @@ pub(crate) fn read<R: BufRead>(
         offset += n as u64;
         line_no += 1;
         let had_newline = buf.last() == Some(&b'\n');
-        let mut end = buf.len();
-        while end > 0 && buf[end - 1].is_ascii_whitespace() {
-            end -= 1;
-        }
-        let mut text = &buf[..end];
-        let mut bom = 0;
-        if line_no == 1 {
-            // A UTF-8 byte-order mark is not JSON; editors on some systems write one.
-            if let Some(rest) = text.strip_prefix(b"\xEF\xBB\xBF") {
-                (text, bom) = (rest, 3);
-            }
-        }
+        let (text, bom) = body(&buf, line_no);
         let trimmed = text.trim_ascii_start();
         if trimmed.is_empty() {
             continue;
@@ -70,29 +59,59 @@ pub(crate) fn read<R: BufRead>(
                 records.record(v, (line_no, column), Some(span), session, sink)?
             }
             Err(e) => {
-                let at_end = !had_newline
-                    || reader
-                        .fill_buf()
-                        .map_err(|e| LabError::io("reading transcript", sink.source, e))?
-                        .is_empty();
-                if e.is_eof() && at_end {
-                    sink.report(
-                        line_no,
-                        e.column(),
-                        DiagnosticKind::Truncated,
-                        "last line ends inside a JSON record (cut while writing); import stops before it"
-                            .into(),
-                    )?;
-                    break;
-                }
-                return Err(sink.error(
-                    line_no,
-                    e.column(),
-                    format!("invalid JSON record: {}", without_position(&e)),
-                    "each line must hold one JSON record; repair or remove this line",
-                ));
+                // Only a cut last line is not an error; import stops before it.
+                cut_last_line(&e, had_newline, &mut reader, line_no, sink)?;
+                break;
             }
         }
     }
     records.finish(session, sink)
+}
+
+/// Line `line_no` without its trailing white space and, on the first line,
+/// without a UTF-8 byte-order mark (not JSON; editors on some systems write
+/// one); the mark's length in bytes.
+fn body(buf: &[u8], line_no: usize) -> (&[u8], u64) {
+    let mut end = buf.len();
+    while end > 0 && buf[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    let text = &buf[..end];
+    if line_no == 1 {
+        if let Some(rest) = text.strip_prefix(b"\xEF\xBB\xBF") {
+            return (rest, 3);
+        }
+    }
+    (text, 0)
+}
+
+/// A line that is not JSON: reported as the cut it is when the JSON ends
+/// early on the file's last line, else the import's error.
+fn cut_last_line<R: BufRead>(
+    e: &serde_json::Error,
+    had_newline: bool,
+    reader: &mut R,
+    line_no: usize,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let at_end = !had_newline
+        || reader
+            .fill_buf()
+            .map_err(|e| LabError::io("reading transcript", sink.source, e))?
+            .is_empty();
+    if e.is_eof() && at_end {
+        return sink.report(
+            line_no,
+            e.column(),
+            DiagnosticKind::Truncated,
+            "last line ends inside a JSON record (cut while writing); import stops before it"
+                .into(),
+        );
+    }
+    Err(sink.error(
+        line_no,
+        e.column(),
+        format!("invalid JSON record: {}", without_position(e)),
+        "each line must hold one JSON record; repair or remove this line",
+    ))
 }

@@ -69,6 +69,9 @@ const KNOWN_NON_MESSAGE: &[&str] = &[
 /// (line, column) of a record's first byte.
 type Pos = (usize, usize);
 
+/// Record indices grouped by the root of their chain, in root order.
+type Groups = BTreeMap<usize, Vec<usize>>;
+
 /// The recorded size of a message `content`, enough to size merged messages.
 #[derive(Debug, Clone, Copy)]
 struct SentContent {
@@ -78,21 +81,25 @@ struct SentContent {
     items: Option<usize>,
 }
 
+/// A message record, as the plan reads it.
+#[derive(Debug)]
+struct MessageRec {
+    role: Role,
+    /// `message.id`, interned with the uuids (only compared).
+    message_id: Option<Id>,
+    body: Body,
+    compact_summary: bool,
+    sent: SentContent,
+    /// The content is tool results (and their images) only: it merges
+    /// into a preceding result message.
+    only_results: bool,
+    /// The content carries a tool result.
+    has_results: bool,
+}
+
 #[derive(Debug)]
 enum Kind {
-    Message {
-        role: Role,
-        /// `message.id`, interned with the uuids (only compared).
-        message_id: Option<Id>,
-        body: Body,
-        compact_summary: bool,
-        sent: SentContent,
-        /// The content is tool results (and their images) only: it merges
-        /// into a preceding result message.
-        only_results: bool,
-        /// The content carries a tool result.
-        has_results: bool,
-    },
+    Message(MessageRec),
     CompactBoundary {
         trigger: Option<String>,
         pre_tokens: Option<u64>,
@@ -112,7 +119,7 @@ struct Rec {
 
 impl Rec {
     fn is_message(&self) -> bool {
-        matches!(self.kind, Kind::Message { .. })
+        matches!(self.kind, Kind::Message(_))
     }
 }
 
@@ -168,7 +175,7 @@ impl Ids {
 /// origin position.
 struct Plan {
     msgs: Vec<Planned>,
-    compactions: HashMap<Pos, (Option<String>, Option<u64>)>,
+    compactions: HashMap<Pos, Boundary>,
 }
 
 /// A plan run through the repair: the messages (unless left in the file),
@@ -179,6 +186,61 @@ struct Collected {
     origins: Vec<Origin>,
     sent: Vec<usize>,
     first_tool_use_chars: Option<usize>,
+}
+
+/// The record's string `type`; `None` (skipped, reported) when the record
+/// is not an object or has none.
+fn record_type(
+    v: &Value,
+    pos: Pos,
+    session: &mut ImportedSession,
+    sink: &mut Sink<'_>,
+) -> LabResult<Option<String>> {
+    let (line, column) = pos;
+    if !v.is_object() {
+        session.skip("(not an object)");
+        sink.report(
+            line,
+            column,
+            DiagnosticKind::InvalidRecord,
+            "record is not a JSON object; skipped".into(),
+        )?;
+        return Ok(None);
+    }
+    let kind = str_field(v, "type");
+    if kind.is_none() {
+        session.skip("(no type)");
+        sink.report(
+            line,
+            column,
+            DiagnosticKind::InvalidRecord,
+            "record has no string `type`; skipped".into(),
+        )?;
+    }
+    Ok(kind)
+}
+
+/// A compaction boundary's trigger and token count before it.
+type Boundary = (Option<String>, Option<u64>);
+
+/// The message of a record, its body taken (left empty); `None` for other
+/// records, a compaction boundary being noted in `boundary` for the next
+/// message.
+fn take_message(kind: &mut Kind, boundary: &mut Option<Boundary>) -> Option<MessageRec> {
+    match kind {
+        Kind::CompactBoundary {
+            trigger,
+            pre_tokens,
+        } => {
+            *boundary = Some((trigger.clone(), *pre_tokens));
+            None
+        }
+        Kind::Other => None,
+        Kind::Message(m) => Some(MessageRec {
+            body: std::mem::replace(&mut m.body, Body::Held(Content::Text(String::new()))),
+            ..*m
+        }),
+    }
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -230,23 +292,8 @@ impl Records {
     ) -> LabResult<()> {
         let (line, column) = pos;
         session.stats.records += 1;
-        if !v.is_object() {
-            session.skip("(not an object)");
-            return sink.report(
-                line,
-                column,
-                DiagnosticKind::InvalidRecord,
-                "record is not a JSON object; skipped".into(),
-            );
-        }
-        let Some(kind) = str_field(&v, "type") else {
-            session.skip("(no type)");
-            return sink.report(
-                line,
-                column,
-                DiagnosticKind::InvalidRecord,
-                "record has no string `type`; skipped".into(),
-            );
+        let Some(kind) = record_type(&v, pos, session, sink)? else {
+            return Ok(());
         };
         let span = span
             .filter(|_| self.backing.is_some())
@@ -255,7 +302,7 @@ impl Records {
             return Ok(());
         };
         let (uuid, parent, logical_parent, sidechain) = self.chain_fields(&v, pos, sink)?;
-        let is_message = matches!(rec_kind, Kind::Message { .. });
+        let is_message = matches!(rec_kind, Kind::Message(_));
         if uuid.is_none() && !is_message {
             // Nothing can chain through it; counting it is all there is to do.
             return Ok(());
@@ -268,9 +315,26 @@ impl Records {
                 "message record has no `uuid`; kept as a detached chain".into(),
             )?;
         }
+        self.push(
+            Rec {
+                pos,
+                uuid,
+                parent,
+                logical_parent,
+                sidechain,
+                kind: rec_kind,
+            },
+            sink,
+        )
+    }
+
+    /// Keep `rec`, findable by its uuid; a uuid seen before now names it
+    /// (reported).
+    fn push(&mut self, rec: Rec, sink: &mut Sink<'_>) -> LabResult<()> {
         let idx = self.recs.len();
-        if let Some(u) = uuid {
+        if let Some(u) = rec.uuid {
             if self.by_uuid.insert(u, idx as u32).is_some() {
+                let (line, column) = rec.pos;
                 sink.report(
                     line,
                     column,
@@ -282,14 +346,7 @@ impl Records {
                 )?;
             }
         }
-        self.recs.push(Rec {
-            pos,
-            uuid,
-            parent,
-            logical_parent,
-            sidechain,
-            kind: rec_kind,
-        });
+        self.recs.push(rec);
         Ok(())
     }
 
@@ -305,52 +362,7 @@ impl Records {
     ) -> LabResult<Option<Kind>> {
         let (line, column) = pos;
         Ok(Some(match kind {
-            "user" | "assistant" => {
-                let Some(message) = v.get("message").filter(|m| m.is_object()) else {
-                    session.skip(&format!("{kind} (no message)"));
-                    sink.report(
-                        line,
-                        column,
-                        DiagnosticKind::InvalidRecord,
-                        format!("`{kind}` record has no `message` object; skipped"),
-                    )?;
-                    return Ok(None);
-                };
-                let role = if kind == "user" {
-                    Role::User
-                } else {
-                    Role::Assistant
-                };
-                session.stats.message_records += 1;
-                let raw = message.get("content");
-                let Some(content) = convert_content(raw, pos, &mut session.stats, sink)? else {
-                    // Kept as a chain link (not a message), so its neighbours
-                    // still chain and consecutive results still merge.
-                    return Ok(Some(Kind::Other));
-                };
-                let compact_summary = v.get("isCompactSummary").and_then(Value::as_bool)
-                    == Some(true)
-                    || (role == Role::User && starts_with_continuation(&content));
-                let sent = SentContent {
-                    len: raw.map_or(4, crate::pyjson::dumps_len),
-                    items: raw.and_then(Value::as_array).map(Vec::len),
-                };
-                let has_results = matches!(&content, Content::Blocks(b)
-                    if b.iter().any(|x| matches!(x, Block::ToolResult { .. })));
-                Kind::Message {
-                    role,
-                    message_id: message
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .map(|id| self.ids.intern(id)),
-                    only_results: only_results(&content),
-                    has_results,
-                    // With a file behind it, the content is read again when needed.
-                    body: span.map_or(Body::Held(content), Body::At),
-                    compact_summary,
-                    sent,
-                }
-            }
+            "user" | "assistant" => return self.message_kind(v, kind, pos, span, session, sink),
             "system" if v.get("subtype").and_then(Value::as_str) == Some("compact_boundary") => {
                 session.skip("system");
                 let meta = v.get("compactMetadata");
@@ -376,6 +388,65 @@ impl Records {
                 Kind::Other
             }
         }))
+    }
+
+    /// A `user` or `assistant` record: a message, unless its `message` is not
+    /// an object (skipped, reported) or its content cannot be read (kept as a
+    /// chain link, so its neighbours still chain and consecutive results
+    /// still merge).
+    fn message_kind(
+        &mut self,
+        v: &Value,
+        kind: &str,
+        pos: Pos,
+        span: Option<Span>,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<Option<Kind>> {
+        let (line, column) = pos;
+        let Some(message) = v.get("message").filter(|m| m.is_object()) else {
+            session.skip(&format!("{kind} (no message)"));
+            sink.report(
+                line,
+                column,
+                DiagnosticKind::InvalidRecord,
+                format!("`{kind}` record has no `message` object; skipped"),
+            )?;
+            return Ok(None);
+        };
+        let role = if kind == "user" {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        session.stats.message_records += 1;
+        let raw = message.get("content");
+        let Some(content) = convert_content(raw, pos, &mut session.stats, sink)? else {
+            // Kept as a chain link (not a message), so its neighbours
+            // still chain and consecutive results still merge.
+            return Ok(Some(Kind::Other));
+        };
+        let compact_summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true)
+            || (role == Role::User && starts_with_continuation(&content));
+        let sent = SentContent {
+            len: raw.map_or(4, crate::pyjson::dumps_len),
+            items: raw.and_then(Value::as_array).map(Vec::len),
+        };
+        let has_results = matches!(&content, Content::Blocks(b)
+            if b.iter().any(|x| matches!(x, Block::ToolResult { .. })));
+        Ok(Some(Kind::Message(MessageRec {
+            role,
+            message_id: message
+                .get("id")
+                .and_then(Value::as_str)
+                .map(|id| self.ids.intern(id)),
+            only_results: only_results(&content),
+            has_results,
+            // With a file behind it, the content is read again when needed.
+            body: span.map_or(Body::Held(content), Body::At),
+            compact_summary,
+            sent,
+        })))
     }
 
     /// `uuid`, `parentUuid`, `logicalParentUuid` and `isSidechain`, each
@@ -578,21 +649,7 @@ impl Records {
         sink: &mut Sink<'_>,
     ) -> LabResult<Vec<Vec<Origin>>> {
         let mut side_origins = Vec::new();
-        let mut root_memo: HashMap<usize, usize> = HashMap::new();
-        let mut side_groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        let mut detached_groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for (i, r) in self.recs.iter().enumerate() {
-            if !r.is_message() || on_main.contains(&i) {
-                continue;
-            }
-            let root = self.root_of(i, &mut root_memo);
-            let groups = if r.sidechain {
-                &mut side_groups
-            } else {
-                &mut detached_groups
-            };
-            groups.entry(root).or_default().push(i);
-        }
+        let (side_groups, detached_groups) = self.off_main_groups(on_main);
         // A lazy import keeps the other conversations only when a sidechain
         // must stand in for a missing main one (replay reads nothing else).
         let lazy = self.backing.as_ref().is_some_and(|b| b.lazy);
@@ -610,29 +667,8 @@ impl Records {
             .iter()
             .position(|r| r.is_message() && !r.sidechain);
         for members in detached_groups.values() {
-            let (line, column) = self.recs[members[0]].pos;
             let holds_start = main_cut && first_message.is_some_and(|f| members.contains(&f));
-            if holds_start {
-                sink.report(
-                    line,
-                    column,
-                    DiagnosticKind::DetachedStart,
-                    format!(
-                        "the file's first message is on a chain of {} message record(s) cut off the main conversation; the replay misses the conversation's start",
-                        members.len()
-                    ),
-                )?;
-            } else {
-                sink.report(
-                    line,
-                    column,
-                    DiagnosticKind::DetachedChain,
-                    format!(
-                        "{} message record(s) on a chain not reachable from the main leaf; kept apart",
-                        members.len()
-                    ),
-                )?;
-            }
+            self.report_detached(members, holds_start, sink)?;
             let plan = self.plan(members);
             let built = self.run(plan.msgs, !lazy, sink)?;
             if !lazy {
@@ -640,6 +676,59 @@ impl Records {
             }
         }
         Ok(side_origins)
+    }
+
+    /// The message records off the main conversation, grouped by the root
+    /// of their chain: sidechains, then detached chains.
+    fn off_main_groups(&self, on_main: &HashSet<usize>) -> (Groups, Groups) {
+        let mut root_memo: HashMap<usize, usize> = HashMap::new();
+        let mut side_groups = Groups::new();
+        let mut detached_groups = Groups::new();
+        for (i, r) in self.recs.iter().enumerate() {
+            if !r.is_message() || on_main.contains(&i) {
+                continue;
+            }
+            let root = self.root_of(i, &mut root_memo);
+            let groups = if r.sidechain {
+                &mut side_groups
+            } else {
+                &mut detached_groups
+            };
+            groups.entry(root).or_default().push(i);
+        }
+        (side_groups, detached_groups)
+    }
+
+    /// A detached chain is reported: as the conversation's lost start when
+    /// it `holds_start`, else as a chain kept apart.
+    fn report_detached(
+        &self,
+        members: &[usize],
+        holds_start: bool,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let (line, column) = self.recs[members[0]].pos;
+        if holds_start {
+            sink.report(
+                line,
+                column,
+                DiagnosticKind::DetachedStart,
+                format!(
+                    "the file's first message is on a chain of {} message record(s) cut off the main conversation; the replay misses the conversation's start",
+                    members.len()
+                ),
+            )
+        } else {
+            sink.report(
+                line,
+                column,
+                DiagnosticKind::DetachedChain,
+                format!(
+                    "{} message record(s) on a chain not reachable from the main leaf; kept apart",
+                    members.len()
+                ),
+            )
+        }
     }
 
     fn starts_compacted(&self, chain: &[usize]) -> bool {
@@ -653,10 +742,10 @@ impl Records {
             .is_some_and(|&i| {
                 matches!(
                     self.recs[i].kind,
-                    Kind::Message {
+                    Kind::Message(MessageRec {
                         compact_summary: true,
                         ..
-                    }
+                    })
                 )
             });
         boundary_root || summary_first
@@ -717,64 +806,38 @@ impl Records {
         let mut last_id: Option<Id> = None;
         // The message being planned carries a tool result (a user message).
         let mut last_is_result = false;
-        let mut boundary: Option<(Option<String>, Option<u64>)> = None;
+        let mut boundary: Option<Boundary> = None;
         for &i in order {
-            let r = &mut self.recs[i];
-            let pos = r.pos;
-            let (role, message_id, body, compact_summary, sent, only_results, has_results) =
-                match &mut r.kind {
-                    Kind::CompactBoundary {
-                        trigger,
-                        pre_tokens,
-                    } => {
-                        boundary = Some((trigger.clone(), *pre_tokens));
-                        continue;
-                    }
-                    Kind::Other => continue,
-                    Kind::Message {
-                        role,
-                        message_id,
-                        body,
-                        compact_summary,
-                        sent,
-                        only_results,
-                        has_results,
-                    } => (
-                        *role,
-                        *message_id,
-                        std::mem::replace(body, Body::Held(Content::Text(String::new()))),
-                        *compact_summary,
-                        *sent,
-                        *only_results,
-                        *has_results,
-                    ),
-                };
+            let pos = self.recs[i].pos;
+            let Some(t) = take_message(&mut self.recs[i].kind, &mut boundary) else {
+                continue;
+            };
             let last_role = plan.msgs.last().map(|m| m.role);
-            let merge_assistant = role == Role::Assistant
-                && message_id.is_some()
-                && last_id == message_id
+            let merge_assistant = t.role == Role::Assistant
+                && t.message_id.is_some()
+                && last_id == t.message_id
                 && last_role == Some(Role::Assistant);
-            let merge_results = role == Role::User && only_results && last_is_result;
-            if (merge_assistant || merge_results) && !compact_summary && boundary.is_none() {
+            let merge_results = t.role == Role::User && t.only_results && last_is_result;
+            if (merge_assistant || merge_results) && !t.compact_summary && boundary.is_none() {
                 let last = plan.msgs.last_mut().expect("checked above");
-                last.parts.push(body);
-                parts.push(sent);
+                last.parts.push(t.body);
+                parts.push(t.sent);
             } else {
                 close_recorded(&mut plan.msgs, &parts);
-                parts = vec![sent];
-                if compact_summary || boundary.is_some() {
+                parts = vec![t.sent];
+                if t.compact_summary || boundary.is_some() {
                     plan.compactions
                         .insert(pos, boundary.take().unwrap_or((None, None)));
                 }
                 plan.msgs.push(Planned {
-                    role,
-                    parts: vec![body],
+                    role: t.role,
+                    parts: vec![t.body],
                     origin: Origin::at(pos.0, pos.1, 0),
                 });
-                last_is_result = role == Role::User && has_results;
+                last_is_result = t.role == Role::User && t.has_results;
             }
-            last_id = if role == Role::Assistant {
-                message_id
+            last_id = if t.role == Role::Assistant {
+                t.message_id
             } else {
                 None
             };
@@ -947,35 +1010,12 @@ pub(crate) fn convert_blocks(
             }),
             Some("tool_use") => {
                 stats.tool_uses += 1;
-                let id = match str_field(item, "id") {
-                    Some(id) => id,
-                    None => {
-                        let id = format!("missing-id-line-{line}-{}", out.len());
-                        sink.report(
-                            line,
-                            column,
-                            DiagnosticKind::InvalidRecord,
-                            format!("tool_use has no `id`; named it `{id}`"),
-                        )?;
-                        id
-                    }
-                };
-                out.push(Block::ToolUse {
-                    id,
-                    name: text_of("name"),
-                    input: item.get("input").cloned().unwrap_or(Value::Null),
-                });
+                let block = tool_use(item, pos, out.len(), sink)?;
+                out.push(block);
             }
             Some("tool_result") => {
                 stats.tool_results += 1;
-                let (content, images) = flatten_tool_result(item.get("content"));
-                stats.largest_tool_result_chars =
-                    stats.largest_tool_result_chars.max(content.chars().count());
-                out.push(Block::ToolResult {
-                    tool_use_id: text_of("tool_use_id"),
-                    content,
-                });
-                out.extend(images);
+                tool_result(item, stats, &mut out);
             }
             Some("image") => out.push(Block::Image {
                 source: image_source(item),
@@ -1002,6 +1042,41 @@ pub(crate) fn convert_blocks(
         }
     }
     Ok(out)
+}
+
+/// A `tool_use` block, the `index`-th block of its message; one without an
+/// `id` is named after its line and index (reported).
+fn tool_use(item: &Value, pos: Pos, index: usize, sink: &mut Sink<'_>) -> LabResult<Block> {
+    let (line, column) = pos;
+    let id = match str_field(item, "id") {
+        Some(id) => id,
+        None => {
+            let id = format!("missing-id-line-{line}-{index}");
+            sink.report(
+                line,
+                column,
+                DiagnosticKind::InvalidRecord,
+                format!("tool_use has no `id`; named it `{id}`"),
+            )?;
+            id
+        }
+    };
+    Ok(Block::ToolUse {
+        id,
+        name: str_field(item, "name").unwrap_or_default(),
+        input: item.get("input").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// A `tool_result` block, flattened to text, then the images it held.
+fn tool_result(item: &Value, stats: &mut FileStats, out: &mut Vec<Block>) {
+    let (content, images) = flatten_tool_result(item.get("content"));
+    stats.largest_tool_result_chars = stats.largest_tool_result_chars.max(content.chars().count());
+    out.push(Block::ToolResult {
+        tool_use_id: str_field(item, "tool_use_id").unwrap_or_default(),
+        content,
+    });
+    out.extend(images);
 }
 
 /// The fields of a Claude Code record the import reads; the rest (tool

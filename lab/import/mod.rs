@@ -566,6 +566,37 @@ impl ImportedSession {
     fn skip(&mut self, record_type: &str) {
         *self.skipped.entry(record_type.to_string()).or_insert(0) += 1;
     }
+
+    /// A message element whose role (`None`: no string `role`) is not one a
+    /// reader takes: counted as skipped and reported at (line, column).
+    pub(crate) fn skip_role(
+        &mut self,
+        role: Option<&str>,
+        pos: (usize, usize),
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let (line, column) = pos;
+        match role {
+            Some(other) => {
+                self.skip(&format!("role:{other}"));
+                sink.report(
+                    line,
+                    column,
+                    DiagnosticKind::UnknownRole,
+                    format!("unknown role `{other}`; counted and skipped"),
+                )
+            }
+            None => {
+                self.skip("(no role)");
+                sink.report(
+                    line,
+                    column,
+                    DiagnosticKind::InvalidRecord,
+                    "message has no string `role`; skipped".into(),
+                )
+            }
+        }
+    }
 }
 
 /// Diagnostics kept per kind; the rest are counted only, so a flood of one
@@ -981,13 +1012,7 @@ pub(crate) fn image_source(block: &serde_json::Value) -> String {
 pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report::Format) -> String {
     use comfy_table::{presets, ContentArrangement, Table};
     if format == crate::report::Format::Json {
-        let v: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(file, s)| serde_json::json!({ "file": file, "summary": s }))
-            .collect();
-        let mut out = serde_json::to_string_pretty(&v).expect("summaries serialise");
-        out.push('\n');
-        return out;
+        return summaries_json(rows);
     }
     let mut t = Table::new();
     t.set_content_arrangement(ContentArrangement::Disabled);
@@ -996,22 +1021,46 @@ pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report:
     } else {
         presets::UTF8_FULL_CONDENSED
     });
-    t.set_header(vec![
-        "file",
-        "format",
-        "records",
-        "message records",
-        "tool calls",
-        "main msgs",
-        "main tool calls",
-        "main chars / sent",
-        "sidechains (msgs)",
-        "detached (msgs)",
-        "real compactions @",
-        "skipped",
-        "diagnostics",
-        "notes",
-    ]);
+    t.set_header(SUMMARY_COLUMNS.to_vec());
+    for (file, s) in rows {
+        t.add_row(summary_row(file, s));
+    }
+    let mut out = t.to_string();
+    out.push_str(&format!("\n{SIZES_NOTE}\n"));
+    out
+}
+
+/// The columns of the import table.
+const SUMMARY_COLUMNS: [&str; 14] = [
+    "file",
+    "format",
+    "records",
+    "message records",
+    "tool calls",
+    "main msgs",
+    "main tool calls",
+    "main chars / sent",
+    "sidechains (msgs)",
+    "detached (msgs)",
+    "real compactions @",
+    "skipped",
+    "diagnostics",
+    "notes",
+];
+
+/// The summaries as one JSON array of `{file, summary}`.
+fn summaries_json(rows: &[(String, ImportSummary)]) -> String {
+    let v: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|(file, s)| serde_json::json!({ "file": file, "summary": s }))
+        .collect();
+    let mut out = serde_json::to_string_pretty(&v).expect("summaries serialise");
+    out.push('\n');
+    out
+}
+
+/// One file's row of the import table, in [`SUMMARY_COLUMNS`] order.
+fn summary_row(file: &str, s: &ImportSummary) -> Vec<String> {
     let join = |m: &BTreeMap<String, usize>| {
         if m.is_empty() {
             "-".to_string()
@@ -1022,35 +1071,30 @@ pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report:
                 .join(", ")
         }
     };
-    for (file, s) in rows {
-        t.add_row(vec![
-            file.clone(),
-            s.format.name().to_string(),
-            s.stats.records.to_string(),
-            s.stats.message_records.to_string(),
-            s.stats.tool_uses.to_string(),
-            s.main_messages.to_string(),
-            s.main_tool_uses.to_string(),
-            format!("{} / {}", s.main_chars, s.main_sent_chars),
-            format!("{} ({})", s.sidechains, s.sidechain_messages),
-            format!("{} ({})", s.detached_chains, s.detached_messages),
-            if s.real_compaction_meta.is_empty() {
-                "-".to_string()
-            } else {
-                s.real_compaction_meta
-                    .iter()
-                    .map(RealCompaction::describe)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-            join(&s.skipped),
-            join(&s.diagnostics),
-            summary_notes(s),
-        ]);
-    }
-    let mut out = t.to_string();
-    out.push_str(&format!("\n{SIZES_NOTE}\n"));
-    out
+    vec![
+        file.to_string(),
+        s.format.name().to_string(),
+        s.stats.records.to_string(),
+        s.stats.message_records.to_string(),
+        s.stats.tool_uses.to_string(),
+        s.main_messages.to_string(),
+        s.main_tool_uses.to_string(),
+        format!("{} / {}", s.main_chars, s.main_sent_chars),
+        format!("{} ({})", s.sidechains, s.sidechain_messages),
+        format!("{} ({})", s.detached_chains, s.detached_messages),
+        if s.real_compaction_meta.is_empty() {
+            "-".to_string()
+        } else {
+            s.real_compaction_meta
+                .iter()
+                .map(RealCompaction::describe)
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        join(&s.skipped),
+        join(&s.diagnostics),
+        summary_notes(s),
+    ]
 }
 
 /// The line under the import table naming its two size estimates.

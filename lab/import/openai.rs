@@ -92,7 +92,6 @@ impl Conversation {
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
-        let (line, column) = pos;
         session.stats.records += 1;
         let role = v.get("role").and_then(Value::as_str).map(str::to_string);
         if role.is_some() {
@@ -109,44 +108,25 @@ impl Conversation {
             Some("user") => {
                 session.stats.message_records += 1;
                 let content = user_content(v.get("content"), pos, sink)?;
-                self.main.push(Message {
-                    role: Role::User,
-                    content,
-                });
-                self.origins.push(Origin::at(line, column, recorded));
+                self.push(Role::User, content, pos, recorded);
             }
             Some("assistant") => {
                 session.stats.message_records += 1;
                 let content = self.assistant(v, pos, session, sink)?;
-                self.main.push(Message {
-                    role: Role::Assistant,
-                    content,
-                });
-                self.origins.push(Origin::at(line, column, recorded));
+                self.push(Role::Assistant, content, pos, recorded);
             }
             Some(role @ ("tool" | "function")) => {
                 self.tool(v, role, pos, was_tool, recorded, session, sink)?;
             }
-            Some(other) => {
-                session.skip(&format!("role:{other}"));
-                sink.report(
-                    line,
-                    column,
-                    DiagnosticKind::UnknownRole,
-                    format!("unknown role `{other}`; counted and skipped"),
-                )?;
-            }
-            None => {
-                session.skip("(no role)");
-                sink.report(
-                    line,
-                    column,
-                    DiagnosticKind::InvalidRecord,
-                    "message has no string `role`; skipped".into(),
-                )?;
-            }
+            other => session.skip_role(other, pos, sink)?,
         }
         Ok(())
+    }
+
+    /// A user or assistant message of the main conversation, recorded at `pos`.
+    fn push(&mut self, role: Role, content: Content, pos: (usize, usize), recorded: usize) {
+        self.main.push(Message { role, content });
+        self.origins.push(Origin::at(pos.0, pos.1, recorded));
     }
 
     /// An assistant message: its text, then one `tool_use` per call.
@@ -157,7 +137,7 @@ impl Conversation {
         session: &mut ImportedSession,
         sink: &mut Sink<'_>,
     ) -> LabResult<Content> {
-        let (line, column) = pos;
+        let line = pos.0;
         let mut blocks = Vec::new();
         let text = text_of(v.get("content"));
         if !text.is_empty() {
@@ -170,71 +150,15 @@ impl Conversation {
             .unwrap_or_default();
         for (k, call) in calls.iter().enumerate() {
             session.stats.tool_uses += 1;
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("call-line-{line}-{k}"));
-            let function = call.get("function");
-            let name = function
-                .and_then(|f| f.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let input = match function.and_then(|f| f.get("arguments")) {
-                Some(Value::String(s)) => match serde_json::from_str(s) {
-                    Ok(v) => v,
-                    Err(_) => {
-                        sink.report(
-                            line,
-                            column,
-                            DiagnosticKind::BadToolArguments,
-                            format!("arguments of tool call `{id}` are not JSON; kept as a string"),
-                        )?;
-                        Value::String(s.clone())
-                    }
-                },
-                Some(other) => other.clone(),
-                None => Value::Object(Default::default()),
-            };
-            blocks.push(Block::ToolUse { id, name, input });
+            blocks.push(tool_call(call, k, pos, sink)?);
         }
         if let Some(fc) = v.get("function_call").filter(|f| f.is_object()) {
             session.stats.tool_uses += 1;
-            let id = format!("function-call-line-{line}");
-            let name = fc
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let input = match fc.get("arguments") {
-                Some(Value::String(s)) => {
-                    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
-                }
-                Some(other) => other.clone(),
-                None => Value::Object(Default::default()),
-            };
-            blocks.push(Block::ToolUse {
-                id: id.clone(),
-                name,
-                input,
-            });
+            let (id, block) = function_call(fc, line);
+            blocks.push(block);
             self.pending_function = Some(id);
         }
-        let has_calls = blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-        Ok(if has_calls {
-            Content::Blocks(blocks)
-        } else {
-            Content::Text(
-                blocks
-                    .into_iter()
-                    .map(|b| match b {
-                        Block::Text { text } => text,
-                        _ => String::new(),
-                    })
-                    .collect(),
-            )
-        })
+        Ok(assistant_content(blocks))
     }
 
     /// A `tool` (or legacy `function`) message: a `tool_result`, merged into
@@ -258,16 +182,7 @@ impl Conversation {
         } else {
             None
         };
-        let ids: Vec<String> = match (v.get("tool_call_id"), v.get("tool_call_ids")) {
-            _ if legacy.is_some() => legacy.into_iter().collect(),
-            (Some(Value::String(id)), _) => vec![id.clone()],
-            (_, Some(Value::Array(ids))) => ids
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            _ => Vec::new(),
-        };
+        let ids = answered_ids(v, legacy);
         let Some(id) = ids.first().cloned() else {
             return sink.report(
                 line,
@@ -296,6 +211,14 @@ impl Conversation {
             tool_use_id: id,
             content,
         };
+        self.push_result(block, pos, was_tool, recorded);
+        self.last_was_tool = true;
+        Ok(())
+    }
+
+    /// A result joins the user message of the tool message right before it,
+    /// or starts a user message of its own.
+    fn push_result(&mut self, block: Block, pos: (usize, usize), was_tool: bool, recorded: usize) {
         match (self.main.last_mut(), self.origins.last_mut()) {
             (
                 Some(Message {
@@ -313,11 +236,101 @@ impl Conversation {
                     role: Role::User,
                     content: Content::Blocks(vec![block]),
                 });
-                self.origins.push(Origin::at(line, column, recorded));
+                self.origins.push(Origin::at(pos.0, pos.1, recorded));
             }
         }
-        self.last_was_tool = true;
-        Ok(())
+    }
+}
+
+/// The call ids a tool message answers: the pending legacy function call,
+/// else `tool_call_id`, else the strings of `tool_call_ids`.
+fn answered_ids(v: &Value, legacy: Option<String>) -> Vec<String> {
+    match (v.get("tool_call_id"), v.get("tool_call_ids")) {
+        _ if legacy.is_some() => legacy.into_iter().collect(),
+        (Some(Value::String(id)), _) => vec![id.clone()],
+        (_, Some(Value::Array(ids))) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// One element `k` of `tool_calls` as a `tool_use`; arguments that are not
+/// JSON are kept as a string, with a diagnostic.
+fn tool_call(call: &Value, k: usize, pos: (usize, usize), sink: &mut Sink<'_>) -> LabResult<Block> {
+    let (line, column) = pos;
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("call-line-{line}-{k}"));
+    let function = call.get("function");
+    let name = function
+        .and_then(|f| f.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let input = match function.and_then(|f| f.get("arguments")) {
+        Some(Value::String(s)) => match serde_json::from_str(s) {
+            Ok(v) => v,
+            Err(_) => {
+                sink.report(
+                    line,
+                    column,
+                    DiagnosticKind::BadToolArguments,
+                    format!("arguments of tool call `{id}` are not JSON; kept as a string"),
+                )?;
+                Value::String(s.clone())
+            }
+        },
+        Some(other) => other.clone(),
+        None => Value::Object(Default::default()),
+    };
+    Ok(Block::ToolUse { id, name, input })
+}
+
+/// A legacy `function_call` as a `tool_use` with an id made from its line
+/// (the later `function` message answers it); arguments that are not JSON
+/// are kept as a string, silently, as before.
+fn function_call(fc: &Value, line: usize) -> (String, Block) {
+    let id = format!("function-call-line-{line}");
+    let name = fc
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let input = match fc.get("arguments") {
+        Some(Value::String(s)) => {
+            serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+        }
+        Some(other) => other.clone(),
+        None => Value::Object(Default::default()),
+    };
+    let block = Block::ToolUse {
+        id: id.clone(),
+        name,
+        input,
+    };
+    (id, block)
+}
+
+/// Blocks when the message calls a tool, else its text alone.
+fn assistant_content(blocks: Vec<Block>) -> Content {
+    let has_calls = blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+    if has_calls {
+        Content::Blocks(blocks)
+    } else {
+        Content::Text(
+            blocks
+                .into_iter()
+                .map(|b| match b {
+                    Block::Text { text } => text,
+                    _ => String::new(),
+                })
+                .collect(),
+        )
     }
 }
 

@@ -59,6 +59,64 @@ struct Scanner<R> {
     col: usize,
 }
 
+/// Where the scan of one JSON value stands: a scalar ends before the first
+/// delimiter, a string, array or object after the byte that closes it.
+#[derive(Default)]
+struct ValueEnd {
+    scalar: bool,
+    depth: usize,
+    in_str: bool,
+    esc: bool,
+}
+
+/// What one byte does to a value scan.
+#[derive(PartialEq, Eq)]
+enum Next {
+    More,
+    /// The value ended before this byte.
+    EndBefore,
+    /// This byte ends the value.
+    EndAfter,
+}
+
+impl ValueEnd {
+    #[inline]
+    fn step(&mut self, b: u8) -> Next {
+        if self.scalar {
+            return if matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}') {
+                Next::EndBefore
+            } else {
+                Next::More
+            };
+        }
+        if self.in_str {
+            if self.esc {
+                self.esc = false;
+            } else if b == b'\\' {
+                self.esc = true;
+            } else if b == b'"' {
+                self.in_str = false;
+                if self.depth == 0 {
+                    return Next::EndAfter;
+                }
+            }
+            return Next::More;
+        }
+        match b {
+            b'"' => self.in_str = true,
+            b'{' | b'[' => self.depth += 1,
+            b'}' | b']' => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0 {
+                    return Next::EndAfter;
+                }
+            }
+            _ => {}
+        }
+        Next::More
+    }
+}
+
 impl<R: BufRead> Scanner<R> {
     fn peek(&mut self) -> Result<Option<u8>, Stop> {
         Ok(self.r.fill_buf()?.first().copied())
@@ -139,20 +197,23 @@ impl<R: BufRead> Scanner<R> {
         if matches!(first, b',' | b']' | b'}' | b':') {
             return Err(self.syntax("expected a value"));
         }
-        let scalar = !matches!(first, b'{' | b'[' | b'"');
-        let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+        let mut state = ValueEnd {
+            scalar: !matches!(first, b'{' | b'[' | b'"'),
+            ..ValueEnd::default()
+        };
         loop {
             let buf = self.r.fill_buf()?;
             if buf.is_empty() {
                 // A scalar may end at the end of input; serde_json judges it.
-                return if scalar { Ok(()) } else { Err(Stop::Eof) };
+                return if state.scalar { Ok(()) } else { Err(Stop::Eof) };
             }
             let mut n = 0;
             let mut done = false;
             let mut line = self.line;
             let mut col = self.col;
             for &b in buf {
-                if scalar && matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b']' | b'}') {
+                let next = state.step(b);
+                if next == Next::EndBefore {
                     done = true;
                     break;
                 }
@@ -163,34 +224,9 @@ impl<R: BufRead> Scanner<R> {
                 } else {
                     col += 1;
                 }
-                if scalar {
-                    continue;
-                }
-                if in_str {
-                    if esc {
-                        esc = false;
-                    } else if b == b'\\' {
-                        esc = true;
-                    } else if b == b'"' {
-                        in_str = false;
-                        if depth == 0 {
-                            done = true;
-                            break;
-                        }
-                    }
-                } else {
-                    match b {
-                        b'"' => in_str = true,
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth = depth.saturating_sub(1);
-                            if depth == 0 {
-                                done = true;
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
+                if next == Next::EndAfter {
+                    done = true;
+                    break;
                 }
             }
             if let Some(out) = out.as_deref_mut() {
@@ -305,46 +341,7 @@ fn document<R: BufRead>(
             *found = true;
             array(sc, f, &mut buf)?;
         }
-        Some(b'{') => {
-            sc.bump()?;
-            sc.skip_ws()?;
-            if sc.peek()? == Some(b'}') {
-                sc.bump()?;
-            } else {
-                loop {
-                    sc.skip_ws()?;
-                    if sc.peek()? != Some(b'"') {
-                        return match sc.peek()? {
-                            None => Err(Stop::Eof),
-                            Some(_) => Err(sc.syntax("expected a string key")),
-                        };
-                    }
-                    let key: String = sc.parse(&mut buf)?;
-                    sc.skip_ws()?;
-                    sc.expect(b":", "expected `:` after an object key")?;
-                    sc.skip_ws()?;
-                    if keys.contains(&key.as_str()) {
-                        match sc.peek()? {
-                            Some(b'[') => {
-                                *found = true;
-                                array(sc, f, &mut buf)?;
-                            }
-                            None => return Err(Stop::Eof),
-                            Some(_) => return Err(sc.syntax(&format!("`{key}` must be an array"))),
-                        }
-                    } else if capture.contains(&key.as_str()) {
-                        let v: Value = sc.parse(&mut buf)?;
-                        end.captured.push((key, v));
-                    } else {
-                        sc.value(None)?;
-                    }
-                    sc.skip_ws()?;
-                    if sc.expect(b",}", "expected `,` or `}`")? == b'}' {
-                        break;
-                    }
-                }
-            }
-        }
+        Some(b'{') => object(sc, keys, capture, f, end, found, &mut buf)?,
         Some(_) => return Err(sc.syntax("expected a JSON array or object")),
     }
     sc.skip_ws()?;
@@ -354,6 +351,57 @@ fn document<R: BufRead>(
         ));
     }
     Ok(())
+}
+
+/// The document's top-level object: the arrays under `keys` streamed, the
+/// values under `capture` kept, the rest skipped.
+fn object<R: BufRead>(
+    sc: &mut Scanner<R>,
+    keys: &[&str],
+    capture: &[&str],
+    f: &mut impl FnMut(Value, usize, usize) -> LabResult<()>,
+    end: &mut StreamEnd,
+    found: &mut bool,
+    buf: &mut Vec<u8>,
+) -> Result<(), Stop> {
+    sc.bump()?;
+    sc.skip_ws()?;
+    if sc.peek()? == Some(b'}') {
+        sc.bump()?;
+        return Ok(());
+    }
+    loop {
+        sc.skip_ws()?;
+        if sc.peek()? != Some(b'"') {
+            return match sc.peek()? {
+                None => Err(Stop::Eof),
+                Some(_) => Err(sc.syntax("expected a string key")),
+            };
+        }
+        let key: String = sc.parse(buf)?;
+        sc.skip_ws()?;
+        sc.expect(b":", "expected `:` after an object key")?;
+        sc.skip_ws()?;
+        if keys.contains(&key.as_str()) {
+            match sc.peek()? {
+                Some(b'[') => {
+                    *found = true;
+                    array(sc, f, buf)?;
+                }
+                None => return Err(Stop::Eof),
+                Some(_) => return Err(sc.syntax(&format!("`{key}` must be an array"))),
+            }
+        } else if capture.contains(&key.as_str()) {
+            let v: Value = sc.parse(buf)?;
+            end.captured.push((key, v));
+        } else {
+            sc.value(None)?;
+        }
+        sc.skip_ws()?;
+        if sc.expect(b",}", "expected `,` or `}`")? == b'}' {
+            return Ok(());
+        }
+    }
 }
 
 fn array<R: BufRead>(

@@ -338,7 +338,7 @@ fn run_loading(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Ve
         broken: side(&messages, PROFILE, sw, &LoadingSwitches::default())?,
         ..Default::default()
     };
-    Ok(crate::registry::Verdict::new(&EXPERIMENTS[0], vec![cell]))
+    crate::registry::Verdict::of_row(EXPERIMENTS, "I-loading", vec![cell])
 }
 
 /// The loading row.

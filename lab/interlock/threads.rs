@@ -210,7 +210,7 @@ fn run_threads(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Ve
         )?,
         ..Default::default()
     };
-    Ok(crate::registry::Verdict::new(&EXPERIMENTS[0], vec![cell]))
+    crate::registry::Verdict::of_row(EXPERIMENTS, "I-lock-threads", vec![cell])
 }
 
 /// The real-concurrency row.

@@ -253,88 +253,136 @@ pub fn replay_observed(
     env: &mut Env,
     observers: &mut [&mut dyn Observer],
 ) -> LabResult<PolicyRun> {
-    let info = policy.info();
-    let rules = policy.pointer_rules();
-    let (storage, root) = workspace(policy, env)?;
-    let mut run = PolicyRun {
-        policy: info.name.clone(),
-        session: session.name.to_string(),
-        tokenizer: env.tokens.name().to_string(),
-        calls: Vec::new(),
-        events: Vec::new(),
-        findings: Findings::default(),
-        invalid_requests: 0,
-        ended_by_error: None,
-    };
-    let mut history: Vec<Message> = Vec::new();
-    // What the model last saw, plus what arrived after: the checker judges
-    // this, not the stored history, since a design may change only the
-    // request (server-side clearing) and keep its history intact.
-    let mut seen: Option<Vec<Message>> = None;
-    let mut ledger = Ledger::default();
+    let mut walk = Walk::start(policy, &session, env)?;
     for (i, m) in session.messages.iter().enumerate() {
         if m.role == Role::Assistant {
             let now_ms = session.times_ms.and_then(|t| t.get(i).copied().flatten());
-            let call = Call {
-                storage: storage.as_ref(),
-                root: &root,
-                turn: run.calls.len(),
-                now_ms,
-            };
-            let prepared = match step(policy, &mut history, call, env) {
-                Ok(p) => p,
-                Err(e) => {
-                    run.ended_by_error = Some(e.to_string());
-                    break;
-                }
-            };
-            let view = View {
-                storage: storage.as_ref(),
-                root: &root,
-                rules: &rules,
-                tokens: env.tokens.as_ref(),
-            };
-            for o in observers.iter_mut() {
-                o.on_request(
-                    run.calls.len(),
-                    i,
-                    &prepared.request,
-                    &prepared.events,
-                    &view,
-                );
+            if !walk.model_call(policy, env, observers, i, now_ms) {
+                break;
             }
-            record_call(
-                &mut run,
-                i,
-                &prepared.request,
-                prepared.events,
-                env.tokens.as_ref(),
-            );
-            seen = Some(prepared.request);
         }
-        ledger.record(m);
+        walk.arrive(i, m, observers);
+    }
+    Ok(walk.finish(policy))
+}
+
+/// A replay under way: the policy's workspace, the live history and what
+/// the model last saw.
+struct Walk {
+    storage: Shared,
+    root: PathBuf,
+    rules: Vec<super::PointerRule>,
+    run: PolicyRun,
+    history: Vec<Message>,
+    /// What the model last saw, plus what arrived after: the checker judges
+    /// this, not the stored history, since a design may change only the
+    /// request (server-side clearing) and keep its history intact.
+    seen: Option<Vec<Message>>,
+    ledger: Ledger,
+}
+
+impl Walk {
+    fn start(policy: &dyn Policy, session: &Session<'_>, env: &Env) -> LabResult<Walk> {
+        // In the order the policy was always asked: name, rules, workspace.
+        let name = policy.info().name;
+        let rules = policy.pointer_rules();
+        let (storage, root) = workspace(policy, env)?;
+        Ok(Walk {
+            storage,
+            root,
+            rules,
+            run: PolicyRun {
+                policy: name,
+                session: session.name.to_string(),
+                tokenizer: env.tokens.name().to_string(),
+                calls: Vec::new(),
+                events: Vec::new(),
+                findings: Findings::default(),
+                invalid_requests: 0,
+                ended_by_error: None,
+            },
+            history: Vec::new(),
+            seen: None,
+            ledger: Ledger::default(),
+        })
+    }
+
+    /// The model call before recorded message `at`: the policy prepares the
+    /// request, observers see it, the run records it. `false` when the
+    /// policy failed, which ends the run (the error is recorded).
+    fn model_call(
+        &mut self,
+        policy: &mut dyn Policy,
+        env: &mut Env,
+        observers: &mut [&mut dyn Observer],
+        at: usize,
+        now_ms: Option<u64>,
+    ) -> bool {
+        let call = Call {
+            storage: self.storage.as_ref(),
+            root: &self.root,
+            turn: self.run.calls.len(),
+            now_ms,
+        };
+        let prepared = match step(policy, &mut self.history, call, env) {
+            Ok(p) => p,
+            Err(e) => {
+                self.run.ended_by_error = Some(e.to_string());
+                return false;
+            }
+        };
+        let view = View {
+            storage: self.storage.as_ref(),
+            root: &self.root,
+            rules: &self.rules,
+            tokens: env.tokens.as_ref(),
+        };
+        for o in observers.iter_mut() {
+            let call = self.run.calls.len();
+            o.on_request(call, at, &prepared.request, &prepared.events, &view);
+        }
+        record_call(
+            &mut self.run,
+            at,
+            &prepared.request,
+            prepared.events,
+            env.tokens.as_ref(),
+        );
+        self.seen = Some(prepared.request);
+        true
+    }
+
+    /// Recorded message `i` arrives: into the ledger, the history and what
+    /// the model saw.
+    fn arrive(&mut self, i: usize, m: &Message, observers: &mut [&mut dyn Observer]) {
+        self.ledger.record(m);
         for o in observers.iter_mut() {
             o.on_message(i, m);
         }
-        if let Some(s) = seen.as_mut() {
+        if let Some(s) = self.seen.as_mut() {
             s.push(m.clone());
         }
-        history.push(m.clone());
+        self.history.push(m.clone());
     }
-    let context = seen.unwrap_or(history);
-    run.invalid_requests = run
-        .calls
-        .iter()
-        .filter(|c| !c.violations.is_empty())
-        .count() as u64;
-    run.findings = check::check(
-        &context,
-        &ledger,
-        &policy.pointer_rules(),
-        storage.as_ref(),
-        &root,
-    );
-    Ok(run)
+
+    /// The run, judged by the checker on what the model last saw.
+    fn finish(self, policy: &dyn Policy) -> PolicyRun {
+        let mut run = self.run;
+        let context = self.seen.unwrap_or(self.history);
+        run.invalid_requests = run
+            .calls
+            .iter()
+            .filter(|c| !c.violations.is_empty())
+            .count() as u64;
+        run.findings = check::check(
+            &context,
+            &self.ledger,
+            &policy.pointer_rules(),
+            self.storage.as_ref(),
+            &self.root,
+        );
+        run
+    }
 }
 
 fn record_call(

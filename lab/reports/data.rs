@@ -66,6 +66,23 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         path_lens: REPORT_LENS.to_vec(),
         seeds: 1,
     };
+    let profiles = profile_cells()?;
+    let memory_growth = memory_growth()?;
+    let runs = crate::reports::frontier::frontier_runs()?;
+    Ok(crate::reports::ReportData {
+        memory_growth,
+        frontier: crate::reports::frontier::scored(&runs),
+        cost: crate::reports::cost::policy_costs(&runs),
+        verdicts: registry_verdicts()?,
+        grid: run(&grid, None, &mut |_, _| {})?,
+        table_lens: parse_path_lens("60..200:10")?,
+        factorial: run(&factorial, None, &mut |_, _| {})?,
+        profiles,
+    })
+}
+
+/// Every profile on every comparison script at every report length.
+fn profile_cells() -> LabResult<Vec<ProfileCell>> {
     let mut profiles = Vec::new();
     for p in config::profiles() {
         for (name, script) in comparison_scripts() {
@@ -85,45 +102,38 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
             }
         }
     }
+    Ok(profiles)
+}
+
+/// The memory store's growth over [`MEMORY_SESSIONS`] sessions: the course,
+/// then each of the two fixes.
+fn memory_growth() -> LabResult<Vec<(String, Vec<u64>)>> {
     use crate::memory::experiments::growth_curve;
     use crate::memory::switches::MemorySwitches;
-    let memory_growth = vec![
+    let fixes = [
         (
-            "course".to_string(),
-            growth_curve(MEMORY_SESSIONS, MemorySwitches::default())?,
+            "chunked_consolidation",
+            MemorySwitches {
+                chunked_consolidation: true,
+                ..MemorySwitches::default()
+            },
         ),
         (
-            "chunked_consolidation".to_string(),
-            growth_curve(
-                MEMORY_SESSIONS,
-                MemorySwitches {
-                    chunked_consolidation: true,
-                    ..MemorySwitches::default()
-                },
-            )?,
-        ),
-        (
-            "warn_on_skip".to_string(),
-            growth_curve(
-                MEMORY_SESSIONS,
-                MemorySwitches {
-                    warn_on_skip: true,
-                    ..MemorySwitches::default()
-                },
-            )?,
+            "warn_on_skip",
+            MemorySwitches {
+                warn_on_skip: true,
+                ..MemorySwitches::default()
+            },
         ),
     ];
-    let runs = crate::reports::frontier::frontier_runs()?;
-    Ok(crate::reports::ReportData {
-        memory_growth,
-        frontier: crate::reports::frontier::scored(&runs),
-        cost: crate::reports::cost::policy_costs(&runs),
-        verdicts: registry_verdicts()?,
-        grid: run(&grid, None, &mut |_, _| {})?,
-        table_lens: parse_path_lens("60..200:10")?,
-        factorial: run(&factorial, None, &mut |_, _| {})?,
-        profiles,
-    })
+    let mut out = vec![(
+        "course".to_string(),
+        growth_curve(MEMORY_SESSIONS, MemorySwitches::default())?,
+    )];
+    for (name, switches) in fixes {
+        out.push((name.to_string(), growth_curve(MEMORY_SESSIONS, switches)?));
+    }
+    Ok(out)
 }
 
 /// Every registry row run once at its default cells.

@@ -12,13 +12,13 @@
 
 pub mod drift;
 pub mod extract;
+mod finder;
 pub mod planted;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
-use aho_corasick::AhoCorasick;
 use serde::Serialize;
 
 use crate::compact::check::fingerprint;
@@ -26,6 +26,7 @@ use crate::message::{Block, Content, Message};
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::{pointers_in, PolicyEvent};
 pub use extract::ArtifactKind;
+use finder::{Finder, Key};
 
 /// Where an artifact stands at a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -81,8 +82,7 @@ pub struct Retention {
     artifacts: Vec<Artifact>,
     index: HashMap<(ArtifactKind, String), usize>,
     facts: Vec<(String, String)>,
-    matcher: Option<AhoCorasick>,
-    matcher_len: usize,
+    finder: Finder,
     /// File path -> (its content, artifact indices known found or not).
     files: HashMap<String, FileScan>,
     series: Vec<RecallPoint>,
@@ -118,12 +118,21 @@ struct Refetch {
 /// Every string a request carries, one per line: texts, tool inputs, results,
 /// thinking.
 pub fn request_text(request: &[Message]) -> String {
+    request_pieces(request).0
+}
+
+/// [`request_text`] and the end of each block's piece of it. Every piece
+/// ends with a newline, so a text without one is found in the request
+/// exactly when it is found in one of its pieces.
+fn request_pieces(request: &[Message]) -> (String, Vec<usize>) {
     let mut out = String::new();
+    let mut ends = Vec::new();
     for m in request {
         match &m.content {
             Content::Text(t) => {
                 out.push_str(t);
                 out.push('\n');
+                ends.push(out.len());
             }
             Content::Blocks(blocks) => {
                 for b in blocks {
@@ -137,11 +146,12 @@ pub fn request_text(request: &[Message]) -> String {
                         }
                         Block::ToolUse { input, .. } => collect_strings(input, &mut out),
                     }
+                    ends.push(out.len());
                 }
             }
         }
     }
-    out
+    (out, ends)
 }
 
 impl Retention {
@@ -154,11 +164,29 @@ impl Retention {
         }
     }
 
+    /// [`Retention::with_facts`] for a replay of `messages`: every artifact
+    /// they bring is searched for with one automaton built here, instead of
+    /// one rebuilt at each request that brings new artifacts. The report is
+    /// the same.
+    pub fn for_session(messages: &[Message], facts: Vec<(String, String)>) -> Self {
+        let patterns = messages
+            .iter()
+            .flat_map(|m| artifacts_of(m, &facts))
+            .map(|(kind, _, text, _)| (kind, text))
+            .collect();
+        Retention {
+            facts,
+            finder: Finder::for_patterns(patterns),
+            ..Retention::default()
+        }
+    }
+
     fn add(&mut self, kind: ArtifactKind, label: String, text: String, source_id: Option<String>) {
-        let key = (kind, text.clone());
+        let key: Key = (kind, text.clone());
         if self.index.contains_key(&key) {
             return;
         }
+        self.finder.register(&key, self.artifacts.len());
         self.index.insert(key, self.artifacts.len());
         self.artifacts.push(Artifact {
             kind,
@@ -169,26 +197,6 @@ impl Retention {
             first_gone: None,
             mechanisms: vec![],
         });
-    }
-
-    fn matcher(&mut self) -> Option<&AhoCorasick> {
-        if self.matcher_len != self.artifacts.len() || self.matcher.is_none() {
-            let pats: Vec<&str> = self.artifacts.iter().map(|a| a.text.as_str()).collect();
-            self.matcher = AhoCorasick::new(pats).ok();
-            self.matcher_len = self.artifacts.len();
-        }
-        self.matcher.as_ref()
-    }
-
-    /// Artifact indices found in `text` by the current matcher.
-    fn found_in(&mut self, text: &str) -> BTreeSet<usize> {
-        match self.matcher() {
-            Some(m) => m
-                .find_overlapping_iter(text)
-                .map(|x| x.pattern().as_usize())
-                .collect(),
-            None => BTreeSet::new(),
-        }
     }
 
     /// Artifacts among `missing` held by files the request's pointers reach.
@@ -213,15 +221,8 @@ impl Retention {
                 .filter(|i| !self.files[&p].known.contains_key(i))
                 .collect();
             if !unknown.is_empty() {
-                self.matcher();
                 let scan = self.files.get_mut(&p).expect("loaded above");
-                let hits: BTreeSet<usize> = match &self.matcher {
-                    Some(m) => m
-                        .find_overlapping_iter(&scan.text)
-                        .map(|x| x.pattern().as_usize())
-                        .collect(),
-                    None => BTreeSet::new(),
-                };
+                let hits = self.finder.find_in_file(&p, &scan.text);
                 for i in unknown {
                     scan.known.insert(i, hits.contains(&i));
                 }
@@ -288,21 +289,8 @@ fn collect_strings(v: &serde_json::Value, out: &mut String) {
 
 impl Observer for Retention {
     fn on_message(&mut self, _index: usize, m: &Message) {
-        for (kind, text, id) in extract::artifacts(m) {
-            self.add(kind, text.clone(), text, id);
-        }
-        if !self.facts.is_empty() {
-            let text = request_text(std::slice::from_ref(m));
-            let facts: Vec<(String, String)> = self
-                .facts
-                .iter()
-                .filter(|(_, f)| text.contains(f.as_str()))
-                .cloned()
-                .collect();
-            for (label, fact) in facts {
-                let id = extract::block_id_holding(m, &fact);
-                self.add(ArtifactKind::Fact, label, fact, id);
-            }
+        for (kind, label, text, id) in artifacts_of(m, &self.facts) {
+            self.add(kind, label, text, id);
         }
         self.refetch.on_message(m);
     }
@@ -316,8 +304,8 @@ impl Observer for Retention {
         view: &View<'_>,
     ) {
         self.refetch.on_request(request, view);
-        let text = request_text(request);
-        let present = self.found_in(&text);
+        let (text, ends) = request_pieces(request);
+        let present = self.finder.find_pieces(&text, &ends);
         let missing: Vec<usize> = (0..self.artifacts.len())
             .filter(|i| !present.contains(i))
             .collect();
@@ -342,6 +330,26 @@ impl Observer for Retention {
             reachable: reachable.len(),
         });
     }
+}
+
+/// What `m` brings, in the order it is added: its extracted artifacts, then
+/// the `facts` its text holds, as (kind, label, text, source call id).
+fn artifacts_of(
+    m: &Message,
+    facts: &[(String, String)],
+) -> Vec<(ArtifactKind, String, String, Option<String>)> {
+    let mut out: Vec<_> = extract::artifacts(m)
+        .into_iter()
+        .map(|(kind, text, id)| (kind, text.clone(), text, id))
+        .collect();
+    if !facts.is_empty() {
+        let text = request_text(std::slice::from_ref(m));
+        for (label, fact) in facts.iter().filter(|(_, f)| text.contains(f.as_str())) {
+            let id = extract::block_id_holding(m, fact);
+            out.push((ArtifactKind::Fact, label.clone(), fact.clone(), id));
+        }
+    }
+    out
 }
 
 /// The tool call an event concerns, if it names one.

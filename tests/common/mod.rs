@@ -146,10 +146,11 @@ pub const STRICT: ImportOptions = ImportOptions {
     format: None,
 };
 
-/// Run `row` at its default cells, assert every expectation of the registry
-/// holds, and return the verdict for the test's own further checks.
+/// Run `row` at its default cells, assert the verdict names `row` and every
+/// expectation of the registry holds, and return the verdict for the test's own further checks.
 pub fn verdict_holding(row: &Experiment) -> Verdict {
     let v = (row.run)(&RunOptions::default()).unwrap();
+    assert_eq!(v.id, row.id, "the verdict names another row");
     let failures = v.check(row.expect);
     assert!(failures.is_empty(), "{}: {failures:#?}", row.id);
     v

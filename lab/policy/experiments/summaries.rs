@@ -128,7 +128,7 @@ fn counters(policy: SweAgent, steps: usize, model: Box<dyn ModelRole>) -> LabRes
 
 /// One cell: the intact summariser and the one with `faults`.
 fn swe_verdict(
-    exp: &Experiment,
+    id: &str,
     faults: SummaryFaults,
     steps: usize,
     model: fn() -> Box<dyn ModelRole>,
@@ -139,7 +139,7 @@ fn swe_verdict(
         broken: counters(swe_summary(faults), steps, model())?,
         ..Default::default()
     };
-    Ok(Verdict::new(exp, vec![cell]))
+    Verdict::of_row(EXPERIMENTS, id, vec![cell])
 }
 
 fn extractive() -> Box<dyn ModelRole> {
@@ -155,7 +155,7 @@ fn run_wipe_all(_: &RunOptions) -> LabResult<Verdict> {
         wipe_all: true,
         ..Default::default()
     };
-    swe_verdict(&EXPERIMENTS[0], faults, 5, extractive)
+    swe_verdict("P-summary-wipes-all", faults, 5, extractive)
 }
 
 fn run_keep_last_ignored(_: &RunOptions) -> LabResult<Verdict> {
@@ -163,7 +163,7 @@ fn run_keep_last_ignored(_: &RunOptions) -> LabResult<Verdict> {
         ignore_keep_last: true,
         ..Default::default()
     };
-    swe_verdict(&EXPERIMENTS[1], faults, 3, extractive)
+    swe_verdict("P-keep-last-ignored", faults, 3, extractive)
 }
 
 fn run_error_drops(_: &RunOptions) -> LabResult<Verdict> {
@@ -171,7 +171,7 @@ fn run_error_drops(_: &RunOptions) -> LabResult<Verdict> {
         drop_on_error: true,
         ..Default::default()
     };
-    swe_verdict(&EXPERIMENTS[2], faults, 5, failing)
+    swe_verdict("P-summary-error-drops", faults, 5, failing)
 }
 
 /// A task, one call answered by ten parallel results, one more step, an answer.
@@ -230,7 +230,7 @@ fn run_bounded_search(_: &RunOptions) -> LabResult<Verdict> {
         broken: lc_counters(Some(5))?,
         ..Default::default()
     };
-    Ok(Verdict::new(&EXPERIMENTS[4], vec![cell]))
+    Verdict::of_row(EXPERIMENTS, "P-bounded-tool-search", vec![cell])
 }
 
 fn run_result_first(_: &RunOptions) -> LabResult<Verdict> {
@@ -238,7 +238,7 @@ fn run_result_first(_: &RunOptions) -> LabResult<Verdict> {
         tool_result_first: true,
         ..Default::default()
     };
-    swe_verdict(&EXPERIMENTS[3], faults, 5, extractive)
+    swe_verdict("P-summary-result-first", faults, 5, extractive)
 }
 
 /// The policy-fault rows, in `lab list` order.
@@ -316,6 +316,7 @@ mod tests {
     fn every_fault_is_caught_and_the_intact_runs_are_clean() {
         for exp in EXPERIMENTS {
             let verdict = (exp.run)(&RunOptions::default()).unwrap();
+            assert_eq!(verdict.id, exp.id, "the verdict names another row");
             let failures = verdict.check(exp.expect);
             assert!(failures.is_empty(), "{}: {failures:?}", exp.id);
         }

@@ -1,0 +1,257 @@
+//! Which known artifacts a text holds verbatim.
+//!
+//! Rebuilding one automaton over every artifact seen so far at each request
+//! that brought a new one, then scanning the whole request with it,
+//! dominated a retention replay of a long session. A [`Finder`] prepared
+//! with the whole session ([`Finder::for_patterns`]) builds its automata
+//! once, over every artifact the session will bring, and reports a hit only
+//! for artifacts already registered: an Aho-Corasick overlapping search
+//! reports every occurrence of every pattern whatever the other patterns
+//! are, so the hits among registered artifacts are exactly those of an
+//! automaton over them alone. Since those hits never change for a given
+//! text, a request's pieces (its blocks, each ending with a newline) are
+//! scanned once each and remembered; an artifact with a newline may span
+//! pieces and is searched for in the whole request. An artifact the
+//! preparation did not foresee goes to a third automaton rebuilt when that
+//! set grows (for an unprepared finder this is every artifact, which is the
+//! old behaviour).
+
+use std::collections::{BTreeSet, HashMap};
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
+
+use super::extract::ArtifactKind;
+
+/// An artifact's identity: its kind and verbatim text.
+pub type Key = (ArtifactKind, String);
+
+/// Finds registered artifacts in texts; see the module documentation.
+#[derive(Debug, Default)]
+pub struct Finder {
+    /// Foreseen key -> its pattern id (an index into `slot`).
+    foreseen: HashMap<Key, usize>,
+    /// Pattern id -> artifact index, once registered.
+    slot: Vec<Option<usize>>,
+    /// Foreseen patterns without a newline, and their pattern ids.
+    lines: Automaton,
+    /// Foreseen patterns with a newline, and their pattern ids.
+    multi: Automaton,
+    /// Piece of a request -> the pattern ids of `lines` it holds.
+    seen_pieces: HashMap<String, Vec<usize>>,
+    /// File path -> the pattern ids of `lines` its text holds.
+    seen_files: HashMap<String, Vec<usize>>,
+    /// Registered artifacts nobody foresaw: (artifact index, text).
+    extra: Vec<(usize, String)>,
+    /// The automaton over `extra`, and how many of them it covers.
+    extra_matcher: Option<AhoCorasick>,
+    extra_built: usize,
+}
+
+/// One automaton over some of the foreseen patterns.
+#[derive(Debug, Default)]
+struct Automaton {
+    matcher: Option<AhoCorasick>,
+    /// Its pattern index -> the finder's pattern id.
+    ids: Vec<usize>,
+}
+
+impl Automaton {
+    /// Over `texts[i]` for each `i` in `ids`. A DFA: built once, it is
+    /// searched at every request.
+    fn new(texts: &[String], ids: Vec<usize>) -> Self {
+        if ids.is_empty() {
+            return Automaton::default();
+        }
+        let pats: Vec<&str> = ids.iter().map(|&i| texts[i].as_str()).collect();
+        let matcher = AhoCorasick::builder()
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&pats)
+            .or_else(|_| AhoCorasick::new(&pats))
+            .ok();
+        Automaton { matcher, ids }
+    }
+
+    /// The finder's pattern ids found in `text`, each occurrence.
+    fn hits<'a>(&'a self, text: &'a str) -> impl Iterator<Item = usize> + 'a {
+        self.matcher
+            .iter()
+            .flat_map(move |m| m.find_overlapping_iter(text))
+            .map(|x| self.ids[x.pattern().as_usize()])
+    }
+}
+
+impl Finder {
+    /// A finder whose automata cover `patterns` (the session's artifacts,
+    /// duplicates allowed: the first of a key is used).
+    pub fn for_patterns(patterns: Vec<Key>) -> Self {
+        let mut foreseen = HashMap::new();
+        let mut texts = Vec::new();
+        for key in patterns {
+            if let std::collections::hash_map::Entry::Vacant(e) = foreseen.entry(key) {
+                texts.push(e.key().1.clone());
+                e.insert(texts.len() - 1);
+            }
+        }
+        let (multi, lines): (Vec<usize>, Vec<usize>) =
+            (0..texts.len()).partition(|&i| texts[i].contains('\n'));
+        Finder {
+            lines: Automaton::new(&texts, lines),
+            multi: Automaton::new(&texts, multi),
+            slot: vec![None; texts.len()],
+            foreseen,
+            ..Finder::default()
+        }
+    }
+
+    /// Artifact `index` with `key` is now known: later searches report it.
+    pub fn register(&mut self, key: &Key, index: usize) {
+        match self.foreseen.get(key) {
+            Some(&p) => self.slot[p] = Some(index),
+            None => self.extra.push((index, key.1.clone())),
+        }
+    }
+
+    /// The registered artifacts found verbatim in the text of the file at `path`, which must be the
+    /// same at every call (the observer reads a file once): it is scanned
+    /// for foreseen artifacts once.
+    pub fn find_in_file(&mut self, path: &str, text: &str) -> BTreeSet<usize> {
+        if !self.seen_files.contains_key(path) {
+            let hits = distinct(self.lines.hits(text));
+            self.seen_files.insert(path.to_string(), hits);
+        }
+        let foreseen = self.seen_files[path].clone();
+        self.resolve(foreseen, text)
+    }
+
+    /// The registered artifacts found verbatim in a request `text` made of pieces that end at
+    /// `ends`, each with a newline: each distinct piece is scanned once.
+    pub fn find_pieces(&mut self, text: &str, ends: &[usize]) -> BTreeSet<usize> {
+        let mut foreseen = Vec::new();
+        let mut start = 0;
+        for &end in ends {
+            let piece = &text[start..end];
+            start = end;
+            if !self.seen_pieces.contains_key(piece) {
+                let hits = distinct(self.lines.hits(piece));
+                self.seen_pieces.insert(piece.to_string(), hits);
+            }
+            foreseen.extend_from_slice(&self.seen_pieces[piece]);
+        }
+        let rest: Vec<usize> = self.lines.hits(&text[start..]).collect();
+        foreseen.extend(rest);
+        self.resolve(foreseen, text)
+    }
+
+    /// The registered artifacts among the foreseen pattern ids `lines_hits`,
+    /// plus those of the patterns with a newline and the unforeseen ones in `text`.
+    fn resolve(&mut self, lines_hits: Vec<usize>, text: &str) -> BTreeSet<usize> {
+        let mut out: BTreeSet<usize> = lines_hits
+            .into_iter()
+            .chain(self.multi.hits(text))
+            .filter_map(|p| self.slot[p])
+            .collect();
+        self.refresh_extra();
+        if let Some(m) = &self.extra_matcher {
+            out.extend(
+                m.find_overlapping_iter(text)
+                    .map(|x| self.extra[x.pattern().as_usize()].0),
+            );
+        }
+        out
+    }
+
+    /// Rebuild the automaton over every unforeseen artifact when one was added.
+    fn refresh_extra(&mut self) {
+        if self.extra_built != self.extra.len() {
+            let pats: Vec<&str> = self.extra.iter().map(|(_, t)| t.as_str()).collect();
+            self.extra_matcher = AhoCorasick::new(pats).ok();
+            self.extra_built = self.extra.len();
+        }
+    }
+}
+
+/// Each pattern id once, sorted.
+fn distinct(hits: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut out: Vec<usize> = hits.collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole text as one piece.
+    fn find(f: &mut Finder, text: &str) -> BTreeSet<usize> {
+        f.find_pieces(text, &[text.len()])
+    }
+
+    fn key(text: &str) -> Key {
+        (ArtifactKind::File, text.to_string())
+    }
+
+    #[test]
+    fn only_registered_artifacts_are_reported_whatever_was_foreseen() {
+        let mut prepared = Finder::for_patterns(vec![key("abc"), key("bcd"), key("zz")]);
+        let mut plain = Finder::default();
+        let text = "xabcdx zz";
+        assert!(find(&mut prepared, text).is_empty());
+        for (i, t) in ["bcd", "abc", "unforeseen"].into_iter().enumerate() {
+            prepared.register(&key(t), i);
+            plain.register(&key(t), i);
+            assert_eq!(
+                find(&mut prepared, text),
+                find(&mut plain, text),
+                "after {t}"
+            );
+        }
+        assert_eq!(find(&mut prepared, text), BTreeSet::from([0, 1]));
+        assert_eq!(
+            find(&mut prepared, "unforeseen bcd"),
+            BTreeSet::from([0, 2])
+        );
+        assert!(prepared.extra.len() == 1 && plain.extra.len() == 3);
+    }
+
+    #[test]
+    fn overlapping_and_repeated_occurrences_are_all_found() {
+        let mut f = Finder::for_patterns(vec![key("aa"), key("a"), key("aaa")]);
+        for (i, t) in ["aa", "a", "aaa"].into_iter().enumerate() {
+            f.register(&key(t), i);
+        }
+        assert_eq!(find(&mut f, "aaaa"), BTreeSet::from([0, 1, 2]));
+        assert_eq!(find(&mut f, "a"), BTreeSet::from([1]));
+    }
+
+    #[test]
+    fn pieces_find_what_the_whole_text_holds_even_across_pieces() {
+        let keys = [key("alpha"), key("beta\ngamma"), key("delta")];
+        let mut prepared = Finder::for_patterns(keys.to_vec());
+        let mut plain = Finder::default();
+        for (i, k) in keys.iter().enumerate() {
+            prepared.register(k, i);
+            plain.register(k, i);
+        }
+        let text = "alpha beta\ngamma\nzeta\n";
+        let ends = [11, 17, text.len()];
+        for _ in 0..2 {
+            // The second round reads every piece from the cache.
+            assert_eq!(prepared.find_pieces(text, &ends), BTreeSet::from([0, 1]));
+        }
+        assert_eq!(plain.find_pieces(text, &ends), BTreeSet::from([0, 1]));
+        assert_eq!(prepared.seen_pieces.len(), 3);
+    }
+
+    #[test]
+    fn the_same_text_under_two_kinds_is_found_as_both() {
+        let command = (ArtifactKind::Command, "ls".to_string());
+        let mut prepared = Finder::for_patterns(vec![key("ls"), command.clone()]);
+        let mut plain = Finder::default();
+        for f in [&mut prepared, &mut plain] {
+            f.register(&command, 0);
+            f.register(&key("ls"), 1);
+            assert_eq!(find(f, "$ ls"), BTreeSet::from([0, 1]));
+        }
+    }
+}
