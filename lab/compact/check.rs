@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::archived::for_each_archived_text;
 pub use super::pairs::pair_violations;
 use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
@@ -110,42 +111,34 @@ impl ArchiveIndex {
             pointers: BTreeMap::new(),
         };
         for path in sorted_files(fs, dir) {
-            let msgs = read_transcript(fs, &path);
+            // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
+            let text = fs.read_to_string(&path).unwrap_or_default();
             let key = path.to_string_lossy().into_owned();
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
             let mut archive_ptrs = BTreeSet::new();
-            for_each_text(&msgs, Thinking::Skip, |id, text| {
-                let pointers = pointers_in(text);
-                archive_ptrs.extend(pointers.iter().cloned());
-                if let Some(id) = id {
-                    index
-                        .copies
-                        .entry(id.to_string())
-                        .or_default()
-                        .push(ArchivedCopy {
-                            archive,
-                            print: fingerprint(text),
-                            pointers,
-                        });
-                }
-            });
+            for line in text.lines() {
+                for_each_archived_text(line, |id, text| {
+                    let pointers = pointers_in(text);
+                    archive_ptrs.extend(pointers.iter().cloned());
+                    if let Some(id) = id {
+                        index
+                            .copies
+                            .entry(id.to_string())
+                            .or_default()
+                            .push(ArchivedCopy {
+                                archive,
+                                print: fingerprint(text),
+                                pointers,
+                            });
+                    }
+                });
+            }
             index.pointers.insert(key.clone(), archive_ptrs);
             index.paths.push(key);
         }
         index
     }
-}
-
-/// Read a JSONL transcript (a damaged one reads as empty: it holds nothing usable).
-fn read_transcript(fs: &dyn Storage, path: &Path) -> Vec<Message> {
-    fs.read_to_string(path)
-        .map(|s| {
-            s.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Regular files of `dir`, sorted (a missing dir has none).

@@ -12,6 +12,7 @@
 //! which is why their order matters; every step records what it did as an
 //! [`Event`] so the [`check`] module can tell *why* something was lost.
 
+pub mod archived;
 pub mod check;
 pub mod config;
 pub mod course;
