@@ -15,7 +15,7 @@
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::archived::for_each_archived_text;
 pub use super::pairs::pair_violations;
@@ -26,7 +26,7 @@ use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::Storage;
+use crate::storage::{path_string, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<String> {
@@ -110,10 +110,9 @@ impl ArchiveIndex {
             copies: BTreeMap::new(),
             pointers: BTreeMap::new(),
         };
-        for path in sorted_files(fs, dir) {
+        for (key, _) in sorted_files(fs, dir) {
             // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
-            let text = fs.read_to_string(&path).unwrap_or_default();
-            let key = path.to_string_lossy().into_owned();
+            let text = fs.read_to_string(Path::new(&key)).unwrap_or_default();
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
             let mut archive_ptrs = BTreeSet::new();
@@ -141,17 +140,13 @@ impl ArchiveIndex {
     }
 }
 
-/// Regular files of `dir`, sorted (a missing dir has none).
-fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs
-        .list(dir)
+/// Regular files of `dir` as (path, file name), sorted (a missing dir has none).
+fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
+    fs.list_files(dir)
         .unwrap_or_default()
         .into_iter()
-        .map(|name| dir.join(name))
-        .filter(|p| fs.is_file(p))
-        .collect();
-    v.sort();
-    v
+        .map(|name| (path_string(&dir.join(&name)), name))
+        .collect()
 }
 
 fn ids(v: &[&str]) -> Vec<String> {
@@ -176,9 +171,8 @@ pub fn check(
     let result_files = sorted_files(fs, root.results());
     let orphans: Vec<String> = result_files
         .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .filter(|p| !reachable.contains(p))
-        .map(|p| file_name(&p))
+        .filter(|(p, _)| !reachable.contains(p))
+        .map(|(_, name)| name.clone())
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
@@ -205,10 +199,7 @@ pub fn check(
     c.count("summary_failures", failures, std::iter::empty());
     c.list(
         "persisted_files",
-        result_files
-            .iter()
-            .map(|p| file_name(&p.to_string_lossy()))
-            .collect(),
+        result_files.into_iter().map(|(_, name)| name).collect(),
     );
     c
 }
@@ -401,13 +392,6 @@ fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
             _ => None,
         })
         .collect()
-}
-
-fn file_name(p: &str) -> String {
-    Path::new(p)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

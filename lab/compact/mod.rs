@@ -250,6 +250,6 @@ impl Compactor {
             .fs()
             .write_new(&path, &out)
             .map_err(|e| crate::error::LabError::io("archiving a transcript", &path, e))?;
-        Ok(path.to_string_lossy().into_owned())
+        Ok(crate::storage::path_string(&path))
     }
 }

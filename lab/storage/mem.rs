@@ -78,6 +78,11 @@ impl Tree {
     /// Names of the direct children of directory `d` (a key range: every
     /// descendant of `d` starts with `d/`).
     fn children(&self, d: &Path) -> Vec<String> {
+        self.children_where(d, |_| true)
+    }
+
+    /// [`Tree::children`] whose node passes `keep`.
+    fn children_where(&self, d: &Path, keep: impl Fn(&Node) -> bool) -> Vec<String> {
         let d = key(d);
         let prefix = if d == "/" {
             d.into_owned()
@@ -90,6 +95,7 @@ impl Tree {
                 std::ops::Bound::Unbounded,
             ))
             .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(_, n)| keep(n))
             .map(|(k, _)| &k[prefix.len()..])
             .filter(|rest| !rest.is_empty() && !rest.contains('/'))
             .map(str::to_string)
@@ -340,6 +346,26 @@ impl Storage for MemFs {
             None => return Err(not_found(dir)),
         }
         let mut out = nodes.children(&d);
+        out.sort();
+        Ok(out)
+    }
+
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<String>> {
+        if self.has_symlinks.load(Ordering::Relaxed) {
+            // A symlinked entry is a file when its target is: the general walk.
+            let mut names = self.list(dir)?;
+            names.retain(|name| self.is_file(&dir.join(name)));
+            return Ok(names);
+        }
+        let nodes = self.lock();
+        let d = self.resolve_in(&nodes, dir, true)?;
+        match nodes.get(&d) {
+            Some(Node::Dir) => {}
+            Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
+            None => return Err(not_found(dir)),
+        }
+        let mut out = nodes.children_where(&d, |n| matches!(n, Node::File(_)));
+        // Already in byte order (a key range); sorting sorted names is one pass.
         out.sort();
         Ok(out)
     }

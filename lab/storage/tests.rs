@@ -202,3 +202,40 @@ fn memfs_resolves_dot_dot_and_loops() {
     assert_eq!(fs.tree().len(), 6);
     let _ = PathBuf::new();
 }
+
+#[test]
+fn list_files_is_list_filtered_by_is_file_on_both_backends() {
+    both(|fs, r| {
+        let mut out = vec![];
+        fs.create_dir_all(&r.join("d/sub")).unwrap();
+        for name in ["b.txt", "a-1.txt", "a.txt", "sub/nested.txt"] {
+            fs.write_new(&r.join("d").join(name), b"x").unwrap();
+        }
+        let by_filter = |fs: &dyn Storage| {
+            let mut names = fs.list(&r.join("d")).unwrap();
+            names.retain(|n| fs.is_file(&r.join("d").join(n)));
+            names
+        };
+        out.push(format!("{:?}", fs.list_files(&r.join("d")).unwrap()));
+        assert_eq!(fs.list_files(&r.join("d")).unwrap(), by_filter(fs));
+        // Symlinks: one to a file counts, one to a directory and a dangling one do not.
+        fs.symlink(&r.join("d/a.txt"), &r.join("d/link-file"))
+            .unwrap();
+        fs.symlink(&r.join("d/sub"), &r.join("d/link-dir")).unwrap();
+        fs.symlink(&r.join("d/gone"), &r.join("d/link-gone"))
+            .unwrap();
+        out.push(format!("{:?}", fs.list_files(&r.join("d")).unwrap()));
+        assert_eq!(fs.list_files(&r.join("d")).unwrap(), by_filter(fs));
+        out.push(kind(fs.list_files(&r.join("d/a.txt"))));
+        out.push(kind(fs.list_files(&r.join("missing"))));
+        out
+    });
+    // The memory tree's one-pass answer before any symlink exists.
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/r/d/sub")).unwrap();
+    mem.write_new(Path::new("/r/d/z"), b"").unwrap();
+    mem.write_new(Path::new("/r/d/sub/y"), b"").unwrap();
+    mem.write_new(Path::new("/r/d.txt"), b"").unwrap();
+    assert_eq!(mem.list_files(Path::new("/r/d")).unwrap(), ["z"]);
+    assert_eq!(mem.list_files(Path::new("/r")).unwrap(), ["d.txt"]);
+}
