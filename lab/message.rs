@@ -200,6 +200,33 @@ impl Message {
             .collect()
     }
 
+    /// Append `json.dumps(message, ensure_ascii=False)`: the bytes
+    /// [`crate::pyjson::dumps`] writes for this message, without going
+    /// through serde (the course archives the whole context on every snip,
+    /// so this writer runs over every string of the history each time).
+    /// Field order is the serialisation order of the types above.
+    pub fn write_pyjson(&self, out: &mut Vec<u8>) {
+        use crate::pyjson::write_str;
+        out.extend_from_slice(match self.role {
+            Role::User => br#"{"role": "user", "content": "#,
+            Role::Assistant => br#"{"role": "assistant", "content": "#,
+        });
+        match &self.content {
+            Content::Text(t) => write_str(out, t),
+            Content::Blocks(blocks) => {
+                out.push(b'[');
+                for (i, b) in blocks.iter().enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    write_block(out, b);
+                }
+                out.push(b']');
+            }
+        }
+        out.push(b'}');
+    }
+
     /// The text of a message: the string, or its text blocks joined by newlines.
     pub fn text(&self) -> String {
         match &self.content {
@@ -214,6 +241,40 @@ impl Message {
                 .join("\n"),
         }
     }
+}
+
+/// One block as [`Message::write_pyjson`] writes it.
+fn write_block(out: &mut Vec<u8>, block: &Block) {
+    use crate::pyjson::write_str;
+    let mut field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
+        out.extend_from_slice(key);
+        write_str(out, value);
+    };
+    match block {
+        Block::Text { text } => field(out, br#"{"type": "text", "text": "#, text),
+        Block::ToolUse { id, name, input } => {
+            field(out, br#"{"type": "tool_use", "id": "#, id);
+            field(out, br#", "name": "#, name);
+            out.extend_from_slice(br#", "input": "#);
+            out.extend_from_slice(crate::pyjson::dumps(input).as_bytes());
+        }
+        Block::ToolResult {
+            tool_use_id,
+            content,
+        } => {
+            field(
+                out,
+                br#"{"type": "tool_result", "tool_use_id": "#,
+                tool_use_id,
+            );
+            field(out, br#", "content": "#, content);
+        }
+        Block::Thinking { thinking } => {
+            field(out, br#"{"type": "thinking", "thinking": "#, thinking)
+        }
+        Block::Image { source } => field(out, br#"{"type": "image", "source": "#, source),
+    }
+    out.push(b'}');
 }
 
 /// Every `tool_result` in the user messages of `messages`, in order, as
@@ -452,7 +513,45 @@ mod tests {
         assert_eq!(estimate_chars(&two), 68);
     }
 
+    fn any_block() -> impl proptest::strategy::Strategy<Value = Block> {
+        use proptest::prelude::*;
+        let s = "(?s).{0,16}";
+        prop_oneof![
+            s.prop_map(|text| Block::Text { text }),
+            (s, s, proptest::option::of(-1e20f64..1e20)).prop_map(|(id, name, x)| {
+                Block::ToolUse {
+                    id,
+                    name,
+                    input: serde_json::json!({"command": "ls \"a\"", "x": x, "n": [1, null, true]}),
+                }
+            }),
+            (s, s).prop_map(|(tool_use_id, content)| Block::ToolResult {
+                tool_use_id,
+                content
+            }),
+            s.prop_map(|thinking| Block::Thinking { thinking }),
+            s.prop_map(|source| Block::Image { source }),
+        ]
+    }
+
     proptest::proptest! {
+        #[test]
+        fn write_pyjson_equals_the_serde_dump(
+            text in proptest::option::of("(?s).{0,24}"),
+            blocks in proptest::collection::vec(any_block(), 0..5),
+            user in proptest::bool::ANY,
+        ) {
+            let role = if user { Role::User } else { Role::Assistant };
+            let content = match text {
+                Some(t) => Content::Text(t),
+                None => Content::Blocks(blocks),
+            };
+            let m = Message { role, content };
+            let mut out = Vec::new();
+            m.write_pyjson(&mut out);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), crate::pyjson::dumps(&m));
+        }
+
         #[test]
         fn json_str_chars_equals_the_python_dump(s in "(?s).{0,40}") {
             proptest::prop_assert_eq!(json_str_chars(&s), crate::pyjson::dumps_len(&s));

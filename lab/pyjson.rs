@@ -64,6 +64,48 @@ pub fn dumps<T: Serialize + ?Sized>(value: &T) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// Append the JSON string literal of `s` as [`dumps`] writes it.
+///
+/// Written by hand for the writers that emit many long strings (archived
+/// transcripts): a string with nothing to escape, the common case, is
+/// found by one vectorised pass and copied whole, where serde_json's
+/// formatter looks every byte up in its escape table.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    let escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    if !bytes.iter().fold(false, |any, &b| any | escape(b)) {
+        out.extend_from_slice(bytes);
+    } else {
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            if !escape(b) {
+                continue;
+            }
+            out.extend_from_slice(&bytes[start..i]);
+            start = i + 1;
+            match b {
+                b'"' => out.extend_from_slice(b"\\\""),
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                0x08 => out.extend_from_slice(b"\\b"),
+                0x0c => out.extend_from_slice(b"\\f"),
+                _ => {
+                    const HEX: &[u8; 16] = b"0123456789abcdef";
+                    out.extend_from_slice(b"\\u00");
+                    out.push(HEX[usize::from(b >> 4)]);
+                    out.push(HEX[usize::from(b & 0xf)]);
+                }
+            }
+        }
+        out.extend_from_slice(&bytes[start..]);
+    }
+    out.push(b'"');
+}
+
 /// `len(json.dumps(value, ensure_ascii=False))`: the length in characters
 /// (Python code points), not bytes.
 pub fn dumps_len<T: Serialize + ?Sized>(value: &T) -> usize {

@@ -241,9 +241,9 @@ impl Compactor {
             .root
             .transcripts()
             .join(course::transcript_name(self.transcripts_written));
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(8192);
         for m in messages {
-            out.extend_from_slice(crate::pyjson::dumps(m).as_bytes());
+            m.write_pyjson(&mut out);
             out.push(b'\n');
         }
         self.root
