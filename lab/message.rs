@@ -364,23 +364,43 @@ pub fn estimate_chars(messages: &[Message]) -> usize {
     total
 }
 
+/// Chars of an object's fixed part: braces, `", "` between fields, and per
+/// field its quoted ASCII key, `": "`, and (for the `type` tag, given as a
+/// field's value) the quoted tag. Evaluated at compile time.
+const fn object_overhead(keys: &[&str], tag: &str) -> usize {
+    let mut total = 2 + 2 * (keys.len() - 1);
+    let mut i = 0;
+    while i < keys.len() {
+        total += keys[i].len() + 2 + 2;
+        i += 1;
+    }
+    if tag.is_empty() {
+        total
+    } else {
+        total + tag.len() + 2
+    }
+}
+
+/// `{"role": "user", "content": …}` without the content.
+const USER: usize = object_overhead(&["role", "content"], "user");
+/// `{"role": "assistant", "content": …}` without the content.
+const ASSISTANT: usize = object_overhead(&["role", "content"], "assistant");
+
 /// [`estimate_chars`] of one message as an element of the list.
 ///
 /// Computed by walking the message rather than serialising it: the pipeline
 /// estimates before and after several steps on every call, and copying every
-/// result string into a `serde_json::Value` would dominate its cost.
+/// result string into a `serde_json::Value` would dominate its cost. The
+/// fixed parts of each object are constants; only the strings are counted.
 pub fn message_chars(message: &Message) -> usize {
-    // {"role": "...", "content": ...}
-    let role = match message.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    let obj = |fields: &[(&str, usize)]| {
-        2 + fields.len().saturating_sub(1) * 2
-            + fields
-                .iter()
-                .map(|(k, v)| json_str_chars(k) + 2 + v)
-                .sum::<usize>()
+    const TEXT: usize = object_overhead(&["type", "text"], "text");
+    const TOOL_USE: usize = object_overhead(&["type", "id", "name", "input"], "tool_use");
+    const TOOL_RESULT: usize = object_overhead(&["type", "tool_use_id", "content"], "tool_result");
+    const THINKING: usize = object_overhead(&["type", "thinking"], "thinking");
+    const IMAGE: usize = object_overhead(&["type", "source"], "image");
+    let frame = match message.role {
+        Role::User => USER,
+        Role::Assistant => ASSISTANT,
     };
     let content = match &message.content {
         Content::Text(t) => json_str_chars(t),
@@ -389,37 +409,24 @@ pub fn message_chars(message: &Message) -> usize {
                 + blocks
                     .iter()
                     .map(|b| match b {
-                        Block::Text { text } => obj(&[
-                            ("type", json_str_chars("text")),
-                            ("text", json_str_chars(text)),
-                        ]),
-                        Block::ToolUse { id, name, input } => obj(&[
-                            ("type", json_str_chars("tool_use")),
-                            ("id", json_str_chars(id)),
-                            ("name", json_str_chars(name)),
-                            ("input", python_json_chars(input)),
-                        ]),
+                        Block::Text { text } => TEXT + json_str_chars(text),
+                        Block::ToolUse { id, name, input } => {
+                            TOOL_USE
+                                + json_str_chars(id)
+                                + json_str_chars(name)
+                                + python_json_chars(input)
+                        }
                         Block::ToolResult {
                             tool_use_id,
                             content,
-                        } => obj(&[
-                            ("type", json_str_chars("tool_result")),
-                            ("tool_use_id", json_str_chars(tool_use_id)),
-                            ("content", json_str_chars(content)),
-                        ]),
-                        Block::Thinking { thinking } => obj(&[
-                            ("type", json_str_chars("thinking")),
-                            ("thinking", json_str_chars(thinking)),
-                        ]),
-                        Block::Image { source } => obj(&[
-                            ("type", json_str_chars("image")),
-                            ("source", json_str_chars(source)),
-                        ]),
+                        } => TOOL_RESULT + json_str_chars(tool_use_id) + json_str_chars(content),
+                        Block::Thinking { thinking } => THINKING + json_str_chars(thinking),
+                        Block::Image { source } => IMAGE + json_str_chars(source),
                     })
                     .sum::<usize>()
         }
     };
-    obj(&[("role", json_str_chars(role)), ("content", content)])
+    frame + content
 }
 
 /// Characters of `json.dumps(value, ensure_ascii=False)` with Python's separators.
@@ -452,19 +459,20 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
 /// Characters of a JSON string literal as Python writes it with `ensure_ascii=False`
 /// (used to update a running estimate when one string changes).
 pub fn json_str_chars(s: &str) -> usize {
-    // The estimate walks the whole history several times per model call, so
-    // the common case (nothing to escape) is two vectorised passes; every
-    // escaped char is ASCII, hence the byte tests.
-    let needs_escape = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
-    let escapes: usize = s
-        .as_bytes()
-        .iter()
-        .filter(|b| needs_escape(b))
-        .map(|&b| match b {
+    // The estimate walks the whole history on every request, so the common
+    // case (nothing to escape) is one vectorised test plus the char count;
+    // every escaped char is ASCII, hence the byte tests.
+    let bytes = s.as_bytes();
+    let mut escapes = 0;
+    let mut start = 0;
+    while let Some(i) = crate::pyjson::position(&bytes[start..], crate::pyjson::needs_escape) {
+        let b = bytes[start + i];
+        escapes += match b {
             b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
             _ => 5,
-        })
-        .sum();
+        };
+        start += i + 1;
+    }
     2 + s.chars().count() + escapes
 }
 
@@ -535,6 +543,21 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn message_chars_equals_the_python_dump_length(
+            text in proptest::option::of("(?s).{0,24}"),
+            blocks in proptest::collection::vec(any_block(), 0..5),
+            user in proptest::bool::ANY,
+        ) {
+            let role = if user { Role::User } else { Role::Assistant };
+            let content = match text {
+                Some(t) => Content::Text(t),
+                None => Content::Blocks(blocks),
+            };
+            let m = Message { role, content };
+            proptest::prop_assert_eq!(message_chars(&m), crate::pyjson::dumps_len(&m));
+        }
+
         #[test]
         fn write_pyjson_equals_the_serde_dump(
             text in proptest::option::of("(?s).{0,24}"),

@@ -41,17 +41,12 @@ pub fn find_line_break(s: &str) -> Option<usize> {
     let bytes = s.as_bytes();
     let lead = |b: u8| b < 0x20 || b == 0xC2 || b == 0xE2;
     let mut start = 0;
-    for block in bytes.chunks(32) {
-        // A fold (no early exit) so the compiler can test the block at once.
-        if block.iter().fold(false, |any, &b| any | lead(b)) {
-            for (i, &b) in block.iter().enumerate() {
-                // These lead bytes never continue a char: `start + i` is a boundary.
-                if lead(b) && s[start + i..].chars().next().is_some_and(is_line_break) {
-                    return Some(start + i);
-                }
-            }
+    while let Some(i) = crate::pyjson::position(&bytes[start..], lead).map(|i| start + i) {
+        // These lead bytes never continue a char: `i` is a char boundary.
+        if s[i..].chars().next().is_some_and(is_line_break) {
+            return Some(i);
         }
-        start += block.len();
+        start = i + 1;
     }
     None
 }
