@@ -27,7 +27,20 @@ pub(crate) fn chars(s: &str) -> usize {
 
 /// The `<persisted-output>` text that replaces a result in context.
 pub fn persisted_text(path: &str, preview: &str) -> String {
-    format!("{PERSISTED_OPEN}{FULL_OUTPUT}{path}\nPreview:\n{preview}\n</persisted-output>")
+    // Pieces pushed into one allocation: `format!` cost more than the copy.
+    let parts = [
+        PERSISTED_OPEN,
+        FULL_OUTPUT,
+        path,
+        "\nPreview:\n",
+        preview,
+        "\n</persisted-output>",
+    ];
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        out.push_str(p);
+    }
+    out
 }
 
 /// First `n` chars of `s`.

@@ -109,7 +109,7 @@ fn run_session(
     let mut compactor = Compactor::new(config.clone(), root)?;
     compactor.summarizer = summarizer;
     let mut session = Session::new(compactor);
-    session.run(&script)?;
+    session.run_normalised(&script)?;
     Ok(session)
 }
 

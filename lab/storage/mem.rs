@@ -225,6 +225,15 @@ impl MemFs {
         Ok(cur)
     }
 
+    /// [`MemFs::parent_is_dir`] for a path from [`MemFs::resolve_in`],
+    /// whose fast path (a borrowed answer) already found the parent a directory.
+    fn parent_is_dir_unless_checked(nodes: &Tree, p: &Cow<'_, Path>) -> io::Result<()> {
+        match p {
+            Cow::Borrowed(_) => Ok(()),
+            Cow::Owned(p) => Self::parent_is_dir(nodes, p),
+        }
+    }
+
     fn parent_is_dir(nodes: &Tree, p: &Path) -> io::Result<()> {
         let parent = match plain_absolute(p) {
             Some(s) => Path::new(plain_parent(s).unwrap_or("/")),
@@ -273,6 +282,29 @@ fn kind_of(n: &Node) -> FileKind {
 impl Storage for MemFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
+        if let Some(s) = plain_absolute(dir).filter(|_| !self.has_symlinks.load(Ordering::Relaxed))
+        {
+            // Without symlinks or `..`, every ancestor of a plain path is the
+            // text before one of its slashes: no component walk, no copies.
+            let ends = memchr::memchr_iter(b'/', s.as_bytes()).skip(1);
+            for end in ends.chain([s.len()]) {
+                let prefix = &s[..end];
+                match nodes.0.get(prefix) {
+                    Some(Node::Dir) => {}
+                    Some(_) => {
+                        return Err(err(
+                            io::ErrorKind::AlreadyExists,
+                            "exists and is not a directory",
+                            Path::new(prefix),
+                        ))
+                    }
+                    None => {
+                        nodes.0.insert(prefix.to_string(), Node::Dir);
+                    }
+                }
+            }
+            return Ok(());
+        }
         let mut cur = PathBuf::from("/");
         for c in components(dir) {
             if c == ".." {
@@ -302,7 +334,7 @@ impl Storage for MemFs {
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
         let p = self.resolve_in(&nodes, path, false)?;
-        Self::parent_is_dir(&nodes, &p)?;
+        Self::parent_is_dir_unless_checked(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
         }
@@ -313,12 +345,20 @@ impl Storage for MemFs {
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
         let p = self.resolve_in(&nodes, path, true)?;
-        Self::parent_is_dir(&nodes, &p)?;
-        if let Some(Node::Dir) = nodes.get(&p) {
-            return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
+        Self::parent_is_dir_unless_checked(&nodes, &p)?;
+        match nodes.0.get_mut(&*key(&p)) {
+            Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+            // Overwritten in place: no new key, and the old buffer is reused.
+            Some(Node::File(old)) => {
+                old.clear();
+                old.extend_from_slice(bytes);
+                Ok(())
+            }
+            _ => {
+                nodes.insert(&p, Node::File(bytes.to_vec()));
+                Ok(())
+            }
         }
-        nodes.insert(&p, Node::File(bytes.to_vec()));
-        Ok(())
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
