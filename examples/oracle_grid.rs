@@ -13,6 +13,10 @@ use std::hash::{Hash, Hasher};
 use ctxlab::compact::config::profile;
 use ctxlab::compact::probe::{prototype_probe, run_counters};
 
+// The allocator of the `lab` binary and the bench.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SETS: [&[&str]; 5] = [
     &[],
     &["order=micro_first"],

@@ -246,7 +246,7 @@ impl Message {
 /// One block as [`Message::write_pyjson`] writes it.
 fn write_block(out: &mut Vec<u8>, block: &Block) {
     use crate::pyjson::write_str;
-    let mut field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
+    let field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
         out.extend_from_slice(key);
         write_str(out, value);
     };

@@ -225,12 +225,14 @@ impl MemFs {
         Ok(cur)
     }
 
-    /// [`MemFs::parent_is_dir`] for a path from [`MemFs::resolve_in`],
-    /// whose fast path (a borrowed answer) already found the parent a directory.
-    fn parent_is_dir_unless_checked(nodes: &Tree, p: &Cow<'_, Path>) -> io::Result<()> {
-        match p {
-            Cow::Borrowed(_) => Ok(()),
-            Cow::Owned(p) => Self::parent_is_dir(nodes, p),
+    /// [`MemFs::parent_is_dir`] for a path from [`MemFs::resolve_in`]: a
+    /// borrowed answer came from the fast path, which already found the
+    /// parent a directory.
+    fn parent_is_dir_unless_fast(nodes: &Tree, resolved: &Path, fast: bool) -> io::Result<()> {
+        if fast {
+            Ok(())
+        } else {
+            Self::parent_is_dir(nodes, resolved)
         }
     }
 
@@ -334,7 +336,7 @@ impl Storage for MemFs {
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
         let p = self.resolve_in(&nodes, path, false)?;
-        Self::parent_is_dir_unless_checked(&nodes, &p)?;
+        Self::parent_is_dir_unless_fast(&nodes, &p, matches!(p, Cow::Borrowed(_)))?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
         }
@@ -345,7 +347,7 @@ impl Storage for MemFs {
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
         let p = self.resolve_in(&nodes, path, true)?;
-        Self::parent_is_dir_unless_checked(&nodes, &p)?;
+        Self::parent_is_dir_unless_fast(&nodes, &p, matches!(p, Cow::Borrowed(_)))?;
         match nodes.0.get_mut(&*key(&p)) {
             Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
             // Overwritten in place: no new key, and the old buffer is reused.
