@@ -62,16 +62,18 @@ fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
     out
 }
 
-/// A content's identity for the ledger and archive lookups: 64-bit SipHash
-/// (fixed keys, so deterministic) plus the length. Archives hold the whole
+/// A content's identity for the ledger and archive lookups: a 64-bit
+/// foldhash (quality variant, fixed seed, so deterministic within and
+/// across runs of one build) plus the length. Archives hold the whole
 /// context on every snip and the ledger every original result, so keeping
 /// each string to compare it later would make memory grow with the session;
-/// a collision needs equal length and hash.
+/// a collision needs equal length and hash. Fingerprints are only compared
+/// within a run, never stored or printed.
 pub fn fingerprint(content: &str) -> (u64, usize) {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    content.hash(&mut h);
-    (h.finish(), content.len())
+    use std::hash::BuildHasher;
+    const STATE: foldhash::quality::FixedState =
+        foldhash::quality::FixedState::with_seed(0x6374_786c_6162);
+    (STATE.hash_one(content), content.len())
 }
 
 impl Ledger {
