@@ -113,32 +113,40 @@ impl ArchiveIndex {
             pointers: BTreeMap::new(),
         };
         for (key, _) in sorted_files(fs, dir) {
-            // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
-            let text = fs.read_to_string(Path::new(&key)).unwrap_or_default();
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
             let mut archive_ptrs = BTreeSet::new();
-            for line in text.lines() {
-                for_each_archived_text(line, |id, text| {
-                    let pointers = pointers_in(text);
-                    archive_ptrs.extend(pointers.iter().cloned());
-                    if let Some(id) = id {
-                        index
-                            .copies
-                            .entry(id.to_string())
-                            .or_default()
-                            .push(ArchivedCopy {
-                                archive,
-                                print: fingerprint(text),
-                                pointers,
-                            });
-                    }
-                });
-            }
+            // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
+            let _ = fs.read_with(Path::new(&key), &mut |bytes| {
+                let Ok(text) = std::str::from_utf8(bytes) else {
+                    return;
+                };
+                index.index_text(text, archive, &mut archive_ptrs);
+            });
             index.pointers.insert(key.clone(), archive_ptrs);
             index.paths.push(key);
         }
         index
+    }
+
+    /// Index the lines of archive number `archive`; its pointers go to `archive_ptrs`.
+    fn index_text(&mut self, text: &str, archive: usize, archive_ptrs: &mut BTreeSet<String>) {
+        for line in text.lines() {
+            for_each_archived_text(line, |id, text| {
+                let pointers = pointers_in(text);
+                archive_ptrs.extend(pointers.iter().cloned());
+                if let Some(id) = id {
+                    self.copies
+                        .entry(id.to_string())
+                        .or_default()
+                        .push(ArchivedCopy {
+                            archive,
+                            print: fingerprint(text),
+                            pointers,
+                        });
+                }
+            });
+        }
     }
 }
 
@@ -254,8 +262,12 @@ fn classify<'a>(
             .into_iter()
             .flatten()
             .filter(|p| {
-                fs.read_to_string(Path::new(p))
-                    .is_ok_and(|held| fingerprint(&held) == print)
+                // Held: readable as UTF-8 and the same text.
+                let mut same = false;
+                let read = fs.read_with(Path::new(p), &mut |b| {
+                    same = std::str::from_utf8(b).is_ok_and(|held| fingerprint(held) == print)
+                });
+                read.is_ok() && same
             })
             .map(|p| p.to_string())
             .collect();

@@ -373,6 +373,19 @@ impl Storage for MemFs {
         }
     }
 
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        let nodes = self.lock();
+        let p = self.resolve_in(&nodes, path, true)?;
+        match nodes.get(&p) {
+            Some(Node::File(b)) => {
+                f(b);
+                Ok(())
+            }
+            Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+            None => Err(not_found(path)),
+        }
+    }
+
     fn kind(&self, path: &Path) -> Option<FileKind> {
         let nodes = self.lock();
         let p = self.resolve_in(&nodes, path, false).ok()?;

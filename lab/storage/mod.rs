@@ -113,6 +113,15 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         Ok(names)
     }
 
+    /// Call `f` with the bytes of a file (following symlinks), lent where
+    /// the backend holds them instead of copied as by [`Storage::read`]
+    /// (the checker hashes and scans every file once). `f` must not use
+    /// this storage: the memory tree stays locked while it runs.
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        f(&self.read(path)?);
+        Ok(())
+    }
+
     /// Read a file as UTF-8 (invalid bytes are an `InvalidData` error).
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         String::from_utf8(self.read(path)?)

@@ -239,3 +239,18 @@ fn list_files_is_list_filtered_by_is_file_on_both_backends() {
     assert_eq!(mem.list_files(Path::new("/r/d")).unwrap(), ["z"]);
     assert_eq!(mem.list_files(Path::new("/r")).unwrap(), ["d.txt"]);
 }
+
+#[test]
+fn read_with_lends_what_read_returns() {
+    both(|fs, r| {
+        let mut out = vec![];
+        fs.create_dir_all(&r.join("d")).unwrap();
+        fs.write_new(&r.join("d/a"), b"bytes").unwrap();
+        let mut seen = Vec::new();
+        out.push(kind(fs.read_with(&r.join("d/a"), &mut |b| seen = b.to_vec())));
+        assert_eq!(seen, fs.read(&r.join("d/a")).unwrap());
+        out.push(kind(fs.read_with(&r.join("d/missing"), &mut |_| panic!())));
+        out.push(kind(fs.read_with(&r.join("d"), &mut |_| panic!())));
+        out
+    });
+}
