@@ -247,7 +247,9 @@ fn read_with_lends_what_read_returns() {
         fs.create_dir_all(&r.join("d")).unwrap();
         fs.write_new(&r.join("d/a"), b"bytes").unwrap();
         let mut seen = Vec::new();
-        out.push(kind(fs.read_with(&r.join("d/a"), &mut |b| seen = b.to_vec())));
+        out.push(kind(
+            fs.read_with(&r.join("d/a"), &mut |b| seen = b.to_vec()),
+        ));
         assert_eq!(seen, fs.read(&r.join("d/a")).unwrap());
         out.push(kind(fs.read_with(&r.join("d/missing"), &mut |_| panic!())));
         out.push(kind(fs.read_with(&r.join("d"), &mut |_| panic!())));
