@@ -104,7 +104,7 @@ fn run_session(
     path_len: Option<usize>,
     summarizer: Summarizer,
 ) -> LabResult<Session> {
-    let script = script.normalised()?;
+    let script = script.normalised_cow()?;
     let root = LabRoot::new(path_len, script.reference_id_chars())?;
     let mut compactor = Compactor::new(config.clone(), root)?;
     compactor.summarizer = summarizer;
