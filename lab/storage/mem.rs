@@ -137,6 +137,21 @@ fn not_found(p: &Path) -> io::Error {
     )
 }
 
+/// A file where `create_dir_all` needs a directory: as `mkdir` reports it,
+/// `AlreadyExists` for the last component, `NotADirectory` for one below
+/// which more is to be created.
+fn not_a_dir_in_the_way(p: &Path, last: bool) -> io::Error {
+    if last {
+        err(
+            io::ErrorKind::AlreadyExists,
+            "exists and is not a directory",
+            p,
+        )
+    } else {
+        err(io::ErrorKind::NotADirectory, "not a directory", p)
+    }
+}
+
 fn err(kind: io::ErrorKind, what: &str, p: &Path) -> io::Error {
     io::Error::new(kind, format!("{}: {what}", p.display()))
 }
@@ -293,13 +308,7 @@ impl Storage for MemFs {
                 let prefix = &s[..end];
                 match nodes.0.get(prefix) {
                     Some(Node::Dir) => {}
-                    Some(_) => {
-                        return Err(err(
-                            io::ErrorKind::AlreadyExists,
-                            "exists and is not a directory",
-                            Path::new(prefix),
-                        ))
-                    }
+                    Some(_) => return Err(not_a_dir_in_the_way(Path::new(prefix), end == s.len())),
                     None => {
                         nodes.0.insert(prefix.to_string(), Node::Dir);
                     }
@@ -308,22 +317,17 @@ impl Storage for MemFs {
             return Ok(());
         }
         let mut cur = PathBuf::from("/");
-        for c in components(dir) {
+        let parts = components(dir);
+        for (i, c) in parts.iter().enumerate() {
             if c == ".." {
                 cur.pop();
                 continue;
             }
-            cur.push(&c);
+            cur.push(c);
             let resolved = self.resolve_in(&nodes, &cur, true)?;
             match nodes.get(&resolved) {
                 Some(Node::Dir) => cur = resolved.into_owned(),
-                Some(_) => {
-                    return Err(err(
-                        io::ErrorKind::AlreadyExists,
-                        "exists and is not a directory",
-                        &cur,
-                    ))
-                }
+                Some(_) => return Err(not_a_dir_in_the_way(&cur, i + 1 == parts.len())),
                 None => {
                     nodes.insert(&resolved, Node::Dir);
                     cur = resolved.into_owned();

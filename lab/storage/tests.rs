@@ -256,3 +256,21 @@ fn read_with_lends_what_read_returns() {
         out
     });
 }
+
+#[test]
+fn create_dir_all_agrees_on_existing_dirs_and_files_in_the_way() {
+    both(|fs, r| {
+        let mut out = vec![];
+        out.push(kind(fs.create_dir_all(&r.join("a/b/c"))));
+        out.push(kind(fs.create_dir_all(&r.join("a/b"))));
+        fs.write_new(&r.join("a/f"), b"x").unwrap();
+        out.push(kind(fs.create_dir_all(&r.join("a/f"))));
+        out.push(kind(fs.create_dir_all(&r.join("a/f/g"))));
+        // The same after a symlink exists (the memory tree's general walk).
+        fs.symlink(&r.join("a/b"), &r.join("link")).unwrap();
+        out.push(kind(fs.create_dir_all(&r.join("link/d"))));
+        out.push(format!("{:?}", fs.kind(&r.join("a/b/d"))));
+        out.push(kind(fs.create_dir_all(&r.join("a/f"))));
+        out
+    });
+}
