@@ -10,6 +10,10 @@ use ctxlab::compact::session::{Action, Call, Script, Session, Turn};
 use ctxlab::compact::{check, Compactor, LabRoot};
 use ctxlab::registry::{self, RunOptions};
 
+// The allocator of the `lab` binary, so the bench measures what the binary runs.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn session(turns: usize) -> Script {
     let mut a = vec![Action::User("bench".into())];
     for i in 0..turns {

@@ -200,6 +200,33 @@ impl Message {
             .collect()
     }
 
+    /// Append `json.dumps(message, ensure_ascii=False)`: the bytes
+    /// [`crate::pyjson::dumps`] writes for this message, without going
+    /// through serde (the course archives the whole context on every snip,
+    /// so this writer runs over every string of the history each time).
+    /// Field order is the serialisation order of the types above.
+    pub fn write_pyjson(&self, out: &mut Vec<u8>) {
+        use crate::pyjson::write_str;
+        out.extend_from_slice(match self.role {
+            Role::User => br#"{"role": "user", "content": "#,
+            Role::Assistant => br#"{"role": "assistant", "content": "#,
+        });
+        match &self.content {
+            Content::Text(t) => write_str(out, t),
+            Content::Blocks(blocks) => {
+                out.push(b'[');
+                for (i, b) in blocks.iter().enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    write_block(out, b);
+                }
+                out.push(b']');
+            }
+        }
+        out.push(b'}');
+    }
+
     /// The text of a message: the string, or its text blocks joined by newlines.
     pub fn text(&self) -> String {
         match &self.content {
@@ -214,6 +241,40 @@ impl Message {
                 .join("\n"),
         }
     }
+}
+
+/// One block as [`Message::write_pyjson`] writes it.
+fn write_block(out: &mut Vec<u8>, block: &Block) {
+    use crate::pyjson::write_str;
+    let field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
+        out.extend_from_slice(key);
+        write_str(out, value);
+    };
+    match block {
+        Block::Text { text } => field(out, br#"{"type": "text", "text": "#, text),
+        Block::ToolUse { id, name, input } => {
+            field(out, br#"{"type": "tool_use", "id": "#, id);
+            field(out, br#", "name": "#, name);
+            out.extend_from_slice(br#", "input": "#);
+            out.extend_from_slice(crate::pyjson::dumps(input).as_bytes());
+        }
+        Block::ToolResult {
+            tool_use_id,
+            content,
+        } => {
+            field(
+                out,
+                br#"{"type": "tool_result", "tool_use_id": "#,
+                tool_use_id,
+            );
+            field(out, br#", "content": "#, content);
+        }
+        Block::Thinking { thinking } => {
+            field(out, br#"{"type": "thinking", "thinking": "#, thinking)
+        }
+        Block::Image { source } => field(out, br#"{"type": "image", "source": "#, source),
+    }
+    out.push(b'}');
 }
 
 /// Every `tool_result` in the user messages of `messages`, in order, as
@@ -303,23 +364,43 @@ pub fn estimate_chars(messages: &[Message]) -> usize {
     total
 }
 
+/// Chars of an object's fixed part: braces, `", "` between fields, and per
+/// field its quoted ASCII key, `": "`, and (for the `type` tag, given as a
+/// field's value) the quoted tag. Evaluated at compile time.
+const fn object_overhead(keys: &[&str], tag: &str) -> usize {
+    let mut total = 2 + 2 * (keys.len() - 1);
+    let mut i = 0;
+    while i < keys.len() {
+        total += keys[i].len() + 2 + 2;
+        i += 1;
+    }
+    if tag.is_empty() {
+        total
+    } else {
+        total + tag.len() + 2
+    }
+}
+
+/// `{"role": "user", "content": …}` without the content.
+const USER: usize = object_overhead(&["role", "content"], "user");
+/// `{"role": "assistant", "content": …}` without the content.
+const ASSISTANT: usize = object_overhead(&["role", "content"], "assistant");
+
 /// [`estimate_chars`] of one message as an element of the list.
 ///
 /// Computed by walking the message rather than serialising it: the pipeline
 /// estimates before and after several steps on every call, and copying every
-/// result string into a `serde_json::Value` would dominate its cost.
+/// result string into a `serde_json::Value` would dominate its cost. The
+/// fixed parts of each object are constants; only the strings are counted.
 pub fn message_chars(message: &Message) -> usize {
-    // {"role": "...", "content": ...}
-    let role = match message.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    let obj = |fields: &[(&str, usize)]| {
-        2 + fields.len().saturating_sub(1) * 2
-            + fields
-                .iter()
-                .map(|(k, v)| json_str_chars(k) + 2 + v)
-                .sum::<usize>()
+    const TEXT: usize = object_overhead(&["type", "text"], "text");
+    const TOOL_USE: usize = object_overhead(&["type", "id", "name", "input"], "tool_use");
+    const TOOL_RESULT: usize = object_overhead(&["type", "tool_use_id", "content"], "tool_result");
+    const THINKING: usize = object_overhead(&["type", "thinking"], "thinking");
+    const IMAGE: usize = object_overhead(&["type", "source"], "image");
+    let frame = match message.role {
+        Role::User => USER,
+        Role::Assistant => ASSISTANT,
     };
     let content = match &message.content {
         Content::Text(t) => json_str_chars(t),
@@ -328,37 +409,24 @@ pub fn message_chars(message: &Message) -> usize {
                 + blocks
                     .iter()
                     .map(|b| match b {
-                        Block::Text { text } => obj(&[
-                            ("type", json_str_chars("text")),
-                            ("text", json_str_chars(text)),
-                        ]),
-                        Block::ToolUse { id, name, input } => obj(&[
-                            ("type", json_str_chars("tool_use")),
-                            ("id", json_str_chars(id)),
-                            ("name", json_str_chars(name)),
-                            ("input", python_json_chars(input)),
-                        ]),
+                        Block::Text { text } => TEXT + json_str_chars(text),
+                        Block::ToolUse { id, name, input } => {
+                            TOOL_USE
+                                + json_str_chars(id)
+                                + json_str_chars(name)
+                                + python_json_chars(input)
+                        }
                         Block::ToolResult {
                             tool_use_id,
                             content,
-                        } => obj(&[
-                            ("type", json_str_chars("tool_result")),
-                            ("tool_use_id", json_str_chars(tool_use_id)),
-                            ("content", json_str_chars(content)),
-                        ]),
-                        Block::Thinking { thinking } => obj(&[
-                            ("type", json_str_chars("thinking")),
-                            ("thinking", json_str_chars(thinking)),
-                        ]),
-                        Block::Image { source } => obj(&[
-                            ("type", json_str_chars("image")),
-                            ("source", json_str_chars(source)),
-                        ]),
+                        } => TOOL_RESULT + json_str_chars(tool_use_id) + json_str_chars(content),
+                        Block::Thinking { thinking } => THINKING + json_str_chars(thinking),
+                        Block::Image { source } => IMAGE + json_str_chars(source),
                     })
                     .sum::<usize>()
         }
     };
-    obj(&[("role", json_str_chars(role)), ("content", content)])
+    frame + content
 }
 
 /// Characters of `json.dumps(value, ensure_ascii=False)` with Python's separators.
@@ -391,19 +459,20 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
 /// Characters of a JSON string literal as Python writes it with `ensure_ascii=False`
 /// (used to update a running estimate when one string changes).
 pub fn json_str_chars(s: &str) -> usize {
-    // The estimate walks the whole history several times per model call, so
-    // the common case (nothing to escape) is two vectorised passes; every
-    // escaped char is ASCII, hence the byte tests.
-    let needs_escape = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
-    let escapes: usize = s
-        .as_bytes()
-        .iter()
-        .filter(|b| needs_escape(b))
-        .map(|&b| match b {
+    // The estimate walks the whole history on every request, so the common
+    // case (nothing to escape) is one vectorised test plus the char count;
+    // every escaped char is ASCII, hence the byte tests.
+    let bytes = s.as_bytes();
+    let mut escapes = 0;
+    let mut start = 0;
+    while let Some(i) = crate::pyjson::position(&bytes[start..], crate::pyjson::needs_escape) {
+        let b = bytes[start + i];
+        escapes += match b {
             b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
             _ => 5,
-        })
-        .sum();
+        };
+        start += i + 1;
+    }
     2 + s.chars().count() + escapes
 }
 
@@ -452,7 +521,60 @@ mod tests {
         assert_eq!(estimate_chars(&two), 68);
     }
 
+    fn any_block() -> impl proptest::strategy::Strategy<Value = Block> {
+        use proptest::prelude::*;
+        let s = "(?s).{0,16}";
+        prop_oneof![
+            s.prop_map(|text| Block::Text { text }),
+            (s, s, proptest::option::of(-1e20f64..1e20)).prop_map(|(id, name, x)| {
+                Block::ToolUse {
+                    id,
+                    name,
+                    input: serde_json::json!({"command": "ls \"a\"", "x": x, "n": [1, null, true]}),
+                }
+            }),
+            (s, s).prop_map(|(tool_use_id, content)| Block::ToolResult {
+                tool_use_id,
+                content
+            }),
+            s.prop_map(|thinking| Block::Thinking { thinking }),
+            s.prop_map(|source| Block::Image { source }),
+        ]
+    }
+
     proptest::proptest! {
+        #[test]
+        fn message_chars_equals_the_python_dump_length(
+            text in proptest::option::of("(?s).{0,24}"),
+            blocks in proptest::collection::vec(any_block(), 0..5),
+            user in proptest::bool::ANY,
+        ) {
+            let role = if user { Role::User } else { Role::Assistant };
+            let content = match text {
+                Some(t) => Content::Text(t),
+                None => Content::Blocks(blocks),
+            };
+            let m = Message { role, content };
+            proptest::prop_assert_eq!(message_chars(&m), crate::pyjson::dumps_len(&m));
+        }
+
+        #[test]
+        fn write_pyjson_equals_the_serde_dump(
+            text in proptest::option::of("(?s).{0,24}"),
+            blocks in proptest::collection::vec(any_block(), 0..5),
+            user in proptest::bool::ANY,
+        ) {
+            let role = if user { Role::User } else { Role::Assistant };
+            let content = match text {
+                Some(t) => Content::Text(t),
+                None => Content::Blocks(blocks),
+            };
+            let m = Message { role, content };
+            let mut out = Vec::new();
+            m.write_pyjson(&mut out);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), crate::pyjson::dumps(&m));
+        }
+
         #[test]
         fn json_str_chars_equals_the_python_dump(s in "(?s).{0,40}") {
             proptest::prop_assert_eq!(json_str_chars(&s), crate::pyjson::dumps_len(&s));

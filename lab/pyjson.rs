@@ -64,6 +64,65 @@ pub fn dumps<T: Serialize + ?Sized>(value: &T) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// A byte that JSON escapes: `"`, `\\` and the controls below U+0020.
+pub fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Does any byte of `bytes` pass `test`? Blocks of 32 bytes are reduced
+/// without an early exit, which the compiler turns into vector compares;
+/// the scans of long strings (escapes, line breaks) are mostly "no".
+pub fn any_byte(bytes: &[u8], test: impl Fn(u8) -> bool) -> bool {
+    position(bytes, test).is_some()
+}
+
+/// Index of the first byte of `bytes` that passes `test`, found a block of
+/// 32 bytes at a time (see [`any_byte`]).
+pub fn position(bytes: &[u8], test: impl Fn(u8) -> bool) -> Option<usize> {
+    let mut start = 0;
+    for block in bytes.chunks(32) {
+        if block.iter().fold(0u8, |any, &b| any | u8::from(test(b))) != 0 {
+            return block.iter().position(|&b| test(b)).map(|i| start + i);
+        }
+        start += block.len();
+    }
+    None
+}
+
+/// Append the JSON string literal of `s` as [`dumps`] writes it.
+///
+/// Written by hand for the writers that emit many long strings (archived
+/// transcripts): a string with nothing to escape, the common case, is
+/// found by one vectorised pass and copied whole, where serde_json's
+/// formatter looks every byte up in its escape table.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    while let Some(i) = position(&bytes[start..], needs_escape).map(|i| start + i) {
+        out.extend_from_slice(&bytes[start..i]);
+        start = i + 1;
+        match bytes[i] {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+            }
+        }
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
 /// `len(json.dumps(value, ensure_ascii=False))`: the length in characters
 /// (Python code points), not bytes.
 pub fn dumps_len<T: Serialize + ?Sized>(value: &T) -> usize {
@@ -143,6 +202,21 @@ mod tests {
         let s = "a\"\\\n\u{1}\u{7f}\u{2028}é";
         assert_eq!(dumps(&s), "\"a\\\"\\\\\\n\\u0001\u{7f}\u{2028}é\"");
         assert_eq!(dumps_len(&"é"), 3);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn write_str_equals_dumps(s in "(?s)[\\x00-\\x21\"\\\\a\u{7f}é\u{2028}]{0,80}") {
+            let mut out = Vec::new();
+            write_str(&mut out, &s);
+            proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), dumps(&s));
+        }
+
+        #[test]
+        fn position_finds_the_first_passing_byte(bytes in proptest::collection::vec(0u8..=255, 0..100)) {
+            let test = |b: u8| b == 0 || b > 250;
+            proptest::prop_assert_eq!(position(&bytes, test), bytes.iter().position(|&b| test(b)));
+        }
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::archived::for_each_archived_text;
 pub use super::pairs::pair_violations;
 use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
@@ -25,7 +26,7 @@ use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::Storage;
+use crate::storage::{path_string, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<String> {
@@ -61,16 +62,18 @@ fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
     out
 }
 
-/// A content's identity for the ledger and archive lookups: 64-bit SipHash
-/// (fixed keys, so deterministic) plus the length. Archives hold the whole
+/// A content's identity for the ledger and archive lookups: a 64-bit
+/// foldhash (quality variant, fixed seed, so deterministic within and
+/// across runs of one build) plus the length. Archives hold the whole
 /// context on every snip and the ledger every original result, so keeping
 /// each string to compare it later would make memory grow with the session;
-/// a collision needs equal length and hash.
+/// a collision needs equal length and hash. Fingerprints are only compared
+/// within a run, never stored or printed.
 pub fn fingerprint(content: &str) -> (u64, usize) {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    content.hash(&mut h);
-    (h.finish(), content.len())
+    use std::hash::BuildHasher;
+    const STATE: foldhash::quality::FixedState =
+        foldhash::quality::FixedState::with_seed(0x6374_786c_6162);
+    (STATE.hash_one(content), content.len())
 }
 
 impl Ledger {
@@ -109,18 +112,31 @@ impl ArchiveIndex {
             copies: BTreeMap::new(),
             pointers: BTreeMap::new(),
         };
-        for path in sorted_files(fs, dir) {
-            let msgs = read_transcript(fs, &path);
-            let key = path.to_string_lossy().into_owned();
+        for (key, _) in sorted_files(fs, dir) {
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
             let mut archive_ptrs = BTreeSet::new();
-            for_each_text(&msgs, Thinking::Skip, |id, text| {
+            // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
+            let _ = fs.read_with(Path::new(&key), &mut |bytes| {
+                let Ok(text) = std::str::from_utf8(bytes) else {
+                    return;
+                };
+                index.index_text(text, archive, &mut archive_ptrs);
+            });
+            index.pointers.insert(key.clone(), archive_ptrs);
+            index.paths.push(key);
+        }
+        index
+    }
+
+    /// Index the lines of archive number `archive`; its pointers go to `archive_ptrs`.
+    fn index_text(&mut self, text: &str, archive: usize, archive_ptrs: &mut BTreeSet<String>) {
+        for line in text.lines() {
+            for_each_archived_text(line, |id, text| {
                 let pointers = pointers_in(text);
                 archive_ptrs.extend(pointers.iter().cloned());
                 if let Some(id) = id {
-                    index
-                        .copies
+                    self.copies
                         .entry(id.to_string())
                         .or_default()
                         .push(ArchivedCopy {
@@ -130,35 +146,17 @@ impl ArchiveIndex {
                         });
                 }
             });
-            index.pointers.insert(key.clone(), archive_ptrs);
-            index.paths.push(key);
         }
-        index
     }
 }
 
-/// Read a JSONL transcript (a damaged one reads as empty: it holds nothing usable).
-fn read_transcript(fs: &dyn Storage, path: &Path) -> Vec<Message> {
-    fs.read_to_string(path)
-        .map(|s| {
-            s.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Regular files of `dir`, sorted (a missing dir has none).
-fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs
-        .list(dir)
+/// Regular files of `dir` as (path, file name), sorted (a missing dir has none).
+fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
+    fs.list_files(dir)
         .unwrap_or_default()
         .into_iter()
-        .map(|name| dir.join(name))
-        .filter(|p| fs.is_file(p))
-        .collect();
-    v.sort();
-    v
+        .map(|name| (path_string(&dir.join(&name)), name))
+        .collect()
 }
 
 fn ids(v: &[&str]) -> Vec<String> {
@@ -183,9 +181,8 @@ pub fn check(
     let result_files = sorted_files(fs, root.results());
     let orphans: Vec<String> = result_files
         .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .filter(|p| !reachable.contains(p))
-        .map(|p| file_name(&p))
+        .filter(|(p, _)| !reachable.contains(p))
+        .map(|(_, name)| name.clone())
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
@@ -212,10 +209,7 @@ pub fn check(
     c.count("summary_failures", failures, std::iter::empty());
     c.list(
         "persisted_files",
-        result_files
-            .iter()
-            .map(|p| file_name(&p.to_string_lossy()))
-            .collect(),
+        result_files.into_iter().map(|(_, name)| name).collect(),
     );
     c
 }
@@ -268,8 +262,12 @@ fn classify<'a>(
             .into_iter()
             .flatten()
             .filter(|p| {
-                fs.read_to_string(Path::new(p))
-                    .is_ok_and(|held| fingerprint(&held) == print)
+                // Held: readable as UTF-8 and the same text.
+                let mut same = false;
+                let read = fs.read_with(Path::new(p), &mut |b| {
+                    same = std::str::from_utf8(b).is_ok_and(|held| fingerprint(held) == print)
+                });
+                read.is_ok() && same
             })
             .map(|p| p.to_string())
             .collect();
@@ -408,13 +406,6 @@ fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
             _ => None,
         })
         .collect()
-}
-
-fn file_name(p: &str) -> String {
-    Path::new(p)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

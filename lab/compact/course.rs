@@ -33,6 +33,24 @@ pub fn is_line_break(c: char) -> bool {
     )
 }
 
+/// Byte index of the first char of `s` that [`is_line_break`], found a
+/// block of bytes at a time: every such char starts with a byte below 0x20,
+/// or 0xC2 (U+0085) or 0xE2 (U+2028, U+2029), and a block without any of
+/// those is skipped by one vectorised test instead of a char-by-char match.
+pub fn find_line_break(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let lead = |b: u8| b < 0x20 || b == 0xC2 || b == 0xE2;
+    let mut start = 0;
+    while let Some(i) = crate::pyjson::position(&bytes[start..], lead).map(|i| start + i) {
+        // These lead bytes never continue a char: `i` is a char boundary.
+        if s[i..].chars().next().is_some_and(is_line_break) {
+            return Some(i);
+        }
+        start = i + 1;
+    }
+    None
+}
+
 /// Python's `str.splitlines()`: splits at `\n`, `\r`, `\r\n`, `\v`, `\f`,
 /// `\x1c`–`\x1e`, `\x85`, U+2028 and U+2029, dropping the separators.
 pub fn splitlines(s: &str) -> Vec<&str> {
@@ -177,6 +195,15 @@ mod tests {
             transcript_name(255),
             "transcript_000000000000000000000000000000ff.jsonl"
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn find_line_break_equals_the_char_scan(
+            s in "[a\t\n\r\u{b}\u{1f}\u{85}\u{a0}\u{2027}\u{2028}\u{2029}\u{e000}é]{0,80}"
+        ) {
+            proptest::prop_assert_eq!(find_line_break(&s), s.find(is_line_break));
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! which is why their order matters; every step records what it did as an
 //! [`Event`] so the [`check`] module can tell *why* something was lost.
 
+pub mod archived;
 pub mod check;
 pub mod config;
 pub mod course;
@@ -240,15 +241,15 @@ impl Compactor {
             .root
             .transcripts()
             .join(course::transcript_name(self.transcripts_written));
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(8192);
         for m in messages {
-            out.extend_from_slice(crate::pyjson::dumps(m).as_bytes());
+            m.write_pyjson(&mut out);
             out.push(b'\n');
         }
         self.root
             .fs()
             .write_new(&path, &out)
             .map_err(|e| crate::error::LabError::io("archiving a transcript", &path, e))?;
-        Ok(path.to_string_lossy().into_owned())
+        Ok(crate::storage::path_string(&path))
     }
 }

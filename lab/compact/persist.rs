@@ -27,7 +27,20 @@ pub(crate) fn chars(s: &str) -> usize {
 
 /// The `<persisted-output>` text that replaces a result in context.
 pub fn persisted_text(path: &str, preview: &str) -> String {
-    format!("{PERSISTED_OPEN}{FULL_OUTPUT}{path}\nPreview:\n{preview}\n</persisted-output>")
+    // Pieces pushed into one allocation: `format!` cost more than the copy.
+    let parts = [
+        PERSISTED_OPEN,
+        FULL_OUTPUT,
+        path,
+        "\nPreview:\n",
+        preview,
+        "\n</persisted-output>",
+    ];
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        out.push_str(p);
+    }
+    out
 }
 
 /// First `n` chars of `s`.
@@ -50,11 +63,17 @@ pub fn full_output_line(content: &str) -> Option<&str> {
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_OUTPUT));
     let is_break = super::course::is_line_break;
-    let i = FINDER
-        .find_iter(content.as_bytes())
-        .find(|&i| content[..i].chars().next_back().is_none_or(is_break))?;
+    let bytes = content.as_bytes();
+    let mut from = 0;
+    let i = loop {
+        let i = from + FINDER.find(&bytes[from..])?;
+        if content[..i].chars().next_back().is_none_or(is_break) {
+            break i;
+        }
+        from = i + 1;
+    };
     let rest = &content[i + FULL_OUTPUT.len()..];
-    let path = rest.find(is_break).map_or(rest, |end| &rest[..end]);
+    let path = super::course::find_line_break(rest).map_or(rest, |end| &rest[..end]);
     (!path.is_empty()).then_some(path)
 }
 
@@ -102,7 +121,7 @@ impl Compactor {
                 .write(&path, text.as_bytes())
                 .map_err(|e| LabError::io("persisting a tool result", &path, e))?;
         }
-        let path = path.to_string_lossy().into_owned();
+        let path = crate::storage::path_string(&path);
         self.events.push(Event::Saved {
             step,
             id: id.to_string(),

@@ -104,12 +104,12 @@ fn run_session(
     path_len: Option<usize>,
     summarizer: Summarizer,
 ) -> LabResult<Session> {
-    let script = script.normalised()?;
+    let script = script.normalised_cow()?;
     let root = LabRoot::new(path_len, script.reference_id_chars())?;
     let mut compactor = Compactor::new(config.clone(), root)?;
     compactor.summarizer = summarizer;
     let mut session = Session::new(compactor);
-    session.run(&script)?;
+    session.run_normalised(&script)?;
     Ok(session)
 }
 

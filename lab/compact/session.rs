@@ -113,45 +113,73 @@ impl Script {
     /// Sizes are bounded (see [`MAX_RESULT_CHARS`]) so that a typo such as
     /// `"chars": 1000000000000` is an error instead of an aborted allocation.
     pub fn normalised(&self) -> LabResult<Script> {
-        let mut n = 0usize;
-        let mut seen = BTreeMap::new();
-        let mut total = 0usize;
+        self.normalised_cow().map(std::borrow::Cow::into_owned)
+    }
+
+    /// [`Script::normalised`], borrowing a script whose calls all have ids
+    /// already (the probe's scripts): a sweep cell then skips the copy.
+    pub(crate) fn normalised_cow(&self) -> LabResult<std::borrow::Cow<'_, Script>> {
+        let calls = || {
+            self.0.iter().flat_map(|a| match a {
+                Action::Assistant(turn) => &turn.calls[..],
+                _ => &[],
+            })
+        };
+        if calls().all(|c| c.id.is_some()) {
+            self.validate()?;
+            return Ok(std::borrow::Cow::Borrowed(self));
+        }
         let mut out = self.clone();
-        for (ai, a) in out.0.iter_mut().enumerate() {
+        let mut n = 0usize;
+        for a in &mut out.0 {
             if let Action::Assistant(turn) = a {
                 for c in &mut turn.calls {
-                    let id = c.id.get_or_insert_with(|| format!("toolu_{n}")).clone();
+                    c.id.get_or_insert_with(|| format!("toolu_{n}"));
                     n += 1;
-                    // The schema says exactly one: a call with neither
-                    // would silently return an empty result.
-                    if c.chars.is_some() == c.text.is_some() {
-                        let has = if c.chars.is_some() { "both" } else { "neither" };
-                        return Err(LabError::usage(
-                            format!("action {ai}: call {id} has {has} chars and text"),
-                            "give a call exactly one of \"chars\": N or \"text\": \"...\"",
-                        ));
-                    }
-                    let size = c.chars.unwrap_or(0);
-                    total = total.saturating_add(size);
-                    if size > MAX_RESULT_CHARS || total > MAX_SCRIPT_CHARS {
-                        return Err(LabError::usage(
-                            format!(
-                                "action {ai}: call {id} asks for {size} chars \
-                                 (limits: {MAX_RESULT_CHARS} per result, {MAX_SCRIPT_CHARS} per script)"
-                            ),
-                            "use smaller \"chars\" values; thresholds scale, see `lab profiles`",
-                        ));
-                    }
-                    if let Some(prev) = seen.insert(id.clone(), ai) {
-                        return Err(LabError::usage(
-                            format!("action {ai}: tool_use id {id} already used by action {prev}"),
-                            "tool_use ids must be unique in a script",
-                        ));
-                    }
                 }
             }
         }
-        Ok(out)
+        out.validate()?;
+        Ok(std::borrow::Cow::Owned(out))
+    }
+
+    /// The checks of [`Script::normalised`] on a script whose calls have ids.
+    fn validate(&self) -> LabResult<()> {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut total = 0usize;
+        for (ai, a) in self.0.iter().enumerate() {
+            let Action::Assistant(turn) = a else { continue };
+            for c in &turn.calls {
+                let id = c.id.as_deref().unwrap_or_default();
+                // The schema says exactly one: a call with neither
+                // would silently return an empty result.
+                if c.chars.is_some() == c.text.is_some() {
+                    let has = if c.chars.is_some() { "both" } else { "neither" };
+                    return Err(LabError::usage(
+                        format!("action {ai}: call {id} has {has} chars and text"),
+                        "give a call exactly one of \"chars\": N or \"text\": \"...\"",
+                    ));
+                }
+                let size = c.chars.unwrap_or(0);
+                total = total.saturating_add(size);
+                if size > MAX_RESULT_CHARS || total > MAX_SCRIPT_CHARS {
+                    return Err(LabError::usage(
+                        format!(
+                            "action {ai}: call {id} asks for {size} chars \
+                             (limits: {MAX_RESULT_CHARS} per result, {MAX_SCRIPT_CHARS} per script)"
+                        ),
+                        "use smaller \"chars\" values; thresholds scale, see `lab profiles`",
+                    ));
+                }
+                if let Some(prev) = seen.insert(id, ai) {
+                    return Err(LabError::usage(
+                        format!("action {ai}: tool_use id {id} already used by action {prev}"),
+                        "tool_use ids must be unique in a script",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Length of the first tool id: the id the exact path length is built for.
@@ -225,7 +253,14 @@ impl Session {
     /// A failing summary call ends the run there, as the course's exception ends
     /// its session (unless the switch `survive_summary_failure` is on).
     pub fn run(&mut self, script: &Script) -> LabResult<()> {
-        for action in &script.normalised()?.0 {
+        self.run_normalised(&script.normalised()?)
+    }
+
+    /// [`Session::run`] of a script that is already [`Script::normalised`]
+    /// (the probe normalises once to size its root, and a sweep cell is
+    /// small enough that a second pass showed in its cost).
+    pub(crate) fn run_normalised(&mut self, script: &Script) -> LabResult<()> {
+        for action in &script.0 {
             if self.compactor.halted {
                 break;
             }

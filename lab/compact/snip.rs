@@ -18,8 +18,14 @@ pub fn marker_text(archived: usize, transcript: &str) -> String {
 
 /// Parse a marker back into its transcript path.
 pub fn marker_path(content: &str) -> Option<&str> {
+    const MIDDLE: &str = " messages archived at ";
+    // A prebuilt searcher: the checker asks this of every text it reads, and
+    // `split_once` set up a new one each time.
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(MIDDLE));
     let inner = content.strip_prefix('[')?.strip_suffix(']')?;
-    let (count, rest) = inner.split_once(" messages archived at ")?;
+    let at = FINDER.find(inner.as_bytes())?;
+    let (count, rest) = (&inner[..at], &inner[at + MIDDLE.len()..]);
     (!count.is_empty() && count.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
 }
 
@@ -130,5 +136,10 @@ mod tests {
         assert_eq!(marker_path(&t), Some("/tmp/x/transcript_0001.jsonl"));
         assert_eq!(marker_path("[x messages archived at /a]"), None);
         assert_eq!(marker_path("hello"), None);
+        assert_eq!(marker_path("[ messages archived at /a]"), None);
+        assert_eq!(
+            marker_path("[2 messages archived at /a messages archived at /b]"),
+            Some("/a messages archived at /b")
+        );
     }
 }

@@ -78,6 +78,11 @@ impl Tree {
     /// Names of the direct children of directory `d` (a key range: every
     /// descendant of `d` starts with `d/`).
     fn children(&self, d: &Path) -> Vec<String> {
+        self.children_where(d, |_| true)
+    }
+
+    /// [`Tree::children`] whose node passes `keep`.
+    fn children_where(&self, d: &Path, keep: impl Fn(&Node) -> bool) -> Vec<String> {
         let d = key(d);
         let prefix = if d == "/" {
             d.into_owned()
@@ -90,6 +95,7 @@ impl Tree {
                 std::ops::Bound::Unbounded,
             ))
             .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(_, n)| keep(n))
             .map(|(k, _)| &k[prefix.len()..])
             .filter(|rest| !rest.is_empty() && !rest.contains('/'))
             .map(str::to_string)
@@ -129,6 +135,21 @@ fn not_found(p: &Path) -> io::Error {
         io::ErrorKind::NotFound,
         format!("{}: no such file or directory", p.display()),
     )
+}
+
+/// A file where `create_dir_all` needs a directory: as `mkdir` reports it,
+/// `AlreadyExists` for the last component, `NotADirectory` for one below
+/// which more is to be created.
+fn not_a_dir_in_the_way(p: &Path, last: bool) -> io::Error {
+    if last {
+        err(
+            io::ErrorKind::AlreadyExists,
+            "exists and is not a directory",
+            p,
+        )
+    } else {
+        err(io::ErrorKind::NotADirectory, "not a directory", p)
+    }
 }
 
 fn err(kind: io::ErrorKind, what: &str, p: &Path) -> io::Error {
@@ -219,6 +240,17 @@ impl MemFs {
         Ok(cur)
     }
 
+    /// [`MemFs::parent_is_dir`] for a path from [`MemFs::resolve_in`]: a
+    /// borrowed answer came from the fast path, which already found the
+    /// parent a directory.
+    fn parent_is_dir_unless_fast(nodes: &Tree, resolved: &Path, fast: bool) -> io::Result<()> {
+        if fast {
+            Ok(())
+        } else {
+            Self::parent_is_dir(nodes, resolved)
+        }
+    }
+
     fn parent_is_dir(nodes: &Tree, p: &Path) -> io::Result<()> {
         let parent = match plain_absolute(p) {
             Some(s) => Path::new(plain_parent(s).unwrap_or("/")),
@@ -267,23 +299,35 @@ fn kind_of(n: &Node) -> FileKind {
 impl Storage for MemFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
+        if let Some(s) = plain_absolute(dir).filter(|_| !self.has_symlinks.load(Ordering::Relaxed))
+        {
+            // Without symlinks or `..`, every ancestor of a plain path is the
+            // text before one of its slashes: no component walk, no copies.
+            let ends = memchr::memchr_iter(b'/', s.as_bytes()).skip(1);
+            for end in ends.chain([s.len()]) {
+                let prefix = &s[..end];
+                match nodes.0.get(prefix) {
+                    Some(Node::Dir) => {}
+                    Some(_) => return Err(not_a_dir_in_the_way(Path::new(prefix), end == s.len())),
+                    None => {
+                        nodes.0.insert(prefix.to_string(), Node::Dir);
+                    }
+                }
+            }
+            return Ok(());
+        }
         let mut cur = PathBuf::from("/");
-        for c in components(dir) {
+        let parts = components(dir);
+        for (i, c) in parts.iter().enumerate() {
             if c == ".." {
                 cur.pop();
                 continue;
             }
-            cur.push(&c);
+            cur.push(c);
             let resolved = self.resolve_in(&nodes, &cur, true)?;
             match nodes.get(&resolved) {
                 Some(Node::Dir) => cur = resolved.into_owned(),
-                Some(_) => {
-                    return Err(err(
-                        io::ErrorKind::AlreadyExists,
-                        "exists and is not a directory",
-                        &cur,
-                    ))
-                }
+                Some(_) => return Err(not_a_dir_in_the_way(&cur, i + 1 == parts.len())),
                 None => {
                     nodes.insert(&resolved, Node::Dir);
                     cur = resolved.into_owned();
@@ -296,7 +340,7 @@ impl Storage for MemFs {
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
         let p = self.resolve_in(&nodes, path, false)?;
-        Self::parent_is_dir(&nodes, &p)?;
+        Self::parent_is_dir_unless_fast(&nodes, &p, matches!(p, Cow::Borrowed(_)))?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
         }
@@ -307,12 +351,20 @@ impl Storage for MemFs {
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
         let p = self.resolve_in(&nodes, path, true)?;
-        Self::parent_is_dir(&nodes, &p)?;
-        if let Some(Node::Dir) = nodes.get(&p) {
-            return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
+        Self::parent_is_dir_unless_fast(&nodes, &p, matches!(p, Cow::Borrowed(_)))?;
+        match nodes.0.get_mut(&*key(&p)) {
+            Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+            // Overwritten in place: no new key, and the old buffer is reused.
+            Some(Node::File(old)) => {
+                old.clear();
+                old.extend_from_slice(bytes);
+                Ok(())
+            }
+            _ => {
+                nodes.insert(&p, Node::File(bytes.to_vec()));
+                Ok(())
+            }
         }
-        nodes.insert(&p, Node::File(bytes.to_vec()));
-        Ok(())
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -320,6 +372,19 @@ impl Storage for MemFs {
         let p = self.resolve_in(&nodes, path, true)?;
         match nodes.get(&p) {
             Some(Node::File(b)) => Ok(b.clone()),
+            Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        let nodes = self.lock();
+        let p = self.resolve_in(&nodes, path, true)?;
+        match nodes.get(&p) {
+            Some(Node::File(b)) => {
+                f(b);
+                Ok(())
+            }
             Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
             None => Err(not_found(path)),
         }
@@ -340,6 +405,26 @@ impl Storage for MemFs {
             None => return Err(not_found(dir)),
         }
         let mut out = nodes.children(&d);
+        out.sort();
+        Ok(out)
+    }
+
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<String>> {
+        if self.has_symlinks.load(Ordering::Relaxed) {
+            // A symlinked entry is a file when its target is: the general walk.
+            let mut names = self.list(dir)?;
+            names.retain(|name| self.is_file(&dir.join(name)));
+            return Ok(names);
+        }
+        let nodes = self.lock();
+        let d = self.resolve_in(&nodes, dir, true)?;
+        match nodes.get(&d) {
+            Some(Node::Dir) => {}
+            Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
+            None => return Err(not_found(dir)),
+        }
+        let mut out = nodes.children_where(&d, |n| matches!(n, Node::File(_)));
+        // Already in byte order (a key range); sorting sorted names is one pass.
         out.sort();
         Ok(out)
     }

@@ -104,10 +104,39 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         }
     }
 
+    /// Names of the regular files of `dir` (following symlinks), sorted
+    /// bytewise: [`Storage::list`] filtered by [`Storage::is_file`], which a
+    /// backend may answer in one pass.
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = self.list(dir)?;
+        names.retain(|name| self.is_file(&dir.join(name)));
+        Ok(names)
+    }
+
+    /// Call `f` with the bytes of a file (following symlinks), lent where
+    /// the backend holds them instead of copied as by [`Storage::read`]
+    /// (the checker hashes and scans every file once). `f` must not use
+    /// this storage: the memory tree stays locked while it runs.
+    fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
+        f(&self.read(path)?);
+        Ok(())
+    }
+
     /// Read a file as UTF-8 (invalid bytes are an `InvalidData` error).
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         String::from_utf8(self.read(path)?)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// A path as a `String`: borrowed-and-copied when it is UTF-8 (`to_str`
+/// validates a word at a time), lossy otherwise (`to_string_lossy` walks
+/// byte by byte even when nothing needs replacing, and the lab's paths are
+/// up to 4096 chars long).
+pub fn path_string(p: &Path) -> String {
+    match p.to_str() {
+        Some(s) => s.to_string(),
+        None => p.to_string_lossy().into_owned(),
     }
 }
 

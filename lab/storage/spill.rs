@@ -98,6 +98,10 @@ impl Storage for Spill {
         self.tree.list(dir)
     }
 
+    fn list_files(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.tree.list_files(dir)
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.tree.remove_file(path)
     }

@@ -202,3 +202,75 @@ fn memfs_resolves_dot_dot_and_loops() {
     assert_eq!(fs.tree().len(), 6);
     let _ = PathBuf::new();
 }
+
+#[test]
+fn list_files_is_list_filtered_by_is_file_on_both_backends() {
+    both(|fs, r| {
+        let mut out = vec![];
+        fs.create_dir_all(&r.join("d/sub")).unwrap();
+        for name in ["b.txt", "a-1.txt", "a.txt", "sub/nested.txt"] {
+            fs.write_new(&r.join("d").join(name), b"x").unwrap();
+        }
+        let by_filter = |fs: &dyn Storage| {
+            let mut names = fs.list(&r.join("d")).unwrap();
+            names.retain(|n| fs.is_file(&r.join("d").join(n)));
+            names
+        };
+        out.push(format!("{:?}", fs.list_files(&r.join("d")).unwrap()));
+        assert_eq!(fs.list_files(&r.join("d")).unwrap(), by_filter(fs));
+        // Symlinks: one to a file counts, one to a directory and a dangling one do not.
+        fs.symlink(&r.join("d/a.txt"), &r.join("d/link-file"))
+            .unwrap();
+        fs.symlink(&r.join("d/sub"), &r.join("d/link-dir")).unwrap();
+        fs.symlink(&r.join("d/gone"), &r.join("d/link-gone"))
+            .unwrap();
+        out.push(format!("{:?}", fs.list_files(&r.join("d")).unwrap()));
+        assert_eq!(fs.list_files(&r.join("d")).unwrap(), by_filter(fs));
+        out.push(kind(fs.list_files(&r.join("d/a.txt"))));
+        out.push(kind(fs.list_files(&r.join("missing"))));
+        out
+    });
+    // The memory tree's one-pass answer before any symlink exists.
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/r/d/sub")).unwrap();
+    mem.write_new(Path::new("/r/d/z"), b"").unwrap();
+    mem.write_new(Path::new("/r/d/sub/y"), b"").unwrap();
+    mem.write_new(Path::new("/r/d.txt"), b"").unwrap();
+    assert_eq!(mem.list_files(Path::new("/r/d")).unwrap(), ["z"]);
+    assert_eq!(mem.list_files(Path::new("/r")).unwrap(), ["d.txt"]);
+}
+
+#[test]
+fn read_with_lends_what_read_returns() {
+    both(|fs, r| {
+        let mut out = vec![];
+        fs.create_dir_all(&r.join("d")).unwrap();
+        fs.write_new(&r.join("d/a"), b"bytes").unwrap();
+        let mut seen = Vec::new();
+        out.push(kind(
+            fs.read_with(&r.join("d/a"), &mut |b| seen = b.to_vec()),
+        ));
+        assert_eq!(seen, fs.read(&r.join("d/a")).unwrap());
+        out.push(kind(fs.read_with(&r.join("d/missing"), &mut |_| panic!())));
+        out.push(kind(fs.read_with(&r.join("d"), &mut |_| panic!())));
+        out
+    });
+}
+
+#[test]
+fn create_dir_all_agrees_on_existing_dirs_and_files_in_the_way() {
+    both(|fs, r| {
+        let mut out = vec![];
+        out.push(kind(fs.create_dir_all(&r.join("a/b/c"))));
+        out.push(kind(fs.create_dir_all(&r.join("a/b"))));
+        fs.write_new(&r.join("a/f"), b"x").unwrap();
+        out.push(kind(fs.create_dir_all(&r.join("a/f"))));
+        out.push(kind(fs.create_dir_all(&r.join("a/f/g"))));
+        // The same after a symlink exists (the memory tree's general walk).
+        fs.symlink(&r.join("a/b"), &r.join("link")).unwrap();
+        out.push(kind(fs.create_dir_all(&r.join("link/d"))));
+        out.push(format!("{:?}", fs.kind(&r.join("a/b/d"))));
+        out.push(kind(fs.create_dir_all(&r.join("a/f"))));
+        out
+    });
+}
