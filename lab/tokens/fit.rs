@@ -2,7 +2,7 @@
 //!
 //! A sample is the growth between two consecutive requests of one
 //! conversation: the recorded prompt tokens grew by `y`, the messages grew by
-//! `x` characters per kind and messages. [`fit`] solves `y ≈ x·k` by least
+//! `x` o200k tokens per kind and messages. [`fit`] solves `y ≈ x·k` by least
 //! squares reweighted towards absolute error, so an occasional request that
 //! carried unlogged content (a file-change reminder the log does not keep)
 //! does not pull the rates; the per-message cost then takes the steady
@@ -77,7 +77,7 @@ pub fn shared_transcripts() -> Option<PathBuf> {
 /// log, not what was sent, and would bend the code rate.
 pub fn request_features(r: &RecordedRequest) -> Features {
     let mut f = Features::of(&r.messages);
-    f.chars[3] += r.resent_chars;
+    f.units[3] += r.resent_units;
     f
 }
 

@@ -56,9 +56,9 @@ pub struct RecordedRequest {
     pub sent_ms: Option<i64>,
     /// The messages sent, oldest first.
     pub messages: Vec<Message>,
-    /// Characters of file contents Claude Code re-sent with tool results of
+    /// o200k tokens of file contents Claude Code re-sent with tool results of
     /// these messages without logging them ([`reminders`]).
-    pub resent_chars: f64,
+    pub resent_units: f64,
     /// User prompts on the chain that followed a Stop hook ([`stop_hooks`]).
     pub prompts_after_stop_hook: u32,
     /// What the API reported.
@@ -160,7 +160,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             model: model.to_string(),
             at_ms: index.time(r),
             sent_ms: chain.last().and_then(|p| index.time(p)),
-            resent_chars: reminders.resent_chars(&messages),
+            resent_units: reminders.resent_units(&messages),
             prompts_after_stop_hook: stop_hooks::prompts_after(&chain),
             messages,
             usage,

@@ -5,6 +5,20 @@ use serde_json::json;
 /// A three-request Claude Code log: the third request is sent (its tool
 /// result logged) 9 minutes after the second, so its 5-minute cache has
 /// expired and the read collapses.
+/// A tool output of `n` characters that tokenises like real text (a run of
+/// one letter would merge into a handful of tokens).
+fn listing(n: usize) -> String {
+    let mut out = String::new();
+    for i in 0.. {
+        if out.len() >= n {
+            break;
+        }
+        out.push_str(&format!("file_{i}.rs {} bytes\n", i * 37 % 1000));
+    }
+    out.truncate(n);
+    out
+}
+
 fn log() -> String {
     let rec =
         |uuid: &str, parent: Option<&str>, kind: &str, min: u32, message: serde_json::Value| {
@@ -19,7 +33,7 @@ fn log() -> String {
     };
     let result = |tool: &str, n: usize| {
         json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": tool, "content": "x".repeat(n)}]})
+        {"type": "tool_result", "tool_use_id": tool, "content": listing(n)}]})
     };
     [
         rec(

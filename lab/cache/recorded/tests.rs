@@ -12,7 +12,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         model: "m".into(),
         at_ms: Some(at_min * MIN),
         sent_ms: Some(at_min * MIN),
-        resent_chars: 0.0,
+        resent_units: 0.0,
         prompts_after_stop_hook: 0,
         messages: messages.to_vec(),
         usage: Usage {

@@ -9,8 +9,12 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
     let mut messages = Vec::new();
     let mut requests = Vec::new();
     for i in 0..n {
-        let prose = "word ".repeat(3 + (i * 7 + seed) % 40);
-        let out = "x".repeat(10 + (i * 13 + seed) % 300);
+        let prose = "word ".repeat(10 + (i * 37 + seed) % 200);
+        // Varied numbers, so that the o200k count grows with the length
+        // (a run of one letter would merge into a handful of tokens).
+        let out: String = (0..3 + (i * 13 + seed) % 60)
+            .map(|j| format!("{}:{} ", j, (j * 7919 + i) % 1000))
+            .collect();
         messages.push(Message::assistant(vec![Block::Text { text: prose }]));
         messages.push(Message::tool_results(vec![(format!("t{i}"), out)]));
         let total = 5_000.0 + Features::of(&messages).tokens(truth);
@@ -20,7 +24,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             model: "m".into(),
             at_ms: None,
             sent_ms: None,
-            resent_chars: 0.0,
+            resent_units: 0.0,
             prompts_after_stop_hook: 0,
             messages: messages.clone(),
             usage: Usage {
@@ -92,14 +96,15 @@ fn held_out_error_is_pinned() {
     let Some(sessions) = shared() else { return };
     let h = holdout(sessions);
     assert!(h.one_step.median <= 0.03 && h.one_step.p95 <= 0.08, "{h:?}");
-    // Measured 0.09 % / 1.6 % one-step; cumulative 3.3 % / 16.0 %, above the
-    // 3 % / 8 % target. Most of the excess is one session whose Claude Code
-    // (1.0.70) injects changed files' contents without logging them; the
-    // re-sends the log implies (edited files, then a git command that
-    // rewrites the working tree) took it from 6.3 % / 20.5 % to 6.0 % / 20.0 %.
+    // Measured 0.07 % / 1.0 % one-step; cumulative 2.07 % / 12.4 %: the
+    // median meets the 3 % target, the p95 is above 8 %. The excess is one
+    // session whose Claude Code (1.0.70) attaches files' contents without
+    // logging them (4.4 % / 17.4 % on its own; the other four pooled
+    // 1.9 % / 6.0 %).
     assert_eq!(h.one_step.n, 777);
-    assert!((h.cumulative.median - 0.0332).abs() < 0.002, "{h:?}");
-    assert!((h.cumulative.p95 - 0.1597).abs() < 0.005, "{h:?}");
+    assert!(h.cumulative.median <= 0.03, "{h:?}");
+    assert!((h.cumulative.median - 0.0207).abs() < 0.002, "{h:?}");
+    assert!((h.cumulative.p95 - 0.1245).abs() < 0.005, "{h:?}");
 }
 
 /// Prints a refit and the held-out figures (for updating FITTED and README).

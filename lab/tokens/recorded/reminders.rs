@@ -30,12 +30,13 @@ use serde_json::Value;
 
 use crate::import::flatten_tool_result;
 use crate::message::{Block, Message, Role};
+use crate::tokens::claude::units;
 
 /// Unlogged reminders, keyed by the id of the tool call whose result they
 /// were attached to.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reminders {
-    /// Characters of file contents re-sent with the call's result.
+    /// Size of file contents re-sent with the call's result, in o200k tokens.
     resent: HashMap<String, f64>,
     /// Calls whose result message carried any reminder.
     attached: HashSet<String>,
@@ -51,10 +52,6 @@ fn blocks(r: &Value) -> &[Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn chars(s: &str) -> f64 {
-    s.chars().count() as f64
-}
-
 /// Tools that write a file the agent then holds in its read-file state.
 const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
 
@@ -67,7 +64,7 @@ const AGENT_TOOLS: &[&str] = &["Task", "Agent"];
 struct State<'a> {
     /// Tool calls by id: name, input and file position.
     calls: HashMap<&'a str, (&'a str, &'a Value, usize)>,
-    /// Characters of each file's last Read result.
+    /// o200k tokens of each file's last Read result.
     last_read: HashMap<&'a str, f64>,
     /// Files edited since the working tree was last rewritten, with their
     /// last known size.
@@ -91,7 +88,7 @@ impl<'a> State<'a> {
         }
         if let Some(path) = str_of(input, "file_path") {
             let size = match str_of(input, "content") {
-                Some(c) => chars(c),
+                Some(c) => units(c),
                 None => self.last_read.get(path).copied().unwrap_or(0.0),
             };
             self.edited.insert(path, size);
@@ -110,7 +107,7 @@ impl<'a> State<'a> {
             "Read" => {
                 if let Some(path) = str_of(input, "file_path") {
                     let (text, _) = flatten_tool_result(b.get("content"));
-                    self.last_read.insert(path, chars(&text));
+                    self.last_read.insert(path, units(&text));
                 }
             }
             "Bash" if rewrites_worktree(str_of(input, "command").unwrap_or("")) => {
@@ -147,9 +144,9 @@ impl Reminders {
         out
     }
 
-    /// Characters of file contents re-sent with the results in `messages`
+    /// o200k tokens of file contents re-sent with the results in `messages`
     /// (they stay in the conversation once sent).
-    pub fn resent_chars(&self, messages: &[Message]) -> f64 {
+    pub fn resent_units(&self, messages: &[Message]) -> f64 {
         messages
             .iter()
             .flat_map(|m| m.blocks())

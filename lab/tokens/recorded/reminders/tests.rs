@@ -29,9 +29,14 @@ fn result(uuid: &str, parent: &str, side: bool, id: &str, text: &str) -> Value {
     )
 }
 
+/// The file's text (its size is counted in o200k tokens).
+fn body() -> String {
+    "let a = 1;\n".repeat(100)
+}
+
 /// Read a file, edit it, `git stash`, then `git stash` again with no new edit.
 fn edit_then_stash() -> Vec<Value> {
-    let body = "x".repeat(400);
+    let body = body();
     vec![
         rec(
             "u0",
@@ -95,9 +100,11 @@ fn results(ids: &[&str]) -> Message {
 #[test]
 fn a_worktree_rewrite_after_an_edit_resends_the_file_once() {
     let r = Reminders::of(&edit_then_stash());
-    assert_eq!(r.resent_chars(&[results(&["b1"])]), 400.0);
+    let size = crate::tokens::claude::units(&body());
+    assert!(size > 100.0, "{size}");
+    assert_eq!(r.resent_units(&[results(&["b1"])]), size);
     assert_eq!(
-        r.resent_chars(&[results(&["s1", "b2"])]),
+        r.resent_units(&[results(&["s1", "b2"])]),
         0.0,
         "nothing new to re-send"
     );
@@ -105,7 +112,7 @@ fn a_worktree_rewrite_after_an_edit_resends_the_file_once() {
     assert!(!r.starts_turn(&results(&["s1"])));
     // A conversation keeps what was re-sent.
     let later = [results(&["b1"]), results(&["s1"]), results(&["b2"])];
-    assert_eq!(r.resent_chars(&later), 400.0);
+    assert_eq!(r.resent_units(&later), size);
 }
 
 #[test]
@@ -117,7 +124,7 @@ fn a_write_is_known_by_the_content_it_sent() {
             false,
             "w1",
             "Write",
-            json!({"file_path": "/n.rs", "content": "abcdef"}),
+            json!({"file_path": "/n.rs", "content": "fn main() {}"}),
         ),
         result("u1", "a1", false, "w1", "ok"),
         call(
@@ -131,8 +138,8 @@ fn a_write_is_known_by_the_content_it_sent() {
         result("u2", "a2", false, "b1", "Switched"),
     ];
     assert_eq!(
-        Reminders::of(&records).resent_chars(&[results(&["b1"])]),
-        6.0
+        Reminders::of(&records).resent_units(&[results(&["b1"])]),
+        crate::tokens::claude::units("fn main() {}")
     );
 }
 
@@ -159,7 +166,7 @@ fn a_subagent_that_edited_files_leaves_its_parent_a_reminder() {
     let r = Reminders::of(&subagent(true));
     assert!(r.starts_turn(&results(&["t1"])));
     assert_eq!(
-        r.resent_chars(&[results(&["t1"])]),
+        r.resent_units(&[results(&["t1"])]),
         0.0,
         "its size is unknown"
     );
