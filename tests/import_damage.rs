@@ -694,3 +694,19 @@ fn summaries_render_in_every_format() {
     .unwrap();
     assert_eq!(json[0]["summary"]["main_messages"], 4);
 }
+
+#[test]
+fn a_hostile_file_name_neither_splits_a_cell_nor_reaches_the_terminal() {
+    let s = lenient(&jsonl(&good()), TranscriptFormat::ClaudeJsonl);
+    let rows = vec![("a|b\u{1b}[2Jc\n.jsonl".to_string(), s.summary())];
+    let md = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Markdown);
+    let row = md.lines().nth(2).expect("a data row");
+    assert!(row.starts_with("| a\\|b\\u{1b}[2Jc\\u{a}.jsonl |"), "{md}");
+    assert_eq!(
+        row.matches(" | ").count() + 2,
+        md.lines().next().unwrap().matches(" | ").count() + 2,
+        "as many cells as the header: {md}"
+    );
+    let table = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Table);
+    assert!(!table.contains('\u{1b}'), "{table}");
+}

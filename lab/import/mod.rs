@@ -1010,22 +1010,17 @@ pub(crate) fn image_source(block: &serde_json::Value) -> String {
 
 /// Render import summaries (one row per file) as a table, Markdown or JSON.
 pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report::Format) -> String {
-    use comfy_table::{presets, ContentArrangement, Table};
     if format == crate::report::Format::Json {
         return summaries_json(rows);
     }
-    let mut t = Table::new();
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.load_preset(if format == crate::report::Format::Markdown {
-        presets::ASCII_MARKDOWN
-    } else {
-        presets::UTF8_FULL_CONDENSED
-    });
-    t.set_header(SUMMARY_COLUMNS.to_vec());
-    for (file, s) in rows {
-        t.add_row(summary_row(file, s));
-    }
-    let mut out = t.to_string();
+    // report::table escapes `|` and control characters: a file name holding
+    // them must neither end a Markdown cell nor drive the terminal.
+    let cells = rows.iter().map(|(file, s)| summary_row(file, s)).collect();
+    let mut out = crate::report::table(
+        &SUMMARY_COLUMNS,
+        cells,
+        format == crate::report::Format::Markdown,
+    );
     out.push_str(&format!("\n{SIZES_NOTE}\n"));
     out
 }
