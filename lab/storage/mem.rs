@@ -168,6 +168,17 @@ impl MemFs {
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// `dir` resolved, when it is a directory (the error a listing reports
+    /// otherwise).
+    fn dir_in<'p>(&self, nodes: &Tree, dir: &'p Path) -> io::Result<Cow<'p, Path>> {
+        let d = self.resolve_in(nodes, dir, true)?;
+        match nodes.get(&d) {
+            Some(Node::Dir) => Ok(d),
+            Some(_) => Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
+            None => Err(not_found(dir)),
+        }
+    }
+
     /// [`MemFs::resolve`], with the fast path of a tree without symlinks: a
     /// path of plain components whose parent is a directory is its own
     /// resolution, returned without a component walk or a copy.
@@ -398,12 +409,7 @@ impl Storage for MemFs {
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let nodes = self.lock();
-        let d = self.resolve_in(&nodes, dir, true)?;
-        match nodes.get(&d) {
-            Some(Node::Dir) => {}
-            Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
-            None => return Err(not_found(dir)),
-        }
+        let d = self.dir_in(&nodes, dir)?;
         let mut out = nodes.children(&d);
         out.sort();
         Ok(out)
@@ -417,12 +423,7 @@ impl Storage for MemFs {
             return Ok(names);
         }
         let nodes = self.lock();
-        let d = self.resolve_in(&nodes, dir, true)?;
-        match nodes.get(&d) {
-            Some(Node::Dir) => {}
-            Some(_) => return Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
-            None => return Err(not_found(dir)),
-        }
+        let d = self.dir_in(&nodes, dir)?;
         let mut out = nodes.children_where(&d, |n| matches!(n, Node::File(_)));
         // Already in byte order (a key range); sorting sorted names is one pass.
         out.sort();
