@@ -262,18 +262,23 @@ pub struct Holdout {
     pub cumulative: Spread,
 }
 
+/// The rates fitted on every session but the `i`-th.
+pub fn fit_without(sessions: &[Session], i: usize) -> Coefficients {
+    let train: Vec<_> = sessions
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .flat_map(|(_, s)| samples(s))
+        .collect();
+    fit(&train)
+}
+
 /// Fits on all sessions but one and scores the one left out, for each.
 pub fn holdout(sessions: &[Session]) -> Holdout {
     let mut all = Errors::default();
     let mut rows = Vec::new();
     for (i, held) in sessions.iter().enumerate() {
-        let train: Vec<_> = sessions
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .flat_map(|(_, s)| samples(s))
-            .collect();
-        let k = fit(&train);
+        let k = fit_without(sessions, i);
         let e = score(held, &k);
         rows.push((
             held.name.clone(),

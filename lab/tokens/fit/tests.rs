@@ -131,13 +131,7 @@ fn print_fit() {
         if held.name.starts_with("attio") {
             continue;
         }
-        let train: Vec<_> = sessions
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .flat_map(|(_, s)| samples(s))
-            .collect();
-        rest.extend(score(held, &fit(&train)).cumulative);
+        rest.extend(score(held, &fit_without(sessions, i)).cumulative);
     }
     println!("cumulative without attio {:?}", Spread::of(&rest));
 }
