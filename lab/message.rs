@@ -542,34 +542,31 @@ mod tests {
         ]
     }
 
+    /// A user or assistant message with plain text or up to four blocks.
+    fn any_message() -> impl proptest::strategy::Strategy<Value = Message> {
+        use proptest::prelude::*;
+        let content = proptest::prop_oneof![
+            "(?s).{0,24}".prop_map(Content::Text),
+            proptest::collection::vec(any_block(), 0..5).prop_map(Content::Blocks),
+        ];
+        (proptest::bool::ANY, content).prop_map(|(user, content)| Message {
+            role: if user { Role::User } else { Role::Assistant },
+            content,
+        })
+    }
+
     proptest::proptest! {
         #[test]
         fn message_chars_equals_the_python_dump_length(
-            text in proptest::option::of("(?s).{0,24}"),
-            blocks in proptest::collection::vec(any_block(), 0..5),
-            user in proptest::bool::ANY,
+            m in any_message(),
         ) {
-            let role = if user { Role::User } else { Role::Assistant };
-            let content = match text {
-                Some(t) => Content::Text(t),
-                None => Content::Blocks(blocks),
-            };
-            let m = Message { role, content };
             proptest::prop_assert_eq!(message_chars(&m), crate::pyjson::dumps_len(&m));
         }
 
         #[test]
         fn write_pyjson_equals_the_serde_dump(
-            text in proptest::option::of("(?s).{0,24}"),
-            blocks in proptest::collection::vec(any_block(), 0..5),
-            user in proptest::bool::ANY,
+            m in any_message(),
         ) {
-            let role = if user { Role::User } else { Role::Assistant };
-            let content = match text {
-                Some(t) => Content::Text(t),
-                None => Content::Blocks(blocks),
-            };
-            let m = Message { role, content };
             let mut out = Vec::new();
             m.write_pyjson(&mut out);
             proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), crate::pyjson::dumps(&m));
