@@ -13,10 +13,6 @@
 //! kind. Held out from the fit, the cumulative error falls from 3.3 % to
 //! 2.1 % median (README "Tokens and prompt-cache cost").
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-
 use super::openai::OpenAi;
 use super::{TokenCounter, IMAGE_TOKENS};
 use crate::message::{Block, Content, Message};
@@ -144,43 +140,11 @@ impl Coefficients {
     }
 }
 
-/// The unit every kind is counted in: o200k tokens.
-///
-/// Memoised per thread by content (a 64-bit hash and the length): a
-/// session's requests repeat their history, so one block is counted at every
-/// request that carries it, and a byte-pair count costs far more than a
-/// hash. Short texts are counted directly.
+/// The unit every kind is counted in: o200k tokens ([`OpenAi::count`] is
+/// memoised, so a history counted at every request costs one count per
+/// block).
 pub fn units(s: &str) -> f64 {
-    if s.len() < 64 {
-        return OpenAi::O200K.count(s) as f64;
-    }
-    let key = (content_hash(s), s.len());
-    if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
-        return n as f64;
-    }
-    let n = OpenAi::O200K.count(s);
-    MEMO.with(|m| {
-        let mut m = m.borrow_mut();
-        // Bounded: a long replay must not hold every text it ever saw.
-        if m.len() >= MEMO_LIMIT {
-            m.clear();
-        }
-        m.insert(key, n);
-    });
-    n as f64
-}
-
-/// Entries kept by [`units`]' memo before it starts over.
-const MEMO_LIMIT: usize = 1 << 20;
-
-thread_local! {
-    static MEMO: RefCell<HashMap<(u64, usize), usize>> = RefCell::new(HashMap::new());
-}
-
-fn content_hash(s: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    OpenAi::O200K.count(s) as f64
 }
 
 /// A tool result is code when it is a numbered listing, as file-reading

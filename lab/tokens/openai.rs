@@ -6,11 +6,15 @@
 //! happens to contain `<|endoftext|>` is counted as the characters it is, the
 //! way an API request carrying that text would be.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
 use super::TokenCounter;
 use tiktoken_rs::CoreBPE;
 
 /// Which OpenAI encoding to count with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Encoding {
     /// GPT-4o, GPT-4.1, o-series, GPT-5.
     O200k,
@@ -56,12 +60,45 @@ impl TokenCounter for OpenAi {
         }
     }
 
+    /// Memoised per thread by encoding and content (a 64-bit hash and the
+    /// length): a replay counts a session's history at every request that
+    /// carries it, and a byte-pair count costs far more than a hash. Short
+    /// texts are counted directly.
     fn count(&self, text: &str) -> usize {
         if text.is_empty() {
             return 0;
         }
-        self.bpe().encode_ordinary(text).len()
+        if text.len() < 64 {
+            return self.bpe().encode_ordinary(text).len();
+        }
+        let key = (self.encoding, content_hash(text), text.len());
+        if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
+            return n;
+        }
+        let n = self.bpe().encode_ordinary(text).len();
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            // Bounded: a long replay must not hold every text it ever saw.
+            if m.len() >= MEMO_LIMIT {
+                m.clear();
+            }
+            m.insert(key, n);
+        });
+        n
     }
+}
+
+/// Entries kept by the counting memo before it starts over.
+const MEMO_LIMIT: usize = 1 << 20;
+
+thread_local! {
+    static MEMO: RefCell<HashMap<(Encoding, u64, usize), usize>> = RefCell::new(HashMap::new());
+}
+
+fn content_hash(s: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]
@@ -84,6 +121,18 @@ mod tests {
             assert_eq!(OpenAi::O200K.count(text), o200k, "o200k {text:?}");
             assert_eq!(OpenAi::CL100K.count(text), cl100k, "cl100k {text:?}");
         }
+    }
+
+    #[test]
+    fn the_memo_answers_per_encoding_what_the_encoder_does() {
+        // Cyrillic and Chinese: o200k's larger vocabulary needs fewer tokens.
+        let text = "Привет, мир! 你好，世界。".repeat(8);
+        for c in [OpenAi::O200K, OpenAi::CL100K] {
+            let direct = c.bpe().encode_ordinary(&text).len();
+            assert_eq!(c.count(&text), direct);
+            assert_eq!(c.count(&text), direct, "the memoised answer");
+        }
+        assert_ne!(OpenAi::O200K.count(&text), OpenAi::CL100K.count(&text));
     }
 
     #[test]
