@@ -460,8 +460,19 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
 /// (used to update a running estimate when one string changes).
 pub fn json_str_chars(s: &str) -> usize {
     // The estimate walks the whole history on every request, so the common
-    // case (nothing to escape) is one vectorised test plus the char count;
-    // every escaped char is ASCII, hence the byte tests.
+    // case, plain ASCII with nothing to escape (one char per byte), is one
+    // vectorised test; the rest from the first other byte (a char
+    // boundary: every byte before it is ASCII) is counted in full.
+    let plain = |b: u8| b >= 0x80 || crate::pyjson::needs_escape(b);
+    match crate::pyjson::position(s.as_bytes(), plain) {
+        None => 2 + s.len(),
+        Some(i) => i + escaped_str_chars(&s[i..]),
+    }
+}
+
+/// [`json_str_chars`] counting every char and escape.
+fn escaped_str_chars(s: &str) -> usize {
+    // Every escaped char is ASCII, hence the byte tests.
     let bytes = s.as_bytes();
     let mut escapes = 0;
     let mut start = 0;

@@ -39,8 +39,9 @@ struct Tree {
 
 impl Default for Tree {
     fn default() -> Self {
-        let mut dirs =
-            HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0x006d_656d_6673));
+        // A run's layout (padding, results, transcripts) without regrowing.
+        let state = foldhash::fast::FixedState::with_seed(0x006d_656d_6673);
+        let mut dirs = HashMap::with_capacity_and_hasher(8, state);
         dirs.insert(Box::from(&b"/"[..]), Entries::new());
         Tree { dirs }
     }
