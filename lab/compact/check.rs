@@ -26,7 +26,7 @@ use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::{path_string, Storage};
+use crate::storage::{join_string, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<String> {
@@ -155,7 +155,7 @@ fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
     fs.list_files(dir)
         .unwrap_or_default()
         .into_iter()
-        .map(|name| (path_string(&dir.join(&name)), name))
+        .map(|name| (join_string(dir, &name), name))
         .collect()
 }
 

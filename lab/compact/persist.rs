@@ -6,10 +6,13 @@
 //! a smaller large result can stay unsaved and later be "omitted" by step 3
 //! (the seed's scenario A: lost forever in the intact pipeline).
 
+use std::path::Path;
+
 use super::root::safe_id;
 use super::{Compactor, Event, Step};
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message, Role};
+use crate::storage::join_string;
 
 /// Prefix of a step-3 placeholder that keeps its pointer.
 pub const SAVED_PREFIX: &str = "[Earlier tool result saved at ";
@@ -106,22 +109,22 @@ impl Compactor {
     /// `collision_safe_paths` picks a fresh name instead.
     pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
         let base = safe_id(id, self.config.constants.safe_id_max);
-        let mut path = self.root.results().join(format!("{base}.txt"));
+        let results = self.root.results();
+        let mut path = join_string(results, &(base.clone() + ".txt"));
+        let fs = self.root.fs();
         if self.config.switches.collision_safe_paths {
             let mut n = 1;
-            let fs = self.root.fs();
-            while fs.exists(&path) && fs.read_to_string(&path).ok().as_deref() != Some(text) {
+            while fs.exists(Path::new(&path))
+                && fs.read_to_string(Path::new(&path)).ok().as_deref() != Some(text)
+            {
                 n += 1;
-                path = self.root.results().join(format!("{base}-{n}.txt"));
+                path = join_string(results, &format!("{base}-{n}.txt"));
             }
         }
-        if self.config.switches.overwrite_saved_output || !self.root.fs().exists(&path) {
-            self.root
-                .fs()
-                .write(&path, text.as_bytes())
+        if self.config.switches.overwrite_saved_output || !fs.exists(Path::new(&path)) {
+            fs.write(Path::new(&path), text.as_bytes())
                 .map_err(|e| LabError::io("persisting a tool result", &path, e))?;
         }
-        let path = crate::storage::path_string(&path);
         self.events.push(Event::Saved {
             step,
             id: id.to_string(),

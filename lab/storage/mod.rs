@@ -140,6 +140,23 @@ pub fn path_string(p: &Path) -> String {
     }
 }
 
+/// `path_string(&dir.join(name))` without the joined `PathBuf`: for a
+/// UTF-8 `dir` and a relative name, the two strings with a `/` between.
+/// (The result and transcript paths of a run are built several times per
+/// cell.)
+pub fn join_string(dir: &Path, name: &str) -> String {
+    match dir.to_str() {
+        Some(d) if !d.is_empty() && !d.ends_with('/') && !name.starts_with('/') => {
+            let mut s = String::with_capacity(d.len() + 1 + name.len());
+            s.push_str(d);
+            s.push('/');
+            s.push_str(name);
+            s
+        }
+        _ => path_string(&dir.join(name)),
+    }
+}
+
 /// A shared handle to a storage backend.
 pub type Shared = Arc<dyn Storage>;
 

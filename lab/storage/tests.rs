@@ -361,6 +361,17 @@ fn run_calls(fs: &dyn Storage, r: &Path, calls: &[Call]) -> Vec<String> {
 }
 
 proptest::proptest! {
+    #[test]
+    fn join_string_is_the_joined_path(
+        dir in "/?[a/]{0,5}",
+        name in "/?[b/]{0,4}",
+    ) {
+        let joined = path_string(&Path::new(&dir).join(&name));
+        proptest::prop_assert_eq!(join_string(Path::new(&dir), &name), joined);
+    }
+}
+
+proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
     /// The memory tree's lookups (a directory's entries found by its path,
