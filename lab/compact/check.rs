@@ -31,17 +31,19 @@ use crate::storage::{join_string, Storage};
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
+    // Both line conventions start with "Full ": one search rules out both
+    // in a text that has neither (most results), instead of one each.
+    static FULL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("Full "));
+    let has_full = FULL.find(text.as_bytes()).is_some();
+    if !has_full {
+        out.extend(placeholder_or_marker(text));
+        return out;
+    }
     if let Some(p) = full_output_line(text) {
         out.push(p);
     }
-    if let Some(rest) = text.strip_prefix(SAVED_PREFIX) {
-        if let Some(p) = rest.strip_suffix(']') {
-            out.push(p);
-        }
-    }
-    if let Some(p) = marker_path(text) {
-        out.push(p);
-    }
+    out.extend(placeholder_or_marker(text));
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_TRANSCRIPT));
     if FINDER.find(text.as_bytes()).is_some() {
@@ -52,6 +54,14 @@ pub fn pointers_in(text: &str) -> Vec<&str> {
         }
     }
     out
+}
+
+/// The pointer of a step-3 placeholder and of a snip marker (a text is
+/// at most one of them: both span the whole text).
+fn placeholder_or_marker(text: &str) -> Option<&str> {
+    text.strip_prefix(SAVED_PREFIX)
+        .and_then(|rest| rest.strip_suffix(']'))
+        .or_else(|| marker_path(text))
 }
 
 /// The pointers of the final context, numbered in `paths`.

@@ -25,7 +25,13 @@ pub const FULL_OUTPUT: &str = "Full output: ";
 
 /// Chars, as Python's `len` counts them.
 pub(crate) fn chars(s: &str) -> usize {
-    s.chars().count()
+    // Tool results are mostly ASCII: one byte per char after a test that
+    // reads a word at a time, where counting decodes every char.
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
 }
 
 /// The `<persisted-output>` text that replaces a result in context.
@@ -48,6 +54,10 @@ pub fn persisted_text(path: &str, preview: &str) -> String {
 
 /// First `n` chars of `s`.
 pub(crate) fn prefix_chars(s: &str, n: usize) -> &str {
+    // An ASCII prefix ends at byte `n`: no walk over its chars.
+    if s.as_bytes().get(..n).is_some_and(<[u8]>::is_ascii) {
+        return &s[..n];
+    }
     match s.char_indices().nth(n) {
         Some((i, _)) => &s[..i],
         None => s,
@@ -270,6 +280,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn char_counts_and_prefixes_are_by_char(s in "[a\u{e9}\u{1F600}]{0,12}", n in 0usize..14) {
+            prop_assert_eq!(chars(&s), s.chars().count());
+            let want: String = s.chars().take(n).collect();
+            prop_assert_eq!(prefix_chars(&s, n), want.as_str());
+        }
+
         #[test]
         fn full_output_line_equals_the_split_scan(
             parts in proptest::collection::vec(
