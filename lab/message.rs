@@ -463,28 +463,33 @@ pub fn json_str_chars(s: &str) -> usize {
     // case, plain ASCII with nothing to escape (one char per byte), is one
     // vectorised test; the rest from the first other byte (a char
     // boundary: every byte before it is ASCII) is counted in full.
+    // Between two such bytes every byte is one plain char, so the text is
+    // read once: an escape adds its backslash form, and a run of non-ASCII
+    // bytes (up to the next ASCII byte) is counted by its chars.
     let plain = |b: u8| b >= 0x80 || crate::pyjson::needs_escape(b);
-    match crate::pyjson::position(s.as_bytes(), plain) {
-        None => 2 + s.len(),
-        Some(i) => i + escaped_str_chars(&s[i..]),
-    }
-}
-
-/// [`json_str_chars`] counting every char and escape.
-fn escaped_str_chars(s: &str) -> usize {
-    // Every escaped char is ASCII, hence the byte tests.
     let bytes = s.as_bytes();
-    let mut escapes = 0;
-    let mut start = 0;
-    while let Some(i) = crate::pyjson::position(&bytes[start..], crate::pyjson::needs_escape) {
-        let b = bytes[start + i];
-        escapes += match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-            _ => 5,
-        };
-        start += i + 1;
+    let mut total = 2;
+    let mut at = 0;
+    while let Some(i) = crate::pyjson::position(&bytes[at..], plain) {
+        total += i;
+        at += i;
+        if bytes[at] < 0x80 {
+            total += match bytes[at] {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+                _ => 6,
+            };
+            at += 1;
+        } else {
+            let end = bytes[at..]
+                .iter()
+                .position(|&b| b < 0x80)
+                .map_or(bytes.len(), |j| at + j);
+            // `at` and `end` are char boundaries: ASCII bytes never continue a char.
+            total += s[at..end].chars().count();
+            at = end;
+        }
     }
-    2 + s.chars().count() + escapes
+    total + bytes.len() - at
 }
 
 #[cfg(test)]
