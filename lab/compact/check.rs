@@ -87,6 +87,13 @@ pub fn fingerprint(content: &str) -> (u64, usize) {
     (STATE.hash_one(content), content.len())
 }
 
+/// Does `content` have fingerprint `print`? The length is compared first:
+/// most texts that are not the original (placeholders, previews) differ in
+/// length, and then need no hash.
+fn has_print(content: &str, print: (u64, usize)) -> bool {
+    content.len() == print.1 && fingerprint(content) == print
+}
+
 impl Ledger {
     /// Remember the original text of the result for `id`, as its
     /// [`fingerprint`]. Defined here, beside the checker that compares with
@@ -298,7 +305,7 @@ fn classify<'a>(
     for (id, print) in &ledger.originals {
         let print = *print;
         let blocks = in_context.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-        if blocks.iter().any(|b| fingerprint(b) == print) {
+        if blocks.iter().any(|b| has_print(b, print)) {
             continue;
         }
         // Held: readable as UTF-8 and the same text (numbered paths; a
@@ -307,7 +314,8 @@ fn classify<'a>(
         for p in saved_for.get(id.as_str()).into_iter().flatten() {
             let mut same = false;
             let read = fs.read_with(Path::new(p), &mut |b| {
-                same = std::str::from_utf8(b).is_ok_and(|held| fingerprint(held) == print)
+                same = b.len() == print.1
+                    && std::str::from_utf8(b).is_ok_and(|held| has_print(held, print))
             });
             if read.is_ok() && same {
                 holders.push(paths.id(p));
