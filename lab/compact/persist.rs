@@ -196,18 +196,25 @@ impl Compactor {
             if n <= large {
                 continue;
             }
+            // The content is taken out for the step rather than copied, and
+            // put back if the step fails.
             let Block::ToolResult {
                 tool_use_id,
                 content,
-            } = &blocks[i]
+            } = &mut blocks[i]
             else {
                 continue;
             };
-            let (id, old) = (tool_use_id.clone(), content.clone());
-            let new = self.persisted_preview(Step::Persist, &id, &old, preview)?;
-            total = total - n + chars(&new);
-            if let Block::ToolResult { content, .. } = &mut blocks[i] {
-                *content = new;
+            let old = std::mem::take(content);
+            match self.persisted_preview(Step::Persist, tool_use_id, &old, preview) {
+                Ok(new) => {
+                    total = total - n + chars(&new);
+                    *content = new;
+                }
+                Err(e) => {
+                    *content = old;
+                    return Err(e);
+                }
             }
         }
         Ok(())
