@@ -303,7 +303,9 @@ impl<'a> Cursor<'a> {
             self.0 = &body[end + 1..];
             return Some(Cow::Borrowed(&body[..end]));
         }
-        let mut text = String::with_capacity(body.len().min(1 << 16));
+        // Room for a typical escaped text (a persisted preview), not the
+        // whole rest of the line: it grows if needed.
+        let mut text = String::with_capacity(body.len().min(512));
         let mut at = 0;
         loop {
             let next = at + crate::pyjson::position(&bytes[at..], stop)?;
