@@ -131,10 +131,12 @@ impl Compactor {
                 path = join_string(results, &format!("{base}-{n}.txt"));
             }
         }
-        if self.config.switches.overwrite_saved_output || !fs.exists(Path::new(&path)) {
-            fs.write(Path::new(&path), text.as_bytes())
-                .map_err(|e| LabError::io("persisting a tool result", &path, e))?;
-        }
+        let written = if self.config.switches.overwrite_saved_output {
+            fs.write(Path::new(&path), text.as_bytes()).map(|()| true)
+        } else {
+            fs.write_if_absent(Path::new(&path), text.as_bytes())
+        };
+        written.map_err(|e| LabError::io("persisting a tool result", &path, e))?;
         self.events.push(Event::Saved {
             step,
             id: id.to_string(),

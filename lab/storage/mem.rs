@@ -496,6 +496,25 @@ impl Storage for MemFs {
         Ok(())
     }
 
+    fn write_if_absent(&self, path: &Path, bytes: &[u8]) -> io::Result<bool> {
+        let mut nodes = self.lock();
+        // Without symlinks anything at the entry exists; a vacant entry is written.
+        if let Some((entries, name)) = self.fast_mut(&mut nodes, path) {
+            return Ok(match entries.entry(name.into()) {
+                std::collections::btree_map::Entry::Occupied(_) => false,
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Node::File(bytes.to_vec()));
+                    true
+                }
+            });
+        }
+        drop(nodes);
+        if self.exists(path) {
+            return Ok(false);
+        }
+        self.write(path, bytes).map(|()| true)
+    }
+
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
         self.read_with(path, &mut |b| out = b.to_vec())?;

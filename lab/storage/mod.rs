@@ -104,6 +104,17 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         }
     }
 
+    /// [`Storage::write`] unless something [`Storage::exists`] at `path`;
+    /// `Ok(false)` when it did not write. (f9e8b28's `if not
+    /// path.exists()`, which every saved result asks: the memory tree
+    /// answers both with one lookup.)
+    fn write_if_absent(&self, path: &Path, bytes: &[u8]) -> io::Result<bool> {
+        if self.exists(path) {
+            return Ok(false);
+        }
+        self.write(path, bytes).map(|()| true)
+    }
+
     /// Names of the regular files of `dir` (following symlinks), sorted
     /// bytewise: [`Storage::list`] filtered by [`Storage::is_file`], which a
     /// backend may answer in one pass.

@@ -258,6 +258,29 @@ fn read_with_lends_what_read_returns() {
 }
 
 #[test]
+fn write_if_absent_writes_only_where_nothing_exists() {
+    both(|fs, r| {
+        let mut out = vec![];
+        fs.create_dir_all(&r.join("d/sub")).unwrap();
+        out.push(format!("{:?}", fs.write_if_absent(&r.join("d/a"), b"1")));
+        out.push(format!("{:?}", fs.write_if_absent(&r.join("d/a"), b"2")));
+        out.push(String::from_utf8(fs.read(&r.join("d/a")).unwrap()).unwrap());
+        out.push(format!("{:?}", fs.write_if_absent(&r.join("d/sub"), b"3")));
+        out.push(kind(fs.write_if_absent(&r.join("missing/a"), b"4")));
+        // After a symlink exists (the memory tree's general walk).
+        fs.symlink(&r.join("d/gone"), &r.join("d/dangling"))
+            .unwrap();
+        out.push(format!(
+            "{:?}",
+            fs.write_if_absent(&r.join("d/dangling"), b"5")
+        ));
+        out.push(String::from_utf8(fs.read(&r.join("d/gone")).unwrap()).unwrap());
+        out.push(format!("{:?}", fs.write_if_absent(&r.join("d/a"), b"6")));
+        out
+    });
+}
+
+#[test]
 fn create_dir_all_agrees_on_existing_dirs_and_files_in_the_way() {
     both(|fs, r| {
         let mut out = vec![];
