@@ -460,20 +460,38 @@ pub fn python_json_chars(value: &serde_json::Value) -> usize {
 /// (used to update a running estimate when one string changes).
 pub fn json_str_chars(s: &str) -> usize {
     // The estimate walks the whole history on every request, so the common
-    // case (nothing to escape) is one vectorised test plus the char count;
-    // every escaped char is ASCII, hence the byte tests.
+    // case, plain ASCII with nothing to escape (one char per byte), is one
+    // vectorised test; the rest from the first other byte (a char
+    // boundary: every byte before it is ASCII) is counted in full.
+    // Between two such bytes every byte is one plain char, so the text is
+    // read once: an escape adds its backslash form, and a run of non-ASCII
+    // bytes (up to the next ASCII byte) is counted by its chars.
+    // Signed, `b < 0x20` also holds for every byte from 0x80 up: one
+    // vector compare for both tests.
+    let plain = |b: u8| (b as i8) < 0x20 || b == b'"' || b == b'\\';
     let bytes = s.as_bytes();
-    let mut escapes = 0;
-    let mut start = 0;
-    while let Some(i) = crate::pyjson::position(&bytes[start..], crate::pyjson::needs_escape) {
-        let b = bytes[start + i];
-        escapes += match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
-            _ => 5,
-        };
-        start += i + 1;
+    let mut total = 2;
+    let mut at = 0;
+    while let Some(i) = crate::pyjson::position(&bytes[at..], plain) {
+        total += i;
+        at += i;
+        if bytes[at] < 0x80 {
+            total += match bytes[at] {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+                _ => 6,
+            };
+            at += 1;
+        } else {
+            let end = bytes[at..]
+                .iter()
+                .position(|&b| b < 0x80)
+                .map_or(bytes.len(), |j| at + j);
+            // `at` and `end` are char boundaries: ASCII bytes never continue a char.
+            total += s[at..end].chars().count();
+            at = end;
+        }
     }
-    2 + s.chars().count() + escapes
+    total + bytes.len() - at
 }
 
 #[cfg(test)]

@@ -178,6 +178,42 @@ pub fn for_each_archived_text(line: &str, mut f: impl FnMut(Option<&str>, &str))
     }
 }
 
+/// Visit the texts of every line of an archived transcript, as
+/// [`for_each_archived_text`] visits those of each of `text.lines()`.
+///
+/// A line in the writer's form ends right after its object, so the
+/// scanner finds where the next one starts without a separate search for
+/// the line break; any other line is split off as `str::lines` splits it.
+pub fn for_each_archive_text(text: &str, mut f: impl FnMut(Option<&str>, &str)) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        let scanned = scan_written_object(rest)
+            .filter(|(_, after)| after.is_empty() || after.starts_with('\n'));
+        if let Some((texts, after)) = scanned {
+            for (id, t) in &texts {
+                f(id.as_deref(), t);
+            }
+            rest = after.get(1..).unwrap_or_default();
+            continue;
+        }
+        let (line, after) = split_line(rest);
+        for_each_archived_text(line, &mut f);
+        rest = after;
+    }
+}
+
+/// The first line of `text` as `str::lines` yields it (a `\r` right
+/// before the `\n` dropped), and the text after its line break.
+fn split_line(text: &str) -> (&str, &str) {
+    match memchr::memchr(b'\n', text.as_bytes()) {
+        Some(i) => {
+            let line = &text[..i];
+            (line.strip_suffix('\r').unwrap_or(line), &text[i + 1..])
+        }
+        None => (text, ""),
+    }
+}
+
 /// One visited text: the tool id of a result, and the text.
 type Visit<'a> = (Option<Cow<'a, str>>, Cow<'a, str>);
 
@@ -186,7 +222,15 @@ type Visit<'a> = (Option<Cow<'a, str>>, Cow<'a, str>);
 /// `None` for anything else, which the serde view then reads. Strings are
 /// borrowed unless they hold escapes; a `\u` escape is left to serde.
 fn scan_written_line(line: &str) -> Option<Vec<Visit<'_>>> {
-    let mut c = Cursor(line);
+    scan_written_object(line)
+        .filter(|(_, rest)| rest.is_empty())
+        .map(|(texts, _)| texts)
+}
+
+/// [`scan_written_line`] of the object at the start of `text`, and the
+/// text after it.
+fn scan_written_object(text: &str) -> Option<(Vec<Visit<'_>>, &str)> {
+    let mut c = Cursor(text);
     let mut out = Vec::new();
     if !c.eat(r#"{"role": "user", "content": "#) {
         c.expect(r#"{"role": "assistant", "content": "#)?;
@@ -205,7 +249,7 @@ fn scan_written_line(line: &str) -> Option<Vec<Visit<'_>>> {
         }
     }
     c.expect("}")?;
-    c.0.is_empty().then_some(out)
+    Some((out, c.0))
 }
 
 /// One block of [`scan_written_line`]; its visited text, if any, goes to `out`.
@@ -259,7 +303,9 @@ impl<'a> Cursor<'a> {
             self.0 = &body[end + 1..];
             return Some(Cow::Borrowed(&body[..end]));
         }
-        let mut text = String::with_capacity(body.len().min(1 << 16));
+        // Room for a typical escaped text (a persisted preview), not the
+        // whole rest of the line: it grows if needed.
+        let mut text = String::with_capacity(body.len().min(512));
         let mut at = 0;
         loop {
             let next = at + crate::pyjson::position(&bytes[at..], stop)?;
@@ -409,7 +455,47 @@ mod tests {
         ]
     }
 
+    /// What visiting every `str::lines` line gives.
+    fn by_lines(text: &str) -> Vec<(Option<String>, String)> {
+        text.lines().flat_map(by_view).collect()
+    }
+
+    fn by_archive(text: &str) -> Vec<(Option<String>, String)> {
+        let mut out = Vec::new();
+        for_each_archive_text(text, |id, t| {
+            out.push((id.map(str::to_string), t.to_string()))
+        });
+        out
+    }
+
     proptest! {
+        #[test]
+        fn a_whole_archive_reads_as_its_lines(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    (block(), any::<bool>()).prop_map(|(b, user)| {
+                        let m = Message::assistant(vec![b]);
+                        let m = if user { Message { role: Role::User, ..m } } else { m };
+                        crate::pyjson::dumps(&m)
+                    }),
+                    "[{}\\[\\]\"a:, ]{0,6}",
+                    Just(r#"{"role": "user", "content": "x"}"#.to_string()),
+                ],
+                0..6,
+            ),
+            breaks in proptest::collection::vec(
+                prop_oneof![Just("\n"), Just("\r\n"), Just("\r"), Just("\n\n"), Just("")],
+                6,
+            ),
+        ) {
+            let text: String = parts
+                .iter()
+                .zip(&breaks)
+                .flat_map(|(p, b)| [p.as_str(), b])
+                .collect();
+            prop_assert_eq!(by_archive(&text), by_lines(&text));
+        }
+
         #[test]
         fn written_lines_read_as_the_parsed_message(
             text in proptest::option::of("(?s).{0,12}"),

@@ -14,10 +14,10 @@
 //! `recoverable_via_archive` counts the pointer-lost results that an archive
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use super::archived::for_each_archived_text;
+use super::archived::for_each_archive_text;
 pub use super::pairs::pair_violations;
 use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
@@ -26,38 +26,49 @@ use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::{path_string, Storage};
+use crate::storage::{join_string, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
-pub fn pointers_in(text: &str) -> Vec<String> {
+pub fn pointers_in(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
+    // Both line conventions start with "Full ": one search rules out both
+    // in a text that has neither (most results), instead of one each.
+    static FULL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("Full "));
+    let has_full = FULL.find(text.as_bytes()).is_some();
+    if !has_full {
+        out.extend(placeholder_or_marker(text));
+        return out;
+    }
     if let Some(p) = full_output_line(text) {
-        out.push(p.to_string());
+        out.push(p);
     }
-    if let Some(rest) = text.strip_prefix(SAVED_PREFIX) {
-        if let Some(p) = rest.strip_suffix(']') {
-            out.push(p.to_string());
-        }
-    }
-    if let Some(p) = marker_path(text) {
-        out.push(p.to_string());
-    }
+    out.extend(placeholder_or_marker(text));
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_TRANSCRIPT));
     if FINDER.find(text.as_bytes()).is_some() {
         for line in text.lines() {
             if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
-                out.push(p.to_string());
+                out.push(p);
             }
         }
     }
     out
 }
 
-fn message_pointers(messages: &[Message]) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
+/// The pointer of a step-3 placeholder and of a snip marker (a text is
+/// at most one of them: both span the whole text).
+fn placeholder_or_marker(text: &str) -> Option<&str> {
+    text.strip_prefix(SAVED_PREFIX)
+        .and_then(|rest| rest.strip_suffix(']'))
+        .or_else(|| marker_path(text))
+}
+
+/// The pointers of the final context, numbered in `paths`.
+fn message_pointers(messages: &[Message], paths: &mut Interned) -> Vec<usize> {
+    let mut out = Vec::new();
     for_each_text(messages, Thinking::Skip, |_, text| {
-        out.extend(pointers_in(text))
+        out.extend(pointers_in(text).into_iter().map(|p| paths.id(p)))
     });
     out
 }
@@ -76,6 +87,13 @@ pub fn fingerprint(content: &str) -> (u64, usize) {
     (STATE.hash_one(content), content.len())
 }
 
+/// Does `content` have fingerprint `print`? The length is compared first:
+/// most texts that are not the original (placeholders, previews) differ in
+/// length, and then need no hash.
+fn has_print(content: &str, print: (u64, usize)) -> bool {
+    content.len() == print.1 && fingerprint(content) == print
+}
+
 impl Ledger {
     /// Remember the original text of the result for `id`, as its
     /// [`fingerprint`]. Defined here, beside the checker that compares with
@@ -85,68 +103,95 @@ impl Ledger {
     }
 }
 
+/// The checker's strings by number: every archive repeats the pointers of
+/// the one before (the course archives the whole context each time), so
+/// each distinct path is stored once and sets hold numbers.
+#[derive(Default)]
+struct Interned(HashMap<Box<str>, usize, foldhash::fast::FixedState>);
+
+impl Interned {
+    /// The number of `s`, given it now if it has none.
+    fn id(&mut self, s: &str) -> usize {
+        if let Some(&i) = self.0.get(s) {
+            return i;
+        }
+        let i = self.0.len();
+        self.0.insert(s.into(), i);
+        i
+    }
+
+    fn get(&self, s: &str) -> Option<usize> {
+        self.0.get(s).copied()
+    }
+}
+
 /// One archived copy of a tool result.
 struct ArchivedCopy {
     /// Index into [`ArchiveIndex::paths`].
     archive: usize,
     /// [`fingerprint`] of the archived content.
     print: (u64, usize),
-    /// Paths the archived content points to.
-    pointers: Vec<String>,
+    /// Paths the archived content points to (numbered).
+    pointers: Vec<usize>,
 }
 
 /// Every archived transcript, read once and indexed by tool id.
+#[derive(Default)]
 struct ArchiveIndex {
-    /// Transcript paths, sorted.
-    paths: Vec<String>,
+    /// Transcript paths (numbered), sorted by path.
+    paths: Vec<usize>,
     /// Tool id -> its copies across all archives.
-    copies: BTreeMap<String, Vec<ArchivedCopy>>,
-    /// Transcript path -> every path its messages point to.
-    pointers: BTreeMap<String, BTreeSet<String>>,
+    copies: HashMap<Box<str>, Vec<ArchivedCopy>, foldhash::fast::FixedState>,
+    /// Transcript (numbered path) -> every path its messages point to.
+    pointers: HashMap<usize, Vec<usize>, foldhash::fast::FixedState>,
 }
 
 impl ArchiveIndex {
-    fn read(fs: &dyn Storage, dir: &Path) -> Self {
-        let mut index = ArchiveIndex {
-            paths: Vec::new(),
-            copies: BTreeMap::new(),
-            pointers: BTreeMap::new(),
-        };
+    fn read(fs: &dyn Storage, dir: &Path, paths: &mut Interned) -> Self {
+        let mut index = ArchiveIndex::default();
         for (key, _) in sorted_files(fs, dir) {
             let archive = index.paths.len();
             // One scan per text: its pointers serve both the copy and the archive's set.
-            let mut archive_ptrs = BTreeSet::new();
+            let mut archive_ptrs = Vec::new();
             // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
             let _ = fs.read_with(Path::new(&key), &mut |bytes| {
                 let Ok(text) = std::str::from_utf8(bytes) else {
                     return;
                 };
-                index.index_text(text, archive, &mut archive_ptrs);
+                index.index_text(text, archive, &mut archive_ptrs, paths);
             });
-            index.pointers.insert(key.clone(), archive_ptrs);
+            let key = paths.id(&key);
+            index.pointers.insert(key, archive_ptrs);
             index.paths.push(key);
         }
         index
     }
 
     /// Index the lines of archive number `archive`; its pointers go to `archive_ptrs`.
-    fn index_text(&mut self, text: &str, archive: usize, archive_ptrs: &mut BTreeSet<String>) {
-        for line in text.lines() {
-            for_each_archived_text(line, |id, text| {
-                let pointers = pointers_in(text);
-                archive_ptrs.extend(pointers.iter().cloned());
-                if let Some(id) = id {
-                    self.copies
-                        .entry(id.to_string())
-                        .or_default()
-                        .push(ArchivedCopy {
-                            archive,
-                            print: fingerprint(text),
-                            pointers,
-                        });
+    fn index_text(
+        &mut self,
+        text: &str,
+        archive: usize,
+        archive_ptrs: &mut Vec<usize>,
+        paths: &mut Interned,
+    ) {
+        for_each_archive_text(text, |id, text| {
+            let pointers: Vec<usize> = pointers_in(text).into_iter().map(|p| paths.id(p)).collect();
+            archive_ptrs.extend(&pointers);
+            if let Some(id) = id {
+                let copy = ArchivedCopy {
+                    archive,
+                    print: fingerprint(text),
+                    pointers,
+                };
+                match self.copies.get_mut(id) {
+                    Some(copies) => copies.push(copy),
+                    None => {
+                        self.copies.insert(id.into(), vec![copy]);
+                    }
                 }
-            });
-        }
+            }
+        });
     }
 }
 
@@ -155,7 +200,7 @@ fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
     fs.list_files(dir)
         .unwrap_or_default()
         .into_iter()
-        .map(|name| (path_string(&dir.join(&name)), name))
+        .map(|name| (join_string(dir, &name), name))
         .collect()
 }
 
@@ -172,16 +217,19 @@ pub fn check(
 ) -> Counters {
     let root = &compactor.root;
     let fs = root.fs();
-    let archives = ArchiveIndex::read(fs, root.transcripts());
-    let reachable = reachable_from(message_pointers(messages), &archives);
-    let losses = classify(compactor, messages, ledger, &archives, &reachable);
+    let mut paths = Interned::default();
+    let archives = ArchiveIndex::read(fs, root.transcripts(), &mut paths);
+    let context = message_pointers(messages, &mut paths);
+    let reachable = reachable_from(context, &archives, paths.0.len());
+    let reached = |p: usize| reachable.get(p).copied().unwrap_or(false);
+    let losses = classify(compactor, messages, ledger, &archives, &reached, &mut paths);
     let (request_violations, violations) = violations(requests, messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
     let result_files = sorted_files(fs, root.results());
     let orphans: Vec<String> = result_files
         .iter()
-        .filter(|(p, _)| !reachable.contains(p))
+        .filter(|(p, _)| !paths.get(p).is_some_and(reached))
         .map(|(_, name)| name.clone())
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
@@ -214,16 +262,18 @@ pub fn check(
     c
 }
 
-/// Everything reachable from the context's pointers through archives.
-fn reachable_from(context_ptrs: BTreeSet<String>, archives: &ArchiveIndex) -> BTreeSet<String> {
-    let mut reachable = context_ptrs.clone();
-    let mut frontier: Vec<String> = context_ptrs.into_iter().collect();
+/// Which numbered paths are reachable from the context's pointers through
+/// archives (indexed by number; `paths` numbers exist so far).
+fn reachable_from(context: Vec<usize>, archives: &ArchiveIndex, paths: usize) -> Vec<bool> {
+    let mut reachable = vec![false; paths];
+    for &p in &context {
+        reachable[p] = true;
+    }
+    let mut frontier = context;
     while let Some(p) = frontier.pop() {
-        if let Some(next) = archives.pointers.get(&p) {
-            for n in next {
-                if reachable.insert(n.clone()) {
-                    frontier.push(n.clone());
-                }
+        for &n in archives.pointers.get(&p).into_iter().flatten() {
+            if !std::mem::replace(&mut reachable[n], true) {
+                frontier.push(n);
             }
         }
     }
@@ -245,7 +295,8 @@ fn classify<'a>(
     messages: &'a [Message],
     ledger: &'a Ledger,
     archives: &ArchiveIndex,
-    reachable: &BTreeSet<String>,
+    reached: &dyn Fn(usize) -> bool,
+    paths: &mut Interned,
 ) -> Losses<'a> {
     let saved_for = saved_for(&compactor.events);
     let in_context = in_context(messages);
@@ -253,30 +304,29 @@ fn classify<'a>(
     let mut out = Losses::default();
     for (id, print) in &ledger.originals {
         let print = *print;
-        let blocks = in_context.get(id.as_str()).cloned().unwrap_or_default();
-        if blocks.iter().any(|b| fingerprint(b) == print) {
+        let blocks = in_context.get(id.as_str()).map_or(&[][..], Vec::as_slice);
+        if blocks.iter().any(|b| has_print(b, print)) {
             continue;
         }
-        let mut holders: BTreeSet<String> = saved_for
-            .get(id.as_str())
-            .into_iter()
-            .flatten()
-            .filter(|p| {
-                // Held: readable as UTF-8 and the same text.
-                let mut same = false;
-                let read = fs.read_with(Path::new(p), &mut |b| {
-                    same = std::str::from_utf8(b).is_ok_and(|held| fingerprint(held) == print)
-                });
-                read.is_ok() && same
-            })
-            .map(|p| p.to_string())
-            .collect();
+        // Held: readable as UTF-8 and the same text (numbered paths; a
+        // repeat is harmless, only membership is asked).
+        let mut holders: Vec<usize> = Vec::new();
+        for p in saved_for.get(id.as_str()).into_iter().flatten() {
+            let mut same = false;
+            let read = fs.read_with(Path::new(p), &mut |b| {
+                same = b.len() == print.1
+                    && std::str::from_utf8(b).is_ok_and(|held| has_print(held, print))
+            });
+            if read.is_ok() && same {
+                holders.push(paths.id(p));
+            }
+        }
         let copies = archives
             .copies
             .get(id.as_str())
             .map_or(&[][..], Vec::as_slice);
         for c in copies.iter().filter(|c| c.print == print) {
-            holders.insert(archives.paths[c.archive].clone());
+            holders.push(archives.paths[c.archive]);
         }
         // An archive that kept only a stub with no way back has a gap.
         if !copies.is_empty()
@@ -290,16 +340,17 @@ fn classify<'a>(
             out.lost.push(id.as_str());
             continue;
         }
-        let reachable_holder = holders.iter().any(|h| reachable.contains(h));
+        let reachable_holder = holders.iter().any(|&h| reached(h));
         if blocks.is_empty() {
             // Snipped or summarised away: the marker / summary chain must lead back.
             if !reachable_holder {
                 out.pointer_lost.push(id.as_str());
             }
-        } else if !blocks
-            .iter()
-            .any(|c| pointers_in(c).iter().any(|p| holders.contains(p)))
-        {
+        } else if !blocks.iter().any(|c| {
+            pointers_in(c)
+                .iter()
+                .any(|p| paths.get(p).is_some_and(|p| holders.contains(&p)))
+        }) {
             // The block the model sees names no file that holds the original.
             out.pointer_lost.push(id.as_str());
             if reachable_holder {

@@ -14,7 +14,17 @@ use std::path::Path;
 /// `transcript_<32 hex>.jsonl`: the course's name length (`uuid4().hex` is 32
 /// hex digits), but derived from the archive counter so runs are reproducible.
 pub fn transcript_name(n: usize) -> String {
-    format!("transcript_{n:032x}.jsonl")
+    // Digit by digit: a zero-padded `format!` cost as much as writing the
+    // transcript's path.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(49);
+    s.push_str("transcript_");
+    let n = n as u128;
+    for shift in (0..32).rev() {
+        s.push(char::from(HEX[((n >> (4 * shift)) & 0xf) as usize]));
+    }
+    s.push_str(".jsonl");
+    s
 }
 
 /// A char Python's `str.splitlines()` splits at (`\r\n` is two of them).
@@ -195,6 +205,9 @@ mod tests {
             transcript_name(255),
             "transcript_000000000000000000000000000000ff.jsonl"
         );
+        for n in [0, 9, 10, 4096, 0xdead_beef, usize::MAX] {
+            assert_eq!(transcript_name(n), format!("transcript_{n:032x}.jsonl"));
+        }
     }
 
     proptest::proptest! {

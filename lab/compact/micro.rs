@@ -18,14 +18,30 @@ use crate::message::{estimate_chars, json_str_chars, tool_result_positions, Bloc
 /// Positions `(message, block)` of results added after the last assistant
 /// message: what the model has not seen yet (course `unseen_tool_result_positions`).
 pub fn unseen_positions(messages: &[Message]) -> BTreeSet<(usize, usize)> {
-    let start = messages
-        .iter()
-        .rposition(|m| m.role == Role::Assistant)
-        .map_or(0, |i| i + 1);
+    let start = unseen_start(messages);
     tool_result_positions(messages)
         .filter(|&(mi, _, _)| mi >= start)
         .map(|(mi, bi, _)| (mi, bi))
         .collect()
+}
+
+/// The first message after the last assistant message: a result is in
+/// [`unseen_positions`] exactly when its message index is at least this.
+fn unseen_start(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1)
+}
+
+/// `[Earlier tool result saved at <path>]`, pushed into one allocation
+/// (`format!` cost as much as the rest of the step).
+fn saved_at(path: &str) -> String {
+    let mut out = String::with_capacity(SAVED_PREFIX.len() + path.len() + 1);
+    out.push_str(SAVED_PREFIX);
+    out.push_str(path);
+    out.push(']');
+    out
 }
 
 impl Compactor {
@@ -38,10 +54,12 @@ impl Compactor {
         let sw = self.config.switches.clone();
         let keep = self.config.constants.keep_recent_results;
         let min = self.config.constants.placeholder_min_chars;
-        let unseen = unseen_positions(messages);
+        // Unseen = at or after `start` (every candidate is a result position).
+        let start = unseen_start(messages);
+        let unseen = |mi: usize| mi >= start;
         let candidates: Vec<(usize, usize)> = tool_result_positions(messages)
             .map(|(mi, bi, _)| (mi, bi))
-            .filter(|pos| !(sw.unseen_guard && unseen.contains(pos)))
+            .filter(|&(mi, _)| !(sw.unseen_guard && unseen(mi)))
             .collect();
         let cut = candidates.len().saturating_sub(keep);
         let mut estimate = target.map(|_| estimate_chars(messages));
@@ -71,7 +89,7 @@ impl Compactor {
                 saved = Some(self.save_output(Step::Micro, &id, &old)?);
             }
             let new = match &saved {
-                Some(p) => format!("{SAVED_PREFIX}{p}]"),
+                Some(p) => saved_at(p),
                 None => OMITTED.to_string(),
             };
             if new == old {
@@ -82,7 +100,7 @@ impl Compactor {
                 id,
                 with_pointer: saved.is_some(),
                 was_placeholder: is_placeholder(&old),
-                unseen: unseen.contains(&(mi, bi)),
+                unseen: unseen(mi),
             });
             if let Some(e) = estimate.as_mut() {
                 *e = *e + json_str_chars(&new) - json_str_chars(&old);

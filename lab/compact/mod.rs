@@ -237,10 +237,10 @@ impl Compactor {
     /// the course writes it; names are counter-derived so runs are byte-identical.
     pub(crate) fn write_transcript(&mut self, messages: &[Message]) -> LabResult<String> {
         self.transcripts_written += 1;
-        let path = self
-            .root
-            .transcripts()
-            .join(course::transcript_name(self.transcripts_written));
+        let path = crate::storage::join_string(
+            self.root.transcripts(),
+            &course::transcript_name(self.transcripts_written),
+        );
         let mut out = Vec::with_capacity(8192);
         for m in messages {
             m.write_pyjson(&mut out);
@@ -248,8 +248,8 @@ impl Compactor {
         }
         self.root
             .fs()
-            .write_new(&path, &out)
+            .write_new(std::path::Path::new(&path), &out)
             .map_err(|e| crate::error::LabError::io("archiving a transcript", &path, e))?;
-        Ok(crate::storage::path_string(&path))
+        Ok(path)
     }
 }

@@ -6,10 +6,13 @@
 //! a smaller large result can stay unsaved and later be "omitted" by step 3
 //! (the seed's scenario A: lost forever in the intact pipeline).
 
+use std::path::Path;
+
 use super::root::safe_id;
 use super::{Compactor, Event, Step};
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message, Role};
+use crate::storage::join_string;
 
 /// Prefix of a step-3 placeholder that keeps its pointer.
 pub const SAVED_PREFIX: &str = "[Earlier tool result saved at ";
@@ -22,7 +25,13 @@ pub const FULL_OUTPUT: &str = "Full output: ";
 
 /// Chars, as Python's `len` counts them.
 pub(crate) fn chars(s: &str) -> usize {
-    s.chars().count()
+    // Tool results are mostly ASCII: one byte per char after a test that
+    // reads a word at a time, where counting decodes every char.
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
 }
 
 /// The `<persisted-output>` text that replaces a result in context.
@@ -45,6 +54,10 @@ pub fn persisted_text(path: &str, preview: &str) -> String {
 
 /// First `n` chars of `s`.
 pub(crate) fn prefix_chars(s: &str, n: usize) -> &str {
+    // An ASCII prefix ends at byte `n`: no walk over its chars.
+    if s.as_bytes().get(..n).is_some_and(<[u8]>::is_ascii) {
+        return &s[..n];
+    }
     match s.char_indices().nth(n) {
         Some((i, _)) => &s[..i],
         None => s,
@@ -106,22 +119,24 @@ impl Compactor {
     /// `collision_safe_paths` picks a fresh name instead.
     pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
         let base = safe_id(id, self.config.constants.safe_id_max);
-        let mut path = self.root.results().join(format!("{base}.txt"));
+        let results = self.root.results();
+        let mut path = join_string(results, &(base.clone() + ".txt"));
+        let fs = self.root.fs();
         if self.config.switches.collision_safe_paths {
             let mut n = 1;
-            let fs = self.root.fs();
-            while fs.exists(&path) && fs.read_to_string(&path).ok().as_deref() != Some(text) {
+            while fs.exists(Path::new(&path))
+                && fs.read_to_string(Path::new(&path)).ok().as_deref() != Some(text)
+            {
                 n += 1;
-                path = self.root.results().join(format!("{base}-{n}.txt"));
+                path = join_string(results, &format!("{base}-{n}.txt"));
             }
         }
-        if self.config.switches.overwrite_saved_output || !self.root.fs().exists(&path) {
-            self.root
-                .fs()
-                .write(&path, text.as_bytes())
-                .map_err(|e| LabError::io("persisting a tool result", &path, e))?;
-        }
-        let path = crate::storage::path_string(&path);
+        let written = if self.config.switches.overwrite_saved_output {
+            fs.write(Path::new(&path), text.as_bytes()).map(|()| true)
+        } else {
+            fs.write_if_absent(Path::new(&path), text.as_bytes())
+        };
+        written.map_err(|e| LabError::io("persisting a tool result", &path, e))?;
         self.events.push(Event::Saved {
             step,
             id: id.to_string(),
@@ -183,18 +198,25 @@ impl Compactor {
             if n <= large {
                 continue;
             }
+            // The content is taken out for the step rather than copied, and
+            // put back if the step fails.
             let Block::ToolResult {
                 tool_use_id,
                 content,
-            } = &blocks[i]
+            } = &mut blocks[i]
             else {
                 continue;
             };
-            let (id, old) = (tool_use_id.clone(), content.clone());
-            let new = self.persisted_preview(Step::Persist, &id, &old, preview)?;
-            total = total - n + chars(&new);
-            if let Block::ToolResult { content, .. } = &mut blocks[i] {
-                *content = new;
+            let old = std::mem::take(content);
+            match self.persisted_preview(Step::Persist, tool_use_id, &old, preview) {
+                Ok(new) => {
+                    total = total - n + chars(&new);
+                    *content = new;
+                }
+                Err(e) => {
+                    *content = old;
+                    return Err(e);
+                }
             }
         }
         Ok(())
@@ -267,6 +289,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn char_counts_and_prefixes_are_by_char(s in "[a\u{e9}\u{1F600}]{0,12}", n in 0usize..14) {
+            prop_assert_eq!(chars(&s), s.chars().count());
+            let want: String = s.chars().take(n).collect();
+            prop_assert_eq!(prefix_chars(&s, n), want.as_str());
+        }
+
         #[test]
         fn full_output_line_equals_the_split_scan(
             parts in proptest::collection::vec(

@@ -313,11 +313,12 @@ impl Session {
     }
 
     fn append_turn(&mut self, turn: &Turn, compact_call: Option<&str>) {
-        let mut blocks = Vec::new();
+        let n = turn.calls.len() + usize::from(compact_call.is_some());
+        let mut blocks = Vec::with_capacity(n + 1);
         if let Some(t) = &turn.text {
             blocks.push(Block::Text { text: t.clone() });
         }
-        let mut results = Vec::new();
+        let mut results = Vec::with_capacity(n);
         for c in &turn.calls {
             let id = c.id.clone().expect("normalised");
             blocks.push(Block::ToolUse {

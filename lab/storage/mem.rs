@@ -1,7 +1,8 @@
-//! The in-memory backend: a map from absolute virtual paths to nodes.
+//! The in-memory backend: every directory's entries, found by the
+//! directory's path.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,89 +17,118 @@ enum Node {
     Symlink(PathBuf),
 }
 
-/// The nodes keyed by their path as a string: byte comparisons instead of
-/// `PathBuf`'s component-wise ones, which were a third of a sweep cell.
-#[derive(Debug, Default)]
-struct Tree(BTreeMap<String, Node>);
+/// What `/` is (it is nobody's entry).
+static ROOT: Node = Node::Dir;
 
-fn key(p: &Path) -> Cow<'_, str> {
-    // `to_str` validates a word at a time; `to_string_lossy` walks byte by
-    // byte even when the path is valid (a tenth of a sweep cell).
-    match p.to_str() {
-        Some(s) => Cow::Borrowed(s),
-        None => p.to_string_lossy(),
+/// The entries of one directory by name, in byte order (listings).
+type Entries = BTreeMap<Box<[u8]>, Node>;
+
+/// Every directory by its resolved path (bytes of an absolute path without
+/// `.`, `..`, empty segments or a trailing slash; `/` for the root), with
+/// its entries.
+///
+/// A lookup hashes the parent's path once and then compares short names:
+/// a run's paths are up to 4096 chars and share all but their last
+/// component, so an ordered map of whole paths compared that shared prefix
+/// several times per lookup (a tenth of a sweep cell). A directory is an
+/// entry of its parent and a key here.
+#[derive(Debug)]
+struct Tree {
+    dirs: HashMap<Box<[u8]>, Entries, foldhash::fast::FixedState>,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        // A run's layout (padding, results, transcripts) without regrowing.
+        let state = foldhash::fast::FixedState::with_seed(0x006d_656d_6673);
+        let mut dirs = HashMap::with_capacity_and_hasher(8, state);
+        dirs.insert(Box::from(&b"/"[..]), Entries::new());
+        Tree { dirs }
     }
 }
 
-/// `path` as a string when it is absolute and made of plain components only
-/// (no empty, `.` or `..` segment, no trailing slash): then it is already in
-/// the form the tree keys use, and its parent is the text before the last `/`.
-fn plain_absolute(path: &Path) -> Option<&str> {
-    let s = path.to_str()?;
-    let rest = s.strip_prefix('/')?.as_bytes();
-    if rest.is_empty() {
-        return Some(s);
-    }
-    // Byte-wise: a `/`-split walks chars, and paths are up to 4096 long.
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'/', rest).chain([rest.len()]) {
-        if matches!(&rest[start..end], b"" | b"." | b"..") {
-            return None;
-        }
-        start = end + 1;
-    }
-    Some(s)
+/// A path's bytes (no UTF-8 validation: the tree compares bytes).
+fn bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_encoded_bytes()
 }
 
-/// Parent of a [`plain_absolute`] path (`None` for `/`).
-fn plain_parent(s: &str) -> Option<&str> {
-    match s.rfind('/')? {
-        0 if s.len() == 1 => None,
-        0 => Some("/"),
-        i => Some(&s[..i]),
+/// A path's parent and name when its last component is plain (not empty,
+/// `.` or `..`, no doubled slash before it) and it is absolute; the parent
+/// is then a [`Tree`] key exactly when it is a resolved directory.
+fn plain_split(p: &[u8]) -> Option<(&[u8], &[u8])> {
+    if p.first() != Some(&b'/') {
+        return None;
     }
+    let i = memchr::memrchr(b'/', p)?;
+    let name = &p[i + 1..];
+    if matches!(name, b"" | b"." | b"..") {
+        return None;
+    }
+    match i {
+        0 => Some((b"/", name)),
+        _ if p[i - 1] == b'/' => None,
+        _ => Some((&p[..i], name)),
+    }
+}
+
+/// A name or path from the tree's bytes, as the string keys gave it before.
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }
 
 impl Tree {
+    /// The node at a resolved path.
     fn get(&self, p: &Path) -> Option<&Node> {
-        self.0.get(&*key(p))
-    }
-    fn contains_key(&self, p: &Path) -> bool {
-        self.0.contains_key(&*key(p))
-    }
-    fn insert(&mut self, p: &Path, n: Node) {
-        self.0.insert(key(p).into_owned(), n);
-    }
-    fn remove(&mut self, p: &Path) -> Option<Node> {
-        self.0.remove(&*key(p))
-    }
-    fn values(&self) -> impl Iterator<Item = &Node> {
-        self.0.values()
-    }
-    /// Names of the direct children of directory `d` (a key range: every
-    /// descendant of `d` starts with `d/`).
-    fn children(&self, d: &Path) -> Vec<String> {
-        self.children_where(d, |_| true)
+        let p = bytes(p);
+        if p == b"/" {
+            return Some(&ROOT);
+        }
+        let (parent, name) = plain_split(p)?;
+        self.dirs.get(parent)?.get(name)
     }
 
-    /// [`Tree::children`] whose node passes `keep`.
+    fn get_mut(&mut self, p: &Path) -> Option<&mut Node> {
+        let (parent, name) = plain_split(bytes(p))?;
+        self.dirs.get_mut(parent)?.get_mut(name)
+    }
+
+    fn contains_key(&self, p: &Path) -> bool {
+        self.get(p).is_some()
+    }
+
+    /// Put `n` at resolved path `p`, whose parent must be a directory.
+    fn insert(&mut self, p: &Path, n: Node) -> io::Result<()> {
+        let (parent, name) = plain_split(bytes(p)).ok_or_else(|| not_found(p))?;
+        let entries = self.dirs.get_mut(parent).ok_or_else(|| not_found(p))?;
+        let is_dir = matches!(n, Node::Dir);
+        entries.insert(name.into(), n);
+        if is_dir {
+            self.dirs.entry(bytes(p).into()).or_default();
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, p: &Path) -> Option<Node> {
+        let (parent, name) = plain_split(bytes(p))?;
+        let node = self.dirs.get_mut(parent)?.remove(name)?;
+        if matches!(node, Node::Dir) {
+            self.dirs.remove(bytes(p));
+        }
+        Some(node)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Node> {
+        self.dirs.values().flat_map(|e| e.values())
+    }
+
+    /// Names of the entries of directory `d` (resolved) whose node passes `keep`.
     fn children_where(&self, d: &Path, keep: impl Fn(&Node) -> bool) -> Vec<String> {
-        let d = key(d);
-        let prefix = if d == "/" {
-            d.into_owned()
-        } else {
-            format!("{d}/")
-        };
-        self.0
-            .range::<str, _>((
-                std::ops::Bound::Included(prefix.as_str()),
-                std::ops::Bound::Unbounded,
-            ))
-            .take_while(|(k, _)| k.starts_with(&prefix))
+        self.dirs
+            .get(bytes(d))
+            .into_iter()
+            .flatten()
             .filter(|(_, n)| keep(n))
-            .map(|(k, _)| &k[prefix.len()..])
-            .filter(|rest| !rest.is_empty() && !rest.contains('/'))
-            .map(str::to_string)
+            .map(|(name, _)| lossy(name))
             .collect()
     }
 }
@@ -113,18 +143,17 @@ const MAX_HOPS: usize = 40;
 #[derive(Debug)]
 pub struct MemFs {
     nodes: Mutex<Tree>,
-    /// Set once a symlink was ever created: until then a plain absolute path
-    /// resolves to itself, and resolution skips the per-component walk (the
-    /// hot path of every sweep cell).
+    /// Set once a symlink was ever created: until then a path whose parent
+    /// is a directory of the tree and whose name is plain resolves to
+    /// itself, and resolution skips the per-component walk (the hot path
+    /// of every sweep cell).
     has_symlinks: AtomicBool,
 }
 
 impl Default for MemFs {
     fn default() -> Self {
-        let mut nodes = Tree::default();
-        nodes.insert(Path::new("/"), Node::Dir);
         MemFs {
-            nodes: Mutex::new(nodes),
+            nodes: Mutex::new(Tree::default()),
             has_symlinks: AtomicBool::new(false),
         }
     }
@@ -156,6 +185,24 @@ fn err(kind: io::ErrorKind, what: &str, p: &Path) -> io::Error {
     io::Error::new(kind, format!("{}: {what}", p.display()))
 }
 
+/// `path` as a string when it is absolute and made of plain components only
+/// (no empty, `.` or `..` segment, no trailing slash).
+fn plain_absolute(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    let rest = s.strip_prefix('/')?.as_bytes();
+    if rest.is_empty() {
+        return Some(s);
+    }
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'/', rest).chain([rest.len()]) {
+        if matches!(&rest[start..end], b"" | b"." | b"..") {
+            return None;
+        }
+        start = end + 1;
+    }
+    Some(s)
+}
+
 impl MemFs {
     /// An empty tree holding only `/`.
     pub fn new() -> Self {
@@ -168,37 +215,62 @@ impl MemFs {
         self.nodes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn symlinks(&self) -> bool {
+        self.has_symlinks.load(Ordering::Relaxed)
+    }
+
+    /// The entries of `path`'s parent and its name, when `path` resolves
+    /// to itself without a walk: no symlink exists, its last component is
+    /// plain and its parent is a directory of the tree. `None` sends the
+    /// caller to the general walk, which also names the right error.
+    fn fast<'n, 'p>(&self, nodes: &'n Tree, path: &'p Path) -> Option<(&'n Entries, &'p [u8])> {
+        if self.symlinks() {
+            return None;
+        }
+        let (parent, name) = plain_split(bytes(path))?;
+        Some((nodes.dirs.get(parent)?, name))
+    }
+
+    /// [`MemFs::fast`] for a change.
+    fn fast_mut<'n, 'p>(
+        &self,
+        nodes: &'n mut Tree,
+        path: &'p Path,
+    ) -> Option<(&'n mut Entries, &'p [u8])> {
+        if self.symlinks() {
+            return None;
+        }
+        let (parent, name) = plain_split(bytes(path))?;
+        Some((nodes.dirs.get_mut(parent)?, name))
+    }
+
     /// `dir` resolved, when it is a directory (the error a listing reports
-    /// otherwise).
+    /// otherwise). A key of the tree is a resolved directory already.
     fn dir_in<'p>(&self, nodes: &Tree, dir: &'p Path) -> io::Result<Cow<'p, Path>> {
-        let d = self.resolve_in(nodes, dir, true)?;
+        if nodes.dirs.contains_key(bytes(dir)) {
+            return Ok(Cow::Borrowed(dir));
+        }
+        let d = Self::resolve(nodes, dir, true)?;
         match nodes.get(&d) {
-            Some(Node::Dir) => Ok(d),
+            Some(Node::Dir) => Ok(Cow::Owned(d)),
             Some(_) => Err(err(io::ErrorKind::NotADirectory, "not a directory", dir)),
             None => Err(not_found(dir)),
         }
     }
 
-    /// [`MemFs::resolve`], with the fast path of a tree without symlinks: a
-    /// path of plain components whose parent is a directory is its own
-    /// resolution, returned without a component walk or a copy.
+    /// [`MemFs::resolve`], borrowing a path that resolves to itself (see
+    /// [`MemFs::fast`]).
     fn resolve_in<'p>(
         &self,
         nodes: &Tree,
         path: &'p Path,
         follow_last: bool,
     ) -> io::Result<Cow<'p, Path>> {
-        if !self.has_symlinks.load(Ordering::Relaxed) {
-            if let Some(s) = plain_absolute(path) {
-                match plain_parent(s) {
-                    None => return Ok(Cow::Borrowed(path)),
-                    Some(parent) if matches!(nodes.0.get(parent), Some(Node::Dir)) => {
-                        return Ok(Cow::Borrowed(path))
-                    }
-                    // A missing or non-directory parent: the walk names the right error.
-                    Some(_) => {}
-                }
-            }
+        if !self.symlinks()
+            && (bytes(path) == b"/"
+                || plain_split(bytes(path)).is_some_and(|(p, _)| nodes.dirs.contains_key(p)))
+        {
+            return Ok(Cow::Borrowed(path));
         }
         Self::resolve(nodes, path, follow_last).map(Cow::Owned)
     }
@@ -251,22 +323,8 @@ impl MemFs {
         Ok(cur)
     }
 
-    /// [`MemFs::parent_is_dir`] for a path from [`MemFs::resolve_in`]: a
-    /// borrowed answer came from the fast path, which already found the
-    /// parent a directory.
-    fn parent_is_dir_unless_fast(nodes: &Tree, resolved: &Path, fast: bool) -> io::Result<()> {
-        if fast {
-            Ok(())
-        } else {
-            Self::parent_is_dir(nodes, resolved)
-        }
-    }
-
     fn parent_is_dir(nodes: &Tree, p: &Path) -> io::Result<()> {
-        let parent = match plain_absolute(p) {
-            Some(s) => Path::new(plain_parent(s).unwrap_or("/")),
-            None => p.parent().unwrap_or(Path::new("/")),
-        };
+        let parent = p.parent().unwrap_or(Path::new("/"));
         match nodes.get(parent) {
             Some(Node::Dir) => Ok(()),
             Some(_) => Err(err(io::ErrorKind::NotADirectory, "not a directory", parent)),
@@ -287,15 +345,74 @@ impl MemFs {
 
     /// Every path with its kind, sorted (for tests that compare whole trees).
     pub fn tree(&self) -> Vec<(PathBuf, FileKind)> {
-        let mut out: Vec<(PathBuf, FileKind)> = self
-            .lock()
-            .0
-            .iter()
-            .map(|(p, n)| (PathBuf::from(p), kind_of(n)))
-            .collect();
-        // Path order (component-wise), as before the keys were strings.
+        let nodes = self.lock();
+        let mut out = vec![(PathBuf::from("/"), FileKind::Dir)];
+        for (dir, entries) in &nodes.dirs {
+            let dir = PathBuf::from(lossy(dir));
+            for (name, n) in entries {
+                out.push((dir.join(lossy(name)), kind_of(n)));
+            }
+        }
+        // Path order (component-wise).
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
+    }
+
+    /// `create_dir_all` of a plain path while no symlink exists: every
+    /// ancestor is the text before one of its slashes, no component walk.
+    fn create_plain_dirs(nodes: &mut Tree, s: &str) -> io::Result<()> {
+        let ends = memchr::memchr_iter(b'/', s.as_bytes()).skip(1);
+        for end in ends.chain([s.len()]) {
+            let prefix = Path::new(&s[..end]);
+            match nodes.get(prefix) {
+                Some(Node::Dir) => {}
+                Some(_) => return Err(not_a_dir_in_the_way(prefix, end == s.len())),
+                None => nodes.insert(prefix, Node::Dir)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Is `path` itself (its last component not followed) a symlink?
+    fn is_link(&self, nodes: &Tree, path: &Path) -> io::Result<bool> {
+        let p = self.resolve_in(nodes, path, false)?;
+        Ok(matches!(nodes.get(&p), Some(Node::Symlink(_))))
+    }
+
+    /// `create_dir_all` through symlinks and `..`: one component at a time.
+    fn create_dirs_walking(&self, nodes: &mut Tree, dir: &Path) -> io::Result<()> {
+        let mut cur = PathBuf::from("/");
+        let parts = components(dir);
+        for (i, c) in parts.iter().enumerate() {
+            if c == ".." {
+                cur.pop();
+                continue;
+            }
+            cur.push(c);
+            // As on disk: `mkdir` finds a dangling symlink in the way (std
+            // retries a missing parent with its own `mkdir`), and one that
+            // loops too when it is the last component; a loop in the
+            // middle is the loop error.
+            let last = i + 1 == parts.len();
+            let in_the_way = |e: io::Error| match self.is_link(nodes, &cur) {
+                Ok(true) if last || e.kind() == io::ErrorKind::NotFound => {
+                    not_a_dir_in_the_way(&cur, true)
+                }
+                _ => e,
+            };
+            let resolved = self
+                .resolve_in(nodes, &cur, true)
+                .map_err(in_the_way)?
+                .into_owned();
+            match nodes.get(&resolved) {
+                Some(Node::Dir) => {}
+                Some(_) => return Err(not_a_dir_in_the_way(&cur, last)),
+                None if self.is_link(nodes, &cur)? => return Err(not_a_dir_in_the_way(&cur, true)),
+                None => nodes.insert(&resolved, Node::Dir)?,
+            }
+            cur = resolved;
+        }
+        Ok(())
     }
 }
 
@@ -307,116 +424,135 @@ fn kind_of(n: &Node) -> FileKind {
     }
 }
 
+/// What `write` does to the entry it resolved to (`None`: nothing there).
+fn overwrite(slot: Option<&mut Node>, bytes: &[u8], path: &Path) -> io::Result<bool> {
+    match slot {
+        Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+        // Overwritten in place: no new key, and the old buffer is reused.
+        Some(Node::File(old)) => {
+            old.clear();
+            old.extend_from_slice(bytes);
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// What a read finds at a resolved entry.
+fn file_bytes<'n>(node: Option<&'n Node>, path: &Path) -> io::Result<&'n [u8]> {
+    match node {
+        Some(Node::File(b)) => Ok(b),
+        Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
+        None => Err(not_found(path)),
+    }
+}
+
 impl Storage for MemFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
-        if let Some(s) = plain_absolute(dir).filter(|_| !self.has_symlinks.load(Ordering::Relaxed))
-        {
-            // Without symlinks or `..`, every ancestor of a plain path is the
-            // text before one of its slashes: no component walk, no copies.
-            let ends = memchr::memchr_iter(b'/', s.as_bytes()).skip(1);
-            for end in ends.chain([s.len()]) {
-                let prefix = &s[..end];
-                match nodes.0.get(prefix) {
-                    Some(Node::Dir) => {}
-                    Some(_) => return Err(not_a_dir_in_the_way(Path::new(prefix), end == s.len())),
-                    None => {
-                        nodes.0.insert(prefix.to_string(), Node::Dir);
-                    }
-                }
-            }
+        if nodes.dirs.contains_key(bytes(dir)) {
             return Ok(());
         }
-        let mut cur = PathBuf::from("/");
-        let parts = components(dir);
-        for (i, c) in parts.iter().enumerate() {
-            if c == ".." {
-                cur.pop();
-                continue;
-            }
-            cur.push(c);
-            let resolved = self.resolve_in(&nodes, &cur, true)?;
-            match nodes.get(&resolved) {
-                Some(Node::Dir) => cur = resolved.into_owned(),
-                Some(_) => return Err(not_a_dir_in_the_way(&cur, i + 1 == parts.len())),
-                None => {
-                    nodes.insert(&resolved, Node::Dir);
-                    cur = resolved.into_owned();
-                }
-            }
+        match plain_absolute(dir).filter(|_| !self.symlinks()) {
+            Some(s) => Self::create_plain_dirs(&mut nodes, s),
+            None => self.create_dirs_walking(&mut nodes, dir),
         }
-        Ok(())
     }
 
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = self.resolve_in(&nodes, path, false)?;
-        Self::parent_is_dir_unless_fast(&nodes, &p, matches!(p, Cow::Borrowed(_)))?;
+        if let Some((entries, name)) = self.fast_mut(&mut nodes, path) {
+            if entries.contains_key(name) {
+                return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
+            }
+            entries.insert(name.into(), Node::File(bytes.to_vec()));
+            return Ok(());
+        }
+        let p = Self::resolve(&nodes, path, false)?;
+        Self::parent_is_dir(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
         }
-        nodes.insert(&p, Node::File(bytes.to_vec()));
-        Ok(())
+        nodes.insert(&p, Node::File(bytes.to_vec()))
     }
 
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut nodes = self.lock();
-        let p = self.resolve_in(&nodes, path, true)?;
-        Self::parent_is_dir_unless_fast(&nodes, &p, matches!(p, Cow::Borrowed(_)))?;
-        match nodes.0.get_mut(&*key(&p)) {
-            Some(Node::Dir) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
-            // Overwritten in place: no new key, and the old buffer is reused.
-            Some(Node::File(old)) => {
-                old.clear();
-                old.extend_from_slice(bytes);
-                Ok(())
+        if let Some((entries, name)) = self.fast_mut(&mut nodes, path) {
+            if !overwrite(entries.get_mut(name), bytes, path)? {
+                entries.insert(name.into(), Node::File(bytes.to_vec()));
             }
-            _ => {
-                nodes.insert(&p, Node::File(bytes.to_vec()));
-                Ok(())
-            }
+            return Ok(());
         }
+        let p = Self::resolve(&nodes, path, true)?;
+        Self::parent_is_dir(&nodes, &p)?;
+        if matches!(nodes.get(&p), Some(Node::Dir)) {
+            // The root, which no map holds as an entry.
+            return Err(err(io::ErrorKind::IsADirectory, "is a directory", path));
+        }
+        if !overwrite(nodes.get_mut(&p), bytes, path)? {
+            nodes.insert(&p, Node::File(bytes.to_vec()))?;
+        }
+        Ok(())
+    }
+
+    fn write_if_absent(&self, path: &Path, bytes: &[u8]) -> io::Result<bool> {
+        let mut nodes = self.lock();
+        // Without symlinks anything at the entry exists; a vacant entry is written.
+        if let Some((entries, name)) = self.fast_mut(&mut nodes, path) {
+            return Ok(match entries.entry(name.into()) {
+                std::collections::btree_map::Entry::Occupied(_) => false,
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Node::File(bytes.to_vec()));
+                    true
+                }
+            });
+        }
+        drop(nodes);
+        if self.exists(path) {
+            return Ok(false);
+        }
+        self.write(path, bytes).map(|()| true)
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let nodes = self.lock();
-        let p = self.resolve_in(&nodes, path, true)?;
-        match nodes.get(&p) {
-            Some(Node::File(b)) => Ok(b.clone()),
-            Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
-            None => Err(not_found(path)),
-        }
+        let mut out = Vec::new();
+        self.read_with(path, &mut |b| out = b.to_vec())?;
+        Ok(out)
     }
 
     fn read_with(&self, path: &Path, f: &mut dyn FnMut(&[u8])) -> io::Result<()> {
         let nodes = self.lock();
-        let p = self.resolve_in(&nodes, path, true)?;
-        match nodes.get(&p) {
-            Some(Node::File(b)) => {
-                f(b);
-                Ok(())
+        let found = match self.fast(&nodes, path) {
+            Some((entries, name)) => file_bytes(entries.get(name), path)?,
+            None => {
+                let p = Self::resolve(&nodes, path, true)?;
+                file_bytes(nodes.get(&p), path)?
             }
-            Some(_) => Err(err(io::ErrorKind::IsADirectory, "is a directory", path)),
-            None => Err(not_found(path)),
-        }
+        };
+        f(found);
+        Ok(())
     }
 
     fn kind(&self, path: &Path) -> Option<FileKind> {
         let nodes = self.lock();
-        let p = self.resolve_in(&nodes, path, false).ok()?;
+        if let Some((entries, name)) = self.fast(&nodes, path) {
+            return entries.get(name).map(kind_of);
+        }
+        let p = Self::resolve(&nodes, path, false).ok()?;
         nodes.get(&p).map(kind_of)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let nodes = self.lock();
         let d = self.dir_in(&nodes, dir)?;
-        let mut out = nodes.children(&d);
+        let mut out = nodes.children_where(&d, |_| true);
         out.sort();
         Ok(out)
     }
 
     fn list_files(&self, dir: &Path) -> io::Result<Vec<String>> {
-        if self.has_symlinks.load(Ordering::Relaxed) {
+        if self.symlinks() {
             // A symlinked entry is a file when its target is: the general walk.
             let mut names = self.list(dir)?;
             names.retain(|name| self.is_file(&dir.join(name)));
@@ -425,7 +561,7 @@ impl Storage for MemFs {
         let nodes = self.lock();
         let d = self.dir_in(&nodes, dir)?;
         let mut out = nodes.children_where(&d, |n| matches!(n, Node::File(_)));
-        // Already in byte order (a key range); sorting sorted names is one pass.
+        // Already in byte order (names of one map); sorting sorted names is one pass.
         out.sort();
         Ok(out)
     }
@@ -457,8 +593,7 @@ impl Storage for MemFs {
             )),
             (Some(_), _) => {
                 let node = nodes.remove(&f).expect("checked above");
-                nodes.insert(&t, node);
-                Ok(())
+                nodes.insert(&t, node)
             }
         }
     }
@@ -471,8 +606,7 @@ impl Storage for MemFs {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", link));
         }
         self.has_symlinks.store(true, Ordering::Relaxed);
-        nodes.insert(&p, Node::Symlink(target.to_path_buf()));
-        Ok(())
+        nodes.insert(&p, Node::Symlink(target.to_path_buf()))
     }
 
     fn read_link(&self, link: &Path) -> io::Result<PathBuf> {

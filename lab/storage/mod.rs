@@ -104,6 +104,17 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         }
     }
 
+    /// [`Storage::write`] unless something [`Storage::exists`] at `path`;
+    /// `Ok(false)` when it did not write. (f9e8b28's `if not
+    /// path.exists()`, which every saved result asks: the memory tree
+    /// answers both with one lookup.)
+    fn write_if_absent(&self, path: &Path, bytes: &[u8]) -> io::Result<bool> {
+        if self.exists(path) {
+            return Ok(false);
+        }
+        self.write(path, bytes).map(|()| true)
+    }
+
     /// Names of the regular files of `dir` (following symlinks), sorted
     /// bytewise: [`Storage::list`] filtered by [`Storage::is_file`], which a
     /// backend may answer in one pass.
@@ -137,6 +148,23 @@ pub fn path_string(p: &Path) -> String {
     match p.to_str() {
         Some(s) => s.to_string(),
         None => p.to_string_lossy().into_owned(),
+    }
+}
+
+/// `path_string(&dir.join(name))` without the joined `PathBuf`: for a
+/// UTF-8 `dir` and a relative name, the two strings with a `/` between.
+/// (The result and transcript paths of a run are built several times per
+/// cell.)
+pub fn join_string(dir: &Path, name: &str) -> String {
+    match dir.to_str() {
+        Some(d) if !d.is_empty() && !d.ends_with('/') && !name.starts_with('/') => {
+            let mut s = String::with_capacity(d.len() + 1 + name.len());
+            s.push_str(d);
+            s.push('/');
+            s.push_str(name);
+            s
+        }
+        _ => path_string(&dir.join(name)),
     }
 }
 
