@@ -27,6 +27,7 @@ pub mod replay;
 pub mod report;
 pub mod reports;
 pub mod retention;
+pub mod scan;
 pub mod scenario;
 pub mod storage;
 pub mod sweep;

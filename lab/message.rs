@@ -466,13 +466,10 @@ pub fn json_str_chars(s: &str) -> usize {
     // Between two such bytes every byte is one plain char, so the text is
     // read once: an escape adds its backslash form, and a run of non-ASCII
     // bytes (up to the next ASCII byte) is counted by its chars.
-    // Signed, `b < 0x20` also holds for every byte from 0x80 up: one
-    // vector compare for both tests.
-    let plain = |b: u8| (b as i8) < 0x20 || b == b'"' || b == b'\\';
     let bytes = s.as_bytes();
     let mut total = 2;
     let mut at = 0;
-    while let Some(i) = crate::pyjson::position(&bytes[at..], plain) {
+    while let Some(i) = crate::scan::find(&bytes[at..], crate::scan::ESCAPE_OR_HIGH) {
         total += i;
         at += i;
         if bytes[at] < 0x80 {

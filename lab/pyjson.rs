@@ -79,18 +79,7 @@ pub fn any_byte(bytes: &[u8], test: impl Fn(u8) -> bool) -> bool {
     position(bytes, test).is_some()
 }
 
-/// Index of the first byte of `bytes` that passes `test`, found a block of
-/// 16 bytes at a time (see [`any_byte`]).
-pub fn position(bytes: &[u8], test: impl Fn(u8) -> bool) -> Option<usize> {
-    let mut start = 0;
-    for block in bytes.chunks(16) {
-        if block.iter().fold(0u8, |any, &b| any | u8::from(test(b))) != 0 {
-            return block.iter().position(|&b| test(b)).map(|i| start + i);
-        }
-        start += block.len();
-    }
-    None
-}
+pub use crate::scan::position;
 
 /// Append the JSON string literal of `s` as [`dumps`] writes it.
 ///
@@ -103,7 +92,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    while let Some(i) = position(&bytes[start..], needs_escape).map(|i| start + i) {
+    while let Some(i) = crate::scan::find(&bytes[start..], crate::scan::ESCAPE).map(|i| start + i) {
         out.extend_from_slice(&bytes[start..i]);
         start = i + 1;
         match bytes[i] {

@@ -296,9 +296,9 @@ impl<'a> Cursor<'a> {
     /// A JSON string literal, decoded.
     fn string(&mut self) -> Option<Cow<'a, str>> {
         let body = self.0.strip_prefix('"')?;
-        let stop = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        let stop = crate::scan::ESCAPE;
         let bytes = body.as_bytes();
-        let end = crate::pyjson::position(bytes, stop)?;
+        let end = crate::scan::find(bytes, stop)?;
         if bytes[end] == b'"' {
             self.0 = &body[end + 1..];
             return Some(Cow::Borrowed(&body[..end]));
@@ -308,7 +308,7 @@ impl<'a> Cursor<'a> {
         let mut text = String::with_capacity(body.len().min(512));
         let mut at = 0;
         loop {
-            let next = at + crate::pyjson::position(&bytes[at..], stop)?;
+            let next = at + crate::scan::find(&bytes[at..], stop)?;
             text.push_str(&body[at..next]);
             match bytes[next] {
                 b'"' => {

@@ -49,9 +49,10 @@ pub fn is_line_break(c: char) -> bool {
 /// those is skipped by one vectorised test instead of a char-by-char match.
 pub fn find_line_break(s: &str) -> Option<usize> {
     let bytes = s.as_bytes();
-    let lead = |b: u8| b < 0x20 || b == 0xC2 || b == 0xE2;
     let mut start = 0;
-    while let Some(i) = crate::pyjson::position(&bytes[start..], lead).map(|i| start + i) {
+    while let Some(i) =
+        crate::scan::find(&bytes[start..], crate::scan::LINE_BREAK_LEAD).map(|i| start + i)
+    {
         // These lead bytes never continue a char: `i` is a char boundary.
         if s[i..].chars().next().is_some_and(is_line_break) {
             return Some(i);
