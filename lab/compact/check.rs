@@ -26,7 +26,7 @@ use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::{join_string, Storage};
+use crate::storage::{join_all, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<&str> {
@@ -197,11 +197,9 @@ impl ArchiveIndex {
 
 /// Regular files of `dir` as (path, file name), sorted (a missing dir has none).
 fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
-    fs.list_files(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|name| (join_string(dir, &name), name))
-        .collect()
+    let names = fs.list_files(dir).unwrap_or_default();
+    let paths = join_all(dir, names.iter().map(String::as_str));
+    paths.into_iter().zip(names).collect()
 }
 
 fn ids(v: &[&str]) -> Vec<String> {

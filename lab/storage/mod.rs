@@ -156,8 +156,28 @@ pub fn path_string(p: &Path) -> String {
 /// (The result and transcript paths of a run are built several times per
 /// cell.)
 pub fn join_string(dir: &Path, name: &str) -> String {
-    match dir.to_str() {
-        Some(d) if !d.is_empty() && !d.ends_with('/') && !name.starts_with('/') => {
+    join_checked(dir, plain_dir(dir), name)
+}
+
+/// [`join_string`] of `dir` and each of `names`, with `dir` checked for
+/// UTF-8 once (a listing's paths share it).
+pub fn join_all<'n>(dir: &Path, names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
+    let d = plain_dir(dir);
+    names
+        .into_iter()
+        .map(|name| join_checked(dir, d, name))
+        .collect()
+}
+
+/// `dir` as UTF-8 when a name can follow it after one `/`.
+fn plain_dir(dir: &Path) -> Option<&str> {
+    dir.to_str().filter(|d| !d.is_empty() && !d.ends_with('/'))
+}
+
+/// `dir` + `/` + `name`, `d` being [`plain_dir`] of `dir`.
+fn join_checked(dir: &Path, d: Option<&str>, name: &str) -> String {
+    match d {
+        Some(d) if !name.starts_with('/') => {
             let mut s = String::with_capacity(d.len() + 1 + name.len());
             s.push_str(d);
             s.push('/');

@@ -392,6 +392,15 @@ proptest::proptest! {
         let joined = path_string(&Path::new(&dir).join(&name));
         proptest::prop_assert_eq!(join_string(Path::new(&dir), &name), joined);
     }
+
+    #[test]
+    fn join_all_is_each_joined_path(
+        dir in "/?[a/]{0,5}",
+        names in proptest::collection::vec("/?[b/]{0,4}", 0..4),
+    ) {
+        let joined: Vec<String> = names.iter().map(|n| path_string(&Path::new(&dir).join(n))).collect();
+        proptest::prop_assert_eq!(join_all(Path::new(&dir), names.iter().map(String::as_str)), joined);
+    }
 }
 
 proptest::proptest! {
