@@ -81,17 +81,34 @@ fn message_pointers(messages: &[Message], paths: &mut Interned) -> Vec<usize> {
 /// a collision needs equal length and hash. Fingerprints are only compared
 /// within a run, never stored or printed.
 pub fn fingerprint(content: &str) -> (u64, usize) {
-    use std::hash::BuildHasher;
+    fingerprint_bytes(content.as_bytes())
+}
+
+/// [`fingerprint`] of raw bytes; of a text's bytes, the text's. A held file
+/// is compared by its bytes: only the original's bytes (valid UTF-8) can
+/// match, up to the collision every fingerprint accepts, so its UTF-8 need
+/// not be checked first. (The 0xFF after the bytes is what hashing a `str`
+/// writes, so the numbers are those of `hash_one(content)`.)
+fn fingerprint_bytes(content: &[u8]) -> (u64, usize) {
+    use std::hash::{BuildHasher, Hasher};
     const STATE: foldhash::quality::FixedState =
         foldhash::quality::FixedState::with_seed(0x6374_786c_6162);
-    (STATE.hash_one(content), content.len())
+    let mut h = STATE.build_hasher();
+    h.write(content);
+    h.write_u8(0xff);
+    (h.finish(), content.len())
 }
 
 /// Does `content` have fingerprint `print`? The length is compared first:
 /// most texts that are not the original (placeholders, previews) differ in
 /// length, and then need no hash.
 fn has_print(content: &str, print: (u64, usize)) -> bool {
-    content.len() == print.1 && fingerprint(content) == print
+    has_print_bytes(content.as_bytes(), print)
+}
+
+/// [`has_print`] of raw bytes (see [`fingerprint_bytes`]).
+fn has_print_bytes(content: &[u8], print: (u64, usize)) -> bool {
+    content.len() == print.1 && fingerprint_bytes(content) == print
 }
 
 impl Ledger {
@@ -306,15 +323,12 @@ fn classify<'a>(
         if blocks.iter().any(|b| has_print(b, print)) {
             continue;
         }
-        // Held: readable as UTF-8 and the same text (numbered paths; a
-        // repeat is harmless, only membership is asked).
+        // Held: the same text (its bytes; see `fingerprint_bytes`) under a
+        // numbered path (a repeat is harmless, only membership is asked).
         let mut holders: Vec<usize> = Vec::new();
         for p in saved_for.get(id.as_str()).into_iter().flatten() {
             let mut same = false;
-            let read = fs.read_with(Path::new(p), &mut |b| {
-                same = b.len() == print.1
-                    && std::str::from_utf8(b).is_ok_and(|held| has_print(held, print))
-            });
+            let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
             if read.is_ok() && same {
                 holders.push(paths.id(p));
             }
@@ -460,6 +474,22 @@ fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn fingerprint_is_the_hash_of_the_text(s in "(?s).{0,60}", cut in 0usize..60) {
+            use std::hash::BuildHasher;
+            let state = foldhash::quality::FixedState::with_seed(0x6374_786c_6162);
+            proptest::prop_assert_eq!(fingerprint(&s), (state.hash_one(s.as_str()), s.len()));
+            proptest::prop_assert!(has_print_bytes(s.as_bytes(), fingerprint(&s)));
+            // Other bytes of the same length (a non-UTF-8 one among them) do not match.
+            let mut other = s.clone().into_bytes();
+            if let Some(b) = other.get_mut(cut) {
+                *b = if *b == 0xff { 0xfe } else { 0xff };
+                proptest::prop_assert!(!has_print_bytes(&other, fingerprint(&s)));
+            }
+        }
+    }
 
     #[test]
     fn pair_rules_catch_both_directions() {
