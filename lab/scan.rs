@@ -99,9 +99,9 @@ mod avx2 {
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub unsafe fn find(bytes: &[u8], stops: Stops) -> Option<usize> {
-        if stops.high && stops.below > 0x80 {
+        if stops.high && stops.below >= 0x80 {
             // Every byte stops the scan; the signed compare below holds only
-            // for `below <= 0x80`.
+            // for `below < 0x80` (0x80 as i8 is -128, below every byte).
             return (!bytes.is_empty()).then_some(0);
         }
         let bias = _mm256_set1_epi8(if stops.high { 0 } else { i8::MIN });
@@ -208,6 +208,24 @@ mod tests {
             for stops in [ESCAPE, ESCAPE_OR_HIGH, LINE_BREAK_LEAD] {
                 prop_assert_eq!(find(&bytes, stops), bytes.iter().position(|&b| stops.hits(b)));
                 prop_assert_eq!(position(&bytes, |b| stops.hits(b)), bytes.iter().position(|&b| stops.hits(b)));
+            }
+        }
+    }
+
+    #[test]
+    fn every_byte_stops_when_high_meets_below() {
+        // With `high`, `below` from 0x80 up leaves no byte that passes; the
+        // vector compare is signed, so 0x80 itself is the edge.
+        for below in [0x7f, 0x80, 0x81, 0xff] {
+            let stops = Stops {
+                below,
+                high: true,
+                eq: [0, 0],
+            };
+            for n in [1usize, 5, 12, 20, 40] {
+                let bytes = vec![0x7fu8; n];
+                let want = bytes.iter().position(|&b| stops.hits(b));
+                assert_eq!(find(&bytes, stops), want, "{below:#x} {n}");
             }
         }
     }
