@@ -64,23 +64,6 @@ pub fn dumps<T: Serialize + ?Sized>(value: &T) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// A byte that JSON escapes: `"`, `\\` and the controls below U+0020.
-pub fn needs_escape(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
-}
-
-/// Does any byte of `bytes` pass `test`? Blocks of 16 bytes are reduced
-/// without an early exit, which the compiler turns into vector compares;
-/// the scans of long strings (escapes, line breaks) are mostly "no".
-/// 16 bytes is one SSE2 register: a block is tested without the shuffles
-/// that reduce two registers to one (32-byte blocks cost ~5 % more of an
-/// oracle cell, 64-byte blocks ~6 %).
-pub fn any_byte(bytes: &[u8], test: impl Fn(u8) -> bool) -> bool {
-    position(bytes, test).is_some()
-}
-
-pub use crate::scan::position;
-
 /// Append the JSON string literal of `s` as [`dumps`] writes it.
 ///
 /// Written by hand for the writers that emit many long strings (archived
@@ -202,12 +185,6 @@ mod tests {
             let mut out = Vec::new();
             write_str(&mut out, &s);
             proptest::prop_assert_eq!(String::from_utf8(out).unwrap(), dumps(&s));
-        }
-
-        #[test]
-        fn position_finds_the_first_passing_byte(bytes in proptest::collection::vec(0u8..=255, 0..100)) {
-            let test = |b: u8| b == 0 || b > 250;
-            proptest::prop_assert_eq!(position(&bytes, test), bytes.iter().position(|&b| test(b)));
         }
     }
 

@@ -202,6 +202,12 @@ mod tests {
         }
 
         #[test]
+        fn position_finds_the_first_passing_byte(bytes in prop::collection::vec(0u8..=255, 0..100)) {
+            let test = |b: u8| b == 0 || b > 250;
+            prop_assert_eq!(position(&bytes, test), bytes.iter().position(|&b| test(b)));
+        }
+
+        #[test]
         fn the_named_classes_find_the_first_hit(
             bytes in prop::collection::vec(prop_oneof![Just(b'x'), Just(b'\\'), Just(0xE2u8), Just(0x80u8), any::<u8>()], 0..130),
         ) {

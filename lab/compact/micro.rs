@@ -8,25 +8,14 @@
 //! message. Without an idempotence marker a long saved-at placeholder is itself
 //! over the 120-char rule and is compacted again — to "omitted", losing its pointer.
 
-use std::collections::BTreeSet;
-
 use super::persist::{chars, full_output_line, is_placeholder, OMITTED, SAVED_PREFIX};
 use super::{Compactor, Event, Step};
 use crate::error::LabResult;
 use crate::message::{estimate_chars, json_str_chars, tool_result_positions, Block, Message, Role};
 
-/// Positions `(message, block)` of results added after the last assistant
-/// message: what the model has not seen yet (course `unseen_tool_result_positions`).
-pub fn unseen_positions(messages: &[Message]) -> BTreeSet<(usize, usize)> {
-    let start = unseen_start(messages);
-    tool_result_positions(messages)
-        .filter(|&(mi, _, _)| mi >= start)
-        .map(|(mi, bi, _)| (mi, bi))
-        .collect()
-}
-
-/// The first message after the last assistant message: a result is in
-/// [`unseen_positions`] exactly when its message index is at least this.
+/// The first message after the last assistant message: the results at or
+/// after it were added since, and the model has not seen them yet (course
+/// `unseen_tool_result_positions`).
 fn unseen_start(messages: &[Message]) -> usize {
     messages
         .iter()
