@@ -256,7 +256,7 @@ fn write_block(out: &mut Vec<u8>, block: &Block) {
             field(out, br#"{"type": "tool_use", "id": "#, id);
             field(out, br#", "name": "#, name);
             out.extend_from_slice(br#", "input": "#);
-            out.extend_from_slice(crate::pyjson::dumps(input).as_bytes());
+            crate::pyjson::write_value(out, input);
         }
         Block::ToolResult {
             tool_use_id,

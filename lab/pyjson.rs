@@ -55,13 +55,25 @@ impl Formatter for PyFormatter {
 /// `json.dumps(value, ensure_ascii=False)`.
 pub fn dumps<T: Serialize + ?Sized>(value: &T) -> String {
     let mut out = Vec::with_capacity(256);
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
-    // Our values are trees of strings, numbers and maps with string keys: they
-    // cannot fail to serialise, and a failure would be a bug in a type of ours.
-    if value.serialize(&mut ser).is_err() {
+    if !write_value(&mut out, value) {
         return String::new();
     }
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// Append [`dumps`] of `value` to `out` (no string of its own: the transcript
+/// writer appends every tool input); `false`, with `out` as it was, when it
+/// does not serialise.
+pub fn write_value<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> bool {
+    let len = out.len();
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, PyFormatter);
+    // Our values are trees of strings, numbers and maps with string keys: they
+    // cannot fail to serialise, and a failure would be a bug in a type of ours.
+    if value.serialize(&mut ser).is_err() {
+        out.truncate(len);
+        return false;
+    }
+    true
 }
 
 /// Append the JSON string literal of `s` as [`dumps`] writes it.

@@ -61,43 +61,57 @@ impl Compactor {
             let Block::ToolResult {
                 tool_use_id,
                 content,
-            } = &messages[mi].blocks()[bi]
+            } = &mut messages[mi].blocks_mut()[bi]
             else {
                 continue;
             };
             if chars(content) <= min {
                 continue;
             }
-            let (id, old) = (tool_use_id.clone(), content.clone());
-            let mut saved = if sw.idempotent_placeholders {
-                self.recognised_path(&old)
-            } else {
-                full_output_line(&old).map(str::to_string)
+            // The content is taken out for the step rather than copied, and
+            // put back if it fails or leaves the text as it was.
+            let old = std::mem::take(content);
+            let new = match self.placeholder_for(tool_use_id, &old) {
+                Ok(Some((new, with_pointer))) => {
+                    self.events.push(Event::Placeholder {
+                        id: tool_use_id.clone(),
+                        with_pointer,
+                        was_placeholder: is_placeholder(&old),
+                        unseen: unseen(mi),
+                    });
+                    if let Some(e) = estimate.as_mut() {
+                        *e = *e + json_str_chars(&new) - json_str_chars(&old);
+                    }
+                    new
+                }
+                Ok(None) => old,
+                Err(e) => {
+                    *content = old;
+                    return Err(e);
+                }
             };
-            if saved.is_none() && sw.save_before_omit {
-                saved = Some(self.save_output(Step::Micro, &id, &old)?);
-            }
-            let new = match &saved {
-                Some(p) => saved_at(p),
-                None => OMITTED.to_string(),
-            };
-            if new == old {
-                // An idempotent placeholder maps to itself: nothing was compacted.
-                continue;
-            }
-            self.events.push(Event::Placeholder {
-                id,
-                with_pointer: saved.is_some(),
-                was_placeholder: is_placeholder(&old),
-                unseen: unseen(mi),
-            });
-            if let Some(e) = estimate.as_mut() {
-                *e = *e + json_str_chars(&new) - json_str_chars(&old);
-            }
-            if let Block::ToolResult { content, .. } = &mut messages[mi].blocks_mut()[bi] {
-                *content = new;
-            }
+            *content = new;
         }
         Ok(())
+    }
+
+    /// The placeholder for result `id` with text `old`, and whether it keeps
+    /// a pointer; `None` when it would be `old` itself (an idempotent
+    /// placeholder maps to itself: nothing is compacted).
+    fn placeholder_for(&mut self, id: &str, old: &str) -> LabResult<Option<(String, bool)>> {
+        let sw = &self.config.switches;
+        let mut saved = if sw.idempotent_placeholders {
+            self.recognised_path(old)
+        } else {
+            full_output_line(old).map(str::to_string)
+        };
+        if saved.is_none() && self.config.switches.save_before_omit {
+            saved = Some(self.save_output(Step::Micro, id, old)?);
+        }
+        let new = match &saved {
+            Some(p) => saved_at(p),
+            None => OMITTED.to_string(),
+        };
+        Ok((new != old).then_some((new, saved.is_some())))
     }
 }

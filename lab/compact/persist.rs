@@ -120,7 +120,7 @@ impl Compactor {
     pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
         let base = safe_id(id, self.config.constants.safe_id_max);
         let results = self.root.results();
-        let mut path = join_string(results, &(base.clone() + ".txt"));
+        let mut path = join_string(results, &[base.as_str(), ".txt"].concat());
         let fs = self.root.fs();
         if self.config.switches.collision_safe_paths {
             let mut n = 1;
@@ -179,7 +179,7 @@ impl Compactor {
         let preview = self.config.constants.preview_chars;
         let all_large = self.config.switches.persist_all_large;
         let blocks = last.blocks_mut();
-        let sizes: Vec<(usize, usize)> = blocks
+        let mut order: Vec<(usize, usize)> = blocks
             .iter()
             .enumerate()
             .filter_map(|(i, b)| match b {
@@ -187,8 +187,7 @@ impl Compactor {
                 _ => None,
             })
             .collect();
-        let mut total: usize = sizes.iter().map(|(_, n)| n).sum();
-        let mut order = sizes.clone();
+        let mut total: usize = order.iter().map(|(_, n)| n).sum();
         // Python's sorted(..., reverse=True) is stable: ties keep batch order.
         order.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
         for (i, n) in order {

@@ -40,7 +40,7 @@ pub fn run_with(
     path_len: Option<usize>,
     summarizer: Summarizer,
 ) -> LabResult<Outcome> {
-    let session = run_session(config, script, path_len, summarizer)?;
+    let session = run_session(config, script, path_len, summarizer, false)?;
     let counters = check(
         &session.compactor,
         &session.messages,
@@ -94,7 +94,7 @@ pub fn run_counters(
     script: &Script,
     path_len: Option<usize>,
 ) -> LabResult<Counters> {
-    let s = run_session(config, script, path_len, Summarizer::Scripted)?;
+    let s = run_session(config, script, path_len, Summarizer::Scripted, true)?;
     Ok(check(&s.compactor, &s.messages, &s.ledger, &s.requests))
 }
 
@@ -103,12 +103,16 @@ fn run_session(
     script: &Script,
     path_len: Option<usize>,
     summarizer: Summarizer,
+    counters_only: bool,
 ) -> LabResult<Session> {
     let script = script.normalised_cow()?;
     let root = LabRoot::new(path_len, script.reference_id_chars())?;
     let mut compactor = Compactor::new(config.clone(), root)?;
     compactor.summarizer = summarizer;
     let mut session = Session::new(compactor);
+    if counters_only {
+        session = session.counters_only();
+    }
     session.run_normalised(&script)?;
     Ok(session)
 }
@@ -194,4 +198,43 @@ pub fn guard_demo() -> Script {
         ),
         Action::Steps(vec![Step::Micro]),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep cell's counters are those of a full run: the unsized requests
+    /// of [`run_counters`] change nothing the checker reports.
+    #[test]
+    fn counters_only_runs_report_what_full_runs_report() {
+        let scripts = [
+            prototype_probe(),
+            scenario_a(),
+            scenario_b(),
+            recompaction(),
+            guard_demo(),
+        ];
+        let sets: [&[&str]; 3] = [
+            &[],
+            &["order=micro_first", "unseen_guard=false"],
+            &["pair_protection=false"],
+        ];
+        for name in ["prototype", "course-main"] {
+            for set in sets {
+                let mut cfg = super::super::config::profile(name).unwrap().config;
+                for s in set {
+                    cfg.apply_override(s).unwrap();
+                }
+                for script in &scripts {
+                    for len in [40, 90, 160] {
+                        let full = run(&cfg, script, Some(len)).unwrap();
+                        assert!(full.request_chars.iter().all(|&c| c > 0));
+                        let counters = run_counters(&cfg, script, Some(len)).unwrap();
+                        assert_eq!(counters, full.counters, "{name} {set:?} L={len}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -215,7 +215,8 @@ pub struct Ledger {
 pub struct Request {
     /// Messages in the request.
     pub messages: usize,
-    /// Estimated chars (the course's size measure).
+    /// Estimated chars (the course's size measure); 0 in a session run for
+    /// its counters only ([`Session::counters_only`]), which never reads it.
     pub chars: usize,
     /// Pair-rule violations (empty = a valid request).
     pub violations: Vec<String>,
@@ -234,6 +235,8 @@ pub struct Session {
     pub requests: Vec<Request>,
     active_request: String,
     prompt_too_long: bool,
+    /// Whether requests record their size (see [`Session::counters_only`]).
+    measure_requests: bool,
 }
 
 impl Session {
@@ -246,7 +249,17 @@ impl Session {
             requests: Vec::new(),
             active_request: String::new(),
             prompt_too_long: false,
+            measure_requests: true,
         }
+    }
+
+    /// A session whose requests are not sized (`chars` stays 0): the
+    /// checker's counters never read a request's size, and sizing the whole
+    /// history on every call was a fourteenth of a sweep cell. The pipeline's
+    /// own size checks (micro's target, fit, summary) are not affected.
+    pub fn counters_only(mut self) -> Self {
+        self.measure_requests = false;
+        self
     }
 
     /// Run every action of a (normalised) script.
@@ -278,7 +291,11 @@ impl Session {
     fn record_request(&mut self) {
         self.requests.push(Request {
             messages: self.messages.len(),
-            chars: estimate_chars(&self.messages),
+            chars: if self.measure_requests {
+                estimate_chars(&self.messages)
+            } else {
+                0
+            },
             violations: super::pairs::pair_violations(&self.messages),
         });
     }

@@ -362,12 +362,18 @@ impl MemFs {
     /// ancestor is the text before one of its slashes, no component walk.
     fn create_plain_dirs(nodes: &mut Tree, s: &str) -> io::Result<()> {
         let ends = memchr::memchr_iter(b'/', s.as_bytes()).skip(1);
+        // Below a directory just created nothing exists: no lookup.
+        let mut created = false;
         for end in ends.chain([s.len()]) {
             let prefix = Path::new(&s[..end]);
-            match nodes.get(prefix) {
+            let found = if created { None } else { nodes.get(prefix) };
+            match found {
+                None => {
+                    nodes.insert(prefix, Node::Dir)?;
+                    created = true;
+                }
                 Some(Node::Dir) => {}
                 Some(_) => return Err(not_a_dir_in_the_way(prefix, end == s.len())),
-                None => nodes.insert(prefix, Node::Dir)?,
             }
         }
         Ok(())
