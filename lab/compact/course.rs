@@ -16,13 +16,16 @@ use std::path::Path;
 pub fn transcript_name(n: usize) -> String {
     // Digit by digit: a zero-padded `format!` cost as much as writing the
     // transcript's path.
+    // The counter fits the last 16 digits: the first 16 are zeros.
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(49);
-    s.push_str("transcript_");
-    let n = n as u128;
-    for shift in (0..32).rev() {
-        s.push(char::from(HEX[((n >> (4 * shift)) & 0xf) as usize]));
+    let n = n as u64;
+    let mut digits = [0u8; 16];
+    for (i, d) in digits.iter_mut().enumerate() {
+        *d = HEX[((n >> (4 * (15 - i))) & 0xf) as usize];
     }
+    let mut s = String::with_capacity(49);
+    s.push_str("transcript_0000000000000000");
+    s.push_str(std::str::from_utf8(&digits).unwrap_or_default());
     s.push_str(".jsonl");
     s
 }

@@ -248,7 +248,7 @@ impl Compactor {
         }
         self.root
             .fs()
-            .write_new(std::path::Path::new(&path), &out)
+            .write_new_vec(std::path::Path::new(&path), out)
             .map_err(|e| crate::error::LabError::io("archiving a transcript", &path, e))?;
         Ok(path)
     }

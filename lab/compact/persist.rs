@@ -120,7 +120,7 @@ impl Compactor {
     pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
         let base = safe_id(id, self.config.constants.safe_id_max);
         let results = self.root.results();
-        let mut path = join_string(results, &[base.as_str(), ".txt"].concat());
+        let mut path = self.root.result_path(&base, ".txt");
         let fs = self.root.fs();
         if self.config.switches.collision_safe_paths {
             let mut n = 1;

@@ -6,7 +6,7 @@
 //! its tool results, and records every original result in a [`Ledger`] so the
 //! checker can later say exactly what was lost.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +59,10 @@ impl Call {
         match (&self.text, self.chars) {
             (Some(t), _) => t.clone(),
             // `str::repeat` copies whole runs; collecting chars pushes one at a time.
+            // An ASCII fill is one byte set `n` times (no repeated copies).
+            (None, Some(n)) if self.fill.is_ascii() => {
+                String::from_utf8(vec![self.fill as u8; n]).unwrap_or_default()
+            }
             (None, Some(n)) => self.fill.to_string().repeat(n),
             (None, None) => String::new(),
         }
@@ -145,7 +149,9 @@ impl Script {
 
     /// The checks of [`Script::normalised`] on a script whose calls have ids.
     fn validate(&self) -> LabResult<()> {
-        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        // Hashed: a long script's ids share a prefix (`toolu_…`) that an
+        // ordered map compares again on every step of every insert.
+        let mut seen: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::default();
         let mut total = 0usize;
         for (ai, a) in self.0.iter().enumerate() {
             let Action::Assistant(turn) = a else { continue };

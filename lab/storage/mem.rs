@@ -466,20 +466,28 @@ impl Storage for MemFs {
     }
 
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_new_vec(path, bytes.to_vec())
+    }
+
+    fn write_new_vec(&self, path: &Path, bytes: Vec<u8>) -> io::Result<()> {
         let mut nodes = self.lock();
         if let Some((entries, name)) = self.fast_mut(&mut nodes, path) {
-            if entries.contains_key(name) {
-                return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
-            }
-            entries.insert(name.into(), Node::File(bytes.to_vec()));
-            return Ok(());
+            return match entries.entry(name.into()) {
+                std::collections::btree_map::Entry::Occupied(_) => {
+                    Err(err(io::ErrorKind::AlreadyExists, "file exists", path))
+                }
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(Node::File(bytes));
+                    Ok(())
+                }
+            };
         }
         let p = Self::resolve(&nodes, path, false)?;
         Self::parent_is_dir(&nodes, &p)?;
         if nodes.contains_key(&p) {
             return Err(err(io::ErrorKind::AlreadyExists, "file exists", path));
         }
-        nodes.insert(&p, Node::File(bytes.to_vec()))
+        nodes.insert(&p, Node::File(bytes))
     }
 
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {

@@ -60,6 +60,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// when anything (a file, a directory, a dangling symlink) is there. Never
     /// follows a symlink.
     fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// [`Storage::write_new`] of a buffer the caller gives up: the memory
+    /// backend keeps it instead of a copy (an archived transcript is the
+    /// whole context).
+    fn write_new_vec(&self, path: &Path, bytes: Vec<u8>) -> io::Result<()> {
+        self.write_new(path, &bytes)
+    }
     /// Create or truncate `path` and write `bytes` (follows a final symlink,
     /// like `std::fs::write`: the memory lab's break experiments need that).
     fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;

@@ -93,6 +93,9 @@ pub struct LabRoot {
     // Held for its Drop: removes every file of a disk run.
     _tmp: Option<cleanup::TempRoot>,
     results: PathBuf,
+    /// `results` as a string when a name can follow it after one `/`
+    /// (checked once: every saved result's path starts with it).
+    results_plain: Option<String>,
     transcripts: PathBuf,
 }
 
@@ -289,10 +292,15 @@ impl LabRoot {
             fs.create_dir_all(dir)
                 .map_err(|e| LabError::io("creating a run directory", dir.clone(), e))?;
         }
+        let results_plain = results
+            .to_str()
+            .filter(|d| !d.is_empty() && !d.ends_with('/'))
+            .map(str::to_string);
         Ok(LabRoot {
             fs,
             _tmp: tmp,
             results,
+            results_plain,
             transcripts,
         })
     }
@@ -315,6 +323,22 @@ impl LabRoot {
     /// Directory of persisted tool results.
     pub fn results(&self) -> &Path {
         &self.results
+    }
+
+    /// The path of result file `stem` + `suffix`: [`crate::storage::join_string`]
+    /// of the results dir and the name, built in one allocation.
+    pub fn result_path(&self, stem: &str, suffix: &str) -> String {
+        match &self.results_plain {
+            Some(d) if !stem.starts_with('/') => {
+                let mut s = String::with_capacity(d.len() + 1 + stem.len() + suffix.len());
+                s.push_str(d);
+                s.push('/');
+                s.push_str(stem);
+                s.push_str(suffix);
+                s
+            }
+            _ => crate::storage::join_string(&self.results, &[stem, suffix].concat()),
+        }
     }
 
     /// Directory of archived transcripts.
@@ -436,6 +460,16 @@ mod tests {
         assert_eq!(safe_id("toolu_01/../x", 120), "toolu_01_.._x");
         assert_eq!(safe_id("", 120), "unknown");
         assert_eq!(safe_id("abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn result_paths_are_the_joined_paths() {
+        for len in [20, 60, 90, 251, 600] {
+            let root = LabRoot::on(Backend::Mem, Some(len), 2).unwrap();
+            let joined = crate::storage::join_string(root.results(), "a1.txt");
+            assert_eq!(root.result_path("a1", ".txt"), joined);
+            assert_eq!(joined.len(), len);
+        }
     }
 
     proptest::proptest! {
