@@ -12,7 +12,7 @@ use ctxlab::registry::{self, RunOptions};
 
 // The allocator of the `lab` binary, so the bench measures what the binary runs.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: ctxlab::alloc::Mimalloc = ctxlab::alloc::Mimalloc;
 
 fn session(turns: usize) -> Script {
     let mut a = vec![Action::User("bench".into())];

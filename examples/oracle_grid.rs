@@ -15,7 +15,7 @@ use ctxlab::compact::probe::{prototype_probe, run_counters};
 
 // The allocator of the `lab` binary and the bench.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: ctxlab::alloc::Mimalloc = ctxlab::alloc::Mimalloc;
 
 const SETS: [&[&str]; 5] = [
     &[],

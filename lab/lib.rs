@@ -6,6 +6,7 @@
 //! report through [`counters::Counters`] and register their experiments in
 //! [`registry`].
 
+pub mod alloc;
 pub mod cache;
 pub mod cli;
 pub mod compact;

@@ -3,9 +3,9 @@
 use std::io::Write;
 
 // mimalloc instead of glibc's malloc: runs allocate many small strings, and
-// the allocator was a fifth of a sweep cell (README "Benchmarks").
+// the allocator was a fifth of a sweep cell (README "Benchmarks"; lab/alloc.rs).
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: ctxlab::alloc::Mimalloc = ctxlab::alloc::Mimalloc;
 
 fn main() {
     let cli = ctxlab::cli::Cli::parse_checked();

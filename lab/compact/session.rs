@@ -61,7 +61,10 @@ impl Call {
             // `str::repeat` copies whole runs; collecting chars pushes one at a time.
             // An ASCII fill is one byte set `n` times (no repeated copies).
             (None, Some(n)) if self.fill.is_ascii() => {
-                String::from_utf8(vec![self.fill as u8; n]).unwrap_or_default()
+                let bytes = vec![self.fill as u8; n];
+                // SAFETY: one ASCII byte repeated is valid UTF-8 (checking
+                // it cost more than writing it).
+                unsafe { String::from_utf8_unchecked(bytes) }
             }
             (None, Some(n)) => self.fill.to_string().repeat(n),
             (None, None) => String::new(),
