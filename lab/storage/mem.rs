@@ -32,7 +32,7 @@ type Entries = BTreeMap<Box<[u8]>, Node>;
 /// component, so an ordered map of whole paths compared that shared prefix
 /// several times per lookup (a tenth of a sweep cell). A directory is an
 /// entry of its parent and a key here.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Tree {
     dirs: HashMap<Box<[u8]>, Entries, foldhash::fast::FixedState>,
 }
@@ -207,6 +207,16 @@ impl MemFs {
     /// An empty tree holding only `/`.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A new file system holding a copy of everything this one holds (a
+    /// run's empty layout is made once and copied for every run at its
+    /// length: copying the tree rehashes no path).
+    pub fn duplicate(&self) -> Self {
+        MemFs {
+            nodes: Mutex::new(self.lock().clone()),
+            has_symlinks: AtomicBool::new(self.symlinks()),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tree> {

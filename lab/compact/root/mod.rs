@@ -203,7 +203,7 @@ impl LabRoot {
     pub fn on(backend: Backend, path_len: Option<usize>, ref_id_chars: usize) -> LabResult<Self> {
         check_path_len(path_len)?;
         match backend {
-            Backend::Mem => Self::in_memory(path_len, ref_id_chars, Arc::new(MemFs::new())),
+            Backend::Mem => Self::fresh_memory(path_len, ref_id_chars),
             Backend::Disk => Self::on_disk(path_len, ref_id_chars),
         }
     }
@@ -220,6 +220,45 @@ impl LabRoot {
         let spill = Spill::new().map_err(|e| LabError::io("creating a spill file", dir, e))?;
         check_path_len(path_len)?;
         Self::in_memory(path_len, ref_id_chars, Arc::new(spill))
+    }
+
+    /// [`LabRoot::in_memory`] on a new [`MemFs`], copied from this thread's
+    /// template for the length: the same empty folders for every run at a
+    /// length, laid out once (padding, joins, hashed directory keys were a
+    /// twentieth of a sweep cell). A template holds no file.
+    fn fresh_memory(path_len: Option<usize>, id: usize) -> LabResult<Self> {
+        type Templates = std::collections::HashMap<
+            (Option<usize>, usize),
+            (LabRoot, Arc<MemFs>),
+            foldhash::fast::FixedState,
+        >;
+        thread_local! {
+            static TEMPLATES: std::cell::RefCell<Templates> = std::cell::RefCell::default();
+        }
+        TEMPLATES.with(|t| {
+            let mut templates = t.borrow_mut();
+            let key = (path_len, id);
+            // Bounded (a few KB each at the longest paths): a hunt over
+            // more lengths starts over.
+            if templates.len() >= 512 && !templates.contains_key(&key) {
+                templates.clear();
+            }
+            let (root, mem) = match templates.entry(key) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let mem = Arc::new(MemFs::new());
+                    let root = Self::in_memory(path_len, id, mem.clone())?;
+                    v.insert((root, mem))
+                }
+            };
+            Ok(LabRoot {
+                fs: Arc::new(mem.duplicate()),
+                _tmp: None,
+                results: root.results.clone(),
+                results_plain: root.results_plain.clone(),
+                transcripts: root.transcripts.clone(),
+            })
+        })
     }
 
     fn in_memory(path_len: Option<usize>, id: usize, fs: Shared) -> LabResult<Self> {
@@ -460,6 +499,29 @@ mod tests {
         assert_eq!(safe_id("toolu_01/../x", 120), "toolu_01_.._x");
         assert_eq!(safe_id("", 120), "unknown");
         assert_eq!(safe_id("abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn memory_roots_at_one_length_share_the_layout_not_the_files() {
+        let first = LabRoot::on(Backend::Mem, Some(90), 2).unwrap();
+        let path = first.results().join("a1.txt");
+        first.fs().write_new(&path, b"x").unwrap();
+        let second = LabRoot::on(Backend::Mem, Some(90), 2).unwrap();
+        let built = LabRoot::in_memory(Some(90), 2, Arc::new(MemFs::new())).unwrap();
+        assert_eq!(second.results(), first.results());
+        assert_eq!(second.transcripts(), built.transcripts());
+        assert!(
+            second.fs().kind(&path).is_none(),
+            "a file leaked between runs"
+        );
+        assert_eq!(
+            second.fs().kind(second.results()),
+            Some(crate::storage::FileKind::Dir)
+        );
+        assert_eq!(
+            second.fs().kind(second.transcripts()),
+            Some(crate::storage::FileKind::Dir)
+        );
     }
 
     #[test]
