@@ -61,6 +61,25 @@ pub fn find(bytes: &[u8], stops: Stops) -> Option<usize> {
     position(bytes, |b| stops.hits(b))
 }
 
+/// Call `f` with the index of every byte of `bytes` that `stops` hits, in
+/// order: the whole text in one pass (with AVX2, a block's hits come from one
+/// mask), where calling [`find`] again after each hit set the scan up again
+/// for every escape of a text.
+#[inline]
+pub fn for_each_hit(bytes: &[u8], stops: Stops, mut f: impl FnMut(usize)) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above), the one
+        // requirement of `avx2::for_each_hit` beyond a valid slice.
+        return unsafe { avx2::for_each_hit(bytes, stops, f) };
+    }
+    let mut at = 0;
+    while let Some(i) = position(&bytes[at..], |b| stops.hits(b)) {
+        f(at + i);
+        at += i + 1;
+    }
+}
+
 /// Index of the first byte of `bytes` that passes `test`, found a block of
 /// 16 bytes at a time: a block is reduced without an early exit, which the
 /// compiler turns into vector compares (one SSE2 register; 32-byte blocks
@@ -134,6 +153,48 @@ mod avx2 {
         };
         (m != 0).then(|| at + m.trailing_zeros() as usize)
     }
+    /// [`super::for_each_hit`] 32 bytes per step.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn for_each_hit(bytes: &[u8], stops: Stops, mut f: impl FnMut(usize)) {
+        let n = bytes.len();
+        if n < 32 || (stops.high && stops.below >= 0x80) {
+            // Short texts (ids, names) byte by byte: no vector setup; and the
+            // class that takes every byte, which the signed compare cannot say.
+            for (i, &b) in bytes.iter().enumerate() {
+                if stops.hits(b) {
+                    f(i);
+                }
+            }
+            return;
+        }
+        let bias = _mm256_set1_epi8(if stops.high { 0 } else { i8::MIN });
+        let below = _mm256_set1_epi8((stops.below ^ if stops.high { 0 } else { 0x80 }) as i8);
+        let e0 = _mm256_set1_epi8(stops.eq[0] as i8);
+        let e1 = _mm256_set1_epi8(stops.eq[1] as i8);
+        // SAFETY: callers pass `at + 32 <= n`: 32 bytes inside the slice;
+        // `loadu` has no alignment requirement.
+        let load = |at: usize| unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) };
+        let mut each = |at: usize, mut m: u32| {
+            while m != 0 {
+                f(at + m.trailing_zeros() as usize);
+                m &= m - 1;
+            }
+        };
+        let mut at = 0;
+        while at + 32 <= n {
+            each(at, mask(load(at), bias, below, e0, e1));
+            at += 32;
+        }
+        if at < n {
+            // The last 32 bytes again; drop the bits of the bytes already seen.
+            let rest = n - at;
+            each(at, mask(load(n - 32), bias, below, e0, e1) >> (32 - rest));
+        }
+    }
+
     /// [`find`] in fewer than 32 bytes: two overlapping loads of 16, 8 or
     /// 4 bytes cover it without a copy; below 4 bytes, byte by byte.
     #[target_feature(enable = "avx2")]
@@ -199,6 +260,25 @@ mod tests {
             stops in stops(),
         ) {
             prop_assert_eq!(find(&bytes, stops), bytes.iter().position(|&b| stops.hits(b)));
+        }
+
+        #[test]
+        fn for_each_hit_visits_every_hit_in_order(
+            bytes in prop::collection::vec(prop_oneof![Just(b'a'), Just(b'\n'), Just(0xC2u8), Just(0x1fu8), any::<u8>()], 0..200),
+            stops in stops(),
+        ) {
+            let want: Vec<usize> = (0..bytes.len()).filter(|&i| stops.hits(bytes[i])).collect();
+            let mut got = Vec::new();
+            for_each_hit(&bytes, stops, |i| got.push(i));
+            prop_assert_eq!(&got, &want);
+            // The portable walk, which other CPUs take.
+            let mut portable = Vec::new();
+            let mut at = 0;
+            while let Some(i) = position(&bytes[at..], |b| stops.hits(b)) {
+                portable.push(at + i);
+                at += i + 1;
+            }
+            prop_assert_eq!(portable, want);
         }
 
         #[test]
