@@ -15,6 +15,7 @@
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Range;
 use std::path::Path;
 
 use super::archived::for_each_archive_text;
@@ -26,34 +27,44 @@ use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::{join_all, Storage};
+use crate::storage::{Joined, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
+    for_each_pointer(text, |p| out.push(p));
+    out
+}
+
+/// Call `f` with each path of [`pointers_in`], in its order, without
+/// collecting them (the checker numbers every pointer of every text).
+fn for_each_pointer<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     // Both line conventions start with "Full ": one search rules out both
     // in a text that has neither (most results), instead of one each.
     static FULL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new("Full "));
     let has_full = FULL.find(text.as_bytes()).is_some();
     if !has_full {
-        out.extend(placeholder_or_marker(text));
-        return out;
+        if let Some(p) = placeholder_or_marker(text) {
+            f(p);
+        }
+        return;
     }
     if let Some(p) = full_output_line(text) {
-        out.push(p);
+        f(p);
     }
-    out.extend(placeholder_or_marker(text));
+    if let Some(p) = placeholder_or_marker(text) {
+        f(p);
+    }
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_TRANSCRIPT));
     if FINDER.find(text.as_bytes()).is_some() {
         for line in text.lines() {
             if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
-                out.push(p);
+                f(p);
             }
         }
     }
-    out
 }
 
 /// The pointer of a step-3 placeholder and of a snip marker (a text is
@@ -68,7 +79,7 @@ fn placeholder_or_marker(text: &str) -> Option<&str> {
 fn message_pointers(messages: &[Message], paths: &mut Interned) -> Vec<usize> {
     let mut out = Vec::new();
     for_each_text(messages, Thinking::Skip, |_, text| {
-        out.extend(pointers_in(text).into_iter().map(|p| paths.id(p)))
+        for_each_pointer(text, |p| out.push(paths.id(p)))
     });
     out
 }
@@ -142,81 +153,151 @@ impl Interned {
     }
 }
 
-/// One archived copy of a tool result.
-struct ArchivedCopy {
-    /// Index into [`ArchiveIndex::paths`].
-    archive: usize,
-    /// [`fingerprint`] of the archived content.
-    print: (u64, usize),
-    /// Paths the archived content points to (numbered).
-    pointers: Vec<usize>,
+/// The ledger's distinct ids, sorted; an id's position is its group.
+/// The checker only ever asks about ledger ids, so what it gathers per id
+/// (archived copies) is kept by group, and anything of another id is
+/// dropped as soon as it is seen.
+struct LedgerIds<'a> {
+    /// Distinct ids, sorted.
+    ids: Vec<&'a str>,
+    /// Per group: the length every original of the id has, or `None` when
+    /// its originals differ in length (a copy is then always hashed).
+    len: Vec<Option<usize>>,
 }
 
-/// Every archived transcript, read once and indexed by tool id.
-#[derive(Default)]
+impl<'a> LedgerIds<'a> {
+    fn new(ledger: &'a Ledger) -> Self {
+        let mut ids: Vec<&str> = ledger.originals.iter().map(|(id, _)| id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut len: Vec<Option<Option<usize>>> = vec![None; ids.len()];
+        for (id, (_, n)) in &ledger.originals {
+            let g = ids.binary_search(&id.as_str()).unwrap_or_default();
+            len[g] = match len[g] {
+                None => Some(Some(*n)),
+                Some(seen) => Some(seen.filter(|s| s == n)),
+            };
+        }
+        let len = len.into_iter().map(Option::flatten).collect();
+        LedgerIds { ids, len }
+    }
+
+    /// The group of `id`, if the ledger has it.
+    fn group(&self, id: &str) -> Option<usize> {
+        self.ids.binary_search(&id).ok()
+    }
+
+    /// Can a text of `len` bytes be an original of group `g`? Only then is
+    /// its fingerprint worth computing (a different length never matches).
+    fn may_match(&self, g: usize, len: usize) -> bool {
+        self.len[g].is_none_or(|n| n == len)
+    }
+}
+
+/// Items of each group in one vector: group `g`'s items are a chain from
+/// `heads[g]` through each item's successor, latest first (the checker
+/// only asks whether any item of a group qualifies, never in which order).
+struct Buckets<T> {
+    heads: Vec<usize>,
+    items: Vec<(T, usize)>,
+}
+
+/// The end of a chain in [`Buckets`].
+const END: usize = usize::MAX;
+
+impl<T> Buckets<T> {
+    fn new(groups: usize) -> Self {
+        Buckets {
+            heads: vec![END; groups],
+            items: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, g: usize, item: T) {
+        let next = std::mem::replace(&mut self.heads[g], self.items.len());
+        self.items.push((item, next));
+    }
+
+    /// The items of group `g`.
+    fn of(&self, g: usize) -> impl Iterator<Item = &T> + '_ {
+        let mut at = self.heads[g];
+        std::iter::from_fn(move || {
+            let (item, next) = self.items.get(at)?;
+            at = *next;
+            Some(item)
+        })
+    }
+}
+
+/// One archived copy of a ledger id's tool result.
+struct ArchivedCopy {
+    /// Archive number (index into [`ArchiveIndex::paths`]).
+    archive: usize,
+    /// [`fingerprint`] of the archived content; `None` when its length
+    /// rules out every original of its id.
+    print: Option<(u64, usize)>,
+    /// Its pointers: a range of [`ArchiveIndex::ptrs`].
+    ptrs: Range<usize>,
+}
+
+/// Every archived transcript, read once: the pointers of each, and the
+/// copies of the ledger's results.
 struct ArchiveIndex {
-    /// Transcript paths (numbered), sorted by path.
+    /// Archive number -> its numbered path (in name order).
     paths: Vec<usize>,
-    /// Tool id -> its copies across all archives.
-    copies: HashMap<Box<str>, Vec<ArchivedCopy>, foldhash::fast::FixedState>,
-    /// Transcript (numbered path) -> every path its messages point to.
-    pointers: HashMap<usize, Vec<usize>, foldhash::fast::FixedState>,
+    /// Archive number -> its pointers, a range of `ptrs`.
+    spans: Vec<Range<usize>>,
+    /// Every pointer of every archived text (numbered), archive after
+    /// archive: a copy's pointers lie inside its archive's span.
+    ptrs: Vec<usize>,
+    /// Copies by ledger group.
+    copies: Buckets<ArchivedCopy>,
 }
 
 impl ArchiveIndex {
-    fn read(fs: &dyn Storage, dir: &Path, paths: &mut Interned) -> Self {
-        let mut index = ArchiveIndex::default();
-        for (key, _) in sorted_files(fs, dir) {
+    fn read(fs: &dyn Storage, dir: &Path, ids: &LedgerIds, paths: &mut Interned) -> Self {
+        let mut index = ArchiveIndex {
+            paths: Vec::new(),
+            spans: Vec::new(),
+            ptrs: Vec::new(),
+            copies: Buckets::new(ids.ids.len()),
+        };
+        let mut joined = Joined::new(dir);
+        // A missing directory holds no archive; a damaged transcript
+        // (unreadable, not UTF-8) holds nothing usable.
+        let _ = fs.visit_files(dir, &mut |name, bytes| {
             let archive = index.paths.len();
-            // One scan per text: its pointers serve both the copy and the archive's set.
-            let mut archive_ptrs = Vec::new();
-            // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
-            let _ = fs.read_with(Path::new(&key), &mut |bytes| {
-                let Ok(text) = std::str::from_utf8(bytes) else {
-                    return;
-                };
-                index.index_text(text, archive, &mut archive_ptrs, paths);
-            });
-            let key = paths.id(&key);
-            index.pointers.insert(key, archive_ptrs);
-            index.paths.push(key);
-        }
+            index.paths.push(paths.id(joined.with(name)));
+            let start = index.ptrs.len();
+            if let Some(text) = bytes.ok().and_then(|b| std::str::from_utf8(b).ok()) {
+                index.index_text(text, archive, ids, paths);
+            }
+            index.spans.push(start..index.ptrs.len());
+        });
         index
     }
 
-    /// Index the lines of archive number `archive`; its pointers go to `archive_ptrs`.
-    fn index_text(
-        &mut self,
-        text: &str,
-        archive: usize,
-        archive_ptrs: &mut Vec<usize>,
-        paths: &mut Interned,
-    ) {
+    /// Index the lines of archive number `archive`.
+    fn index_text(&mut self, text: &str, archive: usize, ids: &LedgerIds, paths: &mut Interned) {
         for_each_archive_text(text, |id, text| {
-            let pointers: Vec<usize> = pointers_in(text).into_iter().map(|p| paths.id(p)).collect();
-            archive_ptrs.extend(&pointers);
-            if let Some(id) = id {
-                let copy = ArchivedCopy {
-                    archive,
-                    print: fingerprint(text),
-                    pointers,
-                };
-                match self.copies.get_mut(id) {
-                    Some(copies) => copies.push(copy),
-                    None => {
-                        self.copies.insert(id.into(), vec![copy]);
-                    }
-                }
-            }
+            let start = self.ptrs.len();
+            for_each_pointer(text, |p| self.ptrs.push(paths.id(p)));
+            let Some(g) = id.and_then(|id| ids.group(id)) else {
+                return;
+            };
+            let copy = ArchivedCopy {
+                archive,
+                print: ids.may_match(g, text.len()).then(|| fingerprint(text)),
+                ptrs: start..self.ptrs.len(),
+            };
+            self.copies.push(g, copy);
         });
     }
-}
 
-/// Regular files of `dir` as (path, file name), sorted (a missing dir has none).
-fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
-    let names = fs.list_files(dir).unwrap_or_default();
-    let paths = join_all(dir, names.iter().map(String::as_str));
-    paths.into_iter().zip(names).collect()
+    /// The pointers of archive number `archive`.
+    fn pointers_of(&self, archive: usize) -> &[usize] {
+        &self.ptrs[self.spans[archive].clone()]
+    }
 }
 
 fn ids(v: &[&str]) -> Vec<String> {
@@ -233,19 +314,26 @@ pub fn check(
     let root = &compactor.root;
     let fs = root.fs();
     let mut paths = Interned::default();
-    let archives = ArchiveIndex::read(fs, root.transcripts(), &mut paths);
+    let ledger_ids = LedgerIds::new(ledger);
+    let archives = ArchiveIndex::read(fs, root.transcripts(), &ledger_ids, &mut paths);
     let context = message_pointers(messages, &mut paths);
     let reachable = reachable_from(context, &archives, paths.0.len());
     let reached = |p: usize| reachable.get(p).copied().unwrap_or(false);
-    let losses = classify(compactor, messages, ledger, &archives, &reached, &mut paths);
+    let found = Found {
+        ids: &ledger_ids,
+        archives: &archives,
+        reached: &reached,
+    };
+    let losses = classify(compactor, messages, ledger, &found, &mut paths);
     let (request_violations, violations) = violations(requests, messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
-    let result_files = sorted_files(fs, root.results());
-    let orphans: Vec<String> = result_files
+    let result_files = fs.list_files(root.results()).unwrap_or_default();
+    let mut joined = Joined::new(root.results());
+    let orphans: Vec<&str> = result_files
         .iter()
-        .filter(|(p, _)| !paths.get(p).is_some_and(reached))
-        .map(|(_, name)| name.clone())
+        .filter(|name| !paths.get(joined.with(name)).is_some_and(reached))
+        .map(String::as_str)
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
@@ -259,7 +347,7 @@ pub fn check(
     c.count("invalid_requests", invalid, request_violations);
     c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
     c.count("double_compacted", double.len() as u64, ids(&double));
-    c.count("orphan_files", orphans.len() as u64, orphans);
+    c.count("orphan_files", orphans.len() as u64, ids(&orphans));
     c.count("archive_gaps", losses.gaps.len() as u64, ids(&losses.gaps));
     c.count(
         "oversized_in_context",
@@ -270,10 +358,7 @@ pub fn check(
     c.count("summary_calls", summaries, std::iter::empty());
     let failures = events(|e| matches!(e, Event::SummaryFailed { .. }));
     c.count("summary_failures", failures, std::iter::empty());
-    c.list(
-        "persisted_files",
-        result_files.into_iter().map(|(_, name)| name).collect(),
-    );
+    c.list("persisted_files", result_files);
     c
 }
 
@@ -284,9 +369,17 @@ fn reachable_from(context: Vec<usize>, archives: &ArchiveIndex, paths: usize) ->
     for &p in &context {
         reachable[p] = true;
     }
+    // Numbered path -> its archive number (END: not an archive).
+    let mut archive_at = vec![END; paths];
+    for (a, &p) in archives.paths.iter().enumerate() {
+        archive_at[p] = a;
+    }
     let mut frontier = context;
     while let Some(p) = frontier.pop() {
-        for &n in archives.pointers.get(&p).into_iter().flatten() {
+        let Some(&a) = archive_at.get(p).filter(|&&a| a != END) else {
+            continue;
+        };
+        for &n in archives.pointers_of(a) {
             if !std::mem::replace(&mut reachable[n], true) {
                 frontier.push(n);
             }
@@ -304,15 +397,23 @@ struct Losses<'a> {
     gaps: Vec<&'a str>,
 }
 
+/// What the checker gathered before classifying.
+struct Found<'f> {
+    ids: &'f LedgerIds<'f>,
+    archives: &'f ArchiveIndex,
+    /// Is a numbered path reachable from the context?
+    reached: &'f dyn Fn(usize) -> bool,
+}
+
 /// Classify every original tool result that is not in context in full.
 fn classify<'a>(
     compactor: &'a Compactor,
     messages: &'a [Message],
     ledger: &'a Ledger,
-    archives: &ArchiveIndex,
-    reached: &dyn Fn(usize) -> bool,
+    found: &Found,
     paths: &mut Interned,
 ) -> Losses<'a> {
+    let (archives, reached) = (found.archives, found.reached);
     let saved_for = saved_for(&compactor.events);
     let in_context = in_context(messages);
     let fs = compactor.root.fs();
@@ -333,18 +434,20 @@ fn classify<'a>(
                 holders.push(paths.id(p));
             }
         }
-        let copies = archives
-            .copies
-            .get(id.as_str())
-            .map_or(&[][..], Vec::as_slice);
-        for c in copies.iter().filter(|c| c.print == print) {
+        let g = found.ids.group(id).unwrap_or_default();
+        let copies = || archives.copies.of(g);
+        for c in copies().filter(|c| c.print == Some(print)) {
             holders.push(archives.paths[c.archive]);
         }
         // An archive that kept only a stub with no way back has a gap.
-        if !copies.is_empty()
-            && !copies
-                .iter()
-                .any(|c| c.print == print || c.pointers.iter().any(|p| holders.contains(p)))
+        let mut copies_left = copies().peekable();
+        if copies_left.peek().is_some()
+            && !copies_left.any(|c| {
+                c.print == Some(print)
+                    || archives.ptrs[c.ptrs.clone()]
+                        .iter()
+                        .any(|p| holders.contains(p))
+            })
         {
             out.gaps.push(id.as_str());
         }
