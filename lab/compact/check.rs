@@ -14,13 +14,14 @@
 //! `recoverable_via_archive` counts the pointer-lost results that an archive
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 
 use super::archived::for_each_archive_text;
+use super::course::{find_line_break, is_line_break};
 pub use super::pairs::pair_violations;
-use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
+use super::persist::{is_placeholder, FULL_OUTPUT, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
 use super::snip::marker_path;
 use super::summary::FULL_TRANSCRIPT;
@@ -38,28 +39,49 @@ pub fn pointers_in(text: &str) -> Vec<&str> {
 
 /// Call `f` with each path of [`pointers_in`], in its order, without
 /// collecting them (the checker numbers every pointer of every text).
+///
+/// Both line conventions start with "Full ": one pass over the text's
+/// `F`s finds the first `Full output: ` line (at a line start as the
+/// course splits lines) and the first `Full transcript: ` line (at a
+/// `str::lines` start), instead of a whole-text search for each. Most
+/// texts have no `F` at a line start, and the byte search is cheap to set
+/// up for the short ones.
 fn for_each_pointer<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
-    // Both line conventions start with "Full ": one search rules out both
-    // in a text that has neither (most results), instead of one each.
-    static FULL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("Full "));
-    let has_full = FULL.find(text.as_bytes()).is_some();
-    if !has_full {
-        if let Some(p) = placeholder_or_marker(text) {
-            f(p);
+    let bytes = text.as_bytes();
+    let (mut output, mut transcripts) = (None, None);
+    for i in memchr::memchr_iter(b'F', bytes) {
+        // `F` is ASCII: `i` is a char boundary.
+        let rest = &text[i..];
+        if output.is_none()
+            && rest.starts_with(FULL_OUTPUT)
+            && text[..i].chars().next_back().is_none_or(is_line_break)
+        {
+            output = Some(i + FULL_OUTPUT.len());
         }
-        return;
+        if transcripts.is_none()
+            && rest.starts_with(FULL_TRANSCRIPT)
+            && (i == 0 || bytes[i - 1] == b'\n')
+        {
+            transcripts = Some(i);
+        }
+        if output.is_some() && transcripts.is_some() {
+            break;
+        }
     }
-    if let Some(p) = full_output_line(text) {
-        f(p);
+    if let Some(at) = output {
+        // `full_output_line`: the rest of that line, unless empty.
+        let rest = &text[at..];
+        let path = find_line_break(rest).map_or(rest, |end| &rest[..end]);
+        if !path.is_empty() {
+            f(path);
+        }
     }
     if let Some(p) = placeholder_or_marker(text) {
         f(p);
     }
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_TRANSCRIPT));
-    if FINDER.find(text.as_bytes()).is_some() {
-        for line in text.lines() {
+    if let Some(from) = transcripts {
+        // A line start: the lines from here are the tail of `text.lines()`.
+        for line in text[from..].lines() {
             if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
                 f(p);
             }
@@ -300,9 +322,13 @@ impl ArchiveIndex {
     }
 }
 
-fn ids(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
+/// Sample ids as strings, made only as far as a counter takes them.
+fn ids<'v>(v: &'v [&str]) -> impl Iterator<Item = String> + 'v {
+    v.iter().map(|s| s.to_string())
 }
+
+/// How many counters [`check`] reports.
+const COUNTERS: usize = 13;
 
 /// Check a finished session. Pure with respect to the run: it only reads.
 pub fn check(
@@ -325,7 +351,7 @@ pub fn check(
         reached: &reached,
     };
     let losses = classify(compactor, messages, ledger, &found, &mut paths);
-    let (request_violations, violations) = violations(requests, messages);
+    let final_violations = pair_violations(messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
     let result_files = fs.list_files(root.results()).unwrap_or_default();
@@ -338,13 +364,21 @@ pub fn check(
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
 
-    let mut c = Counters::default();
+    // Room for every counter below: the vector is never regrown.
+    let mut c = Counters(Vec::with_capacity(COUNTERS));
     let mut count = |name: &str, v: &[&str]| c.count(name, v.len() as u64, ids(v));
     count("lost_forever", &losses.lost);
     count("pointer_lost", &losses.pointer_lost);
     count("recoverable_via_archive", &losses.via_archive);
-    c.flag("pairs_intact", violations.is_empty(), violations);
-    c.count("invalid_requests", invalid, request_violations);
+    // Samples are formatted lazily: only the first few are kept.
+    let pairs_intact = invalid == 0 && final_violations.is_empty();
+    let finals = final_violations.iter().map(|v| format!("final: {v}"));
+    c.flag(
+        "pairs_intact",
+        pairs_intact,
+        request_violations(requests).chain(finals),
+    );
+    c.count("invalid_requests", invalid, request_violations(requests));
     c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
     c.count("double_compacted", double.len() as u64, ids(&double));
     c.count("orphan_files", orphans.len() as u64, ids(&orphans));
@@ -359,6 +393,7 @@ pub fn check(
     let failures = events(|e| matches!(e, Event::SummaryFailed { .. }));
     c.count("summary_failures", failures, std::iter::empty());
     c.list("persisted_files", result_files);
+    debug_assert_eq!(c.0.len(), COUNTERS);
     c
 }
 
@@ -413,120 +448,135 @@ fn classify<'a>(
     found: &Found,
     paths: &mut Interned,
 ) -> Losses<'a> {
-    let (archives, reached) = (found.archives, found.reached);
-    let saved_for = saved_for(&compactor.events);
-    let in_context = in_context(messages);
-    let fs = compactor.root.fs();
+    let ids = found.ids;
+    let saved_for = saved_for(&compactor.events, ids);
+    let in_context = in_context(messages, ids);
     let mut out = Losses::default();
+    // Numbered paths that hold the current original (reused: one per id).
+    let mut holders = Vec::new();
     for (id, print) in &ledger.originals {
-        let print = *print;
-        let blocks = in_context.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-        if blocks.iter().any(|b| has_print(b, print)) {
+        let (id, print) = (id.as_str(), *print);
+        let g = ids.group(id).unwrap_or_default();
+        if in_context.of(g).any(|b| has_print(b, print)) {
             continue;
         }
-        // Held: the same text (its bytes; see `fingerprint_bytes`) under a
-        // numbered path (a repeat is harmless, only membership is asked).
-        let mut holders: Vec<usize> = Vec::new();
-        for p in saved_for.get(id.as_str()).into_iter().flatten() {
-            let mut same = false;
-            let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
-            if read.is_ok() && same {
-                holders.push(paths.id(p));
-            }
-        }
-        let g = found.ids.group(id).unwrap_or_default();
-        let copies = || archives.copies.of(g);
-        for c in copies().filter(|c| c.print == Some(print)) {
-            holders.push(archives.paths[c.archive]);
-        }
-        // An archive that kept only a stub with no way back has a gap.
-        let mut copies_left = copies().peekable();
-        if copies_left.peek().is_some()
-            && !copies_left.any(|c| {
-                c.print == Some(print)
-                    || archives.ptrs[c.ptrs.clone()]
-                        .iter()
-                        .any(|p| holders.contains(p))
-            })
-        {
-            out.gaps.push(id.as_str());
+        holders.clear();
+        let fs = compactor.root.fs();
+        held_in_files(fs, saved_for.of(g), print, paths, &mut holders);
+        if held_in_archives(found.archives, g, print, &mut holders) {
+            out.gaps.push(id);
         }
         if holders.is_empty() {
-            out.lost.push(id.as_str());
+            out.lost.push(id);
             continue;
         }
-        let reachable_holder = holders.iter().any(|&h| reached(h));
-        if blocks.is_empty() {
+        let reachable_holder = holders.iter().any(|&h| (found.reached)(h));
+        let mut blocks = in_context.of(g).peekable();
+        if blocks.peek().is_none() {
             // Snipped or summarised away: the marker / summary chain must lead back.
             if !reachable_holder {
-                out.pointer_lost.push(id.as_str());
+                out.pointer_lost.push(id);
             }
-        } else if !blocks.iter().any(|c| {
-            pointers_in(c)
-                .iter()
-                .any(|p| paths.get(p).is_some_and(|p| holders.contains(&p)))
-        }) {
+        } else if !blocks.any(|c| points_to_any(c, paths, &holders)) {
             // The block the model sees names no file that holds the original.
-            out.pointer_lost.push(id.as_str());
+            out.pointer_lost.push(id);
             if reachable_holder {
-                out.via_archive.push(id.as_str());
+                out.via_archive.push(id);
             }
         }
     }
     out
 }
 
-/// Result files saved for each id.
-fn saved_for(events: &[Event]) -> BTreeMap<&str, BTreeSet<&str>> {
-    let mut saved_for: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+/// Held: add to `holders` each saved file that holds the original's text
+/// (its bytes; see [`fingerprint_bytes`]), numbered.
+fn held_in_files<'p>(
+    fs: &dyn Storage,
+    saved: impl Iterator<Item = &'p &'p str>,
+    print: (u64, usize),
+    paths: &mut Interned,
+    holders: &mut Vec<usize>,
+) {
+    for &p in saved {
+        let mut same = false;
+        let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
+        if read.is_ok() && same {
+            holders.push(paths.id(p));
+        }
+    }
+}
+
+/// Add to `holders` each archive with a copy of group `g`'s original;
+/// `true` when the group has an archive gap: copies, none of them the
+/// original nor pointing to a holder (an archive kept only a stub with no
+/// way back).
+fn held_in_archives(
+    archives: &ArchiveIndex,
+    g: usize,
+    print: (u64, usize),
+    holders: &mut Vec<usize>,
+) -> bool {
+    let copies = || archives.copies.of(g);
+    let same = copies().filter(|c| c.print == Some(print));
+    holders.extend(same.map(|c| archives.paths[c.archive]));
+    let mut copies = copies().peekable();
+    copies.peek().is_some()
+        && !copies.any(|c| {
+            c.print == Some(print)
+                || archives.ptrs[c.ptrs.clone()]
+                    .iter()
+                    .any(|p| holders.contains(p))
+        })
+}
+
+/// Does `text` name one of the numbered `holders`?
+fn points_to_any(text: &str, paths: &Interned, holders: &[usize]) -> bool {
+    let mut hit = false;
+    for_each_pointer(text, |p| {
+        hit |= paths.get(p).is_some_and(|p| holders.contains(&p));
+    });
+    hit
+}
+
+/// Result files saved for each ledger group (each path once).
+fn saved_for<'e>(events: &'e [Event], ids: &LedgerIds) -> Buckets<&'e str> {
+    let mut saved_for = Buckets::new(ids.ids.len());
     for e in events {
         if let Event::Saved { id, path, .. } = e {
-            saved_for
-                .entry(id.as_str())
-                .or_default()
-                .insert(path.as_str());
+            let Some(g) = ids.group(id) else { continue };
+            if !saved_for.of(g).any(|p| *p == path.as_str()) {
+                saved_for.push(g, path.as_str());
+            }
         }
     }
     saved_for
 }
 
-/// id -> every content its tool_result blocks have in the final context.
-fn in_context(messages: &[Message]) -> BTreeMap<&str, Vec<&str>> {
-    let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+/// Ledger group -> every content its tool_result blocks have in the final context.
+fn in_context<'m>(messages: &'m [Message], ids: &LedgerIds) -> Buckets<&'m str> {
+    let mut in_context = Buckets::new(ids.ids.len());
     for b in messages.iter().flat_map(|m| m.blocks()) {
         if let Block::ToolResult {
             tool_use_id,
             content,
         } = b
         {
-            in_context
-                .entry(tool_use_id.as_str())
-                .or_default()
-                .push(content.as_str());
+            if let Some(g) = ids.group(tool_use_id) {
+                in_context.push(g, content.as_str());
+            }
         }
     }
     in_context
 }
 
-/// Pair-rule violations of each request, then those plus the final context's.
-fn violations(requests: &[Request], messages: &[Message]) -> (Vec<String>, Vec<String>) {
-    // Samples name the request (1-based model call) so repeats stay distinguishable.
-    let request_violations: Vec<String> = requests
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.violations
-                .iter()
-                .map(move |v| format!("request {}: {v}", i + 1))
-        })
-        .collect();
-    let mut all = request_violations.clone();
-    all.extend(
-        pair_violations(messages)
-            .into_iter()
-            .map(|v| format!("final: {v}")),
-    );
-    (request_violations, all)
+/// Pair-rule violations of each request, named by the request (1-based
+/// model call) so repeats stay distinguishable.
+fn request_violations(requests: &[Request]) -> impl Iterator<Item = String> + '_ {
+    requests.iter().enumerate().flat_map(|(i, r)| {
+        r.violations
+            .iter()
+            .map(move |v| format!("request {}: {v}", i + 1))
+    })
 }
 
 /// Ids compacted before the model saw them, and ids compacted a second time.
@@ -563,7 +613,8 @@ fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
             Block::ToolResult {
                 tool_use_id,
                 content,
-            } if content.chars().count() > large
+            } if content.len() > large // chars <= bytes: most need no count
+                && content.chars().count() > large
                 && !is_placeholder(content)
                 && !content.starts_with(PERSISTED_OPEN) =>
             {
@@ -592,6 +643,56 @@ mod tests {
                 proptest::prop_assert!(!has_print_bytes(&other, fingerprint(&s)));
             }
         }
+    }
+
+    /// The pointers as three whole-text searches found them.
+    fn pointers_by_search(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        out.extend(super::super::persist::full_output_line(text));
+        out.extend(placeholder_or_marker(text));
+        for line in text.lines() {
+            out.extend(line.strip_prefix(FULL_TRANSCRIPT));
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_finds_what_the_searches_find(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "Full output: ", "Full transcript: ", "Full ", "F", "/p", "x", "é",
+                    "\n", "\r", "\r\n", "\u{2028}", "\u{b}", "[", "]", "3",
+                    " messages archived at ", SAVED_PREFIX,
+                ]),
+                0..12,
+            ),
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(pointers_in(&text), pointers_by_search(&text));
+        }
+    }
+
+    #[test]
+    fn ledger_groups_hash_only_lengths_an_original_has() {
+        let mut ledger = Ledger {
+            originals: Vec::new(),
+        };
+        for (id, text) in [("b", "xx"), ("a", "y"), ("b", "zzz"), ("c", "q")] {
+            ledger.record(id, text);
+        }
+        let ids = LedgerIds::new(&ledger);
+        assert_eq!(ids.ids, ["a", "b", "c"]);
+        assert_eq!((ids.group("b"), ids.group("d")), (Some(1), None));
+        // "a" has one original of 1 byte; "b" two of different lengths.
+        assert!(ids.may_match(0, 1) && !ids.may_match(0, 2));
+        assert!(ids.may_match(1, 7));
+        let mut b = Buckets::new(3);
+        for (g, item) in [(1, "x"), (0, "y"), (1, "z")] {
+            b.push(g, item);
+        }
+        assert_eq!(b.of(1).copied().collect::<Vec<_>>(), ["z", "x"]);
+        assert_eq!((b.of(0).count(), b.of(2).count()), (1, 0));
     }
 
     #[test]
