@@ -156,8 +156,17 @@ impl Ledger {
 /// The checker's strings by number: every archive repeats the pointers of
 /// the one before (the course archives the whole context each time), so
 /// each distinct path is stored once and sets hold numbers.
-#[derive(Default)]
 struct Interned(HashMap<Box<str>, usize, foldhash::fast::FixedState>);
+
+impl Default for Interned {
+    fn default() -> Self {
+        // A run's few dozen paths without regrowing.
+        Interned(HashMap::with_capacity_and_hasher(
+            32,
+            foldhash::fast::FixedState::default(),
+        ))
+    }
+}
 
 impl Interned {
     /// The number of `s`, given it now if it has none.

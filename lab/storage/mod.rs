@@ -222,10 +222,14 @@ pub struct Joined<'d> {
 impl<'d> Joined<'d> {
     /// Paths under `dir`.
     pub fn new(dir: &'d Path) -> Self {
-        let buf = match plain_dir(dir) {
-            Some(d) => format!("{d}/"),
-            None => String::new(),
-        };
+        // Room for the directory and a short name; `format!` cost more
+        // than a listing's joins.
+        let mut buf = String::new();
+        if let Some(d) = plain_dir(dir) {
+            buf.reserve(d.len() + 32);
+            buf.push_str(d);
+            buf.push('/');
+        }
         let base = buf.len();
         Joined { dir, buf, base }
     }
