@@ -97,15 +97,6 @@ fn placeholder_or_marker(text: &str) -> Option<&str> {
         .or_else(|| marker_path(text))
 }
 
-/// The pointers of the final context, numbered in `paths`.
-fn message_pointers(messages: &[Message], paths: &mut Interned) -> Vec<usize> {
-    let mut out = Vec::new();
-    for_each_text(messages, Thinking::Skip, |_, text| {
-        for_each_pointer(text, |p| out.push(paths.id(p)))
-    });
-    out
-}
-
 /// A content's identity for the ledger and archive lookups: a 64-bit
 /// foldhash (quality variant, fixed seed, so deterministic within and
 /// across runs of one build) plus the length. Archives hold the whole
@@ -351,15 +342,15 @@ pub fn check(
     let mut paths = Interned::default();
     let ledger_ids = LedgerIds::new(ledger);
     let archives = ArchiveIndex::read(fs, root.transcripts(), &ledger_ids, &mut paths);
-    let context = message_pointers(messages, &mut paths);
-    let reachable = reachable_from(context, &archives, paths.0.len());
+    let context = Context::read(messages, &ledger_ids, &mut paths);
+    let reachable = reachable_from(&context.ptrs, &archives, paths.0.len());
     let reached = |p: usize| reachable.get(p).copied().unwrap_or(false);
     let found = Found {
         ids: &ledger_ids,
         archives: &archives,
         reached: &reached,
     };
-    let losses = classify(compactor, messages, ledger, &found, &mut paths);
+    let losses = classify(compactor, &context, ledger, &found, &mut paths);
     let final_violations = pair_violations(messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
@@ -408,9 +399,9 @@ pub fn check(
 
 /// Which numbered paths are reachable from the context's pointers through
 /// archives (indexed by number; `paths` numbers exist so far).
-fn reachable_from(context: Vec<usize>, archives: &ArchiveIndex, paths: usize) -> Vec<bool> {
+fn reachable_from(context: &[usize], archives: &ArchiveIndex, paths: usize) -> Vec<bool> {
     let mut reachable = vec![false; paths];
-    for &p in &context {
+    for &p in context {
         reachable[p] = true;
     }
     // Numbered path -> its archive number (END: not an archive).
@@ -418,7 +409,7 @@ fn reachable_from(context: Vec<usize>, archives: &ArchiveIndex, paths: usize) ->
     for (a, &p) in archives.paths.iter().enumerate() {
         archive_at[p] = a;
     }
-    let mut frontier = context;
+    let mut frontier = context.to_vec();
     while let Some(p) = frontier.pop() {
         let Some(&a) = archive_at.get(p).filter(|&&a| a != END) else {
             continue;
@@ -452,21 +443,21 @@ struct Found<'f> {
 /// Classify every original tool result that is not in context in full.
 fn classify<'a>(
     compactor: &'a Compactor,
-    messages: &'a [Message],
+    context: &Context,
     ledger: &'a Ledger,
     found: &Found,
     paths: &mut Interned,
 ) -> Losses<'a> {
     let ids = found.ids;
     let saved_for = saved_for(&compactor.events, ids);
-    let in_context = in_context(messages, ids);
+    let in_context = &context.blocks;
     let mut out = Losses::default();
     // Numbered paths that hold the current original (reused: one per id).
     let mut holders = Vec::new();
     for (id, print) in &ledger.originals {
         let (id, print) = (id.as_str(), *print);
         let g = ids.group(id).unwrap_or_default();
-        if in_context.of(g).any(|b| has_print(b, print)) {
+        if in_context.of(g).any(|(b, _)| has_print(b, print)) {
             continue;
         }
         holders.clear();
@@ -486,7 +477,11 @@ fn classify<'a>(
             if !reachable_holder {
                 out.pointer_lost.push(id);
             }
-        } else if !blocks.any(|c| points_to_any(c, paths, &holders)) {
+        } else if !blocks.any(|(_, ptrs)| {
+            context.ptrs[ptrs.clone()]
+                .iter()
+                .any(|p| holders.contains(p))
+        }) {
             // The block the model sees names no file that holds the original.
             out.pointer_lost.push(id);
             if reachable_holder {
@@ -538,15 +533,6 @@ fn held_in_archives(
         })
 }
 
-/// Does `text` name one of the numbered `holders`?
-fn points_to_any(text: &str, paths: &Interned, holders: &[usize]) -> bool {
-    let mut hit = false;
-    for_each_pointer(text, |p| {
-        hit |= paths.get(p).is_some_and(|p| holders.contains(&p));
-    });
-    hit
-}
-
 /// Result files saved for each ledger group (each path once).
 fn saved_for<'e>(events: &'e [Event], ids: &LedgerIds) -> Buckets<&'e str> {
     let mut saved_for = Buckets::new(ids.ids.len());
@@ -561,21 +547,31 @@ fn saved_for<'e>(events: &'e [Event], ids: &LedgerIds) -> Buckets<&'e str> {
     saved_for
 }
 
-/// Ledger group -> every content its tool_result blocks have in the final context.
-fn in_context<'m>(messages: &'m [Message], ids: &LedgerIds) -> Buckets<&'m str> {
-    let mut in_context = Buckets::new(ids.ids.len());
-    for b in messages.iter().flat_map(|m| m.blocks()) {
-        if let Block::ToolResult {
-            tool_use_id,
-            content,
-        } = b
-        {
-            if let Some(g) = ids.group(tool_use_id) {
-                in_context.push(g, content.as_str());
+/// The final context as the checker reads it.
+struct Context<'m> {
+    /// Every pointer of every text (numbered), in message order.
+    ptrs: Vec<usize>,
+    /// Ledger group -> every content its tool_result blocks have, with
+    /// their pointers (a range of `ptrs`).
+    blocks: Buckets<(&'m str, Range<usize>)>,
+}
+
+impl<'m> Context<'m> {
+    /// One pass over the texts: pointers numbered in `paths`, the blocks
+    /// of ledger ids kept (a block's pointers are asked again when it is
+    /// not the original).
+    fn read(messages: &'m [Message], ids: &LedgerIds, paths: &mut Interned) -> Self {
+        let mut ptrs = Vec::new();
+        let mut blocks = Buckets::new(ids.ids.len());
+        for_each_text(messages, Thinking::Skip, |id, text| {
+            let start = ptrs.len();
+            for_each_pointer(text, |p| ptrs.push(paths.id(p)));
+            if let Some(g) = id.and_then(|id| ids.group(id)) {
+                blocks.push(g, (text, start..ptrs.len()));
             }
-        }
+        });
+        Context { ptrs, blocks }
     }
-    in_context
 }
 
 /// Pair-rule violations of each request, named by the request (1-based
