@@ -175,13 +175,15 @@ impl Interned {
     }
 }
 
-/// The ledger's distinct ids, sorted; an id's position is its group.
-/// The checker only ever asks about ledger ids, so what it gathers per id
-/// (archived copies) is kept by group, and anything of another id is
-/// dropped as soon as it is seen.
+/// The ledger's distinct ids, numbered in order of first appearance (an
+/// id's number is its group). The checker only ever asks about ledger ids,
+/// so what it gathers per id (archived copies, blocks in context, saved
+/// files) is kept by group, and anything of another id is dropped as soon
+/// as it is seen.
 struct LedgerIds<'a> {
-    /// Distinct ids, sorted.
-    ids: Vec<&'a str>,
+    /// Id -> group (a hash lookup: a binary search compared whole ids
+    /// several times per lookup).
+    groups: HashMap<&'a str, usize, foldhash::fast::FixedState>,
     /// Per group: the length every original of the id has, or `None` when
     /// its originals differ in length (a copy is then always hashed).
     len: Vec<Option<usize>>,
@@ -189,24 +191,29 @@ struct LedgerIds<'a> {
 
 impl<'a> LedgerIds<'a> {
     fn new(ledger: &'a Ledger) -> Self {
-        let mut ids: Vec<&str> = ledger.originals.iter().map(|(id, _)| id.as_str()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let mut len: Vec<Option<Option<usize>>> = vec![None; ids.len()];
-        for (id, (_, n)) in &ledger.originals {
-            let g = ids.binary_search(&id.as_str()).unwrap_or_default();
-            len[g] = match len[g] {
-                None => Some(Some(*n)),
-                Some(seen) => Some(seen.filter(|s| s == n)),
-            };
+        let n = ledger.originals.len();
+        let mut groups = HashMap::with_capacity_and_hasher(n, Default::default());
+        let mut len: Vec<Option<usize>> = Vec::with_capacity(n);
+        for (id, (_, chars)) in &ledger.originals {
+            let next = groups.len();
+            let g = *groups.entry(id.as_str()).or_insert(next);
+            if g == len.len() {
+                len.push(Some(*chars));
+            } else if len[g] != Some(*chars) {
+                len[g] = None;
+            }
         }
-        let len = len.into_iter().map(Option::flatten).collect();
-        LedgerIds { ids, len }
+        LedgerIds { groups, len }
+    }
+
+    /// How many groups (distinct ids) there are.
+    fn count(&self) -> usize {
+        self.len.len()
     }
 
     /// The group of `id`, if the ledger has it.
     fn group(&self, id: &str) -> Option<usize> {
-        self.ids.binary_search(&id).ok()
+        self.groups.get(id).copied()
     }
 
     /// Can a text of `len` bytes be an original of group `g`? Only then is
@@ -282,7 +289,7 @@ impl ArchiveIndex {
             paths: Vec::new(),
             spans: Vec::new(),
             ptrs: Vec::new(),
-            copies: Buckets::new(ids.ids.len()),
+            copies: Buckets::new(ids.count()),
         };
         let mut joined = Joined::new(dir);
         // A missing directory holds no archive; a damaged transcript
@@ -535,7 +542,7 @@ fn held_in_archives(
 
 /// Result files saved for each ledger group (each path once).
 fn saved_for<'e>(events: &'e [Event], ids: &LedgerIds) -> Buckets<&'e str> {
-    let mut saved_for = Buckets::new(ids.ids.len());
+    let mut saved_for = Buckets::new(ids.count());
     for e in events {
         if let Event::Saved { id, path, .. } = e {
             let Some(g) = ids.group(id) else { continue };
@@ -562,7 +569,7 @@ impl<'m> Context<'m> {
     /// not the original).
     fn read(messages: &'m [Message], ids: &LedgerIds, paths: &mut Interned) -> Self {
         let mut ptrs = Vec::new();
-        let mut blocks = Buckets::new(ids.ids.len());
+        let mut blocks = Buckets::new(ids.count());
         for_each_text(messages, Thinking::Skip, |id, text| {
             let start = ptrs.len();
             for_each_pointer(text, |p| ptrs.push(paths.id(p)));
@@ -687,11 +694,12 @@ mod tests {
             ledger.record(id, text);
         }
         let ids = LedgerIds::new(&ledger);
-        assert_eq!(ids.ids, ["a", "b", "c"]);
-        assert_eq!((ids.group("b"), ids.group("d")), (Some(1), None));
+        assert_eq!(ids.count(), 3);
+        let groups = ["b", "a", "c", "d"].map(|id| ids.group(id));
+        assert_eq!(groups, [Some(0), Some(1), Some(2), None]);
         // "a" has one original of 1 byte; "b" two of different lengths.
-        assert!(ids.may_match(0, 1) && !ids.may_match(0, 2));
-        assert!(ids.may_match(1, 7));
+        assert!(ids.may_match(1, 1) && !ids.may_match(1, 2));
+        assert!(ids.may_match(0, 7));
         let mut b = Buckets::new(3);
         for (g, item) in [(1, "x"), (0, "y"), (1, "z")] {
             b.push(g, item);
