@@ -187,6 +187,8 @@ struct LedgerIds<'a> {
     /// Per group: the length every original of the id has, or `None` when
     /// its originals differ in length (a copy is then always hashed).
     len: Vec<Option<usize>>,
+    /// The group of each ledger entry, in ledger order.
+    of_entry: Vec<usize>,
 }
 
 impl<'a> LedgerIds<'a> {
@@ -194,16 +196,22 @@ impl<'a> LedgerIds<'a> {
         let n = ledger.originals.len();
         let mut groups = HashMap::with_capacity_and_hasher(n, Default::default());
         let mut len: Vec<Option<usize>> = Vec::with_capacity(n);
+        let mut of_entry = Vec::with_capacity(n);
         for (id, (_, chars)) in &ledger.originals {
             let next = groups.len();
             let g = *groups.entry(id.as_str()).or_insert(next);
+            of_entry.push(g);
             if g == len.len() {
                 len.push(Some(*chars));
             } else if len[g] != Some(*chars) {
                 len[g] = None;
             }
         }
-        LedgerIds { groups, len }
+        LedgerIds {
+            groups,
+            len,
+            of_entry,
+        }
     }
 
     /// How many groups (distinct ids) there are.
@@ -461,9 +469,8 @@ fn classify<'a>(
     let mut out = Losses::default();
     // Numbered paths that hold the current original (reused: one per id).
     let mut holders = Vec::new();
-    for (id, print) in &ledger.originals {
+    for ((id, print), &g) in ledger.originals.iter().zip(&ids.of_entry) {
         let (id, print) = (id.as_str(), *print);
-        let g = ids.group(id).unwrap_or_default();
         if in_context.of(g).any(|(b, _)| has_print(b, print)) {
             continue;
         }
@@ -697,6 +704,7 @@ mod tests {
         assert_eq!(ids.count(), 3);
         let groups = ["b", "a", "c", "d"].map(|id| ids.group(id));
         assert_eq!(groups, [Some(0), Some(1), Some(2), None]);
+        assert_eq!(ids.of_entry, [0, 1, 0, 2]);
         // "a" has one original of 1 byte; "b" two of different lengths.
         assert!(ids.may_match(1, 1) && !ids.may_match(1, 2));
         assert!(ids.may_match(0, 7));
