@@ -141,9 +141,18 @@ struct MessageView<'a> {
 /// Visit the texts of one archived JSONL line as [`for_each_text`] with
 /// [`Thinking::Skip`] visits those of the message it parses to; a line that
 /// is not a message visits nothing.
-pub fn for_each_archived_text(line: &str, mut f: impl FnMut(Option<&str>, &str)) {
-    if let Some(texts) = scan_written_line(line) {
-        for (id, text) in &texts {
+pub fn for_each_archived_text(line: &str, f: impl FnMut(Option<&str>, &str)) {
+    for_each_line_text(line, &mut Vec::new(), f)
+}
+
+/// [`for_each_archived_text`] with the scanner's texts in `texts`.
+fn for_each_line_text<'a>(
+    line: &'a str,
+    texts: &mut Vec<Visit<'a>>,
+    mut f: impl FnMut(Option<&str>, &str),
+) {
+    if scan_written_line(line, texts).is_some() {
+        for (id, text) in texts.iter() {
             f(id.as_deref(), text);
         }
         return;
@@ -186,10 +195,12 @@ pub fn for_each_archived_text(line: &str, mut f: impl FnMut(Option<&str>, &str))
 /// the line break; any other line is split off as `str::lines` splits it.
 pub fn for_each_archive_text(text: &str, mut f: impl FnMut(Option<&str>, &str)) {
     let mut rest = text;
+    // One vector for every line's texts (an archive has a line per message).
+    let mut texts = Vec::new();
     while !rest.is_empty() {
-        let scanned = scan_written_object(rest)
-            .filter(|(_, after)| after.is_empty() || after.starts_with('\n'));
-        if let Some((texts, after)) = scanned {
+        let scanned = scan_written_object(rest, &mut texts)
+            .filter(|after| after.is_empty() || after.starts_with('\n'));
+        if let Some(after) = scanned {
             for (id, t) in &texts {
                 f(id.as_deref(), t);
             }
@@ -197,7 +208,7 @@ pub fn for_each_archive_text(text: &str, mut f: impl FnMut(Option<&str>, &str)) 
             continue;
         }
         let (line, after) = split_line(rest);
-        for_each_archived_text(line, &mut f);
+        for_each_line_text(line, &mut texts, &mut f);
         rest = after;
     }
 }
@@ -218,20 +229,21 @@ fn split_line(text: &str) -> (&str, &str) {
 type Visit<'a> = (Option<Cow<'a, str>>, Cow<'a, str>);
 
 /// The texts of a line in exactly the form [`Message::write_pyjson`] writes
-/// (Python's separators, fields in their order, an empty tool `input`), or
-/// `None` for anything else, which the serde view then reads. Strings are
-/// borrowed unless they hold escapes; a `\u` escape is left to serde.
-fn scan_written_line(line: &str) -> Option<Vec<Visit<'_>>> {
-    scan_written_object(line)
-        .filter(|(_, rest)| rest.is_empty())
-        .map(|(texts, _)| texts)
+/// (Python's separators, fields in their order, an empty tool `input`),
+/// put in `out` (cleared first), or `None` for anything else, which the
+/// serde view then reads. Strings are borrowed unless they hold escapes; a
+/// `\u` escape is left to serde.
+fn scan_written_line<'a>(line: &'a str, out: &mut Vec<Visit<'a>>) -> Option<()> {
+    scan_written_object(line, out)
+        .filter(|rest| rest.is_empty())
+        .map(|_| ())
 }
 
-/// [`scan_written_line`] of the object at the start of `text`, and the
-/// text after it.
-fn scan_written_object(text: &str) -> Option<(Vec<Visit<'_>>, &str)> {
+/// [`scan_written_line`] of the object at the start of `text`; the text
+/// after it.
+fn scan_written_object<'a>(text: &'a str, out: &mut Vec<Visit<'a>>) -> Option<&'a str> {
     let mut c = Cursor(text);
-    let mut out = Vec::new();
+    out.clear();
     if !c.eat(r#"{"role": "user", "content": "#) {
         c.expect(r#"{"role": "assistant", "content": "#)?;
     }
@@ -245,11 +257,11 @@ fn scan_written_object(text: &str) -> Option<(Vec<Visit<'_>>, &str)> {
                 c.expect(", ")?;
             }
             first = false;
-            scan_block(&mut c, &mut out)?;
+            scan_block(&mut c, out)?;
         }
     }
     c.expect("}")?;
-    Some((out, c.0))
+    Some(c.0)
 }
 
 /// One block of [`scan_written_line`]; its visited text, if any, goes to `out`.
@@ -377,7 +389,8 @@ mod tests {
     }
 
     fn by_scan(line: &str) -> Option<Vec<(Option<String>, String)>> {
-        let texts = scan_written_line(line)?;
+        let mut texts = Vec::new();
+        scan_written_line(line, &mut texts)?;
         Some(
             texts
                 .into_iter()

@@ -14,46 +14,79 @@
 //! `recoverable_via_archive` counts the pointer-lost results that an archive
 //! chain still happens to reach (an old copy of their placeholder was archived).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
+use std::ops::Range;
 use std::path::Path;
 
 use super::archived::for_each_archive_text;
+use super::course::{find_line_break, is_line_break};
 pub use super::pairs::pair_violations;
-use super::persist::{full_output_line, is_placeholder, PERSISTED_OPEN, SAVED_PREFIX};
+use super::persist::{is_placeholder, FULL_OUTPUT, PERSISTED_OPEN, SAVED_PREFIX};
 use super::session::{Ledger, Request};
 use super::snip::marker_path;
 use super::summary::FULL_TRANSCRIPT;
 use super::{Compactor, Event};
 use crate::counters::Counters;
 use crate::message::{for_each_text, Block, Message, Thinking};
-use crate::storage::{join_all, Storage};
+use crate::storage::{Joined, Storage};
 
 /// Every path a text points to, by the conventions of the four steps.
 pub fn pointers_in(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    // Both line conventions start with "Full ": one search rules out both
-    // in a text that has neither (most results), instead of one each.
-    static FULL: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("Full "));
-    let has_full = FULL.find(text.as_bytes()).is_some();
-    if !has_full {
-        out.extend(placeholder_or_marker(text));
-        return out;
+    for_each_pointer(text, |p| out.push(p));
+    out
+}
+
+/// Call `f` with each path of [`pointers_in`], in its order, without
+/// collecting them (the checker numbers every pointer of every text).
+///
+/// Both line conventions start with "Full ": one pass over the text's
+/// `F`s finds the first `Full output: ` line (at a line start as the
+/// course splits lines) and the first `Full transcript: ` line (at a
+/// `str::lines` start), instead of a whole-text search for each. Most
+/// texts have no `F` at a line start, and the byte search is cheap to set
+/// up for the short ones.
+fn for_each_pointer<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    let bytes = text.as_bytes();
+    let (mut output, mut transcripts) = (None, None);
+    for i in memchr::memchr_iter(b'F', bytes) {
+        // `F` is ASCII: `i` is a char boundary.
+        let rest = &text[i..];
+        if output.is_none()
+            && rest.starts_with(FULL_OUTPUT)
+            && text[..i].chars().next_back().is_none_or(is_line_break)
+        {
+            output = Some(i + FULL_OUTPUT.len());
+        }
+        if transcripts.is_none()
+            && rest.starts_with(FULL_TRANSCRIPT)
+            && (i == 0 || bytes[i - 1] == b'\n')
+        {
+            transcripts = Some(i);
+        }
+        if output.is_some() && transcripts.is_some() {
+            break;
+        }
     }
-    if let Some(p) = full_output_line(text) {
-        out.push(p);
+    if let Some(at) = output {
+        // `full_output_line`: the rest of that line, unless empty.
+        let rest = &text[at..];
+        let path = find_line_break(rest).map_or(rest, |end| &rest[..end]);
+        if !path.is_empty() {
+            f(path);
+        }
     }
-    out.extend(placeholder_or_marker(text));
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_TRANSCRIPT));
-    if FINDER.find(text.as_bytes()).is_some() {
-        for line in text.lines() {
+    if let Some(p) = placeholder_or_marker(text) {
+        f(p);
+    }
+    if let Some(from) = transcripts {
+        // A line start: the lines from here are the tail of `text.lines()`.
+        for line in text[from..].lines() {
             if let Some(p) = line.strip_prefix(FULL_TRANSCRIPT) {
-                out.push(p);
+                f(p);
             }
         }
     }
-    out
 }
 
 /// The pointer of a step-3 placeholder and of a snip marker (a text is
@@ -62,15 +95,6 @@ fn placeholder_or_marker(text: &str) -> Option<&str> {
     text.strip_prefix(SAVED_PREFIX)
         .and_then(|rest| rest.strip_suffix(']'))
         .or_else(|| marker_path(text))
-}
-
-/// The pointers of the final context, numbered in `paths`.
-fn message_pointers(messages: &[Message], paths: &mut Interned) -> Vec<usize> {
-    let mut out = Vec::new();
-    for_each_text(messages, Thinking::Skip, |_, text| {
-        out.extend(pointers_in(text).into_iter().map(|p| paths.id(p)))
-    });
-    out
 }
 
 /// A content's identity for the ledger and archive lookups: a 64-bit
@@ -123,8 +147,17 @@ impl Ledger {
 /// The checker's strings by number: every archive repeats the pointers of
 /// the one before (the course archives the whole context each time), so
 /// each distinct path is stored once and sets hold numbers.
-#[derive(Default)]
 struct Interned(HashMap<Box<str>, usize, foldhash::fast::FixedState>);
+
+impl Default for Interned {
+    fn default() -> Self {
+        // A run's few dozen paths without regrowing.
+        Interned(HashMap::with_capacity_and_hasher(
+            32,
+            foldhash::fast::FixedState::default(),
+        ))
+    }
+}
 
 impl Interned {
     /// The number of `s`, given it now if it has none.
@@ -142,86 +175,175 @@ impl Interned {
     }
 }
 
-/// One archived copy of a tool result.
-struct ArchivedCopy {
-    /// Index into [`ArchiveIndex::paths`].
-    archive: usize,
-    /// [`fingerprint`] of the archived content.
-    print: (u64, usize),
-    /// Paths the archived content points to (numbered).
-    pointers: Vec<usize>,
+/// The ledger's distinct ids, numbered in order of first appearance (an
+/// id's number is its group). The checker only ever asks about ledger ids,
+/// so what it gathers per id (archived copies, blocks in context, saved
+/// files) is kept by group, and anything of another id is dropped as soon
+/// as it is seen.
+struct LedgerIds<'a> {
+    /// Id -> group (a hash lookup: a binary search compared whole ids
+    /// several times per lookup).
+    groups: HashMap<&'a str, usize, foldhash::fast::FixedState>,
+    /// Per group: the length every original of the id has, or `None` when
+    /// its originals differ in length (a copy is then always hashed).
+    len: Vec<Option<usize>>,
+    /// The group of each ledger entry, in ledger order.
+    of_entry: Vec<usize>,
 }
 
-/// Every archived transcript, read once and indexed by tool id.
-#[derive(Default)]
+impl<'a> LedgerIds<'a> {
+    fn new(ledger: &'a Ledger) -> Self {
+        let n = ledger.originals.len();
+        let mut groups = HashMap::with_capacity_and_hasher(n, Default::default());
+        let mut len: Vec<Option<usize>> = Vec::with_capacity(n);
+        let mut of_entry = Vec::with_capacity(n);
+        for (id, (_, chars)) in &ledger.originals {
+            let next = groups.len();
+            let g = *groups.entry(id.as_str()).or_insert(next);
+            of_entry.push(g);
+            if g == len.len() {
+                len.push(Some(*chars));
+            } else if len[g] != Some(*chars) {
+                len[g] = None;
+            }
+        }
+        LedgerIds {
+            groups,
+            len,
+            of_entry,
+        }
+    }
+
+    /// How many groups (distinct ids) there are.
+    fn count(&self) -> usize {
+        self.len.len()
+    }
+
+    /// The group of `id`, if the ledger has it.
+    fn group(&self, id: &str) -> Option<usize> {
+        self.groups.get(id).copied()
+    }
+
+    /// Can a text of `len` bytes be an original of group `g`? Only then is
+    /// its fingerprint worth computing (a different length never matches).
+    fn may_match(&self, g: usize, len: usize) -> bool {
+        self.len[g].is_none_or(|n| n == len)
+    }
+}
+
+/// Items of each group in one vector: group `g`'s items are a chain from
+/// `heads[g]` through each item's successor, latest first (the checker
+/// only asks whether any item of a group qualifies, never in which order).
+struct Buckets<T> {
+    heads: Vec<usize>,
+    items: Vec<(T, usize)>,
+}
+
+/// The end of a chain in [`Buckets`].
+const END: usize = usize::MAX;
+
+impl<T> Buckets<T> {
+    fn new(groups: usize) -> Self {
+        Buckets {
+            heads: vec![END; groups],
+            items: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, g: usize, item: T) {
+        let next = std::mem::replace(&mut self.heads[g], self.items.len());
+        self.items.push((item, next));
+    }
+
+    /// The items of group `g`.
+    fn of(&self, g: usize) -> impl Iterator<Item = &T> + '_ {
+        let mut at = self.heads[g];
+        std::iter::from_fn(move || {
+            let (item, next) = self.items.get(at)?;
+            at = *next;
+            Some(item)
+        })
+    }
+}
+
+/// One archived copy of a ledger id's tool result.
+struct ArchivedCopy {
+    /// Archive number (index into [`ArchiveIndex::paths`]).
+    archive: usize,
+    /// [`fingerprint`] of the archived content; `None` when its length
+    /// rules out every original of its id.
+    print: Option<(u64, usize)>,
+    /// Its pointers: a range of [`ArchiveIndex::ptrs`].
+    ptrs: Range<usize>,
+}
+
+/// Every archived transcript, read once: the pointers of each, and the
+/// copies of the ledger's results.
 struct ArchiveIndex {
-    /// Transcript paths (numbered), sorted by path.
+    /// Archive number -> its numbered path (in name order).
     paths: Vec<usize>,
-    /// Tool id -> its copies across all archives.
-    copies: HashMap<Box<str>, Vec<ArchivedCopy>, foldhash::fast::FixedState>,
-    /// Transcript (numbered path) -> every path its messages point to.
-    pointers: HashMap<usize, Vec<usize>, foldhash::fast::FixedState>,
+    /// Archive number -> its pointers, a range of `ptrs`.
+    spans: Vec<Range<usize>>,
+    /// Every pointer of every archived text (numbered), archive after
+    /// archive: a copy's pointers lie inside its archive's span.
+    ptrs: Vec<usize>,
+    /// Copies by ledger group.
+    copies: Buckets<ArchivedCopy>,
 }
 
 impl ArchiveIndex {
-    fn read(fs: &dyn Storage, dir: &Path, paths: &mut Interned) -> Self {
-        let mut index = ArchiveIndex::default();
-        for (key, _) in sorted_files(fs, dir) {
+    fn read(fs: &dyn Storage, dir: &Path, ids: &LedgerIds, paths: &mut Interned) -> Self {
+        let mut index = ArchiveIndex {
+            paths: Vec::new(),
+            spans: Vec::new(),
+            ptrs: Vec::new(),
+            copies: Buckets::new(ids.count()),
+        };
+        let mut joined = Joined::new(dir);
+        // A missing directory holds no archive; a damaged transcript
+        // (unreadable, not UTF-8) holds nothing usable.
+        let _ = fs.visit_files(dir, &mut |name, bytes| {
             let archive = index.paths.len();
-            // One scan per text: its pointers serve both the copy and the archive's set.
-            let mut archive_ptrs = Vec::new();
-            // A damaged transcript (unreadable, not UTF-8) holds nothing usable.
-            let _ = fs.read_with(Path::new(&key), &mut |bytes| {
-                let Ok(text) = std::str::from_utf8(bytes) else {
-                    return;
-                };
-                index.index_text(text, archive, &mut archive_ptrs, paths);
-            });
-            let key = paths.id(&key);
-            index.pointers.insert(key, archive_ptrs);
-            index.paths.push(key);
-        }
+            index.paths.push(paths.id(joined.with(name)));
+            let start = index.ptrs.len();
+            if let Some(text) = bytes.ok().and_then(|b| std::str::from_utf8(b).ok()) {
+                index.index_text(text, archive, ids, paths);
+            }
+            index.spans.push(start..index.ptrs.len());
+        });
         index
     }
 
-    /// Index the lines of archive number `archive`; its pointers go to `archive_ptrs`.
-    fn index_text(
-        &mut self,
-        text: &str,
-        archive: usize,
-        archive_ptrs: &mut Vec<usize>,
-        paths: &mut Interned,
-    ) {
+    /// Index the lines of archive number `archive`.
+    fn index_text(&mut self, text: &str, archive: usize, ids: &LedgerIds, paths: &mut Interned) {
         for_each_archive_text(text, |id, text| {
-            let pointers: Vec<usize> = pointers_in(text).into_iter().map(|p| paths.id(p)).collect();
-            archive_ptrs.extend(&pointers);
-            if let Some(id) = id {
-                let copy = ArchivedCopy {
-                    archive,
-                    print: fingerprint(text),
-                    pointers,
-                };
-                match self.copies.get_mut(id) {
-                    Some(copies) => copies.push(copy),
-                    None => {
-                        self.copies.insert(id.into(), vec![copy]);
-                    }
-                }
-            }
+            let start = self.ptrs.len();
+            for_each_pointer(text, |p| self.ptrs.push(paths.id(p)));
+            let Some(g) = id.and_then(|id| ids.group(id)) else {
+                return;
+            };
+            let copy = ArchivedCopy {
+                archive,
+                print: ids.may_match(g, text.len()).then(|| fingerprint(text)),
+                ptrs: start..self.ptrs.len(),
+            };
+            self.copies.push(g, copy);
         });
+    }
+
+    /// The pointers of archive number `archive`.
+    fn pointers_of(&self, archive: usize) -> &[usize] {
+        &self.ptrs[self.spans[archive].clone()]
     }
 }
 
-/// Regular files of `dir` as (path, file name), sorted (a missing dir has none).
-fn sorted_files(fs: &dyn Storage, dir: &Path) -> Vec<(String, String)> {
-    let names = fs.list_files(dir).unwrap_or_default();
-    let paths = join_all(dir, names.iter().map(String::as_str));
-    paths.into_iter().zip(names).collect()
+/// Sample ids as strings, made only as far as a counter takes them.
+fn ids<'v>(v: &'v [&str]) -> impl Iterator<Item = String> + 'v {
+    v.iter().map(|s| s.to_string())
 }
 
-fn ids(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
+/// How many counters [`check`] reports.
+const COUNTERS: usize = 13;
 
 /// Check a finished session. Pure with respect to the run: it only reads.
 pub fn check(
@@ -233,33 +355,48 @@ pub fn check(
     let root = &compactor.root;
     let fs = root.fs();
     let mut paths = Interned::default();
-    let archives = ArchiveIndex::read(fs, root.transcripts(), &mut paths);
-    let context = message_pointers(messages, &mut paths);
-    let reachable = reachable_from(context, &archives, paths.0.len());
+    let ledger_ids = LedgerIds::new(ledger);
+    let archives = ArchiveIndex::read(fs, root.transcripts(), &ledger_ids, &mut paths);
+    let context = Context::read(messages, &ledger_ids, &mut paths);
+    let reachable = reachable_from(&context.ptrs, &archives, paths.0.len());
     let reached = |p: usize| reachable.get(p).copied().unwrap_or(false);
-    let losses = classify(compactor, messages, ledger, &archives, &reached, &mut paths);
-    let (request_violations, violations) = violations(requests, messages);
+    let found = Found {
+        ids: &ledger_ids,
+        archives: &archives,
+        reached: &reached,
+    };
+    let losses = classify(compactor, &context, ledger, &found, &mut paths);
+    let final_violations = pair_violations(messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
-    let result_files = sorted_files(fs, root.results());
-    let orphans: Vec<String> = result_files
+    let result_files = fs.list_files(root.results()).unwrap_or_default();
+    let mut joined = Joined::new(root.results());
+    let orphans: Vec<&str> = result_files
         .iter()
-        .filter(|(p, _)| !paths.get(p).is_some_and(reached))
-        .map(|(_, name)| name.clone())
+        .filter(|name| !paths.get(joined.with(name)).is_some_and(reached))
+        .map(String::as_str)
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
 
-    let mut c = Counters::default();
+    // Room for every counter below: the vector is never regrown.
+    let mut c = Counters(Vec::with_capacity(COUNTERS));
     let mut count = |name: &str, v: &[&str]| c.count(name, v.len() as u64, ids(v));
     count("lost_forever", &losses.lost);
     count("pointer_lost", &losses.pointer_lost);
     count("recoverable_via_archive", &losses.via_archive);
-    c.flag("pairs_intact", violations.is_empty(), violations);
-    c.count("invalid_requests", invalid, request_violations);
+    // Samples are formatted lazily: only the first few are kept.
+    let pairs_intact = invalid == 0 && final_violations.is_empty();
+    let finals = final_violations.iter().map(|v| format!("final: {v}"));
+    c.flag(
+        "pairs_intact",
+        pairs_intact,
+        request_violations(requests).chain(finals),
+    );
+    c.count("invalid_requests", invalid, request_violations(requests));
     c.count("unseen_compacted", unseen.len() as u64, ids(&unseen));
     c.count("double_compacted", double.len() as u64, ids(&double));
-    c.count("orphan_files", orphans.len() as u64, orphans);
+    c.count("orphan_files", orphans.len() as u64, ids(&orphans));
     c.count("archive_gaps", losses.gaps.len() as u64, ids(&losses.gaps));
     c.count(
         "oversized_in_context",
@@ -270,23 +407,29 @@ pub fn check(
     c.count("summary_calls", summaries, std::iter::empty());
     let failures = events(|e| matches!(e, Event::SummaryFailed { .. }));
     c.count("summary_failures", failures, std::iter::empty());
-    c.list(
-        "persisted_files",
-        result_files.into_iter().map(|(_, name)| name).collect(),
-    );
+    c.list("persisted_files", result_files);
+    debug_assert_eq!(c.0.len(), COUNTERS);
     c
 }
 
 /// Which numbered paths are reachable from the context's pointers through
 /// archives (indexed by number; `paths` numbers exist so far).
-fn reachable_from(context: Vec<usize>, archives: &ArchiveIndex, paths: usize) -> Vec<bool> {
+fn reachable_from(context: &[usize], archives: &ArchiveIndex, paths: usize) -> Vec<bool> {
     let mut reachable = vec![false; paths];
-    for &p in &context {
+    for &p in context {
         reachable[p] = true;
     }
-    let mut frontier = context;
+    // Numbered path -> its archive number (END: not an archive).
+    let mut archive_at = vec![END; paths];
+    for (a, &p) in archives.paths.iter().enumerate() {
+        archive_at[p] = a;
+    }
+    let mut frontier = context.to_vec();
     while let Some(p) = frontier.pop() {
-        for &n in archives.pointers.get(&p).into_iter().flatten() {
+        let Some(&a) = archive_at.get(p).filter(|&&a| a != END) else {
+            continue;
+        };
+        for &n in archives.pointers_of(a) {
             if !std::mem::replace(&mut reachable[n], true) {
                 frontier.push(n);
             }
@@ -304,126 +447,155 @@ struct Losses<'a> {
     gaps: Vec<&'a str>,
 }
 
+/// What the checker gathered before classifying.
+struct Found<'f> {
+    ids: &'f LedgerIds<'f>,
+    archives: &'f ArchiveIndex,
+    /// Is a numbered path reachable from the context?
+    reached: &'f dyn Fn(usize) -> bool,
+}
+
 /// Classify every original tool result that is not in context in full.
 fn classify<'a>(
     compactor: &'a Compactor,
-    messages: &'a [Message],
+    context: &Context,
     ledger: &'a Ledger,
-    archives: &ArchiveIndex,
-    reached: &dyn Fn(usize) -> bool,
+    found: &Found,
     paths: &mut Interned,
 ) -> Losses<'a> {
-    let saved_for = saved_for(&compactor.events);
-    let in_context = in_context(messages);
-    let fs = compactor.root.fs();
+    let ids = found.ids;
+    let saved_for = saved_for(&compactor.events, ids);
+    let in_context = &context.blocks;
     let mut out = Losses::default();
-    for (id, print) in &ledger.originals {
-        let print = *print;
-        let blocks = in_context.get(id.as_str()).map_or(&[][..], Vec::as_slice);
-        if blocks.iter().any(|b| has_print(b, print)) {
+    // Numbered paths that hold the current original (reused: one per id).
+    let mut holders = Vec::new();
+    for ((id, print), &g) in ledger.originals.iter().zip(&ids.of_entry) {
+        let (id, print) = (id.as_str(), *print);
+        if in_context.of(g).any(|(b, _)| has_print(b, print)) {
             continue;
         }
-        // Held: the same text (its bytes; see `fingerprint_bytes`) under a
-        // numbered path (a repeat is harmless, only membership is asked).
-        let mut holders: Vec<usize> = Vec::new();
-        for p in saved_for.get(id.as_str()).into_iter().flatten() {
-            let mut same = false;
-            let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
-            if read.is_ok() && same {
-                holders.push(paths.id(p));
-            }
-        }
-        let copies = archives
-            .copies
-            .get(id.as_str())
-            .map_or(&[][..], Vec::as_slice);
-        for c in copies.iter().filter(|c| c.print == print) {
-            holders.push(archives.paths[c.archive]);
-        }
-        // An archive that kept only a stub with no way back has a gap.
-        if !copies.is_empty()
-            && !copies
-                .iter()
-                .any(|c| c.print == print || c.pointers.iter().any(|p| holders.contains(p)))
-        {
-            out.gaps.push(id.as_str());
+        holders.clear();
+        let fs = compactor.root.fs();
+        held_in_files(fs, saved_for.of(g), print, paths, &mut holders);
+        if held_in_archives(found.archives, g, print, &mut holders) {
+            out.gaps.push(id);
         }
         if holders.is_empty() {
-            out.lost.push(id.as_str());
+            out.lost.push(id);
             continue;
         }
-        let reachable_holder = holders.iter().any(|&h| reached(h));
-        if blocks.is_empty() {
+        let reachable_holder = holders.iter().any(|&h| (found.reached)(h));
+        let mut blocks = in_context.of(g).peekable();
+        if blocks.peek().is_none() {
             // Snipped or summarised away: the marker / summary chain must lead back.
             if !reachable_holder {
-                out.pointer_lost.push(id.as_str());
+                out.pointer_lost.push(id);
             }
-        } else if !blocks.iter().any(|c| {
-            pointers_in(c)
+        } else if !blocks.any(|(_, ptrs)| {
+            context.ptrs[ptrs.clone()]
                 .iter()
-                .any(|p| paths.get(p).is_some_and(|p| holders.contains(&p)))
+                .any(|p| holders.contains(p))
         }) {
             // The block the model sees names no file that holds the original.
-            out.pointer_lost.push(id.as_str());
+            out.pointer_lost.push(id);
             if reachable_holder {
-                out.via_archive.push(id.as_str());
+                out.via_archive.push(id);
             }
         }
     }
     out
 }
 
-/// Result files saved for each id.
-fn saved_for(events: &[Event]) -> BTreeMap<&str, BTreeSet<&str>> {
-    let mut saved_for: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+/// Held: add to `holders` each saved file that holds the original's text
+/// (its bytes; see [`fingerprint_bytes`]), numbered.
+fn held_in_files<'p>(
+    fs: &dyn Storage,
+    saved: impl Iterator<Item = &'p &'p str>,
+    print: (u64, usize),
+    paths: &mut Interned,
+    holders: &mut Vec<usize>,
+) {
+    for &p in saved {
+        let mut same = false;
+        let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
+        if read.is_ok() && same {
+            holders.push(paths.id(p));
+        }
+    }
+}
+
+/// Add to `holders` each archive with a copy of group `g`'s original;
+/// `true` when the group has an archive gap: copies, none of them the
+/// original nor pointing to a holder (an archive kept only a stub with no
+/// way back).
+fn held_in_archives(
+    archives: &ArchiveIndex,
+    g: usize,
+    print: (u64, usize),
+    holders: &mut Vec<usize>,
+) -> bool {
+    let copies = || archives.copies.of(g);
+    let same = copies().filter(|c| c.print == Some(print));
+    holders.extend(same.map(|c| archives.paths[c.archive]));
+    let mut copies = copies().peekable();
+    copies.peek().is_some()
+        && !copies.any(|c| {
+            c.print == Some(print)
+                || archives.ptrs[c.ptrs.clone()]
+                    .iter()
+                    .any(|p| holders.contains(p))
+        })
+}
+
+/// Result files saved for each ledger group (each path once).
+fn saved_for<'e>(events: &'e [Event], ids: &LedgerIds) -> Buckets<&'e str> {
+    let mut saved_for = Buckets::new(ids.count());
     for e in events {
         if let Event::Saved { id, path, .. } = e {
-            saved_for
-                .entry(id.as_str())
-                .or_default()
-                .insert(path.as_str());
+            let Some(g) = ids.group(id) else { continue };
+            if !saved_for.of(g).any(|p| *p == path.as_str()) {
+                saved_for.push(g, path.as_str());
+            }
         }
     }
     saved_for
 }
 
-/// id -> every content its tool_result blocks have in the final context.
-fn in_context(messages: &[Message]) -> BTreeMap<&str, Vec<&str>> {
-    let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for b in messages.iter().flat_map(|m| m.blocks()) {
-        if let Block::ToolResult {
-            tool_use_id,
-            content,
-        } = b
-        {
-            in_context
-                .entry(tool_use_id.as_str())
-                .or_default()
-                .push(content.as_str());
-        }
-    }
-    in_context
+/// The final context as the checker reads it.
+struct Context<'m> {
+    /// Every pointer of every text (numbered), in message order.
+    ptrs: Vec<usize>,
+    /// Ledger group -> every content its tool_result blocks have, with
+    /// their pointers (a range of `ptrs`).
+    blocks: Buckets<(&'m str, Range<usize>)>,
 }
 
-/// Pair-rule violations of each request, then those plus the final context's.
-fn violations(requests: &[Request], messages: &[Message]) -> (Vec<String>, Vec<String>) {
-    // Samples name the request (1-based model call) so repeats stay distinguishable.
-    let request_violations: Vec<String> = requests
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.violations
-                .iter()
-                .map(move |v| format!("request {}: {v}", i + 1))
-        })
-        .collect();
-    let mut all = request_violations.clone();
-    all.extend(
-        pair_violations(messages)
-            .into_iter()
-            .map(|v| format!("final: {v}")),
-    );
-    (request_violations, all)
+impl<'m> Context<'m> {
+    /// One pass over the texts: pointers numbered in `paths`, the blocks
+    /// of ledger ids kept (a block's pointers are asked again when it is
+    /// not the original).
+    fn read(messages: &'m [Message], ids: &LedgerIds, paths: &mut Interned) -> Self {
+        let mut ptrs = Vec::new();
+        let mut blocks = Buckets::new(ids.count());
+        for_each_text(messages, Thinking::Skip, |id, text| {
+            let start = ptrs.len();
+            for_each_pointer(text, |p| ptrs.push(paths.id(p)));
+            if let Some(g) = id.and_then(|id| ids.group(id)) {
+                blocks.push(g, (text, start..ptrs.len()));
+            }
+        });
+        Context { ptrs, blocks }
+    }
+}
+
+/// Pair-rule violations of each request, named by the request (1-based
+/// model call) so repeats stay distinguishable.
+fn request_violations(requests: &[Request]) -> impl Iterator<Item = String> + '_ {
+    requests.iter().enumerate().flat_map(|(i, r)| {
+        r.violations
+            .iter()
+            .map(move |v| format!("request {}: {v}", i + 1))
+    })
 }
 
 /// Ids compacted before the model saw them, and ids compacted a second time.
@@ -460,7 +632,8 @@ fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
             Block::ToolResult {
                 tool_use_id,
                 content,
-            } if content.chars().count() > large
+            } if content.len() > large // chars <= bytes: most need no count
+                && content.chars().count() > large
                 && !is_placeholder(content)
                 && !content.starts_with(PERSISTED_OPEN) =>
             {
@@ -489,6 +662,58 @@ mod tests {
                 proptest::prop_assert!(!has_print_bytes(&other, fingerprint(&s)));
             }
         }
+    }
+
+    /// The pointers as three whole-text searches found them.
+    fn pointers_by_search(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        out.extend(super::super::persist::full_output_line(text));
+        out.extend(placeholder_or_marker(text));
+        for line in text.lines() {
+            out.extend(line.strip_prefix(FULL_TRANSCRIPT));
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_finds_what_the_searches_find(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "Full output: ", "Full transcript: ", "Full ", "F", "/p", "x", "é",
+                    "\n", "\r", "\r\n", "\u{2028}", "\u{b}", "[", "]", "3",
+                    " messages archived at ", SAVED_PREFIX,
+                ]),
+                0..12,
+            ),
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(pointers_in(&text), pointers_by_search(&text));
+        }
+    }
+
+    #[test]
+    fn ledger_groups_hash_only_lengths_an_original_has() {
+        let mut ledger = Ledger {
+            originals: Vec::new(),
+        };
+        for (id, text) in [("b", "xx"), ("a", "y"), ("b", "zzz"), ("c", "q")] {
+            ledger.record(id, text);
+        }
+        let ids = LedgerIds::new(&ledger);
+        assert_eq!(ids.count(), 3);
+        let groups = ["b", "a", "c", "d"].map(|id| ids.group(id));
+        assert_eq!(groups, [Some(0), Some(1), Some(2), None]);
+        assert_eq!(ids.of_entry, [0, 1, 0, 2]);
+        // "a" has one original of 1 byte; "b" two of different lengths.
+        assert!(ids.may_match(1, 1) && !ids.may_match(1, 2));
+        assert!(ids.may_match(0, 7));
+        let mut b = Buckets::new(3);
+        for (g, item) in [(1, "x"), (0, "y"), (1, "z")] {
+            b.push(g, item);
+        }
+        assert_eq!(b.of(1).copied().collect::<Vec<_>>(), ["z", "x"]);
+        assert_eq!((b.of(0).count(), b.of(2).count()), (1, 0));
     }
 
     #[test]

@@ -139,6 +139,20 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Call `f` with the name and the bytes (or the read error) of each
+    /// regular file of `dir` (following symlinks), in the order of
+    /// [`Storage::list_files`]: that listing, then [`Storage::read_with`]
+    /// of each file, which a backend may answer with one lookup of the
+    /// directory (the checker reads every transcript of a run). `f` must
+    /// not use this storage, as for `read_with`.
+    fn visit_files(
+        &self,
+        dir: &Path,
+        f: &mut dyn FnMut(&str, io::Result<&[u8]>),
+    ) -> io::Result<()> {
+        visit_files_by_reads(self, dir, f)
+    }
+
     /// Read a file as UTF-8 (invalid bytes are an `InvalidData` error).
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         String::from_utf8(self.read(path)?)
@@ -165,16 +179,6 @@ pub fn join_string(dir: &Path, name: &str) -> String {
     join_checked(dir, plain_dir(dir), name)
 }
 
-/// [`join_string`] of `dir` and each of `names`, with `dir` checked for
-/// UTF-8 once (a listing's paths share it).
-pub fn join_all<'n>(dir: &Path, names: impl IntoIterator<Item = &'n str>) -> Vec<String> {
-    let d = plain_dir(dir);
-    names
-        .into_iter()
-        .map(|name| join_checked(dir, d, name))
-        .collect()
-}
-
 /// `dir` as UTF-8 when a name can follow it after one `/`.
 fn plain_dir(dir: &Path) -> Option<&str> {
     dir.to_str().filter(|d| !d.is_empty() && !d.ends_with('/'))
@@ -191,6 +195,62 @@ fn join_checked(dir: &Path, d: Option<&str>, name: &str) -> String {
             s
         }
         _ => path_string(&dir.join(name)),
+    }
+}
+
+/// [`Storage::visit_files`] as its contract states it: list, then read each.
+fn visit_files_by_reads<S: Storage + ?Sized>(
+    fs: &S,
+    dir: &Path,
+    f: &mut dyn FnMut(&str, io::Result<&[u8]>),
+) -> io::Result<()> {
+    let mut joined = Joined::new(dir);
+    for name in fs.list_files(dir)? {
+        let read = fs.read_with(Path::new(joined.with(&name)), &mut |b| f(&name, Ok(b)));
+        if let Err(e) = read {
+            f(&name, Err(e));
+        }
+    }
+    Ok(())
+}
+
+/// [`join_string`] of one directory and many names, built in one buffer
+/// that keeps the directory part (a listing's paths differ only in their
+/// last component).
+pub struct Joined<'d> {
+    dir: &'d Path,
+    /// `dir` + `/` when `dir` is [`plain_dir`], else empty.
+    buf: String,
+    /// Length of the directory part of `buf`.
+    base: usize,
+}
+
+impl<'d> Joined<'d> {
+    /// Paths under `dir`.
+    pub fn new(dir: &'d Path) -> Self {
+        // Room for the directory and a short name; `format!` cost more
+        // than a listing's joins.
+        let mut buf = String::new();
+        if let Some(d) = plain_dir(dir) {
+            buf.reserve(d.len() + 32);
+            buf.push_str(d);
+            buf.push('/');
+        }
+        let base = buf.len();
+        Joined { dir, buf, base }
+    }
+
+    /// `join_string(dir, name)`, valid until the next call.
+    pub fn with(&mut self, name: &str) -> &str {
+        if self.base == 0 || name.starts_with('/') {
+            self.buf = join_string(self.dir, name);
+            // The directory part is gone: every later name takes this path too.
+            self.base = 0;
+        } else {
+            self.buf.truncate(self.base);
+            self.buf.push_str(name);
+        }
+        &self.buf
     }
 }
 

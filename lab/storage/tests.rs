@@ -257,6 +257,66 @@ fn read_with_lends_what_read_returns() {
     });
 }
 
+/// What a visit of `dir` shows: each name with its bytes or error, then the result.
+fn visited(fs: &dyn Storage, dir: &Path) -> Vec<String> {
+    let mut seen = vec![];
+    let done = fs.visit_files(dir, &mut |name, bytes| {
+        seen.push(match bytes {
+            Ok(b) => format!("{name}={}", String::from_utf8_lossy(b)),
+            Err(e) => format!("{name}:{:?}", e.kind()),
+        })
+    });
+    seen.push(kind(done));
+    seen
+}
+
+/// The same, as the contract states it: the listing, then a read of each.
+fn listed_then_read(fs: &dyn Storage, dir: &Path) -> Vec<String> {
+    let Ok(names) = fs.list_files(dir) else {
+        return vec![kind(fs.list_files(dir))];
+    };
+    let mut seen: Vec<String> = names
+        .iter()
+        .map(|n| match fs.read(&dir.join(n)) {
+            Ok(b) => format!("{n}={}", String::from_utf8_lossy(&b)),
+            Err(e) => format!("{n}:{:?}", e.kind()),
+        })
+        .collect();
+    seen.push("ok".into());
+    seen
+}
+
+#[test]
+fn visit_files_is_the_listing_then_each_read() {
+    both(|fs, r| {
+        let d = r.join("d");
+        fs.create_dir_all(&d.join("sub")).unwrap();
+        for (name, bytes) in [("b", "2"), ("a-1", "0"), ("a", "1"), ("sub/c", "3")] {
+            fs.write_new(&d.join(name), bytes.as_bytes()).unwrap();
+        }
+        let mut out = visited(fs, &d);
+        assert_eq!(out, listed_then_read(fs, &d));
+        // After a symlink exists (the memory tree's general walk): a link
+        // to a file is visited with the target's bytes, the others are not.
+        fs.symlink(&d.join("a"), &d.join("link")).unwrap();
+        fs.symlink(&d.join("gone"), &d.join("dangling")).unwrap();
+        fs.symlink(&d.join("sub"), &d.join("to-dir")).unwrap();
+        let linked = visited(fs, &d);
+        assert_eq!(linked, listed_then_read(fs, &d));
+        out.extend(linked);
+        out.extend(visited(fs, &r.join("missing")));
+        out.extend(visited(fs, &d.join("a")));
+        out
+    });
+    // The one-lookup answer of the memory tree before any symlink exists.
+    let mem = MemFs::new();
+    mem.create_dir_all(Path::new("/r/d/sub")).unwrap();
+    mem.write_new(Path::new("/r/d/z"), b"zz").unwrap();
+    mem.write_new(Path::new("/r/d/y"), b"").unwrap();
+    assert_eq!(visited(&mem, Path::new("/r/d")), ["y=", "z=zz", "ok"]);
+    assert_eq!(visited(&mem, Path::new("/r/d/z")), ["NotADirectory"]);
+}
+
 #[test]
 fn write_if_absent_writes_only_where_nothing_exists() {
     both(|fs, r| {
@@ -394,12 +454,15 @@ proptest::proptest! {
     }
 
     #[test]
-    fn join_all_is_each_joined_path(
+    fn joined_is_each_joined_path(
         dir in "/?[a/]{0,5}",
         names in proptest::collection::vec("/?[b/]{0,4}", 0..4),
     ) {
-        let joined: Vec<String> = names.iter().map(|n| path_string(&Path::new(&dir).join(n))).collect();
-        proptest::prop_assert_eq!(join_all(Path::new(&dir), names.iter().map(String::as_str)), joined);
+        let mut joined = Joined::new(Path::new(&dir));
+        for n in &names {
+            let want = path_string(&Path::new(&dir).join(n));
+            proptest::prop_assert_eq!(joined.with(n), want);
+        }
     }
 }
 
