@@ -25,12 +25,17 @@ pub const FULL_OUTPUT: &str = "Full output: ";
 
 /// Chars, as Python's `len` counts them.
 pub(crate) fn chars(s: &str) -> usize {
-    // Tool results are mostly ASCII: one byte per char after a test that
-    // reads a word at a time, where counting decodes every char.
-    if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
+    // Tool results are mostly ASCII: one byte per char up to the first byte
+    // of a non-ASCII char (a vector scan; `is_ascii` reads a word at a
+    // time), where counting decodes every char.
+    const HIGH: crate::scan::Stops = crate::scan::Stops {
+        below: 0,
+        high: true,
+        eq: [0x80, 0x80],
+    };
+    match crate::scan::find(s.as_bytes(), HIGH) {
+        None => s.len(),
+        Some(i) => i + s[i..].chars().count(),
     }
 }
 

@@ -154,7 +154,17 @@ impl Script {
     fn validate(&self) -> LabResult<()> {
         // Hashed: a long script's ids share a prefix (`toolu_…`) that an
         // ordered map compares again on every step of every insert.
-        let mut seen: HashMap<&str, usize, foldhash::fast::FixedState> = HashMap::default();
+        let mut seen: HashMap<&str, usize, foldhash::fast::FixedState> =
+            HashMap::with_capacity_and_hasher(
+                self.0
+                    .iter()
+                    .map(|a| match a {
+                        Action::Assistant(turn) => turn.calls.len(),
+                        _ => 0,
+                    })
+                    .sum(),
+                Default::default(),
+            );
         let mut total = 0usize;
         for (ai, a) in self.0.iter().enumerate() {
             let Action::Assistant(turn) = a else { continue };

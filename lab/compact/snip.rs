@@ -13,7 +13,27 @@ use crate::message::{Content, Message};
 
 /// The marker text (course: `[N messages archived at <path>]`).
 pub fn marker_text(archived: usize, transcript: &str) -> String {
-    format!("[{archived} messages archived at {transcript}]")
+    // Pieces pushed into one allocation: `format!` cost a tenth of the step.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = archived;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let count = std::str::from_utf8(&digits[at..]).unwrap_or_default();
+    let middle = " messages archived at ";
+    let mut out = String::with_capacity(count.len() + middle.len() + transcript.len() + 2);
+    out.push('[');
+    out.push_str(count);
+    out.push_str(middle);
+    out.push_str(transcript);
+    out.push(']');
+    out
 }
 
 /// Parse a marker back into its transcript path.
@@ -129,6 +149,16 @@ impl Compactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn marker_text_is_the_formatted_one() {
+        for n in [0, 1, 9, 10, 12, 99, 100, 4096, usize::MAX] {
+            assert_eq!(
+                marker_text(n, "/t/x.jsonl"),
+                format!("[{n} messages archived at /t/x.jsonl]")
+            );
+        }
+    }
 
     #[test]
     fn marker_round_trips() {
