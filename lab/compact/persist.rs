@@ -28,15 +28,9 @@ pub(crate) fn chars(s: &str) -> usize {
     // Tool results are mostly ASCII: one byte per char up to the first byte
     // of a non-ASCII char (a vector scan; `is_ascii` reads a word at a
     // time), where counting decodes every char.
-    const HIGH: crate::scan::Stops = crate::scan::Stops {
-        below: 0,
-        high: true,
-        eq: [0x80, 0x80],
-    };
-    match crate::scan::find(s.as_bytes(), HIGH) {
-        None => s.len(),
-        Some(i) => i + s[i..].chars().count(),
-    }
+    let i = crate::scan::ascii_prefix(s.as_bytes());
+    // `i` is a char boundary: every byte before it is ASCII.
+    i + s[i..].chars().count()
 }
 
 /// The `<persisted-output>` text that replaces a result in context.
