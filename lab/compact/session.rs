@@ -364,7 +364,10 @@ impl Session {
             });
             let out = c.result();
             self.ledger.record(&id, &out);
-            results.push((id, out));
+            results.push(Block::ToolResult {
+                tool_use_id: id,
+                content: out,
+            });
         }
         if let Some(id) = compact_call {
             blocks.push(Block::ToolUse {
@@ -372,14 +375,19 @@ impl Session {
                 name: "compact".to_string(),
                 input: serde_json::json!({}),
             });
-            results.push((
-                id.to_string(),
-                "Compaction requested after this tool batch.".to_string(),
-            ));
+            results.push(Block::ToolResult {
+                tool_use_id: id.to_string(),
+                content: "Compaction requested after this tool batch.".to_string(),
+            });
         }
         self.messages.push(Message::assistant(blocks));
         if !results.is_empty() {
-            self.messages.push(Message::tool_results(results));
+            // The result blocks as built (`Message::tool_results` would
+            // collect them from pairs into a new vector).
+            self.messages.push(Message {
+                role: crate::message::Role::User,
+                content: crate::message::Content::Blocks(results),
+            });
         }
     }
 
