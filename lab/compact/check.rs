@@ -147,31 +147,62 @@ impl Ledger {
 /// The checker's strings by number: every archive repeats the pointers of
 /// the one before (the course archives the whole context each time), so
 /// each distinct path is stored once and sets hold numbers.
-struct Interned(HashMap<Box<str>, usize, foldhash::fast::FixedState>);
+struct Interned {
+    /// Every distinct path, one after another.
+    text: String,
+    /// Number -> its path's range in `text`.
+    spans: Vec<Range<usize>>,
+    /// The numbers, found by their path's hash.
+    table: hashbrown::HashTable<usize>,
+    state: foldhash::fast::FixedState,
+}
 
 impl Default for Interned {
     fn default() -> Self {
-        // A run's few dozen paths without regrowing.
-        Interned(HashMap::with_capacity_and_hasher(
-            32,
-            foldhash::fast::FixedState::default(),
-        ))
+        // A run's few dozen paths of up to a few hundred bytes without regrowing.
+        Interned {
+            text: String::with_capacity(4096),
+            spans: Vec::with_capacity(32),
+            table: hashbrown::HashTable::with_capacity(32),
+            state: foldhash::fast::FixedState::default(),
+        }
     }
 }
 
 impl Interned {
     /// The number of `s`, given it now if it has none.
     fn id(&mut self, s: &str) -> usize {
-        if let Some(&i) = self.0.get(s) {
-            return i;
+        use std::hash::BuildHasher;
+        let Interned {
+            text,
+            spans,
+            table,
+            state,
+        } = self;
+        let at = |i: &usize| &text[spans[*i].clone()];
+        let entry = table.entry(state.hash_one(s), |i| at(i) == s, |i| state.hash_one(at(i)));
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let i = spans.len();
+                spans.push(text.len()..text.len() + s.len());
+                text.push_str(s);
+                e.insert(i);
+                i
+            }
         }
-        let i = self.0.len();
-        self.0.insert(s.into(), i);
-        i
     }
 
     fn get(&self, s: &str) -> Option<usize> {
-        self.0.get(s).copied()
+        use std::hash::BuildHasher;
+        let at = |i: &usize| &self.text[self.spans[*i].clone()];
+        let hash = self.state.hash_one(s);
+        self.table.find(hash, |i| at(i) == s).copied()
+    }
+
+    /// How many numbers are given.
+    fn len(&self) -> usize {
+        self.spans.len()
     }
 }
 
@@ -358,7 +389,7 @@ pub fn check(
     let ledger_ids = LedgerIds::new(ledger);
     let archives = ArchiveIndex::read(fs, root.transcripts(), &ledger_ids, &mut paths);
     let context = Context::read(messages, &ledger_ids, &mut paths);
-    let reachable = reachable_from(&context.ptrs, &archives, paths.0.len());
+    let reachable = reachable_from(&context.ptrs, &archives, paths.len());
     let reached = |p: usize| reachable.get(p).copied().unwrap_or(false);
     let found = Found {
         ids: &ledger_ids,
