@@ -277,7 +277,8 @@ impl<T> Buckets<T> {
     fn new(groups: usize) -> Self {
         Buckets {
             heads: vec![END; groups],
-            items: Vec::new(),
+            // About an item per group (a copy, a block, a saved file).
+            items: Vec::with_capacity(groups),
         }
     }
 
@@ -327,7 +328,8 @@ impl ArchiveIndex {
         let mut index = ArchiveIndex {
             paths: Vec::new(),
             spans: Vec::new(),
-            ptrs: Vec::new(),
+            // A few pointers per archived message: grown rarely.
+            ptrs: Vec::with_capacity(64),
             copies: Buckets::new(ids.count()),
         };
         let mut joined = Joined::new(dir);
@@ -606,7 +608,7 @@ impl<'m> Context<'m> {
     /// of ledger ids kept (a block's pointers are asked again when it is
     /// not the original).
     fn read(messages: &'m [Message], ids: &LedgerIds, paths: &mut Interned) -> Self {
-        let mut ptrs = Vec::new();
+        let mut ptrs = Vec::with_capacity(messages.len());
         let mut blocks = Buckets::new(ids.count());
         for_each_text(messages, Thinking::Skip, |id, text| {
             let start = ptrs.len();
