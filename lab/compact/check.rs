@@ -169,10 +169,19 @@ impl Default for Interned {
     }
 }
 
+/// The hash a path is found by: its length and its last 32 bytes. A
+/// run's paths share a long prefix (the run's root, padded to hundreds of
+/// bytes) and differ in their names; the table compares whole paths, so
+/// two paths that share a tail only probe further.
+fn key(state: &foldhash::fast::FixedState, s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    let b = s.as_bytes();
+    state.hash_one((b.len(), &b[b.len().saturating_sub(32)..]))
+}
+
 impl Interned {
     /// The number of `s`, given it now if it has none.
     fn id(&mut self, s: &str) -> usize {
-        use std::hash::BuildHasher;
         let Interned {
             text,
             spans,
@@ -180,7 +189,7 @@ impl Interned {
             state,
         } = self;
         let at = |i: &usize| &text[spans[*i].clone()];
-        let entry = table.entry(state.hash_one(s), |i| at(i) == s, |i| state.hash_one(at(i)));
+        let entry = table.entry(key(state, s), |i| at(i) == s, |i| key(state, at(i)));
         match entry {
             hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
             hashbrown::hash_table::Entry::Vacant(e) => {
@@ -194,10 +203,10 @@ impl Interned {
     }
 
     fn get(&self, s: &str) -> Option<usize> {
-        use std::hash::BuildHasher;
         let at = |i: &usize| &self.text[self.spans[*i].clone()];
-        let hash = self.state.hash_one(s);
-        self.table.find(hash, |i| at(i) == s).copied()
+        self.table
+            .find(key(&self.state, s), |i| at(i) == s)
+            .copied()
     }
 
     /// How many numbers are given.
@@ -723,6 +732,20 @@ mod tests {
             let text = parts.concat();
             proptest::prop_assert_eq!(pointers_in(&text), pointers_by_search(&text));
         }
+    }
+
+    #[test]
+    fn paths_sharing_a_tail_keep_their_own_numbers() {
+        let mut paths = Interned::default();
+        let tail = format!("/results/{}", "n".repeat(40));
+        // Same length and last 32 bytes: one hash for all, past the table's first size.
+        let all: Vec<String> = (100..200).map(|i| format!("/{i}{tail}")).collect();
+        let ids: Vec<usize> = all.iter().map(|p| paths.id(p)).collect();
+        assert_eq!(ids, (0..100).collect::<Vec<_>>());
+        for (p, &i) in all.iter().zip(&ids) {
+            assert_eq!((paths.id(p), paths.get(p)), (i, Some(i)));
+        }
+        assert_eq!((paths.get(&format!("/99{tail}")), paths.len()), (None, 100));
     }
 
     #[test]
