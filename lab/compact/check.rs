@@ -407,16 +407,14 @@ pub fn check(
         archives: &archives,
         reached: &reached,
     };
-    let losses = classify(compactor, &context, ledger, &found, &mut paths);
+    let results = ResultFiles::read(fs, root.results(), &mut paths);
+    let losses = classify(compactor, &context, &results, ledger, &found, &mut paths);
     let final_violations = pair_violations(messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
-    let result_files = fs.list_files(root.results()).unwrap_or_default();
-    let mut joined = Joined::new(root.results());
-    let orphans: Vec<&str> = result_files
-        .iter()
-        .filter(|name| !paths.get(joined.with(name)).is_some_and(reached))
-        .map(String::as_str)
+    let orphans: Vec<&str> = (results.names.iter().zip(&results.ids))
+        .filter(|(_, &id)| !reached(id))
+        .map(|(name, _)| name.as_str())
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
@@ -449,7 +447,7 @@ pub fn check(
     c.count("summary_calls", summaries, std::iter::empty());
     let failures = events(|e| matches!(e, Event::SummaryFailed { .. }));
     c.count("summary_failures", failures, std::iter::empty());
-    c.list("persisted_files", result_files);
+    c.list("persisted_files", results.names);
     debug_assert_eq!(c.0.len(), COUNTERS);
     c
 }
@@ -501,6 +499,7 @@ struct Found<'f> {
 fn classify<'a>(
     compactor: &'a Compactor,
     context: &Context,
+    results: &ResultFiles,
     ledger: &'a Ledger,
     found: &Found,
     paths: &mut Interned,
@@ -518,7 +517,8 @@ fn classify<'a>(
         }
         holders.clear();
         let fs = compactor.root.fs();
-        held_in_files(fs, saved_for.of(g), print, paths, &mut holders);
+        let saved = saved_for.of(g).copied();
+        held_in_files(fs, saved, (print, results), paths, &mut holders);
         if held_in_archives(found.archives, g, print, &mut holders) {
             out.gaps.push(id);
         }
@@ -549,20 +549,67 @@ fn classify<'a>(
 }
 
 /// Held: add to `holders` each saved file that holds the original's text
-/// (its bytes; see [`fingerprint_bytes`]), numbered.
+/// `print` (its bytes; see [`fingerprint_bytes`]), numbered. A file the
+/// results visit read is compared by the fingerprint taken there; any
+/// other path (elsewhere, or not read) is read now.
 fn held_in_files<'p>(
     fs: &dyn Storage,
-    saved: impl Iterator<Item = &'p &'p str>,
-    print: (u64, usize),
+    saved: impl Iterator<Item = &'p str>,
+    (print, results): ((u64, usize), &ResultFiles),
     paths: &mut Interned,
     holders: &mut Vec<usize>,
 ) {
-    for &p in saved {
+    for p in saved {
+        let visited = paths.get(p).and_then(|i| Some((i, results.print_at(i)?)));
+        if let Some((i, file)) = visited {
+            if file == print {
+                holders.push(i);
+            }
+            continue;
+        }
         let mut same = false;
         let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
         if read.is_ok() && same {
             holders.push(paths.id(p));
         }
+    }
+}
+
+/// The results directory as the checker reads it, in one visit: each
+/// file's name (the `persisted_files` list, in listing order), its
+/// numbered path, and the fingerprint of its bytes (a saved file is then
+/// compared without a second lookup of its path).
+#[derive(Default)]
+struct ResultFiles {
+    names: Vec<String>,
+    /// Numbered path of each name.
+    ids: Vec<usize>,
+    /// Numbered path -> fingerprint of the file read there.
+    prints: Vec<Option<(u64, usize)>>,
+}
+
+impl ResultFiles {
+    /// A missing directory holds no file; an unreadable file has no fingerprint.
+    fn read(fs: &dyn Storage, dir: &Path, paths: &mut Interned) -> Self {
+        let mut out = ResultFiles::default();
+        let mut joined = Joined::new(dir);
+        let _ = fs.visit_files(dir, &mut |name, bytes| {
+            let id = paths.id(joined.with(name));
+            out.names.push(name.to_string());
+            out.ids.push(id);
+            if let Ok(b) = bytes {
+                if out.prints.len() <= id {
+                    out.prints.resize(id + 1, None);
+                }
+                out.prints[id] = Some(fingerprint_bytes(b));
+            }
+        });
+        out
+    }
+
+    /// The fingerprint of the visited file at numbered path `id`.
+    fn print_at(&self, id: usize) -> Option<(u64, usize)> {
+        self.prints.get(id).copied().flatten()
     }
 }
 
@@ -732,6 +779,33 @@ mod tests {
             let text = parts.concat();
             proptest::prop_assert_eq!(pointers_in(&text), pointers_by_search(&text));
         }
+    }
+
+    /// A result file altered in storage after the run holds nothing: the
+    /// checker compares what storage holds, not what was written.
+    #[test]
+    fn an_altered_saved_file_is_no_longer_held() {
+        use super::super::probe::scenario_b;
+        use super::super::session::Session;
+        use super::super::LabRoot;
+        let config = super::super::config::profile("prototype").unwrap().config;
+        let script = scenario_b().normalised().unwrap();
+        let root = LabRoot::new(None, script.reference_id_chars()).unwrap();
+        let mut session = Session::new(Compactor::new(config, root).unwrap());
+        session.run(&script).unwrap();
+        let s = &session;
+        let lost =
+            || check(&s.compactor, &s.messages, &s.ledger, &s.requests).count_of("lost_forever");
+        assert_eq!(lost(), Some(0));
+        let saved = s.compactor.events.iter().find_map(|e| match e {
+            Event::Saved { path, .. } => Some(Path::new(path)),
+            _ => None,
+        });
+        let (fs, saved) = (s.compactor.root.fs(), saved.unwrap());
+        let mut bytes = fs.read(saved).unwrap();
+        bytes[0] ^= 1;
+        fs.write(saved, &bytes).unwrap();
+        assert_eq!(lost(), Some(1));
     }
 
     #[test]
