@@ -579,7 +579,6 @@ fn held_in_files<'p>(
 /// file's name (the `persisted_files` list, in listing order), its
 /// numbered path, and the fingerprint of its bytes (a saved file is then
 /// compared without a second lookup of its path).
-#[derive(Default)]
 struct ResultFiles {
     names: Vec<String>,
     /// Numbered path of each name.
@@ -591,7 +590,12 @@ struct ResultFiles {
 impl ResultFiles {
     /// A missing directory holds no file; an unreadable file has no fingerprint.
     fn read(fs: &dyn Storage, dir: &Path, paths: &mut Interned) -> Self {
-        let mut out = ResultFiles::default();
+        // Room for a run's usual few files and the paths numbered so far.
+        let mut out = ResultFiles {
+            names: Vec::with_capacity(16),
+            ids: Vec::with_capacity(16),
+            prints: vec![None; paths.len() + 16],
+        };
         let mut joined = Joined::new(dir);
         let _ = fs.visit_files(dir, &mut |name, bytes| {
             let id = paths.id(joined.with(name));
