@@ -147,31 +147,71 @@ impl Ledger {
 /// The checker's strings by number: every archive repeats the pointers of
 /// the one before (the course archives the whole context each time), so
 /// each distinct path is stored once and sets hold numbers.
-struct Interned(HashMap<Box<str>, usize, foldhash::fast::FixedState>);
+struct Interned {
+    /// Every distinct path, one after another.
+    text: String,
+    /// Number -> its path's range in `text`.
+    spans: Vec<Range<usize>>,
+    /// The numbers, found by their path's hash.
+    table: hashbrown::HashTable<usize>,
+    state: foldhash::fast::FixedState,
+}
 
 impl Default for Interned {
     fn default() -> Self {
-        // A run's few dozen paths without regrowing.
-        Interned(HashMap::with_capacity_and_hasher(
-            32,
-            foldhash::fast::FixedState::default(),
-        ))
+        // A run's few dozen paths of up to a few hundred bytes without regrowing.
+        Interned {
+            text: String::with_capacity(4096),
+            spans: Vec::with_capacity(32),
+            table: hashbrown::HashTable::with_capacity(32),
+            state: foldhash::fast::FixedState::default(),
+        }
     }
+}
+
+/// The hash a path is found by: its length and its last 32 bytes. A
+/// run's paths share a long prefix (the run's root, padded to hundreds of
+/// bytes) and differ in their names; the table compares whole paths, so
+/// two paths that share a tail only probe further.
+fn key(state: &foldhash::fast::FixedState, s: &str) -> u64 {
+    use std::hash::BuildHasher;
+    let b = s.as_bytes();
+    state.hash_one((b.len(), &b[b.len().saturating_sub(32)..]))
 }
 
 impl Interned {
     /// The number of `s`, given it now if it has none.
     fn id(&mut self, s: &str) -> usize {
-        if let Some(&i) = self.0.get(s) {
-            return i;
+        let Interned {
+            text,
+            spans,
+            table,
+            state,
+        } = self;
+        let at = |i: &usize| &text[spans[*i].clone()];
+        let entry = table.entry(key(state, s), |i| at(i) == s, |i| key(state, at(i)));
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let i = spans.len();
+                spans.push(text.len()..text.len() + s.len());
+                text.push_str(s);
+                e.insert(i);
+                i
+            }
         }
-        let i = self.0.len();
-        self.0.insert(s.into(), i);
-        i
     }
 
     fn get(&self, s: &str) -> Option<usize> {
-        self.0.get(s).copied()
+        let at = |i: &usize| &self.text[self.spans[*i].clone()];
+        self.table
+            .find(key(&self.state, s), |i| at(i) == s)
+            .copied()
+    }
+
+    /// How many numbers are given.
+    fn len(&self) -> usize {
+        self.spans.len()
     }
 }
 
@@ -246,7 +286,8 @@ impl<T> Buckets<T> {
     fn new(groups: usize) -> Self {
         Buckets {
             heads: vec![END; groups],
-            items: Vec::new(),
+            // About an item per group (a copy, a block, a saved file).
+            items: Vec::with_capacity(groups),
         }
     }
 
@@ -296,7 +337,8 @@ impl ArchiveIndex {
         let mut index = ArchiveIndex {
             paths: Vec::new(),
             spans: Vec::new(),
-            ptrs: Vec::new(),
+            // A few pointers per archived message: grown rarely.
+            ptrs: Vec::with_capacity(64),
             copies: Buckets::new(ids.count()),
         };
         let mut joined = Joined::new(dir);
@@ -358,23 +400,21 @@ pub fn check(
     let ledger_ids = LedgerIds::new(ledger);
     let archives = ArchiveIndex::read(fs, root.transcripts(), &ledger_ids, &mut paths);
     let context = Context::read(messages, &ledger_ids, &mut paths);
-    let reachable = reachable_from(&context.ptrs, &archives, paths.0.len());
+    let reachable = reachable_from(&context.ptrs, &archives, paths.len());
     let reached = |p: usize| reachable.get(p).copied().unwrap_or(false);
     let found = Found {
         ids: &ledger_ids,
         archives: &archives,
         reached: &reached,
     };
-    let losses = classify(compactor, &context, ledger, &found, &mut paths);
+    let results = ResultFiles::read(fs, root.results(), &mut paths);
+    let losses = classify(compactor, &context, &results, ledger, &found, &mut paths);
     let final_violations = pair_violations(messages);
     let invalid = requests.iter().filter(|r| !r.violations.is_empty()).count() as u64;
     let (unseen, double) = placeholder_events(&compactor.events);
-    let result_files = fs.list_files(root.results()).unwrap_or_default();
-    let mut joined = Joined::new(root.results());
-    let orphans: Vec<&str> = result_files
-        .iter()
-        .filter(|name| !paths.get(joined.with(name)).is_some_and(reached))
-        .map(String::as_str)
+    let orphans: Vec<&str> = (results.names.iter().zip(&results.ids))
+        .filter(|(_, &id)| !reached(id))
+        .map(|(name, _)| name.as_str())
         .collect();
     let oversized = oversized(messages, compactor.config.constants.large_result_chars);
     let events = |f: fn(&Event) -> bool| compactor.events.iter().filter(|e| f(e)).count() as u64;
@@ -407,7 +447,7 @@ pub fn check(
     c.count("summary_calls", summaries, std::iter::empty());
     let failures = events(|e| matches!(e, Event::SummaryFailed { .. }));
     c.count("summary_failures", failures, std::iter::empty());
-    c.list("persisted_files", result_files);
+    c.list("persisted_files", results.names);
     debug_assert_eq!(c.0.len(), COUNTERS);
     c
 }
@@ -459,6 +499,7 @@ struct Found<'f> {
 fn classify<'a>(
     compactor: &'a Compactor,
     context: &Context,
+    results: &ResultFiles,
     ledger: &'a Ledger,
     found: &Found,
     paths: &mut Interned,
@@ -476,7 +517,8 @@ fn classify<'a>(
         }
         holders.clear();
         let fs = compactor.root.fs();
-        held_in_files(fs, saved_for.of(g), print, paths, &mut holders);
+        let saved = saved_for.of(g).copied();
+        held_in_files(fs, saved, (print, results), paths, &mut holders);
         if held_in_archives(found.archives, g, print, &mut holders) {
             out.gaps.push(id);
         }
@@ -507,20 +549,71 @@ fn classify<'a>(
 }
 
 /// Held: add to `holders` each saved file that holds the original's text
-/// (its bytes; see [`fingerprint_bytes`]), numbered.
+/// `print` (its bytes; see [`fingerprint_bytes`]), numbered. A file the
+/// results visit read is compared by the fingerprint taken there; any
+/// other path (elsewhere, or not read) is read now.
 fn held_in_files<'p>(
     fs: &dyn Storage,
-    saved: impl Iterator<Item = &'p &'p str>,
-    print: (u64, usize),
+    saved: impl Iterator<Item = &'p str>,
+    (print, results): ((u64, usize), &ResultFiles),
     paths: &mut Interned,
     holders: &mut Vec<usize>,
 ) {
-    for &p in saved {
+    for p in saved {
+        let visited = paths.get(p).and_then(|i| Some((i, results.print_at(i)?)));
+        if let Some((i, file)) = visited {
+            if file == print {
+                holders.push(i);
+            }
+            continue;
+        }
         let mut same = false;
         let read = fs.read_with(Path::new(p), &mut |b| same = has_print_bytes(b, print));
         if read.is_ok() && same {
             holders.push(paths.id(p));
         }
+    }
+}
+
+/// The results directory as the checker reads it, in one visit: each
+/// file's name (the `persisted_files` list, in listing order), its
+/// numbered path, and the fingerprint of its bytes (a saved file is then
+/// compared without a second lookup of its path).
+struct ResultFiles {
+    names: Vec<String>,
+    /// Numbered path of each name.
+    ids: Vec<usize>,
+    /// Numbered path -> fingerprint of the file read there.
+    prints: Vec<Option<(u64, usize)>>,
+}
+
+impl ResultFiles {
+    /// A missing directory holds no file; an unreadable file has no fingerprint.
+    fn read(fs: &dyn Storage, dir: &Path, paths: &mut Interned) -> Self {
+        // Room for a run's usual few files and the paths numbered so far.
+        let mut out = ResultFiles {
+            names: Vec::with_capacity(16),
+            ids: Vec::with_capacity(16),
+            prints: vec![None; paths.len() + 16],
+        };
+        let mut joined = Joined::new(dir);
+        let _ = fs.visit_files(dir, &mut |name, bytes| {
+            let id = paths.id(joined.with(name));
+            out.names.push(name.to_string());
+            out.ids.push(id);
+            if let Ok(b) = bytes {
+                if out.prints.len() <= id {
+                    out.prints.resize(id + 1, None);
+                }
+                out.prints[id] = Some(fingerprint_bytes(b));
+            }
+        });
+        out
+    }
+
+    /// The fingerprint of the visited file at numbered path `id`.
+    fn print_at(&self, id: usize) -> Option<(u64, usize)> {
+        self.prints.get(id).copied().flatten()
     }
 }
 
@@ -575,7 +668,7 @@ impl<'m> Context<'m> {
     /// of ledger ids kept (a block's pointers are asked again when it is
     /// not the original).
     fn read(messages: &'m [Message], ids: &LedgerIds, paths: &mut Interned) -> Self {
-        let mut ptrs = Vec::new();
+        let mut ptrs = Vec::with_capacity(messages.len());
         let mut blocks = Buckets::new(ids.count());
         for_each_text(messages, Thinking::Skip, |id, text| {
             let start = ptrs.len();
@@ -690,6 +783,47 @@ mod tests {
             let text = parts.concat();
             proptest::prop_assert_eq!(pointers_in(&text), pointers_by_search(&text));
         }
+    }
+
+    /// A result file altered in storage after the run holds nothing: the
+    /// checker compares what storage holds, not what was written.
+    #[test]
+    fn an_altered_saved_file_is_no_longer_held() {
+        use super::super::probe::scenario_b;
+        use super::super::session::Session;
+        use super::super::LabRoot;
+        let config = super::super::config::profile("prototype").unwrap().config;
+        let script = scenario_b().normalised().unwrap();
+        let root = LabRoot::new(None, script.reference_id_chars()).unwrap();
+        let mut session = Session::new(Compactor::new(config, root).unwrap());
+        session.run(&script).unwrap();
+        let s = &session;
+        let lost =
+            || check(&s.compactor, &s.messages, &s.ledger, &s.requests).count_of("lost_forever");
+        assert_eq!(lost(), Some(0));
+        let saved = s.compactor.events.iter().find_map(|e| match e {
+            Event::Saved { path, .. } => Some(Path::new(path)),
+            _ => None,
+        });
+        let (fs, saved) = (s.compactor.root.fs(), saved.unwrap());
+        let mut bytes = fs.read(saved).unwrap();
+        bytes[0] ^= 1;
+        fs.write(saved, &bytes).unwrap();
+        assert_eq!(lost(), Some(1));
+    }
+
+    #[test]
+    fn paths_sharing_a_tail_keep_their_own_numbers() {
+        let mut paths = Interned::default();
+        let tail = format!("/results/{}", "n".repeat(40));
+        // Same length and last 32 bytes: one hash for all, past the table's first size.
+        let all: Vec<String> = (100..200).map(|i| format!("/{i}{tail}")).collect();
+        let ids: Vec<usize> = all.iter().map(|p| paths.id(p)).collect();
+        assert_eq!(ids, (0..100).collect::<Vec<_>>());
+        for (p, &i) in all.iter().zip(&ids) {
+            assert_eq!((paths.id(p), paths.get(p)), (i, Some(i)));
+        }
+        assert_eq!((paths.get(&format!("/99{tail}")), paths.len()), (None, 100));
     }
 
     #[test]
