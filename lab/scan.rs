@@ -94,6 +94,18 @@ pub fn ascii_prefix(bytes: &[u8]) -> usize {
     position(bytes, |b| b >= 0x80).unwrap_or(bytes.len())
 }
 
+/// `bytes` as a `str` when they are UTF-8: the ASCII prefix by
+/// [`ascii_prefix`] (an archived transcript is mostly ASCII), the rest by
+/// the standard check.
+pub fn utf8(bytes: &[u8]) -> Option<&str> {
+    let i = ascii_prefix(bytes);
+    std::str::from_utf8(&bytes[i..]).ok()?;
+    // SAFETY: `bytes[..i]` is ASCII (checked by `ascii_prefix`) and
+    // `bytes[i..]` is UTF-8 (checked just above); an ASCII byte ends any
+    // char, so the two together are UTF-8.
+    Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+}
+
 /// Index of the first byte of `bytes` that passes `test`, found a block of
 /// 16 bytes at a time: a block is reduced without an early exit, which the
 /// compiler turns into vector compares (one SSE2 register; 32-byte blocks
@@ -345,6 +357,13 @@ mod tests {
             let want = bytes.iter().position(|&b| b >= 0x80).unwrap_or(bytes.len());
             prop_assert_eq!(ascii_prefix(&bytes), want);
             prop_assert_eq!(position(&bytes, |b| b >= 0x80).unwrap_or(bytes.len()), want);
+        }
+
+        #[test]
+        fn utf8_accepts_what_the_standard_check_accepts(
+            bytes in prop::collection::vec(prop_oneof![20 => Just(b'a'), 1 => Just(0xC3u8), 1 => Just(0xA9u8), 1 => Just(0xE2u8), 1 => any::<u8>()], 0..300),
+        ) {
+            prop_assert_eq!(utf8(&bytes), std::str::from_utf8(&bytes).ok());
         }
 
         #[test]

@@ -348,7 +348,7 @@ impl ArchiveIndex {
             let archive = index.paths.len();
             index.paths.push(paths.id(joined.with(name)));
             let start = index.ptrs.len();
-            if let Some(text) = bytes.ok().and_then(|b| std::str::from_utf8(b).ok()) {
+            if let Some(text) = bytes.ok().and_then(crate::scan::utf8) {
                 index.index_text(text, archive, ids, paths);
             }
             index.spans.push(start..index.ptrs.len());
