@@ -4,6 +4,8 @@
 //! reports through this one shape so that verdicts, reports and snapshots can
 //! be rendered by pure functions without knowing which mechanism produced them.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// How many sample ids a counter keeps: enough to find the case, few enough to print.
@@ -35,7 +37,9 @@ impl std::fmt::Display for Value {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counter {
     /// Stable snake_case name; tests and scenario expectations refer to it.
-    pub name: String,
+    /// (Borrowed when a checker names it with a literal: every sweep cell
+    /// reports a dozen counters, and copying each name was a fiftieth of it.)
+    pub name: Cow<'static, str>,
     /// The observed value.
     pub value: Value,
     /// A few ids (tool_use ids, memory slugs, file names) behind the value.
@@ -50,24 +54,40 @@ pub struct Counters(pub Vec<Counter>);
 
 impl Counters {
     /// Add a count with its samples (samples are truncated to [`MAX_SAMPLES`]).
-    pub fn count(&mut self, name: &str, n: u64, samples: impl IntoIterator<Item = String>) {
+    pub fn count(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        n: u64,
+        samples: impl IntoIterator<Item = String>,
+    ) {
         self.push(name, Value::Count(n), samples);
     }
 
     /// Add a boolean invariant with the ids that violate it.
-    pub fn flag(&mut self, name: &str, ok: bool, samples: impl IntoIterator<Item = String>) {
+    pub fn flag(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        ok: bool,
+        samples: impl IntoIterator<Item = String>,
+    ) {
         self.push(name, Value::Bool(ok), samples);
     }
 
     /// Add a list-valued observation.
-    pub fn list(&mut self, name: &str, items: Vec<String>) {
+    pub fn list(&mut self, name: impl Into<Cow<'static, str>>, items: Vec<String>) {
         self.push(name, Value::List(items), std::iter::empty());
     }
 
-    fn push(&mut self, name: &str, value: Value, samples: impl IntoIterator<Item = String>) {
-        debug_assert!(self.get(name).is_none(), "duplicate counter {name}");
+    fn push(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: Value,
+        samples: impl IntoIterator<Item = String>,
+    ) {
+        let name = name.into();
+        debug_assert!(self.get(&name).is_none(), "duplicate counter {name}");
         self.0.push(Counter {
-            name: name.to_string(),
+            name,
             value,
             samples: samples.into_iter().take(MAX_SAMPLES).collect(),
         });

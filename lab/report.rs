@@ -123,7 +123,12 @@ pub fn verdict(v: &Verdict, format: Format) -> String {
                 } else {
                     ""
                 };
-                vec![a.name.clone(), a.value.to_string(), bv, mark.to_string()]
+                vec![
+                    a.name.to_string(),
+                    a.value.to_string(),
+                    bv,
+                    mark.to_string(),
+                ]
             })
             .collect();
         let reading = degradation(&cell.baseline, &cell.broken);
@@ -302,7 +307,13 @@ pub fn counters(title: &str, c: &Counters, format: Format) -> String {
     }
     let rows =
         c.0.iter()
-            .map(|k| vec![k.name.clone(), k.value.to_string(), k.samples.join(", ")])
+            .map(|k| {
+                vec![
+                    k.name.to_string(),
+                    k.value.to_string(),
+                    k.samples.join(", "),
+                ]
+            })
             .collect();
     let t = table(
         &["counter", "value", "samples"],

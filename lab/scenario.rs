@@ -275,7 +275,13 @@ impl Scenario {
     /// probe reports under `config`.
     fn check_expect(&self, file: &Path, text: &str, config: &Config) -> LabResult<()> {
         let known: Vec<String> = probe::run(config, &Script::default(), None)
-            .map(|o| o.counters.0.into_iter().map(|c| c.name).collect())
+            .map(|o| {
+                o.counters
+                    .0
+                    .into_iter()
+                    .map(|c| c.name.into_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         let labels: Vec<String> = self
             .path_len
@@ -404,7 +410,7 @@ impl Scenario {
         for (label, counters) in cells {
             let m = e.cells.entry(label.clone()).or_default();
             for c in &counters.0 {
-                m.insert(c.name.clone(), Want::from_value(&c.value));
+                m.insert(c.name.to_string(), Want::from_value(&c.value));
             }
         }
         e

@@ -421,7 +421,7 @@ pub fn check(
 
     // Room for every counter below: the vector is never regrown.
     let mut c = Counters(Vec::with_capacity(COUNTERS));
-    let mut count = |name: &str, v: &[&str]| c.count(name, v.len() as u64, ids(v));
+    let mut count = |name: &'static str, v: &[&str]| c.count(name, v.len() as u64, ids(v));
     count("lost_forever", &losses.lost);
     count("pointer_lost", &losses.pointer_lost);
     count("recoverable_via_archive", &losses.via_archive);

@@ -170,7 +170,7 @@ pub fn render(c: &Counters) -> String {
         .collect()
 }
 
-fn tally(c: &mut Counters, name: &str, t: &Tally) {
+fn tally(c: &mut Counters, name: &'static str, t: &Tally) {
     c.count(name, t.n, t.samples.iter().cloned());
 }
 

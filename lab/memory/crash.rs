@@ -56,9 +56,9 @@ impl WindowReport {
     /// The report as counters, prefixed by `what` (`crash` or `full_disk`).
     pub fn counters(&self, what: &str) -> Counters {
         let mut c = Counters::default();
-        c.count(&format!("{what}_points"), self.points, std::iter::empty());
+        c.count(format!("{what}_points"), self.points, std::iter::empty());
         c.count(
-            &format!("{what}_points_losing"),
+            format!("{what}_points_losing"),
             self.losing.len() as u64,
             self.losing.iter().take(3).cloned(),
         );
