@@ -42,6 +42,12 @@ pub const LINE_BREAK_LEAD: Stops = Stops {
 };
 
 impl Stops {
+    /// Does every byte stop the scan? (`high` with `below` from 0x80 up: a
+    /// class the vector compare cannot say, as its compare is signed.)
+    pub fn takes_every_byte(self) -> bool {
+        self.high && self.below >= 0x80
+    }
+
     /// Does `b` stop the scan?
     #[inline(always)]
     pub fn hits(self, b: u8) -> bool {
@@ -132,10 +138,37 @@ mod avx2 {
     /// (negative), so both cases are one xor and one compare.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn mask(x: __m256i, bias: __m256i, below: __m256i, e0: __m256i, e1: __m256i) -> u32 {
+    fn mask(x: __m256i, [bias, below, e0, e1]: [__m256i; 4]) -> u32 {
         let lt = _mm256_cmpgt_epi8(below, _mm256_xor_si256(x, bias));
         let eq = _mm256_or_si256(_mm256_cmpeq_epi8(x, e0), _mm256_cmpeq_epi8(x, e1));
         _mm256_movemask_epi8(_mm256_or_si256(lt, eq)) as u32
+    }
+
+    /// The vectors [`mask`] compares with for `stops` (not a class that
+    /// [`Stops::takes_every_byte`]).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn vectors(stops: Stops) -> [__m256i; 4] {
+        let flip = if stops.high { 0 } else { 0x80 };
+        [
+            _mm256_set1_epi8(flip as i8),
+            _mm256_set1_epi8((stops.below ^ flip) as i8),
+            _mm256_set1_epi8(stops.eq[0] as i8),
+            _mm256_set1_epi8(stops.eq[1] as i8),
+        ]
+    }
+
+    /// The 32 bytes of `bytes` from `at`.
+    ///
+    /// # Safety
+    /// `at + 32 <= bytes.len()`: the load lies inside the slice (`loadu`
+    /// has no alignment requirement).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn load(bytes: &[u8], at: usize) -> __m256i {
+        debug_assert!(at + 32 <= bytes.len());
+        // SAFETY: in bounds by the caller's contract.
+        unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) }
     }
 
     /// [`super::find`] 32 bytes per step.
@@ -144,24 +177,15 @@ mod avx2 {
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub unsafe fn find(bytes: &[u8], stops: Stops) -> Option<usize> {
-        if stops.high && stops.below >= 0x80 {
-            // Every byte stops the scan; the signed compare below holds only
-            // for `below < 0x80` (0x80 as i8 is -128, below every byte).
+        if stops.takes_every_byte() {
             return (!bytes.is_empty()).then_some(0);
         }
-        let bias = _mm256_set1_epi8(if stops.high { 0 } else { i8::MIN });
-        let below = _mm256_set1_epi8((stops.below ^ if stops.high { 0 } else { 0x80 }) as i8);
-        let e0 = _mm256_set1_epi8(stops.eq[0] as i8);
-        let e1 = _mm256_set1_epi8(stops.eq[1] as i8);
+        let v = vectors(stops);
         let n = bytes.len();
-        let load = |at: usize| {
-            // SAFETY: callers pass `at + 32 <= n`: 32 bytes inside the slice;
-            // `loadu` has no alignment requirement.
-            unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) }
-        };
+        // SAFETY (each `load` below): its 32 bytes end at or before `n`.
         let mut at = 0;
         while at + 32 <= n {
-            let m = mask(load(at), bias, below, e0, e1);
+            let m = mask(unsafe { load(bytes, at) }, v);
             if m != 0 {
                 return Some(at + m.trailing_zeros() as usize);
             }
@@ -173,9 +197,9 @@ mod avx2 {
         let rest = n - at;
         let m = if n >= 32 {
             // The last 32 bytes again; drop the bits of the bytes already seen.
-            mask(load(n - 32), bias, below, e0, e1) >> (32 - rest)
+            mask(unsafe { load(bytes, n - 32) }, v) >> (32 - rest)
         } else {
-            return short(bytes, stops, [bias, below, e0, e1]);
+            return short(bytes, stops, v);
         };
         (m != 0).then(|| at + m.trailing_zeros() as usize)
     }
@@ -186,9 +210,8 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     pub unsafe fn ascii_prefix(bytes: &[u8]) -> usize {
         let n = bytes.len();
-        // SAFETY: callers pass `at + 32 <= n`: 32 bytes inside the slice;
-        // `loadu` has no alignment requirement.
-        let load = |at: usize| unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) };
+        // SAFETY (each `load` call): its 32 bytes end at or before `n`.
+        let load = |at: usize| unsafe { load(bytes, at) };
         // The high bit of every byte is the movemask: set = not ASCII.
         let high = |x: __m256i| _mm256_movemask_epi8(x) as u32;
         let mut at = 0;
@@ -229,7 +252,7 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     pub unsafe fn for_each_hit(bytes: &[u8], stops: Stops, mut f: impl FnMut(usize)) {
         let n = bytes.len();
-        if n < 32 || (stops.high && stops.below >= 0x80) {
+        if n < 32 || stops.takes_every_byte() {
             // Short texts (ids, names) byte by byte: no vector setup; and the
             // class that takes every byte, which the signed compare cannot say.
             for (i, &b) in bytes.iter().enumerate() {
@@ -239,13 +262,9 @@ mod avx2 {
             }
             return;
         }
-        let bias = _mm256_set1_epi8(if stops.high { 0 } else { i8::MIN });
-        let below = _mm256_set1_epi8((stops.below ^ if stops.high { 0 } else { 0x80 }) as i8);
-        let e0 = _mm256_set1_epi8(stops.eq[0] as i8);
-        let e1 = _mm256_set1_epi8(stops.eq[1] as i8);
-        // SAFETY: callers pass `at + 32 <= n`: 32 bytes inside the slice;
-        // `loadu` has no alignment requirement.
-        let load = |at: usize| unsafe { _mm256_loadu_si256(bytes.as_ptr().add(at).cast()) };
+        let v = vectors(stops);
+        // SAFETY (each `load` call): its 32 bytes end at or before `n`.
+        let load = |at: usize| unsafe { load(bytes, at) };
         let mut each = |at: usize, mut m: u32| {
             while m != 0 {
                 f(at + m.trailing_zeros() as usize);
@@ -254,13 +273,13 @@ mod avx2 {
         };
         let mut at = 0;
         while at + 32 <= n {
-            each(at, mask(load(at), bias, below, e0, e1));
+            each(at, mask(load(at), v));
             at += 32;
         }
         if at < n {
             // The last 32 bytes again; drop the bits of the bytes already seen.
             let rest = n - at;
-            each(at, mask(load(n - 32), bias, below, e0, e1) >> (32 - rest));
+            each(at, mask(load(n - 32), v) >> (32 - rest));
         }
     }
 
