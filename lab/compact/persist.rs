@@ -12,7 +12,6 @@ use super::root::safe_id;
 use super::{Compactor, Event, Step};
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message, Role};
-use crate::storage::join_string;
 
 /// Prefix of a step-3 placeholder that keeps its pointer.
 pub const SAVED_PREFIX: &str = "[Earlier tool result saved at ";
@@ -118,7 +117,6 @@ impl Compactor {
     /// `collision_safe_paths` picks a fresh name instead.
     pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
         let base = safe_id(id, self.config.constants.safe_id_max);
-        let results = self.root.results();
         let mut path = self.root.result_path(&base, ".txt");
         let fs = self.root.fs();
         if self.config.switches.collision_safe_paths {
@@ -127,7 +125,7 @@ impl Compactor {
                 && fs.read_to_string(Path::new(&path)).ok().as_deref() != Some(text)
             {
                 n += 1;
-                path = join_string(results, &format!("{base}-{n}.txt"));
+                path = self.root.result_path(&format!("{base}-{n}"), ".txt");
             }
         }
         let written = if self.config.switches.overwrite_saved_output {

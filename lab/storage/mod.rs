@@ -176,25 +176,32 @@ pub fn path_string(p: &Path) -> String {
 /// (The result and transcript paths of a run are built several times per
 /// cell.)
 pub fn join_string(dir: &Path, name: &str) -> String {
-    join_checked(dir, plain_dir(dir), name)
+    join_parts(dir, plain_dir(dir), &[name])
 }
 
 /// `dir` as UTF-8 when a name can follow it after one `/`.
-fn plain_dir(dir: &Path) -> Option<&str> {
+pub(crate) fn plain_dir(dir: &Path) -> Option<&str> {
     dir.to_str().filter(|d| !d.is_empty() && !d.ends_with('/'))
 }
 
-/// `dir` + `/` + `name`, `d` being [`plain_dir`] of `dir`.
-fn join_checked(dir: &Path, d: Option<&str>, name: &str) -> String {
+/// [`join_string`] of `dir` and the name that `parts` make together, in
+/// one allocation; `d` is [`plain_dir`] of `dir` (a caller that joins many
+/// names checks it once).
+pub(crate) fn join_parts(dir: &Path, d: Option<&str>, parts: &[&str]) -> String {
+    let absolute = parts
+        .iter()
+        .find(|p| !p.is_empty())
+        .is_some_and(|p| p.starts_with('/'));
     match d {
-        Some(d) if !name.starts_with('/') => {
-            let mut s = String::with_capacity(d.len() + 1 + name.len());
+        Some(d) if !absolute => {
+            let len = parts.iter().map(|p| p.len()).sum::<usize>();
+            let mut s = String::with_capacity(d.len() + 1 + len);
             s.push_str(d);
             s.push('/');
-            s.push_str(name);
+            parts.iter().for_each(|p| s.push_str(p));
             s
         }
-        _ => path_string(&dir.join(name)),
+        _ => path_string(&dir.join(parts.concat())),
     }
 }
 

@@ -454,6 +454,17 @@ proptest::proptest! {
     }
 
     #[test]
+    fn join_parts_is_the_joined_path_of_the_name_they_make(
+        dir in "/?[a/]{0,5}",
+        parts in proptest::collection::vec("/?[b/]{0,3}", 0..4),
+    ) {
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        let joined = path_string(&Path::new(&dir).join(parts.concat()));
+        let d = super::plain_dir(Path::new(&dir));
+        proptest::prop_assert_eq!(super::join_parts(Path::new(&dir), d, &parts), joined);
+    }
+
+    #[test]
     fn joined_is_each_joined_path(
         dir in "/?[a/]{0,5}",
         names in proptest::collection::vec("/?[b/]{0,4}", 0..4),

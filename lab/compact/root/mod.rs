@@ -331,10 +331,7 @@ impl LabRoot {
             fs.create_dir_all(dir)
                 .map_err(|e| LabError::io("creating a run directory", dir.clone(), e))?;
         }
-        let results_plain = results
-            .to_str()
-            .filter(|d| !d.is_empty() && !d.ends_with('/'))
-            .map(str::to_string);
+        let results_plain = crate::storage::plain_dir(&results).map(str::to_string);
         Ok(LabRoot {
             fs,
             _tmp: tmp,
@@ -367,17 +364,8 @@ impl LabRoot {
     /// The path of result file `stem` + `suffix`: [`crate::storage::join_string`]
     /// of the results dir and the name, built in one allocation.
     pub fn result_path(&self, stem: &str, suffix: &str) -> String {
-        match &self.results_plain {
-            Some(d) if !stem.starts_with('/') => {
-                let mut s = String::with_capacity(d.len() + 1 + stem.len() + suffix.len());
-                s.push_str(d);
-                s.push('/');
-                s.push_str(stem);
-                s.push_str(suffix);
-                s
-            }
-            _ => crate::storage::join_string(&self.results, &[stem, suffix].concat()),
-        }
+        let d = self.results_plain.as_deref();
+        crate::storage::join_parts(&self.results, d, &[stem, suffix])
     }
 
     /// Directory of archived transcripts.
