@@ -19,9 +19,10 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::archived::for_each_archive_text;
-use super::course::{find_line_break, is_line_break};
 pub use super::pairs::pair_violations;
-use super::persist::{is_placeholder, FULL_OUTPUT, PERSISTED_OPEN, SAVED_PREFIX};
+use super::persist::{
+    at_line_start, is_placeholder, output_path, FULL_OUTPUT, PERSISTED_OPEN, SAVED_PREFIX,
+};
 use super::session::{Ledger, Request};
 use super::snip::marker_path;
 use super::summary::FULL_TRANSCRIPT;
@@ -52,10 +53,7 @@ fn for_each_pointer<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
     for i in memchr::memchr_iter(b'F', bytes) {
         // `F` is ASCII: `i` is a char boundary.
         let rest = &text[i..];
-        if output.is_none()
-            && rest.starts_with(FULL_OUTPUT)
-            && text[..i].chars().next_back().is_none_or(is_line_break)
-        {
+        if output.is_none() && rest.starts_with(FULL_OUTPUT) && at_line_start(text, i) {
             output = Some(i + FULL_OUTPUT.len());
         }
         if transcripts.is_none()
@@ -68,13 +66,8 @@ fn for_each_pointer<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
             break;
         }
     }
-    if let Some(at) = output {
-        // `full_output_line`: the rest of that line, unless empty.
-        let rest = &text[at..];
-        let path = find_line_break(rest).map_or(rest, |end| &rest[..end]);
-        if !path.is_empty() {
-            f(path);
-        }
+    if let Some(path) = output.and_then(|at| output_path(&text[at..])) {
+        f(path);
     }
     if let Some(p) = placeholder_or_marker(text) {
         f(p);

@@ -73,17 +73,29 @@ pub(crate) fn prefix_chars(s: &str, n: usize) -> &str {
 pub fn full_output_line(content: &str) -> Option<&str> {
     static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(FULL_OUTPUT));
-    let is_break = super::course::is_line_break;
     let bytes = content.as_bytes();
     let mut from = 0;
     let i = loop {
         let i = from + FINDER.find(&bytes[from..])?;
-        if content[..i].chars().next_back().is_none_or(is_break) {
+        if at_line_start(content, i) {
             break i;
         }
         from = i + 1;
     };
-    let rest = &content[i + FULL_OUTPUT.len()..];
+    output_path(&content[i + FULL_OUTPUT.len()..])
+}
+
+/// Does a `splitlines()` line of `text` start at byte `i` (a char boundary)?
+pub(crate) fn at_line_start(text: &str, i: usize) -> bool {
+    text[..i]
+        .chars()
+        .next_back()
+        .is_none_or(super::course::is_line_break)
+}
+
+/// The path of a `Full output: ` line, given the text after its prefix: the
+/// rest of that line, unless empty.
+pub(crate) fn output_path(rest: &str) -> Option<&str> {
     let path = super::course::find_line_break(rest).map_or(rest, |end| &rest[..end]);
     (!path.is_empty()).then_some(path)
 }
