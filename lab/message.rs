@@ -122,20 +122,25 @@ impl Message {
         }
     }
 
-    /// A user message carrying tool results.
-    pub fn tool_results(results: Vec<(String, String)>) -> Self {
+    /// A user message with blocks (tool results travel in these).
+    pub fn user_blocks(blocks: Vec<Block>) -> Self {
         Message {
             role: Role::User,
-            content: Content::Blocks(
-                results
-                    .into_iter()
-                    .map(|(tool_use_id, content)| Block::ToolResult {
-                        tool_use_id,
-                        content,
-                    })
-                    .collect(),
-            ),
+            content: Content::Blocks(blocks),
         }
+    }
+
+    /// A user message carrying tool results.
+    pub fn tool_results(results: Vec<(String, String)>) -> Self {
+        Self::user_blocks(
+            results
+                .into_iter()
+                .map(|(tool_use_id, content)| Block::ToolResult {
+                    tool_use_id,
+                    content,
+                })
+                .collect(),
+        )
     }
 
     /// The blocks, or an empty slice for string content.

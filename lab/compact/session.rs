@@ -58,7 +58,6 @@ impl Call {
     fn result(&self) -> String {
         match (&self.text, self.chars) {
             (Some(t), _) => t.clone(),
-            // `str::repeat` copies whole runs; collecting chars pushes one at a time.
             // An ASCII fill is one byte set `n` times (no repeated copies).
             (None, Some(n)) if self.fill.is_ascii() => {
                 let bytes = vec![self.fill as u8; n];
@@ -66,6 +65,7 @@ impl Call {
                 // it cost more than writing it).
                 unsafe { String::from_utf8_unchecked(bytes) }
             }
+            // `str::repeat` copies whole runs; collecting chars pushes one at a time.
             (None, Some(n)) => self.fill.to_string().repeat(n),
             (None, None) => String::new(),
         }
@@ -126,13 +126,7 @@ impl Script {
     /// [`Script::normalised`], borrowing a script whose calls all have ids
     /// already (the probe's scripts): a sweep cell then skips the copy.
     pub(crate) fn normalised_cow(&self) -> LabResult<std::borrow::Cow<'_, Script>> {
-        let calls = || {
-            self.0.iter().flat_map(|a| match a {
-                Action::Assistant(turn) => &turn.calls[..],
-                _ => &[],
-            })
-        };
-        if calls().all(|c| c.id.is_some()) {
+        if self.calls().all(|c| c.id.is_some()) {
             self.validate()?;
             return Ok(std::borrow::Cow::Borrowed(self));
         }
@@ -150,21 +144,20 @@ impl Script {
         Ok(std::borrow::Cow::Owned(out))
     }
 
+    /// Every tool call of the script, in order.
+    fn calls(&self) -> impl Iterator<Item = &Call> {
+        self.0.iter().flat_map(|a| match a {
+            Action::Assistant(turn) => &turn.calls[..],
+            _ => &[],
+        })
+    }
+
     /// The checks of [`Script::normalised`] on a script whose calls have ids.
     fn validate(&self) -> LabResult<()> {
         // Hashed: a long script's ids share a prefix (`toolu_…`) that an
         // ordered map compares again on every step of every insert.
         let mut seen: HashMap<&str, usize, foldhash::fast::FixedState> =
-            HashMap::with_capacity_and_hasher(
-                self.0
-                    .iter()
-                    .map(|a| match a {
-                        Action::Assistant(turn) => turn.calls.len(),
-                        _ => 0,
-                    })
-                    .sum(),
-                Default::default(),
-            );
+            HashMap::with_capacity_and_hasher(self.calls().count(), Default::default());
         let mut total = 0usize;
         for (ai, a) in self.0.iter().enumerate() {
             let Action::Assistant(turn) = a else { continue };
@@ -382,12 +375,7 @@ impl Session {
         }
         self.messages.push(Message::assistant(blocks));
         if !results.is_empty() {
-            // The result blocks as built (`Message::tool_results` would
-            // collect them from pairs into a new vector).
-            self.messages.push(Message {
-                role: crate::message::Role::User,
-                content: crate::message::Content::Blocks(results),
-            });
+            self.messages.push(Message::user_blocks(results));
         }
     }
 

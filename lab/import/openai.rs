@@ -232,10 +232,7 @@ impl Conversation {
                 origin.recorded += recorded + 2;
             }
             _ => {
-                self.main.push(Message {
-                    role: Role::User,
-                    content: Content::Blocks(vec![block]),
-                });
+                self.main.push(Message::user_blocks(vec![block]));
                 self.origins.push(Origin::at(pos.0, pos.1, recorded));
             }
         }

@@ -125,10 +125,7 @@ impl<I: Iterator<Item = LabResult<Sourced>>> Repair<I> {
                 next.content = Content::Blocks(merged);
             }
             _ => {
-                let answer = Message {
-                    role: Role::User,
-                    content: Content::Blocks(results),
-                };
+                let answer = Message::user_blocks(results);
                 self.queue.push_front((answer, Origin::default()));
             }
         }

@@ -79,10 +79,7 @@ fn to_am(history: &[Message]) -> Vec<Am> {
             if tool || !blocks.is_empty() {
                 out.push(Am {
                     tool,
-                    message: Message {
-                        role: Role::User,
-                        content: Content::Blocks(blocks),
-                    },
+                    message: Message::user_blocks(blocks),
                 });
             }
         }

@@ -30,13 +30,7 @@ pub fn ensure_call_outputs_present(history: &mut Vec<Message>, events: &mut Vec<
                 .get(mi + 1)
                 .is_some_and(|m| m.role == Role::User && matches!(m.content, Content::Blocks(_)));
             if !next_is_results {
-                history.insert(
-                    mi + 1,
-                    Message {
-                        role: Role::User,
-                        content: Content::Blocks(Vec::new()),
-                    },
-                );
+                history.insert(mi + 1, Message::user_blocks(Vec::new()));
             }
             for id in missing {
                 insert_in_call_order(&mut history[mi + 1], &calls, id);

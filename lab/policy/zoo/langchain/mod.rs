@@ -57,10 +57,7 @@ pub fn to_lc(history: &[Message]) -> Vec<Lc> {
                     }
                 }
                 if !texts.is_empty() {
-                    out.push(Lc::Human(Message {
-                        role: Role::User,
-                        content: Content::Blocks(texts),
-                    }));
+                    out.push(Lc::Human(Message::user_blocks(texts)));
                 }
             }
             Role::User => out.push(Lc::Human(m.clone())),

@@ -131,10 +131,7 @@ pub fn events(history: &[Message]) -> Vec<Event> {
                     }
                 }
                 if !texts.is_empty() {
-                    evs.push(Ev::User(Message {
-                        role: Role::User,
-                        content: Content::Blocks(texts),
-                    }));
+                    evs.push(Ev::User(Message::user_blocks(texts)));
                 }
             }
             Role::User => evs.push(Ev::User(m.clone())),
