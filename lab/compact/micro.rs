@@ -105,7 +105,7 @@ impl Compactor {
         } else {
             full_output_line(old).map(str::to_string)
         };
-        if saved.is_none() && self.config.switches.save_before_omit {
+        if saved.is_none() && sw.save_before_omit {
             saved = Some(self.save_output(Step::Micro, id, old)?);
         }
         let new = match &saved {

@@ -14,22 +14,11 @@ use crate::message::{Content, Message};
 /// The marker text (course: `[N messages archived at <path>]`).
 pub fn marker_text(archived: usize, transcript: &str) -> String {
     // Pieces pushed into one allocation: `format!` cost a tenth of the step.
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = archived;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let count = std::str::from_utf8(&digits[at..]).unwrap_or_default();
+    let count = archived.to_string();
     let middle = " messages archived at ";
     let mut out = String::with_capacity(count.len() + middle.len() + transcript.len() + 2);
     out.push('[');
-    out.push_str(count);
+    out.push_str(&count);
     out.push_str(middle);
     out.push_str(transcript);
     out.push(']');
