@@ -719,7 +719,7 @@ fn oversized(messages: &[Message], large: usize) -> Vec<&str> {
                 tool_use_id,
                 content,
             } if content.len() > large // chars <= bytes: most need no count
-                && content.chars().count() > large
+                && super::persist::chars(content) > large
                 && !is_placeholder(content)
                 && !content.starts_with(PERSISTED_OPEN) =>
             {
