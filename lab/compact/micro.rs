@@ -106,7 +106,7 @@ impl Compactor {
             full_output_line(old).map(str::to_string)
         };
         if saved.is_none() && sw.save_before_omit {
-            saved = Some(self.save_output(Step::Micro, id, old)?);
+            saved = Some(self.save_output(Step::Micro, id, old, str::to_string)?);
         }
         let new = match &saved {
             Some(p) => saved_at(p),

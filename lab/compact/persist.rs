@@ -121,13 +121,22 @@ impl Compactor {
             .then(|| super::course::path_str(candidate))
     }
 
-    /// Write a result's full text under the results dir and return its path.
+    /// Write a result's full text under the results dir.
     ///
     /// f9e8b28 never overwrites an existing file (`if not path.exists()`), so two
     /// ids that sanitise to one name share the first one's bytes; course main
     /// overwrites (`overwrite_saved_output`), so they share the last one's;
     /// `collision_safe_paths` picks a fresh name instead.
-    pub(crate) fn save_output(&mut self, step: Step, id: &str, text: &str) -> LabResult<String> {
+    ///
+    /// `then` gets the path and makes what the caller keeps of it (the
+    /// path moves into the `Saved` event and is lent, not copied).
+    pub(crate) fn save_output<T>(
+        &mut self,
+        step: Step,
+        id: &str,
+        text: &str,
+        then: impl FnOnce(&str) -> T,
+    ) -> LabResult<T> {
         let base = safe_id(id, self.config.constants.safe_id_max);
         let mut path = self.root.result_path(&base, ".txt");
         let fs = self.root.fs();
@@ -146,13 +155,14 @@ impl Compactor {
             fs.write_if_absent(Path::new(&path), text.as_bytes())
         };
         written.map_err(|e| LabError::io("persisting a tool result", &path, e))?;
+        let kept = then(&path);
         self.events.push(Event::Saved {
             step,
             id: id.to_string(),
-            path: path.clone(),
+            path,
             chars: chars(text),
         });
-        Ok(path)
+        Ok(kept)
     }
 
     /// Replacement text for a result being persisted with a preview of `preview` chars.
@@ -171,8 +181,9 @@ impl Compactor {
                 return Ok(persisted_text(&path, &text));
             }
         }
-        let path = self.save_output(step, id, output)?;
-        Ok(persisted_text(&path, prefix_chars(output, preview)))
+        self.save_output(step, id, output, |path| {
+            persisted_text(path, prefix_chars(output, preview))
+        })
     }
 
     /// Step 1 (course `tool_result_budget`).

@@ -285,6 +285,14 @@ impl Session {
     /// (the probe normalises once to size its root, and a sweep cell is
     /// small enough that a second pass showed in its cost).
     pub(crate) fn run_normalised(&mut self, script: &Script) -> LabResult<()> {
+        // Sized for the whole script at once (a sweep cell's vectors
+        // otherwise regrew a dozen times): an action adds at most two
+        // messages and one request, a call one original and about one event.
+        let (actions, calls) = (script.0.len(), script.calls().count());
+        self.messages.reserve(2 * actions);
+        self.requests.reserve(actions);
+        self.ledger.originals.reserve(calls);
+        self.compactor.events.reserve(calls);
         for action in &script.0 {
             if self.compactor.halted {
                 break;

@@ -291,5 +291,5 @@ pub trait Policy: Send {
 
 /// Where a policy writes inside a run's storage: `<run root>/<policy name>`.
 pub fn policy_root(run_root: &Path, name: &str) -> PathBuf {
-    run_root.join(crate::compact::root::safe_id(name, 64))
+    run_root.join(&*crate::compact::root::safe_id(name, 64))
 }

@@ -235,11 +235,11 @@ pub struct Joined<'d> {
 impl<'d> Joined<'d> {
     /// Paths under `dir`.
     pub fn new(dir: &'d Path) -> Self {
-        // Room for the directory and a short name; `format!` cost more
-        // than a listing's joins.
+        // Room for the directory and a name (a transcript's is 42 bytes);
+        // `format!` cost more than a listing's joins.
         let mut buf = String::new();
         if let Some(d) = plain_dir(dir) {
-            buf.reserve(d.len() + 32);
+            buf.reserve(d.len() + 64);
             buf.push_str(d);
             buf.push('/');
         }

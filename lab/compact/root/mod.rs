@@ -14,6 +14,7 @@
 //! live under a fresh `ctxlab-*` temp dir, removed when the root is dropped
 //! (and by the signal handler of [`cleanup`] on Ctrl-C or SIGTERM).
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -100,16 +101,16 @@ pub struct LabRoot {
 }
 
 /// The file name step 1 uses for a tool id: unsafe chars become `_`, cut to `max` chars.
-pub fn safe_id(tool_use_id: &str, max: usize) -> String {
-    // Most ids are short and all safe (`toolu_…`): one copy, no per-char collect.
+pub fn safe_id(tool_use_id: &str, max: usize) -> Cow<'_, str> {
+    // Most ids are short and all safe (`toolu_…`): borrowed, no per-char collect.
     let safe = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     if !tool_use_id.is_empty()
         && tool_use_id.len() <= max
         && tool_use_id.as_bytes().iter().all(safe)
     {
-        return tool_use_id.to_string();
+        return Cow::Borrowed(tool_use_id);
     }
-    safe_id_by_chars(tool_use_id, max)
+    Cow::Owned(safe_id_by_chars(tool_use_id, max))
 }
 
 /// [`safe_id`] char by char, as the course writes it.
