@@ -89,6 +89,9 @@ pub fn probe_cells(profile: &str, sets: &[String], lens: &[usize]) -> LabResult<
 
 /// Only the checker's counters of [`run`]: sweeps need nothing else, and
 /// skipping the redacted copy of the final history saves a JSON round trip per cell.
+// Out of line (a cell is one call, so it costs nothing): LTO inlined it
+// into its callers, and profiles then could not name a cell's cost.
+#[inline(never)]
 pub fn run_counters(
     config: &Config,
     script: &Script,
