@@ -54,6 +54,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ),
         ("vercel-prune-messages", super::zoo::vercel::prune_messages),
         ("goose-auto-compact", super::zoo::goose::auto_compact),
+        (zoo::roo_code::NAME, zoo::roo_code::auto_condense),
     ]
 }
 

@@ -13,5 +13,6 @@ pub mod goose;
 pub mod langchain;
 pub mod opencode;
 pub mod openhands;
+pub mod roo_code;
 pub mod swe_agent;
 pub mod vercel;
