@@ -1,5 +1,6 @@
-//! The SWE-agent, OpenHands and Aider policies on whole sessions: every
-//! request each one sends is one a provider accepts, on a synthetic session
+//! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose and Roo Code
+//! policies on whole sessions: every request each one sends is one a
+//! provider accepts, on a synthetic session
 //! with the awkward shapes (parallel calls, interjections, thinking, a final
 //! answer) and on every real transcript when the directory is there.
 
@@ -29,6 +30,7 @@ const POLICIES: &[&str] = &[
     "langchain-clear-tool-uses",
     "vercel-prune-messages",
     "goose-auto-compact",
+    "roo-code-auto-condense",
 ];
 
 /// `steps` steps; every fifth is two parallel calls, every seventh is
@@ -120,12 +122,14 @@ fn every_request_is_valid_on_a_synthetic_session() {
 fn the_policies_condense_the_synthetic_session() {
     let messages = synthetic(260);
     // The conversation window acts only past a 200 000-token request,
-    // LangChain's clearing past 100 000 tokens and goose past 80% of 128 000,
-    // far above this session; their own tests force them.
+    // LangChain's clearing past 100 000 tokens, goose past 80% of 128 000
+    // and Roo Code past 171 808 tokens, far above this session; their own
+    // tests force them.
     let quiet = [
         "openhands-conversation-window",
         "langchain-clear-tool-uses",
         "goose-auto-compact",
+        "roo-code-auto-condense",
     ];
     for policy in POLICIES.iter().filter(|p| !quiet.contains(*p)) {
         let run = run(policy, "synthetic", &messages);
@@ -146,5 +150,56 @@ fn every_request_is_valid_on_every_real_transcript() {
     for f in transcript_files(&dir) {
         let session = import_file(&f, &ImportOptions::default()).unwrap();
         all_valid(&f.display().to_string(), &session.main);
+    }
+}
+
+/// Roo Code with a window small enough to condense, refuse and truncate on
+/// the synthetic session (and every real transcript when there): every
+/// request stays valid.
+#[test]
+fn roo_code_with_a_small_window_stays_valid() {
+    use ctxlab::policy::zoo::roo_code::{AutoCondense, RooCode};
+    // 0 % turns condensing off: the sliding window alone.
+    let small = |percent: f64| {
+        RooCode::new(AutoCondense {
+            context_window: 6_000,
+            max_tokens: 600,
+            auto_condense_context: percent > 0.0,
+            auto_condense_context_percent: percent,
+            ..AutoCondense::default()
+        })
+    };
+    let mut sessions = vec![("synthetic".to_string(), synthetic(260))];
+    if let Some(dir) = transcripts() {
+        for f in transcript_files(&dir) {
+            let session = import_file(&f, &ImportOptions::default()).unwrap();
+            sessions.push((f.display().to_string(), session.main));
+        }
+    }
+    for (name, messages) in &sessions {
+        let baseline = broken_rules(&run("none", name, messages));
+        for percent in [100.0, 40.0, 0.0] {
+            let mut p = small(percent);
+            let session = Session {
+                name,
+                messages,
+                times_ms: None,
+            };
+            let r = replay(&mut p, session, &mut Env::default()).unwrap();
+            let new: Vec<String> = broken_rules(&r).difference(&baseline).cloned().collect();
+            assert!(new.is_empty(), "roo-code at {percent}% on {name}: {new:?}");
+            {
+                let mut m = std::collections::BTreeMap::<String, usize>::new();
+                for (_, e) in &r.events {
+                    let k = format!("{e:?}");
+                    *m.entry(k.split([' ', '{']).next().unwrap().to_string())
+                        .or_default() += 1;
+                }
+            }
+            assert!(
+                !r.events.is_empty(),
+                "roo-code at {percent}% on {name}: no event"
+            );
+        }
     }
 }

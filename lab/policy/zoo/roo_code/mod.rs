@@ -34,7 +34,7 @@ mod condense;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
-use crate::message::Message;
+use crate::message::{Block, Content, Message, Role};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
 };
@@ -192,10 +192,39 @@ pub fn auto_condense() -> Box<dyn Policy> {
 pub const NAME: &str = "roo-code-auto-condense";
 
 impl RooCode {
+    /// The policy with these switches and an empty history.
+    pub fn new(config: AutoCondense) -> Self {
+        RooCode {
+            config,
+            ..RooCode::default()
+        }
+    }
+
     /// What Task sends: `getMessagesSinceLastSummary(getEffectiveApiHistory(history))`.
     pub fn request(&self) -> Vec<Message> {
         let effective = effective_api_history(&self.stored);
         messages_since_last_summary(&effective)
+    }
+
+    /// Append `m` as Roo's history holds it: one user message per turn
+    /// (Roo sends the user's words during a tool loop in the same message as
+    /// the results), so a user message after a user message joins it, its
+    /// results first as the provider wants them. Such a pair only ever
+    /// arrives in one batch, so no message already sent changes.
+    fn store(&mut self, m: Message) {
+        match self.stored.last_mut() {
+            Some(last) if last.message.role == Role::User && m.role == Role::User => {
+                let mut blocks = content_blocks(std::mem::replace(
+                    &mut last.message.content,
+                    Content::Blocks(Vec::new()),
+                ));
+                blocks.extend(content_blocks(m.content));
+                // A stable sort: results first, each group in its order.
+                blocks.sort_by_key(|b| !matches!(b, Block::ToolResult { .. }));
+                last.message.content = Content::Blocks(blocks);
+            }
+            _ => self.stored.push(ApiMessage::from(m)),
+        }
     }
 
     /// A fresh id for a summary or a truncation (upstream: a random UUID).
@@ -297,9 +326,9 @@ impl Policy for RooCode {
         history: &mut Vec<Message>,
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
-        let new = history.get(self.seen..).unwrap_or_default();
-        self.stored
-            .extend(new.iter().cloned().map(ApiMessage::from));
+        for m in history.get(self.seen..).unwrap_or_default() {
+            self.store(m.clone());
+        }
         self.seen = history.len();
         let mut events = Vec::new();
         // Task manages context only once a request has reported usage
@@ -332,6 +361,14 @@ impl RooCode {
     }
 }
 
+/// A message's content as blocks (a plain string is one text block).
+fn content_blocks(content: Content) -> Vec<Block> {
+    match content {
+        Content::Text(text) => vec![Block::Text { text }],
+        Content::Blocks(blocks) => blocks,
+    }
+}
+
 /// Every deliberate difference from upstream, for `lab policies` and the README.
 const DIFFERENCES: &[&str] = &[
     "read at d1e74cb, the last commit before Condensation v2 (upstream's newest code sends only a user-role summary, keeps no messages and folds read files into it)",
@@ -341,6 +378,7 @@ const DIFFERENCES: &[&str] = &[
     "the summary's synthetic reasoning block is not kept: buildCleanConversationHistory strips it for this model, so it is neither sent, counted nor re-summarised",
     "a failing summary call (upstream: an exception that fails the request) is treated like a refused condense: the sliding window follows when over the allowed tokens",
     "the lab's thinking blocks are Anthropic thinking, not Roo's `reasoning` blocks, so no reasoning is carried into the summary with preserved tool calls",
+    "consecutive user messages of a transcript are stored as one (Roo's history alternates: a user's words during a tool loop travel with the results), tool results first; consecutive assistant messages are kept as they are",
     "not modelled: manual condensing, a custom condensing prompt, rewinds that restore hidden messages, image removal for models without images",
 ];
 

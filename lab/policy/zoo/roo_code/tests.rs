@@ -496,3 +496,31 @@ fn info_lists_constants_and_differences() {
     assert!(SUMMARY_PROMPT.starts_with("Your task is to create a detailed summary"));
     assert!(SUMMARY_PROMPT.ends_with("without any additional commentary or explanation."));
 }
+
+/// A user message after a user message joins it, results first, as Roo's
+/// one user message per turn; assistants are never merged.
+#[test]
+fn consecutive_user_messages_are_stored_as_one() {
+    let mut policy = RooCode::default();
+    let mut h = history(1);
+    // The words before the results: stored after them.
+    h.insert(2, Message::user_text("also check the lexer"));
+    h.push(Message::assistant(vec![Block::Text { text: "a".into() }]));
+    h.push(Message::assistant(vec![Block::Text { text: "b".into() }]));
+    let mut model = Scripted::default();
+    let got = with_ctx(&mut model, |ctx| policy.prepare(&mut h, ctx)).unwrap();
+    assert_eq!(got.request.len(), 5);
+    assert_eq!(
+        got.request[2].blocks(),
+        &[
+            Block::ToolResult {
+                tool_use_id: "call_1".into(),
+                content: "out 1 out 1 out 1 out 1 out 1 out 1 out ".into(),
+            },
+            Block::Text {
+                text: "also check the lexer".into()
+            },
+        ]
+    );
+    assert!(validity::check(&got.request).is_empty());
+}
