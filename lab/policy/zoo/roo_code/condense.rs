@@ -208,25 +208,9 @@ pub fn summarize(
     id: u32,
     ctx: &mut PolicyCtx<'_>,
 ) -> Result<Condensed, CondenseError> {
-    let n = messages.len();
     let tool_uses = keep_tool_uses(messages, N_MESSAGES_TO_KEEP);
-    let keep_start = n.saturating_sub(N_MESSAGES_TO_KEEP);
-    let slice_end = (keep_start + usize::from(!tool_uses.is_empty())).min(n);
-    let before: Vec<&ApiMessage> = messages[..slice_end].iter().collect();
-    let mut request = messages_since_last_summary(&before);
-    if request.len() <= 1 {
-        let why = if n <= N_MESSAGES_TO_KEEP + 1 {
-            CONDENSE_NOT_ENOUGH_MESSAGES
-        } else {
-            CONDENSED_RECENTLY
-        };
-        return Err(CondenseError::refused(why));
-    }
-    let keep = &messages[keep_start..];
-    if keep.iter().any(|m| m.is_summary) {
-        return Err(CondenseError::refused(CONDENSED_RECENTLY));
-    }
-    request.push(Message::user_text(FINAL_REQUEST));
+    let keep_start = messages.len().saturating_sub(N_MESSAGES_TO_KEEP);
+    let request = summary_input(messages, keep_start, !tool_uses.is_empty())?;
     let req = SummaryRequest {
         prompt: SUMMARY_PROMPT,
         messages: &request,
@@ -243,8 +227,9 @@ pub fn summarize(
     let summary = summary_message(summary, tool_uses);
     // Without output tokens from the call, upstream counts the summary
     // message and the kept messages (plus the system prompt, not modelled).
+    let kept = &messages[keep_start..];
     let new_tokens = ctx.tokens.count_message(&summary)
-        + keep
+        + kept
             .iter()
             .map(|m| ctx.tokens.count_message(&m.message))
             .sum::<usize>();
@@ -252,6 +237,34 @@ pub fn summarize(
         return Err(CondenseError::after_call(CONDENSE_CONTEXT_GREW));
     }
     Ok(tag_and_insert(messages, keep_start, summary, id))
+}
+
+/// The summary call's messages: those since the last summary before the
+/// kept ones (the first kept one too when calls are preserved for it), then
+/// the final request line; or the refusal when there is nothing to summarise
+/// or a summary is among the kept messages.
+fn summary_input(
+    messages: &[ApiMessage],
+    keep_start: usize,
+    include_first_kept: bool,
+) -> Result<Vec<Message>, CondenseError> {
+    let n = messages.len();
+    let slice_end = (keep_start + usize::from(include_first_kept)).min(n);
+    let before: Vec<&ApiMessage> = messages[..slice_end].iter().collect();
+    let mut request = messages_since_last_summary(&before);
+    if request.len() <= 1 {
+        let why = if n <= N_MESSAGES_TO_KEEP + 1 {
+            CONDENSE_NOT_ENOUGH_MESSAGES
+        } else {
+            CONDENSED_RECENTLY
+        };
+        return Err(CondenseError::refused(why));
+    }
+    if messages[keep_start..].iter().any(|m| m.is_summary) {
+        return Err(CondenseError::refused(CONDENSED_RECENTLY));
+    }
+    request.push(Message::user_text(FINAL_REQUEST));
+    Ok(request)
 }
 
 /// Tag the middle (not the first, not the kept) with `condenseParent = id`
