@@ -55,6 +55,11 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ("vercel-prune-messages", super::zoo::vercel::prune_messages),
         ("goose-auto-compact", super::zoo::goose::auto_compact),
         (zoo::roo_code::NAME, zoo::roo_code::auto_condense),
+        (zoo::openai_realtime::NAME_AUTO, zoo::openai_realtime::auto),
+        (
+            zoo::openai_realtime::NAME_RETENTION,
+            zoo::openai_realtime::retention,
+        ),
     ]
 }
 

@@ -11,6 +11,7 @@ pub mod codex_cli;
 pub mod gemini_cli;
 pub mod goose;
 pub mod langchain;
+pub mod openai_realtime;
 pub mod opencode;
 pub mod openhands;
 pub mod roo_code;
