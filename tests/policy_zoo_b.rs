@@ -1,5 +1,5 @@
-//! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose and Roo Code
-//! policies on whole sessions: every request each one sends is one a
+//! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose, Roo Code and
+//! OpenAI Realtime policies on whole sessions: every request each one sends is one a
 //! provider accepts, on a synthetic session
 //! with the awkward shapes (parallel calls, interjections, thinking, a final
 //! answer) and on every real transcript when the directory is there.
@@ -31,6 +31,8 @@ const POLICIES: &[&str] = &[
     "vercel-prune-messages",
     "goose-auto-compact",
     "roo-code-auto-condense",
+    "openai-realtime-auto",
+    "openai-realtime-retention",
 ];
 
 /// `steps` steps; every fifth is two parallel calls, every seventh is
@@ -201,5 +203,50 @@ fn roo_code_with_a_small_window_stays_valid() {
                 "roo-code at {percent}% on {name}: no event"
             );
         }
+    }
+}
+
+/// OpenAI Realtime truncation with a 3 000-token limit on the synthetic
+/// session (and every real transcript when there): both modes cut, every
+/// request stays valid, and retention cuts fewer times than auto.
+#[test]
+fn openai_realtime_with_a_small_limit_stays_valid() {
+    use ctxlab::policy::zoo::openai_realtime::{Mode, Realtime, Truncation};
+    let small = |truncation: Mode| {
+        Realtime::new(Truncation {
+            truncation,
+            model_input_limit: 3_000,
+            ..Truncation::default()
+        })
+        .unwrap()
+    };
+    let mut sessions = vec![("synthetic".to_string(), synthetic(260))];
+    if let Some(dir) = transcripts() {
+        for f in transcript_files(&dir) {
+            let session = import_file(&f, &ImportOptions::default()).unwrap();
+            sessions.push((f.display().to_string(), session.main));
+        }
+    }
+    for (name, messages) in &sessions {
+        let baseline = broken_rules(&run("none", name, messages));
+        let mut cuts = Vec::new();
+        for mode in [Mode::Auto, Mode::RetentionRatio] {
+            let mut p = small(mode);
+            let session = Session {
+                name,
+                messages,
+                times_ms: None,
+            };
+            let r = replay(&mut p, session, &mut Env::default()).unwrap();
+            let new: Vec<String> = broken_rules(&r).difference(&baseline).cloned().collect();
+            assert!(new.is_empty(), "realtime {mode:?} on {name}: {new:?}");
+            cuts.push(p.truncations);
+        }
+        assert!(
+            cuts[1] <= cuts[0],
+            "{name}: retention {} vs auto {}",
+            cuts[1],
+            cuts[0]
+        );
     }
 }

@@ -372,7 +372,7 @@ impl Policy for Realtime {
         };
         PolicyInfo {
             name: name.into(),
-            family: "OpenAI Realtime API",
+            family: "OpenAI API",
             summary,
             source: Source {
                 upstream: "https://developers.openai.com/api/docs/guides/realtime-costs; openai/openai-cookbook@0dee719e",
