@@ -224,11 +224,8 @@ fn cut_ok(history: &[Message], at: usize) -> bool {
     let results = first.tool_result_ids();
     results.is_empty()
         || !history[..at]
-            .iter()
-            .rev()
-            .take(1)
-            .flat_map(|m| m.tool_use_ids())
-            .any(|id| results.contains(&id))
+            .last()
+            .is_some_and(|m| m.tool_use_ids().iter().any(|id| results.contains(id)))
 }
 
 /// The last position a cut may reach: the newest group (the last message,

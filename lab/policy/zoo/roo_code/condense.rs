@@ -87,22 +87,6 @@ pub fn messages_since_last_summary(messages: &[&ApiMessage]) -> Vec<Message> {
     out
 }
 
-fn tool_result_ids(m: &Message) -> Vec<&str> {
-    if m.role != Role::User {
-        return Vec::new();
-    }
-    match &m.content {
-        Content::Blocks(b) => b
-            .iter()
-            .filter_map(|x| match x {
-                Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
-                _ => None,
-            })
-            .collect(),
-        Content::Text(_) => Vec::new(),
-    }
-}
-
 /// `findToolUseBlockById`: the `tool_use` block `id` of an assistant message.
 fn find_tool_use<'m>(m: &'m Message, id: &str) -> Option<&'m Block> {
     if m.role != Role::Assistant {
@@ -126,7 +110,7 @@ pub fn keep_tool_uses(messages: &[ApiMessage], keep_count: usize) -> Vec<Block> 
     let mut found = Vec::new();
     let mut seen = BTreeSet::new();
     for kept in &messages[start..] {
-        for id in tool_result_ids(&kept.message) {
+        for id in kept.message.tool_result_ids() {
             if seen.contains(id) {
                 continue;
             }

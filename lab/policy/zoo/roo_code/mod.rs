@@ -330,18 +330,20 @@ impl Policy for RooCode {
             self.store(m.clone());
         }
         self.seen = history.len();
+        let mut request = self.request();
         let mut events = Vec::new();
         // Task manages context only once a request has reported usage
         // (`if (contextTokens)`), so never before the first call.
         if self.calls > 0 && !self.stored.is_empty() {
-            let prev = ctx.tokens.count_messages(&self.request());
-            events = self.manage(prev, ctx);
+            events = self.manage(ctx.tokens.count_messages(&request), ctx);
+            // Only a summary or a truncation changes the stored history, and
+            // each records an event: without one the request stands.
+            if !events.is_empty() {
+                request = self.request();
+            }
         }
         self.calls += 1;
-        Ok(Prepared {
-            request: self.request(),
-            events,
-        })
+        Ok(Prepared { request, events })
     }
 }
 
