@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
-use ctxlab::policy::list;
+use ctxlab::policy::{list, Policy};
 use serde_json::json;
 
 const POLICIES: &[&str] = &[
@@ -77,17 +77,17 @@ fn synthetic(steps: usize) -> Vec<Message> {
 }
 
 fn run(policy: &str, name: &str, messages: &[Message]) -> PolicyRun {
-    let mut p = list::make(policy).unwrap();
-    replay(
-        p.as_mut(),
-        Session {
-            name,
-            messages,
-            times_ms: None,
-        },
-        &mut Env::default(),
-    )
-    .unwrap()
+    replay_with(list::make(policy).unwrap().as_mut(), name, messages)
+}
+
+/// Replays `messages` through a policy built with its own switches.
+fn replay_with(policy: &mut dyn Policy, name: &str, messages: &[Message]) -> PolicyRun {
+    let session = Session {
+        name,
+        messages,
+        times_ms: None,
+    };
+    replay(policy, session, &mut Env::default()).unwrap()
 }
 
 /// Every (provider, rule, id) a run's requests break.
@@ -99,6 +99,24 @@ fn broken_rules(run: &PolicyRun) -> BTreeSet<String> {
         .collect()
 }
 
+/// The rules `run` breaks that the `none` baseline does not.
+fn new_breaks(run: &PolicyRun, baseline: &BTreeSet<String>) -> Vec<String> {
+    broken_rules(run).difference(baseline).cloned().collect()
+}
+
+/// The synthetic session, then every real transcript's main thread when the
+/// directory is there.
+fn synthetic_and_real() -> Vec<(String, Vec<Message>)> {
+    let mut sessions = vec![("synthetic".to_string(), synthetic(260))];
+    if let Some(dir) = transcripts() {
+        for f in transcript_files(&dir) {
+            let session = import_file(&f, &ImportOptions::default()).unwrap();
+            sessions.push((f.display().to_string(), session.main));
+        }
+    }
+    sessions
+}
+
 /// Replay `messages` through every policy: no request breaks a provider rule
 /// that the uncompacted history (the `none` baseline) does not already break
 /// (recorded sessions can reuse a call id; a policy is not to blame for that).
@@ -107,7 +125,7 @@ fn all_valid(name: &str, messages: &[Message]) {
     for policy in POLICIES {
         let r = run(policy, name, messages);
         assert_eq!(r.ended_by_error, None, "{policy} on {name}");
-        let new: Vec<String> = broken_rules(&r).difference(&baseline).cloned().collect();
+        let new = new_breaks(&r, &baseline);
         assert!(new.is_empty(), "{policy} on {name}: {new:?}");
     }
 }
@@ -171,33 +189,12 @@ fn roo_code_with_a_small_window_stays_valid() {
             ..AutoCondense::default()
         })
     };
-    let mut sessions = vec![("synthetic".to_string(), synthetic(260))];
-    if let Some(dir) = transcripts() {
-        for f in transcript_files(&dir) {
-            let session = import_file(&f, &ImportOptions::default()).unwrap();
-            sessions.push((f.display().to_string(), session.main));
-        }
-    }
-    for (name, messages) in &sessions {
+    for (name, messages) in &synthetic_and_real() {
         let baseline = broken_rules(&run("none", name, messages));
         for percent in [100.0, 40.0, 0.0] {
-            let mut p = small(percent);
-            let session = Session {
-                name,
-                messages,
-                times_ms: None,
-            };
-            let r = replay(&mut p, session, &mut Env::default()).unwrap();
-            let new: Vec<String> = broken_rules(&r).difference(&baseline).cloned().collect();
+            let r = replay_with(&mut small(percent), name, messages);
+            let new = new_breaks(&r, &baseline);
             assert!(new.is_empty(), "roo-code at {percent}% on {name}: {new:?}");
-            {
-                let mut m = std::collections::BTreeMap::<String, usize>::new();
-                for (_, e) in &r.events {
-                    let k = format!("{e:?}");
-                    *m.entry(k.split([' ', '{']).next().unwrap().to_string())
-                        .or_default() += 1;
-                }
-            }
             assert!(
                 !r.events.is_empty(),
                 "roo-code at {percent}% on {name}: no event"
@@ -220,25 +217,13 @@ fn openai_realtime_with_a_small_limit_stays_valid() {
         })
         .unwrap()
     };
-    let mut sessions = vec![("synthetic".to_string(), synthetic(260))];
-    if let Some(dir) = transcripts() {
-        for f in transcript_files(&dir) {
-            let session = import_file(&f, &ImportOptions::default()).unwrap();
-            sessions.push((f.display().to_string(), session.main));
-        }
-    }
-    for (name, messages) in &sessions {
+    for (name, messages) in &synthetic_and_real() {
         let baseline = broken_rules(&run("none", name, messages));
         let mut cuts = Vec::new();
         for mode in [Mode::Auto, Mode::RetentionRatio] {
             let mut p = small(mode);
-            let session = Session {
-                name,
-                messages,
-                times_ms: None,
-            };
-            let r = replay(&mut p, session, &mut Env::default()).unwrap();
-            let new: Vec<String> = broken_rules(&r).difference(&baseline).cloned().collect();
+            let r = replay_with(&mut p, name, messages);
+            let new = new_breaks(&r, &baseline);
             assert!(new.is_empty(), "realtime {mode:?} on {name}: {new:?}");
             cuts.push(p.truncations);
         }

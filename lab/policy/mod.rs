@@ -244,6 +244,29 @@ pub struct PolicyCtx<'a> {
     pub model: &'a mut dyn ModelRole,
 }
 
+impl PolicyCtx<'_> {
+    /// Runs `f` with a context the unit tests of policies share: an empty
+    /// in-memory store, the policy's directory at `root`, the `approx`
+    /// counter, the first call and no recorded time.
+    #[cfg(test)]
+    pub(crate) fn with_test<T>(
+        root: &str,
+        model: &mut dyn ModelRole,
+        f: impl FnOnce(&mut PolicyCtx<'_>) -> T,
+    ) -> T {
+        let storage = crate::storage::MemFs::new();
+        let mut ctx = PolicyCtx {
+            storage: &storage,
+            root: Path::new(root),
+            tokens: &crate::tokens::Approx,
+            turn: 0,
+            now_ms: None,
+            model,
+        };
+        f(&mut ctx)
+    }
+}
+
 impl std::fmt::Debug for PolicyCtx<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PolicyCtx")

@@ -1,15 +1,11 @@
 //! The golden test against aider's own `ChatSummary` (fixture made by
 //! `tests/golden/aider/generate.py`) and the policy's split of the history.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use super::*;
 use crate::message::Block;
 use crate::policy::model::{ModelRole, Scripted};
-use crate::storage::MemFs;
-use crate::tokens::Approx;
 
 /// Replies in order and records the text aider's `summarize_all` would send.
 struct Recorder {
@@ -42,16 +38,7 @@ impl ModelRole for Recorder {
 }
 
 fn with_ctx<T>(model: &mut dyn ModelRole, f: impl FnOnce(&mut PolicyCtx<'_>) -> T) -> T {
-    let storage = MemFs::new();
-    let mut ctx = PolicyCtx {
-        storage: &storage,
-        root: Path::new("/run/aider"),
-        tokens: &Approx,
-        turn: 0,
-        now_ms: None,
-        model,
-    };
-    f(&mut ctx)
+    PolicyCtx::with_test("/run/aider", model, f)
 }
 
 #[test]

@@ -1,27 +1,14 @@
 //! The golden test against the `langchain` package itself (fixture made by
 //! `tests/golden/langchain/generate.py`), the pair-safe cut and its fault.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use super::*;
 use crate::policy::model::{ModelRole, Scripted};
 use crate::policy::{Policy, PolicyCtx, PolicyEvent};
-use crate::storage::MemFs;
-use crate::tokens::Approx;
 
 fn with_ctx<T>(model: &mut dyn ModelRole, f: impl FnOnce(&mut PolicyCtx<'_>) -> T) -> T {
-    let storage = MemFs::new();
-    let mut ctx = PolicyCtx {
-        storage: &storage,
-        root: Path::new("/run/lc"),
-        tokens: &Approx,
-        turn: 0,
-        now_ms: None,
-        model,
-    };
-    f(&mut ctx)
+    PolicyCtx::with_test("/run/lc", model, f)
 }
 
 fn fixture() -> Value {

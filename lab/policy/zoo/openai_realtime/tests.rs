@@ -2,8 +2,6 @@
 //! `retention_ratio` cuts and how rarely, pairs kept whole, the cache
 //! consequence, `disabled`, and refused switches.
 
-use std::path::Path;
-
 use serde_json::json;
 
 use super::*;
@@ -11,7 +9,6 @@ use crate::cache::{cost, prices, CacheRequest, Provider};
 use crate::message::Block;
 use crate::policy::model::Scripted;
 use crate::policy::validity;
-use crate::storage::MemFs;
 use crate::tokens::Approx;
 
 /// Text of exactly `n` tokens under [`Approx`] (4 characters a token).
@@ -48,17 +45,10 @@ fn retention_at(r: f64, limit: usize) -> Realtime {
 }
 
 fn prepare(policy: &mut Realtime, history: &mut Vec<Message>) -> LabResult<Prepared> {
-    let storage = MemFs::new();
     let mut model = Scripted::default();
-    let mut ctx = PolicyCtx {
-        storage: &storage,
-        root: Path::new("/run/realtime"),
-        tokens: &Approx,
-        turn: 0,
-        now_ms: None,
-        model: &mut model,
-    };
-    policy.prepare(history, &mut ctx)
+    PolicyCtx::with_test("/run/realtime", &mut model, |ctx| {
+        policy.prepare(history, ctx)
+    })
 }
 
 fn dropped(p: &Prepared) -> usize {

@@ -41,17 +41,8 @@ fn steps(k: usize) -> Vec<Message> {
 }
 
 fn prepare(p: &mut OpenHands, h: &[Message], model: &mut dyn ModelRole) -> Prepared {
-    let storage = MemFs::new();
-    let mut ctx = PolicyCtx {
-        storage: &storage,
-        root: Path::new("/run/oh"),
-        tokens: &Approx,
-        turn: 0,
-        now_ms: None,
-        model,
-    };
     let mut hist = h.to_vec();
-    let out = p.prepare(&mut hist, &mut ctx).unwrap();
+    let out = PolicyCtx::with_test("/run/oh", model, |ctx| p.prepare(&mut hist, ctx)).unwrap();
     assert_eq!(hist, h, "projecting: the history stays whole");
     out
 }

@@ -3,8 +3,6 @@
 //! unit tests of the trigger, the kept messages, the summary, the refusals
 //! and the fallback truncation.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use super::condense::summarize;
@@ -13,8 +11,6 @@ use crate::message::{Block, Content, Role};
 use crate::policy::model::{ModelError, ModelRole, Scripted};
 use crate::policy::validity;
 use crate::policy::SummaryRequest;
-use crate::storage::MemFs;
-use crate::tokens::Approx;
 
 /// Replies in order, the last one repeated (as the generator's handler), and
 /// records every summary call's messages.
@@ -50,16 +46,7 @@ impl ModelRole for Recorder {
 }
 
 fn with_ctx<T>(model: &mut dyn ModelRole, f: impl FnOnce(&mut PolicyCtx<'_>) -> T) -> T {
-    let storage = MemFs::new();
-    let mut ctx = PolicyCtx {
-        storage: &storage,
-        root: Path::new("/run/roo"),
-        tokens: &Approx,
-        turn: 0,
-        now_ms: None,
-        model,
-    };
-    f(&mut ctx)
+    PolicyCtx::with_test("/run/roo", model, f)
 }
 
 fn fixture() -> Value {
