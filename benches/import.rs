@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ctxlab::import::{import_file_sessions_lazily, ImportOptions, ImportedSession};
-use ctxlab::replay::{replay_with, ReplayOptions};
+use ctxlab::replay::profiles::{replay_with, ReplayOptions};
 use serde_json::Value;
 
 const SOURCE: &str = "claude_code/session-share__general-tool-calls.jsonl";

@@ -8,7 +8,8 @@ use std::time::Instant;
 use ctxlab::compact::config::profile;
 use ctxlab::compact::session::{Action, Call, Script, Session, Turn};
 use ctxlab::compact::{check, Compactor, LabRoot};
-use ctxlab::registry::{self, RunOptions};
+use ctxlab::experiments;
+use ctxlab::registry::RunOptions;
 
 // The allocator of the `lab` binary, so the bench measures what the binary runs.
 #[global_allocator]
@@ -322,13 +323,18 @@ fn main() {
     println!("\n| replay profile | turns | ms | µs per message |");
     println!("|---|---|---|---|");
     let turns: &[usize] = if full { &[100, 1_000, 5_000] } else { &[20] };
-    for name in ctxlab::replay::profile_names() {
+    for name in ctxlab::replay::profiles::profile_names() {
         for &n in turns {
-            let main = ctxlab::replay::synthetic_main(n, 3_000);
+            let main = ctxlab::replay::profiles::synthetic_main(n, 3_000);
             let t = Instant::now();
-            let r =
-                ctxlab::replay::replay_messages("synthetic", &main, &[], name, &Default::default())
-                    .unwrap();
+            let r = ctxlab::replay::profiles::replay_messages(
+                "synthetic",
+                &main,
+                &[],
+                name,
+                &Default::default(),
+            )
+            .unwrap();
             let ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(r.counters.get("lost_forever").is_some());
             println!(
@@ -341,9 +347,13 @@ fn main() {
         .join("../shared/transcripts/claude_code/attio-mcp-server__chat@816b68a.json");
     if largest.exists() {
         let t = Instant::now();
-        let run =
-            ctxlab::replay::run_files(&[largest], &[], &Default::default(), &Default::default())
-                .unwrap();
+        let run = ctxlab::replay::profiles::run_files(
+            &[largest],
+            &[],
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
         println!(
             "\nreplay of the largest transcript (887 records) under {} profiles: {:.0} ms",
             run.reports.len(),
@@ -386,7 +396,7 @@ fn main() {
     let t = Instant::now();
     let mut cells = 0usize;
     for _ in 0..rounds {
-        for e in registry::list::all() {
+        for e in experiments::all() {
             cells += (e.run)(&RunOptions::default()).unwrap().cells.len() * 2;
         }
     }

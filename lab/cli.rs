@@ -6,8 +6,10 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::compact::{config, probe};
 use crate::error::{LabError, LabResult};
+use crate::experiments;
 use crate::registry::{self, RunOptions};
-use crate::report::{self, Format};
+use crate::render::{self, Format};
+use crate::report;
 
 /// ctxlab: reproducible experiments on how an agent harness compacts context and keeps memory.
 #[derive(Debug, Parser)]
@@ -250,7 +252,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
     /// Exact length of the embedded result path.
-    #[arg(long, default_value_t = crate::replay::DEFAULT_PATH_LEN, value_parser = parse_one_len)]
+    #[arg(long, default_value_t = crate::replay::profiles::DEFAULT_PATH_LEN, value_parser = parse_one_len)]
     pub path_len: usize,
     /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
     #[arg(long)]
@@ -279,8 +281,10 @@ pub struct ReplayArgs {
     /// --policy, the cost of every policy beside its loss counters.
     #[arg(long)]
     pub cost: bool,
-    /// Tokenizer for `--cost` sizes.
-    #[arg(long, requires = "cost", value_enum, default_value_t = crate::tokens::Tokens::Approx)]
+    /// Token counter: what every token-budgeted policy measures its limit
+    /// with (so it moves where a policy fires) and, with `--cost`, what
+    /// requests are sized and priced by.
+    #[arg(long, value_enum, default_value_t = crate::tokens::Tokens::Approx)]
     pub tokens: crate::tokens::Tokens,
     /// Cache model for `--cost`.
     #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
@@ -299,7 +303,7 @@ pub const README_END: &str = "<!-- registry:end -->";
 pub fn readme_block() -> String {
     format!(
         "{README_BEGIN}\n{}{README_END}",
-        report::list(&registry::list::all(), Format::Markdown)
+        report::list(&experiments::all(), Format::Markdown)
     )
 }
 
@@ -372,7 +376,7 @@ pub fn run(cli: Cli) -> LabResult<String> {
             )),
         },
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
-        Some(Command::List { format }) => Ok(report::list(&registry::list::all(), format)),
+        Some(Command::List { format }) => Ok(report::list(&experiments::all(), format)),
         Some(Command::Policies { format }) => policies(format),
         Some(Command::Drift {
             passes,
@@ -466,35 +470,49 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
     let columns = a
         .columns
         .as_deref()
-        .map(crate::replay::parse_columns)
+        .map(crate::replay::profiles::parse_columns)
         .transpose()?;
     // Before any other check, for the profile, cost and policy paths alike.
-    crate::replay::check_scale(a.scale)?;
+    crate::replay::profiles::check_scale(a.scale)?;
     let import = import_options(a.strict, &a.format_in)?;
     if let Some(path) = &a.plot {
         crate::input::output_parent_exists(path, "--plot")?;
     }
-    crate::compare::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    crate::replay::policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
     if !a.policy.is_empty() {
         return replay_policies(a, &import);
     }
-    let options = crate::replay::ReplayOptions {
+    if a.tokens != crate::tokens::Tokens::Approx && !a.cost {
+        return Err(LabError::usage(
+            "--tokens sets the counter of --policy budgets and of --cost sizes; profiles size in characters",
+            "add --cost to size and price with it, or replay with --policy NAME",
+        ));
+    }
+    if a.retention {
+        // Retention is an observer of the policy engine; a profile replay
+        // would otherwise drop the flag without a word.
+        return Err(LabError::usage(
+            "--retention measures policies; this replay has --profile only",
+            "course profiles are policies too: use --policy NAME (e.g. --policy course-main --retention)",
+        ));
+    }
+    let options = crate::replay::profiles::ReplayOptions {
         scale: a.scale,
         path_len: Some(a.path_len),
         cost_tokens: None,
         scale_to_real: a.scale_to_real,
     };
     if a.cost {
-        let args = crate::cache::arms::CostArgs {
+        let args = crate::replay::cost_arms::CostArgs {
             files: a.files,
             profiles: a.profile,
             tokens: a.tokens,
             cache: a.cache,
             sheet: a.sheet,
         };
-        return crate::cache::arms::cli(&args, &options, &import, a.format);
+        return crate::replay::cost_arms::cli(&args, &options, &import, a.format);
     }
-    crate::replay::command(&crate::replay::ReplayCommand {
+    crate::replay::profiles::command(&crate::replay::profiles::ReplayCommand {
         files: a.files,
         profiles: a.profile,
         options,
@@ -515,25 +533,25 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         ));
     }
     let pricing = if a.cost {
-        let o = crate::cache::arms::CostOptions {
+        let o = crate::replay::cost_arms::CostOptions {
             tokens: a.tokens,
             provider: a.cache.provider(),
             ..Default::default()
         }
         .with_sheet(&a.sheet)?;
-        Some(crate::compare::Pricing {
+        Some(crate::replay::policies::Pricing {
             provider: o.provider,
             sheet: o.sheet,
         })
     } else {
         None
     };
-    let measure = crate::compare::Measure {
+    let measure = crate::replay::policies::Measure {
         retention: a.retention,
         pricing,
         tokens: a.tokens,
     };
-    crate::reports::cost::replay_command(
+    crate::replay::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,
     )
 }
@@ -553,10 +571,10 @@ fn write_readme(path: &std::path::Path) -> LabResult<String> {
 
 fn run_breaks(ids: &[String], args: &RunArgs) -> LabResult<String> {
     let rows = if ids.iter().any(|i| i == "all") {
-        registry::list::all()
+        experiments::all()
     } else {
         ids.iter()
-            .map(|i| registry::list::find(i))
+            .map(|i| experiments::find(i))
             .collect::<LabResult<Vec<_>>>()?
     };
     let opts = args.options();
@@ -571,7 +589,7 @@ fn selftest() -> LabResult<String> {
     let opts = RunOptions::default();
     let mut out = String::new();
     let mut failures = Vec::new();
-    for e in registry::list::all() {
+    for e in experiments::all() {
         let v = (e.run)(&opts)?;
         let mut f = v.check(e.expect);
         // A row whose run reports another row's id would check the wrong expectations.
@@ -664,13 +682,13 @@ fn hunt_policy(
     let out =
         out.ok_or_else(|| LabError::usage("--policy needs --out FILE", "add --out hunt.json"))?;
     crate::input::output_parent_exists(&out, "--out")?;
-    let Some((rounds, row)) = crate::policy_search::hunt(policy, seed, tries)? else {
+    let Some((rounds, row)) = crate::sweep::policies::hunt(policy, seed, tries)? else {
         return Ok(format!(
             "hunt: no damaging session for {policy} in seeds {seed}..{}\n",
             seed.saturating_add(tries as u64)
         ));
     };
-    let messages = crate::policy_search::session(&rounds);
+    let messages = crate::sweep::policies::session(&rounds);
     let text = serde_json::to_string_pretty(&messages).expect("messages serialise") + "\n";
     crate::compact::root::cleanup::write_replacing(&out, text.as_bytes())
         .map_err(|e| LabError::io("writing the session", &out, e))?;
@@ -705,7 +723,7 @@ fn hunt_target(
     match &break_id {
         Some(id) => {
             let s = crate::compact::experiments::sides(id).ok_or_else(|| {
-                let mem = registry::list::find(id).is_ok();
+                let mem = experiments::find(id).is_ok();
                 LabError::usage(
                     format!(
                         "{id:?} has no compaction sides to hunt{}",
@@ -778,7 +796,7 @@ fn hunt(
     let sizes: Vec<String> = rounds.0.iter().map(|r| format!("{r:?}")).collect();
     Ok(format!(
         "counterexample: {}, result sizes {}\n{}wrote {} (reproduce: lab run {})\n",
-        report::count(rounds.0.len(), "round"),
+        render::count(rounds.0.len(), "round"),
         sizes.join(" "),
         report::counters(&name, &o.counters, Format::Table),
         path.display(),

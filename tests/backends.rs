@@ -12,7 +12,8 @@ use ctxlab::compact::config::profile;
 use ctxlab::compact::hunt::Rounds;
 use ctxlab::compact::probe;
 use ctxlab::compact::root::with_backend;
-use ctxlab::registry::{self, RunOptions};
+use ctxlab::experiments;
+use ctxlab::registry::RunOptions;
 use ctxlab::storage::Backend;
 use proptest::prelude::*;
 use proptest::test_runner::Config as PtConfig;
@@ -33,7 +34,7 @@ fn every_registry_row_gives_the_same_verdict_on_both_backends() {
         path_lens: LENS.to_vec(),
         ..RunOptions::default()
     };
-    for e in registry::list::all() {
+    for e in experiments::all() {
         let (mem, disk) = both(|| (e.run)(&opts).unwrap());
         assert_eq!(mem, disk, "{}", e.id);
     }

@@ -3,11 +3,13 @@
 mod common;
 
 use ctxlab::compact::experiments::EXPERIMENTS;
-use ctxlab::registry::{self, Kind, RunOptions, Verdict};
-use ctxlab::report::{self, Format};
+use ctxlab::experiments;
+use ctxlab::registry::{Kind, RunOptions, Verdict};
+use ctxlab::render::Format;
+use ctxlab::report;
 
 fn verdict(id: &str) -> Verdict {
-    let e = registry::list::find(id).unwrap();
+    let e = experiments::find(id).unwrap();
     (e.run)(&RunOptions::default()).unwrap()
 }
 
@@ -106,7 +108,7 @@ fn d6_loses_b1_forever_and_a1_pointer_only_at_a_long_path() {
 #[test]
 fn the_re_compaction_threshold_is_at_embedded_path_length_90() {
     // "[Earlier tool result saved at " + path + "]" is 31 + L chars; the rule skips <= 120.
-    let e = registry::list::find("R1").unwrap();
+    let e = experiments::find("R1").unwrap();
     let v = (e.run)(&RunOptions {
         path_lens: vec![89, 90],
         seed: 0,

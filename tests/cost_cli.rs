@@ -73,7 +73,7 @@ fn cost_and_plot_are_exclusive() {
 fn cost_with_policy_prices_every_policy() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.json");
-    let session = ctxlab::replay::synthetic_main(12, 3_000);
+    let session = ctxlab::replay::profiles::synthetic_main(12, 3_000);
     std::fs::write(&path, serde_json::to_string(&session).unwrap()).unwrap();
     let p = path.to_str().unwrap();
     let (code, out, err) = lab(&[
@@ -93,4 +93,44 @@ fn cost_with_policy_prices_every_policy() {
         assert!(c["dollars"].as_f64().unwrap() > 0.0, "{c}");
         assert!(c["input_tokens"].as_u64().unwrap() > 0, "{c}");
     }
+}
+
+/// `lab replay --policy … --format json` has one shape whatever is measured:
+/// the same keys without `--cost`/`--retention` as with them.
+#[test]
+fn policy_json_has_one_shape_whatever_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    let session = ctxlab::replay::profiles::synthetic_main(6, 3_000);
+    std::fs::write(&path, serde_json::to_string(&session).unwrap()).unwrap();
+    let p = path.to_str().unwrap();
+    let keys = |extra: &[&str]| {
+        let mut args = vec!["replay", p, "--policy", "none", "--format", "json"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = lab(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let mut k: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let plain = keys(&[]);
+    assert_eq!(plain, ["cost", "recorded", "retention", "runs"]);
+    assert_eq!(keys(&["--cost"]), plain);
+    assert_eq!(keys(&["--retention"]), plain);
+    assert_eq!(keys(&["--cost", "--retention"]), plain);
+}
+
+/// `--retention` on a profile replay is refused with the fix, not dropped.
+#[test]
+fn retention_without_policy_is_a_usage_error() {
+    let (code, out, err) = lab(&[
+        "replay",
+        "x.jsonl",
+        "--profile",
+        "course-main",
+        "--retention",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty() && err.contains("--policy"), "{err}");
 }

@@ -88,7 +88,7 @@ fn json_carries_totals_series_and_recorded_usage_beside_the_prediction() {
 #[test]
 fn a_session_without_recorded_usage_has_no_recorded_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let session = ctxlab::replay::synthetic_main(6, 2_000);
+    let session = ctxlab::replay::profiles::synthetic_main(6, 2_000);
     let f = write(&dir, "s.json", &serde_json::to_string(&session).unwrap());
     let (code, out, err) = lab(&[
         "replay", &f, "--policy", "none", "--cost", "--format", "json",
@@ -152,7 +152,9 @@ fn the_plot_draws_every_policy_and_needs_cost() {
 /// table has its row.
 #[test]
 fn every_policy_is_priced_on_every_shared_session() {
-    use ctxlab::compare::{recorded_usage, render_with_recorded, replay_files, Measure, Pricing};
+    use ctxlab::replay::policies::{
+        recorded_usage, render_with_recorded, replay_files, Measure, Pricing,
+    };
     let Some(dir) = common::transcripts() else {
         return;
     };
@@ -191,7 +193,7 @@ fn every_policy_is_priced_on_every_shared_session() {
         .iter()
         .filter(|f| f.starts_with(dir.join("claude_code")));
     assert_eq!(recorded.len(), 2 * logs.count());
-    let md = render_with_recorded(&out, &recorded, ctxlab::report::Format::Markdown);
+    let md = render_with_recorded(&out, &recorded, ctxlab::render::Format::Markdown);
     let squeezed: String = md.split_whitespace().collect::<Vec<_>>().join(" ");
     for c in &out {
         let row = format!("| {} | {} |", c.run.session, c.run.policy);

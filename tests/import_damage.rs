@@ -680,16 +680,16 @@ fn legacy_openai_function_calls_pair_up() {
 fn summaries_render_in_every_format() {
     let s = lenient(&jsonl(&good()), TranscriptFormat::ClaudeJsonl);
     let rows = vec![("t.jsonl".to_string(), s.summary())];
-    let table = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Table);
+    let table = ctxlab::import::render_summaries(&rows, ctxlab::render::Format::Table);
     assert!(
         table.contains("claude_jsonl") && table.contains("t.jsonl"),
         "{table}"
     );
-    let md = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Markdown);
+    let md = ctxlab::import::render_summaries(&rows, ctxlab::render::Format::Markdown);
     assert!(md.starts_with("| file"), "{md}");
     let json: Value = serde_json::from_str(&ctxlab::import::render_summaries(
         &rows,
-        ctxlab::report::Format::Json,
+        ctxlab::render::Format::Json,
     ))
     .unwrap();
     assert_eq!(json[0]["summary"]["main_messages"], 4);
@@ -699,7 +699,7 @@ fn summaries_render_in_every_format() {
 fn a_hostile_file_name_neither_splits_a_cell_nor_reaches_the_terminal() {
     let s = lenient(&jsonl(&good()), TranscriptFormat::ClaudeJsonl);
     let rows = vec![("a|b\u{1b}[2Jc\n.jsonl".to_string(), s.summary())];
-    let md = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Markdown);
+    let md = ctxlab::import::render_summaries(&rows, ctxlab::render::Format::Markdown);
     let row = md.lines().nth(2).expect("a data row");
     assert!(row.starts_with("| a\\|b\\u{1b}[2Jc\\u{a}.jsonl |"), "{md}");
     assert_eq!(
@@ -707,6 +707,6 @@ fn a_hostile_file_name_neither_splits_a_cell_nor_reaches_the_terminal() {
         md.lines().next().unwrap().matches(" | ").count() + 2,
         "as many cells as the header: {md}"
     );
-    let table = ctxlab::import::render_summaries(&rows, ctxlab::report::Format::Table);
+    let table = ctxlab::import::render_summaries(&rows, ctxlab::render::Format::Table);
     assert!(!table.contains('\u{1b}'), "{table}");
 }

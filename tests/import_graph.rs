@@ -6,8 +6,8 @@
 //!
 //! Edges from a module to its own descendants are not counted: a parent that
 //! declares or re-exports its children is their facade, not a dependant.
-//! Paths inside inline `mod tests { … }` blocks are not counted either: a
-//! unit test may borrow a helper from any module without making the
+//! Paths inside test modules (inline `mod tests { … }` blocks and
+//! `tests.rs` files) are not counted either: a unit test may borrow a helper from any module without making the
 //! library's modules depend on each other.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -303,7 +303,7 @@ fn graph(root: &Path) -> Graph {
         let here = module_of(root, f);
         let text = strip(&std::fs::read_to_string(f).unwrap());
         for (inline, p) in paths_in(&text) {
-            if inline.iter().any(|m| m == "tests") {
+            if here.iter().chain(&inline).any(|m| m == "tests") {
                 continue;
             }
             let at = [here.clone(), inline].concat();
@@ -440,4 +440,131 @@ fn comments_strings_descendants_and_external_crates_are_no_edges() {
     assert_eq!(g.get("b").unwrap().iter().collect::<Vec<_>>(), vec!["a::x"]);
     assert_eq!(g.get("a::x").unwrap().iter().collect::<Vec<_>>(), vec!["a"]);
     assert!(!g.contains_key("a"), "{g:?}");
+}
+
+/// The module graph folded per folder: for every edge `a -> b`, the two
+/// children of their nearest common ancestor that hold them (`x::p -> y::q`
+/// becomes `x -> y` among the crate's top-level modules, `x::p::s ->
+/// x::q` becomes `p -> q` inside `x`). An edge from a module to one of its
+/// ancestors is a use of the folder's own facade (its `mod.rs`) and folds to
+/// nothing. Keyed by the ancestor (`""` for the crate).
+fn folded(g: &Graph) -> BTreeMap<String, Graph> {
+    let mut out: BTreeMap<String, Graph> = BTreeMap::new();
+    for (from, tos) in g {
+        let a: Vec<&str> = from.split("::").collect();
+        for to in tos {
+            let b: Vec<&str> = to.split("::").collect();
+            let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            if common >= b.len() || common >= a.len() {
+                continue;
+            }
+            let parent = a[..common].join("::");
+            out.entry(parent)
+                .or_default()
+                .entry(a[common].to_string())
+                .or_default()
+                .insert(b[common].to_string());
+        }
+    }
+    out
+}
+
+/// Layers of an acyclic graph, ground first: a module sits one layer above
+/// the highest module it imports.
+fn layers(g: &Graph) -> Vec<BTreeSet<String>> {
+    fn height(n: &str, g: &Graph, memo: &mut BTreeMap<String, usize>) -> usize {
+        if let Some(h) = memo.get(n) {
+            return *h;
+        }
+        let h = g
+            .get(n)
+            .into_iter()
+            .flatten()
+            .map(|m| height(m, g, memo) + 1)
+            .max()
+            .unwrap_or(0);
+        memo.insert(n.to_string(), h);
+        h
+    }
+    let mut memo = BTreeMap::new();
+    let nodes: BTreeSet<&String> = g.keys().chain(g.values().flatten()).collect();
+    let mut out: Vec<BTreeSet<String>> = Vec::new();
+    for n in nodes {
+        let h = height(n, g, &mut memo);
+        if out.len() <= h {
+            out.resize(h + 1, BTreeSet::new());
+        }
+        out[h].insert(n.clone());
+    }
+    out
+}
+
+/// No import runs back up between folders: inside every folder (the crate
+/// included), its children, each folded with everything below it, import
+/// one way. A loop between two folders is invisible to the file-level
+/// test above when no single pair of files closes it.
+#[test]
+fn folders_import_one_way() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab");
+    let mut loops = Vec::new();
+    for (parent, g) in folded(&graph(&root)) {
+        for c in circles(&g) {
+            loops.push(format!("in `{parent}`: {} -> {}", c.join(" -> "), c[0]));
+        }
+    }
+    assert!(
+        loops.is_empty(),
+        "folders importing each other:\n{}",
+        loops.join("\n")
+    );
+}
+
+/// The crate's top-level modules stand on at most 12 layers, so the house
+/// reads in a dozen floors from storage to the command line.
+#[test]
+fn the_crate_stands_on_at_most_twelve_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab");
+    let folded = folded(&graph(&root));
+    let top = folded.get("").cloned().unwrap_or_default();
+    assert!(
+        circles(&top).is_empty(),
+        "top-level modules import each other"
+    );
+    let l = layers(&top);
+    let shown: Vec<String> = l
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{i}: {}", s.iter().cloned().collect::<Vec<_>>().join(", ")))
+        .collect();
+    eprintln!("layers, ground first:\n{}", shown.join("\n"));
+    assert!(l.len() <= 12, "{} layers:\n{}", l.len(), shown.join("\n"));
+}
+
+#[test]
+fn folding_finds_a_loop_between_folders_and_counts_layers() {
+    let g = synthetic(&[
+        ("lib.rs", "pub mod a; pub mod b; pub mod c;"),
+        ("a/mod.rs", "pub mod x; pub mod y;"),
+        ("a/x.rs", "use crate::b::Q;"),
+        ("a/y.rs", "use super::Z;"),
+        ("b/mod.rs", "pub mod p;"),
+        ("b/p.rs", "use crate::a::y::W; use crate::c::V;"),
+        ("c.rs", ""),
+    ]);
+    // No file-level circle: a::x -> b, b::p -> a::y, a::y -> a (facade).
+    assert!(circles(&g).is_empty(), "{g:?}");
+    let f = folded(&g);
+    let top = &f[""];
+    assert_eq!(circles(top), vec![vec!["a".to_string(), "b".to_string()]]);
+    assert!(
+        !f.contains_key("a"),
+        "a child's use of its folder's facade folds to nothing: {f:?}"
+    );
+    let chain: Graph = [("b", "c"), ("a", "b")]
+        .iter()
+        .map(|(x, y)| (x.to_string(), BTreeSet::from([y.to_string()])))
+        .collect();
+    let l = layers(&chain);
+    assert_eq!(l.len(), 3);
+    assert!(l[0].contains("c") && l[2].contains("a"));
 }

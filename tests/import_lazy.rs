@@ -11,7 +11,7 @@ use ctxlab::import::{
     TranscriptFormat,
 };
 use ctxlab::message::Message;
-use ctxlab::replay::{profile_names, replay_with, ReplayOptions};
+use ctxlab::replay::profiles::{profile_names, replay_with, ReplayOptions};
 use serde_json::{json, Value};
 
 fn rec(kind: &str, uuid: &str, parent: Option<&str>, id: &str, content: Value) -> Value {

@@ -15,7 +15,7 @@ use ctxlab::import::{
     SAMPLES_PER_KIND,
 };
 use ctxlab::message::Block;
-use ctxlab::replay::{run_files, ReplayOptions};
+use ctxlab::replay::profiles::{run_files, ReplayOptions};
 use serde_json::{json, Value};
 
 fn rec(kind: &str, uuid: &str, parent: Option<&str>, id: &str, content: Value) -> Value {
@@ -250,9 +250,9 @@ fn a_sidechain_only_log_replays_its_sidechain_and_says_so() {
     assert_eq!(s.main_from_sidechain, Some(0));
     assert_eq!(s.sidechains.len(), 1);
     assert_eq!(s.diagnostics_of(DiagnosticKind::SidechainOnly).len(), 1);
-    let r = ctxlab::replay::replay(&s, "hardened", 1.0).unwrap();
+    let r = ctxlab::replay::profiles::replay(&s, "hardened", 1.0).unwrap();
     assert_eq!(r.model_calls, 2);
-    let table = ctxlab::replay::render_table(&[r]);
+    let table = ctxlab::replay::profiles::render_table(&[r]);
     assert!(table.contains("sidechain 1 replayed"), "{table}");
 }
 
@@ -287,7 +287,7 @@ fn the_sent_size_counts_what_the_lab_model_leaves_out() {
         summary.main_chars + data.len() <= course,
         "the lab model drops the image data"
     );
-    let r = ctxlab::replay::replay(&s, "hardened", 1.0).unwrap();
+    let r = ctxlab::replay::profiles::replay(&s, "hardened", 1.0).unwrap();
     assert_eq!(r.sent_final_chars, course);
     assert_eq!(r.raw_final_chars, summary.main_chars);
 }
@@ -533,9 +533,9 @@ fn compaction_metadata_is_kept_and_shown() {
     );
     assert_eq!(m.describe(), "2 (auto, 156953 tok)");
     assert!(!s.starts_with_summary);
-    let r = ctxlab::replay::replay(&s, "hardened", 1.0).unwrap();
+    let r = ctxlab::replay::profiles::replay(&s, "hardened", 1.0).unwrap();
     // Markdown carries every column (the terminal table's defaults are narrow).
-    assert!(ctxlab::replay::render_markdown(&[r]).contains("2 (auto, 156953 tok)"));
+    assert!(ctxlab::replay::profiles::render_markdown(&[r]).contains("2 (auto, 156953 tok)"));
 }
 
 #[test]
@@ -547,9 +547,9 @@ fn a_file_that_starts_with_a_summary_says_so() {
         s.real_compactions.is_empty(),
         "its compaction is before the file"
     );
-    let r = ctxlab::replay::replay(&s, "hardened", 1.0).unwrap();
+    let r = ctxlab::replay::profiles::replay(&s, "hardened", 1.0).unwrap();
     assert!(r.starts_with_summary);
-    assert!(ctxlab::replay::render_table(&[r]).contains("starts with a summary"));
+    assert!(ctxlab::replay::profiles::render_table(&[r]).contains("starts with a summary"));
 }
 
 #[test]
@@ -557,7 +557,7 @@ fn scale_to_real_replays_at_the_real_budget() {
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "c.jsonl", &jsonl(&compacted_log()));
     let s = import_file(&p, &LENIENT).unwrap();
-    let want = ctxlab::replay::scale_to_real(&s, "course-f9e8b28")
+    let want = ctxlab::replay::profiles::scale_to_real(&s, "course-f9e8b28")
         .unwrap()
         .unwrap();
     let options = ReplayOptions {

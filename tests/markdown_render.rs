@@ -133,7 +133,7 @@ fn verdicts_list_probe_and_profiles_render_as_tables() {
 
 #[test]
 fn a_pipe_or_a_control_byte_in_a_cell_keeps_the_row_intact() {
-    let cell = ctxlab::report::cell_text("a|b\u{0}\u{1b}[2J\nc", true);
+    let cell = ctxlab::render::cell_text("a|b\u{0}\u{1b}[2J\nc", true);
     assert_eq!(cell, "a\\|b\\u{0}\\u{1b}[2J\\u{a}c");
     let md = format!("| x | y |\n|---|---|\n| {cell} | 2 |\n");
     let r = render(&md);
@@ -141,14 +141,14 @@ fn a_pipe_or_a_control_byte_in_a_cell_keeps_the_row_intact() {
         r.tables[0][1],
         vec!["a|b\\u{0}\\u{1b}[2J\\u{a}c".to_string(), "2".into()]
     );
-    assert_eq!(ctxlab::report::cell_text("a|b", false), "a|b");
+    assert_eq!(ctxlab::render::cell_text("a|b", false), "a|b");
 }
 
 #[test]
 fn counts_are_singular_when_one() {
-    assert_eq!(ctxlab::report::count(1, "round"), "1 round");
-    assert_eq!(ctxlab::report::count(0, "round"), "0 rounds");
-    assert_eq!(ctxlab::report::count(4, "round"), "4 rounds");
+    assert_eq!(ctxlab::render::count(1, "round"), "1 round");
+    assert_eq!(ctxlab::render::count(0, "round"), "0 rounds");
+    assert_eq!(ctxlab::render::count(4, "round"), "4 rounds");
 }
 
 #[test]

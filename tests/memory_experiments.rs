@@ -92,9 +92,9 @@ fn ids_are_unique_and_memory_rows_are_registered() {
     sorted.dedup();
     assert_eq!(sorted.len(), ids.len());
     for id in ids {
-        assert_eq!(ctxlab::registry::list::find(id).unwrap().id, id);
+        assert_eq!(ctxlab::experiments::find(id).unwrap().id, id);
         assert_eq!(
-            ctxlab::registry::list::find(&id.to_lowercase()).unwrap().id,
+            ctxlab::experiments::find(&id.to_lowercase()).unwrap().id,
             id
         );
     }

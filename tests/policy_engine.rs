@@ -10,7 +10,7 @@ use ctxlab::policy::course::CoursePolicy;
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
 use ctxlab::policy::validity::{Kind, Provider};
 use ctxlab::policy::{list, Policy};
-use ctxlab::replay::{replay_with, ReplayOptions, DEFAULT_PATH_LEN};
+use ctxlab::replay::profiles::{replay_with, ReplayOptions, DEFAULT_PATH_LEN};
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 
@@ -183,14 +183,14 @@ fn lab_replay_policy_runs_every_policy_and_refuses_unknown_names() {
     let (code, out, err) = lab(&["replay", p, "--policy", "all", "--format", "json"]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let policies: Vec<&str> = v
+    let policies: Vec<&str> = v["runs"]
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["policy"].as_str().unwrap())
         .collect();
     assert_eq!(policies, list::names());
-    for r in v.as_array().unwrap() {
+    for r in v["runs"].as_array().unwrap() {
         assert_eq!(r["calls"].as_array().unwrap().len(), 26, "{}", r["policy"]);
     }
     let (code, _, err) = lab(&["replay", p, "--policy", "nope"]);

@@ -117,17 +117,43 @@ fn synthetic_and_real() -> Vec<(String, Vec<Message>)> {
     sessions
 }
 
-/// Replay `messages` through every policy: no request breaks a provider rule
-/// that the uncompacted history (the `none` baseline) does not already break
-/// (recorded sessions can reuse a call id; a policy is not to blame for that).
+/// Every production design of the registry: not a hand-kept list, so a new
+/// policy cannot be left out of the validity tests.
+fn zoo() -> Vec<&'static str> {
+    let course = ctxlab::policy::course::CoursePolicy::names();
+    list::names()
+        .into_iter()
+        .filter(|n| *n != "none" && !course.contains(n))
+        .collect()
+}
+
+/// Replay `messages` through every policy of the zoo: each makes a request
+/// at every model call, no request breaks a provider rule that the
+/// uncompacted history (the `none` baseline) does not already break
+/// (recorded sessions can reuse a call id; a policy is not to blame for
+/// that), and no pointer the model sees dangles.
 fn all_valid(name: &str, messages: &[Message]) {
-    let baseline = broken_rules(&run("none", name, messages));
-    for policy in POLICIES {
+    let base = run("none", name, messages);
+    let baseline = broken_rules(&base);
+    for policy in zoo() {
         let r = run(policy, name, messages);
         assert_eq!(r.ended_by_error, None, "{policy} on {name}");
+        assert_eq!(r.calls.len(), base.calls.len(), "{policy} on {name}: calls");
         let new = new_breaks(&r, &baseline);
         assert!(new.is_empty(), "{policy} on {name}: {new:?}");
+        let dangling = &r.findings.dangling_pointers;
+        assert_eq!(dangling.count, 0, "{policy} on {name}: {dangling:?}");
     }
+}
+
+#[test]
+fn the_zoo_is_every_registered_design() {
+    let zoo = zoo();
+    assert!(zoo.len() >= 23, "{zoo:?}");
+    for p in POLICIES {
+        assert!(zoo.contains(p), "{p} is not registered");
+    }
+    assert!(zoo.contains(&"claude-code") && !zoo.contains(&"course-main"));
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 use common::{snapshot_name, transcripts};
 
 use ctxlab::import::{import_file, ImportOptions};
-use ctxlab::replay::{
+use ctxlab::replay::profiles::{
     profile_names, render_json, render_markdown, render_svg, render_table, replay, ReplayReport,
 };
 use serde::Serialize;
@@ -172,7 +172,7 @@ fn renderings_are_deterministic_and_hold_no_transcript_text() {
 fn templar_at_the_real_budget() {
     let Some(dir) = transcripts() else { return };
     let s = import_file(&dir.join(FILES[3]), &ImportOptions::default()).unwrap();
-    let scale = ctxlab::replay::scale_to_real(&s, "course-f9e8b28")
+    let scale = ctxlab::replay::profiles::scale_to_real(&s, "course-f9e8b28")
         .unwrap()
         .expect("templar compacted");
     assert!(
@@ -193,7 +193,7 @@ fn templar_at_the_real_budget() {
     insta::assert_json_snapshot!("replay_templar_at_real_budget", numbers(&r));
     let none = import_file(&dir.join(FILES[2]), &ImportOptions::default()).unwrap();
     assert_eq!(
-        ctxlab::replay::scale_to_real(&none, "hardened").unwrap(),
+        ctxlab::replay::profiles::scale_to_real(&none, "hardened").unwrap(),
         None
     );
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use ctxlab::import::ImportOptions;
 use ctxlab::message::{Block, Message};
-use ctxlab::replay::{
+use ctxlab::replay::profiles::{
     render, render_json, render_markdown, render_svg, render_table, replay_messages, run_files,
     ReplayOptions, ReplayReport,
 };
@@ -72,7 +72,7 @@ fn json_has_every_field_and_the_series() {
     let v: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
     assert_eq!(
         v["sizes"],
-        ctxlab::replay::SIZE_ESTIMATES,
+        ctxlab::replay::profiles::SIZE_ESTIMATES,
         "the estimates are named"
     );
     let first = &v["reports"][0];
@@ -96,7 +96,7 @@ fn json_has_every_field_and_the_series() {
     }
     assert_eq!(first["series"].as_array().unwrap().len(), r[0].model_calls);
     assert_eq!(
-        render(&r, ctxlab::report::Format::Json),
+        render(&r, ctxlab::render::Format::Json),
         render_json(&r),
         "render dispatches"
     );
@@ -120,7 +120,10 @@ fn run_files_imports_and_replays_every_pair() {
         &ImportOptions::default(),
     )
     .unwrap();
-    assert_eq!(run.reports.len(), 2 * ctxlab::replay::profile_names().len());
+    assert_eq!(
+        run.reports.len(),
+        2 * ctxlab::replay::profiles::profile_names().len()
+    );
     assert!(run.diagnostics.is_empty());
     assert!(run.reports.iter().all(|r| r.source == "req.json"));
     let bad = run_files(
@@ -152,7 +155,7 @@ fn scale_to_real_matches_the_raw_size_at_the_real_compaction() {
     )
     .unwrap();
     assert_eq!(s.real_compactions, vec![2]);
-    let scale = ctxlab::replay::scale_to_real(&s, "course-f9e8b28")
+    let scale = ctxlab::replay::profiles::scale_to_real(&s, "course-f9e8b28")
         .unwrap()
         .unwrap();
     let raw = ctxlab::message::estimate_chars(&s.main[..2]) as f64;
@@ -165,11 +168,11 @@ fn the_default_table_fits_a_terminal_and_columns_choose_the_rest() {
     let table = render_table(&r);
     let widest = table.lines().map(|l| l.chars().count()).max().unwrap();
     assert!(widest <= 120, "{widest} columns:\n{table}");
-    let all = ctxlab::replay::parse_columns("all").unwrap();
-    let full = ctxlab::replay::render_table_columns(&r, &all);
+    let all = ctxlab::replay::profiles::parse_columns("all").unwrap();
+    let full = ctxlab::replay::profiles::render_table_columns(&r, &all);
     assert!(full.contains("double_compacted") && !table.contains("double_compacted"));
-    let two = ctxlab::replay::parse_columns("profile, lost_forever").unwrap();
-    let narrow = ctxlab::replay::render_table_columns(&r, &two);
+    let two = ctxlab::replay::profiles::parse_columns("profile, lost_forever").unwrap();
+    let narrow = ctxlab::replay::profiles::render_table_columns(&r, &two);
     // The header row is the first table line naming a column (the size
     // estimates are explained above the table).
     let header: Vec<&str> = narrow
@@ -181,11 +184,11 @@ fn the_default_table_fits_a_terminal_and_columns_choose_the_rest() {
         .filter(|c| !c.is_empty())
         .collect();
     assert_eq!(header, ["profile", "lost_forever"], "{narrow}");
-    let e = ctxlab::replay::parse_columns("profile,nope").unwrap_err();
+    let e = ctxlab::replay::profiles::parse_columns("profile,nope").unwrap_err();
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("\"nope\""), "{e}");
     // JSON keeps every field whatever the columns.
-    let json = ctxlab::replay::render_with(&r, ctxlab::report::Format::Json, Some(&two));
+    let json = ctxlab::replay::profiles::render_with(&r, ctxlab::render::Format::Json, Some(&two));
     assert!(json.contains("\"double_compacted\""));
 }
 

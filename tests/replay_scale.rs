@@ -6,7 +6,7 @@ mod common;
 use common::lab;
 
 use ctxlab::message::{Block, Message};
-use ctxlab::replay::{replay_messages, ReplayOptions};
+use ctxlab::replay::profiles::{replay_messages, ReplayOptions};
 
 /// Bad scales as given on the command line, and as `f64` prints them.
 const BAD: [(&str, &str); 4] = [("0", "0"), ("-1", "-1"), ("nan", "NaN"), ("inf", "inf")];

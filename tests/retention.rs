@@ -211,7 +211,7 @@ fn drift_table_is_stable() {
     let curves: Vec<_> = Strategy::ALL.iter().map(|s| run(*s, 10, 360)).collect();
     insta::assert_snapshot!(
         "drift_table",
-        drift(&curves, ctxlab::report::Format::Markdown)
+        drift(&curves, ctxlab::render::Format::Markdown)
     );
 }
 
@@ -220,7 +220,7 @@ fn drift_table_is_stable() {
 /// planted in a tool result to its micro-compaction (`cleared`).
 #[test]
 fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
-    use ctxlab::compare::{compare_one, Measure};
+    use ctxlab::replay::policies::{compare_one, Measure};
     let mut messages = vec![Message::user_text("fix it")];
     for t in 0..30 {
         let id = format!("toolu_{t:03}");
@@ -249,12 +249,55 @@ fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
     assert!(r.artifact_recall < 1.0);
 }
 
+/// A fact in a result that course-main saves to a file and then replaces
+/// with its `[Earlier tool result saved at <path>]` placeholder is
+/// reachable, not gone: retention follows the placeholder block by block,
+/// as the checker does (a rule that matches a whole block never matches a
+/// request joined into one text). The checker agrees: nothing lost, no
+/// pointer lost.
+#[test]
+fn a_fact_behind_the_saved_at_placeholder_is_reachable() {
+    use ctxlab::replay::policies::{compare_one, Measure};
+    let mut messages = vec![Message::user_text("fix it")];
+    for t in 0..30 {
+        let id = format!("toolu_{t:03}");
+        messages.push(read(&id, &format!("/src/f{t}.rs")));
+        messages.push(result(
+            &id,
+            &format!("line 1\nline 2\nerror: E{t:04} here\nline 4\n").repeat(40),
+        ));
+    }
+    messages.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    let m = Measure {
+        retention: true,
+        ..Measure::default()
+    };
+    let main = compare_one("g", &messages, "course-main", 160, &m).unwrap();
+    let saved_at = main
+        .run
+        .events
+        .iter()
+        .any(|e| format!("{e:?}").contains("saved_at"));
+    assert!(
+        saved_at,
+        "course-main replaced no result with its saved-at placeholder"
+    );
+    assert_eq!(main.run.findings.lost_forever.count, 0);
+    assert_eq!(main.run.findings.pointer_lost.count, 0);
+    let r = main.retention.unwrap();
+    let fact = r.facts.iter().find(|f| f.label == "tool_result").unwrap();
+    assert_ne!(fact.status, Status::Gone, "{fact:?}");
+    assert_eq!(r.artifact_recall, 1.0);
+}
+
 /// Every policy has the retention metrics on the shared sessions (the three
 /// smallest in debug builds; `make replay` runs them all): the baseline keeps
 /// everything and every policy's recall is a fraction.
 #[test]
 fn every_policy_has_retention_on_real_sessions() {
-    use ctxlab::compare::{replay_files, Measure};
+    use ctxlab::replay::policies::{replay_files, Measure};
     let Some(dir) = common::transcripts() else {
         return;
     };

@@ -1,6 +1,6 @@
 //! `lab sweep` as a library: parsing, thresholds, sharding and merging, rendering.
 
-use ctxlab::report::Format;
+use ctxlab::render::Format;
 use ctxlab::sweep::{
     self, merge, parse_path_lens, parse_vary, render, thresholds, CellResult, Shard, SweepSpec,
 };

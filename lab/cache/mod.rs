@@ -30,7 +30,6 @@
 //! that sizes its context in characters (the course profiles) must count its
 //! requests with a token counter before calling [`cost`].
 
-pub mod arms;
 pub mod observe;
 pub mod prices;
 pub mod provider;

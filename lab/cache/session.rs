@@ -137,7 +137,7 @@ pub fn none_requests(main: &[Message], builder: &mut RequestBuilder) -> Vec<Cach
 mod tests {
     use super::*;
     use crate::cache::{cost, prices, Provider};
-    use crate::replay::synthetic_main;
+    use crate::replay::profiles::synthetic_main;
 
     #[test]
     fn the_none_arm_sends_the_whole_history_and_never_breaks() {

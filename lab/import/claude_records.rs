@@ -948,7 +948,7 @@ fn only_results(content: &Content) -> bool {
     }
 }
 
-fn starts_with_continuation(content: &Content) -> bool {
+pub(crate) fn starts_with_continuation(content: &Content) -> bool {
     match content {
         Content::Text(t) => t.trim_start().starts_with(CONTINUATION),
         Content::Blocks(b) => b.iter().any(|x| match x {

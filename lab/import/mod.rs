@@ -716,6 +716,14 @@ pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
 /// Import one file that holds one session, detecting its format unless
 /// `options.format` is set. A trajectory array of several sessions is
 /// refused here; [`import_file_sessions`] takes it.
+/// `m` is the summary a product's compaction left in the history (Claude
+/// Code's continuation message): the product's decision, not a request of
+/// the user's.
+pub fn is_product_summary(m: &Message) -> bool {
+    m.role == crate::message::Role::User && claude_records::starts_with_continuation(&m.content)
+}
+
+/// Import one file (the first session of it).
 pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSession> {
     one_session(import_file_sessions(path, options)?, path)
 }
@@ -1009,17 +1017,17 @@ pub(crate) fn image_source(block: &serde_json::Value) -> String {
 }
 
 /// Render import summaries (one row per file) as a table, Markdown or JSON.
-pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::report::Format) -> String {
-    if format == crate::report::Format::Json {
+pub fn render_summaries(rows: &[(String, ImportSummary)], format: crate::render::Format) -> String {
+    if format == crate::render::Format::Json {
         return summaries_json(rows);
     }
-    // report::table escapes `|` and control characters: a file name holding
+    // render::table escapes `|` and control characters: a file name holding
     // them must neither end a Markdown cell nor drive the terminal.
     let cells = rows.iter().map(|(file, s)| summary_row(file, s)).collect();
-    let mut out = crate::report::table(
+    let mut out = crate::render::table(
         &SUMMARY_COLUMNS,
         cells,
-        format == crate::report::Format::Markdown,
+        format == crate::render::Format::Markdown,
     );
     out.push_str(&format!("\n{SIZES_NOTE}\n"));
     out
@@ -1117,7 +1125,7 @@ fn summary_notes(s: &ImportSummary) -> String {
 pub fn command(
     files: &[PathBuf],
     options: &ImportOptions,
-    format: crate::report::Format,
+    format: crate::render::Format,
 ) -> LabResult<String> {
     let mut rows = Vec::new();
     let mut errors = Vec::new();

@@ -136,6 +136,61 @@ pub fn walk(fs: &dyn Storage, dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every pointer `rules` find in what the model sees of `messages`: each
+/// text, thinking and tool-result block on its own, as the checker reads a
+/// request (a `Wrapped` placeholder is a whole block, so a request joined
+/// into one text would never match it). Retention walks requests with this
+/// same function.
+pub fn pointers_in_messages(rules: &[PointerRule], messages: &[Message]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for_each_text(messages, Thinking::Read, |_, text| {
+        out.extend(
+            super::pointers_in(rules, text)
+                .into_iter()
+                .map(str::to_string),
+        );
+    });
+    out
+}
+
+/// The JSON documents of a stored file: the whole text, else one per line
+/// (JSON Lines archives); none for plain text.
+fn json_docs(text: &str) -> Vec<serde_json::Value> {
+    match serde_json::from_str(text) {
+        Ok(v) => vec![v],
+        Err(_) => text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+    }
+}
+
+/// Every pointer `rules` find in a stored file: in its raw text and in each
+/// string of its JSON documents (an archive holds a placeholder as one
+/// escaped string). The checker and retention follow files with this.
+pub fn pointers_in_file(rules: &[PointerRule], text: &str) -> BTreeSet<String> {
+    pointers_in_docs(rules, text, &json_docs(text))
+}
+
+fn pointers_in_docs(
+    rules: &[PointerRule],
+    text: &str,
+    docs: &[serde_json::Value],
+) -> BTreeSet<String> {
+    let mut ptrs: BTreeSet<String> = super::pointers_in(rules, text)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    for doc in docs {
+        walk_json(
+            doc,
+            &mut |s| ptrs.extend(super::pointers_in(rules, s).into_iter().map(str::to_string)),
+            &mut |_, _| {},
+        );
+    }
+    ptrs
+}
+
 /// Visit every string in a JSON value, and every `(id, content)` result object.
 fn walk_json<'v>(
     v: &'v serde_json::Value,
@@ -175,24 +230,11 @@ impl Files {
             .entry(fingerprint(text))
             .or_default()
             .insert(key.to_string());
-        let mut ptrs: BTreeSet<String> = super::pointers_in(rules, text)
-            .into_iter()
-            .map(str::to_string)
-            .collect();
-        let docs: Vec<serde_json::Value> = match serde_json::from_str(text) {
-            Ok(v) => vec![v],
-            Err(_) => text
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect(),
-        };
+        let docs = json_docs(text);
+        let ptrs = pointers_in_docs(rules, text, &docs);
         for doc in &docs {
             let mut found = Vec::new();
-            walk_json(
-                doc,
-                &mut |s| ptrs.extend(super::pointers_in(rules, s).into_iter().map(str::to_string)),
-                &mut |id, c| found.push((id, c)),
-            );
+            walk_json(doc, &mut |_| {}, &mut |id, c| found.push((id, c)));
             for (id, c) in found {
                 let pointers = super::pointers_in(rules, c)
                     .into_iter()
@@ -222,18 +264,13 @@ pub fn check(
 ) -> Findings {
     let files = Files::read(fs, root, rules);
     let mut in_context: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut seen_ptrs = BTreeSet::new();
     // Every text the model sees, thinking included.
     for_each_text(context, Thinking::Read, |id, text| {
         if let Some(id) = id {
             in_context.entry(id).or_default().push(text);
         }
-        seen_ptrs.extend(
-            super::pointers_in(rules, text)
-                .into_iter()
-                .map(str::to_string),
-        );
     });
+    let seen_ptrs = pointers_in_messages(rules, context);
     let reachable = reach(&seen_ptrs, &files.pointers);
     let mut f = Findings {
         originals: ledger.originals.len() as u64,
@@ -247,8 +284,9 @@ pub fn check(
         }
         classify(&mut f, id, original, &blocks, &files, &reachable, rules);
     }
+    let recorded = recorded_pointers(ledger, rules);
     for p in &reachable {
-        if fs.kind(Path::new(p)).is_none() {
+        if fs.kind(Path::new(p)).is_none() && !recorded.contains(p.as_str()) {
             f.dangling_pointers.push(p.clone());
         }
     }
@@ -256,6 +294,17 @@ pub fn check(
         f.orphans.push(p.clone());
     }
     f
+}
+
+/// Pointers the recorded tool results already carry: the product wrote them
+/// (Claude Code persists large outputs itself), so their targets were never
+/// in the lab's storage, and a policy that keeps them has not dangled them.
+fn recorded_pointers<'l>(ledger: &'l Ledger, rules: &[PointerRule]) -> BTreeSet<&'l str> {
+    ledger
+        .originals
+        .iter()
+        .flat_map(|(_, text)| super::pointers_in(rules, text))
+        .collect()
 }
 
 /// Every path reachable from `start` by following pointers through files.
@@ -384,6 +433,24 @@ mod tests {
         let f = check(&context, &l, RULES, &fs, root);
         assert_eq!(f.lost_forever.count, 1);
         assert_eq!(f.dangling_pointers.samples, vec!["/run/p/gone.txt"]);
+    }
+
+    #[test]
+    fn a_pointer_the_product_recorded_is_not_the_policys_dangling_pointer() {
+        let fs = MemFs::new();
+        let root = Path::new("/run/p");
+        fs.create_dir_all(root).unwrap();
+        // The recorded result already points to the product's own file.
+        let l = ledger(&[("a", "Saved: /home/u/tool-results/a.txt")]);
+        let kept = vec![call("a"), result("a", "Saved: /home/u/tool-results/a.txt")];
+        assert_eq!(
+            check(&kept, &l, RULES, &fs, root).dangling_pointers.count,
+            0
+        );
+        // A pointer the policy wrote to a file that is gone still dangles.
+        let policy = vec![call("a"), result("a", "Saved: /run/p/a.txt")];
+        let f = check(&policy, &l, RULES, &fs, root);
+        assert_eq!(f.dangling_pointers.samples, vec!["/run/p/a.txt"]);
     }
 
     #[test]

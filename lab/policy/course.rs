@@ -14,8 +14,9 @@ use crate::compact::persist::{FULL_OUTPUT, SAVED_PREFIX};
 use crate::compact::summary::FULL_TRANSCRIPT;
 use crate::compact::{Compactor, Event, LabRoot};
 use crate::error::LabResult;
+use crate::import::is_product_summary;
 use crate::message::{Message, Role};
-use crate::replay::DEFAULT_PATH_LEN;
+use crate::registry::LONG_PATH;
 use crate::storage::Shared;
 
 /// The course's pointer grammar: the `Full output:` line of a persisted
@@ -43,13 +44,19 @@ pub const COURSE_POINTERS: &[PointerRule] = &[
 pub struct CoursePolicy {
     profile: Profile,
     compactor: Compactor,
+    /// The user's newest request: the summariser's focus. Taken from the
+    /// messages as they arrive, as the course's agent loop holds its query,
+    /// not from the live history, where a summary has replaced it.
+    active: String,
+    /// Length of the history after the last call: what lies beyond arrived since.
+    seen: usize,
 }
 
 impl CoursePolicy {
     /// The profile `name` (any of `lab profiles`) at the replay's default
     /// path length, for tool ids of 7 characters.
     pub fn new(name: &str) -> LabResult<Self> {
-        Self::with_root(name, Some(DEFAULT_PATH_LEN), 7)
+        Self::with_root(name, Some(LONG_PATH), 7)
     }
 
     /// The profile `name` whose result path for an id of `ref_id_chars`
@@ -59,7 +66,12 @@ impl CoursePolicy {
         let ref_id = ref_id_chars.min(profile.config.constants.safe_id_max);
         let root = LabRoot::new(path_len, ref_id)?;
         let compactor = Compactor::new(profile.config.clone(), root)?;
-        Ok(CoursePolicy { profile, compactor })
+        Ok(CoursePolicy {
+            profile,
+            compactor,
+            active: String::new(),
+            seen: 0,
+        })
     }
 
     /// Every course profile's name.
@@ -68,14 +80,17 @@ impl CoursePolicy {
     }
 }
 
-/// The course request a turn answers: the newest user text that is not a tool result.
-fn active_request(history: &[Message]) -> String {
-    history
+/// The course request a turn answers: the newest user text among `arrived`
+/// that is neither a tool result nor a product's compaction summary (the
+/// replay of a recorded session does not take the product's summary for
+/// the user's request), if any.
+fn newest_request(arrived: &[Message]) -> Option<String> {
+    arrived
         .iter()
         .rev()
-        .find(|m| m.role == Role::User && !m.is_tool_result() && !m.text().is_empty())
+        .filter(|m| m.role == Role::User && !m.is_tool_result() && !is_product_summary(m))
         .map(Message::text)
-        .unwrap_or_default()
+        .find(|t| !t.is_empty())
 }
 
 /// The revision each profile reproduces (README "Profiles and switches").
@@ -161,8 +176,13 @@ impl Policy for CoursePolicy {
         _ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let before = self.compactor.events.len();
-        let active = active_request(history);
-        *history = self.compactor.prepare(std::mem::take(history), &active)?;
+        if let Some(text) = newest_request(history.get(self.seen..).unwrap_or_default()) {
+            self.active = text;
+        }
+        *history = self
+            .compactor
+            .prepare(std::mem::take(history), &self.active)?;
+        self.seen = history.len();
         let events = self.compactor.events[before..]
             .iter()
             .map(to_policy_event)

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::engine::PolicyRun;
 use super::validity::Provider;
 use super::PolicyInfo;
-use crate::report::{json, table, Format};
+use crate::render::{json, table, Format};
 
 /// Every policy with its source and constants.
 pub fn policies(infos: &[PolicyInfo], format: Format) -> String {

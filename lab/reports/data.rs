@@ -72,7 +72,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
     Ok(crate::reports::ReportData {
         memory_growth,
         frontier: crate::reports::frontier::scored(&runs),
-        cost: crate::reports::cost::policy_costs(&runs),
+        cost: crate::replay::dollars::policy_costs(&runs),
         verdicts: registry_verdicts()?,
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
@@ -139,7 +139,7 @@ fn memory_growth() -> LabResult<Vec<(String, Vec<u64>)>> {
 /// Every registry row run once at its default cells.
 fn registry_verdicts() -> LabResult<Vec<crate::reports::verdicts::RowVerdict>> {
     let opts = crate::registry::RunOptions::default();
-    crate::registry::list::all()
+    crate::experiments::all()
         .into_iter()
         .map(|e| {
             Ok(crate::reports::verdicts::RowVerdict {

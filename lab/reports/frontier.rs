@@ -4,9 +4,9 @@
 //! [`frontier_rows`] runs the policies.
 
 use super::{Cell, Table};
-use crate::compare::{compare_one, Compared, Measure, Pricing};
 use crate::error::LabResult;
 use crate::message::{Block, Message};
+use crate::replay::policies::{compare_one, Compared, Measure, Pricing};
 use crate::retention::render::{mark_dominated, Scored};
 use crate::retention::Status;
 
@@ -86,7 +86,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
                 "generated",
                 &messages,
                 name,
-                crate::replay::DEFAULT_PATH_LEN,
+                crate::replay::profiles::DEFAULT_PATH_LEN,
                 &measure,
             )
         })

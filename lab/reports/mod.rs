@@ -16,7 +16,7 @@ pub mod frontier;
 pub mod verdicts;
 
 /// A terminal or Markdown table with a fixed layout (one implementation, in [`crate::report`]).
-pub use crate::report::table as text_table;
+pub use crate::render::table as text_table;
 pub use data::{
     comparison_scripts, drift, first_difference, report_data, reports_command, write_files,
     ProfileCell, ReportsArgs, MEMORY_SESSIONS, REPLAY_DIR, REPORT_LENS,
@@ -107,7 +107,7 @@ pub fn csv(t: &Table) -> String {
 
 /// JSON: name, title, columns and typed rows (arrays, so key order never matters).
 pub fn json(t: &Table) -> String {
-    crate::report::json(t)
+    crate::render::json(t)
 }
 
 /// Escape text for LaTeX outside math mode.
@@ -395,7 +395,7 @@ pub struct ReportData {
     /// Every policy on one generated session: cost against retention.
     pub frontier: Vec<crate::retention::render::Scored>,
     /// The same runs priced: every policy's prompt-cache cost.
-    pub cost: Vec<cost::PolicyCost>,
+    pub cost: Vec<crate::replay::dollars::PolicyCost>,
     /// Every registry row at its default cells.
     pub verdicts: Vec<verdicts::RowVerdict>,
 }
@@ -483,7 +483,7 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&verdicts::verdicts_table(&data.verdicts)));
     out.push((
         "cost.svg".into(),
-        cost::dollars_svg(&data.cost, "lab reports --out reports/"),
+        crate::replay::dollars::dollars_svg(&data.cost, "lab reports --out reports/"),
     ));
     out.push((
         "frontier.svg".into(),

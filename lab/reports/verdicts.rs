@@ -66,7 +66,8 @@ pub fn verdicts_table(rows: &[RowVerdict]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{list, RunOptions};
+    use crate::experiments as list;
+    use crate::registry::RunOptions;
 
     #[test]
     fn every_row_has_a_line_per_cell_and_counter_and_the_caught_counters_differ() {

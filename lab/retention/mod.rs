@@ -23,8 +23,9 @@ use serde::Serialize;
 
 use crate::compact::check::fingerprint;
 use crate::message::{Block, Content, Message};
+use crate::policy::check::{pointers_in_file, pointers_in_messages};
 use crate::policy::engine::{event_kind, Observer, View};
-use crate::policy::{pointers_in, PolicyEvent};
+use crate::policy::PolicyEvent;
 pub use extract::ArtifactKind;
 use finder::{Finder, Key};
 
@@ -200,14 +201,19 @@ impl Retention {
     }
 
     /// Artifacts among `missing` held by files the request's pointers reach.
-    fn reachable(&mut self, request: &str, missing: &[usize], view: &View<'_>) -> BTreeSet<usize> {
+    fn reachable(
+        &mut self,
+        request: &[Message],
+        missing: &[usize],
+        view: &View<'_>,
+    ) -> BTreeSet<usize> {
         let mut out = BTreeSet::new();
         if missing.is_empty() || view.rules.is_empty() {
             return out;
         }
-        let mut frontier: Vec<String> = pointers_in(view.rules, request)
+        // The checker's walk: pointers block by block, then through files.
+        let mut frontier: Vec<String> = pointers_in_messages(view.rules, request)
             .into_iter()
-            .map(str::to_string)
             .collect();
         let mut visited = HashSet::new();
         while let Some(p) = frontier.pop() {
@@ -242,6 +248,7 @@ impl Retention {
         }
         let bytes = view.storage.read(Path::new(path)).unwrap_or_default();
         let text = String::from_utf8_lossy(&bytes).into_owned();
+        let pointers = pointers_in_file(view.rules, &text).into_iter().collect();
         // Archives are JSON: their strings hold the artifacts escaped, so
         // search the decoded strings too.
         let mut decoded = String::new();
@@ -255,10 +262,6 @@ impl Retention {
         } else {
             format!("{text}\n{decoded}")
         };
-        let pointers = pointers_in(view.rules, &text)
-            .into_iter()
-            .map(str::to_string)
-            .collect();
         self.files.insert(
             path.to_string(),
             FileScan {
@@ -309,7 +312,7 @@ impl Observer for Retention {
         let missing: Vec<usize> = (0..self.artifacts.len())
             .filter(|i| !present.contains(i))
             .collect();
-        let reachable = self.reachable(&text, &missing, view);
+        let reachable = self.reachable(request, &missing, view);
         for (i, a) in self.artifacts.iter_mut().enumerate() {
             a.status = if present.contains(&i) {
                 Status::Present

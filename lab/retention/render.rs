@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::drift::DriftCurve;
 use super::{ArtifactKind, RetentionReport, Status};
 use crate::policy::engine::PolicyRun;
-use crate::report::{json, table, Format};
+use crate::render::{json, table, Format};
 
 /// One policy on one session, with what it kept and what it sent.
 #[derive(Debug, Clone, Serialize)]

@@ -13,6 +13,7 @@
 //! One module per concern: [`spec`] (what to sweep), [`mod@run`] (running cells),
 //! [`mod@thresholds`], [`shard`] (sharding and merging) and [`render`].
 
+pub mod policies;
 pub mod render;
 pub mod run;
 pub mod shard;
@@ -20,7 +21,7 @@ pub mod spec;
 pub mod thresholds;
 
 use crate::error::LabResult;
-use crate::report::Format;
+use crate::render::Format;
 
 pub use run::{config_for, run, run_cell, session, CellResult, SweepResult};
 pub use shard::{merge, Shard};
@@ -112,8 +113,8 @@ const PROGRESS_EVERY: usize = 200;
 pub fn command(args: &SweepArgs) -> LabResult<String> {
     use std::io::IsTerminal;
     if !args.policy.is_empty() {
-        let rows = crate::policy_search::sweep(&args.policy, args.seeds)?;
-        return Ok(crate::policy_search::render(&rows, args.format));
+        let rows = crate::sweep::policies::sweep(&args.policy, args.seeds)?;
+        return Ok(crate::sweep::policies::render(&rows, args.format));
     }
     let result = if args.merge.is_empty() {
         let vary = match &args.vary {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::{thresholds, CellResult, SweepResult, SweepSpec, Threshold, COUNTERS};
-use crate::report::{self, Format};
+use crate::render::{self, Format};
 
 /// A run of neighbouring path lengths with identical counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,7 @@ struct JsonOut<'a> {
 pub fn sweep(result: &SweepResult, format: Format) -> String {
     let complete = result.shard.is_none();
     if format == Format::Json {
-        return report::json(&JsonOut {
+        return render::json(&JsonOut {
             result,
             thresholds: complete.then(|| thresholds(&result.spec.vary, &result.cells)),
         });
@@ -116,7 +116,7 @@ pub fn sweep(result: &SweepResult, format: Format) -> String {
             r
         })
         .collect();
-    let table = report::table(&head, rows, md);
+    let table = render::table(&head, rows, md);
     let shard = match result.shard {
         Some(s) => format!(
             " · shard {}/{} ({} cells)",

@@ -2,7 +2,7 @@ use super::*;
 use crate::cache::prices;
 use crate::policy::engine::{replay_observed, Env, Session};
 use crate::policy::list::make;
-use crate::replay::synthetic_main;
+use crate::replay::profiles::synthetic_main;
 
 fn run(policy: &str, gap_ms: u64) -> CostReport {
     let messages = synthetic_main(30, 20_000);

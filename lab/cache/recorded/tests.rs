@@ -123,17 +123,21 @@ fn shared_sessions_are_reproduced() {
         );
     }
     eprintln!("total {ok}/{n} within 5%, rewrites {flagged}/{rec} flagged, {wrong} false");
-    // Pinned: 773 of 798 requests within ±5 % (target ≥ 90 %: met). 20 of
-    // 20 recorded rewrites flagged (recall 1.0; target 0.9: met), 2 false
-    // (precision 0.91). Flagged: gaps over the TTL between send times, new
+    // Pinned on the five sessions the rules were read from: 773 of 798
+    // requests within ±5 % (target ≥ 90 %), 20 of 20 recorded rewrites
+    // flagged, 2 false (gaps of 301 and 313 s, within the model's latency of
+    // the TTL). Flagged: gaps over the TTL between send times, new
     // conversations, a model switch, earlier turns' thinking dropped at a new
     // prompt or at tool results that carried an unlogged reminder (attio 38,
     // after a subagent that edited files), prompts after a Stop hook (dmux
-    // 41 and 48, an empirical rule: see tokens::recorded::stop_hooks). The 2
-    // false ones are gaps of 301 and 313 s, within the model's latency of
-    // the TTL.
-    assert_eq!((n, ok), (798, 773));
-    assert_eq!((rec, flagged, wrong), (20, 20, 2));
+    // 41 and 48, an empirical rule: see tokens::recorded::stop_hooks).
+    //
+    // With the four sessions added later (held out from the rules): 1,210
+    // of 1,283 within ±5 % (94.3 %), 42 of 46 rewrites flagged, 25 false
+    // (19 of them in claude-agentic-framework, Claude Code 2.1.38, whose
+    // rewrites the rules do not describe: recall 1 of 2 there).
+    assert_eq!((n, ok), (1283, 1210));
+    assert_eq!((rec, flagged, wrong), (46, 42, 25));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 use super::*;
-use crate::compare::{compare_one, Measure, Pricing};
+use crate::replay::dollars::{cumulative_dollars, dollars_svg, policy_costs};
+use crate::replay::policies::{compare_one, Compared, Measure, Pricing};
 
 /// Three policies priced on a small synthetic session (24 tool calls of
 /// 4,000 characters): the baseline, a course profile and a production design.
@@ -13,7 +14,7 @@ fn priced(session: &str) -> Vec<PolicyCost> {
         }),
         tokens: crate::tokens::Tokens::Approx,
     };
-    let messages = crate::replay::synthetic_main(24, 4_000);
+    let messages = crate::replay::profiles::synthetic_main(24, 4_000);
     let runs: Vec<Compared> = ["none", "prototype", "vercel-prune-messages"]
         .iter()
         .map(|p| compare_one(session, &messages, p, 160, &measure).unwrap())
@@ -37,7 +38,7 @@ fn cumulative_dollars_rise_to_the_total() {
 
 #[test]
 fn unpriced_runs_are_left_out() {
-    let messages = crate::replay::synthetic_main(3, 100);
+    let messages = crate::replay::profiles::synthetic_main(3, 100);
     let run = compare_one("s", &messages, "none", 160, &Measure::default()).unwrap();
     assert!(policy_costs(&[run]).is_empty());
     assert_eq!(pricing_line(&[]), "no priced runs");

@@ -78,10 +78,32 @@ fn shared() -> Option<&'static [Session]> {
     loaded.as_deref()
 }
 
+/// The sessions [`FITTED`] was fitted on. Sessions added to the shared
+/// directory later are scored held-out below but do not move the constants:
+/// three of them compact, and a growth pair across a compaction is no growth
+/// of one request (splitting conversations there belongs with the session
+/// envelope, which sizes each conversation after a compaction on its own).
+const FIT_SET: &[&str] = &[
+    "attio-mcp-server__chat@816b68a.json",
+    "claude-code-viewer__fe5e1c67.jsonl",
+    "dmux__chat@eef6c28.json",
+    "session-share__general-tool-calls.jsonl",
+    "templar__chat@a46211b.json",
+];
+
+fn fit_set(sessions: &[Session]) -> Vec<&Session> {
+    let set: Vec<&Session> = sessions
+        .iter()
+        .filter(|s| FIT_SET.contains(&s.name.as_str()))
+        .collect();
+    assert_eq!(set.len(), FIT_SET.len(), "a fitting session is missing");
+    set
+}
+
 #[test]
 fn fitted_constants_are_reproduced() {
     let Some(sessions) = shared() else { return };
-    let all: Vec<_> = sessions.iter().flat_map(samples).collect();
+    let all: Vec<_> = fit_set(sessions).into_iter().flat_map(samples).collect();
     let k = fit(&all);
     for (got, pinned) in k.as_array().iter().zip(FITTED.as_array()) {
         assert!(
@@ -94,17 +116,30 @@ fn fitted_constants_are_reproduced() {
 #[test]
 fn held_out_error_is_pinned() {
     let Some(sessions) = shared() else { return };
-    let h = holdout(sessions);
-    assert!(h.one_step.median <= 0.03 && h.one_step.p95 <= 0.08, "{h:?}");
-    // Measured 0.07 % / 1.0 % one-step; cumulative 2.07 % / 12.4 %: the
-    // median meets the 3 % target, the p95 is above 8 %. The excess is one
-    // session whose Claude Code (1.0.70) attaches files' contents without
-    // logging them (4.4 % / 17.4 % on its own; the other four pooled
-    // 1.9 % / 6.0 %).
+    let fitted: Vec<Session> = fit_set(sessions).into_iter().cloned().collect();
+    let h = holdout(&fitted);
+    // On the fitting set: 0.07 % / 1.0 % one-step; cumulative 2.07 % /
+    // 12.4 % (the median meets the 3 % target, the p95 is above 8 %: one
+    // session whose Claude Code 1.0.70 attaches files' contents without
+    // logging them).
     assert_eq!(h.one_step.n, 777);
-    assert!(h.cumulative.median <= 0.03, "{h:?}");
+    assert!(h.one_step.median <= 0.03 && h.one_step.p95 <= 0.08, "{h:?}");
     assert!((h.cumulative.median - 0.0207).abs() < 0.002, "{h:?}");
     assert!((h.cumulative.p95 - 0.1245).abs() < 0.005, "{h:?}");
+    // Every shared session, each scored by a fit without it: the one-step
+    // error holds (0.12 % / 1.1 %), the cumulative one does not (3.1 % /
+    // 26.6 %). The sessions with a real compaction carry it: their
+    // cumulative error runs from the first request across the compaction,
+    // where the product's summary and re-attached files replace the logged
+    // history (the fixed prefix of each conversation is not modelled yet).
+    let all = holdout(sessions);
+    assert_eq!(all.one_step.n, 1252);
+    assert!(
+        all.one_step.median <= 0.03 && all.one_step.p95 <= 0.08,
+        "{all:?}"
+    );
+    assert!((all.cumulative.median - 0.0311).abs() < 0.002, "{all:?}");
+    assert!((all.cumulative.p95 - 0.2662).abs() < 0.005, "{all:?}");
 }
 
 /// Prints a refit and the held-out figures (for updating FITTED and README).

@@ -11,12 +11,12 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::recorded::{validate, Validation};
-use super::session::{none_requests, RequestBuilder};
-use super::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
+use super::profiles::{replay_with, ReplayOptions};
+use crate::cache::recorded::{validate, Validation};
+use crate::cache::session::{none_requests, RequestBuilder};
+use crate::cache::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
 use crate::error::{LabError, LabResult};
 use crate::import::{import_file, ImportOptions, ImportedSession, TranscriptFormat};
-use crate::replay::{replay_with, ReplayOptions};
 use crate::tokens::recorded::{read_file, RecordedRequest};
 use crate::tokens::Tokens;
 
@@ -67,7 +67,7 @@ pub struct CostArgs {
     /// Tokenizer.
     pub tokens: Tokens,
     /// Cache model.
-    pub cache: super::provider::CacheChoice,
+    pub cache: crate::cache::provider::CacheChoice,
     /// Price sheet name.
     pub sheet: String,
 }
@@ -77,7 +77,7 @@ pub fn cli(
     args: &CostArgs,
     replay: &ReplayOptions,
     import: &ImportOptions,
-    format: crate::report::Format,
+    format: crate::render::Format,
 ) -> LabResult<String> {
     let options = CostOptions {
         tokens: args.tokens,
@@ -102,7 +102,7 @@ pub struct CostRow {
     /// Totals and per-request series.
     pub report: CostReport,
     /// For a profile arm: its savings and extra writes against `none`.
-    pub tradeoff: Option<super::Tradeoff>,
+    pub tradeoff: Option<crate::cache::Tradeoff>,
     /// For `recorded-model`: recorded usage beside the prediction.
     pub recorded: Option<Validation>,
 }
@@ -116,7 +116,7 @@ pub fn run_cost(
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
     let names = if profiles.is_empty() {
-        crate::replay::profile_names()
+        crate::replay::profiles::profile_names()
     } else {
         profiles.to_vec()
     };
@@ -180,7 +180,7 @@ fn session_rows(
             n,
             cost(&r.cache_requests, &options.provider, &options.sheet),
         );
-        arm.tradeoff = Some(super::tradeoff(&arm.report, &rows[0].report));
+        arm.tradeoff = Some(crate::cache::tradeoff(&arm.report, &rows[0].report));
         rows.push(arm);
     }
     Ok(rows)
@@ -204,7 +204,7 @@ pub fn recorded_rows(
     for (r, c) in model.requests.iter_mut().zip(&validation.series) {
         r.broke = c.predicted_rewrite;
     }
-    let model = super::summarize(model.provider.clone(), model.sheet, model.requests);
+    let model = crate::cache::summarize(model.provider.clone(), model.sheet, model.requests);
     let row = |arm: &str, report, recorded| CostRow {
         source: source.to_string(),
         arm: arm.to_string(),
@@ -252,7 +252,7 @@ fn usage_report(
             }
         })
         .collect();
-    super::summarize(model.provider.clone(), *sheet, requests)
+    crate::cache::summarize(model.provider.clone(), *sheet, requests)
 }
 
 /// The header line naming the tokenizer, cache model and dated price sheet.
@@ -307,9 +307,9 @@ const COLUMNS: [&str; 11] = [
 pub fn render_cost(
     rows: &[CostRow],
     options: &CostOptions,
-    format: crate::report::Format,
+    format: crate::render::Format,
 ) -> String {
-    use crate::report::Format;
+    use crate::render::Format;
     let body: Vec<Vec<String>> = rows.iter().map(cells).collect();
     match format {
         Format::Json => {

@@ -14,10 +14,10 @@
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::compare::{compare_one, Measure};
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message};
-use crate::report::{json, table, Format};
+use crate::render::{json, table, Format};
+use crate::replay::policies::{compare_one, Measure};
 
 /// Most rounds a generated session has.
 pub const MAX_ROUNDS: usize = 60;
@@ -137,7 +137,7 @@ fn run(policy: &str, seed: u64, rounds: &[Round]) -> LabResult<Row> {
         "generated",
         &messages,
         policy,
-        crate::replay::DEFAULT_PATH_LEN,
+        crate::replay::profiles::DEFAULT_PATH_LEN,
         &Measure::default(),
     )?;
     let f = &c.run.findings;
@@ -162,7 +162,7 @@ pub fn sweep(names: &[String], seeds: u64) -> LabResult<Vec<Row>> {
             "use --seeds 1..=10000",
         ));
     }
-    let names = crate::compare::expand_names(names);
+    let names = crate::replay::policies::expand_names(names);
     for n in &names {
         crate::policy::list::make(n)?;
     }

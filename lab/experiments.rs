@@ -1,8 +1,8 @@
 //! The list of every experiment row: the rows of each mechanism's table, in
 //! a stable order, and lookup by id.
 
-use super::Experiment;
 use crate::error::{LabError, LabResult};
+use crate::registry::Experiment;
 
 /// Experiment ids of the prototype that belong to other harness layers.
 pub const OTHER_LAYERS: &[(&str, &str)] = &[

@@ -38,7 +38,7 @@
 //!
 //! ```no_run
 //! use ctxlab::import::ImportOptions;
-//! use ctxlab::replay::{render, render_svg, run_files, ReplayOptions};
+//! use ctxlab::replay::profiles::{render, render_svg, run_files, ReplayOptions};
 //!
 //! let files = vec![std::path::PathBuf::from("session.jsonl")];
 //! let options = ReplayOptions { scale: 0.5, ..ReplayOptions::default() };
@@ -48,7 +48,7 @@
 //! for d in &run.diagnostics {
 //!     eprintln!("warning: {d}");
 //! }
-//! print!("{}", render(&run.reports, ctxlab::report::Format::Table));
+//! print!("{}", render(&run.reports, ctxlab::render::Format::Table));
 //! let plot = std::env::temp_dir().join("out.svg");
 //! std::fs::write(plot, render_svg(&run.reports)).unwrap();
 //! # Ok::<(), ctxlab::error::LabError>(())
@@ -342,7 +342,11 @@ impl Walk {
     fn arrive(&mut self, i: usize, m: Message, real_compactions: &[usize], sent: Option<&[usize]>) {
         self.len += 1;
         self.turn += crate::cache::session::starts_turn(&m) as usize;
-        if m.role == Role::User && !m.is_tool_result() && !real_compactions.contains(&i) {
+        if m.role == Role::User
+            && !m.is_tool_result()
+            && !real_compactions.contains(&i)
+            && !crate::import::is_product_summary(&m)
+        {
             let text = m.text();
             if !text.is_empty() {
                 self.active_request = text;
@@ -709,7 +713,7 @@ pub struct ReplayCommand {
     /// Where to write the SVG plot.
     pub plot: Option<std::path::PathBuf>,
     /// Output format.
-    pub format: crate::report::Format,
+    pub format: crate::render::Format,
     /// Table columns (indices into [`COLUMNS`]); `None` = the defaults.
     pub columns: Option<Vec<usize>>,
 }
@@ -935,7 +939,7 @@ fn table(reports: &[ReplayReport], markdown: bool, columns: &[usize]) -> String 
             columns.iter().map(|&c| cells[c].clone()).collect()
         })
         .collect();
-    crate::report::table(&header, rows, markdown)
+    crate::render::table(&header, rows, markdown)
 }
 
 /// A terminal table, one row per report, the [`DEFAULT_COLUMNS`], with a
@@ -1009,11 +1013,11 @@ pub fn render_json(reports: &[ReplayReport]) -> String {
 }
 
 /// Render in one of the lab's output formats.
-pub fn render(reports: &[ReplayReport], format: crate::report::Format) -> String {
+pub fn render(reports: &[ReplayReport], format: crate::render::Format) -> String {
     match format {
-        crate::report::Format::Table => render_table(reports),
-        crate::report::Format::Markdown => render_markdown(reports),
-        crate::report::Format::Json => render_json(reports),
+        crate::render::Format::Table => render_table(reports),
+        crate::render::Format::Markdown => render_markdown(reports),
+        crate::render::Format::Json => render_json(reports),
     }
 }
 
@@ -1021,12 +1025,12 @@ pub fn render(reports: &[ReplayReport], format: crate::report::Format) -> String
 /// JSON always carries every field and the series.
 pub fn render_with(
     reports: &[ReplayReport],
-    format: crate::report::Format,
+    format: crate::render::Format,
     columns: Option<&[usize]>,
 ) -> String {
     match (format, columns) {
-        (crate::report::Format::Table, Some(c)) => render_table_columns(reports, c),
-        (crate::report::Format::Markdown, Some(c)) => render_markdown_columns(reports, c),
+        (crate::render::Format::Table, Some(c)) => render_table_columns(reports, c),
+        (crate::render::Format::Markdown, Some(c)) => render_markdown_columns(reports, c),
         (f, _) => render(reports, f),
     }
 }

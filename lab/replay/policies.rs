@@ -171,9 +171,9 @@ pub fn recorded_usage(
     files: &[PathBuf],
     import: &crate::import::ImportOptions,
     pricing: &Pricing,
-) -> LabResult<Vec<crate::cache::arms::CostRow>> {
+) -> LabResult<Vec<crate::replay::cost_arms::CostRow>> {
     use crate::import::TranscriptFormat;
-    let options = crate::cache::arms::CostOptions {
+    let options = crate::replay::cost_arms::CostOptions {
         tokens: crate::tokens::Tokens::Approx,
         provider: pricing.provider,
         sheet: pricing.sheet,
@@ -193,7 +193,7 @@ pub fn recorded_usage(
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let recorded = crate::tokens::recorded::read_file(file)?;
-            rows.extend(crate::cache::arms::recorded_rows(
+            rows.extend(crate::replay::cost_arms::recorded_rows(
                 &name, &recorded, &options,
             ));
         }
@@ -214,8 +214,8 @@ fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
 /// Per policy × session: what was sent and what the cache made of it.
 fn cost_table(
     out: &[Compared],
-    recorded: &[crate::cache::arms::CostRow],
-    format: crate::report::Format,
+    recorded: &[crate::replay::cost_arms::CostRow],
+    format: crate::render::Format,
 ) -> String {
     let mut rows: Vec<Vec<String>> = out
         .iter()
@@ -244,7 +244,7 @@ fn cost_table(
             format!("{:.4}", c.dollars),
         ]
     }));
-    let mut s = crate::report::table(
+    let mut s = crate::render::table(
         &[
             "session",
             "policy",
@@ -255,7 +255,7 @@ fn cost_table(
             "dollars",
         ],
         rows,
-        format == crate::report::Format::Markdown,
+        format == crate::render::Format::Markdown,
     );
     if let Some(r) = out.iter().find_map(|c| c.cost.as_ref()) {
         s.push_str(&format!(
@@ -273,9 +273,10 @@ fn cost_table(
 }
 
 /// The runs' table; with retention, the retention table and planted facts
-/// after it; with pricing, the cost table. JSON: the array of runs alone, or
-/// an object with `runs`, `retention` and `cost` when more was measured.
-pub fn render(out: &[Compared], format: crate::report::Format) -> String {
+/// after it; with pricing, the cost table. JSON: one object whatever was
+/// measured (`runs`, `retention`, `cost`, `recorded`; empty arrays for what
+/// was not), so a script keeps working when a flag is added.
+pub fn render(out: &[Compared], format: crate::render::Format) -> String {
     render_with_recorded(out, &[], format)
 }
 
@@ -285,17 +286,17 @@ pub fn render(out: &[Compared], format: crate::report::Format) -> String {
 /// per-request recorded usage beside the predicted reads and writes).
 pub fn render_with_recorded(
     out: &[Compared],
-    recorded: &[crate::cache::arms::CostRow],
-    format: crate::report::Format,
+    recorded: &[crate::replay::cost_arms::CostRow],
+    format: crate::render::Format,
 ) -> String {
-    use crate::report::Format;
+    use crate::render::Format;
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
     let with: Vec<(PolicyRun, RetentionReport)> = out
         .iter()
         .filter_map(|c| c.retention.clone().map(|r| (c.run.clone(), r)))
         .collect();
     let priced = out.iter().any(|c| c.cost.is_some());
-    if with.is_empty() && !priced {
+    if with.is_empty() && !priced && format != Format::Json {
         return crate::policy::render::runs(&runs, format);
     }
     let mut scored = crate::retention::render::score(&with);
@@ -329,7 +330,7 @@ fn render_json(
     out: &[Compared],
     runs: &[PolicyRun],
     scored: &[crate::retention::render::Scored],
-    recorded: &[crate::cache::arms::CostRow],
+    recorded: &[crate::replay::cost_arms::CostRow],
 ) -> String {
     #[derive(serde::Serialize)]
     struct Cost<'a> {
@@ -343,8 +344,7 @@ fn render_json(
         runs: &'a [PolicyRun],
         retention: &'a [crate::retention::render::Scored],
         cost: Vec<Cost<'a>>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
-        recorded: &'a [crate::cache::arms::CostRow],
+        recorded: &'a [crate::replay::cost_arms::CostRow],
     }
     let cost = out
         .iter()
@@ -356,7 +356,7 @@ fn render_json(
             })
         })
         .collect();
-    crate::report::json(&All {
+    crate::render::json(&All {
         runs,
         retention: scored,
         cost,

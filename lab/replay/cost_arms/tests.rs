@@ -1,5 +1,5 @@
 use super::*;
-use crate::report::Format;
+use crate::render::Format;
 use serde_json::json;
 
 /// A three-request Claude Code log: the third request is sent (its tool

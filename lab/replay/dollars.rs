@@ -1,0 +1,101 @@
+//! What a priced replay run costs over time: the rows of priced runs, the
+//! line that names what priced them, and the plot of cumulative dollars
+//! over model calls, one line per policy. Pure functions of runs; `lab
+//! reports` renders the same rows as its cost table.
+
+use serde::Serialize;
+
+use super::policies::Compared;
+use crate::cache::CostReport;
+use crate::plot::{Figure, Panel, Series};
+
+/// One policy priced on one session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicyCost {
+    /// Session label.
+    pub session: String,
+    /// Policy name.
+    pub policy: String,
+    /// The tokenizer the requests were sized with.
+    pub tokenizer: String,
+    /// Totals and per-request series.
+    pub report: CostReport,
+}
+
+/// The priced runs among `runs`, in order (unpriced runs are left out).
+pub fn policy_costs(runs: &[Compared]) -> Vec<PolicyCost> {
+    runs.iter()
+        .filter_map(|c| {
+            c.cost.as_ref().map(|r| PolicyCost {
+                session: c.run.session.clone(),
+                policy: c.run.policy.clone(),
+                tokenizer: c.run.tokenizer.clone(),
+                report: r.clone(),
+            })
+        })
+        .collect()
+}
+
+/// What priced the rows: cache model, dated price sheet, tokenizer (from the
+/// first row; every row of one report is priced alike).
+pub fn pricing_line(rows: &[PolicyCost]) -> String {
+    match rows.first() {
+        Some(p) => format!(
+            "cache {}, prices {} as of {} (output not priced), tokenizer {}",
+            p.report.provider, p.report.sheet.name, p.report.sheet.date, p.tokenizer
+        ),
+        None => "no priced runs".to_string(),
+    }
+}
+
+/// Cumulative dollars after each model call, numbered from 1.
+pub fn cumulative_dollars(report: &CostReport) -> Vec<(f64, f64)> {
+    let mut total = 0.0;
+    report
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            total += r.dollars;
+            (i as f64 + 1.0, total)
+        })
+        .collect()
+}
+
+/// One panel per session (in first-seen order), one line per policy.
+fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
+    let mut sessions: Vec<&str> = Vec::new();
+    for p in rows {
+        if !sessions.contains(&p.session.as_str()) {
+            sessions.push(&p.session);
+        }
+    }
+    sessions
+        .iter()
+        .map(|s| Panel {
+            title: format!("session {s}"),
+            y_label: "cumulative cost (dollars)".into(),
+            series: rows
+                .iter()
+                .filter(|p| p.session == *s)
+                .map(|p| Series {
+                    label: p.policy.clone(),
+                    points: cumulative_dollars(&p.report),
+                    step: false,
+                })
+                .collect(),
+            ..Panel::default()
+        })
+        .collect()
+}
+
+/// The plot: cumulative dollars over model calls, one line per policy, one
+/// panel per session; `command` names what made it in the caption.
+pub fn dollars_svg(rows: &[PolicyCost], command: &str) -> String {
+    crate::plot::svg(&Figure {
+        title: "cumulative prompt cost over model calls, per policy".into(),
+        x_label: "model call (count)".into(),
+        panels: panels(rows),
+        caption: format!("{command} · {}", pricing_line(rows)),
+    })
+}

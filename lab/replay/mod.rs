@@ -1,0 +1,55 @@
+//! `lab replay`: a recorded session replayed call by call.
+//!
+//! One engine drives every policy: [`policies`] runs each named policy
+//! (course profiles included, as [`crate::policy::course::CoursePolicy`])
+//! through [`crate::policy::engine`], with retention and cost as observers,
+//! and [`cost_arms`] prices the replayed arms beside the session's recorded
+//! usage. [`profiles`] is the course replay: the course's own loop and
+//! checker, kept as the oracle the engine is tested against (the
+//! conformance test in `tests/policy_engine.rs` holds the two to the same
+//! verdicts on every shared session). [`dollars`] renders priced runs.
+
+use std::path::PathBuf;
+
+use crate::error::{LabError, LabResult};
+
+pub mod cost_arms;
+pub mod dollars;
+pub mod policies;
+pub mod profiles;
+
+use dollars::{dollars_svg, policy_costs};
+use policies::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
+
+/// `lab replay FILE… --policy …`: every file under every policy, rendered;
+/// when priced, the recorded usage of Claude Code logs beside the
+/// prediction, and with `plot` the cumulative-dollars plot written there.
+pub fn replay_command(
+    files: &[PathBuf],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: Measure,
+    plot: Option<PathBuf>,
+    format: crate::render::Format,
+) -> LabResult<String> {
+    let pricing = measure.pricing.clone();
+    let out = replay_files(files, names, path_len, import, measure)?;
+    let recorded = match &pricing {
+        Some(p) => recorded_usage(files, import, p)?,
+        None => Vec::new(),
+    };
+    if let Some(path) = plot {
+        write_plot(&path, &out)?;
+    }
+    Ok(render_with_recorded(&out, &recorded, format))
+}
+
+/// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`
+/// (replacing FILE whole, never half-written).
+pub fn write_plot(path: &std::path::Path, runs: &[Compared]) -> LabResult<()> {
+    let rows = policy_costs(runs);
+    let svg = dollars_svg(&rows, "lab replay --policy … --cost");
+    crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+        .map_err(|e| LabError::io("writing the plot", path, e))
+}
