@@ -348,6 +348,12 @@ impl Policy for Opencode {
         }
     }
 
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        // Truncation and pruning touch tool outputs only (summarisation is
+        // not modelled).
+        crate::policy::shape::ActsOn::ToolResults
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         vec![PointerRule::LinePrefix { prefix: SAVED_TO }]
     }

@@ -305,6 +305,18 @@ impl Policy for Vercel {
         }
     }
 
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        use crate::policy::shape::ActsOn;
+        let c = &self.config;
+        match (!c.tool_calls.is_empty(), c.reasoning != "none") {
+            (true, true) => ActsOn::ToolCallsOrReasoning,
+            (true, false) => ActsOn::ToolResults,
+            (false, true) => ActsOn::Reasoning,
+            // Removing empty messages can find one anywhere.
+            (false, false) => ActsOn::Messages,
+        }
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // Pruned pairs leave no placeholder at all.
         Vec::new()

@@ -323,6 +323,16 @@ impl Policy for OpenHands {
         }
     }
 
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        use crate::policy::shape::ActsOn;
+        match self.condenser {
+            // Only observations are masked; the other condensers forget or
+            // summarise events of any kind.
+            Condenser::ObservationMasking(_) => ActsOn::ToolResults,
+            _ => ActsOn::Messages,
+        }
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // `<MASKED>` and summaries name no place: the event log is not in the request.
         Vec::new()
