@@ -3,15 +3,12 @@
 //! are plain user messages) sends exactly `none`'s requests; the replay says
 //! so in a note on that row instead of leaving the reader to guess.
 
-use serde::Serialize;
-
 use crate::message::{Block, Message};
 
 /// What a policy's mechanism works on. A design that can act on any message
 /// (summarising, windowing, token budgets) always has something; one that
 /// works only on tool output or reasoning may find none in a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActsOn {
     /// Any message: every session has some.
     Messages,
