@@ -71,6 +71,10 @@ pub struct PolicyRun {
     pub invalid_requests: u64,
     /// Set when the policy failed and the run ended there (as the harness would).
     pub ended_by_error: Option<String>,
+    /// Set when the session had nothing of the kind the policy acts on and
+    /// the policy did nothing: the run equals `none`'s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl PolicyRun {
@@ -300,6 +304,7 @@ impl Walk {
                 findings: Findings::default(),
                 invalid_requests: 0,
                 ended_by_error: None,
+                note: policy.acts_on().note(session.messages),
             },
             history: Vec::new(),
             seen: None,
@@ -381,6 +386,10 @@ impl Walk {
             self.storage.as_ref(),
             &self.root,
         );
+        if !run.events.is_empty() {
+            // It did act after all: the shape check was too coarse.
+            run.note = None;
+        }
         run
     }
 }

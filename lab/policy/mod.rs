@@ -27,6 +27,7 @@ pub mod list;
 pub mod model;
 pub mod none;
 pub mod render;
+pub mod shape;
 pub mod validity;
 pub mod zoo;
 
@@ -303,6 +304,14 @@ pub trait Policy: Send {
         history: &mut Vec<Message>,
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared>;
+
+    /// What the design works on, so that a replay can say when a session
+    /// has nothing of it (the policy then equals `none`). Most designs can
+    /// act on any message; those that touch only tool output or reasoning
+    /// say so.
+    fn acts_on(&self) -> shape::ActsOn {
+        shape::ActsOn::Messages
+    }
 
     /// Storage and root the policy writes to itself, when it owns them (the
     /// course pipeline keeps its own result and transcript directories); the

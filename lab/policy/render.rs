@@ -96,6 +96,19 @@ struct Row<'a> {
     invalid_openai: usize,
     events: usize,
     ended_by_error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
+}
+
+/// The note column: a policy with nothing to act on, then an early end.
+fn note_cell(x: &Row<'_>) -> String {
+    let ended = x.ended_by_error.map(|e| format!("ended: {e}"));
+    x.note
+        .map(str::to_string)
+        .into_iter()
+        .chain(ended)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn invalid(run: &PolicyRun, p: Provider) -> usize {
@@ -121,6 +134,7 @@ fn row(run: &PolicyRun) -> Row<'_> {
         invalid_openai: invalid(run, Provider::OpenAi),
         events: run.events.len(),
         ended_by_error: run.ended_by_error.as_deref(),
+        note: run.note.as_deref(),
     }
 }
 
@@ -146,8 +160,7 @@ pub fn runs(runs: &[PolicyRun], format: Format) -> String {
                 x.orphans.to_string(),
                 format!("{}/{}", x.invalid_anthropic, x.invalid_openai),
                 x.events.to_string(),
-                x.ended_by_error
-                    .map_or(String::new(), |e| format!("ended: {e}")),
+                note_cell(&x),
             ]
         })
         .collect();

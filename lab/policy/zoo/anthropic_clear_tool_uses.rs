@@ -243,6 +243,10 @@ impl Policy for ClearToolUses {
         }
     }
 
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        crate::policy::shape::ActsOn::ToolResults
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // The placeholder names no place: the original lives only in the
         // client's history, which the model never sees again.

@@ -17,3 +17,6 @@ pub mod openhands;
 pub mod roo_code;
 pub mod swe_agent;
 pub mod vercel;
+
+#[cfg(test)]
+mod split_users;

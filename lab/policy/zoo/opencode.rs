@@ -18,6 +18,10 @@
 //! - `Token.estimate` = `round(length / 4)` in UTF-16 units (`util/token.ts`,
 //!   as quoted by several independent readings of upstream).
 //!
+//! - `packages/opencode/src/session/prompt.ts@31e22f65a23c498639b8cef24b90e6ae193cdcb6`:
+//!   `runLoop` forks `compaction.prune` after its `while` loop, which it
+//!   leaves when the last assistant message finished without tool calls.
+//!
 //! Pruning is opt-in upstream at 31e22f65 (`compaction.prune` must be set in
 //! the config); this policy pins it on, since it is the mechanism measured.
 //! A pointer can outlive its file: the retention clock is the transcript's
@@ -286,6 +290,25 @@ fn head(
     }
 }
 
+/// When this call opens a new prompt loop and the previous loop ended (its
+/// last message is a reply without tool calls, the condition on which
+/// `runLoop` leaves its `while`), the length of the history as it stood at
+/// that end: upstream prunes then, before the new prompt is in the history,
+/// so the two turns it protects are the last two finished ones. A loop that
+/// did not end (interrupted, or a prompt typed while it ran) never prunes.
+/// The lab acts at the next call, but no request falls between, so every
+/// request is the one upstream sends.
+fn ended_loop(history: &[Message]) -> Option<usize> {
+    let prompts = history
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::User && !m.is_tool_result())
+        .count();
+    let end = history.len() - prompts;
+    let last = history[..end].last()?;
+    (prompts > 0 && last.role == Role::Assistant && !last.has_tool_use()).then_some(end)
+}
+
 /// The output answering call `id` of the assistant message at `mi`.
 fn output_of<'h>(history: &'h [Message], mi: usize, id: &str) -> Option<&'h str> {
     history.get(mi + 1)?.blocks().iter().find_map(|b| match b {
@@ -307,6 +330,7 @@ impl Policy for Opencode {
                 upstream: "sst/opencode@31e22f65a23c498639b8cef24b90e6ae193cdcb6 (compaction.ts); anomalyco/opencode@2e0f23206c5c77692022d323b3a4c9682b2e37cd (truncation.ts)",
                 files: &[
                     "packages/opencode/src/session/compaction.ts",
+                    "packages/opencode/src/session/prompt.ts (runLoop: prune when the loop ends)",
                     "packages/opencode/src/tool/truncation.ts",
                     "packages/opencode/src/util/token.ts",
                 ],
@@ -317,12 +341,17 @@ impl Policy for Opencode {
             unit: Unit::Tokens,
             differences: vec![
                 "pruning is on (upstream config default at this commit: off)",
-                "prune runs before the call that follows a new user prompt (upstream: when the previous prompt loop ends)",
                 "saved files are named tool_000001, ... (upstream: time-ordered random ids)",
                 "retention cleanup runs before every call (upstream: hourly scheduler) on the transcript clock",
                 "summarisation (compaction with a kept tail) is not modelled",
             ],
         }
+    }
+
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        // Truncation and pruning touch tool outputs only (summarisation is
+        // not modelled).
+        crate::policy::shape::ActsOn::ToolResults
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
@@ -340,11 +369,9 @@ impl Policy for Opencode {
         let mut events = Vec::new();
         self.cleanup(ctx, now, &mut events);
         self.truncate_new(history, ctx, now, &mut events)?;
-        let new_prompt = history
-            .last()
-            .is_some_and(|m| m.role == Role::User && !m.is_tool_result());
-        if self.switches.prune && new_prompt {
-            for id in self.prune(history) {
+        let ended = ended_loop(history).filter(|_| self.switches.prune);
+        if let Some(end) = ended {
+            for id in self.prune(&history[..end]) {
                 events.push(PolicyEvent::Cleared {
                     id: id.clone(),
                     part: "result",

@@ -53,10 +53,14 @@ impl Default for PruneMessages {
     }
 }
 
-/// One AI SDK model message: the lab message and whether it is a `tool` message.
+/// One AI SDK model message: the lab message, whether it is a `tool`
+/// message, and whether it is a `user` message split off a tool-result
+/// message (marked at conversion, so that only it goes back into the results'
+/// message: a user message after the results stays one of its own).
 #[derive(Debug, Clone, PartialEq)]
 struct Am {
     tool: bool,
+    beside: bool,
     message: Message,
 }
 
@@ -66,6 +70,7 @@ fn to_am(history: &[Message]) -> Vec<Am> {
         if !m.is_tool_result() {
             out.push(Am {
                 tool: false,
+                beside: false,
                 message: m.clone(),
             });
             continue;
@@ -79,6 +84,7 @@ fn to_am(history: &[Message]) -> Vec<Am> {
             if tool || !blocks.is_empty() {
                 out.push(Am {
                     tool,
+                    beside: !tool,
                     message: Message::user_blocks(blocks),
                 });
             }
@@ -91,14 +97,11 @@ fn from_am(ams: Vec<Am>) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     let mut prev_tool = false;
     for am in ams {
-        // Text that came beside results goes back into their message.
-        if prev_tool && !am.tool && am.message.role == Role::User {
-            if let (Some(last), Content::Blocks(extra)) = (out.last_mut(), &am.message.content) {
-                if let Content::Blocks(b) = &mut last.content {
-                    b.extend(extra.iter().cloned());
-                    prev_tool = false;
-                    continue;
-                }
+        if prev_tool && am.beside {
+            if let Some(Content::Blocks(b)) = out.last_mut().map(|m| &mut m.content) {
+                b.extend(am.message.blocks().iter().cloned());
+                prev_tool = false;
+                continue;
             }
         }
         prev_tool = am.tool;
@@ -299,6 +302,18 @@ impl Policy for Vercel {
                 "the registered options are a lab choice (upstream's defaults remove only empty messages)",
                 "tool-approval parts are not modelled",
             ],
+        }
+    }
+
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        use crate::policy::shape::ActsOn;
+        let c = &self.config;
+        match (!c.tool_calls.is_empty(), c.reasoning != "none") {
+            (true, true) => ActsOn::ToolCallsOrReasoning,
+            (true, false) => ActsOn::ToolResults,
+            (false, true) => ActsOn::Reasoning,
+            // Removing empty messages can find one anywhere.
+            (false, false) => ActsOn::Messages,
         }
     }
 

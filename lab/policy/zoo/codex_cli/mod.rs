@@ -31,8 +31,6 @@ mod truncate;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashSet;
-
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
@@ -103,13 +101,16 @@ impl Switches {
     }
 }
 
-/// The policy: switches plus the outputs already formatted for the model
-/// (upstream formats an output once, when it is recorded).
+/// The policy: switches plus how many outputs are already formatted for the
+/// model (upstream formats every output once, when it is recorded).
 #[derive(Debug, Clone, Default)]
 pub struct CodexCli {
     /// Constants and faults.
     pub switches: Switches,
-    recorded: HashSet<String>,
+    /// Outputs of the history already formatted. Between calls the history
+    /// only grows at its end, so they are its first ones: counting positions,
+    /// not call ids, formats an output whose id an earlier one reused.
+    recorded: usize,
 }
 
 /// A boxed policy with upstream's defaults.
@@ -118,13 +119,11 @@ pub fn make() -> Box<dyn Policy> {
 }
 
 impl CodexCli {
-    /// Format every output not yet recorded, as `record_items` does.
-    fn record(&mut self, history: &mut [Message], events: &mut Vec<PolicyEvent>) {
+    /// Format every output not yet recorded, as `record_items` does
+    /// (`process_item` on each output item, with no memory of call ids).
+    fn record(&self, history: &mut [Message], events: &mut Vec<PolicyEvent>) {
         let s = &self.switches;
-        for (tool_use_id, content) in tool_results_mut(history) {
-            if !self.recorded.insert(tool_use_id.clone()) {
-                continue;
-            }
+        for (tool_use_id, content) in tool_results_mut(history).skip(self.recorded) {
             let shown = format_output_for_model(
                 content,
                 s.MODEL_FORMAT_MAX_BYTES,
@@ -273,12 +272,16 @@ impl Policy for CodexCli {
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut events = Vec::new();
-        self.resume(history, ctx.turn);
+        // Recorded first: a resumed rollout replays outputs already formatted.
         self.record(history, &mut events);
+        self.resume(history, ctx.turn);
         self.normalize(history, &mut events);
         if ctx.tokens.count_messages(history) >= self.switches.compact_limit() {
             self.compact(history, ctx, &mut events);
         }
+        // Whatever the steps above inserted, dropped or compacted away is
+        // counted as it now stands; the next call appends after it.
+        self.recorded = tool_results_mut(history).count();
         Ok(Prepared {
             request: history.clone(),
             events,

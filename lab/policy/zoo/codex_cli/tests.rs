@@ -74,7 +74,7 @@ fn golden_line_truncation_head_tail_and_marker() {
     // Recorded once: the next call does not format it again.
     let again = run(
         &mut CodexCli {
-            recorded: ["c1".to_string()].into(),
+            recorded: 1,
             ..Default::default()
         },
         &mut h,
@@ -296,4 +296,39 @@ fn defaults_are_upstream_and_switches_reject_unknown_fields() {
     assert!(serde_json::from_str::<Switches>(r#"{"model_format_max_bytes":1}"#).is_err());
     let parsed: Switches = serde_json::from_str(r#"{"MODEL_FORMAT_MAX_LINES":10}"#).unwrap();
     assert_eq!(parsed.MODEL_FORMAT_MAX_LINES, 10);
+}
+
+/// Sessions reuse call ids (a benchmark file reuses 71 of them). Upstream's
+/// `record_items` formats every output item it records, whatever its call
+/// id, so the second large output under `c1` is cut like the first, both when
+/// it arrives in a later call and when both arrive at once.
+#[test]
+fn every_output_is_truncated_even_under_a_reused_call_id() {
+    let big = |tag: &str| (0..300).map(|i| format!("{tag} {i}\n")).collect::<String>();
+    let cut = |tag: &str| format_output_for_model(&big(tag), 10_240, 256);
+    let first = vec![
+        Message::user_text("go"),
+        call(&["c1"]),
+        result("c1", &big("first")),
+    ];
+    let second = [call(&["c1"]), result("c1", &big("second"))];
+    // One call at a time, as the engine appends the session.
+    let mut p = CodexCli::default();
+    let mut h = first.clone();
+    run(&mut p, &mut h, 0, &mut Scripted::default());
+    h.extend(second.iter().cloned());
+    let out = run(&mut p, &mut h, 1, &mut Scripted::default());
+    assert_eq!(result_text(&out.request[2]), cut("first"));
+    assert_eq!(result_text(&out.request[4]), cut("second"));
+    assert_eq!(out.events.len(), 1, "only the new output is formatted");
+    // Both in the history of the first call.
+    let mut h: Vec<Message> = first.into_iter().chain(second).collect();
+    let out = run(
+        &mut CodexCli::default(),
+        &mut h,
+        0,
+        &mut Scripted::default(),
+    );
+    assert_eq!(result_text(&out.request[2]), cut("first"));
+    assert_eq!(result_text(&out.request[4]), cut("second"));
 }

@@ -163,6 +163,10 @@ impl Policy for ClearToolUses {
         }
     }
 
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        crate::policy::shape::ActsOn::ToolResults
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // `[cleared]` names no place: the result is only in the agent state.
         Vec::new()

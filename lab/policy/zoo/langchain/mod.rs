@@ -23,8 +23,13 @@ pub use summarization::{summarization, Summarization, SummarizationMiddleware};
 /// One LangChain message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lc {
-    /// `HumanMessage` (a user text, or text beside results).
+    /// `HumanMessage`: a user message of its own in the lab's history.
     Human(Message),
+    /// `HumanMessage` too, made of the blocks that sat beside results in one
+    /// lab message; marked at conversion so that only these go back into
+    /// the results' message (a user message after the results, a new prompt
+    /// or an interrupt notice, stays a message of its own).
+    Beside(Message),
     /// `AIMessage` (with its `tool_calls` as `tool_use` blocks).
     Ai(Message),
     /// `ToolMessage`.
@@ -57,7 +62,7 @@ pub fn to_lc(history: &[Message]) -> Vec<Lc> {
                     }
                 }
                 if !texts.is_empty() {
-                    out.push(Lc::Human(Message::user_blocks(texts)));
+                    out.push(Lc::Beside(Message::user_blocks(texts)));
                 }
             }
             Role::User => out.push(Lc::Human(m.clone())),
@@ -67,7 +72,7 @@ pub fn to_lc(history: &[Message]) -> Vec<Lc> {
 }
 
 /// The lab history of a LangChain list: consecutive tool messages become one
-/// user message of results.
+/// user message of results, and the blocks split off it go back into it.
 pub fn from_lc(lc: &[Lc]) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::new();
     let mut results: Vec<(String, String)> = Vec::new();
@@ -78,18 +83,15 @@ pub fn from_lc(lc: &[Lc]) -> Vec<Message> {
         }
         if !results.is_empty() {
             let mut merged = Message::tool_results(std::mem::take(&mut results));
-            // Text that came beside the results goes back into their message.
-            if let (Lc::Human(h), Content::Blocks(blocks)) = (m, &mut merged.content) {
-                if let Content::Blocks(extra) = &h.content {
-                    blocks.extend(extra.iter().cloned());
-                    out.push(merged);
-                    continue;
-                }
+            if let (Lc::Beside(h), Content::Blocks(blocks)) = (m, &mut merged.content) {
+                blocks.extend(h.blocks().iter().cloned());
+                out.push(merged);
+                continue;
             }
             out.push(merged);
         }
         match m {
-            Lc::Human(h) | Lc::Ai(h) => out.push(h.clone()),
+            Lc::Human(h) | Lc::Beside(h) | Lc::Ai(h) => out.push(h.clone()),
             Lc::Tool { .. } => {}
         }
     }

@@ -112,39 +112,66 @@ fn small_outputs_pass_untouched_and_estimate_rounds_like_js() {
     );
 }
 
-/// Four old outputs of 100 tokens, then two protected user turns. With
-/// PROTECT 150 and MINIMUM 100: walking back, t4 and t3 fill the protected
-/// 150 (t3 crosses it, so it is pruned), t2 and t1 go too: 300 > 100.
+fn reply(text: &str) -> Message {
+    Message::assistant(vec![Block::Text { text: text.into() }])
+}
+
+/// Four old outputs of 100 tokens in the task's turn, then two more turns,
+/// each ended by a reply: the history as it stands when the third prompt
+/// loop ends. With PROTECT 150 and MINIMUM 100, walking back past the two
+/// last turns: t4 and t3 fill the protected 150 (t3 crosses it, so it is
+/// pruned), t2 and t1 go too: 300 > 100.
 fn pruning_history() -> Vec<Message> {
     let mut h = vec![Message::user_text("task")];
     for id in ["t1", "t2", "t3", "t4"] {
         h.push(call(id, "read"));
         h.push(result(id, &"y".repeat(400)));
     }
+    h.push(reply("done 1"));
     h.push(Message::user_text("second"));
     h.push(call("t5", "read"));
     h.push(result("t5", &"z".repeat(400)));
+    h.push(reply("done 2"));
     h.push(Message::user_text("third"));
+    h.push(reply("done 3"));
     h
 }
 
+fn cleared(out: &Prepared) -> Vec<&str> {
+    out.events
+        .iter()
+        .filter_map(|e| match e {
+            PolicyEvent::Cleared { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Upstream's moment, derived from `session/prompt.ts` (`runLoop` forks
+/// `compaction.prune` after its `while` loop, which it leaves when the last
+/// assistant message finished without tool calls) and `compaction.ts`
+/// (`prune` counts every user message from the newest one back and skips
+/// until the second). So the prompt that opens a new loop is not in the
+/// history prune walks: the two protected turns are the last two finished
+/// ones, and the clearing first shows in the new prompt's first request.
 #[test]
 fn golden_prune_protects_recent_turns_and_tokens() {
     let mut p = Opencode::default();
     p.switches.PRUNE_PROTECT = 150;
     p.switches.PRUNE_MINIMUM = 100;
     let fs = MemFs::new();
-    let mut h = pruning_history();
+    let full = pruning_history();
+    // The third prompt arrives after the second loop ended with "done 2":
+    // that prune protected "second" and the task's turn, so nothing goes.
+    let mut h = full[..15].to_vec();
     let out = run(&mut p, &mut h, &fs, 0);
-    let cleared: Vec<&str> = out
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            PolicyEvent::Cleared { id, .. } => Some(id.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(cleared, ["t3", "t2", "t1"]);
+    assert!(cleared(&out).is_empty(), "{:?}", cleared(&out));
+    assert_eq!(text_of(&out.request[2]), "y".repeat(400));
+    // The fourth prompt arrives after the third loop ended with "done 3".
+    let mut h = full.clone();
+    h.push(Message::user_text("fourth"));
+    let out = run(&mut p, &mut h, &fs, 1);
+    assert_eq!(cleared(&out), ["t3", "t2", "t1"]);
     assert_eq!(text_of(&out.request[2]), CLEARED);
     assert_eq!(
         text_of(&out.request[8]),
@@ -152,15 +179,34 @@ fn golden_prune_protects_recent_turns_and_tokens() {
         "t4 within PRUNE_PROTECT"
     );
     assert_eq!(
-        text_of(&out.request[11]),
+        text_of(&out.request[12]),
         "z".repeat(400),
         "t5 in the last two turns"
     );
+    let mut stored = pruning_history();
+    stored.push(Message::user_text("fourth"));
     assert_eq!(
-        h,
-        pruning_history(),
+        h, stored,
         "the stored outputs stay; only the request is cleared"
     );
+}
+
+/// A loop that did not end (its last message is a tool result, as when the
+/// user interrupts or types while the agent works) never reaches upstream's
+/// prune, so a prompt after it prunes nothing.
+#[test]
+fn no_prune_after_a_loop_that_did_not_end() {
+    let mut p = Opencode::default();
+    p.switches.PRUNE_PROTECT = 150;
+    p.switches.PRUNE_MINIMUM = 100;
+    let full = pruning_history();
+    let mut h = full[..13].to_vec();
+    h.push(Message::user_text(
+        "[Request interrupted by user for tool use]",
+    ));
+    h.push(Message::user_text("third"));
+    let out = run(&mut p, &mut h, &MemFs::new(), 0);
+    assert!(cleared(&out).is_empty(), "{:?}", cleared(&out));
 }
 
 #[test]

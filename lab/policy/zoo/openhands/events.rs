@@ -16,6 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
+use super::truncate_content;
 use crate::message::{Block, Content, Message, Role};
 
 /// The id upstream gives an event that never entered the stream (a summary or
@@ -54,6 +57,24 @@ impl Ev {
     /// Is this an `Observation` subclass upstream?
     pub fn is_observation(&self) -> bool {
         matches!(self, Ev::Observation { .. } | Ev::Condensed(_))
+    }
+}
+
+/// The agent's LLM settings that shape the request (`LLMConfig` in
+/// `openhands/core/config/llm_config.py`); `Default` is upstream's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// `max_message_chars` (30,000): CodeAct passes it to `process_events`,
+    /// which cuts an observation's content to it with `truncate_content`.
+    pub max_message_chars: usize,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            max_message_chars: 30_000,
+        }
     }
 }
 
@@ -183,7 +204,13 @@ enum Out {
 }
 
 /// `ConversationMemory.process_events` on a view: the request the agent sends.
-pub fn render(view: &[Event], history: &[Message]) -> Vec<Message> {
+///
+/// `_process_observation` cuts observations with `truncate_content(..,
+/// max_message_chars)`: a tool result here, and an
+/// `AgentCondensationObservation` (summary or `<MASKED>`). The history keeps
+/// them whole, as upstream's event stream does.
+pub fn render(view: &[Event], history: &[Message], llm: LlmConfig) -> Vec<Message> {
+    let cut = |t: &str| truncate_content(t, llm.max_message_chars);
     let mut evs: Vec<&Ev> = view.iter().map(|e| &e.ev).collect();
     if !matches!(evs.first(), Some(Ev::System)) {
         evs.insert(0, &Ev::System);
@@ -205,14 +232,14 @@ pub fn render(view: &[Event], history: &[Message]) -> Vec<Message> {
             Ev::System => out.push(Out::System),
             Ev::User(m) => out.push(Out::User(m.clone())),
             Ev::Agent(m) => out.push(Out::Assistant(m.clone())),
-            Ev::Condensed(t) => out.push(Out::User(Message::user_text(t.clone()))),
+            Ev::Condensed(t) => out.push(Out::User(Message::user_text(cut(t)))),
             Ev::Action { response, .. } => {
                 if !pending.contains(response) {
                     pending.push(*response);
                 }
             }
             Ev::Observation { call, content } => {
-                results.insert(call.clone(), content.clone());
+                results.insert(call.clone(), cut(content));
             }
         }
         flush_complete(&mut pending, &mut results, history, &mut out);

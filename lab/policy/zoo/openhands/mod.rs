@@ -36,7 +36,7 @@ use crate::policy::{
 pub use condensers::{
     AmortizedForgetting, ConversationWindow, LlmSummarizing, ObservationMasking, RecentEvents,
 };
-use events::{Condensation, Ev, Event};
+use events::{Condensation, Ev, Event, LlmConfig};
 
 /// One condenser and its switches (upstream's `type` names).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +59,8 @@ pub enum Condenser {
 pub struct OpenHands {
     name: &'static str,
     condenser: Condenser,
+    /// The LLM settings `process_events` is given (upstream's defaults).
+    pub llm: LlmConfig,
     condensations: Vec<Condensation>,
 }
 
@@ -70,6 +72,7 @@ impl OpenHands {
         OpenHands {
             name,
             condenser,
+            llm: LlmConfig::default(),
             condensations: Vec::new(),
         }
     }
@@ -116,7 +119,9 @@ pub fn conversation_window() -> Box<dyn Policy> {
     ))
 }
 
-/// `truncate_content`: the middle of an over-long text replaced by a marker.
+/// `truncate_content` (`openhands/events/serialization/event.py`): the
+/// middle of an over-long text replaced by a marker; lengths in code points,
+/// as Python's `len`.
 pub fn truncate_content(content: &str, max_chars: usize) -> String {
     let chars: Vec<char> = content.chars().collect();
     if chars.len() <= max_chars {
@@ -124,7 +129,9 @@ pub fn truncate_content(content: &str, max_chars: usize) -> String {
     }
     let half = max_chars / 2;
     let head: String = chars[..half].iter().collect();
-    let tail: String = chars[chars.len() - half..].iter().collect();
+    // Python's `content[-half:]` is the whole text when `half` is 0.
+    let from = if half == 0 { 0 } else { chars.len() - half };
+    let tail: String = chars[from..].iter().collect();
     format!("{head}\n[... Observation truncated due to length ...]\n{tail}")
 }
 
@@ -162,7 +169,7 @@ impl OpenHands {
             Condenser::Recent(r) => return Ok(kept_recent(r, view, events)),
             Condenser::Amortized(a) => a.condensation(&view)?,
             Condenser::ConversationWindow(w) => {
-                let request = events::render(&view, history);
+                let request = events::render(&view, history, self.llm);
                 if ctx.tokens.count_messages(&request) <= w.context_window_tokens {
                     return Ok(view);
                 }
@@ -293,6 +300,8 @@ impl Policy for OpenHands {
                     "openhands/core/config/condenser_config.py",
                     "openhands/memory/view.py",
                     "openhands/memory/conversation_memory.py",
+                    "openhands/core/config/llm_config.py (max_message_chars)",
+                    "openhands/events/serialization/event.py (truncate_content)",
                 ],
                 license: "MIT",
                 approximate: false,
@@ -300,6 +309,7 @@ impl Policy for OpenHands {
             constants: serde_json::json!({
                 "config_defaults (used)": serde_json::to_value(&self.condenser).unwrap_or_default(),
                 "constructor_defaults": constructor.unwrap_or_default(),
+                "llm_config": self.llm,
             }),
             unit: Unit::Messages,
             differences: vec![
@@ -308,7 +318,18 @@ impl Policy for OpenHands {
                 "the summariser gets the forgotten events as messages, not as <EVENT id=...> str(event) text",
                 "image blocks beside tool results are not modelled as events",
                 "conversation_window: the condensation request is a request over context_window_tokens by the run's counter (upstream: the provider's context-window error)",
+                "tool results carry no observation type, so every one is cut to max_message_chars (30,000 chars) as CmdOutputObservation and most types are: a file view (FileReadObservation) or browser page, sent whole upstream, is cut too, and an error result gets no `[Error occurred in processing last action]` line",
             ],
+        }
+    }
+
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        use crate::policy::shape::ActsOn;
+        match self.condenser {
+            // Only observations are masked; the other condensers forget or
+            // summarise events of any kind.
+            Condenser::ObservationMasking(_) => ActsOn::ToolResults,
+            _ => ActsOn::Messages,
         }
     }
 
@@ -331,7 +352,7 @@ impl Policy for OpenHands {
         } else {
             events::view(&stream, &self.condensations)
         };
-        let request = events::render(&view, history);
+        let request = events::render(&view, history, self.llm);
         Ok(Prepared {
             request,
             events: evs,

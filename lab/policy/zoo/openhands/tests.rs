@@ -276,3 +276,59 @@ fn conversation_window_keeps_the_task_and_the_newer_half_without_dangling_result
         PolicyEvent::Dropped { messages: 6, .. }
     ));
 }
+
+/// `process_events` gets `max_message_chars` from the LLM config (30,000 by
+/// default, `llm_config.py`) and `_process_observation` cuts an observation's
+/// content to it with `truncate_content` (`conversation_memory.py`); an
+/// `AgentCondensationObservation` (a summary) is cut the same way. Whole
+/// in the history, cut in every request of every condenser.
+#[test]
+fn observations_over_max_message_chars_are_cut_in_the_request() {
+    let big: String = (0..40_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let mut h = steps(1);
+    h.push(call(1));
+    h.push(Message::tool_results(vec![("c1".into(), big.clone())]));
+    let chars: Vec<char> = big.chars().collect();
+    let want = format!(
+        "{}\n[... Observation truncated due to length ...]\n{}",
+        chars[..15_000].iter().collect::<String>(),
+        chars[40_000 - 15_000..].iter().collect::<String>()
+    );
+    for make in [super::recent, super::observation_masking, super::amortized] {
+        let mut p = make();
+        let mut hist = h.clone();
+        let mut model = none();
+        let got =
+            PolicyCtx::with_test("/run/oh", &mut model, |ctx| p.prepare(&mut hist, ctx)).unwrap();
+        assert_eq!(hist, h, "the history keeps the whole observation");
+        let sent: Vec<&str> = got
+            .request
+            .iter()
+            .flat_map(|m| m.blocks())
+            .filter_map(|b| match b {
+                Block::ToolResult { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        // Compared without printing 30,000 characters on failure.
+        let lens: Vec<usize> = sent.iter().map(|t| t.chars().count()).collect();
+        assert!(
+            sent == ["out 0", want.as_str()],
+            "{}: result lengths {lens:?}",
+            p.info().name
+        );
+    }
+    // A summary over the limit is cut too (AgentCondensationObservation);
+    // it follows the task, so `\n\n` comes first.
+    let long_summary = "s".repeat(30_001);
+    let view = vec![Event {
+        id: events::NO_ID,
+        ev: Ev::Condensed(long_summary.clone()),
+    }];
+    let sent = events::render(&view, &steps(0), events::LlmConfig::default());
+    let want = format!("\n\n{}", truncate_content(&long_summary, 30_000));
+    assert!(sent[1].text() == want, "the summary is not cut");
+    assert_eq!(want.chars().count(), 2 + 30_000 + 47);
+}

@@ -168,6 +168,12 @@ impl Policy for SweAgent {
         }
     }
 
+    fn acts_on(&self) -> crate::policy::shape::ActsOn {
+        // Masking elides observations after the first message and summaries
+        // take (action, observation) turns: both need tool results.
+        crate::policy::shape::ActsOn::ToolResults
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // Placeholders name no place: masked output and summarised turns are gone.
         Vec::new()
