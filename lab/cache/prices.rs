@@ -1,8 +1,14 @@
 //! Named, dated price sheets: dollars per million input tokens and the
 //! multipliers a provider applies to cache reads and writes.
 //!
-//! Output tokens are not priced: a replay re-sends recorded history, it does
-//! not generate, so only the prompt side differs between designs.
+//! Output tokens are not priced here: a replay re-sends recorded history, it
+//! does not generate, so only the prompt side differs between designs. The
+//! per-model table with output prices and cache rules is [`table`]; the
+//! sheets are kept beside it (a test checks they agree) so `--sheet NAME`
+//! prints what it always printed.
+
+pub mod litellm;
+pub mod table;
 
 use serde::Serialize;
 
@@ -105,6 +111,39 @@ mod tests {
                 < 1e-9
         );
         assert!(sheet("nope").is_none());
+    }
+
+    /// Each named sheet is its model's entry in the data file: same input
+    /// price, same write and read multipliers (the sheets keep their own
+    /// date, the day they were first read).
+    #[test]
+    fn every_sheet_agrees_with_the_data_file() {
+        let table = table::PriceTable::builtin();
+        let model_of = |name: &'static str| -> &'static str {
+            match name {
+                "claude-opus-4.1-5m" => "claude-opus-4-1-20250805",
+                "claude-sonnet-4.5-5m" | "claude-sonnet-4.5-1h" => "claude-sonnet-4-5-20250929",
+                other => other,
+            }
+        };
+        for s in SHEETS {
+            let Some(table::Lookup::Priced(m)) = table.lookup(model_of(s.name)) else {
+                panic!("no data entry for sheet {}", s.name);
+            };
+            let write = if s.name.ends_with("-1h") {
+                m.cache_write_1h
+            } else {
+                m.cache_write_5m
+            };
+            let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+            assert!(close(s.input_per_mtok, m.input), "{}", s.name);
+            assert!(close(s.write_mult * s.input_per_mtok, write), "{}", s.name);
+            assert!(
+                close(s.read_mult * s.input_per_mtok, m.cache_read),
+                "{}",
+                s.name
+            );
+        }
     }
 
     #[test]
