@@ -288,6 +288,11 @@ pub struct ReplayArgs {
     /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
     #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
     pub sheet: String,
+    /// Per-model prices for recorded usage under `--cost`: ctxlab's price
+    /// file (see lab/cache/prices/2026-12-04.json, the built-in one) or
+    /// LiteLLM's model_prices_and_context_window.json.
+    #[arg(long, requires = "cost", value_name = "FILE")]
+    pub prices: Option<std::path::PathBuf>,
 }
 
 /// Markers around the generated experiment table in README.md.
@@ -491,6 +496,7 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
             tokens: a.tokens,
             cache: a.cache,
             sheet: a.sheet,
+            prices: a.prices,
         };
         return crate::cache::arms::cli(&args, &options, &import, a.format);
     }
@@ -518,12 +524,14 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         let o = crate::cache::arms::CostOptions {
             tokens: a.tokens,
             provider: a.cache.provider(),
+            prices: crate::cache::arms::load_prices(a.prices.as_deref())?,
             ..Default::default()
         }
         .with_sheet(&a.sheet)?;
         Some(crate::compare::Pricing {
             provider: o.provider,
             sheet: o.sheet,
+            prices: o.prices,
         })
     } else {
         None

@@ -6,11 +6,19 @@
 //! same requests). Course profiles keep characters as their own unit; their
 //! requests are counted with the chosen tokenizer only for pricing. The
 //! recorded arms are in the API's own tokens whatever `--tokens` says.
+//!
+//! Prices: replayed arms and `recorded-model` by the sheet (prompt side
+//! only); `recorded-usage` by each request's own model from the price table
+//! ([`super::bill`]), its prompt side in `dollars` beside the others and its
+//! whole bill, output included, in its own column.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::bill::{bill, RecordedBill};
+use super::prices::table::PriceTable;
 use super::recorded::{validate, Validation};
 use super::session::{none_requests, RequestBuilder};
 use super::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
@@ -29,16 +37,20 @@ pub struct CostOptions {
     pub provider: Provider,
     /// The price sheet.
     pub sheet: PriceSheet,
+    /// Per-model prices for recorded usage (named by origin and date).
+    #[serde(serialize_with = "super::prices::table::serialize_summary")]
+    pub prices: Arc<PriceTable>,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
-/// (the model most of the shared sessions ran on).
+/// (the model most of the shared sessions ran on), the built-in price table.
 impl Default for CostOptions {
     fn default() -> Self {
         CostOptions {
             tokens: Tokens::Approx,
             provider: Provider::Anthropic(Default::default()),
             sheet: *prices::sheet("claude-opus-4.1-5m").expect("sheet exists"),
+            prices: PriceTable::builtin(),
         }
     }
 }
@@ -70,6 +82,8 @@ pub struct CostArgs {
     pub cache: super::provider::CacheChoice,
     /// Price sheet name.
     pub sheet: String,
+    /// `--prices FILE`: per-model prices instead of the built-in table.
+    pub prices: Option<PathBuf>,
 }
 
 /// `lab replay … --cost`: prices every arm and renders the rows.
@@ -82,12 +96,21 @@ pub fn cli(
     let options = CostOptions {
         tokens: args.tokens,
         provider: args.cache.provider(),
+        prices: load_prices(args.prices.as_deref())?,
         ..CostOptions::default()
     }
     .with_sheet(&args.sheet)?;
     let names: Vec<&str> = args.profiles.iter().map(String::as_str).collect();
     let rows = run_cost(&args.files, &names, replay, import, &options)?;
     Ok(render_cost(&rows, &options, format))
+}
+
+/// The price table `--prices FILE` names, else the built-in one.
+pub fn load_prices(file: Option<&std::path::Path>) -> LabResult<Arc<PriceTable>> {
+    match file {
+        Some(f) => Ok(Arc::new(PriceTable::load(f)?)),
+        None => Ok(PriceTable::builtin()),
+    }
 }
 
 /// One arm of one session.
@@ -105,6 +128,8 @@ pub struct CostRow {
     pub tradeoff: Option<super::Tradeoff>,
     /// For `recorded-model`: recorded usage beside the prediction.
     pub recorded: Option<Validation>,
+    /// For `recorded-usage`: the bill at each request's model's prices.
+    pub billed: Option<RecordedBill>,
 }
 
 /// Prices every arm of every file.
@@ -139,7 +164,7 @@ pub fn run_cost(
                 &source_name(&session),
                 &read_file(f)?,
                 options,
-            ));
+            )?);
         }
     }
     Ok(rows)
@@ -167,6 +192,7 @@ fn session_rows(
         tradeoff: None,
         report,
         recorded: None,
+        billed: None,
     };
     let none = cost(
         &none_requests(&session.main, &mut builder),
@@ -190,14 +216,16 @@ fn builder_name(t: Tokens) -> String {
     t.counter().name().to_string()
 }
 
-/// The two recorded arms of a Claude Code log.
+/// The two recorded arms of a Claude Code log; a request whose model has
+/// no price refuses the log.
 pub fn recorded_rows(
     source: &str,
     recorded: &[RecordedRequest],
     options: &CostOptions,
-) -> Vec<CostRow> {
+) -> LabResult<Vec<CostRow>> {
+    let billed = bill(source, recorded, &options.prices)?;
     let (model, validation) = validate(recorded, &options.provider, &options.sheet);
-    let usage = usage_report(recorded, &model, &validation, &options.sheet);
+    let usage = usage_report(recorded, &model, &validation, &billed);
     // Both recorded rows count a break as a collapsed read, the only break
     // the recorded usage can show.
     let mut model = model;
@@ -212,26 +240,28 @@ pub fn recorded_rows(
         report,
         tradeoff: None,
         recorded,
+        billed: None,
     };
-    vec![
-        row("recorded-usage", usage, None),
-        row("recorded-model", model, Some(validation)),
-    ]
+    let mut usage = row("recorded-usage", usage, None);
+    usage.billed = Some(billed);
+    Ok(vec![usage, row("recorded-model", model, Some(validation))])
 }
 
 /// The recorded usage as a report: the model's series with the billed
-/// figures put in; a break is a collapsed read (as [`Validation`] counts it).
+/// figures put in, dollars the prompt side at each request's model's price;
+/// a break is a collapsed read (as [`Validation`] counts it).
 fn usage_report(
     recorded: &[RecordedRequest],
     model: &CostReport,
     validation: &Validation,
-    sheet: &PriceSheet,
+    billed: &RecordedBill,
 ) -> CostReport {
     let requests: Vec<RequestCost> = recorded
         .iter()
         .zip(&model.requests)
         .zip(&validation.series)
-        .map(|((r, m), c)| {
+        .zip(&billed.per_request)
+        .map(|(((r, m), c), b)| {
             let u = r.usage;
             RequestCost {
                 input_tokens: u.total(),
@@ -239,11 +269,7 @@ fn usage_report(
                 cache_read_tokens: u.cache_read_input_tokens,
                 cache_write_tokens: u.cache_creation_input_tokens,
                 uncached_tokens: u.input_tokens,
-                dollars: sheet.dollars(
-                    u.input_tokens,
-                    u.cache_creation_input_tokens,
-                    u.cache_read_input_tokens,
-                ),
+                dollars: b.input_side,
                 broke: c.recorded_rewrite,
                 break_at: None,
                 expired: false,
@@ -252,17 +278,18 @@ fn usage_report(
             }
         })
         .collect();
-    super::summarize(model.provider.clone(), *sheet, requests)
+    super::summarize(model.provider.clone(), model.sheet, requests)
 }
 
 /// The header line naming the tokenizer, cache model and dated price sheet.
 pub fn header(options: &CostOptions) -> String {
     format!(
-        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {} as of {}, output not priced",
+        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {} as of {}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output",
         options.tokens.counter().name(),
         options.provider.name(),
         options.sheet.name,
-        options.sheet.date
+        options.sheet.date,
+        options.prices.label()
     )
 }
 
@@ -280,6 +307,9 @@ fn cells(r: &CostRow) -> Vec<String> {
         opt(r.tradeoff.as_ref().and_then(|t| t.write_per_saved)),
         opt(c.payback_turns_median),
         format!("{:.4}", c.dollars),
+        r.billed
+            .as_ref()
+            .map_or("-".to_string(), |b| format!("{:.4}", b.dollars)),
     ]
 }
 
@@ -287,7 +317,7 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.2}"))
 }
 
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 12] = [
     "source",
     "arm",
     "requests",
@@ -299,6 +329,7 @@ const COLUMNS: [&str; 11] = [
     "write/saved",
     "payback turns",
     "dollars",
+    "billed with output",
 ];
 
 /// The cost rows in one of the lab's formats: a table or Markdown (header

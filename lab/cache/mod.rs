@@ -31,6 +31,7 @@
 //! requests with a token counter before calling [`cost`].
 
 pub mod arms;
+pub mod bill;
 pub mod observe;
 pub mod prices;
 pub mod provider;

@@ -327,10 +327,14 @@ pub(super) fn input_error(path: &Path, at: (usize, usize), message: &str, fix: &
 }
 
 pub(super) fn bad_file(path: &Path, e: &serde_json::Error, fix: &str) -> LabError {
+    // The position is in the error's own place (file:line:column), not repeated.
+    let text = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    let message = text.strip_suffix(&at).unwrap_or(&text);
     input_error(
         path,
         (e.line(), e.column()),
-        &format!("bad price file: {e}"),
+        &format!("bad price file: {message}"),
         fix,
     )
 }

@@ -118,7 +118,7 @@ fn a_good_file_parses_and_a_bad_one_names_file_line_column_and_fix() {
 
     let e = parse_err(&ONE.replace("\"cache_read\": 0.1", "\"cache_read\": -0.1"));
     assert!(e.to_string().contains("negative"), "{e}");
-    assert_eq!(position(&e).0, 7, "{e}");
+    assert_eq!(position(&e).0, 6, "{e}");
 
     let e = parse_err("{\n  \"format\": ");
     assert_eq!(position(&e).0, 2, "{e}");
