@@ -286,8 +286,10 @@ pub struct ReplayArgs {
     #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
     pub cache: crate::cache::provider::CacheChoice,
     /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
-    #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
-    pub sheet: String,
+    /// Without it, each Claude Code log is priced at its session's model
+    /// (other sessions at claude-opus-4.1-5m).
+    #[arg(long, requires = "cost")]
+    pub sheet: Option<String>,
     /// Per-model prices for recorded usage under `--cost`: ctxlab's price
     /// file (see lab/cache/prices/2026-12-04.json, the built-in one) or
     /// LiteLLM's model_prices_and_context_window.json.
@@ -527,7 +529,11 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
             prices: crate::cache::arms::load_prices(a.prices.as_deref())?,
             ..Default::default()
         }
-        .with_sheet(&a.sheet)?;
+        .with_sheet(
+            a.sheet
+                .as_deref()
+                .unwrap_or(crate::cache::prices::DEFAULT_SHEET),
+        )?;
         Some(crate::compare::Pricing {
             provider: o.provider,
             sheet: o.sheet,

@@ -181,6 +181,8 @@ pub fn recorded_usage(
         provider: pricing.provider,
         sheet: pricing.sheet,
         prices: pricing.prices.clone(),
+        // The policy table prices every replay at the one sheet.
+        by_model: false,
     };
     let mut rows = Vec::new();
     for file in files {

@@ -120,3 +120,29 @@ fn litellms_map_prices_the_session_and_a_bad_price_file_is_located() {
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("x.json:1:1"), "{err}");
 }
+
+#[test]
+fn replayed_arms_take_the_session_model_unless_a_sheet_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "s.jsonl", &log("claude-haiku-4-5-20251001"));
+    let path = f.to_str().unwrap();
+    let none_row = |out: &str| {
+        out.lines()
+            .find(|l| l.contains("| none |"))
+            .unwrap()
+            .to_string()
+    };
+    let (code, out, err) = lab(&["replay", path, "--cost", "--format", "markdown"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("each log's session model"), "{out}");
+    assert!(
+        none_row(&out).contains("| none | claude-opus-4-6 |"),
+        "{out}"
+    );
+    let (code, out, err) = lab(&[
+        "replay", path, "--cost", "--format", "markdown", "--sheet", "gpt-5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("prices: gpt-5 as of 2025-11-24"), "{out}");
+    assert!(none_row(&out).contains("| none | gpt-5 |"), "{out}");
+}

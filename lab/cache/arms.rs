@@ -40,6 +40,11 @@ pub struct CostOptions {
     /// Per-model prices for recorded usage (named by origin and date).
     #[serde(serialize_with = "super::prices::table::serialize_summary")]
     pub prices: Arc<PriceTable>,
+    /// Price each Claude Code log's replayed arms at its session's model
+    /// (with that model's minimum cacheable prefix) instead of `sheet`,
+    /// which then serves sessions without a recorded model. On when the
+    /// command line names no `--sheet`.
+    pub by_model: bool,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
@@ -51,6 +56,7 @@ impl Default for CostOptions {
             provider: Provider::Anthropic(Default::default()),
             sheet: *prices::sheet("claude-opus-4.1-5m").expect("sheet exists"),
             prices: PriceTable::builtin(),
+            by_model: false,
         }
     }
 }
@@ -80,8 +86,8 @@ pub struct CostArgs {
     pub tokens: Tokens,
     /// Cache model.
     pub cache: super::provider::CacheChoice,
-    /// Price sheet name.
-    pub sheet: String,
+    /// Price sheet name; `None`: each session's model.
+    pub sheet: Option<String>,
     /// `--prices FILE`: per-model prices instead of the built-in table.
     pub prices: Option<PathBuf>,
 }
@@ -97,9 +103,10 @@ pub fn cli(
         tokens: args.tokens,
         provider: args.cache.provider(),
         prices: load_prices(args.prices.as_deref())?,
+        by_model: args.sheet.is_none(),
         ..CostOptions::default()
     }
-    .with_sheet(&args.sheet)?;
+    .with_sheet(args.sheet.as_deref().unwrap_or(prices::DEFAULT_SHEET))?;
     let names: Vec<&str> = args.profiles.iter().map(String::as_str).collect();
     let rows = run_cost(&args.files, &names, replay, import, &options)?;
     Ok(render_cost(&rows, &options, format))
@@ -155,19 +162,41 @@ pub fn run_cost(
     let mut rows = Vec::new();
     for f in files {
         let session = import_file(f, import)?;
-        rows.extend(session_rows(&session, &names, &replay, options)?);
-        if matches!(
-            session.format,
-            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
-        ) {
-            rows.extend(recorded_rows(
-                &source_name(&session),
-                &read_file(f)?,
-                options,
-            )?);
+        let recorded = match session.format {
+            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => Some(read_file(f)?),
+            _ => None,
+        };
+        let source = source_name(&session);
+        let options = session_options(options, recorded.as_deref(), &source)?;
+        rows.extend(session_rows(&session, &names, &replay, &options)?);
+        if let Some(recorded) = recorded {
+            rows.extend(recorded_rows(&source, &recorded, &options)?);
         }
     }
     Ok(rows)
+}
+
+/// With [`CostOptions::by_model`], the options for one log: its session
+/// model's prices and minimum cacheable prefix (when the cache model is of
+/// that model's provider); a log without a recorded model keeps the sheet.
+fn session_options(
+    options: &CostOptions,
+    recorded: Option<&[RecordedRequest]>,
+    source: &str,
+) -> LabResult<CostOptions> {
+    let mut o = options.clone();
+    let model = recorded.and_then(super::bill::session_model);
+    let (true, Some(model)) = (options.by_model, model) else {
+        return Ok(o);
+    };
+    if let super::prices::table::Lookup::Priced(m) = options.prices.require(model, source)? {
+        let one_hour = options.provider.ttl_ms() >= 3_600_000;
+        o.sheet = prices::sheet_of(m, one_hour, &options.prices.date);
+        if m.provider == options.provider.family() {
+            o.provider = options.provider.with_min_tokens(m.min_cache_tokens);
+        }
+    }
+    Ok(o)
 }
 
 fn source_name(s: &ImportedSession) -> String {
@@ -281,14 +310,18 @@ fn usage_report(
     super::summarize(model.provider.clone(), model.sheet, requests)
 }
 
-/// The header line naming the tokenizer, cache model and dated price sheet.
+/// The header line naming the tokenizer, cache model and dated prices.
 pub fn header(options: &CostOptions) -> String {
+    let sheet = format!("{} as of {}", options.sheet.name, options.sheet.date);
+    let replayed = if options.by_model {
+        format!("each log's session model (column `prices`; a session without a recorded model: {sheet})")
+    } else {
+        sheet
+    };
     format!(
-        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {} as of {}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output",
+        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {replayed}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output",
         options.tokens.counter().name(),
         options.provider.name(),
-        options.sheet.name,
-        options.sheet.date,
         options.prices.label()
     )
 }
@@ -298,6 +331,10 @@ fn cells(r: &CostRow) -> Vec<String> {
     vec![
         r.source.clone(),
         r.arm.clone(),
+        match r.billed {
+            Some(_) => "each request's model".to_string(),
+            None => c.sheet.name.to_string(),
+        },
         c.requests.len().to_string(),
         c.input_tokens.to_string(),
         c.cache_read_tokens.to_string(),
@@ -317,9 +354,10 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.2}"))
 }
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 13] = [
     "source",
     "arm",
+    "prices",
     "requests",
     "tokens sent",
     "cache read",

@@ -49,6 +49,20 @@ pub fn tokens_of(r: &RecordedRequest) -> Tokens {
     }
 }
 
+/// The session's model: the one that answered most main-chain requests
+/// (the first seen on a tie); subagent and side calls do not count.
+pub fn session_model(recorded: &[RecordedRequest]) -> Option<&str> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in recorded.iter().filter(|r| !r.sidechain) {
+        match counts.iter_mut().find(|(m, _)| *m == r.model) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&r.model, 1)),
+        }
+    }
+    // max_by_key keeps the last maximum; reversed, the first seen wins.
+    counts.iter().rev().max_by_key(|(_, n)| *n).map(|(m, _)| *m)
+}
+
 /// Prices every request of `recorded` (read from `source`) by its model; a
 /// model the table lacks is refused before anything is priced.
 pub fn bill(
@@ -143,6 +157,26 @@ mod tests {
         assert_eq!(b.models.len(), 3);
         assert_eq!(b.per_request[2], Bill::default());
         assert!(b.prices.ends_with("as of 2026-12-04"), "{}", b.prices);
+    }
+
+    #[test]
+    fn the_session_model_answers_most_main_chain_requests() {
+        let b = Billing::default();
+        let mut side = req("claude-haiku-4-5-20251001", (1, 0, 0), b);
+        side.sidechain = true;
+        let recorded = [
+            req("claude-haiku-4-5-20251001", (1, 0, 0), b),
+            req("claude-opus-4-6", (1, 0, 0), b),
+            req("claude-opus-4-6", (1, 0, 0), b),
+            side.clone(),
+            side,
+        ];
+        assert_eq!(session_model(&recorded), Some("claude-opus-4-6"));
+        assert_eq!(
+            session_model(&recorded[..2]),
+            Some("claude-haiku-4-5-20251001")
+        );
+        assert_eq!(session_model(&[]), None);
     }
 
     #[test]

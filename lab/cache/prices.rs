@@ -87,6 +87,45 @@ pub const SHEETS: &[PriceSheet] = &[
     },
 ];
 
+/// The sheet of the command line's default (`--sheet` not given and no
+/// model to price by).
+pub const DEFAULT_SHEET: &str = "claude-opus-4.1-5m";
+
+/// A sheet of `m`'s prompt-side prices, writes at its 1-hour price when
+/// `one_hour`, named by the model and dated `date`. Names are interned so
+/// a sheet stays `Copy`: one small allocation per distinct name per process.
+pub fn sheet_of(m: &table::ModelPrice, one_hour: bool, date: &str) -> PriceSheet {
+    let write = if one_hour {
+        m.cache_write_1h
+    } else {
+        m.cache_write_5m
+    };
+    let suffix = if one_hour { " (1h writes)" } else { "" };
+    PriceSheet {
+        name: intern(format!("{}{suffix}", m.model)),
+        date: intern(date.to_string()),
+        input_per_mtok: m.input,
+        write_mult: if m.input > 0.0 { write / m.input } else { 0.0 },
+        read_mult: m.read_mult(),
+    }
+}
+
+fn intern(s: String) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(&n) = names.get(s.as_str()) {
+        return n;
+    }
+    let n: &'static str = Box::leak(s.into_boxed_str());
+    names.insert(n);
+    n
+}
+
 /// The sheet with this name, if any.
 pub fn sheet(name: &str) -> Option<&'static PriceSheet> {
     SHEETS.iter().find(|s| s.name == name)
@@ -144,6 +183,23 @@ mod tests {
                 s.name
             );
         }
+    }
+
+    #[test]
+    fn a_models_sheet_prices_the_prompt_side_like_its_entry() {
+        let t = table::PriceTable::builtin();
+        let Some(table::Lookup::Priced(m)) = t.lookup("claude-opus-4-6") else {
+            panic!("no opus 4.6");
+        };
+        let s = sheet_of(m, false, &t.date);
+        assert_eq!((s.name, s.date), ("claude-opus-4-6", "2026-12-04"));
+        // $5 in: 1M written = $6.25, 1M read = $0.50; 1-hour writes $10.
+        assert!((s.dollars(0, 1_000_000, 1_000_000) - 6.75).abs() < 1e-9);
+        let h = sheet_of(m, true, &t.date);
+        assert_eq!(h.name, "claude-opus-4-6 (1h writes)");
+        assert!((h.dollars(0, 1_000_000, 0) - 10.0).abs() < 1e-9);
+        // Interned: the same name is the same allocation.
+        assert!(std::ptr::eq(s.name, sheet_of(m, false, &t.date).name));
     }
 
     #[test]

@@ -74,6 +74,23 @@ impl Provider {
         }
     }
 
+    /// The same provider with a model's cache rule: its minimum cacheable
+    /// prefix (1,024 to 4,096 tokens by model on Anthropic).
+    pub fn with_min_tokens(self, min_tokens: u64) -> Provider {
+        match self {
+            Provider::Anthropic(a) => Provider::Anthropic(Anthropic { min_tokens, ..a }),
+            Provider::OpenAi(o) => Provider::OpenAi(OpenAi { min_tokens, ..o }),
+        }
+    }
+
+    /// The provider family's name in price data (`anthropic`, `openai`).
+    pub fn family(&self) -> &'static str {
+        match self {
+            Provider::Anthropic(_) => "anthropic",
+            Provider::OpenAi(_) => "openai",
+        }
+    }
+
     /// Entry lifetime in milliseconds.
     pub fn ttl_ms(&self) -> i64 {
         match self {

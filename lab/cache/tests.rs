@@ -174,3 +174,23 @@ fn an_empty_input_costs_nothing() {
     assert_eq!((r.input_tokens, r.turns, r.breaks), (0, 0, 0));
     assert_eq!(r.dollars, 0.0);
 }
+
+/// A model's minimum cacheable prefix: the 2,500-token first request is
+/// cached under a 1,024-token minimum (Opus 4.1) and not at all under a
+/// 4,096-token one (Opus 4.6), so its successor reads nothing.
+#[test]
+fn a_models_minimum_prefix_decides_what_is_cached() {
+    let table = prices::table::PriceTable::builtin();
+    let min_of = |model: &str| match table.lookup(model) {
+        Some(prices::table::Lookup::Priced(m)) => m.min_cache_tokens,
+        other => panic!("{other:?}"),
+    };
+    let old = anthropic().with_min_tokens(min_of("claude-opus-4-1-20250805"));
+    let new = anthropic().with_min_tokens(min_of("claude-opus-4-6"));
+    let r = cost(&growing(2), &old, sonnet());
+    assert_eq!(r.requests[1].cache_read_tokens, 2_500);
+    let r = cost(&growing(2), &new, sonnet());
+    assert_eq!(r.requests[0].cache_write_tokens, 0);
+    assert_eq!(r.requests[1].cache_read_tokens, 0);
+    assert_eq!(new.family(), "anthropic");
+}
