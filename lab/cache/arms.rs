@@ -115,7 +115,7 @@ pub fn cli(
 /// The price table `--prices FILE` names, else the built-in one.
 pub fn load_prices(file: Option<&std::path::Path>) -> LabResult<Arc<PriceTable>> {
     match file {
-        Some(f) => Ok(Arc::new(PriceTable::load(f)?)),
+        Some(f) => Ok(Arc::new(super::prices::file::load(f)?)),
         None => Ok(PriceTable::builtin()),
     }
 }

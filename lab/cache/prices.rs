@@ -7,6 +7,7 @@
 //! sheets are kept beside it (a test checks they agree) so `--sheet NAME`
 //! prints what it always printed.
 
+pub mod file;
 pub mod litellm;
 pub mod table;
 

@@ -3,7 +3,7 @@
 //! that model's cache rules (minimum cacheable prefix, whether writes carry
 //! a premium). The lab's own table is the data file beside this module,
 //! built into the binary; `--prices FILE` reads another one, in this format
-//! or as LiteLLM's `model_prices_and_context_window.json` ([`super::litellm`]).
+//! or as LiteLLM's `model_prices_and_context_window.json` ([`super::file`]).
 //!
 //! A price file is checked while it is parsed, so every error (not JSON, a
 //! missing field, a negative price) names the file, line and column; a
@@ -214,37 +214,16 @@ impl PriceTable {
         static TABLE: OnceLock<Arc<PriceTable>> = OnceLock::new();
         TABLE
             .get_or_init(|| {
-                let t = PriceTable::parse(Path::new(BUILTIN_PATH), BUILTIN);
+                let t = PriceTable::parse_own(Path::new(BUILTIN_PATH), BUILTIN);
                 Arc::new(t.expect("the built-in price file parses (tested)"))
             })
             .clone()
     }
 
-    /// Reads a price file: ctxlab's format (`"format": "ctxlab-prices/1"`)
-    /// or LiteLLM's map.
-    pub fn load(path: &Path) -> LabResult<PriceTable> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LabError::io("reading a price file", path, e))?;
-        PriceTable::parse(path, &text)
-    }
-
-    /// Parses `text` read from `path` (named in errors).
-    pub fn parse(path: &Path, text: &str) -> LabResult<PriceTable> {
+    /// Parses `text`, read from `path` (named in errors), in ctxlab's own
+    /// format; [`super::file::parse`] tells the two formats apart.
+    pub fn parse_own(path: &Path, text: &str) -> LabResult<PriceTable> {
         let text = text.trim_start_matches('\u{feff}');
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| bad_file(path, &e, "a price file must be JSON; repair it here"))?;
-        if !value.is_object() {
-            return Err(input_error(
-                path,
-                (1, 1),
-                "a price file must be a JSON object",
-                "use ctxlab's format (see lab/cache/prices/2026-12-04.json) or LiteLLM's model_prices_and_context_window.json",
-            ));
-        }
-        // ctxlab's files say their format; LiteLLM's map is model names only.
-        if value.get("format").is_none() {
-            return super::litellm::parse(path, text);
-        }
         let file: PriceFile = serde_json::from_str(text).map_err(|e| {
             bad_file(
                 path,
@@ -369,6 +348,3 @@ fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         )))
     }
 }
-
-#[cfg(test)]
-mod tests;

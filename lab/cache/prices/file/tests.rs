@@ -1,4 +1,5 @@
 use super::*;
+use crate::cache::prices::table::{Lookup, ModelPrice, Tokens, BUILTIN_PATH};
 
 fn priced<'a>(t: &'a PriceTable, model: &str) -> &'a ModelPrice {
     match t.lookup(model) {
@@ -78,7 +79,7 @@ fn a_prompt_above_200k_is_billed_at_geminis_long_context_tier() {
 }
 
 fn parse_err(text: &str) -> LabError {
-    PriceTable::parse(Path::new("p.json"), text).unwrap_err()
+    parse(Path::new("p.json"), text).unwrap_err()
 }
 
 fn position(e: &LabError) -> (usize, usize) {
@@ -101,7 +102,7 @@ const ONE: &str = r#"{
 
 #[test]
 fn a_good_file_parses_and_a_bad_one_names_file_line_column_and_fix() {
-    let t = PriceTable::parse(Path::new("p.json"), ONE).unwrap();
+    let t = parse(Path::new("p.json"), ONE).unwrap();
     assert_eq!(priced(&t, "m").output, 2.0);
     assert_eq!(t.label(), "p.json as of 2026-01-01");
 
@@ -152,7 +153,7 @@ const LITELLM: &str = r#"{
 
 #[test]
 fn litellms_map_reads_per_token_prices_as_per_million() {
-    let t = PriceTable::parse(Path::new("l.json"), LITELLM).unwrap();
+    let t = parse(Path::new("l.json"), LITELLM).unwrap();
     assert_eq!(t.date, "undated");
     assert_eq!(
         t.models.len(),
