@@ -290,8 +290,15 @@ pub struct ReplayArgs {
     #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
     pub cache: crate::cache::provider::CacheChoice,
     /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
-    #[arg(long, requires = "cost", default_value = "claude-opus-4.1-5m")]
-    pub sheet: String,
+    /// Without it, each Claude Code log is priced at its session's model
+    /// (other sessions at claude-opus-4.1-5m).
+    #[arg(long, requires = "cost")]
+    pub sheet: Option<String>,
+    /// Per-model prices for recorded usage under `--cost`: ctxlab's price
+    /// file (see lab/cache/prices/2026-12-04.json, the built-in one) or
+    /// LiteLLM's model_prices_and_context_window.json.
+    #[arg(long, requires = "cost", value_name = "FILE")]
+    pub prices: Option<std::path::PathBuf>,
 }
 
 /// Markers around the generated experiment table in README.md.
@@ -509,6 +516,7 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
             tokens: a.tokens,
             cache: a.cache,
             sheet: a.sheet,
+            prices: a.prices,
         };
         return crate::replay::cost_arms::cli(&args, &options, &import, a.format);
     }
@@ -536,12 +544,18 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         let o = crate::replay::cost_arms::CostOptions {
             tokens: a.tokens,
             provider: a.cache.provider(),
+            prices: crate::replay::cost_arms::load_prices(a.prices.as_deref())?,
             ..Default::default()
         }
-        .with_sheet(&a.sheet)?;
+        .with_sheet(
+            a.sheet
+                .as_deref()
+                .unwrap_or(crate::cache::prices::DEFAULT_SHEET),
+        )?;
         Some(crate::replay::policies::Pricing {
             provider: o.provider,
             sheet: o.sheet,
+            prices: o.prices,
         })
     } else {
         None

@@ -30,6 +30,7 @@
 //! that sizes its context in characters (the course profiles) must count its
 //! requests with a token counter before calling [`cost`].
 
+pub mod bill;
 pub mod observe;
 pub mod prices;
 pub mod provider;

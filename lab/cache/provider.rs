@@ -55,6 +55,51 @@ impl Default for OpenAi {
     }
 }
 
+/// Google Gemini's implicit caching (on by default since 2025-05-08): like
+/// OpenAI's, any previously sent prefix of at least `min_tokens` is read,
+/// best effort, and there is no write premium (cache creation is billed at
+/// the input price). Explicit caches (`cachedContent`, default TTL 1 h)
+/// add storage per token-hour ([`Gemini::storage_dollars`]). Sources:
+/// ai.google.dev/gemini-api/docs/caching and the Vertex context-cache
+/// overview, as summarised in shared/research/designs-and-prices-2026.md.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Gemini {
+    /// Idle lifetime of an implicitly cached prefix in seconds; Google
+    /// states none (best effort), 5 minutes is assumed like OpenAI's.
+    pub ttl_secs: i64,
+    /// Prompts shorter than this are not cached (1,024 on Flash, 4,096 on Pro).
+    pub min_tokens: u64,
+}
+
+/// Default: 5-minute lifetime (an assumption), 1,024-token minimum.
+impl Default for Gemini {
+    fn default() -> Self {
+        Gemini {
+            ttl_secs: 300,
+            min_tokens: 1_024,
+        }
+    }
+}
+
+impl Gemini {
+    /// Dollars of keeping `tokens` in an explicit cache for `hours` at
+    /// `per_mtok_hour` (the model's `storage_per_mtok_hour`).
+    pub fn storage_dollars(tokens: u64, hours: f64, per_mtok_hour: f64) -> f64 {
+        tokens as f64 / 1e6 * hours * per_mtok_hour
+    }
+
+    /// The same prefix rule as OpenAI's, in 1-token steps (Google reports
+    /// cached tokens exactly).
+    pub fn as_automatic(&self) -> OpenAi {
+        OpenAi {
+            ttl_secs: self.ttl_secs,
+            min_tokens: self.min_tokens,
+            granularity: 1,
+        }
+    }
+}
+
 /// The provider whose cache is modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -63,6 +108,8 @@ pub enum Provider {
     Anthropic(Anthropic),
     /// Automatic prefix caching.
     OpenAi(OpenAi),
+    /// Implicit prefix caching without a write premium.
+    Gemini(Gemini),
 }
 
 impl Provider {
@@ -71,6 +118,26 @@ impl Provider {
         match self {
             Provider::Anthropic(a) => format!("anthropic-ttl{}s", a.ttl_secs),
             Provider::OpenAi(o) => format!("openai-ttl{}s", o.ttl_secs),
+            Provider::Gemini(g) => format!("gemini-implicit-ttl{}s", g.ttl_secs),
+        }
+    }
+
+    /// The same provider with a model's cache rule: its minimum cacheable
+    /// prefix (1,024 to 4,096 tokens by model on Anthropic).
+    pub fn with_min_tokens(self, min_tokens: u64) -> Provider {
+        match self {
+            Provider::Anthropic(a) => Provider::Anthropic(Anthropic { min_tokens, ..a }),
+            Provider::OpenAi(o) => Provider::OpenAi(OpenAi { min_tokens, ..o }),
+            Provider::Gemini(g) => Provider::Gemini(Gemini { min_tokens, ..g }),
+        }
+    }
+
+    /// The provider family's name in price data (`anthropic`, `openai`).
+    pub fn family(&self) -> &'static str {
+        match self {
+            Provider::Anthropic(_) => "anthropic",
+            Provider::OpenAi(_) => "openai",
+            Provider::Gemini(_) => "google",
         }
     }
 
@@ -79,6 +146,7 @@ impl Provider {
         match self {
             Provider::Anthropic(a) => a.ttl_secs * 1000,
             Provider::OpenAi(o) => o.ttl_secs * 1000,
+            Provider::Gemini(g) => g.ttl_secs * 1000,
         }
     }
 }
@@ -93,6 +161,8 @@ pub enum CacheChoice {
     Anthropic1h,
     /// OpenAI automatic caching.
     Openai,
+    /// Google Gemini implicit caching.
+    Gemini,
 }
 
 impl CacheChoice {
@@ -105,6 +175,7 @@ impl CacheChoice {
                 ..Anthropic::default()
             }),
             CacheChoice::Openai => Provider::OpenAi(OpenAi::default()),
+            CacheChoice::Gemini => Provider::Gemini(Gemini::default()),
         }
     }
 }

@@ -64,13 +64,9 @@ impl Cache {
             .find(|&i| alive(self.covered.get(&keys[i]), r.at_ms));
         let access = match self.provider {
             Provider::Anthropic(a) => self.anthropic(&a, r, &keys, &cum),
-            Provider::OpenAi(o) => {
-                let access = self.openai(&o, &cum, lcp_seg);
-                if let Some(end) = access.cached_end {
-                    self.cover(&keys, end, r.at_ms);
-                }
-                access
-            }
+            Provider::OpenAi(o) => self.automatic(&o, &keys, &cum, lcp_seg, r.at_ms),
+            // Gemini's implicit caching reads and writes as OpenAI's does.
+            Provider::Gemini(g) => self.automatic(&g.as_automatic(), &keys, &cum, lcp_seg, r.at_ms),
         };
         let (broke, break_at, expired, payback) = self.judge(r, &keys, total, sheet);
         self.previous.insert(
@@ -150,6 +146,22 @@ impl Cache {
             cached_end,
             write,
         }
+    }
+
+    /// Automatic prefix caching: read the live prefix, cache all that was sent.
+    fn automatic(
+        &mut self,
+        o: &OpenAi,
+        keys: &[u64],
+        cum: &[u64],
+        lcp: Option<usize>,
+        now: Option<i64>,
+    ) -> Access {
+        let access = self.openai(o, cum, lcp);
+        if let Some(end) = access.cached_end {
+            self.cover(keys, end, now);
+        }
+        access
     }
 
     fn openai(&mut self, o: &OpenAi, cum: &[u64], lcp: Option<usize>) -> Access {

@@ -174,3 +174,51 @@ fn an_empty_input_costs_nothing() {
     assert_eq!((r.input_tokens, r.turns, r.breaks), (0, 0, 0));
     assert_eq!(r.dollars, 0.0);
 }
+
+/// A model's minimum cacheable prefix: the 2,500-token first request is
+/// cached under a 1,024-token minimum (Opus 4.1) and not at all under a
+/// 4,096-token one (Opus 4.6), so its successor reads nothing.
+#[test]
+fn a_models_minimum_prefix_decides_what_is_cached() {
+    let table = prices::table::PriceTable::builtin();
+    let min_of = |model: &str| match table.lookup(model) {
+        Some(prices::table::Lookup::Priced(m)) => m.min_cache_tokens,
+        other => panic!("{other:?}"),
+    };
+    let old = anthropic().with_min_tokens(min_of("claude-opus-4-1-20250805"));
+    let new = anthropic().with_min_tokens(min_of("claude-opus-4-6"));
+    let r = cost(&growing(2), &old, sonnet());
+    assert_eq!(r.requests[1].cache_read_tokens, 2_500);
+    let r = cost(&growing(2), &new, sonnet());
+    assert_eq!(r.requests[0].cache_write_tokens, 0);
+    assert_eq!(r.requests[1].cache_read_tokens, 0);
+    assert_eq!(new.family(), "anthropic");
+}
+
+/// Gemini's implicit caching reads the exact live prefix (no 128-token
+/// steps) and bills a write as plain input; an explicit cache's storage is
+/// priced per token-hour.
+#[test]
+fn gemini_reads_the_exact_prefix_and_bills_no_write_premium() {
+    let table = prices::table::PriceTable::builtin();
+    let Some(prices::table::Lookup::Priced(flash)) = table.lookup("gemini-2.5-flash") else {
+        panic!("no gemini-2.5-flash");
+    };
+    let sheet = prices::sheet_of(flash, false, &table.date);
+    let gemini = provider::CacheChoice::Gemini.provider();
+    assert_eq!(gemini.name(), "gemini-implicit-ttl300s");
+    assert_eq!(gemini.family(), flash.provider);
+    let r = cost(&growing(3), &gemini, &sheet);
+    // 2,500 then 3,000 sent: the second reads all 2,500 (OpenAI would
+    // read 2,432, a multiple of 128 past 1,024) and writes its 500.
+    assert_eq!(r.requests[1].cache_read_tokens, 2_500);
+    assert_eq!(r.requests[1].cache_write_tokens, 500);
+    let dollars = (500.0 * 0.30 + 2_500.0 * 0.03) / 1e6;
+    assert!((r.requests[1].dollars - dollars).abs() < 1e-12);
+    let openai = cost(&growing(3), &Provider::OpenAi(OpenAi::default()), &sheet);
+    assert_eq!(openai.requests[1].cache_read_tokens, 2_432);
+    // 1M tokens kept for 2 hours at $1.00 per million per hour.
+    let storage =
+        provider::Gemini::storage_dollars(1_000_000, 2.0, flash.storage_per_mtok_hour.unwrap());
+    assert!((storage - 2.0).abs() < 1e-12);
+}

@@ -52,7 +52,7 @@ mod tests {
     use crate::message::{Block, Message};
     use crate::policy::engine::{replay, Env, Session};
     use crate::policy::{list, render};
-    use crate::report::Format;
+    use crate::render::Format;
 
     fn reply(text: &str) -> Message {
         Message::assistant(vec![Block::Text { text: text.into() }])

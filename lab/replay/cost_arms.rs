@@ -6,12 +6,20 @@
 //! same requests). Course profiles keep characters as their own unit; their
 //! requests are counted with the chosen tokenizer only for pricing. The
 //! recorded arms are in the API's own tokens whatever `--tokens` says.
+//!
+//! Prices: replayed arms and `recorded-model` by the sheet (prompt side
+//! only); `recorded-usage` by each request's own model from the price table
+//! ([`crate::cache::bill`]), its prompt side in `dollars` beside the others and its
+//! whole bill, output included, in its own column.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::profiles::{replay_with, ReplayOptions};
+use crate::cache::bill::{bill, RecordedBill};
+use crate::cache::prices::table::PriceTable;
 use crate::cache::recorded::{validate, Validation};
 use crate::cache::session::{none_requests, RequestBuilder};
 use crate::cache::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
@@ -29,16 +37,26 @@ pub struct CostOptions {
     pub provider: Provider,
     /// The price sheet.
     pub sheet: PriceSheet,
+    /// Per-model prices for recorded usage (named by origin and date).
+    #[serde(serialize_with = "crate::cache::prices::table::serialize_summary")]
+    pub prices: Arc<PriceTable>,
+    /// Price each Claude Code log's replayed arms at its session's model
+    /// (with that model's minimum cacheable prefix) instead of `sheet`,
+    /// which then serves sessions without a recorded model. On when the
+    /// command line names no `--sheet`.
+    pub by_model: bool,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
-/// (the model most of the shared sessions ran on).
+/// (the model most of the shared sessions ran on), the built-in price table.
 impl Default for CostOptions {
     fn default() -> Self {
         CostOptions {
             tokens: Tokens::Approx,
             provider: Provider::Anthropic(Default::default()),
             sheet: *prices::sheet("claude-opus-4.1-5m").expect("sheet exists"),
+            prices: PriceTable::builtin(),
+            by_model: false,
         }
     }
 }
@@ -68,8 +86,10 @@ pub struct CostArgs {
     pub tokens: Tokens,
     /// Cache model.
     pub cache: crate::cache::provider::CacheChoice,
-    /// Price sheet name.
-    pub sheet: String,
+    /// Price sheet name; `None`: each session's model.
+    pub sheet: Option<String>,
+    /// `--prices FILE`: per-model prices instead of the built-in table.
+    pub prices: Option<PathBuf>,
 }
 
 /// `lab replay … --cost`: prices every arm and renders the rows.
@@ -82,12 +102,22 @@ pub fn cli(
     let options = CostOptions {
         tokens: args.tokens,
         provider: args.cache.provider(),
+        prices: load_prices(args.prices.as_deref())?,
+        by_model: args.sheet.is_none(),
         ..CostOptions::default()
     }
-    .with_sheet(&args.sheet)?;
+    .with_sheet(args.sheet.as_deref().unwrap_or(prices::DEFAULT_SHEET))?;
     let names: Vec<&str> = args.profiles.iter().map(String::as_str).collect();
     let rows = run_cost(&args.files, &names, replay, import, &options)?;
     Ok(render_cost(&rows, &options, format))
+}
+
+/// The price table `--prices FILE` names, else the built-in one.
+pub fn load_prices(file: Option<&std::path::Path>) -> LabResult<Arc<PriceTable>> {
+    match file {
+        Some(f) => Ok(Arc::new(crate::cache::prices::file::load(f)?)),
+        None => Ok(PriceTable::builtin()),
+    }
 }
 
 /// One arm of one session.
@@ -105,6 +135,8 @@ pub struct CostRow {
     pub tradeoff: Option<crate::cache::Tradeoff>,
     /// For `recorded-model`: recorded usage beside the prediction.
     pub recorded: Option<Validation>,
+    /// For `recorded-usage`: the bill at each request's model's prices.
+    pub billed: Option<RecordedBill>,
 }
 
 /// Prices every arm of every file.
@@ -130,19 +162,41 @@ pub fn run_cost(
     let mut rows = Vec::new();
     for f in files {
         let session = import_file(f, import)?;
-        rows.extend(session_rows(&session, &names, &replay, options)?);
-        if matches!(
-            session.format,
-            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
-        ) {
-            rows.extend(recorded_rows(
-                &source_name(&session),
-                &read_file(f)?,
-                options,
-            ));
+        let recorded = match session.format {
+            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => Some(read_file(f)?),
+            _ => None,
+        };
+        let source = source_name(&session);
+        let options = session_options(options, recorded.as_deref(), &source)?;
+        rows.extend(session_rows(&session, &names, &replay, &options)?);
+        if let Some(recorded) = recorded {
+            rows.extend(recorded_rows(&source, &recorded, &options)?);
         }
     }
     Ok(rows)
+}
+
+/// With [`CostOptions::by_model`], the options for one log: its session
+/// model's prices and minimum cacheable prefix (when the cache model is of
+/// that model's provider); a log without a recorded model keeps the sheet.
+fn session_options(
+    options: &CostOptions,
+    recorded: Option<&[RecordedRequest]>,
+    source: &str,
+) -> LabResult<CostOptions> {
+    let mut o = options.clone();
+    let model = recorded.and_then(crate::cache::bill::session_model);
+    let (true, Some(model)) = (options.by_model, model) else {
+        return Ok(o);
+    };
+    if let crate::cache::prices::table::Lookup::Priced(m) = options.prices.require(model, source)? {
+        let one_hour = options.provider.ttl_ms() >= 3_600_000;
+        o.sheet = prices::sheet_of(m, one_hour, &options.prices.date);
+        if m.provider == options.provider.family() {
+            o.provider = options.provider.with_min_tokens(m.min_cache_tokens);
+        }
+    }
+    Ok(o)
 }
 
 fn source_name(s: &ImportedSession) -> String {
@@ -167,6 +221,7 @@ fn session_rows(
         tradeoff: None,
         report,
         recorded: None,
+        billed: None,
     };
     let none = cost(
         &none_requests(&session.main, &mut builder),
@@ -190,14 +245,16 @@ fn builder_name(t: Tokens) -> String {
     t.counter().name().to_string()
 }
 
-/// The two recorded arms of a Claude Code log.
+/// The two recorded arms of a Claude Code log; a request whose model has
+/// no price refuses the log.
 pub fn recorded_rows(
     source: &str,
     recorded: &[RecordedRequest],
     options: &CostOptions,
-) -> Vec<CostRow> {
+) -> LabResult<Vec<CostRow>> {
+    let billed = bill(source, recorded, &options.prices)?;
     let (model, validation) = validate(recorded, &options.provider, &options.sheet);
-    let usage = usage_report(recorded, &model, &validation, &options.sheet);
+    let usage = usage_report(recorded, &model, &validation, &billed);
     // Both recorded rows count a break as a collapsed read, the only break
     // the recorded usage can show.
     let mut model = model;
@@ -212,26 +269,28 @@ pub fn recorded_rows(
         report,
         tradeoff: None,
         recorded,
+        billed: None,
     };
-    vec![
-        row("recorded-usage", usage, None),
-        row("recorded-model", model, Some(validation)),
-    ]
+    let mut usage = row("recorded-usage", usage, None);
+    usage.billed = Some(billed);
+    Ok(vec![usage, row("recorded-model", model, Some(validation))])
 }
 
 /// The recorded usage as a report: the model's series with the billed
-/// figures put in; a break is a collapsed read (as [`Validation`] counts it).
+/// figures put in, dollars the prompt side at each request's model's price;
+/// a break is a collapsed read (as [`Validation`] counts it).
 fn usage_report(
     recorded: &[RecordedRequest],
     model: &CostReport,
     validation: &Validation,
-    sheet: &PriceSheet,
+    billed: &RecordedBill,
 ) -> CostReport {
     let requests: Vec<RequestCost> = recorded
         .iter()
         .zip(&model.requests)
         .zip(&validation.series)
-        .map(|((r, m), c)| {
+        .zip(&billed.per_request)
+        .map(|(((r, m), c), b)| {
             let u = r.usage;
             RequestCost {
                 input_tokens: u.total(),
@@ -239,11 +298,7 @@ fn usage_report(
                 cache_read_tokens: u.cache_read_input_tokens,
                 cache_write_tokens: u.cache_creation_input_tokens,
                 uncached_tokens: u.input_tokens,
-                dollars: sheet.dollars(
-                    u.input_tokens,
-                    u.cache_creation_input_tokens,
-                    u.cache_read_input_tokens,
-                ),
+                dollars: b.input_side,
                 broke: c.recorded_rewrite,
                 break_at: None,
                 expired: false,
@@ -252,17 +307,22 @@ fn usage_report(
             }
         })
         .collect();
-    crate::cache::summarize(model.provider.clone(), *sheet, requests)
+    crate::cache::summarize(model.provider.clone(), model.sheet, requests)
 }
 
-/// The header line naming the tokenizer, cache model and dated price sheet.
+/// The header line naming the tokenizer, cache model and dated prices.
 pub fn header(options: &CostOptions) -> String {
+    let sheet = format!("{} as of {}", options.sheet.name, options.sheet.date);
+    let replayed = if options.by_model {
+        format!("each log's session model (column `prices`; a session without a recorded model: {sheet})")
+    } else {
+        sheet
+    };
     format!(
-        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {} as of {}, output not priced",
+        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {replayed}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output",
         options.tokens.counter().name(),
         options.provider.name(),
-        options.sheet.name,
-        options.sheet.date
+        options.prices.label()
     )
 }
 
@@ -271,6 +331,10 @@ fn cells(r: &CostRow) -> Vec<String> {
     vec![
         r.source.clone(),
         r.arm.clone(),
+        match r.billed {
+            Some(_) => "each request's model".to_string(),
+            None => c.sheet.name.to_string(),
+        },
         c.requests.len().to_string(),
         c.input_tokens.to_string(),
         c.cache_read_tokens.to_string(),
@@ -280,6 +344,9 @@ fn cells(r: &CostRow) -> Vec<String> {
         opt(r.tradeoff.as_ref().and_then(|t| t.write_per_saved)),
         opt(c.payback_turns_median),
         format!("{:.4}", c.dollars),
+        r.billed
+            .as_ref()
+            .map_or("-".to_string(), |b| format!("{:.4}", b.dollars)),
     ]
 }
 
@@ -287,9 +354,10 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |x| format!("{x:.2}"))
 }
 
-const COLUMNS: [&str; 11] = [
+const COLUMNS: [&str; 13] = [
     "source",
     "arm",
+    "prices",
     "requests",
     "tokens sent",
     "cache read",
@@ -299,6 +367,7 @@ const COLUMNS: [&str; 11] = [
     "write/saved",
     "payback turns",
     "dollars",
+    "billed with output",
 ];
 
 /// The cost rows in one of the lab's formats: a table or Markdown (header

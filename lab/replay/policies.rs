@@ -48,13 +48,16 @@ fn make_for(name: &str, messages: &[Message], path_len: usize) -> LabResult<Box<
     list::make(name)
 }
 
-/// How to price requests: the cache model and the price sheet.
+/// How to price requests: the cache model, the price sheet for replayed
+/// requests and the per-model table for recorded ones.
 #[derive(Debug, Clone)]
 pub struct Pricing {
     /// The provider's cache model.
     pub provider: crate::cache::Provider,
     /// The price sheet (named and dated).
     pub sheet: crate::cache::PriceSheet,
+    /// Per-model prices for recorded usage (`--prices FILE`, else built in).
+    pub prices: std::sync::Arc<crate::cache::prices::table::PriceTable>,
 }
 
 /// What to measure besides the checker's verdict.
@@ -177,6 +180,9 @@ pub fn recorded_usage(
         tokens: crate::tokens::Tokens::Approx,
         provider: pricing.provider,
         sheet: pricing.sheet,
+        prices: pricing.prices.clone(),
+        // The policy table prices every replay at the one sheet.
+        by_model: false,
     };
     let mut rows = Vec::new();
     for file in files {
@@ -195,7 +201,7 @@ pub fn recorded_usage(
             let recorded = crate::tokens::recorded::read_file(file)?;
             rows.extend(crate::replay::cost_arms::recorded_rows(
                 &name, &recorded, &options,
-            ));
+            )?);
         }
     }
     Ok(rows)
@@ -242,6 +248,9 @@ fn cost_table(
             c.cache_write_tokens.to_string(),
             format!("{:.2}", c.breaks_per_turn),
             format!("{:.4}", c.dollars),
+            r.billed
+                .as_ref()
+                .map_or("-".to_string(), |b| format!("{:.4}", b.dollars)),
         ]
     }));
     let mut s = crate::render::table(
@@ -253,20 +262,23 @@ fn cost_table(
             "cache write",
             "breaks/turn",
             "dollars",
+            "billed with output",
         ],
         rows,
         format == crate::render::Format::Markdown,
     );
     if let Some(r) = out.iter().find_map(|c| c.cost.as_ref()) {
         s.push_str(&format!(
-            "\n\ncache: {}; prices: {} ({}); tokens: {}\n",
+            "\n\ncache: {}; prices: {} ({}), prompt side only; tokens: {}\n",
             r.provider, r.sheet.name, r.sheet.date, out[0].run.tokenizer
         ));
-        if !recorded.is_empty() {
-            s.push_str(
-                "recorded-usage: what the API billed (API tokens; a break is a collapsed read); \
+        if let Some(b) = recorded.iter().find_map(|r| r.billed.as_ref()) {
+            s.push_str(&format!(
+                "recorded-usage: what the API billed (API tokens; a break is a collapsed read), \
+                 each request at its own model's price ({}): dollars = prompt side, billed = with output; \
                  recorded-model: the cache model on the same requests\n",
-            );
+                b.prices
+            ));
         }
     }
     s

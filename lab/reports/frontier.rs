@@ -75,6 +75,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         pricing: Some(Pricing {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
             sheet,
+            prices: crate::cache::prices::table::PriceTable::builtin(),
         }),
         tokens: crate::tokens::Tokens::Approx,
     };

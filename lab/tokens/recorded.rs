@@ -38,6 +38,20 @@ impl Usage {
     }
 }
 
+/// What a request's `usage` says beyond the prompt sizes: what the bill
+/// also needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Billing {
+    /// Tokens generated: the largest `output_tokens` among the response's
+    /// records (Claude Code logs each content block as it streams, so the
+    /// first record of a response carries a partial count; the count only grows).
+    pub output_tokens: u64,
+    /// Of `cache_creation_input_tokens`, those written with a 1-hour
+    /// lifetime (`cache_creation.ephemeral_1h_input_tokens`); logs without
+    /// the split wrote with the default 5-minute lifetime.
+    pub cache_write_1h_tokens: u64,
+}
+
 /// One recorded request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -63,6 +77,8 @@ pub struct RecordedRequest {
     pub prompts_after_stop_hook: u32,
     /// What the API reported.
     pub usage: Usage,
+    /// Output tokens and the 1-hour share of the writes.
+    pub billing: Billing,
 }
 
 /// Reads a Claude Code `.jsonl` log or `chat.json` array and returns its
@@ -130,6 +146,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
         .iter()
         .filter_map(|r| Some((str_of(r, "uuid")?, r)))
         .collect();
+    let outputs = output_tokens(records);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for r in records {
@@ -164,7 +181,33 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             prompts_after_stop_hook: stop_hooks::prompts_after(&chain),
             messages,
             usage,
+            billing: Billing {
+                output_tokens: outputs.get(id).copied().unwrap_or(0),
+                cache_write_1h_tokens: r
+                    .pointer("/message/usage/cache_creation/ephemeral_1h_input_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+            },
         });
+    }
+    out
+}
+
+/// The largest `output_tokens` of each response id's records.
+fn output_tokens(records: &[Value]) -> HashMap<&str, u64> {
+    let mut out: HashMap<&str, u64> = HashMap::new();
+    for r in records
+        .iter()
+        .filter(|r| str_of(r, "type") == Some("assistant"))
+    {
+        let id = r.pointer("/message/id").and_then(Value::as_str);
+        let n = r
+            .pointer("/message/usage/output_tokens")
+            .and_then(Value::as_u64);
+        if let (Some(id), Some(n)) = (id, n) {
+            let slot = out.entry(id).or_default();
+            *slot = (*slot).max(n);
+        }
     }
     out
 }

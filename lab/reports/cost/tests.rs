@@ -11,6 +11,7 @@ fn priced(session: &str) -> Vec<PolicyCost> {
         pricing: Some(Pricing {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
             sheet,
+            prices: crate::cache::prices::table::PriceTable::builtin(),
         }),
         tokens: crate::tokens::Tokens::Approx,
     };

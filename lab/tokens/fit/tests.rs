@@ -27,6 +27,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             resent_units: 0.0,
             prompts_after_stop_hook: 0,
             messages: messages.clone(),
+            billing: Default::default(),
             usage: Usage {
                 input_tokens: total.round() as u64,
                 ..Usage::default()

@@ -245,3 +245,40 @@ fn older_models_lose_earlier_turns_thinking() {
     assert_eq!(blocks("claude-sonnet-4-5-20250929"), 1);
     assert_eq!(blocks("claude-opus-4-5-20251101"), 2);
 }
+
+/// A streamed response's first record carries a partial output count: the
+/// request keeps the largest; the 1-hour share of the writes is read from
+/// `cache_creation` where the log has it.
+#[test]
+fn output_is_the_responses_largest_count_and_1h_writes_are_split_out() {
+    let a = |uuid: &str, parent: &str, out: u64| {
+        let mut u = usage(3, 100, 0);
+        u["output_tokens"] = json!(out);
+        u["cache_creation"] =
+            json!({"ephemeral_5m_input_tokens": 40, "ephemeral_1h_input_tokens": 60});
+        rec(
+            uuid,
+            Some(parent),
+            "assistant",
+            json!({"id": "msg_9", "role": "assistant",
+                   "content": [{"type": "text", "text": "x"}], "usage": u}),
+        )
+    };
+    let records = vec![
+        rec("u1", None, "user", json!({"role": "user", "content": "hi"})),
+        a("a1", "u1", 2),
+        a("a2", "a1", 180),
+        a("a3", "a2", 180),
+    ];
+    let reqs = requests(&records);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(
+        reqs[0].billing,
+        Billing {
+            output_tokens: 180,
+            cache_write_1h_tokens: 60
+        }
+    );
+    // Without the split, every write is a 5-minute one.
+    assert_eq!(requests(&session())[0].billing.cache_write_1h_tokens, 0);
+}
