@@ -168,7 +168,7 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
         /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent).
         #[arg(long, value_name = "FORMAT")]
         format_in: Option<String>,
         /// Output format.
@@ -264,7 +264,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
     /// Read every file as this format instead of detecting it
-    /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
     /// Replay each session at its real budget: the scale at which the

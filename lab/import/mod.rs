@@ -13,6 +13,7 @@
 //! | Anthropic Messages request (`{"messages": [...]}` or a bare array) | `.json` (sniffed) | [`anthropic`] |
 //! | OpenAI chat messages (`tool_calls` / `role: tool`), incl. SWE-agent `.traj` `history` | `.traj`, `.json` (sniffed) | [`openai`] |
 //! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
+//! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.
@@ -55,9 +56,11 @@
 pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
+pub mod mini_swe;
 pub mod openai;
 mod repair;
 pub mod sniff;
+pub mod text_action;
 pub mod trajectories;
 
 mod claude_records;
@@ -99,6 +102,23 @@ pub enum TranscriptFormat {
     /// A JSON array of trajectory objects, each with its messages under
     /// `traj` (tau-bench's published trajectories); one session per element.
     Trajectories,
+    /// A mini-swe-agent `.traj.json`: OpenAI-style messages whose actions
+    /// are fenced `bash` blocks in the replies, imported as tool calls.
+    MiniSweAgent,
+}
+
+/// How the recorded harness wrote its actions, so an export can restore it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionShape {
+    /// As tool calls and tool results (the lab's own shape).
+    #[default]
+    ToolCalls,
+    /// As text: each action was a fenced block in the reply and its result
+    /// the next user message. The importer added a `tool_use` with a
+    /// [`text_action::TEXT_ACTION_ID_PREFIX`] id after the reply's text and
+    /// wrapped that user message's text in the `tool_result` answering it.
+    TextActions,
 }
 
 impl TranscriptFormat {
@@ -110,6 +130,7 @@ impl TranscriptFormat {
             TranscriptFormat::Anthropic => "anthropic",
             TranscriptFormat::OpenAi => "openai",
             TranscriptFormat::Trajectories => "trajectories",
+            TranscriptFormat::MiniSweAgent => "mini_swe_agent",
         }
     }
 
@@ -121,9 +142,10 @@ impl TranscriptFormat {
             "anthropic" => Ok(TranscriptFormat::Anthropic),
             "openai" => Ok(TranscriptFormat::OpenAi),
             "trajectories" => Ok(TranscriptFormat::Trajectories),
+            "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent",
             )),
         }
     }
@@ -170,6 +192,8 @@ pub enum DiagnosticKind {
     /// No main conversation: every message record is a sidechain, and a
     /// sidechain is replayed in its place (informational).
     SidechainOnly,
+    /// A text-action harness's observation after a reply with no action.
+    ObservationWithoutAction,
 }
 
 impl DiagnosticKind {
@@ -189,6 +213,7 @@ impl DiagnosticKind {
             DiagnosticKind::MissingParent => "missing_parent",
             DiagnosticKind::DetachedStart => "detached_start",
             DiagnosticKind::SidechainOnly => "sidechain_only",
+            DiagnosticKind::ObservationWithoutAction => "observation_without_action",
         }
     }
 
@@ -209,6 +234,7 @@ impl DiagnosticKind {
             DiagnosticKind::InvalidRecord => "the record is valid JSON but not the expected shape; fix or remove the record, or drop --strict to skip it",
             DiagnosticKind::BadToolArguments => "tool-call arguments must be a JSON string holding JSON; drop --strict to keep them as a plain string",
             DiagnosticKind::DuplicateUuid | DiagnosticKind::MissingParent | DiagnosticKind::DetachedStart => "the record chain is inconsistent; drop --strict to import the chain that can be followed",
+            DiagnosticKind::ObservationWithoutAction => "the reply before the observation holds no single fenced action (a message is missing or was edited); restore the file, or drop --strict to keep the observation as user text",
             DiagnosticKind::DetachedChain | DiagnosticKind::SidechainOnly => "informational",
         }
     }
@@ -327,6 +353,8 @@ pub struct ImportedSession {
     pub suppressed: BTreeMap<String, usize>,
     /// Whole-file counts.
     pub stats: FileStats,
+    /// How the harness wrote its actions (text actions were imported as tool calls).
+    pub action_shape: ActionShape,
     /// The main conversation left in its file ([`import_file_sessions_lazily`]):
     /// `main` is then empty and [`ImportedSession::main_messages`] reads it.
     pub(crate) lazy_main: Option<Arc<LazyMain>>,
@@ -424,6 +452,7 @@ impl ImportedSession {
             diagnostics: Vec::new(),
             suppressed: BTreeMap::new(),
             stats: FileStats::default(),
+            action_shape: ActionShape::ToolCalls,
             lazy_main: None,
         }
     }
@@ -698,7 +727,8 @@ impl<'a> Sink<'a> {
 }
 
 /// Guess the format: from the content first ([`sniff::sniff`]), then from
-/// the extension (`.jsonl` Claude Code, `.traj` OpenAI), else
+/// the extension (`.jsonl` Claude Code, `.traj` OpenAI, `.traj.json`
+/// mini-swe-agent), else
 /// [`TranscriptFormat::Anthropic`].
 ///
 /// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
@@ -706,6 +736,9 @@ impl<'a> Sink<'a> {
 pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
     sniff::sniff(head)
         .or_else(|| match path.extension().and_then(|e| e.to_str()) {
+            _ if path.to_string_lossy().ends_with(".traj.json") => {
+                Some(TranscriptFormat::MiniSweAgent)
+            }
             Some("jsonl") => Some(TranscriptFormat::ClaudeJsonl),
             Some("traj") => Some(TranscriptFormat::OpenAi),
             _ => None,
@@ -822,6 +855,7 @@ fn sessions<R: BufRead>(
         TranscriptFormat::OpenAi | TranscriptFormat::Trajectories => {
             openai::read(reader, &mut session, &mut sink)?
         }
+        TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

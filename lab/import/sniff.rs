@@ -15,6 +15,11 @@
 //!   `type` key and no `messages` / `history`, or one that carries Claude
 //!   Code's keys; an object with `history` or OpenAI's markers is
 //!   [`TranscriptFormat::OpenAi`], one with `messages` Anthropic;
+//! * an object whose `trajectory_format` names mini-swe-agent, whose `info`
+//!   carries `mini_version`, or that opens with `{"info": {"exit_status"`
+//!   (mini-swe-agent's `save_traj` writes `info` first, and its `submission`
+//!   can push everything else past the sniffed head) is
+//!   [`TranscriptFormat::MiniSweAgent`];
 //! * anything else is undecided (`None`): the extension decides.
 //!
 //! A UTF-8 byte-order mark, leading whitespace and `//` comment lines are
@@ -81,7 +86,17 @@ fn array_kind(compact: &str) -> TranscriptFormat {
     }
 }
 
+/// mini-swe-agent's `save_traj` shape, in whitespace-free text.
+fn is_mini_swe_agent(compact: &str) -> bool {
+    compact.starts_with("{\"info\":{\"exit_status\"")
+        || compact.contains("\"trajectory_format\":\"mini-swe-agent")
+        || compact.contains("\"mini_version\":")
+}
+
 fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
+    if is_mini_swe_agent(&compact(text)) {
+        return Some(TranscriptFormat::MiniSweAgent);
+    }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
@@ -155,5 +170,14 @@ mod tests {
         assert_eq!(sniff(b""), None);
         assert_eq!(sniff(b"not json"), None);
         assert_eq!(sniff(br#"{"a": 1}"#), None);
+        let mini = br#"{
+  "info": {
+    "exit_status": "Submitted",
+    "submission": "diff --git"#;
+        assert_eq!(sniff(mini), Some(MiniSweAgent));
+        assert_eq!(
+            sniff(br#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#),
+            Some(MiniSweAgent)
+        );
     }
 }
