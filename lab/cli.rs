@@ -161,7 +161,9 @@ pub enum Command {
     /// Import transcripts and print what was found: messages, tool calls,
     /// sidechains, real compactions, skipped records and every damage diagnostic.
     Import {
-        /// Transcript files.
+        /// Transcript files, or corpora of them: a directory (read
+        /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
+        /// .tar.gz), each summarised in one row.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Treat every damage diagnostic as an error.
@@ -232,7 +234,9 @@ pub enum Command {
 /// Arguments of `lab replay`.
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
-    /// Transcript files.
+    /// Transcript files, or corpora of them: a directory (read
+    /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
+    /// .tar.gz; with --profile only), read one session at a time.
     #[arg(required = true)]
     pub files: Vec<std::path::PathBuf>,
     /// Profiles to replay under (repeatable or comma separated; default: every profile).
@@ -475,6 +479,11 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
         crate::input::output_parent_exists(path, "--plot")?;
     }
     crate::compare::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    let mut a = a;
+    if !a.policy.is_empty() || a.cost {
+        // These replays take files: a directory or glob is expanded to them.
+        a.files = crate::import::corpus::plain_files(&a.files)?;
+    }
     if !a.policy.is_empty() {
         return replay_policies(a, &import);
     }

@@ -56,6 +56,7 @@
 pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
+pub mod corpus;
 pub mod mini_swe;
 pub mod openai;
 mod repair;
@@ -1144,41 +1145,52 @@ fn summary_notes(s: &ImportSummary) -> String {
     }
 }
 
-/// `lab import FILE... [--strict] [--format-in F]`: one summary row per
-/// session, diagnostics on stderr. A file that fails does not hide the
-/// others: every good row is printed, then the errors, and the command fails
-/// with the gravest error's exit code.
+/// `lab import INPUT... [--strict] [--format-in F]`: one summary row per
+/// session of each file, and one row per corpus (directory, glob or
+/// archive, see [`corpus`]) in a second table; diagnostics on stderr. A file
+/// that fails does not hide the others: every good row is printed, then the
+/// errors, and the command fails with the gravest error's exit code. A
+/// corpus member that is not a session is a warning only.
 pub fn command(
     files: &[PathBuf],
     options: &ImportOptions,
     format: crate::report::Format,
 ) -> LabResult<String> {
     let mut rows = Vec::new();
+    let mut corpora = Vec::new();
     let mut errors = Vec::new();
-    for f in files {
-        let sessions = import_file_sessions(f, options).and_then(|sessions| {
-            if sessions.len() == 1 {
-                sessions[0].require_messages()?;
+    for input in corpus::expand(files)? {
+        if input.corpus {
+            let mut warn = |line: String| eprintln!("warning: {line}");
+            match corpus::summarise(&input, options, &mut warn) {
+                Ok(summary) => corpora.push((input.name.clone(), summary)),
+                Err(e) => errors.push(e),
             }
-            Ok(sessions)
-        });
-        match sessions {
-            Ok(sessions) => {
-                for s in sessions {
+            continue;
+        }
+        for item in &input.items {
+            let imported = corpus::for_each_member(item, options, false, |m| {
+                for s in m.sessions? {
                     for d in s.diagnostic_lines() {
                         eprintln!("warning: {d}");
                     }
                     rows.push((s.label.clone(), s.summary()));
                 }
+                Ok(())
+            });
+            if let Err(e) = imported {
+                errors.push(e);
             }
-            Err(e) => errors.push(e),
         }
     }
-    let out = if rows.is_empty() {
+    let mut out = if rows.is_empty() {
         String::new()
     } else {
         render_summaries(&rows, format)
     };
+    if !corpora.is_empty() {
+        out.push_str(&corpus::render(&corpora, format));
+    }
     match LabError::several(errors) {
         None => Ok(out),
         Some(e) => {
