@@ -13,6 +13,7 @@
 //! | Anthropic Messages request (`{"messages": [...]}` or a bare array) | `.json` (sniffed) | [`anthropic`] |
 //! | OpenAI chat messages (`tool_calls` / `role: tool`), incl. SWE-agent `.traj` `history` | `.traj`, `.json` (sniffed) | [`openai`] |
 //! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
+//! | aider chat log (`# aider chat started at`, `#### ` user lines, `> ` tool lines), one session per header | `.aider.chat.history.md` (sniffed) | [`aider`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -53,6 +54,7 @@
 //! for its resume list (short `summary` + `leafUuid`, e.g. four in one file
 //! with no compaction at all); they are counted in `skipped["summary"]`.
 
+pub mod aider;
 pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
@@ -106,6 +108,8 @@ pub enum TranscriptFormat {
     /// A mini-swe-agent `.traj.json`: OpenAI-style messages whose actions
     /// are fenced `bash` blocks in the replies, imported as tool calls.
     MiniSweAgent,
+    /// aider's `.aider.chat.history.md`; one session per `# aider chat started at` header.
+    Aider,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -132,6 +136,7 @@ impl TranscriptFormat {
             TranscriptFormat::OpenAi => "openai",
             TranscriptFormat::Trajectories => "trajectories",
             TranscriptFormat::MiniSweAgent => "mini_swe_agent",
+            TranscriptFormat::Aider => "aider",
         }
     }
 
@@ -144,9 +149,10 @@ impl TranscriptFormat {
             "openai" => Ok(TranscriptFormat::OpenAi),
             "trajectories" => Ok(TranscriptFormat::Trajectories),
             "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
+            "aider" => Ok(TranscriptFormat::Aider),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider",
             )),
         }
     }
@@ -356,6 +362,9 @@ pub struct ImportedSession {
     pub stats: FileStats,
     /// How the harness wrote its actions (text actions were imported as tool calls).
     pub action_shape: ActionShape,
+    /// The product's own per-call token counts, where its log records them
+    /// (aider's `> Tokens: N sent, M received.` lines), in file order.
+    pub recorded_tokens: Vec<aider::RecordedTokens>,
     /// The main conversation left in its file ([`import_file_sessions_lazily`]):
     /// `main` is then empty and [`ImportedSession::main_messages`] reads it.
     pub(crate) lazy_main: Option<Arc<LazyMain>>,
@@ -454,6 +463,7 @@ impl ImportedSession {
             suppressed: BTreeMap::new(),
             stats: FileStats::default(),
             action_shape: ActionShape::ToolCalls,
+            recorded_tokens: Vec::new(),
             lazy_main: None,
         }
     }
@@ -729,7 +739,7 @@ impl<'a> Sink<'a> {
 
 /// Guess the format: from the content first ([`sniff::sniff`]), then from
 /// the extension (`.jsonl` Claude Code, `.traj` OpenAI, `.traj.json`
-/// mini-swe-agent), else
+/// mini-swe-agent, `.aider.chat.history.md` aider), else
 /// [`TranscriptFormat::Anthropic`].
 ///
 /// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
@@ -739,6 +749,9 @@ pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
         .or_else(|| match path.extension().and_then(|e| e.to_str()) {
             _ if path.to_string_lossy().ends_with(".traj.json") => {
                 Some(TranscriptFormat::MiniSweAgent)
+            }
+            _ if path.to_string_lossy().ends_with(".aider.chat.history.md") => {
+                Some(TranscriptFormat::Aider)
             }
             Some("jsonl") => Some(TranscriptFormat::ClaudeJsonl),
             Some("traj") => Some(TranscriptFormat::OpenAi),
@@ -846,6 +859,9 @@ fn sessions<R: BufRead>(
     if format == TranscriptFormat::Trajectories {
         return trajectories::read(reader, &mut sink);
     }
+    if format == TranscriptFormat::Aider {
+        return aider::read(reader, &sink);
+    }
     let mut session = ImportedSession::new(source, format);
     match format {
         TranscriptFormat::ClaudeJsonl => {
@@ -853,7 +869,7 @@ fn sessions<R: BufRead>(
         }
         TranscriptFormat::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::OpenAi | TranscriptFormat::Trajectories => {
+        TranscriptFormat::OpenAi | TranscriptFormat::Trajectories | TranscriptFormat::Aider => {
             openai::read(reader, &mut session, &mut sink)?
         }
         TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,

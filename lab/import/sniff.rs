@@ -20,6 +20,8 @@
 //!   (mini-swe-agent's `save_traj` writes `info` first, and its `submission`
 //!   can push everything else past the sniffed head) is
 //!   [`TranscriptFormat::MiniSweAgent`];
+//! * text starting with `# aider chat started at` is aider's chat log
+//!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
 //!
 //! A UTF-8 byte-order mark, leading whitespace and `//` comment lines are
@@ -40,6 +42,9 @@ const OPENAI_MARKERS: &[&str] = &[
 /// The format the first bytes show, or `None` when they do not decide.
 pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
     let text = skip_preamble(head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head));
+    if text.starts_with(super::aider::SESSION_HEADER.as_bytes()) {
+        return Some(TranscriptFormat::Aider);
+    }
     match text.first()? {
         b'[' => Some(array_kind(&compact(text))),
         b'{' => object_kind(text),
@@ -175,6 +180,10 @@ mod tests {
     "exit_status": "Submitted",
     "submission": "diff --git"#;
         assert_eq!(sniff(mini), Some(MiniSweAgent));
+        assert_eq!(
+            sniff(b"\n# aider chat started at 2025-07-15 11:38:37\n\n"),
+            Some(Aider)
+        );
         assert_eq!(
             sniff(br#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#),
             Some(MiniSweAgent)
