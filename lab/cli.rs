@@ -170,7 +170,7 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
         /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider).
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
         #[arg(long, value_name = "FORMAT")]
         format_in: Option<String>,
         /// Output format.
@@ -268,7 +268,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
     /// Read every file as this format instead of detecting it
-    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider).
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
     /// Replay each session at its real budget: the scale at which the

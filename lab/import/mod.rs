@@ -14,6 +14,7 @@
 //! | OpenAI chat messages (`tool_calls` / `role: tool`), incl. SWE-agent `.traj` `history` | `.traj`, `.json` (sniffed) | [`openai`] |
 //! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
 //! | aider chat log (`# aider chat started at`, `#### ` user lines, `> ` tool lines), one session per header | `.aider.chat.history.md` (sniffed) | [`aider`] |
+//! | Codex CLI rollout (`{"type", "payload"}` lines: `session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) | `.jsonl` (sniffed) | [`codex`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -58,6 +59,7 @@ pub mod aider;
 pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
+pub mod codex;
 pub mod corpus;
 pub mod mini_swe;
 pub mod openai;
@@ -110,6 +112,8 @@ pub enum TranscriptFormat {
     MiniSweAgent,
     /// aider's `.aider.chat.history.md`; one session per `# aider chat started at` header.
     Aider,
+    /// A Codex CLI rollout log (`RolloutItem` per line), its `compacted` records real compactions.
+    CodexRollout,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -137,6 +141,7 @@ impl TranscriptFormat {
             TranscriptFormat::Trajectories => "trajectories",
             TranscriptFormat::MiniSweAgent => "mini_swe_agent",
             TranscriptFormat::Aider => "aider",
+            TranscriptFormat::CodexRollout => "codex_rollout",
         }
     }
 
@@ -150,9 +155,10 @@ impl TranscriptFormat {
             "trajectories" => Ok(TranscriptFormat::Trajectories),
             "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
             "aider" => Ok(TranscriptFormat::Aider),
+            "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout",
             )),
         }
     }
@@ -873,6 +879,7 @@ fn sessions<R: BufRead>(
             openai::read(reader, &mut session, &mut sink)?
         }
         TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

@@ -20,6 +20,8 @@
 //!   (mini-swe-agent's `save_traj` writes `info` first, and its `submission`
 //!   can push everything else past the sniffed head) is
 //!   [`TranscriptFormat::MiniSweAgent`];
+//! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
+//!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -91,6 +93,22 @@ fn array_kind(compact: &str) -> TranscriptFormat {
     }
 }
 
+/// A Codex rollout line: `RolloutItem` is `tag = "type", content = "payload"`.
+fn is_codex_record(map: &serde_json::Map<String, Value>) -> bool {
+    const TYPES: &[&str] = &[
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+    ];
+    map.get("payload").is_some_and(Value::is_object)
+        && map
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| TYPES.contains(&t))
+}
+
 /// mini-swe-agent's `save_traj` shape, in whitespace-free text.
 fn is_mini_swe_agent(compact: &str) -> bool {
     compact.starts_with("{\"info\":{\"exit_status\"")
@@ -105,6 +123,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
+        if is_codex_record(&map) {
+            return Some(TranscriptFormat::CodexRollout);
+        }
         let another_record =
             line_end.is_some_and(|e| skip_preamble(&text[e..]).first() == Some(&b'{'));
         if another_record {
@@ -180,6 +201,10 @@ mod tests {
     "exit_status": "Submitted",
     "submission": "diff --git"#;
         assert_eq!(sniff(mini), Some(MiniSweAgent));
+        let codex = br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"message"}}
+"#;
+        assert_eq!(sniff(codex), Some(CodexRollout));
         assert_eq!(
             sniff(b"\n# aider chat started at 2025-07-15 11:38:37\n\n"),
             Some(Aider)
