@@ -163,14 +163,16 @@ pub enum Command {
     /// Import transcripts and print what was found: messages, tool calls,
     /// sidechains, real compactions, skipped records and every damage diagnostic.
     Import {
-        /// Transcript files.
+        /// Transcript files, or corpora of them: a directory (read
+        /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
+        /// .tar.gz), each summarised in one row.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Treat every damage diagnostic as an error.
         #[arg(long)]
         strict: bool,
         /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
         #[arg(long, value_name = "FORMAT")]
         format_in: Option<String>,
         /// Output format.
@@ -234,7 +236,9 @@ pub enum Command {
 /// Arguments of `lab replay`.
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
-    /// Transcript files.
+    /// Transcript files, or corpora of them: a directory (read
+    /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
+    /// .tar.gz; with --profile only), read one session at a time.
     #[arg(required = true)]
     pub files: Vec<std::path::PathBuf>,
     /// Profiles to replay under (repeatable or comma separated; default: every profile).
@@ -266,7 +270,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
     /// Read every file as this format instead of detecting it
-    /// (claude_jsonl, chat_json, anthropic, openai, trajectories).
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
     /// Replay each session at its real budget: the scale at which the
@@ -486,6 +490,11 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
         crate::input::output_parent_exists(path, "--plot")?;
     }
     crate::replay::policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    let mut a = a;
+    if !a.policy.is_empty() || a.cost {
+        // These replays take files: a directory or glob is expanded to them.
+        a.files = crate::import::corpus::plain_files(&a.files)?;
+    }
     if !a.policy.is_empty() {
         return replay_policies(a, &import);
     }

@@ -13,6 +13,9 @@
 //! | Anthropic Messages request (`{"messages": [...]}` or a bare array) | `.json` (sniffed) | [`anthropic`] |
 //! | OpenAI chat messages (`tool_calls` / `role: tool`), incl. SWE-agent `.traj` `history` | `.traj`, `.json` (sniffed) | [`openai`] |
 //! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
+//! | aider chat log (`# aider chat started at`, `#### ` user lines, `> ` tool lines), one session per header | `.aider.chat.history.md` (sniffed) | [`aider`] |
+//! | Codex CLI rollout (`{"type", "payload"}` lines: `session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) | `.jsonl` (sniffed) | [`codex`] |
+//! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.
@@ -52,12 +55,17 @@
 //! for its resume list (short `summary` + `leafUuid`, e.g. four in one file
 //! with no compaction at all); they are counted in `skipped["summary"]`.
 
+pub mod aider;
 pub mod anthropic;
 pub mod chat_json;
 pub mod claude_jsonl;
+pub mod codex;
+pub mod corpus;
+pub mod mini_swe;
 pub mod openai;
 mod repair;
 pub mod sniff;
+pub mod text_action;
 pub mod trajectories;
 
 mod claude_records;
@@ -99,6 +107,27 @@ pub enum TranscriptFormat {
     /// A JSON array of trajectory objects, each with its messages under
     /// `traj` (tau-bench's published trajectories); one session per element.
     Trajectories,
+    /// A mini-swe-agent `.traj.json`: OpenAI-style messages whose actions
+    /// are fenced `bash` blocks in the replies, imported as tool calls.
+    MiniSweAgent,
+    /// aider's `.aider.chat.history.md`; one session per `# aider chat started at` header.
+    Aider,
+    /// A Codex CLI rollout log (`RolloutItem` per line), its `compacted` records real compactions.
+    CodexRollout,
+}
+
+/// How the recorded harness wrote its actions, so an export can restore it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionShape {
+    /// As tool calls and tool results (the lab's own shape).
+    #[default]
+    ToolCalls,
+    /// As text: each action was a fenced block in the reply and its result
+    /// the next user message. The importer added a `tool_use` with a
+    /// [`text_action::TEXT_ACTION_ID_PREFIX`] id after the reply's text and
+    /// wrapped that user message's text in the `tool_result` answering it.
+    TextActions,
 }
 
 impl TranscriptFormat {
@@ -110,6 +139,9 @@ impl TranscriptFormat {
             TranscriptFormat::Anthropic => "anthropic",
             TranscriptFormat::OpenAi => "openai",
             TranscriptFormat::Trajectories => "trajectories",
+            TranscriptFormat::MiniSweAgent => "mini_swe_agent",
+            TranscriptFormat::Aider => "aider",
+            TranscriptFormat::CodexRollout => "codex_rollout",
         }
     }
 
@@ -121,9 +153,12 @@ impl TranscriptFormat {
             "anthropic" => Ok(TranscriptFormat::Anthropic),
             "openai" => Ok(TranscriptFormat::OpenAi),
             "trajectories" => Ok(TranscriptFormat::Trajectories),
+            "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
+            "aider" => Ok(TranscriptFormat::Aider),
+            "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout",
             )),
         }
     }
@@ -170,6 +205,8 @@ pub enum DiagnosticKind {
     /// No main conversation: every message record is a sidechain, and a
     /// sidechain is replayed in its place (informational).
     SidechainOnly,
+    /// A text-action harness's observation after a reply with no action.
+    ObservationWithoutAction,
 }
 
 impl DiagnosticKind {
@@ -189,6 +226,7 @@ impl DiagnosticKind {
             DiagnosticKind::MissingParent => "missing_parent",
             DiagnosticKind::DetachedStart => "detached_start",
             DiagnosticKind::SidechainOnly => "sidechain_only",
+            DiagnosticKind::ObservationWithoutAction => "observation_without_action",
         }
     }
 
@@ -209,6 +247,7 @@ impl DiagnosticKind {
             DiagnosticKind::InvalidRecord => "the record is valid JSON but not the expected shape; fix or remove the record, or drop --strict to skip it",
             DiagnosticKind::BadToolArguments => "tool-call arguments must be a JSON string holding JSON; drop --strict to keep them as a plain string",
             DiagnosticKind::DuplicateUuid | DiagnosticKind::MissingParent | DiagnosticKind::DetachedStart => "the record chain is inconsistent; drop --strict to import the chain that can be followed",
+            DiagnosticKind::ObservationWithoutAction => "the reply before the observation holds no single fenced action (a message is missing or was edited); restore the file, or drop --strict to keep the observation as user text",
             DiagnosticKind::DetachedChain | DiagnosticKind::SidechainOnly => "informational",
         }
     }
@@ -327,6 +366,11 @@ pub struct ImportedSession {
     pub suppressed: BTreeMap<String, usize>,
     /// Whole-file counts.
     pub stats: FileStats,
+    /// How the harness wrote its actions (text actions were imported as tool calls).
+    pub action_shape: ActionShape,
+    /// The product's own per-call token counts, where its log records them
+    /// (aider's `> Tokens: N sent, M received.` lines), in file order.
+    pub recorded_tokens: Vec<aider::RecordedTokens>,
     /// The main conversation left in its file ([`import_file_sessions_lazily`]):
     /// `main` is then empty and [`ImportedSession::main_messages`] reads it.
     pub(crate) lazy_main: Option<Arc<LazyMain>>,
@@ -424,6 +468,8 @@ impl ImportedSession {
             diagnostics: Vec::new(),
             suppressed: BTreeMap::new(),
             stats: FileStats::default(),
+            action_shape: ActionShape::ToolCalls,
+            recorded_tokens: Vec::new(),
             lazy_main: None,
         }
     }
@@ -698,7 +744,8 @@ impl<'a> Sink<'a> {
 }
 
 /// Guess the format: from the content first ([`sniff::sniff`]), then from
-/// the extension (`.jsonl` Claude Code, `.traj` OpenAI), else
+/// the extension (`.jsonl` Claude Code, `.traj` OpenAI, `.traj.json`
+/// mini-swe-agent, `.aider.chat.history.md` aider), else
 /// [`TranscriptFormat::Anthropic`].
 ///
 /// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
@@ -706,6 +753,12 @@ impl<'a> Sink<'a> {
 pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
     sniff::sniff(head)
         .or_else(|| match path.extension().and_then(|e| e.to_str()) {
+            _ if path.to_string_lossy().ends_with(".traj.json") => {
+                Some(TranscriptFormat::MiniSweAgent)
+            }
+            _ if path.to_string_lossy().ends_with(".aider.chat.history.md") => {
+                Some(TranscriptFormat::Aider)
+            }
             Some("jsonl") => Some(TranscriptFormat::ClaudeJsonl),
             Some("traj") => Some(TranscriptFormat::OpenAi),
             _ => None,
@@ -820,6 +873,9 @@ fn sessions<R: BufRead>(
     if format == TranscriptFormat::Trajectories {
         return trajectories::read(reader, &mut sink);
     }
+    if format == TranscriptFormat::Aider {
+        return aider::read(reader, &sink);
+    }
     let mut session = ImportedSession::new(source, format);
     match format {
         TranscriptFormat::ClaudeJsonl => {
@@ -827,9 +883,11 @@ fn sessions<R: BufRead>(
         }
         TranscriptFormat::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::OpenAi | TranscriptFormat::Trajectories => {
+        TranscriptFormat::OpenAi | TranscriptFormat::Trajectories | TranscriptFormat::Aider => {
             openai::read(reader, &mut session, &mut sink)?
         }
+        TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])
@@ -1118,41 +1176,52 @@ fn summary_notes(s: &ImportSummary) -> String {
     }
 }
 
-/// `lab import FILE... [--strict] [--format-in F]`: one summary row per
-/// session, diagnostics on stderr. A file that fails does not hide the
-/// others: every good row is printed, then the errors, and the command fails
-/// with the gravest error's exit code.
+/// `lab import INPUT... [--strict] [--format-in F]`: one summary row per
+/// session of each file, and one row per corpus (directory, glob or
+/// archive, see [`corpus`]) in a second table; diagnostics on stderr. A file
+/// that fails does not hide the others: every good row is printed, then the
+/// errors, and the command fails with the gravest error's exit code. A
+/// corpus member that is not a session is a warning only.
 pub fn command(
     files: &[PathBuf],
     options: &ImportOptions,
     format: crate::render::Format,
 ) -> LabResult<String> {
     let mut rows = Vec::new();
+    let mut corpora = Vec::new();
     let mut errors = Vec::new();
-    for f in files {
-        let sessions = import_file_sessions(f, options).and_then(|sessions| {
-            if sessions.len() == 1 {
-                sessions[0].require_messages()?;
+    for input in corpus::expand(files)? {
+        if input.corpus {
+            let mut warn = |line: String| eprintln!("warning: {line}");
+            match corpus::summarise(&input, options, &mut warn) {
+                Ok(summary) => corpora.push((input.name.clone(), summary)),
+                Err(e) => errors.push(e),
             }
-            Ok(sessions)
-        });
-        match sessions {
-            Ok(sessions) => {
-                for s in sessions {
+            continue;
+        }
+        for item in &input.items {
+            let imported = corpus::for_each_member(item, options, false, |m| {
+                for s in m.sessions? {
                     for d in s.diagnostic_lines() {
                         eprintln!("warning: {d}");
                     }
                     rows.push((s.label.clone(), s.summary()));
                 }
+                Ok(())
+            });
+            if let Err(e) = imported {
+                errors.push(e);
             }
-            Err(e) => errors.push(e),
         }
     }
-    let out = if rows.is_empty() {
+    let mut out = if rows.is_empty() {
         String::new()
     } else {
         render_summaries(&rows, format)
     };
+    if !corpora.is_empty() {
+        out.push_str(&corpus::render(&corpora, format));
+    }
     match LabError::several(errors) {
         None => Ok(out),
         Some(e) => {

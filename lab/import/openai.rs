@@ -11,6 +11,13 @@
 //!   `tool_call_ids`) become one user message of `tool_result` blocks.
 //! * the legacy `function_call` / `role: function` pair becomes a `tool_use`
 //!   with id `function-call-line-N` and its result.
+//! * a SWE-agent `thought_action` entry (an assistant message with no tool
+//!   calls that records its `action` / `thought`, as SWE-agent 0.x and 1.x's
+//!   text parser write them) holds its action as text: the last top-level
+//!   fenced block ([`super::text_action::thought_action`]) becomes a `bash`
+//!   `tool_use` with id `text-action-N` (N the element's index), and the next
+//!   user message (the observation) its result; the session's
+//!   [`super::ActionShape`] says so.
 
 use std::io::BufRead;
 
@@ -71,6 +78,10 @@ pub(crate) struct Conversation {
     pending_function: Option<String>,
     /// Elements that had a string `role`.
     pub(crate) with_role: usize,
+    /// Index of the next element.
+    index: usize,
+    /// The text action the next user message answers.
+    pending_text_action: Option<String>,
 }
 
 impl Conversation {
@@ -93,6 +104,9 @@ impl Conversation {
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
         session.stats.records += 1;
+        let index = self.index;
+        self.index += 1;
+        let answers = self.pending_text_action.take();
         let role = v.get("role").and_then(Value::as_str).map(str::to_string);
         if role.is_some() {
             self.with_role += 1;
@@ -107,12 +121,20 @@ impl Conversation {
             }
             Some("user") => {
                 session.stats.message_records += 1;
-                let content = user_content(v.get("content"), pos, sink)?;
+                let content = match answers {
+                    Some(id) => observation(v, id, session),
+                    None => user_content(v.get("content"), pos, sink)?,
+                };
                 self.push(Role::User, content, pos, recorded);
             }
             Some("assistant") => {
                 session.stats.message_records += 1;
-                let content = self.assistant(v, pos, session, sink)?;
+                let mut content = self.assistant(v, pos, session, sink)?;
+                if let Some(id) = text_action(v, &mut content, index) {
+                    session.stats.tool_uses += 1;
+                    session.action_shape = super::ActionShape::TextActions;
+                    self.pending_text_action = Some(id);
+                }
                 self.push(Role::Assistant, content, pos, recorded);
             }
             Some(role @ ("tool" | "function")) => {
@@ -237,6 +259,41 @@ impl Conversation {
             }
         }
     }
+}
+
+/// A SWE-agent `thought_action` reply: when `v` records an `action` or
+/// `thought`, calls no tool, and its text holds a fenced block, add the
+/// block's command as a `tool_use` after the text; its id.
+fn text_action(v: &Value, content: &mut Content, index: usize) -> Option<String> {
+    let recorded_as_text = v.get("action").is_some_and(Value::is_string)
+        || v.get("thought").is_some_and(Value::is_string);
+    let Content::Text(text) = &*content else {
+        return None;
+    };
+    if !recorded_as_text {
+        return None;
+    }
+    let command = super::text_action::thought_action(text)?;
+    let id = super::text_action::action_id(index);
+    let call = Block::ToolUse {
+        id: id.clone(),
+        name: super::text_action::TEXT_ACTION_TOOL.to_string(),
+        input: serde_json::json!({ "command": command }),
+    };
+    *content = Content::Blocks(vec![Block::Text { text: text.clone() }, call]);
+    Some(id)
+}
+
+/// The user message after a text action: its text, as the action's result.
+fn observation(v: &Value, id: String, session: &mut ImportedSession) -> Content {
+    let text = text_of(v.get("content"));
+    session.stats.tool_results += 1;
+    let largest = &mut session.stats.largest_tool_result_chars;
+    *largest = (*largest).max(text.chars().count());
+    Content::Blocks(vec![Block::ToolResult {
+        tool_use_id: id,
+        content: text,
+    }])
 }
 
 /// The call ids a tool message answers: the pending legacy function call,

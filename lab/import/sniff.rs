@@ -15,6 +15,15 @@
 //!   `type` key and no `messages` / `history`, or one that carries Claude
 //!   Code's keys; an object with `history` or OpenAI's markers is
 //!   [`TranscriptFormat::OpenAi`], one with `messages` Anthropic;
+//! * an object whose `trajectory_format` names mini-swe-agent, whose `info`
+//!   carries `mini_version`, or that opens with `{"info": {"exit_status"`
+//!   (mini-swe-agent's `save_traj` writes `info` first, and its `submission`
+//!   can push everything else past the sniffed head) is
+//!   [`TranscriptFormat::MiniSweAgent`];
+//! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
+//!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
+//! * text starting with `# aider chat started at` is aider's chat log
+//!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
 //!
 //! A UTF-8 byte-order mark, leading whitespace and `//` comment lines are
@@ -35,6 +44,9 @@ const OPENAI_MARKERS: &[&str] = &[
 /// The format the first bytes show, or `None` when they do not decide.
 pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
     let text = skip_preamble(head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head));
+    if text.starts_with(super::aider::SESSION_HEADER.as_bytes()) {
+        return Some(TranscriptFormat::Aider);
+    }
     match text.first()? {
         b'[' => Some(array_kind(&compact(text))),
         b'{' => object_kind(text),
@@ -81,10 +93,39 @@ fn array_kind(compact: &str) -> TranscriptFormat {
     }
 }
 
+/// A Codex rollout line: `RolloutItem` is `tag = "type", content = "payload"`.
+fn is_codex_record(map: &serde_json::Map<String, Value>) -> bool {
+    const TYPES: &[&str] = &[
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+    ];
+    map.get("payload").is_some_and(Value::is_object)
+        && map
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| TYPES.contains(&t))
+}
+
+/// mini-swe-agent's `save_traj` shape, in whitespace-free text.
+fn is_mini_swe_agent(compact: &str) -> bool {
+    compact.starts_with("{\"info\":{\"exit_status\"")
+        || compact.contains("\"trajectory_format\":\"mini-swe-agent")
+        || compact.contains("\"mini_version\":")
+}
+
 fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
+    if is_mini_swe_agent(&compact(text)) {
+        return Some(TranscriptFormat::MiniSweAgent);
+    }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
+        if is_codex_record(&map) {
+            return Some(TranscriptFormat::CodexRollout);
+        }
         let another_record =
             line_end.is_some_and(|e| skip_preamble(&text[e..]).first() == Some(&b'{'));
         if another_record {
@@ -155,5 +196,22 @@ mod tests {
         assert_eq!(sniff(b""), None);
         assert_eq!(sniff(b"not json"), None);
         assert_eq!(sniff(br#"{"a": 1}"#), None);
+        let mini = br#"{
+  "info": {
+    "exit_status": "Submitted",
+    "submission": "diff --git"#;
+        assert_eq!(sniff(mini), Some(MiniSweAgent));
+        let codex = br#"{"timestamp":"t","type":"session_meta","payload":{"id":"x"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"message"}}
+"#;
+        assert_eq!(sniff(codex), Some(CodexRollout));
+        assert_eq!(
+            sniff(b"\n# aider chat started at 2025-07-15 11:38:37\n\n"),
+            Some(Aider)
+        );
+        assert_eq!(
+            sniff(br#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#),
+            Some(MiniSweAgent)
+        );
     }
 }

@@ -62,9 +62,7 @@ use crate::compact::session::{Ledger, Request};
 use crate::compact::{Compactor, Event, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
-use crate::import::{
-    import_file_sessions_lazily, ImportOptions, ImportedSession, RealCompaction, TranscriptFormat,
-};
+use crate::import::{ImportOptions, ImportedSession, RealCompaction, TranscriptFormat};
 use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 
 /// Embedded result-path length of replay runs (the registry's long path).
@@ -577,33 +575,46 @@ pub fn run_files(
         errors: Vec::new(),
     };
     let progress = crate::progress::Progress::bar((files.len() * names.len()) as u64, "replay");
-    for f in files {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        progress.label(&format!("replay {name}"));
-        match replay_file(f, names, options, import, &mut run.diagnostics) {
-            Ok(reports) => run.reports.extend(reports),
-            Err(e @ LabError::Usage { .. }) => return Err(e),
-            Err(e) => run.errors.push(e),
-        }
-        for _ in names {
-            progress.step();
+    // Directories, globs and archives are read one file or member at a time.
+    for input in crate::import::corpus::expand(files)? {
+        for item in &input.items {
+            let read = crate::import::corpus::for_each_member(item, import, true, |m| {
+                progress.label(&format!("replay {}", m.name));
+                let replayed = m.sessions.and_then(|s| {
+                    replay_sessions(&m.name, s, names, options, &mut run.diagnostics)
+                });
+                match replayed {
+                    Ok(reports) => run.reports.extend(reports),
+                    Err(e @ LabError::Usage { .. }) => return Err(e),
+                    // A corpus member that is not a session does not fail the run.
+                    Err(e) if input.corpus => run
+                        .diagnostics
+                        .push(crate::import::corpus::not_a_session(&e)),
+                    Err(e) => run.errors.push(e),
+                }
+                Ok(())
+            });
+            match read {
+                Ok(()) => {}
+                Err(e @ LabError::Usage { .. }) => return Err(e),
+                Err(e) => run.errors.push(e),
+            }
+            for _ in names {
+                progress.step();
+            }
         }
     }
     Ok(run)
 }
 
-/// Every session of one file under every profile, plus aggregate rows.
-fn replay_file(
-    file: &std::path::Path,
+/// Every session of one file (`file` names it) under every profile, plus aggregate rows.
+fn replay_sessions(
+    file: &str,
+    sessions: Vec<ImportedSession>,
     names: &[&str],
     options: &ReplayOptions,
-    import: &ImportOptions,
     diagnostics: &mut Vec<String>,
 ) -> LabResult<Vec<ReplayReport>> {
-    let sessions = import_file_sessions_lazily(file, import)?;
     for s in &sessions {
         diagnostics.extend(s.diagnostic_lines());
     }
@@ -630,10 +641,10 @@ fn replay_file(
         return Err(match first {
             Some(Err(e)) => e,
             _ => LabError::Input {
-                file: file.to_path_buf(),
+                file: file.into(),
                 line: 0,
                 column: 0,
-                message: format!("no messages in {}", file.display()),
+                message: format!("no messages in {file}"),
                 fix: "pass a transcript that holds a conversation".to_string(),
             },
         });

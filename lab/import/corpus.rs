@@ -1,0 +1,437 @@
+//! Corpus input: many sessions named by one argument.
+//!
+//! An input of `lab import` / `lab replay` is a file, a directory (every
+//! regular file under it, recursively, in path order), a glob (`'trajs/*/*.json'`,
+//! quoted so the shell leaves it; `**` spans directories), or a tar archive
+//! (`.tar`, `.tar.xz` / `.txz`, `.tar.gz` / `.tgz`) read member by member
+//! without unpacking. Sessions are imported one file or member at a time and
+//! handed on before the next is read, so memory is bounded by the largest
+//! session, not the corpus.
+//!
+//! A file or member that is not a session (a CSV, a results summary, a cut
+//! archive member) is a [`Member`] whose `sessions` is the error naming it
+//! (`ARCHIVE[MEMBER]:line:column` for a member); the rest still imports.
+//! Only an archive that cannot be read on (a corrupt compressed stream, a
+//! cut tar header) ends its own iteration, with an error naming the archive
+//! and the member it stopped at.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{detect_format, import_reader_sessions, ImportOptions, ImportedSession};
+use crate::error::{LabError, LabResult};
+use crate::input::MAX_TRANSCRIPT_BYTES;
+
+/// How an archive is compressed, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// A plain `.tar`.
+    None,
+    /// `.tar.xz` / `.txz`.
+    Xz,
+    /// `.tar.gz` / `.tgz`.
+    Gzip,
+}
+
+impl Compression {
+    /// The compression of an archive named `path`, or `None` when the name
+    /// is not an archive's.
+    pub fn of(path: &Path) -> Option<Compression> {
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        if name.ends_with(".tar") {
+            Some(Compression::None)
+        } else if name.ends_with(".tar.xz") || name.ends_with(".txz") {
+            Some(Compression::Xz)
+        } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+            Some(Compression::Gzip)
+        } else {
+            None
+        }
+    }
+}
+
+/// One thing to read: a session file, or an archive of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A file holding one session (or a trajectory array).
+    File(PathBuf),
+    /// A tar archive whose members are session files.
+    Archive(PathBuf, Compression),
+}
+
+/// One command-line input and what it names.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The argument as given.
+    pub name: String,
+    /// A corpus (directory, glob or archive) rather than one file: `lab
+    /// import` summarises it in one row.
+    pub corpus: bool,
+    /// Its files and archives, in path order.
+    pub items: Vec<Item>,
+}
+
+/// Resolve each argument: a directory is walked, a glob expanded, an archive
+/// kept for member-by-member reading; anything else is a file (checked when opened).
+pub fn expand(args: &[PathBuf]) -> LabResult<Vec<Input>> {
+    args.iter().map(|a| expand_one(a)).collect()
+}
+
+/// The files `args` name (directories walked, globs expanded), for readers
+/// that take files only; an archive is refused with a way around it.
+pub fn plain_files(args: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for item in expand(args)?.into_iter().flat_map(|i| i.items) {
+        match item {
+            Item::File(p) => out.push(p),
+            Item::Archive(p, _) => {
+                return Err(LabError::usage(
+                    format!("{} is an archive: this replay reads files only", p.display()),
+                    "unpack it into a temporary directory and pass the directory, or replay it with --profile",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn item(path: PathBuf) -> Item {
+    match Compression::of(&path) {
+        Some(c) => Item::Archive(path, c),
+        None => Item::File(path),
+    }
+}
+
+fn expand_one(arg: &Path) -> LabResult<Input> {
+    let name = arg.display().to_string();
+    if arg.is_dir() {
+        let mut files = Vec::new();
+        walk(arg, &mut files)?;
+        files.sort();
+        return Ok(Input {
+            name,
+            corpus: true,
+            items: files.into_iter().map(item).collect(),
+        });
+    }
+    if !arg.exists() && name.contains(['*', '?', '[']) {
+        return Ok(Input {
+            name: name.clone(),
+            corpus: true,
+            items: glob_files(&name)?.into_iter().map(item).collect(),
+        });
+    }
+    let it = item(arg.to_path_buf());
+    let corpus = matches!(it, Item::Archive(..));
+    Ok(Input {
+        name,
+        corpus,
+        items: vec![it],
+    })
+}
+
+/// Every regular file under `dir`; symbolic links are not followed (a link
+/// loop must not hang the walk).
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> LabResult<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| LabError::io("reading directory", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LabError::io("reading directory", dir, e))?;
+        let kind = entry
+            .file_type()
+            .map_err(|e| LabError::io("reading directory", dir, e))?;
+        if kind.is_dir() {
+            walk(&entry.path(), out)?;
+        } else if kind.is_file() {
+            out.push(entry.path());
+        }
+    }
+    Ok(())
+}
+
+fn glob_files(pattern: &str) -> LabResult<Vec<PathBuf>> {
+    let bad = |message: String| {
+        LabError::usage(message, "quote the pattern and use *, ? and [..] (e.g. 'trajs/*/*.traj.json'); ** spans directories")
+    };
+    let paths = glob::glob(pattern).map_err(|e| bad(format!("bad glob `{pattern}`: {e}")))?;
+    let mut files = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| {
+            let path = e.path().to_path_buf();
+            LabError::io("expanding a glob", &path, std::io::Error::from(e))
+        })?;
+        if p.is_file() {
+            files.push(p);
+        }
+    }
+    if files.is_empty() {
+        return Err(bad(format!("no file matches `{pattern}`")));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// One file or archive member, imported.
+#[derive(Debug)]
+pub struct Member {
+    /// `FILE`, or `ARCHIVE[MEMBER]` for an archive member.
+    pub name: String,
+    /// Its sessions, or why it is not a session file.
+    pub sessions: LabResult<Vec<ImportedSession>>,
+}
+
+/// Import every file and member of `item`, handing each to `f` before the
+/// next is read. `lazy` leaves a plain file's main conversation in the file
+/// ([`super::import_file_sessions_lazily`]); members are imported whole.
+/// The error is the archive's own (it cannot be read on) or `f`'s.
+pub fn for_each_member(
+    item: &Item,
+    options: &ImportOptions,
+    lazy: bool,
+    mut f: impl FnMut(Member) -> LabResult<()>,
+) -> LabResult<()> {
+    match item {
+        Item::File(path) => {
+            let sessions = if lazy {
+                super::import_file_sessions_lazily(path, options)
+            } else {
+                super::import_file_sessions(path, options)
+            };
+            f(Member {
+                name: path.display().to_string(),
+                sessions: sessions.and_then(require_messages),
+            })
+        }
+        Item::Archive(path, c) => archive_members(path, *c, options, f),
+    }
+}
+
+/// A single session with nothing to replay is not a session file.
+fn require_messages(sessions: Vec<ImportedSession>) -> LabResult<Vec<ImportedSession>> {
+    if sessions.len() == 1 {
+        sessions[0].require_messages()?;
+    }
+    Ok(sessions)
+}
+
+fn open_archive(path: &Path, c: Compression) -> LabResult<Box<dyn Read>> {
+    crate::input::check_regular(path, "an archive", u64::MAX)?;
+    let file = File::open(path).map_err(|e| LabError::io("opening archive", path, e))?;
+    let raw = BufReader::with_capacity(256 * 1024, file);
+    Ok(match c {
+        Compression::None => Box::new(raw),
+        Compression::Xz => Box::new(lzma_rust2::XzReader::new(raw, true)),
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+    })
+}
+
+fn archive_members(
+    path: &Path,
+    c: Compression,
+    options: &ImportOptions,
+    mut f: impl FnMut(Member) -> LabResult<()>,
+) -> LabResult<()> {
+    let mut archive = tar::Archive::new(open_archive(path, c)?);
+    let broken = |after: &str, e: std::io::Error| {
+        LabError::Input {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!("the archive cannot be read on {after}: {e}"),
+        fix: "the archive is damaged or cut; check it with `tar -tf`, or unpack what it holds and import the directory".to_string(),
+    }
+    };
+    let entries = archive.entries().map_err(|e| broken("from its start", e))?;
+    let mut last = String::from("from its start");
+    for entry in entries {
+        let entry = entry.map_err(|e| broken(&last, e))?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let member = entry.path().map(|p| p.display().to_string());
+        let member = member.unwrap_or_else(|_| "(undecodable name)".to_string());
+        last = format!("after member {member}");
+        let name = format!("{}[{member}]", path.display());
+        let sessions = import_member(entry, &name, &member, options);
+        f(Member { name, sessions })?;
+    }
+    Ok(())
+}
+
+/// One archive member's sessions, labelled by the member's path.
+fn import_member<R: Read>(
+    entry: tar::Entry<'_, R>,
+    name: &str,
+    member: &str,
+    options: &ImportOptions,
+) -> LabResult<Vec<ImportedSession>> {
+    let source = PathBuf::from(name);
+    if entry.size() > MAX_TRANSCRIPT_BYTES {
+        return Err(LabError::Input {
+            file: source,
+            line: 0,
+            column: 0,
+            message: format!(
+                "member of {} bytes, over the {MAX_TRANSCRIPT_BYTES}-byte limit for a transcript",
+                entry.size()
+            ),
+            fix: "split the session, or leave it out of the archive".to_string(),
+        });
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, entry);
+    let format = match options.format {
+        Some(f) => f,
+        None => {
+            let head = reader
+                .fill_buf()
+                .map_err(|e| LabError::io("reading archive member", &source, e))?;
+            detect_format(Path::new(member), head)
+        }
+    };
+    let mut sessions = import_reader_sessions(reader, &source, format, options)?;
+    let several = sessions.len() > 1;
+    for (i, s) in sessions.iter_mut().enumerate() {
+        s.label = if several {
+            format!("{member}#{i}")
+        } else {
+            member.to_string()
+        };
+    }
+    require_messages(sessions)
+}
+
+/// Counts over a corpus: what `lab import` prints for a directory, glob or archive.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CorpusSummary {
+    /// Sessions imported.
+    pub sessions: usize,
+    /// Messages in their main conversations.
+    pub messages: usize,
+    /// Assistant messages (= model calls).
+    pub assistant_messages: usize,
+    /// `tool_use` blocks in the main conversations (text actions included).
+    pub tool_calls: usize,
+    /// `tool_result` blocks in the main conversations.
+    pub tool_results: usize,
+    /// Sessions whose actions were text, imported as tool calls.
+    pub text_action_sessions: usize,
+    /// Sessions by format name.
+    pub formats: BTreeMap<String, usize>,
+    /// Diagnostics by kind, over every session.
+    pub damage: BTreeMap<String, usize>,
+    /// Files or members that are not sessions (each reported on its own).
+    pub not_sessions: usize,
+}
+
+impl CorpusSummary {
+    /// Count one imported session.
+    pub fn add(&mut self, s: &ImportedSession) {
+        let sum = s.summary();
+        self.sessions += 1;
+        self.messages += sum.main_messages;
+        self.assistant_messages += sum.main_assistant_messages;
+        self.tool_calls += sum.main_tool_uses;
+        self.tool_results += sum.main_tool_results;
+        if s.action_shape == super::ActionShape::TextActions {
+            self.text_action_sessions += 1;
+        }
+        *self.formats.entry(s.format.name().to_string()).or_insert(0) += 1;
+        for (kind, n) in sum.diagnostics {
+            *self.damage.entry(kind).or_insert(0) += n;
+        }
+    }
+}
+
+/// Import every session of `input`, one at a time: the summary, each
+/// session's diagnostic lines and each refused member's error passed to
+/// `warn`. Only an archive that cannot be read on is an error.
+pub fn summarise(
+    input: &Input,
+    options: &ImportOptions,
+    warn: &mut dyn FnMut(String),
+) -> LabResult<CorpusSummary> {
+    let mut summary = CorpusSummary::default();
+    for item in &input.items {
+        for_each_member(item, options, false, |m| {
+            match m.sessions {
+                Ok(sessions) => {
+                    for s in &sessions {
+                        s.diagnostic_lines().into_iter().for_each(&mut *warn);
+                        summary.add(s);
+                    }
+                }
+                Err(e) => {
+                    summary.not_sessions += 1;
+                    warn(not_a_session(&e));
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(summary)
+}
+
+/// The warning for a corpus file or member that is not a session (the
+/// error names it, with its position and a fix).
+pub fn not_a_session(e: &LabError) -> String {
+    let text = e.to_string();
+    format!(
+        "skipped, not a session: {}",
+        text.trim_start_matches("error: ")
+    )
+}
+
+const COLUMNS: [&str; 9] = [
+    "corpus",
+    "sessions",
+    "messages (model calls)",
+    "tool calls",
+    "tool results",
+    "text-action sessions",
+    "formats",
+    "damage",
+    "not sessions",
+];
+
+/// The corpus table: one row per corpus input, as a table, Markdown or JSON.
+pub fn render(rows: &[(String, CorpusSummary)], format: crate::render::Format) -> String {
+    if format == crate::render::Format::Json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(c, s)| serde_json::json!({ "corpus": c, "summary": s }))
+            .collect();
+        let mut out = serde_json::to_string_pretty(&v).expect("summaries serialise");
+        out.push('\n');
+        return out;
+    }
+    let join = |m: &BTreeMap<String, usize>| {
+        if m.is_empty() {
+            "-".to_string()
+        } else {
+            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            parts.join(", ")
+        }
+    };
+    let cells = rows
+        .iter()
+        .map(|(c, s)| {
+            vec![
+                c.clone(),
+                s.sessions.to_string(),
+                format!("{} ({})", s.messages, s.assistant_messages),
+                s.tool_calls.to_string(),
+                s.tool_results.to_string(),
+                s.text_action_sessions.to_string(),
+                join(&s.formats),
+                join(&s.damage),
+                s.not_sessions.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = crate::render::table(&COLUMNS, cells, format == crate::render::Format::Markdown);
+    out.push('\n');
+    out
+}
