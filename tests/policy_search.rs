@@ -56,7 +56,8 @@ fn a_policy_hunt_writes_a_shrunk_session_that_replays_the_damage() {
         "json",
     ]);
     assert_eq!(code, 0, "{err}");
-    let runs: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    let out: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let runs = out["runs"].as_array().unwrap();
     let f = &runs[0]["findings"];
     assert!(
         f["lost_forever"]["count"].as_u64().unwrap() + f["pointer_lost"]["count"].as_u64().unwrap()

@@ -19,4 +19,4 @@ pub mod swe_agent;
 pub mod vercel;
 
 #[cfg(test)]
-mod split_users;
+mod tests;

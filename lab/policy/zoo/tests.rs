@@ -1,4 +1,4 @@
-//! A user message after tool results, in the lab's history and in the
+//! Tests across the zoo's ports. A user message after tool results, in the lab's history and in the
 //! LangChain and AI SDK message lists the conversions build: a new prompt or
 //! an interrupt notice that was a message of its own stays one, and text that
 //! sat beside the results in one message goes back into it. Either way the
