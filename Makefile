@@ -27,14 +27,14 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-## bench: speed figures (see README "Benchmarks")
+## bench: speed figures (see GUIDE.md "Benchmarks")
 bench:
 	$(CARGO) bench --locked --bench pipeline
 	$(CARGO) bench --locked --bench import
 
-## readme: regenerate the experiment table in README.md from the registry
+## readme: regenerate the experiment and policy tables in GUIDE.md from the registry and the policy list
 readme:
-	$(CARGO) run --quiet --bin lab -- readme --write README.md
+	$(CARGO) run --quiet --bin lab -- readme --write GUIDE.md
 
 selftest:
 	$(LAB) selftest

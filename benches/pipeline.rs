@@ -1,7 +1,7 @@
 //! `make bench`: pipeline cost as the transcript grows, and experiment throughput.
 //!
 //! Run by `cargo bench` (full sizes) and by `cargo test --all-targets` (smoke
-//! sizes, so the bench cannot rot). Prints Markdown rows for the README.
+//! sizes, so the bench cannot rot). Prints Markdown rows for GUIDE.md ("Benchmarks").
 
 use std::time::Instant;
 

@@ -96,7 +96,7 @@ impl LabError {
         }
     }
 
-    /// The process exit code documented in README ("Exit codes").
+    /// The process exit code documented in README.md ("Exit codes").
     pub fn exit_code(&self) -> i32 {
         match self {
             LabError::Expectation { .. } | LabError::Drift { .. } => 1,

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 // mimalloc instead of glibc's malloc: runs allocate many small strings, and
-// the allocator was a fifth of a sweep cell (README "Benchmarks"; lab/alloc.rs).
+// the allocator was a fifth of a sweep cell (GUIDE.md "Benchmarks"; lab/alloc.rs).
 #[global_allocator]
 static ALLOC: ctxlab::alloc::Mimalloc = ctxlab::alloc::Mimalloc;
 

@@ -4,7 +4,7 @@
 //! next to its code (`compact/experiments.rs`, `memory/experiments.rs`), which
 //! import these types, so the dependencies flow one way: types <- rows <- list.
 //! The same list drives `lab list`, `lab break ID`, `lab selftest`, the
-//! README experiment table and the data-driven tests, so an experiment cannot
+//! GUIDE.md experiment table and the data-driven tests, so an experiment cannot
 //! exist in one place and be missing from another.
 
 use serde::Serialize;

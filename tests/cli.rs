@@ -1,4 +1,4 @@
-//! The `lab` binary end to end: outputs, exit codes, and the README table.
+//! The `lab` binary end to end: outputs, exit codes, and the generated tables in GUIDE.md.
 
 mod common;
 use common::{lab, lab_command};
@@ -207,19 +207,18 @@ fn json_output_parses() {
 }
 
 #[test]
-fn list_is_snapshotted_and_readme_is_current() {
+fn list_is_snapshotted_and_guide_tables_are_current() {
     let (code, out, _) = lab(&["list"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!("lab_list", out);
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/GUIDE.md")).unwrap();
     assert!(
-        readme.contains(&ctxlab::cli::readme_block()),
-        "README.md experiment table is stale: run `make readme`"
+        guide.contains(&ctxlab::cli::readme_block()),
+        "GUIDE.md experiment table is stale: run `make readme`"
     );
     assert!(
-        readme.contains(&ctxlab::cli::policies_block().unwrap()),
-        "README.md policy table is stale: run `make readme`"
+        guide.contains(&ctxlab::cli::policies_block().unwrap()),
+        "GUIDE.md policy table is stale: run `make readme`"
     );
     let (_, profiles, _) = lab(&["profiles"]);
     insta::assert_snapshot!("lab_profiles", profiles);
@@ -349,7 +348,7 @@ fn break_options_before_a_command_are_refused() {
 #[test]
 fn a_reader_that_closes_the_pipe_early_ends_the_run_quietly() {
     // `lab list | head -1`: the reader is gone before lab writes; lab exits 0
-    // (documented in README "Exit codes") without a panic message.
+    // (documented in README.md "Exit codes") without a panic message.
     for args in [&["list"][..], &["break", "D6"]] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lab"))
             .args(args)

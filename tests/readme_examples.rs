@@ -1,12 +1,12 @@
-//! README examples leave no files in the checkout: every file a shell
-//! example writes (a `>` redirect, `--out`, `--plot`, `--write`) goes to a
-//! temp dir, or is one of the generated files the repository keeps
-//! (README.md's table, `reports/`, `scenarios/hunt/`).
+//! The shell examples of README.md and GUIDE.md leave no files in the
+//! checkout: every file an example writes (a `>` redirect, `--out`, `--plot`,
+//! `--write`) goes to a temp dir, or is one of the generated files the
+//! repository keeps (GUIDE.md's tables, `reports/`, `scenarios/hunt/`).
 
 use std::path::Path;
 
 /// Generated outputs that belong in the checkout.
-const KEPT: &[&str] = &["README.md", "reports/", "scenarios/hunt/"];
+const KEPT: &[&str] = &["GUIDE.md", "reports/", "scenarios/hunt/"];
 
 /// The shell lines of the ```sh blocks of a Markdown text, comments cut.
 fn shell_lines(md: &str) -> Vec<String> {
@@ -49,7 +49,7 @@ fn written(line: &str) -> Vec<String> {
     out
 }
 
-/// The written files of a README that land in the checkout.
+/// The written files of a Markdown text that land in the checkout.
 fn leaks(md: &str) -> Vec<String> {
     shell_lines(md)
         .iter()
@@ -63,23 +63,29 @@ fn leaks(md: &str) -> Vec<String> {
         .collect()
 }
 
+/// The documents whose examples are checked: the user's README and the guide.
+const DOCS: &[&str] = &["README.md", "GUIDE.md"];
+
 #[test]
 fn readme_examples_write_only_to_temp_dirs_or_kept_outputs() {
-    let md =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    assert!(
-        shell_lines(&md).iter().any(|l| l.contains("--plot")),
-        "the check sees the examples"
-    );
-    let bad = leaks(&md);
-    assert!(
-        bad.is_empty(),
-        "README examples write into the checkout: {bad:?}"
-    );
+    for doc in DOCS {
+        let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
+        // Both files show a plot example: without one the check would see no
+        // example at all (a fence renamed, say) and pass vacuously.
+        assert!(
+            shell_lines(&md).iter().any(|l| l.contains("--plot")),
+            "the check sees the examples of {doc}"
+        );
+        let bad = leaks(&md);
+        assert!(
+            bad.is_empty(),
+            "{doc} examples write into the checkout: {bad:?}"
+        );
+    }
 }
 
 #[test]
 fn the_check_finds_redirects_and_output_flags() {
-    let md = "text\n```sh\nlab sweep > s0.json; lab x --plot out.svg  # c\nlab y >\"$tmp/a\"\nlab readme --write README.md\n```\n\n```text\nlab z > ignored.txt\n```\n";
+    let md = "text\n```sh\nlab sweep > s0.json; lab x --plot out.svg  # c\nlab y >\"$tmp/a\"\nlab readme --write GUIDE.md\n```\n\n```text\nlab z > ignored.txt\n```\n";
     assert_eq!(leaks(md), vec!["s0.json", "out.svg"]);
 }

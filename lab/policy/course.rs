@@ -93,7 +93,7 @@ fn newest_request(arrived: &[Message]) -> Option<String> {
         .find(|t| !t.is_empty())
 }
 
-/// The revision each profile reproduces (README "Profiles and switches").
+/// The revision each profile reproduces (GUIDE.md "Profiles and switches").
 fn upstream(profile: &str) -> &'static str {
     match profile {
         "course-old" => "snake-fan/learn-claude-code@35a99f9 (the revision without the unseen guard)",

@@ -57,7 +57,7 @@ pub struct Source {
     pub approximate: bool,
 }
 
-/// The static description of a policy, for `lab policies` and the README table.
+/// The static description of a policy, for `lab policies` and the GUIDE.md table.
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicyInfo {
     /// Unique name (`anthropic-clear-tool-uses`, `codex-cli`, `course-main`, ...).

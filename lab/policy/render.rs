@@ -39,7 +39,7 @@ pub fn policies(infos: &[PolicyInfo], format: Format) -> String {
     s
 }
 
-/// The README's policy table: name, family, unit, source (marked when
+/// GUIDE.md's policy table: name, family, unit, source (marked when
 /// approximate) and every deliberate difference from upstream.
 pub fn readme_table(infos: &[PolicyInfo]) -> String {
     let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");

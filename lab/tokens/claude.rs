@@ -11,7 +11,7 @@
 //! ids, hashes, URLs, numbers and non-Latin text are dense and that runs of
 //! indentation are cheap, which a per-character rate can only average per
 //! kind. Held out from the fit, the cumulative error falls from 3.3 % to
-//! 2.1 % median (README "Tokens and prompt-cache cost").
+//! 2.1 % median (GUIDE.md "Tokens and prompt-cache cost").
 
 use super::openai::OpenAi;
 use super::{TokenCounter, IMAGE_TOKENS};

@@ -405,7 +405,7 @@ impl Policy for Realtime {
 }
 
 /// Every deliberate difference from the documented behaviour, for `lab
-/// policies` and the README.
+/// policies` and GUIDE.md.
 pub const DIFFERENCES: &[&str] = &[
     "server-side and closed: the cut rule is read from documentation only (approximate)",
     "an item is a lab message: the server's conversation splits an assistant turn into a message and function_call items and a tool turn into function_call_output items, but the lab cuts only between messages",

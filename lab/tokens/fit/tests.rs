@@ -143,7 +143,7 @@ fn held_out_error_is_pinned() {
     assert!((all.cumulative.p95 - 0.2662).abs() < 0.005, "{all:?}");
 }
 
-/// Prints a refit and the held-out figures (for updating FITTED and README).
+/// Prints a refit and the held-out figures (for updating FITTED and GUIDE.md).
 #[test]
 #[ignore]
 fn print_fit() {
@@ -160,7 +160,7 @@ fn print_fit() {
         println!("{row:?}");
     }
     println!("one-step {:?}\ncumulative {:?}", h.one_step, h.cumulative);
-    // The README also quotes the pooled figure without the Claude Code
+    // GUIDE.md also quotes the pooled figure without the Claude Code
     // 1.0.70 session, each session still fitted without itself.
     let mut rest = Vec::new();
     for (i, held) in sessions.iter().enumerate() {

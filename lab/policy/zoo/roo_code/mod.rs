@@ -371,7 +371,7 @@ fn content_blocks(content: Content) -> Vec<Block> {
     }
 }
 
-/// Every deliberate difference from upstream, for `lab policies` and the README.
+/// Every deliberate difference from upstream, for `lab policies` and GUIDE.md.
 const DIFFERENCES: &[&str] = &[
     "read at d1e74cb, the last commit before Condensation v2 (upstream's newest code sends only a user-role summary, keeps no messages and folds read files into it)",
     "assumed model: claude-sonnet-4-5 with reasoning off (window 200 000, 8 192 reserved); no system prompt or tool definitions are counted",
