@@ -388,28 +388,19 @@ pub fn render_cost(
             s.push('\n');
             s
         }
-        Format::Markdown => {
-            let mut s = format!(
-                "{}\n\n| {} |\n|{}\n",
-                header(options),
-                COLUMNS.join(" | "),
-                "---|".repeat(COLUMNS.len())
-            );
-            for r in body {
-                s.push_str(&format!("| {} |\n", r.join(" | ")));
-            }
-            s
-        }
-        Format::Table => {
-            let mut t = comfy_table::Table::new();
-            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-            t.set_content_arrangement(comfy_table::ContentArrangement::Disabled);
-            t.set_header(COLUMNS.to_vec());
-            for r in body {
-                t.add_row(r);
-            }
-            format!("{}\n{t}\n", header(options))
-        }
+        // The shared table escapes `|` and control bytes: a session file
+        // named `a|b.jsonl` can neither split a Markdown row nor reach the
+        // terminal raw.
+        Format::Markdown => format!(
+            "{}\n\n{}\n",
+            header(options),
+            crate::render::table(&COLUMNS, body, true)
+        ),
+        Format::Table => format!(
+            "{}\n{}\n",
+            header(options),
+            crate::render::table(&COLUMNS, body, false)
+        ),
     }
 }
 

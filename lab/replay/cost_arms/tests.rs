@@ -161,6 +161,27 @@ fn cost_table_snapshot() {
     insta::assert_snapshot!(render_cost(&rows, &options, Format::Markdown));
 }
 
+/// A file name with `|` and an escape byte neither splits a Markdown row
+/// nor reaches the terminal raw: every row has as many cell separators as
+/// the header.
+#[test]
+fn a_hostile_file_name_stays_in_its_cell() {
+    let (mut rows, options) = rows();
+    for r in &mut rows {
+        r.source = "a|b\u{1b}[2J.jsonl".to_string();
+    }
+    let seps = |line: &str| line.replace("\\|", "").matches('|').count();
+    let md = render_cost(&rows, &options, Format::Markdown);
+    let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(lines.len() > rows.len(), "{md}");
+    assert!(lines.iter().all(|l| seps(l) == seps(lines[0])), "{md}");
+    for format in [Format::Markdown, Format::Table] {
+        let out = render_cost(&rows, &options, format);
+        assert!(!out.contains('\u{1b}'), "{out}");
+        assert!(out.contains("\\u{1b}"), "{out}");
+    }
+}
+
 #[test]
 fn an_unknown_sheet_is_a_usage_error_listing_the_sheets() {
     let err = CostOptions::default().with_sheet("gpt-9").unwrap_err();
