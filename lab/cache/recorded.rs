@@ -28,11 +28,33 @@ struct Conversation {
     sizes: HashMap<u64, u64>,
 }
 
+/// Empirical rewrite rules of the recorded-cache model that the shared
+/// logs contradict: each is a switch, off by default, so what the model
+/// predicts by default rests only on rules without counter-evidence.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RewriteRules {
+    /// A new prompt after a Stop hook rewrites everything after the system
+    /// prompt ([`crate::tokens::recorded::stop_hooks`]). For: 9 of 9 such
+    /// prompts in the five sessions it was read from (dmux 41 and 48 are
+    /// the rewrites only it explains). Against: 14 false alarms in
+    /// claude-agentic-framework (Claude Code 2.1.38), whose prompts after a
+    /// Stop hook kept their cache. Off: 40 of 46 recorded rewrites flagged
+    /// with 11 false alarms on the nine shared sessions; on: 42 with 25.
+    pub stop_hook_prompts: bool,
+}
+
 /// The cache requests of a recorded session, in log order, one stream per
 /// conversation (chain root), breakpoints on the system prompt and the last
 /// message. The system segment is keyed by conversation and model: a
 /// request to another model (a Haiku side call) starts from a cold cache.
+/// Default [`RewriteRules`].
 pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
+    requests_with(recorded, RewriteRules::default())
+}
+
+/// [`requests_of`] under the given rewrite rules.
+pub fn requests_with(recorded: &[RecordedRequest], rules: RewriteRules) -> Vec<CacheRequest> {
     let mut convs: HashMap<&str, Conversation> = HashMap::new();
     let counter = Claude::default();
     recorded
@@ -49,7 +71,7 @@ pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
             // entries it writes immortal.
             let at_ms = r.sent_ms.or(r.at_ms).or(conv.last_ms);
             conv.last_ms = at_ms;
-            let mut segments = sized_segments(conv, r, &counter);
+            let mut segments = sized_segments(conv, r, &counter, rules);
             let last = segments.len() - 1;
             segments.push(Segment::new(
                 "uncached tail",
@@ -69,7 +91,17 @@ pub fn requests_of(recorded: &[RecordedRequest]) -> Vec<CacheRequest> {
 
 /// System segment plus one per message; sizes of prefixes seen before are
 /// reused, the growth is split over the new messages by estimated tokens.
-fn sized_segments(conv: &mut Conversation, r: &RecordedRequest, counter: &Claude) -> Vec<Segment> {
+fn sized_segments(
+    conv: &mut Conversation,
+    r: &RecordedRequest,
+    counter: &Claude,
+    rules: RewriteRules,
+) -> Vec<Segment> {
+    let stop_hook_prompts = if rules.stop_hook_prompts {
+        r.prompts_after_stop_hook
+    } else {
+        0
+    };
     let mut segments = vec![Segment::new(
         "system",
         ("system", r.chain.as_str(), r.model.as_str()),
@@ -79,7 +111,7 @@ fn sized_segments(conv: &mut Conversation, r: &RecordedRequest, counter: &Claude
         r.messages
             .iter()
             .enumerate()
-            .map(|(i, m)| message_segment(i, m, r.prompts_after_stop_hook)),
+            .map(|(i, m)| message_segment(i, m, stop_hook_prompts)),
     );
     let keys = prefix_keys(&segments);
     let target = r.usage.total() - r.usage.input_tokens;
@@ -221,7 +253,17 @@ pub fn validate(
     provider: &Provider,
     sheet: &PriceSheet,
 ) -> (CostReport, Validation) {
-    let report = cost(&requests_of(recorded), provider, sheet);
+    validate_with(recorded, provider, sheet, RewriteRules::default())
+}
+
+/// [`validate`] under the given rewrite rules.
+pub fn validate_with(
+    recorded: &[RecordedRequest],
+    provider: &Provider,
+    sheet: &PriceSheet,
+    rules: RewriteRules,
+) -> (CostReport, Validation) {
+    let report = cost(&requests_with(recorded, rules), provider, sheet);
     let mut v = Validation {
         requests: recorded.len(),
         within_5pct: 0,

@@ -133,12 +133,13 @@ fn shared_sessions_are_reproduced() {
     // after a subagent that edited files), prompts after a Stop hook (dmux
     // 41 and 48, an empirical rule: see tokens::recorded::stop_hooks).
     //
-    // With the four sessions added later (held out from the rules): 1,210
-    // of 1,283 within ±5 % (94.3 %), 42 of 46 rewrites flagged, 25 false
-    // (19 of them in claude-agentic-framework, Claude Code 2.1.38, whose
-    // rewrites the rules do not describe: recall 1 of 2 there).
-    assert_eq!((n, ok), (1283, 1210));
-    assert_eq!((rec, flagged, wrong), (46, 42, 25));
+    // With the four sessions added later (held out from the rules) and the
+    // Stop-hook rule off by default (it raised 14 false alarms there, see
+    // RewriteRules): 1,212 of 1,283 within ±5 % (94.5 %), 40 of 46 rewrites
+    // flagged (dmux 41 and 48 go unflagged without it), 11 false (5 in
+    // claude-agentic-framework, Claude Code 2.1.38).
+    assert_eq!((n, ok), (1283, 1212));
+    assert_eq!((rec, flagged, wrong), (46, 40, 11));
 }
 
 #[test]
@@ -208,13 +209,20 @@ fn prompt_after(stopped: bool) -> Vec<RecordedRequest> {
 }
 
 #[test]
-fn a_prompt_after_a_stop_hook_reads_back_only_the_system_prompt() {
+fn a_prompt_after_a_stop_hook_reads_back_only_the_system_prompt_when_the_rule_is_on() {
     let provider = Provider::Anthropic(Anthropic::default());
+    let on = RewriteRules {
+        stop_hook_prompts: true,
+    };
     let system = requests_of(&prompt_after(true))[0].segments[0].tokens;
-    let (_, v) = validate(&prompt_after(true), &provider, sheet());
+    let (_, v) = validate_with(&prompt_after(true), &provider, sheet(), on);
     assert_eq!(v.series[2].predicted_read, system);
     assert!(v.series[2].predicted_rewrite);
-    let (_, kept) = validate(&prompt_after(false), &provider, sheet());
+    let (_, kept) = validate_with(&prompt_after(false), &provider, sheet(), on);
     assert_eq!(kept.series[2].predicted_read, 42_000);
     assert!(!kept.series[2].predicted_rewrite);
+    // Off by default: the rule has counter-evidence in the shared logs.
+    let (_, default) = validate(&prompt_after(true), &provider, sheet());
+    assert_eq!(default.series[2].predicted_read, 42_000);
+    assert!(!default.series[2].predicted_rewrite);
 }

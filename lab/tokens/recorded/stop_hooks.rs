@@ -10,9 +10,12 @@
 //! to Haiku).
 //! The log does not show what changes early in the prompt (the hooks here
 //! export the transcript; Claude Code's own code was not traced that far),
-//! so the cache replay keys the conversation's first message by the number
+//! so the cache replay can key the conversation's first message by the number
 //! of such prompts: the prefix after the system prompt changes once per
-//! Stop-hook prompt, as recorded.
+//! Stop-hook prompt, as recorded. The four sessions added later contradict
+//! it (14 false alarms in one Claude Code 2.1.38 session), so the cache
+//! model applies it only under `cache::recorded::RewriteRules`, off by
+//! default.
 
 use serde_json::Value;
 
