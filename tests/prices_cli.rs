@@ -23,6 +23,24 @@ fn log(second_model: &str) -> String {
     .join("\n")
 }
 
+/// The cells of a Markdown table row, trimmed (the table pads its columns).
+fn cells(row: &str) -> Vec<String> {
+    row.trim()
+        .trim_matches('|')
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// The first row whose second cell (the arm) is `arm`.
+fn arm_row(out: &str, arm: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with('|'))
+        .map(cells)
+        .find(|c| c.get(1).is_some_and(|a| a == arm))
+        .unwrap_or_else(|| panic!("no {arm} row in {out}"))
+}
+
 #[test]
 fn each_recorded_request_is_priced_by_its_model_output_in_its_own_column() {
     let dir = tempfile::tempdir().unwrap();
@@ -39,12 +57,9 @@ fn each_recorded_request_is_priced_by_its_model_output_in_its_own_column() {
         out.contains("lab/cache/prices/2026-12-04.json as of 2026-12-04"),
         "{out}"
     );
-    let row = out
-        .lines()
-        .find(|l| l.contains("| recorded-usage |"))
-        .unwrap();
+    let row = arm_row(&out, "recorded-usage");
     // Prompt side: 1,000 at $5 + 1,000 at $1 = $0.006; output 2,000 at $25 = $0.05.
-    assert!(row.ends_with("| 0.0060 | 0.0560 |"), "{row}");
+    assert_eq!(row[row.len() - 2..], ["0.0060", "0.0560"], "{row:?}");
 }
 
 #[test]
@@ -88,11 +103,8 @@ fn litellms_map_prices_the_session_and_a_bad_price_file_is_located() {
     let (code, out, err) = run(&prices);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("map.json as of undated"), "{out}");
-    let row = out
-        .lines()
-        .find(|l| l.contains("| recorded-usage |"))
-        .unwrap();
-    assert!(row.ends_with("| 0.0060 | 0.0560 |"), "{row}");
+    let row = arm_row(&out, "recorded-usage");
+    assert_eq!(row[row.len() - 2..], ["0.0060", "0.0560"], "{row:?}");
 
     let bad = write(dir.path(), "bad.json", &map.replace("1e-06", "-1e-06"));
     let (code, out, err) = run(&bad);
@@ -126,23 +138,16 @@ fn replayed_arms_take_the_session_model_unless_a_sheet_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(dir.path(), "s.jsonl", &log("claude-haiku-4-5-20251001"));
     let path = f.to_str().unwrap();
-    let none_row = |out: &str| {
-        out.lines()
-            .find(|l| l.contains("| none |"))
-            .unwrap()
-            .to_string()
-    };
+    // The arm and the prices it was priced at.
+    let none_row = |out: &str| arm_row(out, "none")[1..3].join(" | ");
     let (code, out, err) = lab(&["replay", path, "--cost", "--format", "markdown"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("each log's session model"), "{out}");
-    assert!(
-        none_row(&out).contains("| none | claude-opus-4-6 |"),
-        "{out}"
-    );
+    assert!(none_row(&out) == "none | claude-opus-4-6", "{out}");
     let (code, out, err) = lab(&[
         "replay", path, "--cost", "--format", "markdown", "--sheet", "gpt-5",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("prices: gpt-5 as of 2025-11-24"), "{out}");
-    assert!(none_row(&out).contains("| none | gpt-5 |"), "{out}");
+    assert!(none_row(&out) == "none | gpt-5", "{out}");
 }
