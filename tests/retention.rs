@@ -215,24 +215,31 @@ fn drift_table_is_stable() {
     );
 }
 
-/// Every policy replays a generated session with planted facts; the baseline
-/// keeps every artifact and fact, and the course's f9e8b28 loses the fact
-/// planted in a tool result to its micro-compaction (`cleared`).
-#[test]
-fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
-    use ctxlab::replay::policies::{compare_one, Measure};
+/// A prompt, 30 reads whose results hold an error line among filler (each
+/// result 4 lines repeated `repeat` times), and a closing reply.
+fn reads(repeat: usize) -> Vec<Message> {
     let mut messages = vec![Message::user_text("fix it")];
     for t in 0..30 {
         let id = format!("toolu_{t:03}");
         messages.push(read(&id, &format!("/src/f{t}.rs")));
         messages.push(result(
             &id,
-            &format!("line 1\nline 2\nerror: E{t:04} here\nline 4\n").repeat(40),
+            &format!("line 1\nline 2\nerror: E{t:04} here\nline 4\n").repeat(repeat),
         ));
     }
     messages.push(Message::assistant(vec![Block::Text {
         text: "done".into(),
     }]));
+    messages
+}
+
+/// Every policy replays a generated session with planted facts; the baseline
+/// keeps every artifact and fact, and the course's f9e8b28 loses the fact
+/// planted in a tool result to its micro-compaction (`cleared`).
+#[test]
+fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
+    use ctxlab::replay::policies::{compare_one, Measure};
+    let messages = reads(40);
     let m = Measure {
         retention: true,
         ..Measure::default()
@@ -251,35 +258,24 @@ fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
 
 /// A fact in a result that course-main saves to a file and then replaces
 /// with its `[Earlier tool result saved at <path>]` placeholder is
-/// reachable at every request, never gone: retention follows the placeholder block by block,
-/// as the checker does (a rule that matches a whole block never matches a
+/// reachable at every request, never gone: retention follows the
+/// placeholder block by block, as the checker does (a rule that matches a whole block never matches a
 /// request joined into one text). The checker agrees: nothing lost, no
 /// pointer lost.
 #[test]
 fn a_fact_behind_the_saved_at_placeholder_is_reachable() {
     use ctxlab::replay::policies::{compare_one, Measure};
-    let mut messages = vec![Message::user_text("fix it")];
-    for t in 0..30 {
-        let id = format!("toolu_{t:03}");
-        messages.push(read(&id, &format!("/src/f{t}.rs")));
-        messages.push(result(
-            &id,
-            &format!("line 1\nline 2\nerror: E{t:04} here\nline 4\n").repeat(80),
-        ));
-    }
-    messages.push(Message::assistant(vec![Block::Text {
-        text: "done".into(),
-    }]));
+    // Results of 2,800 characters: past course-main's 50,000-character
+    // limit, so its micro-compaction saves old results and replaces them.
+    let messages = reads(80);
     let m = Measure {
         retention: true,
         ..Measure::default()
     };
     let main = compare_one("g", &messages, "course-main", 160, &m).unwrap();
-    let saved_at = main
-        .run
-        .events
-        .iter()
-        .any(|e| format!("{e:?}").contains("saved_at"));
+    let saved_at = main.run.events.iter().any(|(_, e)| {
+        matches!(e, ctxlab::policy::PolicyEvent::Cleared { placeholder, .. } if placeholder == "saved_at")
+    });
     assert!(
         saved_at,
         "course-main replaced no result with its saved-at placeholder"
