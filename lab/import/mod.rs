@@ -173,6 +173,19 @@ pub struct ImportOptions {
     pub format: Option<TranscriptFormat>,
 }
 
+impl ImportOptions {
+    /// The options of `--strict` and `--format-in NAME` (an unknown name is a usage error).
+    pub fn from_flags(strict: bool, format_in: &Option<String>) -> LabResult<Self> {
+        Ok(ImportOptions {
+            strict,
+            format: format_in
+                .as_deref()
+                .map(TranscriptFormat::from_name)
+                .transpose()?,
+        })
+    }
+}
+
 /// What went wrong or was repaired, for diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

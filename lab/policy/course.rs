@@ -65,13 +65,30 @@ impl CoursePolicy {
         let profile = profile(name)?;
         let ref_id = ref_id_chars.min(profile.config.constants.safe_id_max);
         let root = LabRoot::new(path_len, ref_id)?;
-        let compactor = Compactor::new(profile.config.clone(), root)?;
+        let config = profile.config.clone();
+        Self::on_root(profile, config, root)
+    }
+
+    /// `profile` run with `config` (its own, or with scaled constants) on
+    /// `root`: what the course replay of a recorded session drives.
+    pub fn on_root(
+        profile: Profile,
+        config: crate::compact::config::Config,
+        root: LabRoot,
+    ) -> LabResult<Self> {
+        let compactor = Compactor::new(config, root)?;
         Ok(CoursePolicy {
             profile,
             compactor,
             active: String::new(),
             seen: 0,
         })
+    }
+
+    /// The pipeline as it stands: its events, its root and its config, for
+    /// the course's own checker.
+    pub fn compactor(&self) -> &Compactor {
+        &self.compactor
     }
 
     /// Every course profile's name.

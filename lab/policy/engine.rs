@@ -10,6 +10,7 @@
 //! Only the live history and a per-request record are kept, so memory is the
 //! context size plus a few numbers per call, not calls × context.
 
+use std::borrow::Borrow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -257,11 +258,69 @@ pub fn replay_observed(
     env: &mut Env,
     observers: &mut [&mut dyn Observer],
 ) -> LabResult<PolicyRun> {
-    let mut walk = Walk::start(policy, &session, env)?;
-    for (i, m) in session.messages.iter().enumerate() {
+    let note = policy.acts_on().note(session.messages);
+    let messages = session.messages.iter().map(Ok);
+    let head = Head {
+        name: session.name,
+        note,
+        times_ms: session.times_ms,
+        fail_fast: false,
+    };
+    drive(policy, head, messages, env, observers)
+}
+
+/// Replay a session read one message at a time (a streamed import) as
+/// [`replay_observed`] does, never holding it whole: only the live history
+/// is kept. The first message that fails to read ends the replay with its
+/// error, and so does a policy that fails (the course loop stops there
+/// with the pipeline's own error; [`replay_observed`] records it and ends
+/// the run instead, as a harness would). No "nothing to act on" note: that
+/// needs the whole session.
+pub fn replay_stream<M: Borrow<Message>>(
+    policy: &mut dyn Policy,
+    name: &str,
+    messages: impl Iterator<Item = LabResult<M>>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
+    let head = Head {
+        name,
+        note: None,
+        times_ms: None,
+        fail_fast: true,
+    };
+    drive(policy, head, messages, env, observers)
+}
+
+/// What a run knows of its session before the first message.
+struct Head<'a> {
+    name: &'a str,
+    note: Option<String>,
+    times_ms: Option<&'a [Option<u64>]>,
+    /// A policy error is the replay's error, not a recorded end of the run.
+    fail_fast: bool,
+}
+
+/// The loop every replay runs: a model call before each assistant message,
+/// then the message arrives.
+fn drive<M: Borrow<Message>>(
+    policy: &mut dyn Policy,
+    head: Head<'_>,
+    messages: impl Iterator<Item = LabResult<M>>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
+    let mut walk = Walk::start(policy, head.name, head.note, env)?;
+    for (i, m) in messages.enumerate() {
+        let m = m?;
+        let m = m.borrow();
         if m.role == Role::Assistant {
-            let now_ms = session.times_ms.and_then(|t| t.get(i).copied().flatten());
-            if !walk.model_call(policy, env, observers, i, now_ms) {
+            let now_ms = head.times_ms.and_then(|t| t.get(i).copied().flatten());
+            if let Err(e) = walk.model_call(policy, env, observers, i, now_ms) {
+                if head.fail_fast {
+                    return Err(e);
+                }
+                walk.run.ended_by_error = Some(e.to_string());
                 break;
             }
         }
@@ -286,7 +345,12 @@ struct Walk {
 }
 
 impl Walk {
-    fn start(policy: &dyn Policy, session: &Session<'_>, env: &Env) -> LabResult<Walk> {
+    fn start(
+        policy: &dyn Policy,
+        session: &str,
+        note: Option<String>,
+        env: &Env,
+    ) -> LabResult<Walk> {
         // In the order the policy was always asked: name, rules, workspace.
         let name = policy.info().name;
         let rules = policy.pointer_rules();
@@ -297,14 +361,14 @@ impl Walk {
             rules,
             run: PolicyRun {
                 policy: name,
-                session: session.name.to_string(),
+                session: session.to_string(),
                 tokenizer: env.tokens.name().to_string(),
                 calls: Vec::new(),
                 events: Vec::new(),
                 findings: Findings::default(),
                 invalid_requests: 0,
                 ended_by_error: None,
-                note: policy.acts_on().note(session.messages),
+                note,
             },
             history: Vec::new(),
             seen: None,
@@ -313,8 +377,8 @@ impl Walk {
     }
 
     /// The model call before recorded message `at`: the policy prepares the
-    /// request, observers see it, the run records it. `false` when the
-    /// policy failed, which ends the run (the error is recorded).
+    /// request, observers see it, the run records it; the policy's error
+    /// when it failed.
     fn model_call(
         &mut self,
         policy: &mut dyn Policy,
@@ -322,20 +386,14 @@ impl Walk {
         observers: &mut [&mut dyn Observer],
         at: usize,
         now_ms: Option<u64>,
-    ) -> bool {
+    ) -> LabResult<()> {
         let call = Call {
             storage: self.storage.as_ref(),
             root: &self.root,
             turn: self.run.calls.len(),
             now_ms,
         };
-        let prepared = match step(policy, &mut self.history, call, env) {
-            Ok(p) => p,
-            Err(e) => {
-                self.run.ended_by_error = Some(e.to_string());
-                return false;
-            }
-        };
+        let prepared = step(policy, &mut self.history, call, env)?;
         let view = View {
             storage: self.storage.as_ref(),
             root: &self.root,
@@ -354,7 +412,7 @@ impl Walk {
             env.tokens.as_ref(),
         );
         self.seen = Some(prepared.request);
-        true
+        Ok(())
     }
 
     /// Recorded message `i` arrives: into the ledger, the history and what

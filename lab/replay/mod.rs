@@ -1,23 +1,27 @@
 //! `lab replay`: a recorded session replayed call by call.
 //!
-//! One engine drives every policy: [`policies`] runs each named policy
+//! [`run`] takes the command's arguments ([`ReplayArgs`]) and picks the
+//! driver. One engine drives every policy: [`policies`] runs each named policy
 //! (course profiles included, as [`crate::policy::course::CoursePolicy`])
 //! through [`crate::policy::engine`], with retention and cost as observers,
 //! and [`cost_arms`] prices the replayed arms beside the session's recorded
-//! usage. [`profiles`] is the course replay: the course's own loop and
-//! checker, kept as the oracle the engine is tested against (the
-//! conformance test in `tests/policy_engine.rs` holds the two to the same
-//! verdicts on every shared session). [`dollars`] renders priced runs.
+//! usage. [`profiles`] streams a session through the same engine with a
+//! course profile and judges it with the course's own checker, the oracle
+//! the engine's policy-agnostic checker is tested against (the conformance
+//! test in `tests/policy_engine.rs` holds the two to the same verdicts on
+//! every shared session). [`dollars`] renders priced runs.
 
 use std::path::PathBuf;
 
 use crate::error::{LabError, LabResult};
 
+mod args;
 pub mod cost_arms;
 pub mod dollars;
 pub mod policies;
 pub mod profiles;
 
+pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
 use policies::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
 

@@ -1,14 +1,16 @@
 //! Replay an imported real session through a compaction profile, call by
 //! call, and report what the profile lost and where it compacted.
 //!
-//! The main conversation of an [`ImportedSession`] is fed to a fresh
-//! [`Compactor`] as the harness would have seen it: messages are appended in
+//! The main conversation of an [`ImportedSession`] is streamed through the
+//! policy engine ([`engine::replay_stream`]) with the profile as a
+//! [`CoursePolicy`] on a fresh [`Compactor`]: messages are appended in
 //! order, and before every assistant message (= every model call) the
-//! profile's `prepare` runs on the history so far. Every original tool result
-//! goes into the checker's [`Ledger`]; at the end [`check`] says what the
-//! profile lost, and the report adds the context-size series, the bytes
-//! persisted, and where compaction first fired compared with where the real
-//! session compacted.
+//! profile's `prepare` runs on the history so far. An observer puts every
+//! original tool result into the course checker's [`Ledger`]; at the end the
+//! course's own [`check`] says what the profile lost (the oracle the engine's
+//! policy-agnostic checker is tested against), and the report adds the
+//! context-size series, the bytes persisted, and where compaction first
+//! fired compared with where the real session compacted.
 //!
 //! Notes on fidelity:
 //! - Messages after a real compaction are fed on top of the replayed history
@@ -59,11 +61,14 @@ use serde::Serialize;
 use crate::compact::check::check;
 use crate::compact::config::{profile, profiles, Constants};
 use crate::compact::session::{Ledger, Request};
-use crate::compact::{Compactor, Event, LabRoot};
+use crate::compact::{Compactor, LabRoot};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
 use crate::import::{ImportOptions, ImportedSession, RealCompaction, TranscriptFormat};
-use crate::message::{estimate_chars, message_chars, Block, Message, Role};
+use crate::message::{estimate_chars, message_chars, Block, Message};
+use crate::policy::course::CoursePolicy;
+use crate::policy::engine::{self, Env, Observer, View};
+use crate::policy::PolicyEvent;
 
 /// Embedded result-path length of replay runs (the registry's long path).
 pub const DEFAULT_PATH_LEN: usize = crate::registry::LONG_PATH;
@@ -279,15 +284,18 @@ struct MainInput<'a> {
     sent: Option<&'a [usize]>,
 }
 
-/// What a replay accumulates while it walks the main conversation.
+/// What a course replay measures while the engine walks the main
+/// conversation: the course checker's ledger and requests, the size
+/// series, where the profile first fired and summarised, and (for `--cost`)
+/// the requests as the prompt cache sees them.
 #[derive(Default)]
 struct Walk {
+    /// The live history as the course checker judges it: the last request
+    /// plus what arrived after it.
     messages: Vec<Message>,
     ledger: Ledger,
     requests: Vec<Request>,
     series: Vec<Point>,
-    /// The latest user request, the summariser's focus.
-    active_request: String,
     raw_sum: usize,
     sent_sum: usize,
     first_fired_at: Option<usize>,
@@ -299,75 +307,79 @@ struct Walk {
     len: usize,
 }
 
-impl Walk {
-    /// A model call at message `i`: compact, then record the request.
-    fn model_call(&mut self, i: usize, compactor: &mut Compactor) -> LabResult<()> {
-        let before = compactor.events.len();
-        let history = std::mem::take(&mut self.messages);
-        self.messages = compactor.prepare(history, &self.active_request)?;
-        let new_events = &compactor.events[before..];
-        if self.first_fired_at.is_none() && !new_events.is_empty() {
-            self.first_fired_at = Some(i);
+/// [`Walk`] with the recorded sizes it reads beside the messages.
+struct Observed<'a> {
+    walk: Walk,
+    sent: Option<&'a [usize]>,
+}
+
+impl Observer for Observed<'_> {
+    /// A model call before message `at`: the request the profile prepared.
+    fn on_request(
+        &mut self,
+        _call: usize,
+        at: usize,
+        request: &[Message],
+        events: &[PolicyEvent],
+        _view: &View<'_>,
+    ) {
+        let w = &mut self.walk;
+        if w.first_fired_at.is_none() && !events.is_empty() {
+            w.first_fired_at = Some(at);
         }
-        if self.first_summary_at.is_none()
-            && new_events
+        if w.first_summary_at.is_none()
+            && events
                 .iter()
-                .any(|e| matches!(e, Event::Summarized { .. }))
+                .any(|e| matches!(e, PolicyEvent::Summarised { .. }))
         {
-            self.first_summary_at = Some(i);
+            w.first_summary_at = Some(at);
         }
-        let chars = estimate_chars(&self.messages);
-        self.requests.push(Request {
-            messages: self.messages.len(),
+        w.messages = request.to_vec();
+        let chars = estimate_chars(request);
+        w.requests.push(Request {
+            messages: request.len(),
             chars,
-            violations: crate::compact::pairs::pair_violations(&self.messages),
+            violations: crate::compact::pairs::pair_violations(request),
         });
-        self.series.push(Point {
-            at: i,
-            raw_chars: raw_total(self.raw_sum, i),
-            sent_chars: raw_total(self.sent_sum, i),
+        w.series.push(Point {
+            at,
+            raw_chars: raw_total(w.raw_sum, at),
+            sent_chars: raw_total(w.sent_sum, at),
             chars,
-            messages: self.messages.len(),
+            messages: request.len(),
         });
-        if let Some(b) = self.builder.as_mut() {
-            self.cache_requests
-                .push(b.request(&self.messages, self.turn));
+        if let Some(b) = w.builder.as_mut() {
+            w.cache_requests.push(b.request(request, w.turn));
         }
-        Ok(())
     }
 
-    /// Message `i` arrives: note the request, its results and sizes, append it.
-    fn arrive(&mut self, i: usize, m: Message, real_compactions: &[usize], sent: Option<&[usize]>) {
-        self.len += 1;
-        self.turn += crate::cache::session::starts_turn(&m) as usize;
-        if m.role == Role::User
-            && !m.is_tool_result()
-            && !real_compactions.contains(&i)
-            && !crate::import::is_product_summary(&m)
-        {
-            let text = m.text();
-            if !text.is_empty() {
-                self.active_request = text;
-            }
-        }
+    /// Message `i` arrives: its results into the ledger, its sizes into the sums.
+    fn on_message(&mut self, i: usize, m: &Message) {
+        let w = &mut self.walk;
+        w.len += 1;
+        w.turn += crate::cache::session::starts_turn(m) as usize;
         for b in m.blocks() {
             if let Block::ToolResult {
                 tool_use_id,
                 content,
             } = b
             {
-                self.ledger.record(tool_use_id, content);
-                self.tool_results += 1;
+                w.ledger.record(tool_use_id, content);
+                w.tool_results += 1;
             }
         }
-        let lab_size = message_chars(&m);
-        self.raw_sum += lab_size;
-        self.sent_sum += sent.and_then(|s| s.get(i).copied()).unwrap_or(lab_size);
-        self.messages.push(m);
+        let lab_size = message_chars(m);
+        w.raw_sum += lab_size;
+        w.sent_sum += self
+            .sent
+            .and_then(|s| s.get(i).copied())
+            .unwrap_or(lab_size);
+        w.messages.push(m.clone());
     }
 }
 
-/// Replay `main`.
+/// Replay `main` through the policy engine, the profile run as a
+/// [`CoursePolicy`], and judge it with the course's own checker.
 fn replay_core(
     source: &str,
     main: MainInput<'_>,
@@ -382,26 +394,32 @@ fn replay_core(
     // Archives and persisted results grow with the session: their bytes go
     // to a spill file, not memory.
     let root = LabRoot::spilled(options.path_len, ref_id.min(config.constants.safe_id_max))?;
-    let mut compactor = Compactor::new(config, root)?;
-    let mut walk = Walk {
-        builder: options
-            .cost_tokens
-            .map(|t| crate::cache::session::RequestBuilder::new(t, 0)),
-        ..Walk::default()
+    let name = prof.name;
+    let mut policy = CoursePolicy::on_root(prof, config, root)?;
+    let mut observed = Observed {
+        walk: Walk {
+            builder: options
+                .cost_tokens
+                .map(|t| crate::cache::session::RequestBuilder::new(t, 0)),
+            ..Walk::default()
+        },
+        sent: main.sent,
     };
-    for (i, m) in main.messages.enumerate() {
-        let m = m?;
-        if m.role == Role::Assistant {
-            walk.model_call(i, &mut compactor)?;
-        }
-        walk.arrive(i, m, real_compactions, main.sent);
-    }
+    let mut env = Env::default();
+    let run = engine::replay_stream(
+        &mut policy,
+        source,
+        main.messages,
+        &mut env,
+        &mut [&mut observed],
+    )?;
+    debug_assert!(run.ended_by_error.is_none(), "a streamed replay fails fast");
     Ok(finish(
         source,
-        prof.name,
+        name,
         options.scale,
-        &compactor,
-        walk,
+        policy.compactor(),
+        observed.walk,
         real_compactions,
     ))
 }

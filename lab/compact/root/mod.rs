@@ -17,7 +17,6 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{LabError, LabResult};
@@ -41,28 +40,18 @@ pub const MIN_PATH_LEN: usize = 20;
 /// Longest `--path-len` (Linux `PATH_MAX`).
 pub const MAX_PATH_LEN: usize = 4096;
 
-/// Process-wide backend (set once by `--fs`); 0 = memory, 1 = disk.
-static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
-
 thread_local! {
-    /// A scoped override for this thread (tests run both backends side by side).
+    /// The backend of the run under way on this thread, set by
+    /// [`with_backend`] for the run's scope: a run option, never a process
+    /// global, so two runs side by side (tests, sweep workers) each keep
+    /// their own. Outside any scope a run is on the memory backend.
     static THREAD_BACKEND: Cell<Option<Backend>> = const { Cell::new(None) };
 }
 
-/// Set the backend every run of this process uses unless a thread overrides it.
-pub fn set_default_backend(backend: Backend) {
-    DEFAULT_BACKEND.store(u8::from(backend == Backend::Disk), Ordering::Relaxed);
-}
-
-/// The backend a run started on this thread uses.
+/// The backend a run started on this thread uses: the innermost
+/// [`with_backend`] scope's, else the memory backend.
 pub fn current_backend() -> Backend {
-    THREAD_BACKEND.with(Cell::get).unwrap_or_else(|| {
-        if DEFAULT_BACKEND.load(Ordering::Relaxed) == 1 {
-            Backend::Disk
-        } else {
-            Backend::Mem
-        }
-    })
+    THREAD_BACKEND.with(Cell::get).unwrap_or(Backend::Mem)
 }
 
 /// Run `f` with every run on this thread using `backend` (restored afterwards,
@@ -85,6 +74,14 @@ pub fn validate_path_len(len: usize) -> Result<(), String> {
     } else {
         Err(format!("{len} is outside {MIN_PATH_LEN}..={MAX_PATH_LEN}"))
     }
+}
+
+/// `--path-len N` as a command-line value: a whole number within the bounds.
+pub fn parse_path_len(s: &str) -> Result<usize, String> {
+    let len: usize = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    validate_path_len(len).map(|()| len)
 }
 
 /// Roots for persisted results and archived transcripts on one storage.

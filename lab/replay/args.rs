@@ -1,0 +1,184 @@
+//! The arguments of `lab replay` and the checks between them: which of
+//! the replay's drivers runs ([`super::policies`] through the engine, the
+//! [`super::cost_arms`], or the course [`super::profiles`]), with what.
+
+use crate::error::{LabError, LabResult};
+use crate::render::Format;
+
+use super::{cost_arms, policies, profiles};
+
+/// Arguments of `lab replay`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// Transcript files, or corpora of them: a directory (read
+    /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
+    /// .tar.gz; with --profile only), read one session at a time.
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Profiles to replay under (repeatable or comma separated; default: every profile).
+    #[arg(long, value_delimiter = ',')]
+    pub profile: Vec<String>,
+    /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
+    /// through the policy engine and its policy-agnostic checker and validity oracle.
+    #[arg(long, value_delimiter = ',', conflicts_with = "profile")]
+    pub policy: Vec<String>,
+    /// With --policy: measure retention (artifact recall, re-fetch demand,
+    /// planted facts) and mark the cost–retention frontier.
+    #[arg(long, requires = "policy")]
+    pub retention: bool,
+    /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Exact length of the embedded result path.
+    #[arg(long, default_value_t = profiles::DEFAULT_PATH_LEN, value_parser = crate::compact::root::parse_path_len)]
+    pub path_len: usize,
+    /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
+    #[arg(long)]
+    pub strict: bool,
+    /// Also write an SVG plot of context size over model calls per profile;
+    /// with --policy … --cost, of cumulative dollars per policy.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+    /// Table columns, comma separated, or `all` (default: a narrow set;
+    /// Markdown shows all, JSON carries every field).
+    #[arg(long, value_name = "LIST")]
+    pub columns: Option<String>,
+    /// Read every file as this format instead of detecting it
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
+    #[arg(long, value_name = "FORMAT")]
+    pub format_in: Option<String>,
+    /// Replay each session at its real budget: the scale at which the
+    /// profile's limit is the size the session had when it really
+    /// compacted (sessions without a real compaction keep --scale).
+    #[arg(long)]
+    pub scale_to_real: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
+    /// --policy, the cost of every policy beside its loss counters.
+    #[arg(long)]
+    pub cost: bool,
+    /// Token counter: what every token-budgeted policy measures its limit
+    /// with (so it moves where a policy fires) and, with `--cost`, what
+    /// requests are sized and priced by.
+    #[arg(long, value_enum, default_value_t = crate::tokens::Tokens::Approx)]
+    pub tokens: crate::tokens::Tokens,
+    /// Cache model for `--cost`.
+    #[arg(long, requires = "cost", value_enum, default_value_t = crate::cache::provider::CacheChoice::Anthropic)]
+    pub cache: crate::cache::provider::CacheChoice,
+    /// Price sheet for `--cost` (see `lab::cache::prices::SHEETS`).
+    /// Without it, each Claude Code log is priced at its session's model
+    /// (other sessions at claude-opus-4.1-5m).
+    #[arg(long, requires = "cost")]
+    pub sheet: Option<String>,
+    /// Per-model prices for recorded usage under `--cost`: ctxlab's price
+    /// file (see lab/cache/prices/2026-12-04.json, the built-in one) or
+    /// LiteLLM's model_prices_and_context_window.json.
+    #[arg(long, requires = "cost", value_name = "FILE")]
+    pub prices: Option<std::path::PathBuf>,
+}
+
+/// `lab replay`: the argument checks, then policies, cost arms or profiles;
+/// returns what to print.
+pub fn run(a: ReplayArgs) -> LabResult<String> {
+    let columns = a
+        .columns
+        .as_deref()
+        .map(profiles::parse_columns)
+        .transpose()?;
+    // Before any other check, for the profile, cost and policy paths alike.
+    profiles::check_scale(a.scale)?;
+    let import = crate::import::ImportOptions::from_flags(a.strict, &a.format_in)?;
+    if let Some(path) = &a.plot {
+        crate::input::output_parent_exists(path, "--plot")?;
+    }
+    policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    let mut a = a;
+    if !a.policy.is_empty() || a.cost {
+        // These replays take files: a directory or glob is expanded to them.
+        a.files = crate::import::corpus::plain_files(&a.files)?;
+    }
+    if !a.policy.is_empty() {
+        return replay_policies(a, &import);
+    }
+    if a.tokens != crate::tokens::Tokens::Approx && !a.cost {
+        return Err(LabError::usage(
+            "--tokens sets the counter of --policy budgets and of --cost sizes; profiles size in characters",
+            "add --cost to size and price with it, or replay with --policy NAME",
+        ));
+    }
+    if a.retention {
+        // Retention is an observer of the policy engine; a profile replay
+        // would otherwise drop the flag without a word.
+        return Err(LabError::usage(
+            "--retention measures policies; this replay has --profile only",
+            "course profiles are policies too: use --policy NAME (e.g. --policy course-main --retention)",
+        ));
+    }
+    let options = profiles::ReplayOptions {
+        scale: a.scale,
+        path_len: Some(a.path_len),
+        cost_tokens: None,
+        scale_to_real: a.scale_to_real,
+    };
+    if a.cost {
+        let args = cost_arms::CostArgs {
+            files: a.files,
+            profiles: a.profile,
+            tokens: a.tokens,
+            cache: a.cache,
+            sheet: a.sheet,
+            prices: a.prices,
+        };
+        return cost_arms::cli(&args, &options, &import, a.format);
+    }
+    profiles::command(&profiles::ReplayCommand {
+        files: a.files,
+        profiles: a.profile,
+        options,
+        strict: a.strict,
+        format_in: a.format_in,
+        plot: a.plot,
+        format: a.format,
+        columns,
+    })
+}
+
+/// `lab replay --policy …`: through the policy engine, priced with `--cost`.
+fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabResult<String> {
+    if a.scale != 1.0 {
+        return Err(LabError::usage(
+            "--scale applies to --profile replays only",
+            "drop --scale, or replay with --profile",
+        ));
+    }
+    let pricing = if a.cost {
+        let o = cost_arms::CostOptions {
+            tokens: a.tokens,
+            provider: a.cache.provider(),
+            prices: cost_arms::load_prices(a.prices.as_deref())?,
+            ..Default::default()
+        }
+        .with_sheet(
+            a.sheet
+                .as_deref()
+                .unwrap_or(crate::cache::prices::DEFAULT_SHEET),
+        )?;
+        Some(policies::Pricing {
+            provider: o.provider,
+            sheet: o.sheet,
+            prices: o.prices,
+        })
+    } else {
+        None
+    };
+    let measure = policies::Measure {
+        retention: a.retention,
+        pricing,
+        tokens: a.tokens,
+    };
+    super::replay_command(
+        &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,
+    )
+}
