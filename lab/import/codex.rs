@@ -34,8 +34,9 @@ use std::io::BufRead;
 use serde_json::Value;
 
 use super::aider::RecordedTokens;
+use super::lines::{self, Rules};
 use super::{finish_document, DiagnosticKind, ImportedSession, Origin, RealCompaction, Sink};
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 use crate::message::{Block, Content, Message, Role};
 
 /// Which side of the conversation an item belongs to.
@@ -54,51 +55,27 @@ struct Rollout {
 }
 
 pub(crate) fn read<R: BufRead>(
-    mut reader: R,
+    reader: R,
     session: &mut ImportedSession,
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
     let mut rollout = Rollout::default();
-    let mut buf = Vec::new();
-    let mut line_no = 0;
-    // A line that did not parse: an error unless it is the last one.
-    let mut bad: Option<(usize, usize, String)> = None;
-    let mut truncated = None;
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| LabError::io("reading transcript", sink.source, e))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        if buf.trim_ascii().is_empty() {
-            continue;
-        }
-        if let Some((l, c, m)) = bad.take() {
-            return Err(invalid_json(sink, l, c, &m));
-        }
-        match serde_json::from_slice::<Value>(&buf) {
-            Ok(v) => rollout.record(&v, line_no, session, sink)?,
-            Err(e) if e.is_eof() => truncated = Some((line_no, e.column())),
-            Err(e) => bad = Some((line_no, e.column(), super::stream::without_position(&e))),
-        }
-    }
-    if let Some((l, c, m)) = bad {
-        return Err(invalid_json(sink, l, c, &m));
-    }
-    finish_document(session, rollout.main, rollout.origins, truncated, sink)
+    let source = sink.source.to_path_buf();
+    let end = lines::for_each(
+        reader,
+        &source,
+        RULES,
+        |b| serde_json::from_slice::<Value>(b),
+        |v, at| rollout.record(&v, at.line, session, sink),
+    )?;
+    finish_document(session, rollout.main, rollout.origins, end.truncated, sink)
 }
 
-fn invalid_json(sink: &Sink<'_>, line: usize, column: usize, message: &str) -> LabError {
-    sink.error(
-        line,
-        column,
-        format!("invalid JSON: {message}"),
-        "each line of a rollout is one JSON record; repair or remove this line",
-    )
-}
+/// How rollouts are read line by line: no comment lines.
+const RULES: Rules = Rules {
+    comments: false,
+    fix: "each line of a rollout is one JSON record; repair or remove this line",
+};
 
 impl Rollout {
     fn record(

@@ -61,6 +61,8 @@ pub mod chat_json;
 pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
+mod lines;
+pub mod log_records;
 pub mod mini_swe;
 pub mod openai;
 mod repair;

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 use crate::import::{flatten_tool_result, image_source};
 use crate::message::{Block, Content, Message, Role};
 
@@ -81,56 +81,18 @@ pub struct RecordedRequest {
     pub billing: Billing,
 }
 
-/// Reads a Claude Code `.jsonl` log or `chat.json` array and returns its
-/// requests in log order. Requests without usage (or with all-zero usage, as
-/// the `<synthetic>` placeholders) are left out.
+/// Reads a Claude Code `.jsonl` log or `chat.json` array (through the
+/// importer's reader, [`crate::import::log_records`]) and returns its
+/// requests in log order. Requests without usage (or with all-zero usage,
+/// as the `<synthetic>` placeholders) are left out.
 pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LabError::io("reading a recorded session", path, e))?;
-    Ok(requests(&parse_records(path, &text)?))
+    Ok(requests(&crate::import::log_records::read(path)?))
 }
 
-/// The records of a log: a JSON array, or one JSON value per line (blank
-/// lines and `//` comment lines skipped; a last line cut mid-record is
-/// dropped, as the importer does).
+/// The records of a log's text (`path` names it in errors): what
+/// [`read_file`] reads, from memory.
 pub fn parse_records(path: &Path, text: &str) -> LabResult<Vec<Value>> {
-    let bad = |line: usize, column: usize, e: &serde_json::Error, fix: &str| LabError::Input {
-        file: path.to_path_buf(),
-        line,
-        column,
-        message: format!("invalid JSON: {e}"),
-        fix: fix.to_string(),
-    };
-    let body = text.trim_start_matches('\u{feff}');
-    if body.trim_start().starts_with('[') {
-        return serde_json::from_str(body).map_err(|e| {
-            bad(
-                e.line(),
-                e.column(),
-                &e,
-                "the file must be one JSON array of records; repair the JSON here",
-            )
-        });
-    }
-    let mut out = Vec::new();
-    let lines: Vec<(usize, &str)> = body
-        .lines()
-        .map(str::trim)
-        .enumerate()
-        .filter(|(_, t)| !t.is_empty() && !t.starts_with("//"))
-        .collect();
-    for (n, &(i, t)) in lines.iter().enumerate() {
-        match serde_json::from_str(t) {
-            Ok(v) => out.push(v),
-            // A log cut while being written: keep what came before, as the importer does.
-            Err(e) if e.is_eof() && n + 1 == lines.len() => break,
-            Err(e) => {
-                let fix = "each line must hold one JSON record; repair or remove it";
-                return Err(bad(i + 1, e.column(), &e, fix));
-            }
-        }
-    }
-    Ok(out)
+    crate::import::log_records::from_reader(text.as_bytes(), path)
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

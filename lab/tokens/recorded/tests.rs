@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::LabError;
 use serde_json::json;
 
 fn rec(uuid: &str, parent: Option<&str>, kind: &str, message: Value) -> Value {

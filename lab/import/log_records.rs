@@ -1,0 +1,50 @@
+//! The records of a Claude Code log, whole, through the importer's own
+//! readers: the line reader ([`super::lines`]) for a `.jsonl` log and the
+//! array streamer ([`super::stream`]) for a `chat.json`. What reads the
+//! recorded requests of a log ([`crate::tokens::recorded`]) reads it here,
+//! so a log is read by one reader with one set of damage rules whatever
+//! asks: a cut last line or a cut array keeps the records before the cut;
+//! invalid JSON elsewhere is an error naming its line and column.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{claude_jsonl, lines, stream};
+use crate::error::{LabError, LabResult};
+
+/// Every record of the log at `path`, in file order, never holding its text whole.
+pub fn read(path: &Path) -> LabResult<Vec<Value>> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| LabError::io("reading a recorded session", path, e))?;
+    from_reader(std::io::BufReader::new(file), path)
+}
+
+/// [`read`] on any reader; `source` names it in errors.
+pub fn from_reader<R: BufRead>(mut reader: R, source: &Path) -> LabResult<Vec<Value>> {
+    let mut out = Vec::new();
+    if starts_with_array(&mut reader, source)? {
+        stream::for_each_element(reader, source, &[], &[], |v, _, _| {
+            out.push(v);
+            Ok(())
+        })?;
+    } else {
+        let parse = |b: &[u8]| serde_json::from_slice::<Value>(b);
+        lines::for_each(reader, source, claude_jsonl::RULES, parse, |v, _| {
+            out.push(v);
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// The first byte after a byte-order mark and white space is `[`: a
+/// `chat.json` array (looked at in the reader's buffer, nothing consumed).
+fn starts_with_array<R: BufRead>(reader: &mut R, source: &Path) -> LabResult<bool> {
+    let buf = reader
+        .fill_buf()
+        .map_err(|e| LabError::io("reading a recorded session", source, e))?;
+    let buf = buf.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(buf);
+    Ok(buf.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'['))
+}
