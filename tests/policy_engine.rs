@@ -17,7 +17,7 @@ use serde_json::json;
 /// A coding session: a task, then `turns` tool calls with results of mixed
 /// sizes (some past the persist threshold), then a closing answer.
 fn synthetic(seed: u64, turns: usize) -> Vec<Message> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(seed);
     let mut out = vec![Message::user_text("fix the failing test")];
     for t in 0..turns {
         let id = format!("toolu_{t:04}");

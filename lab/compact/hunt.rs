@@ -8,8 +8,8 @@
 //! violates an invariant while the intact one is clean, shrinks it greedily to
 //! a minimal one and writes it as a scenario file that `lab run` reproduces.
 
-use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha12Rng;
 
 use super::config::Config;
 use super::probe;
@@ -41,7 +41,7 @@ impl Rounds {
     }
 
     /// A random conversation with sizes around `config`'s thresholds.
-    pub fn random(rng: &mut StdRng, config: &Config, max_rounds: usize) -> Rounds {
+    pub fn random(rng: &mut ChaCha12Rng, config: &Config, max_rounds: usize) -> Rounds {
         let c = &config.constants;
         let interesting = [
             c.placeholder_min_chars / 2,
@@ -126,7 +126,7 @@ pub fn hunt(
     seed: u64,
     tries: usize,
 ) -> LabResult<Option<Rounds>> {
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = ChaCha12Rng::seed_from_u64(seed);
     let mut found = None;
     for _ in 0..tries {
         let r = Rounds::random(&mut rng, broken, 6);

@@ -34,7 +34,7 @@ pub struct Round {
 
 /// The rounds of seed `seed`.
 pub fn rounds(seed: u64) -> Vec<Round> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(seed);
     let n = rng.gen_range(8..=MAX_ROUNDS);
     (0..n)
         .map(|i| {

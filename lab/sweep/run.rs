@@ -105,7 +105,7 @@ pub fn session(seed: u64) -> Script {
     if seed == 0 {
         return probe::prototype_probe();
     }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(seed);
     let mut actions = vec![Action::User("start".into())];
     let mut n = 0usize;
     for _ in 0..rng.gen_range(3..=5) {
