@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run build test lint fmt bench readme reports reports-check selftest replay
+.PHONY: run build test lint fmt bench readme schemas reports reports-check selftest replay
 
 ## build: the release binary, with cargo's progress (the first build takes a while)
 build:
@@ -31,6 +31,11 @@ fmt:
 bench:
 	$(CARGO) bench --locked --bench pipeline
 	$(CARGO) bench --locked --bench import
+
+## schemas: regenerate lab/schemas/NAME.schema.json, the JSON Schemas of the JSON outputs, from the types
+schemas:
+	@for n in $$($(CARGO) run --quiet --bin lab -- schema); do \
+	  n=$${n%,}; $(CARGO) run --quiet --bin lab -- schema $$n > lab/schemas/$$n.schema.json.tmp && mv lab/schemas/$$n.schema.json.tmp lab/schemas/$$n.schema.json; done
 
 ## readme: regenerate the experiment and policy tables in GUIDE.md from the registry and the policy list
 readme:

@@ -220,6 +220,11 @@ pub enum Command {
         #[arg(long)]
         write: Option<std::path::PathBuf>,
     },
+    /// Print the JSON Schema of a command's JSON output (`lab schema` lists them).
+    Schema {
+        /// Schema name (e.g. replay-policies); none lists the names.
+        name: Option<String>,
+    },
     /// Factorial sweep of switches × path lengths × seeds, with thresholds.
     Sweep(crate::sweep::SweepArgs),
     /// Regenerate (`--out DIR`) or check (`--check DIR`) the generated reports.
@@ -357,6 +362,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
         Some(Command::Run { files, format }) => run_scenarios(&files, format),
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
         Some(Command::Readme { write: Some(path) }) => write_readme(&path),
+        Some(Command::Schema { name }) => schema(name.as_deref()),
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
         Some(Command::Reports(args)) => {
             if let Some(dir) = &args.out {
@@ -390,6 +396,35 @@ fn drift(passes: usize, capacity: usize, format: Format) -> LabResult<String> {
         .map(|s| crate::retention::drift::run(*s, passes, capacity))
         .collect();
     Ok(crate::retention::render::drift(&curves, format))
+}
+
+/// A schema generator.
+pub type SchemaFn = fn() -> serde_json::Value;
+
+/// Every JSON output with a schema: its name and generator. The checked-in
+/// copies live in `lab/schemas/NAME.schema.json` (`make schemas`).
+pub const SCHEMAS: &[(&str, SchemaFn)] =
+    &[("replay-policies", crate::replay::policies::schema)];
+
+/// `lab schema [NAME]`: the schema, pretty-printed, or the list of names.
+fn schema(name: Option<&str>) -> LabResult<String> {
+    let names = || {
+        SCHEMAS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(name) = name else {
+        return Ok(names() + "\n");
+    };
+    match SCHEMAS.iter().find(|(n, _)| *n == name) {
+        Some((_, make)) => Ok(render::json(&make())),
+        None => Err(LabError::usage(
+            format!("no schema named {name:?}"),
+            format!("use one of: {}", names()),
+        )),
+    }
 }
 
 /// `lab readme --write PATH`: splice the generated tables into the file (GUIDE.md).

@@ -13,7 +13,7 @@ use crate::error::LabResult;
 use crate::tokens::recorded::RecordedRequest;
 
 /// What a recorded session cost at list prices.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecordedBill {
     /// Requests priced (requests to no model, `<synthetic>`, cost nothing).
     pub requests: usize,

@@ -145,7 +145,7 @@ pub fn segments_of(
 }
 
 /// Where a request's prefix first differed from the previous request's cached prefix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BreakAt {
     /// Index of the first differing segment.
     pub segment: usize,
@@ -154,7 +154,7 @@ pub struct BreakAt {
 }
 
 /// What one request cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RequestCost {
     /// Position in the input.
     pub index: usize,
@@ -186,7 +186,7 @@ pub struct RequestCost {
 }
 
 /// What a sequence of requests cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostReport {
     /// The provider model's name.
     pub provider: String,
@@ -258,7 +258,7 @@ pub(crate) fn summarize(
 }
 
 /// A policy's cost next to the no-compaction baseline on the same session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Tradeoff {
     /// Baseline input tokens minus the policy's (negative: the policy sent more).
     pub tokens_saved: i64,

@@ -14,7 +14,7 @@ pub mod table;
 use serde::Serialize;
 
 /// One provider model's input prices.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PriceSheet {
     /// Name used on the command line and in report headers.
     pub name: &'static str,

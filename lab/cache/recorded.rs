@@ -197,7 +197,7 @@ fn split(total: u64, weights: &[u64], system_first: bool) -> Vec<u64> {
 }
 
 /// The recorded usage and the model's prediction for one request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Compared {
     /// Request index in the session.
     pub index: usize,
@@ -214,7 +214,7 @@ pub struct Compared {
 }
 
 /// How well the model reproduces a recorded session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Validation {
     /// Requests compared.
     pub requests: usize,

@@ -55,7 +55,7 @@ impl Ledger {
 }
 
 /// A counter with a few sample ids.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Count {
     /// How many.
     pub count: u64,
@@ -76,7 +76,7 @@ impl Count {
 }
 
 /// What the checker found at the end of a run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Findings {
     /// Originals neither in context nor held anywhere.
     pub lost_forever: Count,

@@ -37,7 +37,7 @@ pub struct Session<'a> {
 }
 
 /// What one request looked like.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CallRecord {
     /// Index of the recorded assistant message this request produced.
     pub at: usize,
@@ -54,7 +54,7 @@ pub struct CallRecord {
 }
 
 /// A whole replay of one session under one policy.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PolicyRun {
     /// Policy name.
     pub policy: String,

@@ -165,7 +165,7 @@ pub fn pointers_in<'t>(rules: &[PointerRule], text: &'t str) -> Vec<&'t str> {
 }
 
 /// What a policy did before one model call, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum PolicyEvent {
     /// A result's full text was written to storage.

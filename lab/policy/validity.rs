@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::message::{Block, Content, Message, Role};
 
 /// Which provider's rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Provider {
     /// Anthropic Messages API.
@@ -34,7 +34,7 @@ pub enum Provider {
 }
 
 /// What rule a request breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A call whose result does not follow it (before another message or the end).
@@ -72,7 +72,7 @@ impl Kind {
 }
 
 /// One broken rule at one place.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Violation {
     /// Whose rules.
     pub provider: Provider,

@@ -121,7 +121,7 @@ pub fn load_prices(file: Option<&std::path::Path>) -> LabResult<Arc<PriceTable>>
 }
 
 /// One arm of one session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostRow {
     /// Transcript file name.
     pub source: String,

@@ -336,39 +336,61 @@ pub fn render_with_recorded(
     s
 }
 
-/// [`render_with_recorded`] as JSON: the runs, the scored retention, each
-/// priced run's cost and the recorded usage.
+/// `lab replay --policy … --format json`: one shape whatever the flags (a
+/// part that was not measured is an empty list), described by the JSON
+/// Schema [`schema`] generates (checked in as `lab/schemas/replay-policies.schema.json`).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct PoliciesJson<'a> {
+    /// Every policy on every session: calls, events, the checker's findings.
+    pub runs: &'a [PolicyRun],
+    /// With `--retention`: what each run kept and sent, and the frontier.
+    pub retention: &'a [crate::retention::render::Scored],
+    /// With `--cost`: each run priced by the cache model.
+    pub cost: Vec<PolicyCostJson<'a>>,
+    /// With `--cost`: the recorded usage of sessions that record it.
+    pub recorded: &'a [crate::replay::cost_arms::CostRow],
+}
+
+/// One priced run of [`PoliciesJson`].
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct PolicyCostJson<'a> {
+    /// Session name.
+    pub session: &'a str,
+    /// Policy name.
+    pub policy: &'a str,
+    /// The cache model's verdict on every request.
+    #[serde(flatten)]
+    pub report: &'a crate::cache::CostReport,
+}
+
+/// The JSON Schema (draft 2020-12) of [`PoliciesJson`], as serialised.
+pub fn schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    generator
+        .into_root_schema_for::<PoliciesJson<'static>>()
+        .to_value()
+}
+
+/// [`render_with_recorded`] as JSON ([`PoliciesJson`]).
 fn render_json(
     out: &[Compared],
     runs: &[PolicyRun],
     scored: &[crate::retention::render::Scored],
     recorded: &[crate::replay::cost_arms::CostRow],
 ) -> String {
-    #[derive(serde::Serialize)]
-    struct Cost<'a> {
-        session: &'a str,
-        policy: &'a str,
-        #[serde(flatten)]
-        report: &'a crate::cache::CostReport,
-    }
-    #[derive(serde::Serialize)]
-    struct All<'a> {
-        runs: &'a [PolicyRun],
-        retention: &'a [crate::retention::render::Scored],
-        cost: Vec<Cost<'a>>,
-        recorded: &'a [crate::replay::cost_arms::CostRow],
-    }
     let cost = out
         .iter()
         .filter_map(|c| {
-            c.cost.as_ref().map(|r| Cost {
+            c.cost.as_ref().map(|r| PolicyCostJson {
                 session: &c.run.session,
                 policy: &c.run.policy,
                 report: r,
             })
         })
         .collect();
-    crate::render::json(&All {
+    crate::render::json(&PoliciesJson {
         runs,
         retention: scored,
         cost,

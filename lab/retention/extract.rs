@@ -7,7 +7,9 @@ use serde::Serialize;
 use crate::message::{Block, Message};
 
 /// What an artifact is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ArtifactKind {
     /// A file read, written or edited (a path from a tool input).

@@ -30,7 +30,7 @@ pub use extract::ArtifactKind;
 use finder::{Finder, Key};
 
 /// Where an artifact stands at a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Verbatim in the request.
@@ -42,7 +42,7 @@ pub enum Status {
 }
 
 /// One artifact and its fate.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Artifact {
     /// What it is.
     pub kind: ArtifactKind,
@@ -65,7 +65,7 @@ pub struct Artifact {
 }
 
 /// Recall at one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RecallPoint {
     /// 0-based request.
     pub call: usize,
@@ -449,7 +449,7 @@ impl Refetch {
 }
 
 /// Per-kind figures at the end.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct KindFigures {
     /// Artifacts of this kind seen.
     pub seen: usize,
@@ -458,7 +458,7 @@ pub struct KindFigures {
 }
 
 /// What a replay kept, per artifact kind and over time.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RetentionReport {
     /// Artifacts seen in the session.
     pub artifacts: usize,

@@ -9,7 +9,7 @@ use crate::policy::engine::PolicyRun;
 use crate::render::{json, table, Format};
 
 /// One policy on one session, with what it kept and what it sent.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Scored {
     /// Session name.
     pub session: String,

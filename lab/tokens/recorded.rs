@@ -18,7 +18,7 @@ use crate::import::{flatten_tool_result, image_source};
 use crate::message::{Block, Content, Message, Role};
 
 /// The `usage` of one request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Usage {
     /// Tokens after the last cache breakpoint.
     pub input_tokens: u64,

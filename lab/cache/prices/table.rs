@@ -112,7 +112,7 @@ impl Tokens {
 
 /// Dollars of one request: the prompt side and the output side apart, so a
 /// replayed arm (prompt only) stays comparable with a recorded one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Bill {
     /// Uncached input, cache writes and cache reads.
     pub input_side: f64,
