@@ -9,7 +9,7 @@
 //! # Map of the crate
 //!
 //! The top-level modules stand on floors, ground first; a module imports only
-//! from floors below its own (`tests/import_graph.rs` fails on a circle, on a
+//! from floors below its own (`tests/house/import_graph.rs` fails on a circle, on a
 //! folder importing back up into another, and on more than 12 floors).
 //!
 //! Floor 0, the ground:

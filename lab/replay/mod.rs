@@ -8,7 +8,7 @@
 //! usage. [`profiles`] streams a session through the same engine with a
 //! course profile and judges it with the course's own checker, the oracle
 //! the engine's policy-agnostic checker is tested against (the conformance
-//! test in `tests/policy_engine.rs` holds the two to the same verdicts on
+//! test in `tests/policy/policy_engine.rs` holds the two to the same verdicts on
 //! every shared session). [`dollars`] renders priced runs.
 
 use std::path::PathBuf;

@@ -5,10 +5,10 @@ NOT run by CI. Needs PyYAML in a virtualenv outside the repository:
 
     python3 -m venv /tmp/pyyaml-venv && /tmp/pyyaml-venv/bin/pip install pyyaml
     /tmp/pyyaml-venv/bin/python tests/golden/memory/generate.py          # 1
-    UPDATE_GOLDEN=1 cargo test --test memory_golden                      # 2
+    UPDATE_GOLDEN=1 cargo test --test memory memory_golden::                  # 2
     /tmp/pyyaml-venv/bin/python tests/golden/memory/generate.py          # 3
 
-Outputs (all committed, all read by tests/memory_golden.rs):
+Outputs (all committed, all read by tests/memory/memory_golden.rs):
 - values.json: the tricky field values (input of both sides).
 - course_written/NNN.md: each value written the way the course's write path
   writes a memory file: `---`, yaml.safe_dump of name/description/type with

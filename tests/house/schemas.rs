@@ -1,0 +1,126 @@
+//! Every JSON output with a schema: the checked-in schema is the one the
+//! types generate, and what the command prints validates against it
+//! whatever the flags (one shape).
+
+use crate::common;
+use common::{lab, lab_ok, transcript_files, transcripts};
+
+use ctxlab::message::{Block, Message};
+use serde_json::{json, Value};
+
+fn checked_in(name: &str) -> Value {
+    let path = format!(
+        "{}/lab/schemas/{name}.schema.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn checked_in_schemas_are_the_generated_ones() {
+    for (name, make) in ctxlab::cli::SCHEMAS {
+        assert_eq!(
+            checked_in(name),
+            make(),
+            "lab/schemas/{name}.schema.json is stale: run `make schemas`"
+        );
+        assert_eq!(lab_ok(&["schema", name]), ctxlab::render::json(&make()));
+    }
+    let (code, _, err) = lab(&["schema", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("replay-policies"), "{err}");
+}
+
+/// Every error of `instance` against the schema, as text.
+fn errors(schema: &Value, instance: &Value) -> Vec<String> {
+    let validator = jsonschema::validator_for(schema).expect("a valid schema");
+    validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .take(5)
+        .collect()
+}
+
+/// A small tool-calling session with one result large enough to be acted on.
+fn session() -> Vec<Message> {
+    let mut out = vec![Message::user_text("fix the failing test")];
+    for t in 0..6 {
+        let id = format!("toolu_{t:04}");
+        out.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: json!({"command": format!("cat src/lib{t}.rs")}),
+        }]));
+        let size = if t == 2 { 60_000 } else { 400 };
+        out.push(Message::tool_results(vec![(id, "x".repeat(size))]));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    out
+}
+
+#[test]
+fn replay_policies_json_validates_whatever_the_flags() {
+    let schema = checked_in("replay-policies");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, serde_json::to_string(&session()).unwrap()).unwrap();
+    let p = path.to_str().unwrap();
+    let policies = "none,course-main,claude-code,swe-agent-mask-10";
+    let mut keys = Vec::new();
+    for extra in [
+        &[][..],
+        &["--retention"],
+        &["--cost"],
+        &["--retention", "--cost"],
+    ] {
+        let mut args = vec!["replay", p, "--policy", policies, "--format", "json"];
+        args.extend_from_slice(extra);
+        let v: Value = serde_json::from_str(&lab_ok(&args)).unwrap();
+        let errs = errors(&schema, &v);
+        assert!(errs.is_empty(), "{extra:?}: {errs:#?}");
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        keys.push(k);
+    }
+    assert!(keys.windows(2).all(|w| w[0] == w[1]), "one shape: {keys:?}");
+}
+
+#[test]
+fn a_change_of_shape_is_caught() {
+    // The check above could only fail if the validator rejects what the
+    // schema does not describe: a run without its calls must not validate.
+    let schema = checked_in("replay-policies");
+    let bad = json!({"runs": [{"policy": "none"}], "retention": [], "cost": [], "recorded": []});
+    assert!(!errors(&schema, &bad).is_empty());
+}
+
+#[test]
+fn replay_policies_json_of_a_claude_code_log_validates() {
+    let Some(dir) = transcripts() else { return };
+    let schema = checked_in("replay-policies");
+    let file = transcript_files(&dir)
+        .into_iter()
+        .find(|f| f.to_string_lossy().ends_with(".jsonl"))
+        .expect("a Claude Code log");
+    let f = file.to_str().unwrap();
+    let args = [
+        "replay",
+        f,
+        "--policy",
+        "none,claude-code",
+        "--retention",
+        "--cost",
+        "--format",
+        "json",
+    ];
+    let v: Value = serde_json::from_str(&lab_ok(&args)).unwrap();
+    assert!(
+        !v["recorded"].as_array().unwrap().is_empty(),
+        "recorded usage priced"
+    );
+    let errs = errors(&schema, &v);
+    assert!(errs.is_empty(), "{errs:#?}");
+}

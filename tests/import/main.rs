@@ -1,0 +1,17 @@
+//! Importers: every format, damage, corpora, lazy reading, the shared real sessions.
+//!
+//! One test binary per area (each file below is a module of it), so the
+//! crate is linked once per area rather than once per file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod import_aider;
+mod import_codex;
+mod import_corpus;
+mod import_damage;
+mod import_lazy;
+mod import_mini_swe;
+mod import_props;
+mod import_real;
+mod import_shapes;

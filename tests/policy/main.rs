@@ -1,0 +1,12 @@
+//! The policy engine and the zoo: conformance with the course replay, every port, the policy search.
+//!
+//! One test binary per area (each file below is a module of it), so the
+//! crate is linked once per area rather than once per file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod policy_engine;
+mod policy_search;
+mod policy_zoo_a;
+mod policy_zoo_b;

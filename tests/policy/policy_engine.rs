@@ -1,0 +1,199 @@
+//! The policy engine and its policy-agnostic checker against the course's own
+//! replay: the course profiles, run as policies, reach the same verdicts.
+
+use crate::common;
+use common::{lab, transcript_files, transcripts};
+
+use ctxlab::import::{import_file, ImportOptions, ImportedSession};
+use ctxlab::message::{Block, Message};
+use ctxlab::policy::course::CoursePolicy;
+use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
+use ctxlab::policy::validity::{Kind, Provider};
+use ctxlab::policy::{list, Policy};
+use ctxlab::replay::profiles::{replay_with, ReplayOptions, DEFAULT_PATH_LEN};
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+
+/// A coding session: a task, then `turns` tool calls with results of mixed
+/// sizes (some past the persist threshold), then a closing answer.
+fn synthetic(seed: u64, turns: usize) -> Vec<Message> {
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(seed);
+    let mut out = vec![Message::user_text("fix the failing test")];
+    for t in 0..turns {
+        let id = format!("toolu_{t:04}");
+        out.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: json!({"command": format!("step {t}")}),
+        }]));
+        let size = match rng.gen_range(0..10) {
+            0 => rng.gen_range(30_000..60_000),
+            1..=3 => rng.gen_range(2_000..9_000),
+            _ => rng.gen_range(10..800),
+        };
+        let line = format!("out {t} ");
+        let text: String = line.repeat(size / line.len() + 1)[..size].to_string();
+        out.push(Message::tool_results(vec![(id, text)]));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    out
+}
+
+fn ref_id(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .flat_map(|m| m.tool_use_ids())
+        .next()
+        .map(|id| id.chars().count())
+        .unwrap_or(7)
+}
+
+/// `messages` replayed through `policy` in a default environment.
+fn replayed(policy: &mut dyn Policy, messages: &[Message]) -> PolicyRun {
+    let session = Session {
+        name: "s",
+        messages,
+        times_ms: None,
+    };
+    replay(policy, session, &mut Env::default()).unwrap()
+}
+
+/// The course replay and the engine, on one session, for every profile.
+fn agree(session: &ImportedSession) {
+    for name in CoursePolicy::names() {
+        let course = replay_with(session, name, &ReplayOptions::default()).unwrap();
+        let mut policy =
+            CoursePolicy::with_root(name, Some(DEFAULT_PATH_LEN), ref_id(&session.main)).unwrap();
+        let run = replayed(&mut policy, &session.main);
+        let what = format!("{} under {name}", session.source.display());
+        assert_eq!(run.calls.len(), course.model_calls, "{what}: calls");
+        assert_eq!(
+            run.findings.lost_forever.count, course.lost_forever,
+            "{what}: lost"
+        );
+        assert_eq!(
+            run.findings.pointer_lost.count, course.pointer_lost,
+            "{what}: pointer lost"
+        );
+        assert_eq!(run.peak_chars() > 0, course.peak_chars > 0);
+        // The course checks pairing only (a call answered in the next
+        // message, a result answering the message before); so do these two kinds.
+        let pairing = run
+            .calls
+            .iter()
+            .flat_map(|c| &c.violations)
+            .filter(|v| v.provider == Provider::Anthropic)
+            .filter(|v| matches!(v.kind, Kind::UnansweredToolUse | Kind::OrphanToolResult))
+            .count();
+        assert_eq!(pairing == 0, course.pairs_intact, "{what}: pairing");
+    }
+}
+
+fn imported(messages: Vec<Message>) -> ImportedSession {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, serde_json::to_string(&messages).unwrap()).unwrap();
+    import_file(&path, &ImportOptions::default()).unwrap()
+}
+
+#[test]
+fn course_policies_reach_the_course_replays_verdicts_on_generated_sessions() {
+    for seed in 0..6 {
+        agree(&imported(synthetic(seed, 40)));
+    }
+}
+
+#[test]
+fn the_intact_pipeline_loses_results_that_the_checker_names() {
+    // f9e8b28 loses results forever on a long session (the batch budget and
+    // the placeholder rule disagree); the checker must see it through the
+    // policy interface alone.
+    let mut lost = 0;
+    for seed in 0..6 {
+        let messages = synthetic(seed, 60);
+        let run = replayed(list::make("course-f9e8b28").unwrap().as_mut(), &messages);
+        lost += run.findings.lost_forever.count + run.findings.pointer_lost.count;
+    }
+    assert!(lost > 0, "generated sessions should show the course's loss");
+}
+
+#[test]
+fn the_baseline_loses_nothing_and_every_request_is_valid() {
+    let messages = synthetic(7, 30);
+    let run = replayed(list::make("none").unwrap().as_mut(), &messages);
+    assert_eq!(run.calls.len(), 31);
+    assert_eq!(run.findings.in_context, 30);
+    assert_eq!(
+        run.findings.lost_forever.count + run.findings.pointer_lost.count,
+        0
+    );
+    assert_eq!(run.invalid_requests, 0);
+    // Sizes grow monotonically when nothing is compacted.
+    assert!(run.calls.windows(2).all(|w| w[0].chars <= w[1].chars));
+}
+
+#[test]
+fn unknown_policy_names_the_known_ones() {
+    let err = list::make("nope").err().unwrap().to_string();
+    assert!(
+        err.contains("course-f9e8b28") && err.contains("none"),
+        "{err}"
+    );
+}
+
+#[test]
+fn course_policies_reach_the_course_replays_verdicts_on_real_sessions() {
+    let Some(dir) = transcripts() else { return };
+    for f in transcript_files(&dir) {
+        let session = import_file(&f, &ImportOptions::default()).unwrap();
+        agree(&session);
+    }
+}
+
+#[test]
+fn lab_policies_lists_every_policy_with_source_and_constants() {
+    let (code, out, err) = lab(&["policies", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let arr = v.as_array().unwrap();
+    let names: Vec<&str> = arr.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, list::names());
+    for p in arr {
+        assert!(
+            p["source"]["upstream"]
+                .as_str()
+                .is_some_and(|s| !s.is_empty()),
+            "{p}"
+        );
+        assert!(p["constants"].is_object(), "{p}");
+    }
+    let (code, table, _) = lab(&["policies"]);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("policies_table", table);
+}
+
+#[test]
+fn lab_replay_policy_runs_every_policy_and_refuses_unknown_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, serde_json::to_string(&synthetic(3, 25)).unwrap()).unwrap();
+    let p = path.to_str().unwrap();
+    let (code, out, err) = lab(&["replay", p, "--policy", "all", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let policies: Vec<&str> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(policies, list::names());
+    for r in v["runs"].as_array().unwrap() {
+        assert_eq!(r["calls"].as_array().unwrap().len(), 26, "{}", r["policy"]);
+    }
+    let (code, _, err) = lab(&["replay", p, "--policy", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown policy `nope`"), "{err}");
+}

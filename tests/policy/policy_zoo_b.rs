@@ -1,0 +1,263 @@
+//! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose, Roo Code and
+//! OpenAI Realtime policies on whole sessions: every request each one sends is one a
+//! provider accepts, on a synthetic session
+//! with the awkward shapes (parallel calls, interjections, thinking, a final
+//! answer) and on every real transcript when the directory is there.
+
+use crate::common;
+use common::{transcript_files, transcripts};
+
+use std::collections::BTreeSet;
+
+use ctxlab::import::{import_file, ImportOptions};
+use ctxlab::message::{Block, Message};
+use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
+use ctxlab::policy::{list, Policy};
+use serde_json::json;
+
+const POLICIES: &[&str] = &[
+    "swe-agent-mask-5",
+    "swe-agent-mask-10",
+    "swe-agent-summary-21-10",
+    "swe-agent-hybrid",
+    "openhands-observation-masking",
+    "openhands-recent",
+    "openhands-amortized",
+    "openhands-llm-summarizing",
+    "openhands-conversation-window",
+    "aider-chat-summary",
+    "langchain-summarization",
+    "langchain-clear-tool-uses",
+    "vercel-prune-messages",
+    "goose-auto-compact",
+    "roo-code-auto-condense",
+    "openai-realtime-auto",
+    "openai-realtime-retention",
+];
+
+/// `steps` steps; every fifth is two parallel calls, every seventh is
+/// followed by a user interjection, every eleventh has a thinking block and
+/// a text-only reply after it.
+fn synthetic(steps: usize) -> Vec<Message> {
+    let mut out = vec![Message::user_text("fix the failing test in calc.py")];
+    for s in 0..steps {
+        let ids: Vec<String> = (0..if s % 5 == 4 { 2 } else { 1 })
+            .map(|k| format!("toolu_{s:03}_{k}"))
+            .collect();
+        let mut blocks = Vec::new();
+        if s % 11 == 3 {
+            blocks.push(Block::Thinking {
+                thinking: format!("think {s}"),
+            });
+        }
+        blocks.extend(ids.iter().map(|id| Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: json!({ "command": format!("step {s}") }),
+        }));
+        out.push(Message::assistant(blocks));
+        out.push(Message::tool_results(
+            ids.iter()
+                .map(|id| (id.clone(), format!("{id} says\n").repeat(s % 40 + 1)))
+                .collect(),
+        ));
+        if s % 11 == 3 {
+            out.push(Message::assistant(vec![Block::Text {
+                text: format!("progress at {s}"),
+            }]));
+            out.push(Message::user_text(format!("go on after {s}")));
+        } else if s % 7 == 6 {
+            out.push(Message::user_text(format!("also check case {s}")));
+        }
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    out
+}
+
+fn run(policy: &str, name: &str, messages: &[Message]) -> PolicyRun {
+    replay_with(list::make(policy).unwrap().as_mut(), name, messages)
+}
+
+/// Replays `messages` through a policy built with its own switches.
+fn replay_with(policy: &mut dyn Policy, name: &str, messages: &[Message]) -> PolicyRun {
+    let session = Session {
+        name,
+        messages,
+        times_ms: None,
+    };
+    replay(policy, session, &mut Env::default()).unwrap()
+}
+
+/// Every (provider, rule, id) a run's requests break.
+fn broken_rules(run: &PolicyRun) -> BTreeSet<String> {
+    run.calls
+        .iter()
+        .flat_map(|c| &c.violations)
+        .map(|v| format!("{:?} {:?} {}", v.provider, v.kind, v.id))
+        .collect()
+}
+
+/// The rules `run` breaks that the `none` baseline does not.
+fn new_breaks(run: &PolicyRun, baseline: &BTreeSet<String>) -> Vec<String> {
+    broken_rules(run).difference(baseline).cloned().collect()
+}
+
+/// The synthetic session, then every real transcript's main thread when the
+/// directory is there.
+fn synthetic_and_real() -> Vec<(String, Vec<Message>)> {
+    let mut sessions = vec![("synthetic".to_string(), synthetic(260))];
+    if let Some(dir) = transcripts() {
+        for f in transcript_files(&dir) {
+            let session = import_file(&f, &ImportOptions::default()).unwrap();
+            sessions.push((f.display().to_string(), session.main));
+        }
+    }
+    sessions
+}
+
+/// Every production design of the registry: not a hand-kept list, so a new
+/// policy cannot be left out of the validity tests.
+fn zoo() -> Vec<&'static str> {
+    let course = ctxlab::policy::course::CoursePolicy::names();
+    list::names()
+        .into_iter()
+        .filter(|n| *n != "none" && !course.contains(n))
+        .collect()
+}
+
+/// Replay `messages` through every policy of the zoo: each makes a request
+/// at every model call, no request breaks a provider rule that the
+/// uncompacted history (the `none` baseline) does not already break
+/// (recorded sessions can reuse a call id; a policy is not to blame for
+/// that), and no pointer the model sees dangles.
+fn all_valid(name: &str, messages: &[Message]) {
+    let base = run("none", name, messages);
+    let baseline = broken_rules(&base);
+    for policy in zoo() {
+        let r = run(policy, name, messages);
+        assert_eq!(r.ended_by_error, None, "{policy} on {name}");
+        assert_eq!(r.calls.len(), base.calls.len(), "{policy} on {name}: calls");
+        let new = new_breaks(&r, &baseline);
+        assert!(new.is_empty(), "{policy} on {name}: {new:?}");
+        let dangling = &r.findings.dangling_pointers;
+        assert_eq!(dangling.count, 0, "{policy} on {name}: {dangling:?}");
+    }
+}
+
+#[test]
+fn the_zoo_is_every_registered_design() {
+    let zoo = zoo();
+    assert!(zoo.len() >= 23, "{zoo:?}");
+    for p in POLICIES {
+        assert!(zoo.contains(p), "{p} is not registered");
+    }
+    assert!(zoo.contains(&"claude-code") && !zoo.contains(&"course-main"));
+}
+
+#[test]
+fn every_request_is_valid_on_a_synthetic_session() {
+    // 260 steps: past the hybrid's 53 turns and OpenHands' 100 events, several times.
+    let messages = synthetic(260);
+    assert!(broken_rules(&run("none", "synthetic", &messages)).is_empty());
+    all_valid("synthetic", &messages);
+}
+
+#[test]
+fn the_policies_condense_the_synthetic_session() {
+    let messages = synthetic(260);
+    // The conversation window acts only past a 200 000-token request,
+    // LangChain's clearing past 100 000 tokens, goose past 80% of 128 000
+    // and Roo Code past 171 808 tokens, far above this session; their own
+    // tests force them.
+    let quiet = [
+        "openhands-conversation-window",
+        "langchain-clear-tool-uses",
+        "goose-auto-compact",
+        "roo-code-auto-condense",
+    ];
+    for policy in POLICIES.iter().filter(|p| !quiet.contains(*p)) {
+        let run = run(policy, "synthetic", &messages);
+        let last = run.calls.last().unwrap();
+        let full = ctxlab::pyjson::dumps_len(&messages[..messages.len() - 1]);
+        assert!(
+            last.chars < full,
+            "{policy}: last request {} chars, full history {full}",
+            last.chars
+        );
+        assert!(!run.events.is_empty(), "{policy} recorded no event");
+    }
+}
+
+#[test]
+fn every_request_is_valid_on_every_real_transcript() {
+    let Some(dir) = transcripts() else { return };
+    for f in transcript_files(&dir) {
+        let session = import_file(&f, &ImportOptions::default()).unwrap();
+        all_valid(&f.display().to_string(), &session.main);
+    }
+}
+
+/// Roo Code with a window small enough to condense, refuse and truncate on
+/// the synthetic session (and every real transcript when there): every
+/// request stays valid.
+#[test]
+fn roo_code_with_a_small_window_stays_valid() {
+    use ctxlab::policy::zoo::roo_code::{AutoCondense, RooCode};
+    // 0 % turns condensing off: the sliding window alone.
+    let small = |percent: f64| {
+        RooCode::new(AutoCondense {
+            context_window: 6_000,
+            max_tokens: 600,
+            auto_condense_context: percent > 0.0,
+            auto_condense_context_percent: percent,
+            ..AutoCondense::default()
+        })
+    };
+    for (name, messages) in &synthetic_and_real() {
+        let baseline = broken_rules(&run("none", name, messages));
+        for percent in [100.0, 40.0, 0.0] {
+            let r = replay_with(&mut small(percent), name, messages);
+            let new = new_breaks(&r, &baseline);
+            assert!(new.is_empty(), "roo-code at {percent}% on {name}: {new:?}");
+            assert!(
+                !r.events.is_empty(),
+                "roo-code at {percent}% on {name}: no event"
+            );
+        }
+    }
+}
+
+/// OpenAI Realtime truncation with a 3 000-token limit on the synthetic
+/// session (and every real transcript when there): both modes cut, every
+/// request stays valid, and retention cuts fewer times than auto.
+#[test]
+fn openai_realtime_with_a_small_limit_stays_valid() {
+    use ctxlab::policy::zoo::openai_realtime::{Mode, Realtime, Truncation};
+    let small = |truncation: Mode| {
+        Realtime::new(Truncation {
+            truncation,
+            model_input_limit: 3_000,
+            ..Truncation::default()
+        })
+        .unwrap()
+    };
+    for (name, messages) in &synthetic_and_real() {
+        let baseline = broken_rules(&run("none", name, messages));
+        let mut cuts = Vec::new();
+        for mode in [Mode::Auto, Mode::RetentionRatio] {
+            let mut p = small(mode);
+            let r = replay_with(&mut p, name, messages);
+            let new = new_breaks(&r, &baseline);
+            assert!(new.is_empty(), "realtime {mode:?} on {name}: {new:?}");
+            cuts.push(p.truncations);
+        }
+        assert!(
+            cuts[1] <= cuts[0],
+            "{name}: retention {} vs auto {}",
+            cuts[1],
+            cuts[0]
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! `lab replay`: profiles on real and generated sessions, rendering, scale, retention.
+//!
+//! One test binary per area (each file below is a module of it), so the
+//! crate is linked once per area rather than once per file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod replay_real;
+mod replay_render;
+mod replay_scale;
+mod retention;
+mod retention_session;

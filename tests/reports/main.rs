@@ -1,0 +1,10 @@
+//! Reports: rendering of every generated report and Markdown tables.
+//!
+//! One test binary per area (each file below is a module of it), so the
+//! crate is linked once per area rather than once per file.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod markdown_render;
+mod reports_render;
