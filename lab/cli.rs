@@ -403,8 +403,7 @@ pub type SchemaFn = fn() -> serde_json::Value;
 
 /// Every JSON output with a schema: its name and generator. The checked-in
 /// copies live in `lab/schemas/NAME.schema.json` (`make schemas`).
-pub const SCHEMAS: &[(&str, SchemaFn)] =
-    &[("replay-policies", crate::replay::policies::schema)];
+pub const SCHEMAS: &[(&str, SchemaFn)] = &[("replay-policies", crate::replay::policies::schema)];
 
 /// `lab schema [NAME]`: the schema, pretty-printed, or the list of names.
 fn schema(name: Option<&str>) -> LabResult<String> {
