@@ -278,6 +278,17 @@ pub struct ReplayArgs {
     /// compacted (sessions without a real compaction keep --scale).
     #[arg(long)]
     pub scale_to_real: bool,
+    /// With --policy: the fixed prefix (system prompt, tools, first-turn
+    /// context) every request carries, in tokens: `auto` (from the log's
+    /// recorded usage, else its system prompt, else the product's default),
+    /// `none`, or a number.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "N|auto|none",
+        requires = "policy"
+    )]
+    pub envelope: crate::replay::envelope::EnvelopeArg,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -573,6 +584,7 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         retention: a.retention,
         pricing,
         tokens: a.tokens,
+        envelope: a.envelope,
     };
     crate::replay::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,

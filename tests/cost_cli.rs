@@ -115,7 +115,17 @@ fn policy_json_has_one_shape_whatever_the_flags() {
         k
     };
     let plain = keys(&[]);
-    assert_eq!(plain, ["cost", "recorded", "retention", "runs"]);
+    assert_eq!(
+        plain,
+        [
+            "cost",
+            "envelopes",
+            "product_compactions",
+            "recorded",
+            "retention",
+            "runs"
+        ]
+    );
     assert_eq!(keys(&["--cost"]), plain);
     assert_eq!(keys(&["--retention"]), plain);
     assert_eq!(keys(&["--cost", "--retention"]), plain);

@@ -15,11 +15,13 @@ use crate::error::{LabError, LabResult};
 
 pub mod cost_arms;
 pub mod dollars;
+pub mod envelope;
 pub mod policies;
+pub mod product;
 pub mod profiles;
 
 use dollars::{dollars_svg, policy_costs};
-use policies::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
+use policies::{recorded_usage, render_sessions, replay_files_product, Compared, Measure};
 
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
 /// when priced, the recorded usage of Claude Code logs beside the
@@ -34,7 +36,7 @@ pub fn replay_command(
     format: crate::render::Format,
 ) -> LabResult<String> {
     let pricing = measure.pricing.clone();
-    let out = replay_files(files, names, path_len, import, measure)?;
+    let (out, sessions) = replay_files_product(files, names, path_len, import, measure)?;
     let recorded = match &pricing {
         Some(p) => recorded_usage(files, import, p)?,
         None => Vec::new(),
@@ -42,7 +44,7 @@ pub fn replay_command(
     if let Some(path) = plot {
         write_plot(&path, &out)?;
     }
-    Ok(render_with_recorded(&out, &recorded, format))
+    Ok(render_sessions(&out, &recorded, &sessions, format))
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`
