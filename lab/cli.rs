@@ -273,9 +273,9 @@ pub struct ReplayArgs {
     /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
-    /// Replay each session at its real budget: the scale at which the
-    /// profile's limit is the size the session had when it really
-    /// compacted (sessions without a real compaction keep --scale).
+    /// Replay each session at its real budget: the profile's limit alone is
+    /// scaled to the size the session had when it really compacted
+    /// (sessions without a real compaction keep --scale).
     #[arg(long)]
     pub scale_to_real: bool,
     /// With --policy: the fixed prefix (system prompt, tools, first-turn
