@@ -145,15 +145,61 @@ pub fn compare_set_up(
     measure: &Measure,
     setup: &SessionSetup,
 ) -> LabResult<Compared> {
+    // The run that is reported, costs included, is the session itself;
+    // retention plants its facts in a second run of a fresh policy, so
+    // measuring it never changes what it sits beside.
     let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
-    let (planted, facts) = if measure.retention {
-        plant(messages, &Position::ALL)
+    let mut cost = crate::cache::observe::CostObserver::new(setup.prefix.tokens as u64, None);
+    let mut observers: Vec<&mut dyn Observer> = Vec::new();
+    if measure.pricing.is_some() {
+        observers.push(&mut cost);
+    }
+    let run = run_observed(
+        policy.as_mut(),
+        label,
+        messages,
+        measure,
+        setup,
+        &mut observers,
+    )?;
+    let retention = if measure.retention {
+        let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
+        let (planted, facts) = plant(messages, &Position::ALL);
+        let mut retention = Retention::for_session(&planted, facts);
+        run_observed(
+            policy.as_mut(),
+            label,
+            &planted,
+            measure,
+            setup,
+            &mut [&mut retention],
+        )?;
+        Some(retention.finish())
     } else {
-        (messages.to_vec(), vec![])
+        None
     };
+    Ok(Compared {
+        run,
+        retention,
+        cost: measure
+            .pricing
+            .as_ref()
+            .map(|p| cost.finish(&p.provider, &p.sheet)),
+    })
+}
+
+/// One engine run of `messages` under `policy` with the session's prefix.
+fn run_observed(
+    policy: &mut dyn Policy,
+    label: &str,
+    messages: &[Message],
+    measure: &Measure,
+    setup: &SessionSetup,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
     let session = Session {
         name: label,
-        messages: &planted,
+        messages,
         times_ms: None,
     };
     let mut env = Env {
@@ -161,24 +207,7 @@ pub fn compare_set_up(
         prefix: setup.prefix.clone(),
         ..Env::default()
     };
-    let mut retention = Retention::for_session(&planted, facts);
-    let mut cost = crate::cache::observe::CostObserver::new(setup.prefix.tokens as u64, None);
-    let mut observers: Vec<&mut dyn Observer> = Vec::new();
-    if measure.retention {
-        observers.push(&mut retention);
-    }
-    if measure.pricing.is_some() {
-        observers.push(&mut cost);
-    }
-    let run = replay_observed(policy.as_mut(), session, &mut env, &mut observers)?;
-    Ok(Compared {
-        run,
-        retention: measure.retention.then(|| retention.finish()),
-        cost: measure
-            .pricing
-            .as_ref()
-            .map(|p| cost.finish(&p.provider, &p.sheet)),
-    })
+    replay_observed(policy, session, &mut env, observers)
 }
 
 /// Replay every file under every named policy (`all` for every policy), in
