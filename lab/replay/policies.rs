@@ -427,6 +427,14 @@ fn cost_table(
             "\n\ncache: {}; prices: {} ({}), prompt side only; tokens: {}\n",
             r.provider, r.sheet.name, r.sheet.date, out[0].run.tokenizer
         ));
+        if out
+            .iter()
+            .any(|c| c.run.calls.iter().any(|k| k.envelope > 0))
+        {
+            s.push_str(
+                "replayed rows include each session's envelope, cached first as the system prefix: their tokens and dollars are estimates\n",
+            );
+        }
         if let Some(b) = recorded.iter().find_map(|r| r.billed.as_ref()) {
             s.push_str(&format!(
                 "recorded-usage: what the API billed (API tokens; a break is a collapsed read), \
