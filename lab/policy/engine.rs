@@ -7,6 +7,12 @@
 //! is sized and run through the [validity oracle](super::validity); at the end
 //! the [checker](super::check) classifies every original tool result.
 //!
+//! Every request also carries the session's fixed prefix ([`Prefix`]: the
+//! system prompt, tools and first-turn context a transcript does not hold),
+//! which policies see as [`PolicyCtx::envelope`] and observers as
+//! [`View::envelope`]; the product's own policy switches to the recorded
+//! post-compaction prefix when it compacts the whole history.
+//!
 //! Only the live history and a per-request record are kept, so memory is the
 //! context size plus a few numbers per call, not calls × context.
 
