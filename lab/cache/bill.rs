@@ -107,6 +107,7 @@ mod tests {
 
     fn req(model: &str, u: (u64, u64, u64), billing: Billing) -> RecordedRequest {
         RecordedRequest {
+            id: String::new(),
             chain: "c".into(),
             sidechain: false,
             model: model.into(),

@@ -77,6 +77,10 @@ impl Observer for CostObserver {
         events: &[PolicyEvent],
         view: &View<'_>,
     ) {
+        // The replay's fixed prefix is the system segment, cached first.
+        if view.envelope > 0 {
+            self.builder.set_system_tokens(view.envelope as u64);
+        }
         let mut r = self
             .builder
             .request_counted(request, self.turn, view.tokens);

@@ -58,6 +58,15 @@ impl RequestBuilder {
         }
     }
 
+    /// Resize the system segment (the replay's fixed prefix changed, as
+    /// after a product's compaction): a prefix of another size is another
+    /// prefix, so its cache key changes with it.
+    pub fn set_system_tokens(&mut self, tokens: u64) {
+        if tokens != self.system.tokens {
+            self.system = Segment::new("system", ("system", tokens), tokens);
+        }
+    }
+
     /// The tokenizer's report name.
     pub fn tokenizer(&self) -> &'static str {
         self.counter.name()

@@ -801,30 +801,43 @@ impl Records {
             msgs: Vec::new(),
             compactions: HashMap::new(),
         };
-        // Recorded content parts of the message being planned.
-        let mut parts: Vec<SentContent> = Vec::new();
-        let mut last_id: Option<Id> = None;
-        // The message being planned carries a tool result (a user message).
+        // Recorded content parts of each planned message, and the response
+        // id of each planned assistant message.
+        let mut sent: Vec<Vec<SentContent>> = Vec::new();
+        let mut ids: Vec<Option<Id>> = Vec::new();
+        // The last planned message carries a tool result / only tool results.
         let mut last_is_result = false;
+        let mut last_only_results = false;
         let mut boundary: Option<Boundary> = None;
         for &i in order {
             let pos = self.recs[i].pos;
             let Some(t) = take_message(&mut self.recs[i].kind, &mut boundary) else {
                 continue;
             };
-            let last_role = plan.msgs.last().map(|m| m.role);
-            let merge_assistant = t.role == Role::Assistant
-                && t.message_id.is_some()
-                && last_id == t.message_id
-                && last_role == Some(Role::Assistant);
+            let n = plan.msgs.len();
+            let same_response = |k: usize| {
+                t.role == Role::Assistant
+                    && t.message_id.is_some()
+                    && ids.get(k).copied().flatten() == t.message_id
+                    && plan.msgs[k].role == Role::Assistant
+            };
+            let merge_assistant = n >= 1 && same_response(n - 1);
+            // A response whose parallel tool calls were logged one by one,
+            // each call's result right after it (Claude Code 2.1): the API
+            // saw one assistant message with every call, then one message
+            // with every result; put them back together.
+            let interleaved = n >= 2 && last_only_results && same_response(n - 2);
             let merge_results = t.role == Role::User && t.only_results && last_is_result;
-            if (merge_assistant || merge_results) && !t.compact_summary && boundary.is_none() {
-                let last = plan.msgs.last_mut().expect("checked above");
-                last.parts.push(t.body);
-                parts.push(t.sent);
+            let plain = !t.compact_summary && boundary.is_none();
+            if plain && (merge_assistant || merge_results) {
+                plan.msgs[n - 1].parts.push(t.body);
+                sent[n - 1].push(t.sent);
+            } else if plain && interleaved {
+                plan.msgs[n - 2].parts.push(t.body);
+                sent[n - 2].push(t.sent);
+                // The results that follow join the result message.
+                continue;
             } else {
-                close_recorded(&mut plan.msgs, &parts);
-                parts = vec![t.sent];
                 if t.compact_summary || boundary.is_some() {
                     plan.compactions
                         .insert(pos, boundary.take().unwrap_or((None, None)));
@@ -834,15 +847,23 @@ impl Records {
                     parts: vec![t.body],
                     origin: Origin::at(pos.0, pos.1, 0),
                 });
+                sent.push(vec![t.sent]);
+                ids.push(
+                    (t.role == Role::Assistant)
+                        .then_some(t.message_id)
+                        .flatten(),
+                );
                 last_is_result = t.role == Role::User && t.has_results;
+                last_only_results = t.role == Role::User && t.only_results;
+                continue;
             }
-            last_id = if t.role == Role::Assistant {
-                t.message_id
-            } else {
-                None
-            };
+            if t.role == Role::User {
+                last_only_results &= t.only_results;
+            }
         }
-        close_recorded(&mut plan.msgs, &parts);
+        for (m, parts) in plan.msgs.iter_mut().zip(&sent) {
+            m.origin.recorded = recorded_message_len(m.role, merged_content_len(parts));
+        }
         plan
     }
 
@@ -900,13 +921,6 @@ fn replay_a_sidechain(
     store_main(session, session.sidechains[k].clone(), origins);
     session.main_from_sidechain = Some(k);
     Ok(())
-}
-
-/// Set the recorded size of the last message from its recorded content parts.
-fn close_recorded(msgs: &mut [Planned], parts: &[SentContent]) {
-    if let Some(m) = msgs.last_mut() {
-        m.origin.recorded = recorded_message_len(m.role, merged_content_len(parts));
-    }
 }
 
 /// `len(json.dumps(content))` of the content the API saw for records whose

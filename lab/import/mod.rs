@@ -57,6 +57,7 @@
 
 pub mod aider;
 pub mod anthropic;
+pub mod artefacts;
 pub mod chat_json;
 pub mod claude_jsonl;
 pub mod codex;

@@ -223,6 +223,7 @@ impl Interlocked {
             storage: storage.as_ref(),
             root: &root,
             turn: self.calls,
+            envelope: self.env.prefix.tokens,
             now_ms: None,
         };
         let prepared = step(self.policy.as_mut(), &mut self.history, call, &mut self.env)?;

@@ -7,6 +7,12 @@
 //! is sized and run through the [validity oracle](super::validity); at the end
 //! the [checker](super::check) classifies every original tool result.
 //!
+//! Every request also carries the session's fixed prefix ([`Prefix`]: the
+//! system prompt, tools and first-turn context a transcript does not hold),
+//! which policies see as [`PolicyCtx::envelope`] and observers as
+//! [`View::envelope`]; the product's own policy switches to the recorded
+//! post-compaction prefix when it compacts the whole history.
+//!
 //! Only the live history and a per-request record are kept, so memory is the
 //! context size plus a few numbers per call, not calls × context.
 
@@ -45,12 +51,52 @@ pub struct CallRecord {
     pub messages: usize,
     /// `len(json.dumps(request, ensure_ascii=False))`.
     pub chars: usize,
-    /// Tokens of the request by the run's counter.
+    /// Tokens of the request's messages by the run's counter.
     pub tokens: usize,
+    /// Tokens of the fixed prefix sent before them (an estimate; 0 and not
+    /// serialized when the replay has none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub envelope: usize,
     /// Events the policy recorded before this call.
     pub events: usize,
     /// Provider rules the request breaks (Anthropic and OpenAI).
     pub violations: Vec<Violation>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// The fixed prefix of every request (system prompt, tool definitions,
+/// first-turn context), which a transcript does not record: sized by
+/// `replay::envelope`, sent by the engine before every request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefix {
+    /// Tokens at the first request.
+    pub tokens: usize,
+    /// Tokens after each of the product's own compactions, in order: what the
+    /// product sends after compacting besides the summary (the system prompt
+    /// and the content it re-attaches), used when `product_policy` compacts.
+    pub after_compaction: Vec<usize>,
+    /// The policy that is the product's own (`claude-code` for a Claude Code
+    /// log): its whole-history compactions switch to `after_compaction`.
+    pub product_policy: Option<String>,
+}
+
+impl Prefix {
+    /// The prefix after `compactions` whole-history compactions of the
+    /// product's own policy: the recorded one of that compaction, else the
+    /// last recorded, else the first request's.
+    pub fn after(&self, compactions: usize) -> usize {
+        if compactions == 0 {
+            return self.tokens;
+        }
+        self.after_compaction
+            .get(compactions - 1)
+            .or(self.after_compaction.last())
+            .copied()
+            .unwrap_or(self.tokens)
+    }
 }
 
 /// A whole replay of one session under one policy.
@@ -116,6 +162,8 @@ pub struct Env {
     pub tokens: Box<dyn TokenCounter>,
     /// The deterministic model behind summaries.
     pub model: Box<dyn ModelRole>,
+    /// The fixed prefix every request carries (none by default).
+    pub prefix: Prefix,
 }
 
 impl Default for Env {
@@ -127,6 +175,7 @@ impl Default for Env {
             root: PathBuf::from("/ctxlab"),
             tokens: Box::new(Approx),
             model: Box::new(Extractive::default()),
+            prefix: Prefix::default(),
         }
     }
 }
@@ -153,6 +202,8 @@ pub struct View<'a> {
     pub rules: &'a [super::PointerRule],
     /// The run's token counter.
     pub tokens: &'a dyn TokenCounter,
+    /// Tokens of the fixed prefix sent before the request's messages.
+    pub envelope: usize,
 }
 
 impl std::fmt::Debug for View<'_> {
@@ -208,6 +259,8 @@ pub struct Call<'a> {
     pub root: &'a Path,
     /// 0-based index of the model call.
     pub turn: usize,
+    /// Tokens of the fixed prefix this call carries.
+    pub envelope: usize,
     /// Milliseconds since the session started, when recorded.
     pub now_ms: Option<u64>,
 }
@@ -236,6 +289,7 @@ pub fn step(
         root: call.root,
         tokens: env.tokens.as_ref(),
         turn: call.turn,
+        envelope: call.envelope,
         now_ms: call.now_ms,
         model: env.model.as_mut(),
     };
@@ -342,6 +396,11 @@ struct Walk {
     /// request (server-side clearing) and keep its history intact.
     seen: Option<Vec<Message>>,
     ledger: Ledger,
+    /// Whole-history compactions by the product's own policy so far (they
+    /// switch the prefix to the recorded post-compaction one).
+    product_compactions: usize,
+    /// Whether this run's policy is the product's own.
+    is_product_policy: bool,
 }
 
 impl Walk {
@@ -355,6 +414,7 @@ impl Walk {
         let name = policy.info().name;
         let rules = policy.pointer_rules();
         let (storage, root) = workspace(policy, env)?;
+        let is_product_policy = env.prefix.product_policy.as_deref() == Some(name.as_str());
         Ok(Walk {
             storage,
             root,
@@ -373,6 +433,8 @@ impl Walk {
             history: Vec::new(),
             seen: None,
             ledger: Ledger::default(),
+            product_compactions: 0,
+            is_product_policy,
         })
     }
 
@@ -391,14 +453,20 @@ impl Walk {
             storage: self.storage.as_ref(),
             root: &self.root,
             turn: self.run.calls.len(),
+            envelope: env.prefix.after(self.product_compactions),
             now_ms,
         };
         let prepared = step(policy, &mut self.history, call, env)?;
+        if self.is_product_policy && prepared.events.iter().any(replaces_history) {
+            self.product_compactions += 1;
+        }
+        let envelope = env.prefix.after(self.product_compactions);
         let view = View {
             storage: self.storage.as_ref(),
             root: &self.root,
             rules: &self.rules,
             tokens: env.tokens.as_ref(),
+            envelope,
         };
         for o in observers.iter_mut() {
             let call = self.run.calls.len();
@@ -406,7 +474,7 @@ impl Walk {
         }
         record_call(
             &mut self.run,
-            at,
+            (at, envelope),
             &prepared.request,
             prepared.events,
             env.tokens.as_ref(),
@@ -452,9 +520,15 @@ impl Walk {
     }
 }
 
+/// A compaction that replaced the whole history (nothing kept but the
+/// summary): the product starts a new conversation after it.
+fn replaces_history(e: &PolicyEvent) -> bool {
+    matches!(e, PolicyEvent::Summarised { kept: 0, .. })
+}
+
 fn record_call(
     run: &mut PolicyRun,
-    at: usize,
+    (at, envelope): (usize, usize),
     request: &[Message],
     events: Vec<PolicyEvent>,
     tokens: &dyn TokenCounter,
@@ -465,6 +539,7 @@ fn record_call(
         messages: request.len(),
         chars: crate::pyjson::dumps_len(request),
         tokens: tokens.count_messages(request),
+        envelope,
         events: events.len(),
         violations: validity::check(request),
     });

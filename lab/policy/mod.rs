@@ -239,6 +239,11 @@ pub struct PolicyCtx<'a> {
     pub tokens: &'a dyn TokenCounter,
     /// 0-based index of the model call about to be made.
     pub turn: usize,
+    /// Tokens of the fixed prefix the request carries besides the history
+    /// (system prompt, tool definitions, first-turn context; an estimate, see
+    /// `replay::envelope`): a policy that budgets the whole request counts
+    /// it as its product does. 0 when the replay has none.
+    pub envelope: usize,
     /// Milliseconds since the session started, when the transcript recorded times.
     pub now_ms: Option<u64>,
     /// The deterministic model behind summaries and choices.
@@ -261,6 +266,7 @@ impl PolicyCtx<'_> {
             root: Path::new(root),
             tokens: &crate::tokens::Approx,
             turn: 0,
+            envelope: 0,
             now_ms: None,
             model,
         };

@@ -47,11 +47,22 @@ pub struct ReplayArgs {
     /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
-    /// Replay each session at its real budget: the scale at which the
-    /// profile's limit is the size the session had when it really
-    /// compacted (sessions without a real compaction keep --scale).
+    /// Replay each session at its real budget: the profile's limit alone is
+    /// scaled to the size the session had when it really compacted
+    /// (sessions without a real compaction keep --scale).
     #[arg(long)]
     pub scale_to_real: bool,
+    /// With --policy: the fixed prefix (system prompt, tools, first-turn
+    /// context) every request carries, in tokens: `auto` (from the log's
+    /// recorded usage, else its system prompt, else the product's default),
+    /// `none`, or a number.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "N|auto|none",
+        requires = "policy"
+    )]
+    pub envelope: super::envelope::EnvelopeArg,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -177,6 +188,7 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         retention: a.retention,
         pricing,
         tokens: a.tokens,
+        envelope: a.envelope,
     };
     super::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,

@@ -18,12 +18,14 @@ use crate::error::{LabError, LabResult};
 mod args;
 pub mod cost_arms;
 pub mod dollars;
+pub mod envelope;
 pub mod policies;
+pub mod product;
 pub mod profiles;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
-use policies::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
+use policies::{recorded_usage, render_sessions, replay_files_product, Compared, Measure};
 
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
 /// when priced, the recorded usage of Claude Code logs beside the
@@ -38,7 +40,7 @@ pub fn replay_command(
     format: crate::render::Format,
 ) -> LabResult<String> {
     let pricing = measure.pricing.clone();
-    let out = replay_files(files, names, path_len, import, measure)?;
+    let (out, sessions) = replay_files_product(files, names, path_len, import, measure)?;
     let recorded = match &pricing {
         Some(p) => recorded_usage(files, import, p)?,
         None => Vec::new(),
@@ -46,7 +48,7 @@ pub fn replay_command(
     if let Some(path) = plot {
         write_plot(&path, &out)?;
     }
-    Ok(render_with_recorded(&out, &recorded, format))
+    Ok(render_sessions(&out, &recorded, &sessions, format))
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`
@@ -56,4 +58,13 @@ pub fn write_plot(path: &std::path::Path, runs: &[Compared]) -> LabResult<()> {
     let svg = dollars_svg(&rows, "lab replay --policy … --cost");
     crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
         .map_err(|e| LabError::io("writing the plot", path, e))
+}
+
+/// The JSON Schema (draft 2020-12) of `T` as serialised: every JSON output
+/// and protocol of the replay is described by one.
+pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    generator.into_root_schema_for::<T>().to_value()
 }

@@ -30,9 +30,23 @@ pub fn expand_names(names: &[String]) -> Vec<String> {
 
 /// Build a policy for one session: course profiles get a root whose result
 /// path is `path_len` long for the session's first tool id, as `lab replay
-/// --profile` does.
-fn make_for(name: &str, messages: &[Message], path_len: usize) -> LabResult<Box<dyn Policy>> {
+/// --profile` does; `claude-code` on a Claude Code log gets the trigger of
+/// the model and release that wrote it.
+fn make_for(
+    name: &str,
+    messages: &[Message],
+    path_len: usize,
+    product: Option<&Product>,
+) -> LabResult<Box<dyn Policy>> {
     let lower = name.to_ascii_lowercase();
+    if let Some(p) = product.filter(|_| lower == crate::policy::zoo::claude_code::NAME) {
+        return Ok(Box::new(
+            crate::policy::zoo::claude_code::ClaudeCode::for_product(
+                &p.model,
+                p.version.as_deref(),
+            ),
+        ));
+    }
     if lower == "seed" || CoursePolicy::names().contains(&lower.as_str()) {
         let ref_id = messages
             .iter()
@@ -60,9 +74,31 @@ pub struct Pricing {
     pub prices: std::sync::Arc<crate::cache::prices::table::PriceTable>,
 }
 
+/// The product and release that wrote a session, where its log says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Product {
+    /// The main agent's model.
+    pub model: String,
+    /// The product's release (`version` of Claude Code records).
+    pub version: Option<String>,
+}
+
+/// What one session is replayed with: its fixed prefix and its product.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSetup {
+    /// The envelope every request carries.
+    pub prefix: crate::policy::engine::Prefix,
+    /// Where its size came from (`None` for no envelope).
+    pub basis: Option<crate::replay::envelope::Basis>,
+    /// The product, for its own policy's trigger.
+    pub product: Option<Product>,
+}
+
 /// What to measure besides the checker's verdict.
 #[derive(Debug, Clone, Default)]
 pub struct Measure {
+    /// The fixed prefix of every request (`--envelope`).
+    pub envelope: crate::replay::envelope::EnvelopeArg,
     /// Artifact recall, re-fetch demand and planted facts.
     pub retention: bool,
     /// Prompt-cache cost, when priced.
@@ -82,7 +118,7 @@ pub struct Compared {
     pub cost: Option<crate::cache::CostReport>,
 }
 
-/// Replay one session (already imported) under one policy.
+/// Replay one session (already imported) under one policy, with no envelope.
 pub fn compare_one(
     label: &str,
     messages: &[Message],
@@ -90,39 +126,88 @@ pub fn compare_one(
     path_len: usize,
     measure: &Measure,
 ) -> LabResult<Compared> {
-    let mut policy = make_for(name, messages, path_len)?;
-    let (planted, facts) = if measure.retention {
-        plant(messages, &Position::ALL)
-    } else {
-        (messages.to_vec(), vec![])
-    };
-    let session = Session {
-        name: label,
-        messages: &planted,
-        times_ms: None,
-    };
-    let mut env = Env {
-        tokens: measure.tokens.counter(),
-        ..Env::default()
-    };
-    let mut retention = Retention::for_session(&planted, facts);
-    let mut cost = crate::cache::observe::CostObserver::new(0, None);
+    compare_set_up(
+        label,
+        messages,
+        name,
+        path_len,
+        measure,
+        &SessionSetup::default(),
+    )
+}
+
+/// [`compare_one`] with the session's envelope and product.
+pub fn compare_set_up(
+    label: &str,
+    messages: &[Message],
+    name: &str,
+    path_len: usize,
+    measure: &Measure,
+    setup: &SessionSetup,
+) -> LabResult<Compared> {
+    // The run that is reported, costs included, is the session itself;
+    // retention plants its facts in a second run of a fresh policy, so
+    // measuring it never changes what it sits beside.
+    let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
+    let mut cost = crate::cache::observe::CostObserver::new(setup.prefix.tokens as u64, None);
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
-    if measure.retention {
-        observers.push(&mut retention);
-    }
     if measure.pricing.is_some() {
         observers.push(&mut cost);
     }
-    let run = replay_observed(policy.as_mut(), session, &mut env, &mut observers)?;
+    let run = run_observed(
+        policy.as_mut(),
+        label,
+        messages,
+        measure,
+        setup,
+        &mut observers,
+    )?;
+    let retention = if measure.retention {
+        let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
+        let (planted, facts) = plant(messages, &Position::ALL);
+        let mut retention = Retention::for_session(&planted, facts);
+        run_observed(
+            policy.as_mut(),
+            label,
+            &planted,
+            measure,
+            setup,
+            &mut [&mut retention],
+        )?;
+        Some(retention.finish())
+    } else {
+        None
+    };
     Ok(Compared {
         run,
-        retention: measure.retention.then(|| retention.finish()),
+        retention,
         cost: measure
             .pricing
             .as_ref()
             .map(|p| cost.finish(&p.provider, &p.sheet)),
     })
+}
+
+/// One engine run of `messages` under `policy` with the session's prefix.
+fn run_observed(
+    policy: &mut dyn Policy,
+    label: &str,
+    messages: &[Message],
+    measure: &Measure,
+    setup: &SessionSetup,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
+    let session = Session {
+        name: label,
+        messages,
+        times_ms: None,
+    };
+    let mut env = Env {
+        tokens: measure.tokens.counter(),
+        prefix: setup.prefix.clone(),
+        ..Env::default()
+    };
+    replay_observed(policy, session, &mut env, observers)
 }
 
 /// Replay every file under every named policy (`all` for every policy), in
@@ -134,21 +219,91 @@ pub fn replay_files(
     import: &crate::import::ImportOptions,
     measure: Measure,
 ) -> LabResult<Vec<Compared>> {
+    Ok(replay_files_product(files, names, path_len, import, measure)?.0)
+}
+
+/// [`replay_files`], with every real compaction of the sessions beside the
+/// product policy's counterpart ([`crate::replay::product`]). Each session
+/// is replayed with its envelope and without the product's compaction
+/// artefacts: every policy decides for itself.
+pub fn replay_files_product(
+    files: &[PathBuf],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: Measure,
+) -> LabResult<(Vec<Compared>, Sessions)> {
     let names = expand_names(names);
     for n in &names {
         list::make(n)?;
     }
     let mut out = Vec::new();
+    let mut info = Sessions::default();
     for file in files {
         // A trajectory array holds one session per trajectory; each is replayed.
         for session in crate::import::import_file_sessions(file, import)? {
+            let (setup, log) = set_up(&session, &measure)?;
+            let messages = crate::import::artefacts::without_product_artefacts(&session);
+            let mut rows = crate::replay::product::compactions(&session, log.as_ref());
             for name in &names {
-                let c = compare_one(&session.label, &session.main, name, path_len, &measure)?;
+                let c =
+                    compare_set_up(&session.label, &messages, name, path_len, &measure, &setup)?;
+                if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
+                    crate::replay::product::match_run(&mut rows, &c.run);
+                }
                 out.push(c);
             }
+            info.compactions.extend(rows);
+            info.envelopes.push(crate::replay::envelope::EnvelopeNote {
+                session: session.label.clone(),
+                tokens: setup.prefix.tokens,
+                after_compaction: setup.prefix.after_compaction.clone(),
+                basis: setup
+                    .basis
+                    .clone()
+                    .unwrap_or(crate::replay::envelope::Basis::None),
+            });
         }
     }
-    Ok(out)
+    Ok((out, info))
+}
+
+/// What a replay found about its sessions besides the runs.
+#[derive(Debug, Clone, Default)]
+pub struct Sessions {
+    /// Each session's envelope.
+    pub envelopes: Vec<crate::replay::envelope::EnvelopeNote>,
+    /// Every real compaction, beside the product policy's counterpart.
+    pub compactions: Vec<crate::replay::product::ProductCompaction>,
+}
+
+/// A session's envelope and product, from its log's recorded usage where it has it.
+pub fn set_up(
+    session: &crate::import::ImportedSession,
+    measure: &Measure,
+) -> LabResult<(SessionSetup, Option<crate::replay::envelope::RecordedLog>)> {
+    let log = crate::replay::envelope::RecordedLog::read(&session.source, session.format)?;
+    let counter = measure.tokens.counter();
+    let envelope = crate::replay::envelope::envelope_for(
+        session,
+        log.as_ref(),
+        measure.envelope,
+        counter.as_ref(),
+    )?;
+    let product = log.as_ref().and_then(|l| {
+        Some(Product {
+            model: l.model()?.to_string(),
+            version: l.version.clone(),
+        })
+    });
+    Ok((
+        SessionSetup {
+            prefix: envelope.prefix,
+            basis: Some(envelope.basis),
+            product,
+        },
+        log,
+    ))
 }
 
 /// `--plot` with `--policy` draws cumulative dollars, so it needs `--cost`;
@@ -272,6 +427,14 @@ fn cost_table(
             "\n\ncache: {}; prices: {} ({}), prompt side only; tokens: {}\n",
             r.provider, r.sheet.name, r.sheet.date, out[0].run.tokenizer
         ));
+        if out
+            .iter()
+            .any(|c| c.run.calls.iter().any(|k| k.envelope > 0))
+        {
+            s.push_str(
+                "replayed rows include each session's envelope, cached first as the system prefix: their tokens and dollars are estimates\n",
+            );
+        }
         if let Some(b) = recorded.iter().find_map(|r| r.billed.as_ref()) {
             s.push_str(&format!(
                 "recorded-usage: what the API billed (API tokens; a break is a collapsed read), \
@@ -301,27 +464,56 @@ pub fn render_with_recorded(
     recorded: &[crate::replay::cost_arms::CostRow],
     format: crate::render::Format,
 ) -> String {
-    use crate::render::Format;
+    render_sessions(out, recorded, &Sessions::default(), format)
+}
+
+/// [`render_with_recorded`], with each session's envelope and its real
+/// compactions: in text, a note line per envelope and the compaction table
+/// after the other tables; in JSON, `envelopes` and `product_compactions`
+/// (empty arrays when there are none: one shape whatever was measured).
+pub fn render_sessions(
+    out: &[Compared],
+    recorded: &[crate::replay::cost_arms::CostRow],
+    info: &Sessions,
+    format: crate::render::Format,
+) -> String {
+    if format == crate::render::Format::Json {
+        return render_json(out, recorded, info);
+    }
+    let mut s = render_tables(out, recorded, format);
+    let notes = crate::replay::envelope::render_notes(&info.envelopes);
+    if !notes.is_empty() {
+        s.push('\n');
+        s.push_str(&notes);
+    }
+    let real = crate::replay::product::render(
+        &info.compactions,
+        crate::policy::zoo::claude_code::NAME,
+        format,
+    );
+    if !real.is_empty() {
+        s.push('\n');
+        s.push_str(&real);
+    }
+    s
+}
+
+/// The runs, cost and retention tables.
+fn render_tables(
+    out: &[Compared],
+    recorded: &[crate::replay::cost_arms::CostRow],
+    format: crate::render::Format,
+) -> String {
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
     let with: Vec<(PolicyRun, RetentionReport)> = out
         .iter()
         .filter_map(|c| c.retention.clone().map(|r| (c.run.clone(), r)))
         .collect();
     let priced = out.iter().any(|c| c.cost.is_some());
-    if with.is_empty() && !priced && format != Format::Json {
+    if with.is_empty() && !priced {
         return crate::policy::render::runs(&runs, format);
     }
-    let mut scored = crate::retention::render::score(&with);
-    for (s, c) in scored
-        .iter_mut()
-        .zip(out.iter().filter(|c| c.retention.is_some()))
-    {
-        s.dollars = c.cost.as_ref().map(|r| r.dollars);
-    }
-    crate::retention::render::mark_dominated(&mut scored);
-    if format == Format::Json {
-        return render_json(out, &runs, &scored, recorded);
-    }
+    let scored = scored_retention(out, &with);
     let mut s = crate::policy::render::runs(&runs, format);
     if priced {
         s.push('\n');
@@ -349,6 +541,10 @@ pub struct PoliciesJson<'a> {
     pub cost: Vec<PolicyCostJson<'a>>,
     /// With `--cost`: the recorded usage of sessions that record it.
     pub recorded: &'a [crate::replay::cost_arms::CostRow],
+    /// Each session's envelope (the fixed prefix every request carries) and where its size came from.
+    pub envelopes: &'a [crate::replay::envelope::EnvelopeNote],
+    /// Each real compaction of the product, beside where its own policy fired.
+    pub product_compactions: &'a [crate::replay::product::ProductCompaction],
 }
 
 /// One priced run of [`PoliciesJson`].
@@ -365,21 +561,38 @@ pub struct PolicyCostJson<'a> {
 
 /// The JSON Schema (draft 2020-12) of [`PoliciesJson`], as serialised.
 pub fn schema() -> serde_json::Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
-    generator
-        .into_root_schema_for::<PoliciesJson<'static>>()
-        .to_value()
+    super::schema_of::<PoliciesJson<'static>>()
 }
 
-/// [`render_with_recorded`] as JSON ([`PoliciesJson`]).
+/// The retention of the runs that measured it, scored, with their dollars
+/// and the dominated ones marked.
+fn scored_retention(
+    out: &[Compared],
+    with: &[(PolicyRun, RetentionReport)],
+) -> Vec<crate::retention::render::Scored> {
+    let mut scored = crate::retention::render::score(with);
+    for (s, c) in scored
+        .iter_mut()
+        .zip(out.iter().filter(|c| c.retention.is_some()))
+    {
+        s.dollars = c.cost.as_ref().map(|r| r.dollars);
+    }
+    crate::retention::render::mark_dominated(&mut scored);
+    scored
+}
+
+/// [`render_sessions`] as JSON ([`PoliciesJson`]).
 fn render_json(
     out: &[Compared],
-    runs: &[PolicyRun],
-    scored: &[crate::retention::render::Scored],
     recorded: &[crate::replay::cost_arms::CostRow],
+    info: &Sessions,
 ) -> String {
+    let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
+    let with: Vec<(PolicyRun, RetentionReport)> = out
+        .iter()
+        .filter_map(|c| c.retention.clone().map(|r| (c.run.clone(), r)))
+        .collect();
+    let scored = scored_retention(out, &with);
     let cost = out
         .iter()
         .filter_map(|c| {
@@ -391,9 +604,11 @@ fn render_json(
         })
         .collect();
     crate::render::json(&PoliciesJson {
-        runs,
-        retention: scored,
+        runs: &runs,
+        retention: &scored,
         cost,
         recorded,
+        envelopes: &info.envelopes,
+        product_compactions: &info.compactions,
     })
 }

@@ -20,8 +20,10 @@
 //!   so a short session can be pushed over a limit it never reached;
 //!   [`ReplayOptions::scale_to_real`] picks, per session and profile, the
 //!   scale at which the profile's limit is the size the real session had
-//!   when it compacted ([`scale_to_real`]), so "first fired" and "real
-//!   compaction" are compared on equal terms.
+//!   when it compacted ([`scale_to_real`]) and scales the limit only (result
+//!   sizes, previews and budgets stay), so "first fired" (the first
+//!   compaction: messages archived or summarised) and "real compaction" are
+//!   compared on equal terms.
 //! - Two size estimates ([`SIZE_ESTIMATES`], named in every report header):
 //!   the profile works on the lab's message model (`chars`: what its limit is
 //!   compared with); `sent` is the course's `len(json.dumps(messages,
@@ -86,8 +88,9 @@ pub struct ReplayOptions {
     /// Also record every request as a [`crate::cache::CacheRequest`] counted
     /// with this tokenizer (for `--cost`); `None` = don't.
     pub cost_tokens: Option<crate::tokens::Tokens>,
-    /// Replay each session at [`scale_to_real`] (its real budget) instead of
-    /// `scale`; sessions without a real compaction keep `scale`.
+    /// Replay each session with its context limit alone at [`scale_to_real`]
+    /// (its real budget) instead of every size at `scale`; sessions without
+    /// a real compaction keep `scale`.
     pub scale_to_real: bool,
 }
 
@@ -159,7 +162,9 @@ pub struct ReplayReport {
     pub bytes_persisted: u64,
     /// Summary calls (step 4).
     pub summary_calls: u64,
-    /// Index in `main` of the first model call before which any step changed the context.
+    /// Index in `main` of the first model call before which the profile
+    /// compacted (archived messages or summarised; persisting or replacing
+    /// single results does not count).
     pub first_fired_at: Option<usize>,
     /// Index in `main` of the first model call before which a summary ran.
     pub first_summary_at: Option<usize>,
@@ -225,6 +230,8 @@ pub fn replay_with(
     };
     let options = ReplayOptions {
         scale: real_scale.unwrap_or(options.scale),
+        // Only a session with a real budget scales its limit alone.
+        scale_to_real: real_scale.is_some(),
         ..options.clone()
     };
     let main = MainInput {
@@ -324,7 +331,15 @@ impl Observer for Observed<'_> {
         _view: &View<'_>,
     ) {
         let w = &mut self.walk;
-        if w.first_fired_at.is_none() && !events.is_empty() {
+        // "First fired" is the first compaction (messages archived or
+        // summarised), not the first result persisted.
+        let compacted = events.iter().any(|e| {
+            matches!(
+                e,
+                PolicyEvent::Dropped { .. } | PolicyEvent::Summarised { .. }
+            )
+        });
+        if w.first_fired_at.is_none() && compacted {
             w.first_fired_at = Some(at);
         }
         if w.first_summary_at.is_none()
@@ -389,7 +404,11 @@ fn replay_core(
 ) -> LabResult<ReplayReport> {
     let prof = profile(profile_name)?;
     let mut config = prof.config.clone();
-    config.constants = scaled_constants(&config.constants, options.scale)?;
+    config.constants = if options.scale_to_real {
+        limit_scaled(&config.constants, options.scale)?
+    } else {
+        scaled_constants(&config.constants, options.scale)?
+    };
     let ref_id = main.first_tool_use_chars.unwrap_or(7);
     // Archives and persisted results grow with the session: their bytes go
     // to a spill file, not memory.
@@ -803,6 +822,18 @@ pub fn check_scale(scale: f64) -> LabResult<()> {
 
 /// Every replay scales its profile here, so library callers get the same
 /// scale check as `lab replay` (which checks first, before any other argument).
+/// `c` with only its context limit scaled: the session's real budget moves
+/// the limit, never the result sizes, previews or batch budget.
+fn limit_scaled(c: &Constants, scale: f64) -> LabResult<Constants> {
+    check_scale(scale)?;
+    let scaled = Constants {
+        context_char_limit: ((c.context_char_limit as f64) * scale).round().max(1.0) as usize,
+        ..c.clone()
+    };
+    scaled.validate()?;
+    Ok(scaled)
+}
+
 fn scaled_constants(c: &Constants, scale: f64) -> LabResult<Constants> {
     check_scale(scale)?;
     let scaled = if scale == 1.0 {
@@ -1026,7 +1057,7 @@ pub fn render_markdown(reports: &[ReplayReport]) -> String {
 pub fn render_markdown_columns(reports: &[ReplayReport], columns: &[usize]) -> String {
     format!(
         "### Replay of real transcripts\n\n{SIZE_ESTIMATES}.\n\n{}\n\n`@` = index in the imported main conversation; \
-`first fired` = first model call before which any step changed the context; \
+`first fired` = first model call before which the profile compacted (archived or summarised); \
 real compactions show the recorded trigger and tokens when the log has them.\n",
         table(reports, true, columns)
     )
@@ -1216,6 +1247,51 @@ mod tests {
         let at = r.first_summary_at.unwrap();
         assert_eq!(r.summary_vs_real, Some(at as i64 - 30));
         assert!(r.peak_chars < r.raw_final_chars);
+    }
+
+    #[test]
+    fn scale_to_real_scales_the_limit_alone() {
+        let c = profile("course-f9e8b28").unwrap().config.constants;
+        let scaled = limit_scaled(&c, 0.2).unwrap();
+        assert_eq!(
+            scaled,
+            Constants {
+                context_char_limit: 10_000,
+                ..c.clone()
+            }
+        );
+        // `--scale` still scales every size.
+        assert_ne!(
+            scaled_constants(&c, 0.2).unwrap().large_result_chars,
+            c.large_result_chars
+        );
+        let msgs = synthetic(40, 2_000);
+        let options = ReplayOptions {
+            scale: 0.2,
+            scale_to_real: true,
+            ..ReplayOptions::default()
+        };
+        let r = replay_messages("s", &msgs, &[30], "course-f9e8b28", &options).unwrap();
+        assert_eq!(r.context_char_limit, 10_000);
+    }
+
+    #[test]
+    fn first_fired_counts_compactions_only() {
+        // One result over the persistence threshold, the whole session under
+        // the limit: the result is saved, nothing is compacted.
+        let msgs = synthetic(1, 40_000);
+        let r = replay_messages("s", &msgs, &[], "hardened", &ReplayOptions::default()).unwrap();
+        assert_eq!(r.persisted_files, 1, "{r:?}");
+        assert_eq!(r.first_fired_at, None);
+        // A small scale makes it archive or summarise: that fires.
+        let msgs = synthetic(40, 2_000);
+        let small = ReplayOptions {
+            scale: 0.2,
+            ..ReplayOptions::default()
+        };
+        let r = replay_messages("s", &msgs, &[], "course-f9e8b28", &small).unwrap();
+        let fired = r.first_fired_at.expect("compacted at a fifth of the limit");
+        assert!(r.first_summary_at.is_none_or(|s| fired <= s), "{r:?}");
     }
 
     #[test]

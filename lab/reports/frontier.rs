@@ -71,6 +71,7 @@ pub fn frontier_rows() -> LabResult<Vec<Scored>> {
 pub fn frontier_runs() -> LabResult<Vec<Compared>> {
     let sheet = *crate::cache::prices::sheet(SHEET).expect("the frontier's price sheet exists");
     let measure = Measure {
+        envelope: crate::replay::envelope::EnvelopeArg::None,
         retention: true,
         pricing: Some(Pricing {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),

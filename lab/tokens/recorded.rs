@@ -55,6 +55,8 @@ pub struct Billing {
 /// One recorded request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
+    /// The response's `message.id` (locates the request in its file).
+    pub id: String,
     /// Uuid of the chain's root record: one conversation, one system prompt.
     pub chain: String,
     /// Whether it is a subagent's request.
@@ -131,6 +133,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             thinking::strip_earlier_turns(&mut messages, |m| reminders.starts_turn(m));
         }
         out.push(RecordedRequest {
+            id: id.to_string(),
             chain: str_of(root, "uuid").unwrap_or_default().to_string(),
             sidechain: r
                 .get("isSidechain")

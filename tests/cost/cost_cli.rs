@@ -115,7 +115,17 @@ fn policy_json_has_one_shape_whatever_the_flags() {
         k
     };
     let plain = keys(&[]);
-    assert_eq!(plain, ["cost", "recorded", "retention", "runs"]);
+    assert_eq!(
+        plain,
+        [
+            "cost",
+            "envelopes",
+            "product_compactions",
+            "recorded",
+            "retention",
+            "runs"
+        ]
+    );
     assert_eq!(keys(&["--cost"]), plain);
     assert_eq!(keys(&["--retention"]), plain);
     assert_eq!(keys(&["--cost", "--retention"]), plain);
@@ -133,4 +143,51 @@ fn retention_without_policy_is_a_usage_error() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty() && err.contains("--policy"), "{err}");
+}
+
+/// A Claude Code log with one prompt and one reply whose request recorded
+/// `total` prompt tokens (on line 2).
+fn usage_log(dir: &std::path::Path, total: u64) -> std::path::PathBuf {
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "isSidechain": false,
+            "message": {"role": "user", "content": "x".repeat(400)}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "isSidechain": false,
+            "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {"input_tokens": total, "output_tokens": 1}}}),
+    ];
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    write(dir, "u.jsonl", &text.join("\n"))
+}
+
+/// Bad envelopes: too large for the first request, or usage below the
+/// logged messages: exit 3 naming the file and line, the fix, no table.
+#[test]
+fn a_bad_envelope_exits_3_with_the_line_and_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = usage_log(dir.path(), 5_000);
+    let f = ok.to_str().unwrap();
+    let (code, out, err) = lab(&["replay", f, "--policy", "none", "--envelope", "6000"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("u.jsonl:2:") && err.contains("--envelope auto"),
+        "{err}"
+    );
+    let (code, out, _) = lab(&["replay", f, "--policy", "none", "--envelope", "4000"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("envelope of u.jsonl: 4000 tokens (estimate; --envelope)"),
+        "{out}"
+    );
+    let low = usage_log(dir.path(), 20);
+    let (code, out, err) = lab(&["replay", low.to_str().unwrap(), "--policy", "none"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        out.is_empty() && err.contains(":2:") && err.contains("inconsistent usage"),
+        "{err}"
+    );
+    let (code, _, err) = lab(&["replay", f, "--policy", "none", "--envelope", "lots"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("token count"), "{err}");
 }

@@ -6,6 +6,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod estimator_replay;
+mod product_compactions;
 mod replay_real;
 mod replay_render;
 mod replay_scale;

@@ -357,3 +357,43 @@ fn the_frontier_report_marks_exactly_the_dominated_policies() {
     }
     assert!(rows.iter().any(|r| !r.dominated));
 }
+
+/// Retention measures, never changes: under every policy, the run's calls,
+/// loss counters and cost are the same with `--retention` as without (the
+/// planted facts go into a run of their own).
+#[test]
+fn retention_changes_no_cost_and_no_loss_counter() {
+    use ctxlab::replay::policies::{compare_one, Measure, Pricing};
+    let messages = reads(80);
+    let sheet = *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap();
+    let plain = Measure {
+        pricing: Some(Pricing {
+            provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
+            sheet,
+            prices: ctxlab::cache::prices::table::PriceTable::builtin(),
+        }),
+        ..Measure::default()
+    };
+    let with = Measure {
+        retention: true,
+        ..plain.clone()
+    };
+    let mut compared = 0;
+    for name in ctxlab::policy::list::names() {
+        let a = compare_one("g", &messages, name, 160, &plain).unwrap();
+        let b = compare_one("g", &messages, name, 160, &with).unwrap();
+        assert!(a.retention.is_none() && b.retention.is_some(), "{name}");
+        assert_eq!(a.run.calls, b.run.calls, "{name}: calls");
+        assert_eq!(a.run.findings, b.run.findings, "{name}: loss counters");
+        assert_eq!(a.run.events.len(), b.run.events.len(), "{name}: events");
+        let (ca, cb) = (a.cost.unwrap(), b.cost.unwrap());
+        assert_eq!(
+            (ca.input_tokens, ca.cache_read_tokens, ca.cache_write_tokens),
+            (cb.input_tokens, cb.cache_read_tokens, cb.cache_write_tokens),
+            "{name}: cost"
+        );
+        assert_eq!(ca.dollars, cb.dollars, "{name}: dollars");
+        compared += 1;
+    }
+    assert!(compared > 20);
+}

@@ -7,6 +7,7 @@ const MIN: i64 = 60_000;
 
 fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> RecordedRequest {
     RecordedRequest {
+        id: String::new(),
         chain: chain.into(),
         sidechain: false,
         model: "m".into(),

@@ -332,6 +332,7 @@ mod tests {
             root: Path::new("/run/p"),
             tokens: &Approx,
             turn: 0,
+            envelope: 0,
             now_ms: None,
             model: &mut model,
         };

@@ -243,6 +243,7 @@ mod tests {
             root: Path::new("/run/p"),
             tokens: &Approx,
             turn: 0,
+            envelope: 0,
             now_ms: None,
             model,
         };
@@ -334,6 +335,7 @@ mod tests {
                 root: Path::new("/r"),
                 tokens: &Approx,
                 turn: 0,
+                envelope: 0,
                 now_ms: None,
                 model: &mut spy,
             };

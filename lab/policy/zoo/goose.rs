@@ -232,6 +232,7 @@ mod tests {
             root: Path::new("/g"),
             tokens: &Approx,
             turn: 0,
+            envelope: 0,
             now_ms: None,
             model,
         };

@@ -7,6 +7,7 @@ use crate::replay::policies::{compare_one, Compared, Measure, Pricing};
 fn priced(session: &str) -> Vec<PolicyCost> {
     let sheet = *crate::cache::prices::sheet("claude-opus-4.1-5m").unwrap();
     let measure = Measure {
+        envelope: crate::replay::envelope::EnvelopeArg::None,
         retention: false,
         pricing: Some(Pricing {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),

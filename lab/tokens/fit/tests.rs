@@ -19,6 +19,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
         messages.push(Message::tool_results(vec![(format!("t{i}"), out)]));
         let total = 5_000.0 + Features::of(&messages).tokens(truth);
         requests.push(RecordedRequest {
+            id: String::new(),
             chain: "root".into(),
             sidechain: false,
             model: "m".into(),

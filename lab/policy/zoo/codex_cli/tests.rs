@@ -16,6 +16,7 @@ fn run(p: &mut CodexCli, h: &mut Vec<Message>, turn: usize, model: &mut Scripted
         root: Path::new("/run/p"),
         tokens: &Approx,
         turn,
+        envelope: 0,
         now_ms: None,
         model,
     };

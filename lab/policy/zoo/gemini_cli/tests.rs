@@ -125,6 +125,7 @@ fn run_forced(history: Vec<Message>, fs: &MemFs) -> (Vec<Message>, Prepared) {
         root: Path::new(ROOT),
         tokens: &Approx,
         turn: 0,
+        envelope: 0,
         now_ms: None,
         model: &mut model,
     };
@@ -204,6 +205,7 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
         root: Path::new(ROOT),
         tokens: &Approx,
         turn: 0,
+        envelope: 0,
         now_ms: None,
         model: &mut model,
     };
@@ -225,6 +227,7 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
         root: Path::new(ROOT),
         tokens: &Approx,
         turn: 1,
+        envelope: 0,
         now_ms: None,
         model: &mut model,
     };

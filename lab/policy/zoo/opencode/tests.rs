@@ -16,6 +16,7 @@ fn run(p: &mut Opencode, h: &mut Vec<Message>, fs: &MemFs, turn: usize) -> Prepa
         root: Path::new("/run/opencode"),
         tokens: &Approx,
         turn,
+        envelope: 0,
         now_ms: None,
         model: &mut model,
     };

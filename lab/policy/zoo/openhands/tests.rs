@@ -230,6 +230,7 @@ fn invalid_switches_are_refused_and_truncation_matches_upstream() {
         root: Path::new("/r"),
         tokens: &Approx,
         turn: 0,
+        envelope: 0,
         now_ms: None,
         model: &mut model,
     };

@@ -104,6 +104,7 @@ fn replay(
             root: Path::new("/run/swe"),
             tokens: &Approx,
             turn: out.len(),
+            envelope: 0,
             now_ms: None,
             model: &mut *model,
         };

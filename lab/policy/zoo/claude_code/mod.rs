@@ -24,6 +24,14 @@
 //! tools are content-cleared to `[Old tool result content cleared]`.
 //! The size cap, the idle gap and the number kept are not known exactly: the
 //! defaults below are marked as the lab's.
+//!
+//! The trigger was since read in Claude Code's published package (2.0.5,
+//! 2.0.22, 2.1.38): by model and release it is data, [`trigger`]. The count
+//! it compares is the whole request the product sends: the replay's fixed
+//! prefix ([`PolicyCtx::envelope`]) plus the history, up to the last reply
+//! for releases that count the last response's usage alone.
+
+pub mod trigger;
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +73,9 @@ pub struct Switches {
     pub output_reserve: usize,
     /// `AUTOCOMPACT_BUFFER_TOKENS` (mirrors: 13,000).
     pub autocompact_buffer: usize,
+    /// Whether the count includes the messages that arrived since the last
+    /// reply (2.1.38: yes; 2.0.x counted the last response's usage alone).
+    pub counts_arrivals: bool,
     /// `MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES` (mirrors: 3).
     pub max_consecutive_failures: usize,
     /// Results longer than this many chars are persisted (lab's choice: 50,000).
@@ -85,6 +96,7 @@ impl Default for Switches {
             context_window: 200_000,
             output_reserve: 20_000,
             autocompact_buffer: 13_000,
+            counts_arrivals: true,
             max_consecutive_failures: 3,
             max_result_size_chars: 50_000,
             preview_bytes: 2_000,
@@ -128,6 +140,32 @@ pub struct ClaudeCode {
 /// A boxed policy with the defaults above.
 pub fn make() -> Box<dyn Policy> {
     Box::new(ClaudeCode::default())
+}
+
+impl ClaudeCode {
+    /// The policy as the release `version` ran it for `model` (the trigger
+    /// from [`trigger::table`]).
+    pub fn for_product(model: &str, version: Option<&str>) -> ClaudeCode {
+        ClaudeCode {
+            switches: trigger::table().switches(model, version),
+            ..ClaudeCode::default()
+        }
+    }
+
+    /// What the trigger compares: the prefix plus the history as the product
+    /// counts it. Before any reply a release that counts usage alone sees
+    /// nothing (no usage yet), and one that estimates sees the messages only.
+    pub fn context_tokens(&self, history: &[Message], ctx: &PolicyCtx<'_>) -> usize {
+        let last_reply = history
+            .iter()
+            .rposition(|m| m.role == crate::message::Role::Assistant);
+        match (last_reply, self.switches.counts_arrivals) {
+            (None, false) => 0,
+            (None, true) => ctx.tokens.count_messages(history),
+            (Some(i), false) => ctx.envelope + ctx.tokens.count_messages(&history[..=i]),
+            (Some(_), true) => ctx.envelope + ctx.tokens.count_messages(history),
+        }
+    }
 }
 
 /// The wrapper the model sees instead of a persisted result.
@@ -229,7 +267,7 @@ impl ClaudeCode {
         events: &mut Vec<PolicyEvent>,
     ) {
         if self.failures >= self.switches.max_consecutive_failures
-            || ctx.tokens.count_messages(history) < self.switches.autocompact_at()
+            || self.context_tokens(history, ctx) < self.switches.autocompact_at()
         {
             return;
         }
@@ -275,7 +313,8 @@ impl Policy for ClaudeCode {
                 files: &[
                     "context-window: auto-compaction, window",
                     "shared transcripts claude_code/templar__chat@a46211b.json: continuation wrapper",
-                    "research notes (unofficial mirrors): thresholds, persistence, microcompaction",
+                    "npm @anthropic-ai/claude-code 2.0.5, 2.0.22, 2.1.38 cli.js (read 2026-12-04): the trigger by model and release (trigger.rs, triggers.json)",
+                "research notes (unofficial mirrors): persistence, microcompaction",
                 ],
                 license: "closed source (no code reproduced)",
                 approximate: true,
@@ -338,6 +377,7 @@ mod tests {
             root: Path::new("/run/cc"),
             tokens: &Approx,
             turn: 0,
+            envelope: 0,
             now_ms,
             model,
         };

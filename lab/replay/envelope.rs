@@ -1,0 +1,339 @@
+//! The session envelope: the fixed prefix every request of a replay carries
+//! (system prompt, tool definitions, first-turn context) that a transcript
+//! does not record.
+//!
+//! Its size, in the replay's own token counter, comes from
+//! 1. the log's recorded usage, where it has it (Claude Code): the first
+//!    request of each conversation, input + cache read + cache write, minus
+//!    the estimate of the messages logged for it; the first conversation
+//!    gives the prefix, each conversation after a product compaction the
+//!    prefix after that compaction (the product re-attaches files and todos
+//!    there, unlogged);
+//! 2. else the system prompt the log holds (OpenAI-format logs), counted;
+//! 3. else a per-product default from `envelope_defaults.json` (source and
+//!    date with each);
+//! 4. or `--envelope N|auto|none`.
+//!
+//! Every size is an estimate: reports say so beside numbers that include it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LabError, LabResult};
+use crate::import::{is_product_summary, ImportedSession, TranscriptFormat};
+use crate::policy::engine::Prefix;
+use crate::tokens::recorded::RecordedRequest;
+use crate::tokens::TokenCounter;
+
+/// What `--envelope` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EnvelopeArg {
+    /// Recorded usage, else the logged system prompt, else the product's default.
+    #[default]
+    Auto,
+    /// No prefix (the replay as before the envelope existed).
+    None,
+    /// This many tokens at every request.
+    Tokens(usize),
+}
+
+impl std::str::FromStr for EnvelopeArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(EnvelopeArg::Auto),
+            "none" => Ok(EnvelopeArg::None),
+            n => n.parse().map(EnvelopeArg::Tokens).map_err(|_| {
+                format!("`{n}` is not an envelope: give a token count, `auto` or `none`")
+            }),
+        }
+    }
+}
+
+/// Where a session's envelope size came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "basis", rename_all = "snake_case")]
+pub enum Basis {
+    /// The log's recorded usage.
+    Recorded,
+    /// The system prompt the log holds, counted.
+    LoggedSystem,
+    /// A product's default (`envelope_defaults.json`).
+    ProductDefault {
+        /// The product.
+        product: String,
+        /// Where the number comes from.
+        source: String,
+        /// When it was read.
+        date: String,
+    },
+    /// `--envelope N`.
+    Given,
+    /// None: `--envelope none`, or nothing known for this format.
+    None,
+}
+
+impl Basis {
+    /// A short label for table notes.
+    pub fn label(&self) -> String {
+        match self {
+            Basis::Recorded => "recorded usage".into(),
+            Basis::LoggedSystem => "logged system prompt".into(),
+            Basis::ProductDefault { product, date, .. } => format!("{product} default ({date})"),
+            Basis::Given => "--envelope".into(),
+            Basis::None => "none".into(),
+        }
+    }
+}
+
+/// A session's envelope: the prefix the engine sends and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// Sizes, in the replay's counter.
+    pub prefix: Prefix,
+    /// Their source.
+    pub basis: Basis,
+}
+
+/// A session's envelope as the report states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct EnvelopeNote {
+    /// Session name.
+    pub session: String,
+    /// Tokens at the first request (an estimate).
+    pub tokens: usize,
+    /// Tokens after each product compaction (estimates).
+    pub after_compaction: Vec<usize>,
+    /// Where they came from.
+    #[serde(flatten)]
+    pub basis: Basis,
+}
+
+/// One line per session with an envelope: its size and source, marked as
+/// the estimate it is.
+pub fn render_notes(notes: &[EnvelopeNote]) -> String {
+    let mut s = String::new();
+    for n in notes.iter().filter(|n| n.basis != Basis::None) {
+        let after = if n.after_compaction.is_empty() {
+            String::new()
+        } else {
+            let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
+            format!(", after the product's compactions {}", sizes.join(", "))
+        };
+        s.push_str(&format!(
+            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request\n",
+            n.session,
+            n.tokens,
+            n.basis.label()
+        ));
+    }
+    s
+}
+
+/// One product's default.
+#[derive(Debug, Clone, Deserialize)]
+struct Default_ {
+    formats: Vec<String>,
+    product: String,
+    tokens: usize,
+    source: String,
+    date: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Defaults {
+    products: Vec<Default_>,
+}
+
+const DEFAULTS_JSON: &str = include_str!("envelope_defaults.json");
+
+fn product_default(format: TranscriptFormat) -> Option<Default_> {
+    // The file is part of the build and tested; a malformed one cannot ship.
+    let d: Defaults = serde_json::from_str(DEFAULTS_JSON).expect("envelope_defaults.json parses");
+    d.products
+        .into_iter()
+        .find(|p| p.formats.iter().any(|f| f == format.name()))
+}
+
+/// A Claude Code log read for its usage: the requests of its main agent and
+/// the release that wrote it.
+#[derive(Debug, Clone)]
+pub struct RecordedLog {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Its text (to locate a request for an error).
+    text: String,
+    /// Main-agent requests with usage, in log order.
+    pub requests: Vec<RecordedRequest>,
+    /// The Claude Code release of the first main-agent record that names one.
+    pub version: Option<String>,
+}
+
+impl RecordedLog {
+    /// Reads `path` when its format records usage (Claude Code logs); `None` otherwise.
+    pub fn read(path: &Path, format: TranscriptFormat) -> LabResult<Option<RecordedLog>> {
+        if !matches!(
+            format,
+            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
+        ) {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LabError::io("reading a recorded session", path, e))?;
+        let records = crate::tokens::recorded::parse_records(path, &text)?;
+        let version = records
+            .iter()
+            .filter(|r| r.get("isSidechain").and_then(serde_json::Value::as_bool) != Some(true))
+            .find_map(|r| r.get("version").and_then(serde_json::Value::as_str))
+            .map(str::to_string);
+        let requests = crate::tokens::recorded::requests(&records)
+            .into_iter()
+            .filter(|r| !r.sidechain)
+            .collect();
+        Ok(Some(RecordedLog {
+            path: path.to_path_buf(),
+            text,
+            requests,
+            version,
+        }))
+    }
+
+    /// The model of the first main-agent request.
+    pub fn model(&self) -> Option<&str> {
+        self.requests.first().map(|r| r.model.as_str())
+    }
+
+    /// The first request of each conversation (chain), in log order.
+    pub fn conversation_starts(&self) -> Vec<&RecordedRequest> {
+        let mut seen = std::collections::HashSet::new();
+        self.requests
+            .iter()
+            .filter(|r| seen.insert(r.chain.as_str()))
+            .collect()
+    }
+
+    /// First requests of the conversations a product compaction opened
+    /// (their first message is the product's summary), in order.
+    pub fn after_compactions(&self) -> Vec<&RecordedRequest> {
+        self.conversation_starts()
+            .into_iter()
+            .skip(1)
+            .filter(|r| r.messages.first().is_some_and(is_product_summary))
+            .collect()
+    }
+
+    /// 1-based line and column of request `r` in the file (where its
+    /// response id first appears; 0, 0 when it cannot be found).
+    pub fn position(&self, r: &RecordedRequest) -> (usize, usize) {
+        let Some(at) = (!r.id.is_empty()).then(|| self.text.find(&r.id)).flatten() else {
+            return (0, 0);
+        };
+        let before = &self.text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        (line, column)
+    }
+
+    /// The prefix of the conversation `r` opens: its recorded prompt tokens
+    /// minus the estimate of its logged messages. Fewer recorded tokens than
+    /// the messages alone is usage inconsistent with the log (exit 3).
+    fn prefix_of(&self, r: &RecordedRequest, counter: &dyn TokenCounter) -> LabResult<usize> {
+        let recorded = r.usage.total();
+        let logged = counter.count_messages(&r.messages) as u64;
+        if logged > recorded {
+            let (line, column) = self.position(r);
+            return Err(LabError::Input {
+                file: self.path.clone(),
+                line,
+                column,
+                message: format!(
+                    "inconsistent usage: this request recorded {recorded} prompt tokens (input + cache read + cache write), fewer than its {} logged messages alone ({logged} tokens by {}), so no envelope can be derived",
+                    r.messages.len(),
+                    counter.name()
+                ),
+                fix: "the usage does not belong to these messages (an edited or merged log); repair the record, or replay with --envelope none or --envelope N".into(),
+            });
+        }
+        Ok((recorded - logged) as usize)
+    }
+}
+
+/// The envelope of `session` under `arg`, counted with `counter`; `log` is
+/// its recorded usage when the format has it.
+pub fn envelope_for(
+    session: &ImportedSession,
+    log: Option<&RecordedLog>,
+    arg: EnvelopeArg,
+    counter: &dyn TokenCounter,
+) -> LabResult<Envelope> {
+    let claude = matches!(
+        session.format,
+        TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
+    );
+    let product_policy = claude.then(|| crate::policy::zoo::claude_code::NAME.to_string());
+    let fixed = |tokens: usize, basis: Basis| Envelope {
+        prefix: Prefix {
+            tokens,
+            after_compaction: Vec::new(),
+            product_policy: product_policy.clone(),
+        },
+        basis,
+    };
+    let first = log.and_then(|l| l.requests.first().map(|r| (l, r)));
+    match arg {
+        EnvelopeArg::None => Ok(fixed(0, Basis::None)),
+        EnvelopeArg::Tokens(n) => {
+            if let Some((l, r)) = first.filter(|(_, r)| n as u64 > r.usage.total()) {
+                let (line, column) = l.position(r);
+                return Err(LabError::Input {
+                    file: l.path.clone(),
+                    line,
+                    column,
+                    message: format!(
+                        "--envelope {n} is larger than the session's first request, which recorded {} prompt tokens in all",
+                        r.usage.total()
+                    ),
+                    fix: "give an envelope no larger than the first request, or --envelope auto to derive it from the recorded usage".into(),
+                });
+            }
+            Ok(fixed(n, Basis::Given))
+        }
+        EnvelopeArg::Auto => {
+            if let Some((l, r)) = first {
+                let after = l
+                    .after_compactions()
+                    .into_iter()
+                    .map(|a| l.prefix_of(a, counter))
+                    .collect::<LabResult<Vec<_>>>()?;
+                return Ok(Envelope {
+                    prefix: Prefix {
+                        tokens: l.prefix_of(r, counter)?,
+                        after_compaction: after,
+                        product_policy,
+                    },
+                    basis: Basis::Recorded,
+                });
+            }
+            if !session.system.is_empty() {
+                let system: usize = session.system.iter().map(|s| counter.count(s)).sum();
+                return Ok(fixed(system, Basis::LoggedSystem));
+            }
+            Ok(match product_default(session.format) {
+                Some(d) => fixed(
+                    d.tokens,
+                    Basis::ProductDefault {
+                        product: d.product,
+                        source: d.source,
+                        date: d.date,
+                    },
+                ),
+                None => fixed(0, Basis::None),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+use super::*;
+use crate::import::{import_file, ImportOptions};
+use crate::tokens::Approx;
+
+/// A Claude Code log of one conversation, one prompt and one reply whose
+/// request recorded `total` prompt tokens, then (when `compacted`) an
+/// automatic compaction and a second conversation recording `after`.
+fn log(total: u64, compacted: Option<u64>) -> tempfile::NamedTempFile {
+    let usage = |n: u64| serde_json::json!({"input_tokens": 10, "cache_read_input_tokens": n - 10, "output_tokens": 5});
+    let mut lines = vec![
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "isSidechain": false, "version": "2.0.22",
+            "message": {"role": "user", "content": "x".repeat(400)}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "isSidechain": false, "version": "2.0.22",
+            "message": {"id": "msg_first", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "ok"}], "usage": usage(total)}}),
+    ];
+    if let Some(after) = compacted {
+        lines.extend([
+            serde_json::json!({"type": "system", "subtype": "compact_boundary", "uuid": "b", "parentUuid": null,
+                "logicalParentUuid": "a1", "isSidechain": false, "compactMetadata": {"trigger": "auto", "preTokens": total + 5}}),
+            serde_json::json!({"type": "user", "uuid": "s1", "parentUuid": "b", "isSidechain": false, "isCompactSummary": true,
+                "message": {"role": "user", "content": format!("{}{}", crate::policy::zoo::claude_code::SUMMARY_OPEN, "y".repeat(800))}}),
+            serde_json::json!({"type": "assistant", "uuid": "a2", "parentUuid": "s1", "isSidechain": false,
+                "message": {"id": "msg_after", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                    "content": [{"type": "text", "text": "go on"}], "usage": usage(after)}}),
+        ]);
+    }
+    let mut f = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .unwrap();
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::io::Write::write_all(&mut f, text.join("\n").as_bytes()).unwrap();
+    f
+}
+
+fn envelope(f: &tempfile::NamedTempFile, arg: EnvelopeArg) -> LabResult<Envelope> {
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let log = RecordedLog::read(f.path(), session.format).unwrap();
+    envelope_for(&session, log.as_ref(), arg, &Approx)
+}
+
+#[test]
+fn the_argument_parses_and_refuses_what_is_not_a_size() {
+    assert_eq!("auto".parse(), Ok(EnvelopeArg::Auto));
+    assert_eq!("none".parse(), Ok(EnvelopeArg::None));
+    assert_eq!("1200".parse(), Ok(EnvelopeArg::Tokens(1200)));
+    assert!("-3"
+        .parse::<EnvelopeArg>()
+        .unwrap_err()
+        .contains("token count"));
+}
+
+#[test]
+fn recorded_usage_gives_the_prefix_per_conversation() {
+    let f = log(5_000, Some(9_000));
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let l = RecordedLog::read(f.path(), session.format)
+        .unwrap()
+        .unwrap();
+    assert_eq!(l.version.as_deref(), Some("2.0.22"));
+    let first = Approx.count_messages(&l.requests[0].messages);
+    let summary = Approx.count_messages(&l.requests[1].messages);
+    let e = envelope_for(&session, Some(&l), EnvelopeArg::Auto, &Approx).unwrap();
+    assert_eq!(e.basis, Basis::Recorded);
+    assert_eq!(e.prefix.tokens, 5_000 - first);
+    assert_eq!(e.prefix.after_compaction, vec![9_000 - summary]);
+    assert_eq!(e.prefix.product_policy.as_deref(), Some("claude-code"));
+    assert_eq!(e.prefix.after(1), 9_000 - summary);
+    assert_eq!(e.prefix.after(2), 9_000 - summary, "the last one stays");
+}
+
+#[test]
+fn usage_below_the_logged_messages_is_refused_at_its_line() {
+    let err = envelope(&log(50, None), EnvelopeArg::Auto).unwrap_err();
+    assert_eq!(err.exit_code(), 3);
+    let text = err.to_string();
+    assert!(text.contains(":2:"), "{text}");
+    assert!(
+        text.contains("inconsistent usage") && text.contains("--envelope none"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_envelope_larger_than_the_first_request_is_refused_at_its_line() {
+    let f = log(5_000, None);
+    let err = envelope(&f, EnvelopeArg::Tokens(5_001)).unwrap_err();
+    assert_eq!(err.exit_code(), 3);
+    let text = err.to_string();
+    assert!(
+        text.contains(":2:") && text.contains("--envelope 5001"),
+        "{text}"
+    );
+    let ok = envelope(&f, EnvelopeArg::Tokens(5_000)).unwrap();
+    assert_eq!((ok.prefix.tokens, ok.basis), (5_000, Basis::Given));
+    assert_eq!(envelope(&f, EnvelopeArg::None).unwrap().prefix.tokens, 0);
+}
+
+#[test]
+fn without_usage_the_logged_system_prompt_or_the_product_default_is_used() {
+    // A Claude Code log without usage: the dated default.
+    let mut f = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .unwrap();
+    let line = serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "isSidechain": false,
+        "message": {"role": "user", "content": "hi"}});
+    std::io::Write::write_all(&mut f, line.to_string().as_bytes()).unwrap();
+    let e = envelope(&f, EnvelopeArg::Auto).unwrap();
+    assert_eq!(e.prefix.tokens, 20_858);
+    assert!(
+        matches!(&e.basis, Basis::ProductDefault { date, source, .. } if date == "2026-12-04" && source.contains("dmux"))
+    );
+    // An OpenAI-format log with its system prompt: that prompt, counted.
+    let mut f = tempfile::Builder::new().suffix(".json").tempfile().unwrap();
+    let msgs = serde_json::json!([
+        {"role": "system", "content": "s".repeat(4_000)},
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": "done"}
+    ]);
+    std::io::Write::write_all(&mut f, msgs.to_string().as_bytes()).unwrap();
+    let e = envelope(&f, EnvelopeArg::Auto).unwrap();
+    assert_eq!((e.prefix.tokens, e.basis), (1_000, Basis::LoggedSystem));
+    assert_eq!(e.prefix.product_policy, None);
+}
+
+#[test]
+fn notes_mark_the_size_as_an_estimate() {
+    let note = EnvelopeNote {
+        session: "s.jsonl".into(),
+        tokens: 21_000,
+        after_compaction: vec![44_000],
+        basis: Basis::Recorded,
+    };
+    assert_eq!(
+        render_notes(&[note]),
+        "envelope of s.jsonl: 21000 tokens, after the product's compactions 44000 (estimate; recorded usage), sent before every request\n"
+    );
+}

@@ -1,0 +1,122 @@
+//! The Claude estimator scored leave-one-session-out on the replay's own
+//! requests: each shared Claude Code session is imported, its envelope sized
+//! from recorded usage with rates fitted without it, and replayed under
+//! `none` conversation by conversation (the first one, and each after a real
+//! compaction from the product's summary on); every request but each
+//! conversation's first (the anchor of the envelope) is scored against the
+//! recorded prompt tokens: |messages + envelope − recorded| / recorded.
+//!
+//! Target: cumulative error ≤ 3 % median, ≤ 8 % p95. Pinned below as
+//! measured; notes/cost.md has the figures and why the p95 is missed.
+
+use crate::common;
+
+use ctxlab::import::{import_file, ImportOptions};
+use ctxlab::policy::engine::{replay, Env, Prefix, Session};
+use ctxlab::replay::envelope::{envelope_for, EnvelopeArg, RecordedLog};
+use ctxlab::tokens::claude::Claude;
+use ctxlab::tokens::fit::{fit_without, load_dir, Spread};
+
+/// Held-out errors of one session, or why it was not scored.
+fn session_errors(dir: &std::path::Path, name: &str, counter: Claude) -> Result<Vec<f64>, String> {
+    let path = dir.join(name);
+    let imported = import_file(&path, &ImportOptions::default()).unwrap();
+    let log = RecordedLog::read(&path, imported.format).unwrap().unwrap();
+    let envelope = envelope_for(&imported, Some(&log), EnvelopeArg::Auto, &counter).unwrap();
+    let mut bounds = vec![0];
+    bounds.extend(imported.real_compactions.iter().copied());
+    bounds.push(imported.main.len());
+    let chains: Vec<&str> = std::iter::once(log.requests[0].chain.as_str())
+        .chain(log.after_compactions().iter().map(|r| r.chain.as_str()))
+        .collect();
+    let mut errors = Vec::new();
+    for (j, w) in bounds.windows(2).enumerate() {
+        let Some(chain) = chains.get(j) else {
+            return Err(format!("conversation {j} has no recorded chain"));
+        };
+        let recorded: Vec<f64> = log
+            .requests
+            .iter()
+            .filter(|r| r.chain == *chain)
+            .map(|r| r.usage.total() as f64)
+            .collect();
+        let mut env = Env {
+            tokens: Box::new(counter),
+            prefix: Prefix {
+                tokens: envelope.prefix.after(j),
+                ..Prefix::default()
+            },
+            ..Env::default()
+        };
+        let mut none = ctxlab::policy::list::make("none").unwrap();
+        let session = Session {
+            name,
+            messages: &imported.main[w[0]..w[1]],
+            times_ms: None,
+        };
+        let run = replay(none.as_mut(), session, &mut env).unwrap();
+        if run.calls.len() != recorded.len() {
+            return Err(format!(
+                "conversation {j}: {} replayed calls, {} recorded requests",
+                run.calls.len(),
+                recorded.len()
+            ));
+        }
+        for (c, y) in run.calls.iter().zip(&recorded).skip(1) {
+            errors.push(((c.tokens + c.envelope) as f64 - y).abs() / y);
+        }
+    }
+    Ok(errors)
+}
+
+#[test]
+fn held_out_on_the_replays_own_requests_with_the_envelope() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let dir = dir.join("claude_code");
+    let sessions = load_dir(&dir).unwrap();
+    let mut all = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        let counter = Claude {
+            coefficients: fit_without(&sessions, i),
+        };
+        match session_errors(&dir, &s.name, counter) {
+            Ok(e) => {
+                let spread = Spread::of(&e);
+                eprintln!(
+                    "{}: n {} median {:.4} p95 {:.4}",
+                    s.name, spread.n, spread.median, spread.p95
+                );
+                all.extend(e);
+            }
+            Err(why) => {
+                eprintln!("{}: not scored: {why}", s.name);
+                skipped.push(s.name.clone());
+            }
+        }
+    }
+    let pooled = Spread::of(&all);
+    eprintln!(
+        "pooled: n {} median {:.4} p95 {:.4}; not scored: {skipped:?}",
+        pooled.n, pooled.median, pooled.p95
+    );
+    // Measured 2026-12-04: median 2.6 % (target met), p95 21.9 % (missed:
+    // Claude Code attaches @-mentioned files and file-change reminders
+    // without logging them; dotclaude jumps 12k and 42k tokens at two
+    // prompts that mention files, socialaize grows twice as fast as its
+    // logged messages after its first compaction).
+    assert_eq!(pooled.n, 622);
+    assert!(pooled.median <= 0.03, "{pooled:?}");
+    assert!((pooled.p95 - 0.2193).abs() < 0.005, "{pooled:?}");
+    // Two logs record a request the importer's main chain has no call for
+    // (or the reverse), so calls and requests cannot be paired by position.
+    assert_eq!(
+        skipped,
+        [
+            "golfgod__chat@c2f506b.json",
+            "session-share__general-tool-calls.jsonl"
+        ]
+    );
+}
