@@ -168,6 +168,11 @@ pub enum Command {
         /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout).
         #[arg(long, value_name = "FORMAT")]
         format_in: Option<String>,
+        /// Also write every session's normalised messages to OUT (JSON
+        /// Lines, one message per line with its session, index and source
+        /// line; `lab schema export`).
+        #[arg(long, value_name = "OUT")]
+        export: Option<std::path::PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -335,6 +340,17 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             files,
             strict,
             format_in,
+            export: Some(out),
+            ..
+        }) => {
+            let options = crate::import::ImportOptions::from_flags(strict, &format_in)?;
+            crate::replay::dump::export_files(&files, &options, &out)
+        }
+        Some(Command::Import {
+            files,
+            strict,
+            format_in,
+            export: None,
             format,
         }) => crate::import::command(
             &files,
@@ -403,7 +419,11 @@ pub type SchemaFn = fn() -> serde_json::Value;
 
 /// Every JSON output with a schema: its name and generator. The checked-in
 /// copies live in `lab/schemas/NAME.schema.json` (`make schemas`).
-pub const SCHEMAS: &[(&str, SchemaFn)] = &[("replay-policies", crate::replay::policies::schema)];
+pub const SCHEMAS: &[(&str, SchemaFn)] = &[
+    ("replay-policies", crate::replay::policies::schema),
+    ("dump", crate::replay::dump::dump_schema),
+    ("export", crate::replay::dump::export_schema),
+];
 
 /// `lab schema [NAME]`: the schema, pretty-printed, or the list of names.
 fn schema(name: Option<&str>) -> LabResult<String> {

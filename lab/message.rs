@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Who sent a message. Tool results travel in `user` messages, as in the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The user, or the harness speaking for tools.
@@ -18,7 +18,7 @@ pub enum Role {
 }
 
 /// One content block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     /// Plain text.
@@ -55,7 +55,7 @@ pub enum Block {
 }
 
 /// Message content: a plain string or a list of blocks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Content {
     /// A plain string (user prompts, markers, summaries).
@@ -97,7 +97,7 @@ impl<'de> Deserialize<'de> for Content {
 }
 
 /// One message of a request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Message {
     /// Sender.
     pub role: Role,

@@ -71,6 +71,15 @@ pub fn without_product_artefacts(session: &ImportedSession) -> Vec<Message> {
         .collect()
 }
 
+/// The source line of each message [`without_product_artefacts`] keeps.
+pub fn lines_without_product_artefacts(session: &ImportedSession) -> Vec<usize> {
+    let drop = product_artefacts(session);
+    (0..session.main.len())
+        .filter(|i| drop.binary_search(i).is_err())
+        .map(|i| session.main_lines.get(i).copied().unwrap_or(0))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

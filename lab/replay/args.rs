@@ -63,6 +63,14 @@ pub struct ReplayArgs {
         requires = "policy"
     )]
     pub envelope: super::envelope::EnvelopeArg,
+    /// With --policy: write every request each policy sent, per session
+    /// and policy, into DIR (`DIR/SESSION/POLICY.jsonl`, one line per model
+    /// call, and `DIR/SESSION/messages.jsonl`; `lab schema dump`).
+    #[arg(long, value_name = "DIR", requires = "policy")]
+    pub dump: Option<std::path::PathBuf>,
+    /// The request shape of --dump: the session's own (`auto`), or a provider's.
+    #[arg(long, value_enum, default_value_t, requires = "dump")]
+    pub wire: super::wire::WireChoice,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -189,6 +197,7 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         pricing,
         tokens: a.tokens,
         envelope: a.envelope,
+        dump: a.dump.map(|d| (d, a.wire)),
     };
     super::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,

@@ -18,10 +18,12 @@ use crate::error::{LabError, LabResult};
 mod args;
 pub mod cost_arms;
 pub mod dollars;
+pub mod dump;
 pub mod envelope;
 pub mod policies;
 pub mod product;
 pub mod profiles;
+pub mod wire;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};

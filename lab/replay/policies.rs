@@ -92,6 +92,8 @@ pub struct SessionSetup {
     pub basis: Option<crate::replay::envelope::Basis>,
     /// The product, for its own policy's trigger.
     pub product: Option<Product>,
+    /// Where every request goes with `--dump`.
+    pub dump: Option<crate::replay::dump::DumpTarget>,
 }
 
 /// What to measure besides the checker's verdict.
@@ -105,6 +107,8 @@ pub struct Measure {
     pub pricing: Option<Pricing>,
     /// The tokenizer sizes are counted with.
     pub tokens: crate::tokens::Tokens,
+    /// `--dump DIR` and its `--wire`: every request written there.
+    pub dump: Option<(PathBuf, crate::replay::wire::WireChoice)>,
 }
 
 /// One session under one policy.
@@ -150,9 +154,17 @@ pub fn compare_set_up(
     // measuring it never changes what it sits beside.
     let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
     let mut cost = crate::cache::observe::CostObserver::new(setup.prefix.tokens as u64, None);
+    let mut dumper = setup
+        .dump
+        .clone()
+        .map(|t| crate::replay::dump::Dumper::new(t, name))
+        .transpose()?;
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if measure.pricing.is_some() {
         observers.push(&mut cost);
+    }
+    if let Some(d) = dumper.as_mut() {
+        observers.push(d);
     }
     let run = run_observed(
         policy.as_mut(),
@@ -162,6 +174,10 @@ pub fn compare_set_up(
         setup,
         &mut observers,
     )?;
+    if let Some(d) = dumper {
+        // Only a run that ended well puts its dump in place.
+        d.finish()?;
+    }
     let retention = if measure.retention {
         let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
         let (planted, facts) = plant(messages, &Position::ALL);
@@ -239,11 +255,17 @@ pub fn replay_files_product(
     }
     let mut out = Vec::new();
     let mut info = Sessions::default();
+    let mut taken = Vec::new();
     for file in files {
         // A trajectory array holds one session per trajectory; each is replayed.
         for session in crate::import::import_file_sessions(file, import)? {
-            let (setup, log) = set_up(&session, &measure)?;
+            let (mut setup, log) = set_up(&session, &measure)?;
             let messages = crate::import::artefacts::without_product_artefacts(&session);
+            if let Some((dir, wire)) = &measure.dump {
+                setup.dump = Some(dump_target(dir, wire, &session, &mut taken));
+                let target = setup.dump.as_ref().expect("just set");
+                crate::replay::dump::write_export(target, &messages)?;
+            }
             let mut rows = crate::replay::product::compactions(&session, log.as_ref());
             for name in &names {
                 let c =
@@ -266,6 +288,21 @@ pub fn replay_files_product(
         }
     }
     Ok((out, info))
+}
+
+/// Where `session`'s dumps go under `dir`.
+fn dump_target(
+    dir: &std::path::Path,
+    wire: &crate::replay::wire::WireChoice,
+    session: &crate::import::ImportedSession,
+    taken: &mut Vec<PathBuf>,
+) -> crate::replay::dump::DumpTarget {
+    crate::replay::dump::DumpTarget {
+        dir: crate::replay::dump::session_dir(dir, &session.label, taken),
+        session: session.label.clone(),
+        lines: crate::import::artefacts::lines_without_product_artefacts(session),
+        wire: wire.for_format(session.format),
+    }
 }
 
 /// What a replay found about its sessions besides the runs.
@@ -301,6 +338,7 @@ pub fn set_up(
             prefix: envelope.prefix,
             basis: Some(envelope.basis),
             product,
+            dump: None,
         },
         log,
     ))

@@ -79,6 +79,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
             prices: crate::cache::prices::table::PriceTable::builtin(),
         }),
         tokens: crate::tokens::Tokens::Approx,
+        dump: None,
     };
     let messages = session();
     crate::policy::list::names()

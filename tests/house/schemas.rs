@@ -124,3 +124,42 @@ fn replay_policies_json_of_a_claude_code_log_validates() {
     let errs = errors(&schema, &v);
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+#[test]
+fn dump_and_export_lines_validate() {
+    let dump = checked_in("dump");
+    let export = checked_in("export");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(&path, serde_json::to_string(&session()).unwrap()).unwrap();
+    let out = dir.path().join("dump");
+    let p = path.to_str().unwrap();
+    let policies = "none,course-main,claude-code,openhands-recent";
+    lab_ok(&[
+        "replay",
+        p,
+        "--policy",
+        policies,
+        "--dump",
+        out.to_str().unwrap(),
+    ]);
+    let mut seen = 0;
+    for entry in std::fs::read_dir(out.join("s.json")).unwrap() {
+        let file = entry.unwrap().path();
+        let schema = if file.ends_with("messages.jsonl") {
+            &export
+        } else {
+            &dump
+        };
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let errs = errors(schema, &v);
+            assert!(errs.is_empty(), "{}: {errs:#?}", file.display());
+            seen += 1;
+        }
+    }
+    assert!(
+        seen > 4 * 7,
+        "every policy's calls and the messages: {seen}"
+    );
+}

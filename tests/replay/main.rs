@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod dump;
 mod estimator_replay;
 mod product_compactions;
 mod replay_real;

@@ -138,9 +138,12 @@ fn a_smaller_scale_never_raises_the_peak() {
         tenth.peak_chars,
         full.peak_chars
     );
-    // Never fired counts as after every call.
-    let fired = |r: &ReplayReport| r.first_fired_at.unwrap_or(usize::MAX);
-    assert!(fired(&tenth) <= fired(&full));
+    // A tenth of the budget summarises at least as often. (Not "fires no
+    // later": "first fired" is the first archive or summary, and at a tenth
+    // the results persisted and micro-compacted earlier can put it later:
+    // on this session call 15 against 11.)
+    assert!(tenth.summary_calls >= full.summary_calls);
+    assert!(tenth.first_fired_at.is_some());
     assert_eq!(tenth.raw_final_chars, full.raw_final_chars, "same input");
 }
 

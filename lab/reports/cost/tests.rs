@@ -15,6 +15,7 @@ fn priced(session: &str) -> Vec<PolicyCost> {
             prices: crate::cache::prices::table::PriceTable::builtin(),
         }),
         tokens: crate::tokens::Tokens::Approx,
+        dump: None,
     };
     let messages = crate::replay::profiles::synthetic_main(24, 4_000);
     let runs: Vec<Compared> = ["none", "prototype", "vercel-prune-messages"]
