@@ -70,6 +70,8 @@
 //!   under profiles or policies.
 //!
 //! Floor 8:
+//! - [`check`]: `lab check`, policies over sessions against declared
+//!   expectations, for a harness's CI (JUnit XML).
 //! - [`experiments`]: the list of every experiment row, gathered from each
 //!   mechanism's table, and lookup by id.
 //! - [`sweep`]: factorial sweeps of switches × path lengths × seeds, and
@@ -85,6 +87,7 @@
 
 pub mod alloc;
 pub mod cache;
+pub mod check;
 pub mod cli;
 pub mod compact;
 pub mod counters;

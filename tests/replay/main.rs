@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod check;
 mod dump;
 mod estimator_replay;
 mod product_compactions;
