@@ -162,6 +162,24 @@ fn to_policy_event(e: &Event) -> PolicyEvent {
 }
 
 impl Policy for CoursePolicy {
+    /// Constants and switches by their course names (`lab profiles`), as
+    /// `lab break --set` takes them.
+    fn configure(&mut self, overrides: &super::variant::Overrides) -> Result<(), String> {
+        let assignments: Vec<String> = overrides
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect();
+        let mut config = self.compactor.config.clone();
+        config
+            .apply_overrides(&assignments)
+            .map_err(|e| e.to_string())?;
+        self.compactor.config = config;
+        Ok(())
+    }
+
     fn info(&self) -> PolicyInfo {
         let c = &self.profile.config;
         PolicyInfo {

@@ -71,9 +71,22 @@ pub fn names() -> Vec<&'static str> {
     out
 }
 
-/// Build the policy called `name` (case-insensitive; `seed` is the course
-/// revision the seed analyses).
-pub fn make(name: &str) -> LabResult<Box<dyn Policy>> {
+/// Build the policy `spec` names: a policy name (case-insensitive; `seed`
+/// is the course revision the seed analyses), or a [`super::variant`] of
+/// one (`NAME:KEY=VALUE…`, `NAME:FILE.toml`).
+pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
+    let (name, overrides) = super::variant::parse(spec)?;
+    let policy = make_named(&name)?;
+    if overrides.is_empty() {
+        return Ok(policy);
+    }
+    Ok(Box::new(super::variant::Variant::new(
+        policy, spec, &overrides,
+    )?))
+}
+
+/// The policy called `name`, with its upstream defaults.
+fn make_named(name: &str) -> LabResult<Box<dyn Policy>> {
     let want = name.to_ascii_lowercase();
     if want == "none" {
         return Ok(Box::new(NoCompaction));

@@ -29,6 +29,7 @@ pub mod none;
 pub mod render;
 pub mod shape;
 pub mod validity;
+pub mod variant;
 pub mod zoo;
 
 use std::path::{Path, PathBuf};
@@ -324,6 +325,18 @@ pub trait Policy: Send {
     /// engine then gives the checker these instead of the run's.
     fn own_storage(&self) -> Option<(crate::storage::Shared, PathBuf)> {
         None
+    }
+
+    /// Override constants by their upstream names (a [`variant`]). Designs
+    /// whose constants are a serde struct set them with
+    /// [`variant::set_fields`]; the others have none a variant can set.
+    fn configure(&mut self, overrides: &variant::Overrides) -> Result<(), String> {
+        match overrides.keys().next() {
+            None => Ok(()),
+            Some(k) => Err(format!(
+                "`{k}`: this policy has no constants a variant can set"
+            )),
+        }
     }
 }
 

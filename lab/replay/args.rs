@@ -20,6 +20,8 @@ pub struct ReplayArgs {
     pub profile: Vec<String>,
     /// Policies to replay under instead of profiles (`lab policies`; `all` for every one),
     /// through the policy engine and its policy-agnostic checker and validity oracle.
+    /// A variant overrides constants by their upstream names:
+    /// `codex-cli:context_window=100000`, or `NAME:FILE.toml`.
     #[arg(long, value_delimiter = ',', conflicts_with = "profile")]
     pub policy: Vec<String>,
     /// With --policy: measure retention (artifact recall, re-fetch demand,

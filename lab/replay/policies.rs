@@ -33,6 +33,22 @@ pub fn expand_names(names: &[String]) -> Vec<String> {
 /// --profile` does; `claude-code` on a Claude Code log gets the trigger of
 /// the model and release that wrote it.
 fn make_for(
+    spec: &str,
+    messages: &[Message],
+    path_len: usize,
+    product: Option<&Product>,
+) -> LabResult<Box<dyn Policy>> {
+    let (name, overrides) = crate::policy::variant::parse(spec)?;
+    let policy = make_base(&name, messages, path_len, product)?;
+    if overrides.is_empty() {
+        return Ok(policy);
+    }
+    let variant = crate::policy::variant::Variant::new(policy, spec, &overrides)?;
+    Ok(Box::new(variant))
+}
+
+/// [`make_for`] of a policy name without overrides.
+fn make_base(
     name: &str,
     messages: &[Message],
     path_len: usize,

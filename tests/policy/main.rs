@@ -10,3 +10,4 @@ mod policy_engine;
 mod policy_search;
 mod policy_zoo_a;
 mod policy_zoo_b;
+mod variants;

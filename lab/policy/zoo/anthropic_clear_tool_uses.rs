@@ -217,6 +217,10 @@ impl ClearToolUses {
 }
 
 impl Policy for ClearToolUses {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.switches, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

@@ -150,6 +150,10 @@ impl Compact {
 }
 
 impl Policy for Compact {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.switches, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

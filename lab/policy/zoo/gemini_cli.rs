@@ -402,6 +402,10 @@ impl GeminiCli {
 }
 
 impl Policy for GeminiCli {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.switches, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

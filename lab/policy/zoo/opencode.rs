@@ -321,6 +321,10 @@ fn output_of<'h>(history: &'h [Message], mi: usize, id: &str) -> Option<&'h str>
 }
 
 impl Policy for Opencode {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.switches, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

@@ -303,6 +303,10 @@ impl ClaudeCode {
 }
 
 impl Policy for ClaudeCode {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.switches, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

@@ -225,6 +225,10 @@ fn select_user_messages(history: &[Message], max_tokens: usize) -> Vec<String> {
 }
 
 impl Policy for CodexCli {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.switches, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

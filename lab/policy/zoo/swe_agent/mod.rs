@@ -124,6 +124,10 @@ pub fn hybrid() -> Box<dyn Policy> {
 }
 
 impl Policy for SweAgent {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         let summarises = self.config.summarize_every_n_turns.is_some();
         let mut differences = vec![

@@ -1,0 +1,124 @@
+//! Policy variants: a built-in policy with constants overridden by their
+//! upstream names, inline or from a TOML file.
+
+use crate::common::{lab, lab_ok};
+
+use ctxlab::message::{Block, Message};
+use serde_json::{json, Value};
+
+/// Twenty tool calls of 1,600 chars (under codex-cli's output caps): about 8k approx tokens.
+fn session() -> Vec<Message> {
+    let mut out = vec![Message::user_text("refactor the parser")];
+    for t in 0..20 {
+        let id = format!("call_{t:03}");
+        out.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "shell".into(),
+            input: json!({"command": format!("cat src/p{t}.rs")}),
+        }]));
+        out.push(Message::tool_results(vec![(
+            id,
+            format!("line {t}\n").repeat(200),
+        )]));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    out
+}
+
+fn runs(dir: &tempfile::TempDir, policies: &str) -> Vec<Value> {
+    let file = dir.path().join("s.json");
+    std::fs::write(&file, serde_json::to_string(&session()).unwrap()).unwrap();
+    let out = lab_ok(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        policies,
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    v["runs"].as_array().unwrap().clone()
+}
+
+fn peak(run: &Value) -> u64 {
+    run["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["chars"].as_u64().unwrap())
+        .max()
+        .unwrap()
+}
+
+#[test]
+fn a_smaller_window_makes_the_port_compact_and_the_row_carries_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = runs(&dir, "codex-cli,codex-cli:context_window=6000");
+    assert_eq!(r[0]["policy"], "codex-cli");
+    assert_eq!(r[1]["policy"], "codex-cli:context_window=6000");
+    assert_eq!(
+        r[0]["events"].as_array().unwrap().len(),
+        0,
+        "the default never compacts here"
+    );
+    assert!(
+        !r[1]["events"].as_array().unwrap().is_empty(),
+        "the variant compacts"
+    );
+    assert!(peak(&r[1]) < peak(&r[0]));
+}
+
+#[test]
+fn a_variant_file_is_the_same_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("small.toml");
+    std::fs::write(&toml, "context_window = 6000\n").unwrap();
+    let spec = format!("codex-cli:{}", toml.display());
+    let r = runs(&dir, &format!("codex-cli:context_window=6000,{spec}"));
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v["policy"] = Value::Null;
+        v
+    };
+    assert_eq!(strip(&r[0]), strip(&r[1]));
+}
+
+#[test]
+fn course_profiles_take_their_switches_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = runs(&dir, "course-main,course-main:context_char_limit=20000");
+    assert!(
+        peak(&r[1]) < peak(&r[0]),
+        "{} vs {}",
+        peak(&r[1]),
+        peak(&r[0])
+    );
+}
+
+#[test]
+fn unknown_constants_wrong_values_and_fixed_policies_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.json");
+    std::fs::write(&file, serde_json::to_string(&session()).unwrap()).unwrap();
+    let f = file.to_str().unwrap();
+    let cases = [
+        (
+            "codex-cli:context_windw=5",
+            "unknown constant `context_windw`; known: ",
+        ),
+        ("codex-cli:context_window=many", "bad value"),
+        (
+            "goose-auto-compact:x=1",
+            "this policy has no constants a variant can set",
+        ),
+        ("codex-cli:=1", "an override without a name"),
+    ];
+    for (spec, want) in cases {
+        let (code, out, err) = lab(&["replay", f, "--policy", spec]);
+        assert_eq!(code, 2, "{spec}: {err}");
+        assert!(out.is_empty(), "{spec}");
+        assert!(err.contains(want), "{spec}: {err}");
+    }
+}
