@@ -53,12 +53,13 @@ reports-check:
 	$(LAB) reports --check reports/
 
 TRANSCRIPTS ?= ../shared/transcripts
-## replay: every real transcript under every profile and policy -> reports/replay/ (tables; per file a context-size plot and a cumulative-dollars plot per policy)
+## replay: every real transcript under every profile and policy -> reports/replay/ (tables; products.md: every real compaction beside the product policy; per file a context-size plot and a cumulative-dollars plot per policy)
 replay:
 	@test -d $(TRANSCRIPTS) || { echo "no transcripts at $(TRANSCRIPTS): set TRANSCRIPTS=DIR" >&2; exit 2; }
 	mkdir -p reports/replay
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --format markdown > reports/replay/README.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --cost --format markdown > reports/replay/policies.md
+	$(LAB) replay $(TRANSCRIPTS)/claude_code/* --policy claude-code --tokens claude --format markdown > reports/replay/products.md
 	for f in $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/*; do \
 	  name=$$(basename "$$f" | sed 's/[^A-Za-z0-9._-]/_/g'); \
 	  $(LAB) replay "$$f" --plot "reports/replay/$$name.svg" > /dev/null 2>&1 || exit 1; \
