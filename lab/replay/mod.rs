@@ -15,6 +15,7 @@ use crate::error::{LabError, LabResult};
 
 pub mod cost_arms;
 pub mod dollars;
+pub mod family;
 pub mod policies;
 pub mod profiles;
 

@@ -336,6 +336,7 @@ pub fn grid_svg(result: &SweepResult) -> String {
                     })
                     .collect(),
                 step: true,
+                ..Series::default()
             })
             .collect(),
         ..Panel::default()
@@ -364,6 +365,7 @@ pub fn memory_growth_svg(curves: &[(String, Vec<u64>)]) -> String {
                 .map(|(i, n)| (i as f64 + 1.0, *n as f64))
                 .collect(),
             step: false,
+            ..Series::default()
         })
         .collect();
     crate::plot::svg(&Figure {
