@@ -265,6 +265,10 @@ pub struct ReplayArgs {
     /// with --policy … --cost, of cumulative dollars per policy.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+    /// With --policy: also write a self-contained HTML report (timelines,
+    /// call-by-call drill-down, retention, frontier, a family filter).
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub html: Option<std::path::PathBuf>,
     /// Table columns, comma separated, or `all` (default: a narrow set;
     /// Markdown shows all, JSON carries every field).
     #[arg(long, value_name = "LIST")]
@@ -486,8 +490,10 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
     // Before any other check, for the profile, cost and policy paths alike.
     crate::replay::profiles::check_scale(a.scale)?;
     let import = import_options(a.strict, &a.format_in)?;
-    if let Some(path) = &a.plot {
-        crate::input::output_parent_exists(path, "--plot")?;
+    for (path, flag) in [(&a.plot, "--plot"), (&a.html, "--html")] {
+        if let Some(path) = path {
+            crate::input::output_parent_exists(path, flag)?;
+        }
     }
     crate::replay::policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
     let mut a = a;
@@ -575,7 +581,16 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         tokens: a.tokens,
     };
     crate::replay::replay_command(
-        &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,
+        &a.files,
+        &a.policy,
+        a.path_len,
+        import,
+        measure,
+        crate::replay::Outputs {
+            plot: a.plot,
+            html: a.html,
+        },
+        a.format,
     )
 }
 

@@ -28,6 +28,28 @@ fn the_reports_plots_are_readable() {
         "{:?}",
         svgs.iter().map(|f| &f.0).collect::<Vec<_>>()
     );
+    // The HTML report's figures (timelines, frontier) are plots too.
+    let html = &files
+        .iter()
+        .find(|(n, _)| n == "index.html")
+        .expect("index.html")
+        .1;
+    let figures: Vec<(String, String)> = html
+        .split("<svg ")
+        .skip(1)
+        .enumerate()
+        .map(|(i, rest)| {
+            let end = rest.find("</svg>").expect("a closed svg") + "</svg>".len();
+            (
+                format!("index.html figure {i}"),
+                format!("<svg {}", &rest[..end]),
+            )
+        })
+        .collect();
+    assert!(figures.len() >= 6, "{} figures", figures.len());
+    for (name, svg) in &figures {
+        assert_readable(name, svg);
+    }
     for (name, svg) in svgs {
         let p = assert_readable(name, svg);
         if name == "cost.svg" {

@@ -63,9 +63,9 @@ pub fn cumulative_dollars(report: &CostReport) -> Vec<(f64, f64)> {
 }
 
 /// Small multiples: per session (in first-seen order), one panel per
-/// policy family, its policies highlighted, every other policy in grey.
+/// policy group (whole families, [`super::family`]), its policies highlighted, every other policy in grey.
 fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
-    use super::family::{family, style_index, FAMILIES};
+    use super::family::{group, style_index, GROUPS};
     let mut sessions: Vec<&str> = Vec::new();
     for p in rows {
         if !sessions.contains(&p.session.as_str()) {
@@ -76,8 +76,8 @@ fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
     let mut out = Vec::new();
     for s in sessions {
         let of_session: Vec<&PolicyCost> = rows.iter().filter(|p| p.session == s).collect();
-        for f in FAMILIES {
-            if !of_session.iter().any(|p| family(&p.policy) == f) {
+        for g in GROUPS {
+            if !of_session.iter().any(|p| group(&p.policy) == g) {
                 continue;
             }
             let series = of_session
@@ -86,12 +86,12 @@ fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
                     label: p.policy.clone(),
                     points: cumulative_dollars(&p.report),
                     style: Some(style_index(&p.policy, &names)),
-                    context: family(&p.policy) != f,
+                    context: group(&p.policy) != g,
                     ..Series::default()
                 })
                 .collect();
             out.push(Panel {
-                title: format!("session {s} · {f}"),
+                title: format!("session {s} · {g}"),
                 y_label: "cumulative cost (dollars)".into(),
                 series,
                 ..Panel::default()

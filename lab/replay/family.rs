@@ -1,10 +1,12 @@
-//! Policy families: the groups plots draw as small multiples and the HTML
-//! report filters by. Five groups of at most seven, so a panel that
-//! highlights one family never needs more than seven styles, and a policy
-//! keeps one style everywhere ([`style_index`]).
+//! Policy groups: the panels plots draw as small multiples. Each group
+//! gathers whole policy families (`PolicyInfo::family`, the product a
+//! policy ports) into five groups of at most seven policies, so a panel
+//! that highlights one group never needs more than seven styles; a policy
+//! keeps one style everywhere ([`style_index`]). [`family`] is the finer
+//! label the HTML report filters by.
 
-/// The families, in display order.
-pub const FAMILIES: [&str; 5] = [
+/// The groups, in display order.
+pub const GROUPS: [&str; 5] = [
     "baseline and course",
     "coding agents",
     "SWE-agent",
@@ -12,24 +14,33 @@ pub const FAMILIES: [&str; 5] = [
     "APIs and frameworks",
 ];
 
-/// The family of policy `name` (case-insensitive); unknown names go with
+/// The group of policy `name` (case-insensitive); unknown names go with
 /// the coding agents.
-pub fn family(name: &str) -> &'static str {
+pub fn group(name: &str) -> &'static str {
     let n = name.to_ascii_lowercase();
     let starts = |p: &[&str]| p.iter().any(|x| n.starts_with(x));
     if n == "none"
         || n == "seed"
         || crate::policy::course::CoursePolicy::names().contains(&n.as_str())
     {
-        FAMILIES[0]
+        GROUPS[0]
     } else if starts(&["swe-agent"]) {
-        FAMILIES[2]
+        GROUPS[2]
     } else if starts(&["openhands"]) {
-        FAMILIES[3]
+        GROUPS[3]
     } else if starts(&["anthropic-", "langchain-", "vercel-", "openai-"]) {
-        FAMILIES[4]
+        GROUPS[4]
     } else {
-        FAMILIES[1]
+        GROUPS[1]
+    }
+}
+
+/// The family of policy `name` (`PolicyInfo::family`: the product or
+/// paper it ports), or its group for a name the list does not know.
+pub fn family(name: &str) -> String {
+    match crate::policy::list::make(name) {
+        Ok(p) => p.info().family.to_string(),
+        Err(_) => group(name).to_string(),
     }
 }
 
@@ -49,13 +60,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_family_has_at_most_seven_policies() {
+    fn every_group_has_at_most_seven_policies_and_whole_families() {
         let names = crate::policy::list::names();
-        for f in FAMILIES {
-            let n = names.iter().filter(|p| family(p) == f).count();
-            assert!((1..=7).contains(&n), "{f}: {n}");
+        for g in GROUPS {
+            let n = names.iter().filter(|p| group(p) == g).count();
+            assert!((1..=7).contains(&n), "{g}: {n}");
         }
-        assert_eq!(family("swe-agent-mask-5"), "SWE-agent");
-        assert_eq!(family("course-main"), "baseline and course");
+        assert_eq!(group("swe-agent-mask-5"), "SWE-agent");
+        assert_eq!(group("course-main"), "baseline and course");
+        for a in &names {
+            for b in &names {
+                if family(a) == family(b) {
+                    assert_eq!(group(a), group(b), "{a} and {b}");
+                }
+            }
+        }
     }
 }

@@ -16,22 +16,33 @@ use crate::error::{LabError, LabResult};
 pub mod cost_arms;
 pub mod dollars;
 pub mod family;
+pub mod frontier_plot;
+pub mod html;
 pub mod policies;
 pub mod profiles;
 
 use dollars::{dollars_svg, policy_costs};
 use policies::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
 
+/// What a policy replay writes besides what it prints.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// `--plot FILE`: the cumulative-dollars plot.
+    pub plot: Option<PathBuf>,
+    /// `--html FILE`: the HTML report.
+    pub html: Option<PathBuf>,
+}
+
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
 /// when priced, the recorded usage of Claude Code logs beside the
-/// prediction, and with `plot` the cumulative-dollars plot written there.
+/// prediction; the plot and the HTML report written where `outputs` says.
 pub fn replay_command(
     files: &[PathBuf],
     names: &[String],
     path_len: usize,
     import: &crate::import::ImportOptions,
     measure: Measure,
-    plot: Option<PathBuf>,
+    outputs: Outputs,
     format: crate::render::Format,
 ) -> LabResult<String> {
     let pricing = measure.pricing.clone();
@@ -40,8 +51,12 @@ pub fn replay_command(
         Some(p) => recorded_usage(files, import, p)?,
         None => Vec::new(),
     };
-    if let Some(path) = plot {
+    if let Some(path) = outputs.plot {
         write_plot(&path, &out)?;
+    }
+    if let Some(path) = outputs.html {
+        let scored = frontier_plot::scored(&out);
+        html::write(&path, &out, &scored, "lab replay --policy … --html")?;
     }
     Ok(render_with_recorded(&out, &recorded, format))
 }

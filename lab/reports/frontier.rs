@@ -7,7 +7,7 @@ use super::{Cell, Table};
 use crate::error::LabResult;
 use crate::message::{Block, Message};
 use crate::replay::policies::{compare_one, Compared, Measure, Pricing};
-use crate::retention::render::{mark_dominated, Scored};
+use crate::retention::render::Scored;
 use crate::retention::Status;
 
 /// The price sheet the frontier is priced with.
@@ -97,23 +97,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
 /// The runs scored for the frontier, dominance marked (runs without
 /// retention are left out).
 pub fn scored(runs: &[Compared]) -> Vec<Scored> {
-    let mut rows: Vec<Scored> = runs
-        .iter()
-        .filter_map(|c| {
-            let r = c.retention.clone()?;
-            Some(Scored {
-                session: c.run.session.clone(),
-                policy: c.run.policy.clone(),
-                tokens_sent: c.run.calls.iter().map(|x| x.tokens).sum(),
-                artifact_recall: r.artifact_recall,
-                dollars: c.cost.as_ref().map(|x| x.dollars),
-                dominated: false,
-                retention: r,
-            })
-        })
-        .collect();
-    mark_dominated(&mut rows);
-    rows
+    crate::replay::frontier_plot::scored(runs)
 }
 
 /// `frontier`: per policy, what it sent and cost, what it kept, and whether
@@ -154,82 +138,12 @@ pub fn frontier_table(rows: &[Scored]) -> Table {
     }
 }
 
-/// The frontier as a plot: dollars against artifact recall, every policy a
-/// numbered point (filled on the frontier) named in the key, and the
-/// frontier drawn as a step line: the best recall any policy reaches for at
-/// most that many dollars.
+/// The frontier as a plot ([`crate::replay::frontier_plot`]): dollars
+/// against artifact recall, every policy numbered and keyed.
 pub fn frontier_svg(rows: &[Scored]) -> String {
-    use crate::plot::{Figure, Mark, Panel, Series};
-    let at = |s: &Scored| (s.dollars.unwrap_or(0.0), s.artifact_recall * 100.0);
-    let line = staircase(rows.iter().map(at).collect());
-    let marks = rows
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Mark {
-            tag: (i + 1).to_string(),
-            name: format!(
-                "{}{}",
-                s.policy,
-                if s.dominated { "" } else { " (frontier)" }
-            ),
-            at: at(s),
-            filled: !s.dominated,
-        })
-        .collect();
-    crate::plot::svg(&Figure {
-        title: "cost-retention frontier (generated session)".into(),
-        x_label: "cost (dollars)".into(),
-        panels: vec![Panel {
-            title: "every policy, numbered; filled points are on the frontier".into(),
-            y_label: "artifact recall (%)".into(),
-            series: vec![Series {
-                label: "frontier: best recall for at most that cost".into(),
-                points: line,
-                step: true,
-                ..Series::default()
-            }],
-            marks,
-            height: 420.0,
-            ..Panel::default()
-        }],
-        caption: format!(
-            "lab reports --out reports/ · every policy · prices {SHEET} · tokenizer approx"
-        ),
-    })
-}
-
-/// The frontier as steps: from the cheapest point, the best recall reached
-/// so far at each dearer point that raises it, then on to the dearest
-/// point's cost (so the line spans every point).
-fn staircase(mut points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    points.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
-    let dearest = points.last().map(|p| p.0);
-    let mut out: Vec<(f64, f64)> = Vec::new();
-    for (x, y) in points {
-        match out.last() {
-            Some(&(_, best)) if y <= best => {}
-            _ => out.push((x, y)),
-        }
-    }
-    if let (Some(&(x, best)), Some(end)) = (out.last(), dearest) {
-        if end > x {
-            out.push((end, best));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_staircase_rises_only_and_spans_every_cost() {
-        let s = super::staircase(vec![
-            (3.0, 50.0),
-            (1.0, 20.0),
-            (2.0, 10.0),
-            (4.0, 90.0),
-            (5.0, 5.0),
-        ]);
-        assert_eq!(s, vec![(1.0, 20.0), (3.0, 50.0), (4.0, 90.0), (5.0, 90.0)]);
-    }
+    crate::replay::frontier_plot::svg(
+        rows,
+        "cost-retention frontier (generated session)",
+        &format!("lab reports --out reports/ · every policy · prices {SHEET} · tokenizer approx"),
+    )
 }
