@@ -282,9 +282,14 @@ pub struct ReplayArgs {
     /// compacted (sessions without a real compaction keep --scale).
     #[arg(long)]
     pub scale_to_real: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// Output format (`jsonl`: with --policy, one record per session ×
+    /// policy, streamed).
+    #[arg(long, value_enum, default_value_t = crate::replay::stream::ReplayFormat::Table)]
+    pub format: crate::replay::stream::ReplayFormat,
+    /// With --policy on a corpus: each session's tables too, not only the
+    /// aggregate row per policy.
+    #[arg(long, requires = "policy")]
+    pub per_session: bool,
     /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
     /// --policy, the cost of every policy beside its loss counters.
     #[arg(long)]
@@ -496,13 +501,14 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
         }
     }
     crate::replay::policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    let (format, jsonl) = crate::replay::stream::check_format(a.format, !a.policy.is_empty())?;
     let mut a = a;
-    if !a.policy.is_empty() || a.cost {
+    if a.policy.is_empty() && a.cost {
         // These replays take files: a directory or glob is expanded to them.
         a.files = crate::import::corpus::plain_files(&a.files)?;
     }
     if !a.policy.is_empty() {
-        return replay_policies(a, &import);
+        return replay_policies(a, &import, format, jsonl);
     }
     if a.tokens != crate::tokens::Tokens::Approx && !a.cost {
         return Err(LabError::usage(
@@ -533,7 +539,7 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
             sheet: a.sheet,
             prices: a.prices,
         };
-        return crate::replay::cost_arms::cli(&args, &options, &import, a.format);
+        return crate::replay::cost_arms::cli(&args, &options, &import, format);
     }
     crate::replay::profiles::command(&crate::replay::profiles::ReplayCommand {
         files: a.files,
@@ -542,13 +548,18 @@ fn replay(a: ReplayArgs) -> LabResult<String> {
         strict: a.strict,
         format_in: a.format_in,
         plot: a.plot,
-        format: a.format,
+        format,
         columns,
     })
 }
 
 /// `lab replay --policy …`: through the policy engine, priced with `--cost`.
-fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabResult<String> {
+fn replay_policies(
+    a: ReplayArgs,
+    import: &crate::import::ImportOptions,
+    format: Format,
+    jsonl: bool,
+) -> LabResult<String> {
     if a.scale != 1.0 {
         return Err(LabError::usage(
             "--scale applies to --profile replays only",
@@ -589,8 +600,10 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         crate::replay::Outputs {
             plot: a.plot,
             html: a.html,
+            jsonl,
+            per_session: a.per_session,
         },
-        a.format,
+        format,
     )
 }
 

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use crate::error::{LabError, LabResult};
 
+pub mod aggregate;
 pub mod cost_arms;
 pub mod dollars;
 pub mod family;
@@ -20,6 +21,7 @@ pub mod frontier_plot;
 pub mod html;
 pub mod policies;
 pub mod profiles;
+pub mod stream;
 
 use dollars::{dollars_svg, policy_costs};
 use policies::{recorded_usage, render_with_recorded, replay_files, Compared, Measure};
@@ -31,6 +33,10 @@ pub struct Outputs {
     pub plot: Option<PathBuf>,
     /// `--html FILE`: the HTML report.
     pub html: Option<PathBuf>,
+    /// `--format jsonl`: one record per session × policy, streamed.
+    pub jsonl: bool,
+    /// `--per-session`: a corpus prints each session's tables too.
+    pub per_session: bool,
 }
 
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
@@ -45,6 +51,11 @@ pub fn replay_command(
     outputs: Outputs,
     format: crate::render::Format,
 ) -> LabResult<String> {
+    let inputs = crate::import::corpus::expand(files)?;
+    if outputs.jsonl || stream::is_corpus(&inputs, import)? {
+        return stream_corpus(&inputs, names, path_len, import, &measure, &outputs, format);
+    }
+    let files = &crate::import::corpus::plain_files(files)?;
     let pricing = measure.pricing.clone();
     let out = replay_files(files, names, path_len, import, measure)?;
     let recorded = match &pricing {
@@ -59,6 +70,34 @@ pub fn replay_command(
         html::write(&path, &out, &scored, "lab replay --policy … --html")?;
     }
     Ok(render_with_recorded(&out, &recorded, format))
+}
+
+/// A corpus (or `--format jsonl`): streamed to stdout, one session at a
+/// time; the plot and the HTML report draw one session's runs and are
+/// refused here.
+fn stream_corpus(
+    inputs: &[crate::import::corpus::Input],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: &Measure,
+    outputs: &Outputs,
+    format: crate::render::Format,
+) -> LabResult<String> {
+    if outputs.plot.is_some() || outputs.html.is_some() {
+        return Err(LabError::usage(
+            "--plot and --html draw the runs of named session files, not of a corpus or a --format jsonl stream",
+            "replay the session files themselves (e.g. lab replay a.json b.json --policy … --html r.html)",
+        ));
+    }
+    let how = stream::Streamed {
+        format,
+        jsonl: outputs.jsonl,
+        per_session: outputs.per_session,
+    };
+    let mut stdout = std::io::stdout().lock();
+    stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
+    Ok(String::new())
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`

@@ -208,7 +208,7 @@ pub fn recorded_usage(
 }
 
 /// The first 64 KiB of a file, for format detection.
-fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
+pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
     use std::io::Read;
     let mut buf = Vec::new();
     std::fs::File::open(path)
@@ -286,8 +286,8 @@ fn cost_table(
 
 /// The runs' table; with retention, the retention table and planted facts
 /// after it; with pricing, the cost table. JSON: one object whatever was
-/// measured (`runs`, `retention`, `cost`, `recorded`; empty arrays for what
-/// was not), so a script keeps working when a flag is added.
+/// measured (`runs`, `retention`, `cost`, `recorded`, `aggregate`; empty
+/// arrays for what was not), so a script keeps working when a flag is added.
 pub fn render(out: &[Compared], format: crate::render::Format) -> String {
     render_with_recorded(out, &[], format)
 }
@@ -357,6 +357,7 @@ fn render_json(
         retention: &'a [crate::retention::render::Scored],
         cost: Vec<Cost<'a>>,
         recorded: &'a [crate::replay::cost_arms::CostRow],
+        aggregate: Vec<super::aggregate::PolicyAggregate>,
     }
     let cost = out
         .iter()
@@ -373,5 +374,6 @@ fn render_json(
         retention: scored,
         cost,
         recorded,
+        aggregate: super::aggregate::of_runs(out),
     })
 }
