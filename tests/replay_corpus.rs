@@ -169,3 +169,31 @@ fn corpus_refusals_are_clear() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--policy"), "{err}");
 }
+
+#[test]
+fn a_corpus_plot_draws_each_policys_cost_distribution() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 12);
+    let plot = dir.path().join("ecdf.svg");
+    ok(&[
+        "replay",
+        &root,
+        "--policy",
+        "all",
+        "--cost",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    let p = ctxlab::plot::check::check(&svg);
+    assert!(p.is_empty(), "{p:#?}");
+    // Every policy highlighted once, in its group's panel.
+    assert_eq!(p.series, ctxlab::policy::list::names().len());
+    assert!(svg.contains("empirical CDF") && svg.contains(">sessions at or below (%)<"));
+    // Each ECDF rises to every session: 12 steps end at 100 %.
+    let none = svg
+        .lines()
+        .find(|l| l.contains("data-label=\"none\""))
+        .unwrap();
+    assert_eq!(none.matches(" V").count(), 11, "{none}");
+}

@@ -9,7 +9,9 @@
 
 use serde::Serialize;
 
-use super::policies::Compared;
+use crate::cache::CostReport;
+use crate::policy::engine::PolicyRun;
+use crate::retention::RetentionReport;
 
 /// The counters aggregated, in column order: (name, unit note).
 pub const METRICS: [&str; 11] = [
@@ -61,9 +63,12 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
-    /// The numbers of one run.
-    pub fn of(c: &Compared) -> SessionRecord {
-        let r = &c.run;
+    /// The numbers of one run, with its cost and retention when measured.
+    pub fn of(
+        r: &PolicyRun,
+        cost: Option<&CostReport>,
+        retention: Option<&RetentionReport>,
+    ) -> SessionRecord {
         let f = &r.findings;
         SessionRecord {
             session: r.session.clone(),
@@ -77,8 +82,8 @@ impl SessionRecord {
             orphans: f.orphans.count,
             invalid_requests: r.invalid_requests,
             events: r.events.len(),
-            dollars: c.cost.as_ref().map(|x| x.dollars),
-            recall_percent: c.retention.as_ref().map(|x| x.artifact_recall * 100.0),
+            dollars: cost.map(|x| x.dollars),
+            recall_percent: retention.map(|x| x.artifact_recall * 100.0),
             tokenizer: r.tokenizer.clone(),
         }
     }
@@ -177,6 +182,21 @@ impl Aggregate {
         }
     }
 
+    /// The policies counted, in first-seen order.
+    pub fn policies(&self) -> Vec<&str> {
+        self.policies.iter().map(|(p, _)| p.as_str()).collect()
+    }
+
+    /// The per-session values of `metric` (one of [`METRICS`]) for `policy`,
+    /// in session order; empty when not measured.
+    pub fn values(&self, policy: &str, metric: &str) -> &[f64] {
+        let m = METRICS.iter().position(|x| *x == metric);
+        match (self.policies.iter().find(|(p, _)| p == policy), m) {
+            (Some((_, v)), Some(m)) => &v[m],
+            _ => &[],
+        }
+    }
+
     /// Every policy's aggregate, in first-seen order.
     pub fn rows(&self) -> Vec<PolicyAggregate> {
         self.policies
@@ -194,11 +214,11 @@ impl Aggregate {
     }
 }
 
-/// The aggregates of runs already in memory (one session or many files).
-pub fn of_runs(runs: &[Compared]) -> Vec<PolicyAggregate> {
+/// The aggregates of records already in memory (one session or many files).
+pub fn of_records(records: impl Iterator<Item = SessionRecord>) -> Vec<PolicyAggregate> {
     let mut a = Aggregate::default();
-    for c in runs {
-        a.add(&SessionRecord::of(c));
+    for r in records {
+        a.add(&r);
     }
     a.rows()
 }

@@ -15,6 +15,7 @@ use crate::error::{LabError, LabResult};
 
 pub mod aggregate;
 pub mod cost_arms;
+pub mod distribution;
 pub mod dollars;
 pub mod family;
 pub mod frontier_plot;
@@ -73,8 +74,8 @@ pub fn replay_command(
 }
 
 /// A corpus (or `--format jsonl`): streamed to stdout, one session at a
-/// time; the plot and the HTML report draw one session's runs and are
-/// refused here.
+/// time; `--plot` draws the distribution of each policy's session costs;
+/// the HTML report draws one session's runs and is refused here.
 fn stream_corpus(
     inputs: &[crate::import::corpus::Input],
     names: &[String],
@@ -84,9 +85,9 @@ fn stream_corpus(
     outputs: &Outputs,
     format: crate::render::Format,
 ) -> LabResult<String> {
-    if outputs.plot.is_some() || outputs.html.is_some() {
+    if outputs.html.is_some() {
         return Err(LabError::usage(
-            "--plot and --html draw the runs of named session files, not of a corpus or a --format jsonl stream",
+            "--html draws the runs of named session files, not of a corpus or a --format jsonl stream",
             "replay the session files themselves (e.g. lab replay a.json b.json --policy … --html r.html)",
         ));
     }
@@ -96,7 +97,19 @@ fn stream_corpus(
         per_session: outputs.per_session,
     };
     let mut stdout = std::io::stdout().lock();
-    stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
+    let agg = stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
+    if let Some(path) = &outputs.plot {
+        // A corpus is drawn as distributions: per policy, the cost of its sessions.
+        let svg = distribution::ecdf_svg(&agg, "lab replay CORPUS --policy … --cost --plot")
+            .ok_or_else(|| {
+                LabError::usage(
+                    "--plot draws session costs and no session was priced",
+                    "add --cost",
+                )
+            })?;
+        crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+            .map_err(|e| LabError::io("writing the plot", path, e))?;
+    }
     Ok(String::new())
 }
 

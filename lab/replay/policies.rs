@@ -374,6 +374,8 @@ fn render_json(
         retention: scored,
         cost,
         recorded,
-        aggregate: super::aggregate::of_runs(out),
+        aggregate: super::aggregate::of_records(out.iter().map(|c| {
+            super::aggregate::SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref())
+        })),
     })
 }

@@ -80,7 +80,8 @@ pub struct Streamed {
 }
 
 /// Replay every session of `inputs` under every policy named, writing to
-/// `out` as it goes; the aggregate (unless JSON Lines) at the end.
+/// `out` as it goes; the aggregate (unless JSON Lines) at the end. Returns
+/// the aggregate, for the distribution plot.
 pub fn run(
     inputs: &[Input],
     names: &[String],
@@ -89,7 +90,7 @@ pub fn run(
     measure: &Measure,
     how: Streamed,
     out: &mut dyn Write,
-) -> LabResult<()> {
+) -> LabResult<Aggregate> {
     if how.per_session && how.format == Format::Json && !how.jsonl {
         return Err(LabError::usage(
             "--per-session with --format json would hold every run of the corpus",
@@ -127,7 +128,7 @@ pub fn run(
         })?;
     }
     if how.jsonl {
-        return Ok(());
+        return Ok(agg);
     }
     let rows = agg.rows();
     let text = if how.format == Format::Json {
@@ -137,7 +138,8 @@ pub fn run(
     } else {
         aggregate::table(&agg, how.format == Format::Markdown, skipped)
     };
-    write(out, &text)
+    write(out, &text)?;
+    Ok(agg)
 }
 
 /// One session's runs: counted, and written as records or tables.
@@ -148,7 +150,7 @@ fn emit(
     out: &mut dyn Write,
 ) -> LabResult<()> {
     for c in runs {
-        let record = SessionRecord::of(c);
+        let record = SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref());
         if how.jsonl {
             let line = serde_json::to_string(&record).expect("records serialise");
             write(out, &format!("{line}\n"))?;
