@@ -238,7 +238,6 @@ fn y_ticks(p: &Panel) -> Ticks {
 
 /// One panel: frame, grid, ticks, rules, context series, highlighted
 /// series, marks.
-#[allow(clippy::too_many_arguments)]
 fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Ticks, f: &Frame) {
     let h = panel_h(p);
     let left = f.left;
