@@ -44,7 +44,7 @@ readme:
 selftest:
 	$(LAB) selftest
 
-## reports: regenerate reports/ (tables as Markdown, CSV, JSON, LaTeX; an SVG plot) from the code
+## reports: regenerate reports/ (tables as Markdown, CSV, JSON, LaTeX; SVG plots; index.html, the HTML report of the frontier session) from the code
 reports: build
 	$(LAB) reports --out reports/
 

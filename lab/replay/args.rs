@@ -41,6 +41,10 @@ pub struct ReplayArgs {
     /// with --policy … --cost, of cumulative dollars per policy.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+    /// With --policy: also write a self-contained HTML report (timelines,
+    /// call-by-call drill-down, retention, frontier, a family filter).
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub html: Option<std::path::PathBuf>,
     /// Table columns, comma separated, or `all` (default: a narrow set;
     /// Markdown shows all, JSON carries every field).
     #[arg(long, value_name = "LIST")]
@@ -73,9 +77,14 @@ pub struct ReplayArgs {
     /// The request shape of --dump: the session's own (`auto`), or a provider's.
     #[arg(long, value_enum, default_value_t, requires = "dump")]
     pub wire: super::wire::WireChoice,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    /// Output format (`jsonl`: with --policy, one record per session ×
+    /// policy, streamed).
+    #[arg(long, value_enum, default_value_t = super::stream::ReplayFormat::Table)]
+    pub format: super::stream::ReplayFormat,
+    /// With --policy on a corpus: each session's tables too, not only the
+    /// aggregate row per policy.
+    #[arg(long, requires = "policy")]
+    pub per_session: bool,
     /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
     /// --policy, the cost of every policy beside its loss counters.
     #[arg(long)]
@@ -111,17 +120,21 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
     // Before any other check, for the profile, cost and policy paths alike.
     profiles::check_scale(a.scale)?;
     let import = crate::import::ImportOptions::from_flags(a.strict, &a.format_in)?;
-    if let Some(path) = &a.plot {
-        crate::input::output_parent_exists(path, "--plot")?;
+    for (path, flag) in [(&a.plot, "--plot"), (&a.html, "--html")] {
+        if let Some(path) = path {
+            crate::input::output_parent_exists(path, flag)?;
+        }
     }
     policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
+    let (format, jsonl) = super::stream::check_format(a.format, !a.policy.is_empty())?;
     let mut a = a;
-    if !a.policy.is_empty() || a.cost {
-        // These replays take files: a directory or glob is expanded to them.
+    if a.policy.is_empty() && a.cost {
+        // The cost arms take files: a directory or glob is expanded to them.
+        // (Policy replays stream a corpus themselves.)
         a.files = crate::import::corpus::plain_files(&a.files)?;
     }
     if !a.policy.is_empty() {
-        return replay_policies(a, &import);
+        return replay_policies(a, &import, format, jsonl);
     }
     if a.tokens != crate::tokens::Tokens::Approx && !a.cost {
         return Err(LabError::usage(
@@ -152,7 +165,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
             sheet: a.sheet,
             prices: a.prices,
         };
-        return cost_arms::cli(&args, &options, &import, a.format);
+        return cost_arms::cli(&args, &options, &import, format);
     }
     profiles::command(&profiles::ReplayCommand {
         files: a.files,
@@ -161,13 +174,18 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
         strict: a.strict,
         format_in: a.format_in,
         plot: a.plot,
-        format: a.format,
+        format,
         columns,
     })
 }
 
 /// `lab replay --policy …`: through the policy engine, priced with `--cost`.
-fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabResult<String> {
+fn replay_policies(
+    a: ReplayArgs,
+    import: &crate::import::ImportOptions,
+    format: Format,
+    jsonl: bool,
+) -> LabResult<String> {
     if a.scale != 1.0 {
         return Err(LabError::usage(
             "--scale applies to --profile replays only",
@@ -201,7 +219,13 @@ fn replay_policies(a: ReplayArgs, import: &crate::import::ImportOptions) -> LabR
         envelope: a.envelope,
         dump: a.dump.map(|d| (d, a.wire)),
     };
+    let outputs = super::Outputs {
+        plot: a.plot,
+        html: a.html,
+        jsonl,
+        per_session: a.per_session,
+    };
     super::replay_command(
-        &a.files, &a.policy, a.path_len, import, measure, a.plot, a.format,
+        &a.files, &a.policy, a.path_len, import, measure, outputs, format,
     )
 }

@@ -62,35 +62,48 @@ pub fn cumulative_dollars(report: &CostReport) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// One panel per session (in first-seen order), one line per policy.
+/// Small multiples: per session (in first-seen order), one panel per
+/// policy group (whole families, [`super::family`]), its policies highlighted, every other policy in grey.
 fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
+    use super::family::{group, style_index, GROUPS};
     let mut sessions: Vec<&str> = Vec::new();
     for p in rows {
         if !sessions.contains(&p.session.as_str()) {
             sessions.push(&p.session);
         }
     }
-    sessions
-        .iter()
-        .map(|s| Panel {
-            title: format!("session {s}"),
-            y_label: "cumulative cost (dollars)".into(),
-            series: rows
+    let names: Vec<&str> = rows.iter().map(|p| p.policy.as_str()).collect();
+    let mut out = Vec::new();
+    for s in sessions {
+        let of_session: Vec<&PolicyCost> = rows.iter().filter(|p| p.session == s).collect();
+        for g in GROUPS {
+            if !of_session.iter().any(|p| group(&p.policy) == g) {
+                continue;
+            }
+            let series = of_session
                 .iter()
-                .filter(|p| p.session == *s)
                 .map(|p| Series {
                     label: p.policy.clone(),
                     points: cumulative_dollars(&p.report),
-                    step: false,
+                    style: Some(style_index(&p.policy, &names)),
+                    context: group(&p.policy) != g,
+                    ..Series::default()
                 })
-                .collect(),
-            ..Panel::default()
-        })
-        .collect()
+                .collect();
+            out.push(Panel {
+                title: format!("session {s} · {g}"),
+                y_label: "cumulative cost (dollars)".into(),
+                series,
+                ..Panel::default()
+            });
+        }
+    }
+    out
 }
 
 /// The plot: cumulative dollars over model calls, one line per policy, one
-/// panel per session; `command` names what made it in the caption.
+/// panel per session and policy family; `command` names what made it in the
+/// caption.
 pub fn dollars_svg(rows: &[PolicyCost], command: &str) -> String {
     crate::plot::svg(&Figure {
         title: "cumulative prompt cost over model calls, per policy".into(),

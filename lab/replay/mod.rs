@@ -15,42 +15,110 @@ use std::path::PathBuf;
 
 use crate::error::{LabError, LabResult};
 
+pub mod aggregate;
 mod args;
 pub mod cost_arms;
+pub mod distribution;
 pub mod dollars;
 pub mod dump;
 pub mod envelope;
+pub mod family;
+pub mod frontier_plot;
+pub mod html;
 pub mod policies;
 pub mod product;
 pub mod profiles;
+pub mod stream;
 pub mod wire;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
 use policies::{recorded_usage, render_sessions, replay_files_product, Compared, Measure};
 
+/// What a policy replay writes besides what it prints.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    /// `--plot FILE`: the cumulative-dollars plot.
+    pub plot: Option<PathBuf>,
+    /// `--html FILE`: the HTML report.
+    pub html: Option<PathBuf>,
+    /// `--format jsonl`: one record per session × policy, streamed.
+    pub jsonl: bool,
+    /// `--per-session`: a corpus prints each session's tables too.
+    pub per_session: bool,
+}
+
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
 /// when priced, the recorded usage of Claude Code logs beside the
-/// prediction, and with `plot` the cumulative-dollars plot written there.
+/// prediction; the plot and the HTML report written where `outputs` says.
 pub fn replay_command(
     files: &[PathBuf],
     names: &[String],
     path_len: usize,
     import: &crate::import::ImportOptions,
     measure: Measure,
-    plot: Option<PathBuf>,
+    outputs: Outputs,
     format: crate::render::Format,
 ) -> LabResult<String> {
+    let inputs = crate::import::corpus::expand(files)?;
+    if outputs.jsonl || stream::is_corpus(&inputs, import)? {
+        return stream_corpus(&inputs, names, path_len, import, &measure, &outputs, format);
+    }
+    let files = &crate::import::corpus::plain_files(files)?;
     let pricing = measure.pricing.clone();
     let (out, sessions) = replay_files_product(files, names, path_len, import, measure)?;
     let recorded = match &pricing {
         Some(p) => recorded_usage(files, import, p)?,
         None => Vec::new(),
     };
-    if let Some(path) = plot {
+    if let Some(path) = outputs.plot {
         write_plot(&path, &out)?;
     }
+    if let Some(path) = outputs.html {
+        let scored = frontier_plot::scored(&out);
+        html::write(&path, &out, &scored, "lab replay --policy … --html")?;
+    }
     Ok(render_sessions(&out, &recorded, &sessions, format))
+}
+
+/// A corpus (or `--format jsonl`): streamed to stdout, one session at a
+/// time; `--plot` draws the distribution of each policy's session costs;
+/// the HTML report draws one session's runs and is refused here.
+fn stream_corpus(
+    inputs: &[crate::import::corpus::Input],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: &Measure,
+    outputs: &Outputs,
+    format: crate::render::Format,
+) -> LabResult<String> {
+    if outputs.html.is_some() {
+        return Err(LabError::usage(
+            "--html draws the runs of named session files, not of a corpus or a --format jsonl stream",
+            "replay the session files themselves (e.g. lab replay a.json b.json --policy … --html r.html)",
+        ));
+    }
+    let how = stream::Streamed {
+        format,
+        jsonl: outputs.jsonl,
+        per_session: outputs.per_session,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let agg = stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
+    if let Some(path) = &outputs.plot {
+        // A corpus is drawn as distributions: per policy, the cost of its sessions.
+        let svg = distribution::ecdf_svg(&agg, "lab replay CORPUS --policy … --cost --plot")
+            .ok_or_else(|| {
+                LabError::usage(
+                    "--plot draws session costs and no session was priced",
+                    "add --cost",
+                )
+            })?;
+        crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+            .map_err(|e| LabError::io("writing the plot", path, e))?;
+    }
+    Ok(String::new())
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`

@@ -275,35 +275,67 @@ pub fn replay_files_product(
     for file in files {
         // A trajectory array holds one session per trajectory; each is replayed.
         for session in crate::import::import_file_sessions(file, import)? {
-            let (mut setup, log) = set_up(&session, &measure)?;
-            let messages = crate::import::artefacts::without_product_artefacts(&session);
-            if let Some((dir, wire)) = &measure.dump {
-                setup.dump = Some(dump_target(dir, wire, &session, &mut taken));
-                let target = setup.dump.as_ref().expect("just set");
-                crate::replay::dump::write_export(target, &messages)?;
-            }
-            let mut rows = crate::replay::product::compactions(&session, log.as_ref());
-            for name in &names {
-                let c =
-                    compare_set_up(&session.label, &messages, name, path_len, &measure, &setup)?;
-                if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
-                    crate::replay::product::match_run(&mut rows, &c.run);
-                }
-                out.push(c);
-            }
-            info.compactions.extend(rows);
-            info.envelopes.push(crate::replay::envelope::EnvelopeNote {
-                session: session.label.clone(),
-                tokens: setup.prefix.tokens,
-                after_compaction: setup.prefix.after_compaction.clone(),
-                basis: setup
-                    .basis
-                    .clone()
-                    .unwrap_or(crate::replay::envelope::Basis::None),
-            });
+            let one = replay_session(&session, &names, path_len, &measure, &mut taken)?;
+            out.extend(one.runs);
+            info.compactions.extend(one.compactions);
+            info.envelopes.push(one.envelope);
         }
     }
     Ok((out, info))
+}
+
+/// One session under every policy ([`replay_session`]).
+#[derive(Debug, Clone)]
+pub struct SessionRuns {
+    /// Each policy's run, in `names` order.
+    pub runs: Vec<Compared>,
+    /// The product's real compactions, beside its own policy's.
+    pub compactions: Vec<crate::replay::product::ProductCompaction>,
+    /// The session's envelope and where its size came from.
+    pub envelope: crate::replay::envelope::EnvelopeNote,
+}
+
+/// Replay one imported session under every policy of `names` (already
+/// expanded and checked): with its envelope, without the product's
+/// compaction artefacts (every policy decides for itself), dumped where
+/// `measure` says. `taken`: the dump directories used so far in this run.
+pub fn replay_session(
+    session: &crate::import::ImportedSession,
+    names: &[String],
+    path_len: usize,
+    measure: &Measure,
+    taken: &mut Vec<PathBuf>,
+) -> LabResult<SessionRuns> {
+    let (mut setup, log) = set_up(session, measure)?;
+    let messages = crate::import::artefacts::without_product_artefacts(session);
+    if let Some((dir, wire)) = &measure.dump {
+        let target = dump_target(dir, wire, session, taken);
+        crate::replay::dump::write_export(&target, &messages)?;
+        setup.dump = Some(target);
+    }
+    let mut compactions = crate::replay::product::compactions(session, log.as_ref());
+    let mut runs = Vec::new();
+    for name in names {
+        let c = compare_set_up(&session.label, &messages, name, path_len, measure, &setup)?;
+        if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
+            crate::replay::product::match_run(&mut compactions, &c.run);
+        }
+        runs.push(c);
+    }
+    let envelope = crate::replay::envelope::EnvelopeNote {
+        session: session.label.clone(),
+        tokens: setup.prefix.tokens,
+        after_compaction: setup.prefix.after_compaction.clone(),
+        basis: setup
+            .basis
+            .clone()
+            .unwrap_or(crate::replay::envelope::Basis::None),
+    };
+    Ok(SessionRuns {
+        runs,
+        compactions,
+        envelope,
+    })
 }
 
 /// Where `session`'s dumps go under `dir`.
@@ -417,7 +449,7 @@ pub fn recorded_usage(
 }
 
 /// The first 64 KiB of a file, for format detection.
-fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
+pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
     use std::io::Read;
     let mut buf = Vec::new();
     std::fs::File::open(path)
@@ -503,8 +535,8 @@ fn cost_table(
 
 /// The runs' table; with retention, the retention table and planted facts
 /// after it; with pricing, the cost table. JSON: one object whatever was
-/// measured (`runs`, `retention`, `cost`, `recorded`; empty arrays for what
-/// was not), so a script keeps working when a flag is added.
+/// measured (`runs`, `retention`, `cost`, `recorded`, `aggregate`; empty
+/// arrays for what was not), so a script keeps working when a flag is added.
 pub fn render(out: &[Compared], format: crate::render::Format) -> String {
     render_with_recorded(out, &[], format)
 }
@@ -599,6 +631,9 @@ pub struct PoliciesJson<'a> {
     pub envelopes: &'a [crate::replay::envelope::EnvelopeNote],
     /// Each real compaction of the product, beside where its own policy fired.
     pub product_compactions: &'a [crate::replay::product::ProductCompaction],
+    /// Per policy: the sessions and the mean, median and p95 of every
+    /// counter over them (for a corpus, the only part filled).
+    pub aggregate: Vec<super::aggregate::PolicyAggregate>,
 }
 
 /// One priced run of [`PoliciesJson`].
@@ -664,5 +699,8 @@ fn render_json(
         recorded,
         envelopes: &info.envelopes,
         product_compactions: &info.compactions,
+        aggregate: super::aggregate::of_records(out.iter().map(|c| {
+            super::aggregate::SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref())
+        })),
     })
 }

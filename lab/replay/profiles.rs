@@ -1111,6 +1111,7 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
                 .map(|p| (p.at as f64, p.chars as f64))
                 .collect(),
             step: false,
+            ..Series::default()
         })
         .collect();
     if let Some(r) = reports.first() {
@@ -1122,6 +1123,7 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
                 .map(|p| (p.at as f64, p.raw_chars as f64))
                 .collect(),
             step: false,
+            ..Series::default()
         });
     }
     let mut limits: Vec<usize> = reports.iter().map(|r| r.context_char_limit).collect();
@@ -1151,6 +1153,7 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
                 at: *t as f64,
             })
             .collect(),
+        ..Panel::default()
     };
     crate::plot::svg(&Figure {
         title: "Replay of a real session through compaction profiles".into(),

@@ -73,6 +73,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         memory_growth,
         frontier: crate::reports::frontier::scored(&runs),
         cost: crate::replay::dollars::policy_costs(&runs),
+        runs,
         verdicts: registry_verdicts()?,
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,

@@ -7,7 +7,7 @@ use super::{Cell, Table};
 use crate::error::LabResult;
 use crate::message::{Block, Message};
 use crate::replay::policies::{compare_one, Compared, Measure, Pricing};
-use crate::retention::render::{mark_dominated, Scored};
+use crate::retention::render::Scored;
 use crate::retention::Status;
 
 /// The price sheet the frontier is priced with.
@@ -99,23 +99,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
 /// The runs scored for the frontier, dominance marked (runs without
 /// retention are left out).
 pub fn scored(runs: &[Compared]) -> Vec<Scored> {
-    let mut rows: Vec<Scored> = runs
-        .iter()
-        .filter_map(|c| {
-            let r = c.retention.clone()?;
-            Some(Scored {
-                session: c.run.session.clone(),
-                policy: c.run.policy.clone(),
-                tokens_sent: c.run.calls.iter().map(|x| x.tokens).sum(),
-                artifact_recall: r.artifact_recall,
-                dollars: c.cost.as_ref().map(|x| x.dollars),
-                dominated: false,
-                retention: r,
-            })
-        })
-        .collect();
-    mark_dominated(&mut rows);
-    rows
+    crate::replay::frontier_plot::scored(runs)
 }
 
 /// `frontier`: per policy, what it sent and cost, what it kept, and whether
@@ -156,27 +140,12 @@ pub fn frontier_table(rows: &[Scored]) -> Table {
     }
 }
 
-/// The frontier as a plot: dollars against artifact recall, one marker per
-/// policy (the legend marks the dominated ones).
+/// The frontier as a plot ([`crate::replay::frontier_plot`]): dollars
+/// against artifact recall, every policy numbered and keyed.
 pub fn frontier_svg(rows: &[Scored]) -> String {
-    use crate::plot::Series;
-    let series = rows
-        .iter()
-        .map(|s| Series {
-            label: format!(
-                "{}{}",
-                s.policy,
-                if s.dominated { " (dominated)" } else { "" }
-            ),
-            points: vec![(s.dollars.unwrap_or(0.0), s.artifact_recall * 100.0)],
-            step: false,
-        })
-        .collect();
-    crate::plot::line_chart(
+    crate::replay::frontier_plot::svg(
+        rows,
         "cost-retention frontier (generated session)",
-        "cost (dollars)",
-        "artifact recall (%)",
-        series,
         &format!("lab reports --out reports/ · every policy · prices {SHEET} · tokenizer approx"),
     )
 }

@@ -336,6 +336,7 @@ pub fn grid_svg(result: &SweepResult) -> String {
                     })
                     .collect(),
                 step: true,
+                ..Series::default()
             })
             .collect(),
         ..Panel::default()
@@ -364,6 +365,7 @@ pub fn memory_growth_svg(curves: &[(String, Vec<u64>)]) -> String {
                 .map(|(i, n)| (i as f64 + 1.0, *n as f64))
                 .collect(),
             step: false,
+            ..Series::default()
         })
         .collect();
     crate::plot::svg(&Figure {
@@ -396,6 +398,8 @@ pub struct ReportData {
     pub frontier: Vec<crate::retention::render::Scored>,
     /// The same runs priced: every policy's prompt-cache cost.
     pub cost: Vec<crate::replay::dollars::PolicyCost>,
+    /// The runs themselves, for the HTML report's timelines and calls.
+    pub runs: Vec<crate::replay::policies::Compared>,
     /// Every registry row at its default cells.
     pub verdicts: Vec<verdicts::RowVerdict>,
 }
@@ -460,6 +464,7 @@ fn describe(stem: &str) -> &'static str {
         "frontier" => "every policy on one generated session: tokens sent, dollars, artifact recall, planted facts kept, re-fetches, and whether another policy costs less and keeps more (plot: dollars against recall)",
         "cost" => "every policy on the frontier's generated session under the Anthropic 5-minute prompt cache: tokens sent, cache read/write, breaks per turn, payback, dollars (plot: cumulative dollars over model calls, one line per policy)",
         "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
+        "index" => "the frontier's generated session as an HTML page: every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family (self-contained, no network)",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -490,6 +495,10 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
         frontier::frontier_svg(&data.frontier),
     ));
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
+    out.push((
+        "index.html".into(),
+        crate::replay::html::page(&data.runs, &data.frontier, "lab reports --out reports/"),
+    ));
     out.push((
         "memory_growth.svg".into(),
         memory_growth_svg(&data.memory_growth),

@@ -104,8 +104,9 @@ fn policy_json_has_one_shape_whatever_the_flags() {
     let session = ctxlab::replay::profiles::synthetic_main(6, 3_000);
     std::fs::write(&path, serde_json::to_string(&session).unwrap()).unwrap();
     let p = path.to_str().unwrap();
-    let keys = |extra: &[&str]| {
-        let mut args = vec!["replay", p, "--policy", "none", "--format", "json"];
+    let d = dir.path().to_str().unwrap();
+    let keys_of = |input: &str, extra: &[&str]| {
+        let mut args = vec!["replay", input, "--policy", "none", "--format", "json"];
         args.extend_from_slice(extra);
         let (code, out, err) = lab(&args);
         assert_eq!(code, 0, "{err}");
@@ -114,10 +115,12 @@ fn policy_json_has_one_shape_whatever_the_flags() {
         k.sort();
         k
     };
+    let keys = |extra: &[&str]| keys_of(p, extra);
     let plain = keys(&[]);
     assert_eq!(
         plain,
         [
+            "aggregate",
             "cost",
             "envelopes",
             "product_compactions",
@@ -126,6 +129,8 @@ fn policy_json_has_one_shape_whatever_the_flags() {
             "runs"
         ]
     );
+    // A corpus (the directory) streams, and prints the same keys.
+    assert_eq!(keys_of(d, &["--cost"]), plain);
     assert_eq!(keys(&["--cost"]), plain);
     assert_eq!(keys(&["--retention"]), plain);
     assert_eq!(keys(&["--cost", "--retention"]), plain);

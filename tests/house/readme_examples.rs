@@ -34,7 +34,7 @@ fn written(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (i, w) in words.iter().enumerate() {
         let target = match *w {
-            ">" | ">>" | "--out" | "--plot" | "--write" => words.get(i + 1).copied(),
+            ">" | ">>" | "--out" | "--plot" | "--html" | "--write" => words.get(i + 1).copied(),
             w if w.starts_with('>') && w.len() > 1 && !w.starts_with(">&") => {
                 Some(w.trim_start_matches('>'))
             }

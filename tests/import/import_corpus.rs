@@ -279,12 +279,28 @@ fn replay_reads_an_archive_member_by_member() {
         assert!(out.contains(member), "{member}: {out}");
     }
     assert!(err.contains("[results.csv]:1:1"), "{err}");
-    // The policy replays read files: a glob is expanded, an archive refused with a way out.
+    // The policy replays stream a corpus, a glob or an archive alike: one
+    // aggregate row per policy; --per-session names each session.
     let glob = format!("{}/trajs/**/*.traj.json", unpacked(dir.path()).display());
-    let (code, out, err) = lab(&["replay", &glob, "--policy", "swe-agent-mask-10"]);
+    let (code, out, err) = lab(&[
+        "replay",
+        &glob,
+        "--policy",
+        "swe-agent-mask-10",
+        "--per-session",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("c.traj.json"), "{out}");
-    let (code, _out, err) = lab(&["replay", tgz.to_str().unwrap(), "--policy", "none"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("unpack it"), "{err}");
+    let (code, out, err) = lab(&["replay", tgz.to_str().unwrap(), "--policy", "none"]);
+    assert_eq!(code, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("│ none "))
+        .expect("a row for none");
+    assert!(
+        row.contains("┆ 4 "),
+        "four sessions, as the glob finds: {out}"
+    );
+    assert!(err.contains("[results.csv]"), "{err}");
+    assert!(out.contains("not replayed"), "{out}");
 }

@@ -3,13 +3,13 @@
 //! One test binary per area (each file below is a module of it), so the
 //! crate is linked once per area rather than once per file.
 
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
-
-mod check;
 mod dump;
 mod estimator_replay;
 mod product_compactions;
+mod replay_corpus;
 mod replay_real;
 mod replay_render;
 mod replay_scale;

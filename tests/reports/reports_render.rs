@@ -140,7 +140,7 @@ fn plots_show_every_series_unclipped_with_provenance() {
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.ends_with("</svg>\n"));
     assert_eq!(
-        svg.matches("stroke-width=\"2\" fill=\"none\"").count(),
+        svg.matches(" data-style=").count(),
         8,
         "4 series × 2 panels"
     );
@@ -151,7 +151,7 @@ fn plots_show_every_series_unclipped_with_provenance() {
     insta::assert_snapshot!("reports_grid2x2_svg", svg);
     let growth = file("memory_growth.svg");
     assert_eq!(
-        growth.matches("stroke-width=\"2\" fill=\"none\"").count(),
+        growth.matches(" data-style=").count(),
         data().memory_growth.len()
     );
     insta::assert_snapshot!("reports_memory_growth_svg", growth);

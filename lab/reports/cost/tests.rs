@@ -76,7 +76,11 @@ fn the_plot_has_a_panel_per_session_and_a_line_per_policy() {
     let mut rows = priced("first");
     rows.extend(priced("second"));
     let svg = dollars_svg(&rows, "test");
-    assert!(svg.contains(">session first<") && svg.contains(">session second<"));
+    // Small multiples: a panel per session and family.
+    assert!(svg.contains(">session first · baseline and course<"));
+    assert!(svg.contains(">session second · APIs and frameworks<"));
+    assert!(!svg.contains("OpenHands<"), "no panel for a family not run");
+    // Each policy named once per session, in its family's legend.
     for policy in ["none", "prototype", "vercel-prune-messages"] {
         assert_eq!(svg.matches(&format!(">{policy}")).count(), 2, "{policy}");
     }

@@ -1,24 +1,37 @@
 //! The lab's one plotting module: series in, an SVG string out.
 //!
 //! A [`Figure`] is one or more [`Panel`]s stacked vertically that share an x
-//! axis label, a legend to the right of the data, and a caption line saying
-//! where the figure came from (command, profile, tokenizer). Every series is
-//! drawn at its true values: series that coincide are told apart by dash
-//! pattern and marker shape, and the legend names the series each one
-//! coincides with, instead of nudging lines off their values. Axes span every
-//! value of every series and rule, so nothing is clipped, and ticks fall on
-//! 1, 2 or 5 times a power of ten.
+//! axis label, a legend to the right of each panel's data, and a caption
+//! line saying where the figure came from (command, profile, tokenizer).
+//! Every series is drawn at its true values: series that coincide are told
+//! apart by [style](style::Style) (colour, marker, dash), and the legend
+//! names the series each one coincides with, instead of nudging lines off
+//! their values. A panel may draw *context* series in grey behind its
+//! highlighted ones (small multiples: every policy in grey, one family in
+//! colour), and *marks*: points tagged with a short label placed where no
+//! other label is, named in the panel's key (the frontier plot). Axes span
+//! every value, so nothing is clipped; ticks fall on 1, 2 or 5 times a
+//! power of ten. [`check`] reads a written SVG back and reports shared
+//! styles, overlapping labels and labels off the canvas.
 //!
-//! Hand-written rather than drawn through a plotting crate: the figures need
-//! a handful of primitives, the output must be byte-for-byte repeatable for
-//! snapshots, and the crates' SVG backends either measure text through the
-//! system's fonts (fontconfig) or need a font file bundled to lay out labels;
-//! SVG `<text>` leaves the glyphs to the viewer.
+//! Hand-written rather than drawn through `plotters`: the figures need a
+//! handful of primitives, the output must be byte-for-byte repeatable for
+//! snapshots and reports-check, and label placement needs text extents,
+//! which `plotters` measures through the system's fonts (fontconfig) or a
+//! bundled font file; here extents are estimated per character
+//! ([`text`]) and `<text>` leaves the glyphs to the viewer.
+
+pub mod check;
+pub mod style;
+pub mod text;
 
 use std::fmt::Write as _;
 
+use style::{Style, CONTEXT};
+use text::{Anchor, Rect};
+
 /// One line of data.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Series {
     /// Legend label.
     pub label: String,
@@ -27,6 +40,13 @@ pub struct Series {
     /// Draw as a step function (value holds until the next x), for counts
     /// measured at discrete settings; otherwise straight segments.
     pub step: bool,
+    /// Style index ([`Style::nth`]); `None` takes the series' position
+    /// among the panel's highlighted series. Set it to keep one series'
+    /// look across panels and figures.
+    pub style: Option<usize>,
+    /// Drawn thin and grey behind the highlighted series, without markers
+    /// or a legend entry: the others, for comparison.
+    pub context: bool,
 }
 
 /// A labelled reference line across the data: a limit (horizontal) or an
@@ -37,6 +57,20 @@ pub struct Rule {
     pub label: String,
     /// Position in data units.
     pub at: f64,
+}
+
+/// A point tagged on the plot and named in the key: the tag (a number) is
+/// placed beside the point where no other label is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// Short tag drawn beside the point.
+    pub tag: String,
+    /// What the tag stands for, in the key.
+    pub name: String,
+    /// Position in data units.
+    pub at: (f64, f64),
+    /// Drawn filled (e.g. on the frontier) rather than open.
+    pub filled: bool,
 }
 
 /// One plot area with its own y axis.
@@ -52,6 +86,10 @@ pub struct Panel {
     pub h_rules: Vec<Rule>,
     /// Vertical reference lines (events).
     pub v_rules: Vec<Rule>,
+    /// Tagged points, named in the key after the legend.
+    pub marks: Vec<Mark>,
+    /// Height of the plot area in pixels; 0 for the default.
+    pub height: f64,
 }
 
 /// A whole figure.
@@ -67,31 +105,58 @@ pub struct Figure {
     pub caption: String,
 }
 
-const COLOURS: [&str; 8] = [
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
-];
-const DASHES: [&str; 4] = ["", "6 3", "2 2", "8 3 2 3"];
-const MARKERS: usize = 4;
 const WIDTH: f64 = 640.0;
-const LEFT: f64 = 70.0;
 const PANEL_H: f64 = 200.0;
 const GAP: f64 = 70.0;
 const TOP: f64 = 50.0;
-/// Width of one character at the legend's font size, generously, so a
-/// label never runs past the edge in a proportional sans-serif font.
-const CHAR_W: f64 = 7.0;
+/// Height of one legend entry.
+const LEGEND_ROW: f64 = 18.0;
 /// At most this many markers per series, so dense series stay readable.
 const MAX_MARKS: usize = 24;
+/// Font sizes: body, title, caption and rule labels, mark tags.
+const FONT: f64 = 12.0;
+const TITLE_FONT: f64 = 15.0;
+const SMALL_FONT: f64 = 10.0;
+/// Bold text is about a tenth wider than regular.
+const BOLD: f64 = 1.1;
+
+/// Where things go: the left margin (room for the widest tick label and
+/// the y label) and the legend's left edge.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    left: f64,
+    legend_x: f64,
+}
+
+impl Frame {
+    fn right(&self) -> f64 {
+        self.left + WIDTH
+    }
+}
 
 /// The SVG text of a figure. Pure: the same figure gives the same bytes.
 pub fn svg(fig: &Figure) -> String {
     let (xmin, xmax) = x_range(fig);
     let xt = ticks(xmin, xmax);
-    let legend_w = legend_width(fig);
-    let total_w = LEFT + WIDTH + 24.0 + legend_w;
+    let yts: Vec<Ticks> = fig.panels.iter().map(y_ticks).collect();
+    let widest_tick = yts
+        .iter()
+        .flat_map(|t| t.values())
+        .map(|v| text::width(&num(v), FONT))
+        .fold(0.0, f64::max);
+    let left = (widest_tick + 40.0).max(70.0).round();
+    let frame = Frame {
+        left,
+        legend_x: left + WIDTH + 24.0,
+    };
+    let total_w = (frame.legend_x + legend_width(fig))
+        .max(left + text::width(&fig.title, TITLE_FONT) + 10.0)
+        .max(left + text::width(&fig.caption, SMALL_FONT) + 10.0)
+        .ceil();
     let tops = panel_tops(fig);
     // The x axis of the last panel, and the bottom of its slot (its legend may reach lower).
-    let axis = tops[tops.len().saturating_sub(2)] + PANEL_H;
+    let last = fig.panels.len().saturating_sub(1);
+    let axis = tops[last] + fig.panels.get(last).map_or(PANEL_H, panel_h);
     let bottom = axis.max(tops[tops.len() - 1] - GAP);
     let total_h = bottom + 70.0;
     let mut s = String::new();
@@ -110,24 +175,24 @@ pub fn svg(fig: &Figure) -> String {
     let _ = writeln!(
         s,
         r#"<text x="{}" y="22" font-size="15">{}</text>"#,
-        fx(LEFT),
+        fx(left),
         esc(&fig.title)
     );
-    for (p, &y0) in fig.panels.iter().zip(&tops) {
-        panel(&mut s, p, y0, &xt);
-        legend(&mut s, p, y0, LEFT + WIDTH + 24.0);
+    for (i, ((p, &y0), yt)) in fig.panels.iter().zip(&tops).zip(&yts).enumerate() {
+        panel(&mut s, i, p, y0, &xt, yt, &frame);
+        legend(&mut s, p, y0, frame.legend_x);
     }
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        fx(LEFT + WIDTH / 2.0),
+        fx(left + WIDTH / 2.0),
         fx(axis + 36.0),
         esc(&fig.x_label)
     );
     let _ = writeln!(
         s,
         r##"<text x="{}" y="{}" font-size="10" fill="#555">{}</text>"##,
-        fx(LEFT),
+        fx(left),
         fx(bottom + 60.0),
         esc(&fig.caption)
     );
@@ -157,16 +222,31 @@ pub fn line_chart(
     })
 }
 
-/// One panel: frame, grid, ticks, rules, series.
-fn panel(s: &mut String, p: &Panel, y0: f64, xt: &Ticks) {
+fn panel_h(p: &Panel) -> f64 {
+    if p.height > 0.0 {
+        p.height
+    } else {
+        PANEL_H
+    }
+}
+
+/// The y ticks of a panel.
+fn y_ticks(p: &Panel) -> Ticks {
     let (lo, hi) = y_range(p);
-    let yt = whole_ticks_for_counts(ticks(lo, hi), p);
-    let x = |v: f64| LEFT + (v - xt.lo) / (xt.hi - xt.lo) * WIDTH;
-    let y = |v: f64| y0 + PANEL_H - (v - yt.lo) / (yt.hi - yt.lo) * PANEL_H;
+    whole_ticks_for_counts(ticks(lo, hi), p)
+}
+
+/// One panel: frame, grid, ticks, rules, context series, highlighted
+/// series, marks.
+fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Ticks, f: &Frame) {
+    let h = panel_h(p);
+    let left = f.left;
+    let x = |v: f64| left + (v - xt.lo) / (xt.hi - xt.lo) * WIDTH;
+    let y = |v: f64| y0 + h - (v - yt.lo) / (yt.hi - yt.lo) * h;
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" font-weight="bold">{}</text>"#,
-        fx(LEFT),
+        fx(left),
         fx(y0 - 10.0),
         esc(&p.title)
     );
@@ -174,9 +254,9 @@ fn panel(s: &mut String, p: &Panel, y0: f64, xt: &Ticks) {
         let _ = writeln!(
             s,
             r##"<path d="M{} {y} H{}" stroke="#e0e0e0"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
-            fx(LEFT),
-            fx(LEFT + WIDTH),
-            fx(LEFT - 6.0),
+            fx(left),
+            fx(f.right()),
+            fx(left - 6.0),
             fx(y(v) + 4.0),
             num(v),
             y = fx(y(v))
@@ -187,62 +267,81 @@ fn panel(s: &mut String, p: &Panel, y0: f64, xt: &Ticks) {
             s,
             r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
             fx(x(v)),
-            fx(y0 + PANEL_H + 16.0),
+            fx(y0 + h + 18.0),
             num(v)
         );
     }
     let _ = writeln!(
         s,
         r#"<path d="M{l} {t} V{b} H{r}" stroke="black" fill="none"/>"#,
-        l = fx(LEFT),
+        l = fx(left),
         t = fx(y0),
-        b = fx(y0 + PANEL_H),
-        r = fx(LEFT + WIDTH)
+        b = fx(y0 + h),
+        r = fx(f.right())
     );
+    let widest_tick = yt
+        .values()
+        .iter()
+        .map(|v| text::width(&num(*v), FONT))
+        .fold(0.0, f64::max);
     let _ = writeln!(
         s,
         r#"<text transform="translate({} {}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        fx(LEFT - 48.0),
-        fx(y0 + PANEL_H / 2.0),
+        fx(left - widest_tick - 16.0),
+        fx(y0 + h / 2.0),
         esc(&p.y_label)
     );
-    rules(s, p, y0, &x, &y);
-    for (k, series) in p.series.iter().enumerate() {
-        line(s, series, k, &x, &y);
-    }
-}
-
-fn rules(s: &mut String, p: &Panel, y0: f64, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64) {
-    for r in &p.h_rules {
-        let _ = writeln!(
+    let area = Rect {
+        x0: left,
+        y0,
+        x1: f.right(),
+        y1: y0 + h,
+    };
+    rules(s, p, &area, &x, &y);
+    for series in p.series.iter().filter(|s| s.context) {
+        path(
             s,
-            r##"<path d="M{} {yy} H{}" stroke="#777" stroke-dasharray="1 3"/><text x="{}" y="{}" fill="#555">{}</text>"##,
-            fx(LEFT),
-            fx(LEFT + WIDTH),
-            fx(LEFT + 4.0),
-            fx(y(r.at) - 3.0),
-            esc(&r.label),
-            yy = fx(y(r.at))
+            series,
+            &x,
+            &y,
+            &format!(r#"stroke="{CONTEXT}" stroke-width="1.2""#),
         );
     }
-    for r in &p.v_rules {
-        let _ = writeln!(
-            s,
-            r##"<path d="M{xx} {} V{}" stroke="#B22222" stroke-dasharray="5 3"/><text x="{}" y="{}" fill="#B22222" font-size="10">{}</text>"##,
-            fx(y0),
-            fx(y0 + PANEL_H),
-            fx(x(r.at) + 3.0),
-            fx(y0 + 10.0),
-            esc(&r.label),
-            xx = fx(x(r.at))
+    for (k, series) in highlighted(p) {
+        let style = Style::nth(k);
+        let attrs = format!(
+            r#"data-panel="{index}" data-label="{}" data-style="{}" stroke="{}" stroke-width="2"{}"#,
+            esc(&series.label),
+            style.key(),
+            style.hex(),
+            style.dash_attr()
         );
+        path(s, series, &x, &y, &attrs);
+        let every = series.points.len().div_ceil(MAX_MARKS).max(1);
+        for &(px, py) in series.points.iter().step_by(every) {
+            s.push_str(&style.marker(x(px), y(py)));
+        }
     }
+    marks(s, p, &area, &x, &y);
 }
 
-/// A series' line in its colour and dash, with a marker at (up to
-/// `MAX_MARKS` evenly chosen) points.
-fn line(s: &mut String, series: &Series, k: usize, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64) {
-    let colour = COLOURS[k % COLOURS.len()];
+/// The highlighted series of a panel, each with its style index.
+fn highlighted(p: &Panel) -> impl Iterator<Item = (usize, &Series)> {
+    p.series
+        .iter()
+        .filter(|s| !s.context)
+        .enumerate()
+        .map(|(k, s)| (s.style.unwrap_or(k), s))
+}
+
+/// A series' line with the given stroke attributes.
+fn path(
+    s: &mut String,
+    series: &Series,
+    x: &dyn Fn(f64) -> f64,
+    y: &dyn Fn(f64) -> f64,
+    attrs: &str,
+) {
     let mut d = String::new();
     for (i, &(px, py)) in series.points.iter().enumerate() {
         if i == 0 {
@@ -253,96 +352,184 @@ fn line(s: &mut String, series: &Series, k: usize, x: &dyn Fn(f64) -> f64, y: &d
             let _ = write!(d, " L{} {}", fx(x(px)), fx(y(py)));
         }
     }
-    let _ = writeln!(
-        s,
-        r#"<path d="{d}" stroke="{colour}" stroke-width="2" fill="none"{}/>"#,
-        dash_attr(k)
-    );
-    let every = series.points.len().div_ceil(MAX_MARKS).max(1);
-    for &(px, py) in series.points.iter().step_by(every) {
-        s.push_str(&marker(k, x(px), y(py), colour));
+    let _ = writeln!(s, r#"<path {attrs} d="{d}" fill="none"/>"#);
+}
+
+/// Limits and events. A limit's label sits above its line, or below it at
+/// the panel's top; event labels are stacked down the panel where they
+/// would overlap.
+fn rules(s: &mut String, p: &Panel, area: &Rect, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64) {
+    let mut taken: Vec<Rect> = Vec::new();
+    for r in &p.h_rules {
+        let yy = y(r.at);
+        let mut ly = if yy - 3.0 - 0.8 * FONT < area.y0 {
+            yy + 14.0
+        } else {
+            yy - 3.0
+        };
+        let mut lx = area.x0 + 4.0;
+        let w = text::width(&r.label, FONT);
+        while taken
+            .iter()
+            .any(|t| t.overlaps(&text::text_box(&r.label, lx, ly, FONT, Anchor::Start)))
+        {
+            lx += 12.0;
+            if lx + w > area.x1 {
+                lx = area.x0 + 4.0;
+                ly += 14.0;
+            }
+        }
+        taken.push(text::text_box(&r.label, lx, ly, FONT, Anchor::Start));
+        let _ = writeln!(
+            s,
+            r##"<path d="M{} {} H{}" stroke="#777" stroke-dasharray="1 3"/><text x="{}" y="{}" fill="#555">{}</text>"##,
+            fx(area.x0),
+            fx(yy),
+            fx(area.x1),
+            fx(lx),
+            fx(ly),
+            esc(&r.label),
+        );
+    }
+    for r in &p.v_rules {
+        let xx = x(r.at);
+        let w = text::width(&r.label, SMALL_FONT);
+        // Right of the line, or left of it near the right edge.
+        let lx = if xx + 3.0 + w > area.x1 {
+            xx - 3.0 - w
+        } else {
+            xx + 3.0
+        };
+        let mut ly = area.y0 + 10.0;
+        while taken
+            .iter()
+            .any(|t| t.overlaps(&text::text_box(&r.label, lx, ly, SMALL_FONT, Anchor::Start)))
+            && ly + 11.0 < area.y1
+        {
+            ly += 11.0;
+        }
+        taken.push(text::text_box(&r.label, lx, ly, SMALL_FONT, Anchor::Start));
+        let _ = writeln!(
+            s,
+            r##"<path d="M{xx} {} V{}" stroke="#B22222" stroke-dasharray="5 3"/><text x="{}" y="{}" fill="#B22222" font-size="10">{}</text>"##,
+            fx(area.y0),
+            fx(area.y1),
+            fx(lx),
+            fx(ly),
+            esc(&r.label),
+            xx = fx(xx)
+        );
     }
 }
 
-fn dash_attr(k: usize) -> String {
-    match DASHES[k % DASHES.len()] {
-        "" => String::new(),
-        d => format!(r#" stroke-dasharray="{d}""#),
+/// Tagged points: a marker each, and one tag per position (coinciding
+/// points share it, "3,7"), placed where no other tag or marker is.
+fn marks(s: &mut String, p: &Panel, area: &Rect, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64) {
+    let mut spots: Vec<((f64, f64), Vec<&Mark>)> = Vec::new();
+    for m in &p.marks {
+        let at = (x(m.at.0), y(m.at.1));
+        match spots
+            .iter_mut()
+            .find(|(q, _)| (q.0 - at.0).abs() < 1.0 && (q.1 - at.1).abs() < 1.0)
+        {
+            Some((_, ms)) => ms.push(m),
+            None => spots.push((at, vec![m])),
+        }
+    }
+    let mut taken: Vec<Rect> = spots
+        .iter()
+        .map(|((cx, cy), _)| Rect {
+            x0: cx - 4.0,
+            y0: cy - 4.0,
+            x1: cx + 4.0,
+            y1: cy + 4.0,
+        })
+        .collect();
+    // The tags may use the margin around the plot area, not the axes' labels.
+    let room = Rect {
+        x0: area.x0 + 2.0,
+        y0: area.y0 - 2.0,
+        x1: area.x1 + 20.0,
+        y1: area.y1 - 2.0,
+    };
+    for ((cx, cy), ms) in &spots {
+        let colour = if ms.iter().any(|m| m.filled) {
+            "#0072B2"
+        } else {
+            "#555555"
+        };
+        s.push_str(&style::marker_shape(
+            0,
+            *cx,
+            *cy,
+            3.5,
+            colour,
+            ms.iter().any(|m| m.filled),
+        ));
+        let tag: Vec<&str> = ms.iter().map(|m| m.tag.as_str()).collect();
+        let tag = tag.join(",");
+        let w = text::width(&tag, SMALL_FONT);
+        let (tx, ty) = match text::place_near(*cx, *cy, w, SMALL_FONT, &room, &taken) {
+            Some((tx, ty, b)) => {
+                taken.push(b);
+                (tx, ty)
+            }
+            // Nowhere free: beside the point anyway (the layout check reports it).
+            None => (cx + 5.0, cy + 3.5),
+        };
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" font-size="10" fill="{colour}">{}</text>"#,
+            fx(tx),
+            fx(ty),
+            esc(&tag)
+        );
     }
 }
 
-/// Marker shape `k`: circle, square, triangle, diamond; open shapes so a
-/// marker of another series at the same point stays visible through it.
-fn marker(k: usize, cx: f64, cy: f64, colour: &str) -> String {
-    // Past the fourth series the shapes repeat, larger.
-    let r = 3.5 + (k / MARKERS % 2) as f64 * 1.5;
-    let style = format!(r#"fill="none" stroke="{colour}" stroke-width="1.5""#);
-    match k % MARKERS {
-        0 => format!(
-            "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" {style}/>\n",
-            fx(cx),
-            fx(cy),
-            fx(r)
-        ),
-        1 => format!(
-            "<rect x=\"{}\" y=\"{}\" width=\"{w}\" height=\"{w}\" {style}/>\n",
-            fx(cx - r),
-            fx(cy - r),
-            w = fx(2.0 * r)
-        ),
-        2 => format!(
-            "<path d=\"M{} {} L{} {} L{} {} Z\" {style}/>\n",
-            fx(cx),
-            fx(cy - r - 1.0),
-            fx(cx + r + 1.0),
-            fx(cy + r),
-            fx(cx - r - 1.0),
-            fx(cy + r)
-        ),
-        _ => format!(
-            "<path d=\"M{} {} L{} {} L{} {} L{} {} Z\" {style}/>\n",
-            fx(cx),
-            fx(cy - r - 1.0),
-            fx(cx + r + 1.0),
-            fx(cy),
-            fx(cx),
-            fx(cy + r + 1.0),
-            fx(cx - r - 1.0),
-            fx(cy)
-        ),
-    }
-}
-
-/// The legend of one panel, right of its data: each series' sample line and
-/// marker, its label, and which earlier series it coincides with.
 /// The top of each panel, then where the next one would start: a panel's
 /// slot is as tall as its plot or its legend, whichever is taller, so a long
 /// legend (every policy) never runs past the figure or into the next panel.
 fn panel_tops(fig: &Figure) -> Vec<f64> {
     let mut tops = vec![TOP];
     for p in &fig.panels {
-        let legend_h = 8.0 + LEGEND_ROW * p.series.len() as f64;
+        let legend_h = 8.0 + LEGEND_ROW * legend_rows(p) as f64;
         let last = *tops.last().unwrap_or(&TOP);
-        tops.push(last + PANEL_H.max(legend_h) + GAP);
+        tops.push(last + panel_h(p).max(legend_h) + GAP);
     }
     tops
 }
 
-/// Height of one legend entry.
-const LEGEND_ROW: f64 = 18.0;
+/// Legend entries of a panel: highlighted series, one line for the
+/// context series, the key of its marks.
+fn legend_rows(p: &Panel) -> usize {
+    let context = usize::from(p.series.iter().any(|s| s.context));
+    highlighted(p).count() + context + p.marks.len()
+}
 
+/// The legend of one panel, right of its data: each highlighted series'
+/// sample line and marker and its label (naming an earlier series it
+/// coincides with), a grey sample for the context series, then the key of
+/// the marks.
 fn legend(s: &mut String, p: &Panel, y0: f64, lx: f64) {
-    for (k, text) in legend_texts(p).iter().enumerate() {
-        let colour = COLOURS[k % COLOURS.len()];
-        let ly = y0 + 8.0 + LEGEND_ROW * k as f64;
+    let texts = legend_texts(p);
+    let mut row = 0;
+    let mut next = || {
+        row += 1;
+        y0 + 8.0 + LEGEND_ROW * (row - 1) as f64
+    };
+    for ((k, _), text) in highlighted(p).zip(&texts) {
+        let style = Style::nth(k);
+        let ly = next();
         let _ = writeln!(
             s,
-            r#"<path d="M{} {} h28" stroke="{colour}" stroke-width="2"{}/>"#,
+            r#"<path d="M{} {} h28" stroke="{}" stroke-width="2"{}/>"#,
             fx(lx),
             fx(ly),
-            dash_attr(k)
+            style.hex(),
+            style.dash_attr()
         );
-        s.push_str(&marker(k, lx + 14.0, ly, colour));
+        s.push_str(&style.marker(lx + 14.0, ly));
         let _ = writeln!(
             s,
             r#"<text x="{}" y="{}">{}</text>"#,
@@ -351,16 +538,60 @@ fn legend(s: &mut String, p: &Panel, y0: f64, lx: f64) {
             esc(text)
         );
     }
+    if p.series.iter().any(|s| s.context) {
+        let ly = next();
+        let _ = writeln!(
+            s,
+            r#"<path d="M{} {} h28" stroke="{CONTEXT}" stroke-width="1.2"/>"#,
+            fx(lx),
+            fx(ly)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            fx(lx + 34.0),
+            fx(ly + 4.0),
+            CONTEXT_LABEL
+        );
+    }
+    for m in &p.marks {
+        let ly = next();
+        let colour = if m.filled { "#0072B2" } else { "#555555" };
+        s.push_str(&style::marker_shape(
+            0,
+            lx + 14.0,
+            ly,
+            3.5,
+            colour,
+            m.filled,
+        ));
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            fx(lx + 34.0),
+            fx(ly + 4.0),
+            esc(&key_text(m))
+        );
+    }
 }
 
-/// Legend text per series: its label, plus "(same as …)" when its points
-/// equal an earlier series' points, so a hidden line is named, not lost.
+/// Legend text of the context series.
+const CONTEXT_LABEL: &str = "every other policy (grey)";
+
+fn key_text(m: &Mark) -> String {
+    format!("{}  {}", m.tag, m.name)
+}
+
+/// Legend text per highlighted series: its label, plus "(same as …)" when
+/// its points equal an earlier series' points, so a hidden line is named,
+/// not lost.
 pub fn legend_texts(p: &Panel) -> Vec<String> {
-    p.series
+    let shown: Vec<&Series> = p.series.iter().filter(|s| !s.context).collect();
+    shown
         .iter()
         .enumerate()
         .map(
-            |(k, sr)| match p.series[..k].iter().find(|o| o.points == sr.points) {
+            |(k, sr)| match shown[..k].iter().find(|o| o.points == sr.points) {
                 Some(o) => format!("{} (same as {})", sr.label, o.label),
                 None => sr.label.clone(),
             },
@@ -369,14 +600,25 @@ pub fn legend_texts(p: &Panel) -> Vec<String> {
 }
 
 fn legend_width(fig: &Figure) -> f64 {
-    let longest = fig
+    let widest = fig
         .panels
         .iter()
-        .flat_map(legend_texts)
-        .map(|t| t.chars().count())
-        .max()
-        .unwrap_or(0);
-    34.0 + longest as f64 * CHAR_W + 12.0
+        .flat_map(|p| {
+            let mut t = legend_texts(p);
+            t.extend(p.marks.iter().map(key_text));
+            if p.series.iter().any(|s| s.context) {
+                t.push(CONTEXT_LABEL.to_string());
+            }
+            t
+        })
+        .map(|t| text::width(&t, FONT))
+        .fold(0.0, f64::max);
+    let titles = fig
+        .panels
+        .iter()
+        .map(|p| text::width(&p.title, FONT) * BOLD - WIDTH - 24.0)
+        .fold(0.0, f64::max);
+    (34.0 + widest + 12.0).max(titles + 12.0)
 }
 
 /// Evenly spaced round tick values covering `[lo, hi]`.
@@ -428,6 +670,7 @@ fn whole_ticks_for_counts(t: Ticks, p: &Panel) -> Ticks {
         .iter()
         .flat_map(|s| s.points.iter().map(|q| q.1))
         .chain(p.h_rules.iter().map(|r| r.at))
+        .chain(p.marks.iter().map(|m| m.at.1))
         .all(|v| v.fract() == 0.0);
     if whole && t.step < 1.0 {
         Ticks {
@@ -446,6 +689,7 @@ fn x_range(fig: &Figure) -> (f64, f64) {
             .iter()
             .flat_map(|s| s.points.iter().map(|q| q.0))
             .chain(p.v_rules.iter().map(|r| r.at))
+            .chain(p.marks.iter().map(|m| m.at.0))
     });
     min_max(xs)
 }
@@ -458,6 +702,7 @@ fn y_range(p: &Panel) -> (f64, f64) {
         .iter()
         .flat_map(|s| s.points.iter().map(|q| q.1))
         .chain(p.h_rules.iter().map(|r| r.at))
+        .chain(p.marks.iter().map(|m| m.at.1))
         .chain(std::iter::once(0.0));
     min_max(ys)
 }
@@ -531,6 +776,7 @@ mod tests {
             label: "size".into(),
             points: vec![(1.0, 10.0), (2.0, 30.0)],
             step: false,
+            ..Series::default()
         };
         let out = line_chart(
             "t",
@@ -554,6 +800,7 @@ mod tests {
             label: "f".into(),
             points: vec![(0.0, 0.0), (1.0, 1.0)],
             step: true,
+            ..Series::default()
         };
         let p = Panel {
             series: vec![flag],
@@ -565,6 +812,7 @@ mod tests {
             label: "h".into(),
             points: vec![(0.0, 0.5)],
             step: false,
+            ..Series::default()
         };
         let p = Panel {
             series: vec![half],
@@ -595,6 +843,7 @@ mod tests {
             label: "a".into(),
             points: vec![(0.0, 1.0), (1.0, 2.0)],
             step: false,
+            ..Series::default()
         };
         let b = Series {
             label: "b".into(),
@@ -604,6 +853,7 @@ mod tests {
             label: "c".into(),
             points: vec![(0.0, 0.0)],
             step: false,
+            ..Series::default()
         };
         let p = Panel {
             series: vec![a, b, c],
@@ -619,6 +869,7 @@ mod tests {
                 label: "<x>\u{0}".into(),
                 points: vec![(0.0, 5.0), (10.0, 900.0)],
                 step: true,
+                ..Series::default()
             }],
             h_rules: vec![Rule {
                 label: "limit".into(),
@@ -654,6 +905,7 @@ mod tests {
                     label: format!("policy {k}"),
                     points: vec![(0.0, k as f64), (1.0, 2.0 * k as f64)],
                     step: false,
+                    ..Series::default()
                 })
                 .collect()
         };

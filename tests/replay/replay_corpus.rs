@@ -1,0 +1,199 @@
+//! `lab replay CORPUS --policy …`: one aggregate row per policy by default,
+//! each session's tables with `--per-session`, one JSON record per session ×
+//! policy with `--format jsonl`; the JSON object keeps its one shape.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::lab;
+
+/// A directory of `n` generated sessions of 2 to 10 tool rounds.
+fn corpus(dir: &Path, n: usize) -> String {
+    let root = dir.join("corpus");
+    std::fs::create_dir(&root).unwrap();
+    for i in 0..n {
+        let messages = ctxlab::replay::profiles::synthetic_main(2 + i % 9, 300 + 97 * (i % 13));
+        common::write(
+            &root,
+            &format!("s{i:03}.json"),
+            &serde_json::to_string(&messages).unwrap(),
+        );
+    }
+    root.to_str().unwrap().to_string()
+}
+
+fn ok(args: &[&str]) -> String {
+    let (code, out, err) = lab(args);
+    assert_eq!(code, 0, "{args:?}: {err}");
+    out
+}
+
+#[test]
+fn two_hundred_sessions_print_one_short_aggregate_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 200);
+    let out = ok(&["replay", &root, "--policy", "all"]);
+    let lines = out.lines().count();
+    assert!(lines <= 60, "{lines} lines:\n{out}");
+    let names = ctxlab::policy::list::names();
+    for n in &names {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("│ {n} ")))
+            .unwrap_or_else(|| panic!("no row for {n}:\n{out}"));
+        assert!(row.contains("┆ 200 "), "{row}");
+    }
+    assert!(out.contains("mean / median / p95"), "{out}");
+}
+
+#[test]
+fn the_aggregates_are_exact_over_the_streamed_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 21);
+    let policies = "none,prototype,swe-agent-mask-5";
+    let lines = ok(&[
+        "replay", &root, "--policy", policies, "--cost", "--format", "jsonl",
+    ]);
+    let records: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 21 * 3);
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "replay", &root, "--policy", policies, "--cost", "--format", "json",
+    ]))
+    .unwrap();
+    // One shape whatever the input: a corpus leaves the per-run arrays empty.
+    for key in ["runs", "retention", "cost", "recorded"] {
+        assert_eq!(json[key], serde_json::json!([]), "{key}");
+    }
+    let agg = json["aggregate"].as_array().unwrap();
+    assert_eq!(agg.len(), 3);
+    for a in agg {
+        let policy = a["policy"].as_str().unwrap();
+        assert_eq!(a["sessions"], 21);
+        for (field, metric) in [
+            ("peak_chars", "peak chars"),
+            ("dollars", "dollars"),
+            ("events", "events"),
+        ] {
+            let mut v: Vec<f64> = records
+                .iter()
+                .filter(|r| r["policy"] == policy)
+                .map(|r| r[field].as_f64().unwrap())
+                .collect();
+            v.sort_by(f64::total_cmp);
+            let s = &a["stats"][metric];
+            // 21 sessions: the median is the 11th value, p95 the 20th (nearest rank).
+            assert_eq!(s["median"].as_f64().unwrap(), v[10], "{policy} {metric}");
+            assert_eq!(s["p95"].as_f64().unwrap(), v[19], "{policy} {metric}");
+            let mean = v.iter().sum::<f64>() / 21.0;
+            assert!(
+                (s["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+                "{policy} {metric}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_small_corpus_table_and_its_per_session_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 5);
+    let args = [
+        "replay",
+        &root,
+        "--policy",
+        "none,prototype,vercel-prune-messages",
+        "--cost",
+    ];
+    let out = ok(&args);
+    let body = out.replace(&root, "CORPUS");
+    insta::assert_snapshot!("replay_corpus_aggregate", body);
+    let mut per = args.to_vec();
+    per.push("--per-session");
+    let per = ok(&per);
+    // Each session's own tables, then the same aggregate.
+    for i in 0..5 {
+        assert!(per.contains(&format!("│ s{i:03}.json ")), "s{i:03}:\n{per}");
+    }
+    assert!(
+        per.ends_with(&out),
+        "the aggregate closes the per-session output"
+    );
+}
+
+#[test]
+fn one_file_keeps_its_per_session_tables_and_the_json_gains_the_aggregate() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 1);
+    let file = format!("{root}/s000.json");
+    let out = ok(&["replay", &file, "--policy", "none,prototype"]);
+    assert!(out.contains("│ s000.json "), "{out}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "replay", &file, "--policy", "none", "--format", "json",
+    ]))
+    .unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(json["aggregate"][0]["sessions"], 1);
+}
+
+#[test]
+fn corpus_refusals_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 2);
+    let html = dir.path().join("r.html");
+    let (code, _, err) = lab(&[
+        "replay",
+        &root,
+        "--policy",
+        "none",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--html") && !html.exists(), "{err}");
+    let (code, _, err) = lab(&[
+        "replay",
+        &root,
+        "--policy",
+        "none",
+        "--per-session",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("jsonl"), "{err}");
+    let (code, _, err) = lab(&["replay", &root, "--format", "jsonl"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--policy"), "{err}");
+}
+
+#[test]
+fn a_corpus_plot_draws_each_policys_cost_distribution() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 12);
+    let plot = dir.path().join("ecdf.svg");
+    ok(&[
+        "replay",
+        &root,
+        "--policy",
+        "all",
+        "--cost",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    let p = ctxlab::plot::check::check(&svg);
+    assert!(p.is_empty(), "{p:#?}");
+    // Every policy highlighted once, in its group's panel.
+    assert_eq!(p.series, ctxlab::policy::list::names().len());
+    assert!(svg.contains("empirical CDF") && svg.contains(">sessions at or below (%)<"));
+    // Each ECDF rises to every session: 12 steps end at 100 %.
+    let none = svg
+        .lines()
+        .find(|l| l.contains("data-label=\"none\""))
+        .unwrap();
+    assert_eq!(none.matches(" V").count(), 11, "{none}");
+}

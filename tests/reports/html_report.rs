@@ -1,0 +1,266 @@
+//! `lab replay … --policy … --html FILE`: one self-contained page. Checked
+//! without a browser (structure, nothing external, escaping, refusals,
+//! nothing half-written) and in a real headless Chromium when one is
+//! installed (no console error, every section renders, a screenshot under
+//! target/).
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::lab;
+use ctxlab::replay::html::SECTIONS;
+
+const POLICIES: &str = "none,prototype,swe-agent-mask-5,openhands-recent,langchain-summarization";
+
+/// The generated session (planted facts and all) replayed under a few
+/// policies of different families, with retention and cost, into an HTML
+/// page; the session file's name holds characters HTML must escape.
+fn page(dir: &Path) -> (PathBuf, String) {
+    let session = common::write(
+        dir,
+        "gen<b>&.json",
+        &serde_json::to_string_pretty(&ctxlab::reports::frontier::session()).unwrap(),
+    );
+    let out = dir.join("report.html");
+    let (code, _, err) = lab(&[
+        "replay",
+        session.to_str().unwrap(),
+        "--policy",
+        POLICIES,
+        "--retention",
+        "--cost",
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    (out, html)
+}
+
+/// Elements that have no closing tag in HTML.
+const VOID: [&str; 4] = ["meta", "br", "input", "hr"];
+
+/// Every opened element is closed in order (self-closing SVG elements and
+/// HTML void elements aside); script and style bodies are skipped.
+fn balanced(html: &str) -> Result<(), String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = html;
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i + 1..];
+        if rest.starts_with('!') {
+            continue;
+        }
+        let end = rest.find('>').ok_or("an unclosed tag")?;
+        let tag = &rest[..end];
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if closing {
+            match stack.pop() {
+                Some(open) if open == name => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+        } else if !tag.ends_with('/') && !VOID.contains(&name.as_str()) {
+            if name == "script" || name == "style" {
+                let close = format!("</{name}>");
+                let at = rest.find(&close).ok_or("an unclosed script or style")?;
+                rest = &rest[at + close.len()..];
+                continue;
+            }
+            stack.push(name);
+        }
+        rest = &rest[end..];
+    }
+    if stack.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("left open: {stack:?}"))
+    }
+}
+
+/// Attribute values of `src`/`href`, `@import` and `url(` that reach out.
+fn external_links(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in ["src=\"", "href=\"", "src='", "href='", "url("] {
+        for (i, _) in html.match_indices(attr) {
+            let value = &html[i + attr.len()..];
+            let value: String = value.chars().take(40).collect();
+            let v = value.trim_start_matches(['"', '\'']).to_ascii_lowercase();
+            if v.starts_with("http:") || v.starts_with("https:") || v.starts_with("//") {
+                out.push(format!("{attr}{value}"));
+            }
+        }
+    }
+    if html.contains("@import") {
+        out.push("@import".into());
+    }
+    if html.contains("<link") {
+        out.push("<link".into());
+    }
+    out
+}
+
+#[test]
+fn the_page_is_whole_links_nothing_and_escapes_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, html) = page(dir.path());
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    assert!(html.contains("<meta charset=\"utf-8\">") && html.contains("<title>"));
+    assert!(html.ends_with("</html>\n"));
+    balanced(&html).unwrap();
+    assert_eq!(external_links(&html), Vec::<String>::new());
+    // Every section, in order, with its heading.
+    let at: Vec<usize> = SECTIONS
+        .iter()
+        .map(|s| {
+            html.find(&format!("<section id=\"{s}\">\n<h2>"))
+                .unwrap_or_else(|| panic!("{s}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{at:?}");
+    // The filter offers each policy's family; every policy has its rows.
+    for family in ["baseline", "course", "SWE-agent", "OpenHands", "LangChain"] {
+        assert!(html.contains(&format!("value=\"{family}\"")), "{family}");
+    }
+    for p in POLICIES.split(',') {
+        assert!(
+            html.contains(&format!("<summary>gen&lt;b&gt;&amp;.json · {p} · ")),
+            "{p}"
+        );
+    }
+    // Drill-down from the replay's own events; planted facts' fates.
+    assert!(html.contains("summarised ") && html.contains("cleared the result of"));
+    assert!(html.contains("class=\"gone\">gone<") && html.contains("class=\"present\">present<"));
+    // Names are escaped everywhere.
+    assert!(!html.contains("gen<b>"), "a raw name reached the page");
+    // Timelines: a figure per policy group present.
+    assert_eq!(
+        html.matches("<figure data-families=").count(),
+        4,
+        "four groups"
+    );
+}
+
+#[test]
+fn refusals_leave_nothing_half_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = common::write(
+        dir.path(),
+        "s.json",
+        &serde_json::to_string(&ctxlab::reports::frontier::session()).unwrap(),
+    );
+    let s = session.to_str().unwrap();
+    // Without --policy there is nothing to report.
+    let out = dir.path().join("r.html");
+    let (code, _, err) = lab(&["replay", s, "--html", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--policy"), "{err}");
+    // Into a missing directory: a clear error naming the flag.
+    let missing = dir.path().join("no/such/r.html");
+    let (code, _, err) = lab(&[
+        "replay",
+        s,
+        "--policy",
+        "none",
+        "--html",
+        missing.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--html"), "{err}");
+    // A failing replay leaves an existing page as it was, and no temp file.
+    std::fs::write(&out, "old page").unwrap();
+    let (code, _, _) = lab(&[
+        "replay",
+        s,
+        "--policy",
+        "no-such-policy",
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old page");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}
+
+/// The first of the usual Chromium binaries on PATH.
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|b| std::env::split_paths(&path).map(move |d| d.join(b)))
+        .find(|p| p.is_file())
+}
+
+fn headless(browser: &Path, extra: &[&str], url: &str) -> (String, String) {
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .args(["--enable-logging=stderr", "--v=0"])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("the browser starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_page_renders_in_a_headless_chromium() {
+    let Some(browser) = chromium() else {
+        println!("SKIP: no chromium, chromium-browser or google-chrome on PATH; install one (apt-get install chromium) to run this test");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _) = page(dir.path());
+    let url = format!("file://{}", file.display());
+    let (dom, log) = headless(&browser, &["--dump-dom"], &url);
+    let body = &dom[dom.find("<body").expect("a body")..];
+    let body = &body[..body.find('>').unwrap()];
+    assert!(body.contains("data-errors=\"0\""), "script errors: {body}");
+    for s in SECTIONS {
+        assert!(body.contains(s), "section {s} did not render: {body}");
+    }
+    // Console messages reach stderr as CONSOLE lines; none may be an error.
+    let bad: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("rror")))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1400,1000",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    println!("screenshot: {}", shot.display());
+}
