@@ -1,7 +1,7 @@
 //! `lab check FILE`: policies over sessions against declared expectations,
 //! for a harness's CI.
 //!
-//! A check file ([`file`]) names sessions, policies and expectations
+//! A check file ([`mod@file`]) names sessions, policies and expectations
 //! (`invalid_requests == 0`, `dollars <= 1.2 * none`). Every session is
 //! replayed under every policy named (and every policy an expectation
 //! compares with) through the policy engine, with the cost and retention

@@ -1,6 +1,6 @@
 //! Claude Code session logs (`.jsonl`), read line by line.
 //!
-//! Lines are read by the shared line reader ([`super::lines`]): blank lines
+//! Lines are read by the shared line reader (`import::lines`): blank lines
 //! are ignored; `//` comment lines are skipped and counted in
 //! [`super::FileStats::comment_lines`]. Each other line must be one JSON
 //! record. A last line that ends inside a JSON value

@@ -1,6 +1,6 @@
 //! The records of a Claude Code log, whole, through the importer's own
-//! readers: the line reader ([`super::lines`]) for a `.jsonl` log and the
-//! array streamer ([`super::stream`]) for a `chat.json`. What reads the
+//! readers: the line reader (`import::lines`) for a `.jsonl` log and the
+//! array streamer (`import::stream`) for a `chat.json`. What reads the
 //! recorded requests of a log ([`crate::tokens::recorded`]) reads it here,
 //! so a log is read by one reader with one set of damage rules whatever
 //! asks: a cut last line or a cut array keeps the records before the cut;
