@@ -96,6 +96,12 @@ impl LabError {
         }
     }
 
+    /// The output's reader went away (`lab … | head`): not an error of the
+    /// lab's; the command stops quietly.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, LabError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     /// The process exit code documented in README.md ("Exit codes").
     pub fn exit_code(&self) -> i32 {
         match self {

@@ -24,6 +24,9 @@ fn main() {
                 }
             }
         }
+        // A streamed output (`--format jsonl | head`) whose reader closed
+        // the pipe: stop quietly, as the final print above does.
+        Err(e) if e.is_broken_pipe() => {}
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(e.exit_code());

@@ -197,3 +197,26 @@ fn a_corpus_plot_draws_each_policys_cost_distribution() {
         .unwrap();
     assert_eq!(none.matches(" V").count(), 11, "{none}");
 }
+
+#[test]
+fn a_reader_that_closes_the_stream_ends_it_quietly() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 60);
+    let mut child = common::lab_command()
+        .args(["replay", &root, "--policy", "all", "--format", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with('{'), "{first}");
+    // The reader is gone (dropped above): the next write fails with EPIPE.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("error"), "{err}");
+}
