@@ -125,6 +125,15 @@ pub fn output_parent_exists(path: &Path, flag: &str) -> LabResult<()> {
     }
 }
 
+/// 1-based line and character column of byte offset `at` in `text` (for
+/// errors a parser reports as a byte span: TOML, semantic checks).
+pub fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
 /// The character column of serde_json's `(line, column)`, which counts
 /// bytes: the number of characters up to and including that byte.
 pub fn char_column(text: &str, line: usize, byte_column: usize) -> usize {

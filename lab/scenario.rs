@@ -134,18 +134,10 @@ pub struct RunReport {
     pub failures: Vec<String>,
 }
 
-/// 1-based line and column of byte offset `at` in `text`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
-}
-
 /// Position of the first `"needle"` in the file (for semantic errors serde cannot place).
 fn locate(text: &str, needle: &str) -> (usize, usize) {
     text.find(&format!("\"{needle}\""))
-        .map(|at| line_col(text, at))
+        .map(|at| crate::input::line_col(text, at))
         .unwrap_or((0, 0))
 }
 

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{LabError, LabResult};
+use crate::input::line_col;
 
 /// What a check file says, as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -114,8 +115,7 @@ pub struct CheckFile {
 impl CheckFile {
     /// Read and validate `path`.
     pub fn read(path: &Path) -> LabResult<CheckFile> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LabError::io("reading the check file", path, e))?;
+        let text = crate::input::read_text(path, "a check file")?;
         Self::parse(path, &text)
     }
 
@@ -181,14 +181,6 @@ fn input(path: &Path, line: usize, column: usize, message: &str, fix: &str) -> L
         message: message.trim().to_string(),
         fix: fix.to_string(),
     }
-}
-
-/// 1-based line and column of byte `at` in `text`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }
 
 /// Where `needle` first appears in `text` (1:1 when it does not).

@@ -47,15 +47,13 @@ fn bad(spec: &str, what: &str) -> LabError {
 
 /// The overrides of a TOML file: its top-level keys.
 fn read_toml(path: &Path) -> LabResult<Overrides> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LabError::io("reading a policy variant file", path, e))?;
+    let text = crate::input::read_text(path, "a policy variant file")?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
-        let at = e.span().map_or(0, |s| s.start);
-        let before = &text[..at.min(text.len())];
+        let (line, column) = crate::input::line_col(&text, e.span().map_or(0, |s| s.start));
         LabError::Input {
             file: path.to_path_buf(),
-            line: before.matches('\n').count() + 1,
-            column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1,
+            line,
+            column,
             message: e.message().to_string(),
             fix: "a variant file is a TOML table of constant names and values".into(),
         }
