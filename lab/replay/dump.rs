@@ -136,21 +136,33 @@ pub struct DumpTarget {
     pub wire: Wire,
 }
 
-/// The directory of one session under `root`: its name with every byte
-/// outside `[A-Za-z0-9._-]` as `_`, `-2`, `-3`… when taken in this run.
+/// `name` as one file name: the course's safe id (every char outside
+/// `[A-Za-z0-9._-]` as `_`, at most 200 chars), without leading dots so it
+/// is neither `.` nor `..` nor hidden; `fallback` when nothing is left.
+fn file_name(name: &str, fallback: &str) -> String {
+    let safe = crate::compact::root::safe_id(name, 200);
+    match safe.trim_start_matches('.') {
+        "" => fallback.to_string(),
+        rest => rest.to_string(),
+    }
+}
+
+/// Every tool result of `m` as `(tool_use_id, content)`.
+fn results(m: &Message) -> impl Iterator<Item = (&String, &String)> {
+    m.blocks().iter().filter_map(|b| match b {
+        Block::ToolResult {
+            tool_use_id,
+            content,
+        } => Some((tool_use_id, content)),
+        _ => None,
+    })
+}
+
+/// The directory of one session under `root`: its name as a file name
+/// (the course's safe id without leading dots), `-2`, `-3`… when taken in this run.
 pub fn session_dir(root: &Path, label: &str, taken: &mut Vec<PathBuf>) -> PathBuf {
-    let safe: String = label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let safe = safe.trim_start_matches('.').to_string();
-    let mut dir = root.join(if safe.is_empty() { "session" } else { &safe });
+    let safe = file_name(label, "session");
+    let mut dir = root.join(&safe);
     let mut n = 2;
     while taken.contains(&dir) {
         dir = root.join(format!("{safe}-{n}"));
@@ -301,18 +313,8 @@ impl Dumper {
 
     /// The dump's final name: `DIR/SESSION/POLICY.jsonl`.
     pub fn path(&self) -> PathBuf {
-        let safe: String = self
-            .policy
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        self.target.dir.join(format!("{safe}.jsonl"))
+        let name = file_name(&self.policy, "policy");
+        self.target.dir.join(format!("{name}.jsonl"))
     }
 
     /// Put the dump in place (after a run that ended well); the first
@@ -350,18 +352,11 @@ impl Dumper {
 
     /// The changes from the held context to `request`.
     fn changes(&self, request: &[Message], sources: &[Option<usize>]) -> Vec<Change> {
-        let mut now: BTreeMap<&str, &str> = BTreeMap::new();
-        for m in request {
-            for b in m.blocks() {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                {
-                    now.insert(tool_use_id, content);
-                }
-            }
-        }
+        let now: BTreeMap<&str, &str> = request
+            .iter()
+            .flat_map(results)
+            .map(|(id, content)| (id.as_str(), content.as_str()))
+            .collect();
         let mut out = Vec::new();
         for (id, before) in &self.results {
             match now.get(id.as_str()) {
@@ -422,15 +417,9 @@ impl Observer for Dumper {
     fn on_message(&mut self, index: usize, m: &Message) {
         self.by_hash.entry(hash(m)).or_default().push(index);
         let mut ids = Vec::new();
-        for b in m.blocks() {
-            if let Block::ToolResult {
-                tool_use_id,
-                content,
-            } = b
-            {
-                ids.push(tool_use_id.clone());
-                self.results.insert(tool_use_id.clone(), content.clone());
-            }
+        for (id, content) in results(m) {
+            ids.push(id.clone());
+            self.results.insert(id.clone(), content.clone());
         }
         self.result_ids.push(ids);
         self.held.push(index);
@@ -464,18 +453,11 @@ impl Observer for Dumper {
         self.write(&line);
         // The next request is built from this one plus what arrives.
         self.held = sources.iter().flatten().copied().collect();
-        self.results.clear();
-        for m in request {
-            for b in m.blocks() {
-                if let Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } = b
-                {
-                    self.results.insert(tool_use_id.clone(), content.clone());
-                }
-            }
-        }
+        self.results = request
+            .iter()
+            .flat_map(results)
+            .map(|(id, content)| (id.clone(), content.clone()))
+            .collect();
     }
 }
 
