@@ -155,3 +155,28 @@ pub fn verdict_holding(row: &Experiment) -> Verdict {
     assert!(failures.is_empty(), "{}: {failures:#?}", row.id);
     v
 }
+
+/// A coding session: a task, `calls` tool calls (`cat src/libN.rs`, each
+/// result 300 copies of its call's number, the one at `large` 60,000: past
+/// every persistence threshold), then a closing answer.
+pub fn tool_session(calls: usize, large: usize) -> Vec<ctxlab::message::Message> {
+    use ctxlab::message::{Block, Message};
+    let mut out = vec![Message::user_text("fix the failing test")];
+    for t in 0..calls {
+        let id = format!("toolu_{t:04}");
+        out.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "bash".into(),
+            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}),
+        }]));
+        let size = if t == large { 60_000 } else { 300 };
+        out.push(Message::tool_results(vec![(
+            id,
+            format!("{t}").repeat(size),
+        )]));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: "done".into(),
+    }]));
+    out
+}

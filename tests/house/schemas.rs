@@ -5,7 +5,6 @@
 use crate::common;
 use common::{lab, lab_ok, transcript_files, transcripts};
 
-use ctxlab::message::{Block, Message};
 use serde_json::{json, Value};
 
 fn checked_in(name: &str) -> Value {
@@ -42,31 +41,16 @@ fn errors(schema: &Value, instance: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A small tool-calling session with one result large enough to be acted on.
-fn session() -> Vec<Message> {
-    let mut out = vec![Message::user_text("fix the failing test")];
-    for t in 0..6 {
-        let id = format!("toolu_{t:04}");
-        out.push(Message::assistant(vec![Block::ToolUse {
-            id: id.clone(),
-            name: "bash".into(),
-            input: json!({"command": format!("cat src/lib{t}.rs")}),
-        }]));
-        let size = if t == 2 { 60_000 } else { 400 };
-        out.push(Message::tool_results(vec![(id, "x".repeat(size))]));
-    }
-    out.push(Message::assistant(vec![Block::Text {
-        text: "done".into(),
-    }]));
-    out
-}
-
 #[test]
 fn replay_policies_json_validates_whatever_the_flags() {
     let schema = checked_in("replay-policies");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.json");
-    std::fs::write(&path, serde_json::to_string(&session()).unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        serde_json::to_string(&common::tool_session(6, 2)).unwrap(),
+    )
+    .unwrap();
     let p = path.to_str().unwrap();
     let policies = "none,course-main,claude-code,swe-agent-mask-10";
     let mut keys = Vec::new();
@@ -131,7 +115,11 @@ fn dump_and_export_lines_validate() {
     let export = checked_in("export");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.json");
-    std::fs::write(&path, serde_json::to_string(&session()).unwrap()).unwrap();
+    std::fs::write(
+        &path,
+        serde_json::to_string(&common::tool_session(6, 2)).unwrap(),
+    )
+    .unwrap();
     let out = dir.path().join("dump");
     let p = path.to_str().unwrap();
     let policies = "none,course-main,claude-code,openhands-recent";

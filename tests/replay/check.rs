@@ -2,37 +2,12 @@
 
 use crate::common::{lab, lab_ok};
 
-use ctxlab::message::{Block, Message};
-use serde_json::json;
-
-/// A task, eight tool calls with one large result, a closing answer.
-fn session() -> Vec<Message> {
-    let mut out = vec![Message::user_text("fix the failing test")];
-    for t in 0..8 {
-        let id = format!("toolu_{t:04}");
-        out.push(Message::assistant(vec![Block::ToolUse {
-            id: id.clone(),
-            name: "bash".into(),
-            input: json!({"command": format!("cat src/lib{t}.rs")}),
-        }]));
-        let size = if t == 1 { 60_000 } else { 300 };
-        out.push(Message::tool_results(vec![(
-            id,
-            format!("{t}").repeat(size),
-        )]));
-    }
-    out.push(Message::assistant(vec![Block::Text {
-        text: "done".into(),
-    }]));
-    out
-}
-
 /// A directory with the session `s.json` and `check.toml` holding `body`.
 fn check_dir(body: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("s.json"),
-        serde_json::to_string(&session()).unwrap(),
+        serde_json::to_string(&crate::common::tool_session(8, 1)).unwrap(),
     )
     .unwrap();
     std::fs::write(dir.path().join("check.toml"), body).unwrap();

@@ -4,32 +4,9 @@
 use crate::common::{lab, lab_ok};
 
 use ctxlab::import::{import_file, ImportOptions, TranscriptFormat};
-use ctxlab::message::{Block, Message};
+use ctxlab::message::Message;
 use serde_json::{json, Value};
 use std::path::Path;
-
-/// A task, six tool calls (one result large enough for course-main to
-/// persist and replace), a closing answer.
-fn session() -> Vec<Message> {
-    let mut out = vec![Message::user_text("fix the failing test")];
-    for t in 0..6 {
-        let id = format!("toolu_{t:04}");
-        out.push(Message::assistant(vec![Block::ToolUse {
-            id: id.clone(),
-            name: "bash".into(),
-            input: json!({"command": format!("cat src/lib{t}.rs")}),
-        }]));
-        let size = if t == 1 { 60_000 } else { 300 };
-        out.push(Message::tool_results(vec![(
-            id,
-            format!("{t}").repeat(size),
-        )]));
-    }
-    out.push(Message::assistant(vec![Block::Text {
-        text: "done".into(),
-    }]));
-    out
-}
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -43,7 +20,11 @@ fn lines(path: &Path) -> Vec<Value> {
 fn dumped(policies: &str, extra: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.json");
-    std::fs::write(&file, serde_json::to_string(&session()).unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        serde_json::to_string(&crate::common::tool_session(6, 1)).unwrap(),
+    )
+    .unwrap();
     let out = dir.path().join("dump");
     let mut args = vec!["replay", file.to_str().unwrap(), "--policy", policies];
     args.extend_from_slice(&["--dump", out.to_str().unwrap()]);
@@ -68,10 +49,10 @@ fn the_intact_run_changes_nothing_and_every_message_is_its_source() {
         assert_eq!(c["sources"], Value::Array(sources), "call {n}");
     }
     let exported = lines(&s.join("messages.jsonl"));
-    assert_eq!(exported.len(), session().len());
+    assert_eq!(exported.len(), crate::common::tool_session(6, 1).len());
     assert_eq!(
         exported[3]["message"],
-        serde_json::to_value(&session()[3]).unwrap()
+        serde_json::to_value(&crate::common::tool_session(6, 1)[3]).unwrap()
     );
 }
 
@@ -176,7 +157,11 @@ fn export_writes_every_message_with_its_line_and_validates() {
 fn a_dump_into_a_file_fails_with_the_path_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.json");
-    std::fs::write(&file, serde_json::to_string(&session()).unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        serde_json::to_string(&crate::common::tool_session(6, 1)).unwrap(),
+    )
+    .unwrap();
     let blocker = dir.path().join("taken");
     std::fs::write(&blocker, "a file").unwrap();
     let (code, out, err) = lab(&[
