@@ -549,7 +549,8 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
 fn run_scenario(f: &std::path::Path) -> LabResult<crate::scenario::RunReport> {
     let text = crate::input::read_text(f, "a scenario")?;
     if crate::memory::scenario::is_memory_scenario(&text) {
-        let (counters, failures) = crate::memory::scenario::run_scenario_text(f, &text)?;
+        let backend = crate::compact::root::current_backend();
+        let (counters, failures) = crate::memory::scenario::run_scenario_text(f, &text, backend)?;
         let name = f
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -101,7 +101,7 @@ pub fn check(h: &Harness) -> LabResult<Counters> {
     let q: Vec<String> = scan
         .quarantined
         .iter()
-        .map(|q| format!("{}:{}:{}", q.file, q.line, q.column))
+        .map(super::store::Quarantined::describe)
         .collect();
     c.count("quarantined", q.len() as u64, q);
     c.count("store_size", records.len() as u64, std::iter::empty());

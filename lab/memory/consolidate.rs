@@ -322,8 +322,21 @@ fn begin_journal(store: &Store, snapshot: &Snapshot, new: &[Memory]) -> LabResul
         before: snapshot.clone(),
         writes,
     };
+    let path = journal::path(store.root());
+    if store.fs().kind(&path) == Some(crate::storage::FileKind::Dir) {
+        return Err(LabError::Refused {
+            message: format!(
+                "{} is a directory where the consolidation journal goes",
+                path.display()
+            ),
+            fix: format!(
+                "move {} out of the store (ctxlab keeps its crash journal at that name)",
+                path.display()
+            ),
+        });
+    }
     journal::write(store.fs().as_ref(), store.root(), &pending)
-        .map_err(|e| LabError::io("writing consolidation journal", store.root(), e))
+        .map_err(|e| LabError::io("writing consolidation journal", &path, e))
 }
 
 /// Remove the journal: the pass (or its rollback) is complete.
@@ -331,8 +344,13 @@ fn commit(store: &Store) -> LabResult<()> {
     if !store.switches().crash_journal {
         return Ok(());
     }
-    journal::remove(store.fs().as_ref(), store.root())
-        .map_err(|e| LabError::io("removing consolidation journal", store.root(), e))
+    journal::remove(store.fs().as_ref(), store.root()).map_err(|e| {
+        LabError::io(
+            "removing consolidation journal",
+            journal::path(store.root()),
+            e,
+        )
+    })
 }
 
 /// The normal path after the snapshot: delete all, write new, rebuild.

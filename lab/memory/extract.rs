@@ -47,6 +47,10 @@ pub enum Rejection {
     Duplicate(String, String),
     /// The store's path guard refused the name.
     Refused(String),
+    /// The write failed underneath the store (full disk, I/O error); the
+    /// batch stops here, and the candidates stored before it stay
+    /// acknowledged, as the course keeps files written before its exception.
+    WriteFailed(String),
 }
 
 /// The fate of one candidate.
@@ -69,6 +73,9 @@ pub struct ExtractReport {
     pub stored: Vec<String>,
     /// The log line the harness prints, if any.
     pub log: Option<String>,
+    /// Why the batch stopped early: a write failed underneath the store
+    /// (the candidates after it were not tried).
+    pub stopped: Option<String>,
     /// The prompt a real extractor model would have been sent (empty if none was).
     pub prompt: String,
 }
@@ -219,25 +226,31 @@ pub fn extract(
         let result = match validate(&item, true) {
             Err(why) => Err(Rejection::Invalid(why)),
             Ok((_, Some(Scope::CurrentTask))) | Ok((_, None)) => Err(Rejection::NotPersistent),
-            Ok((m, Some(Scope::Persistent))) => gate_and_write(store, &switches, m, &mut earlier)?,
+            Ok((m, Some(Scope::Persistent))) => {
+                gate_and_write(store, &switches, m, &mut earlier, &mut report.stopped)?
+            }
         };
         if let Ok(file) = &result {
             report.stored.push(file.clone());
         }
         report.outcomes.push(Outcome { name, result });
+        if report.stopped.is_some() {
+            break;
+        }
     }
-    if !report.stored.is_empty() {
-        report.log = Some(format!("[Memory: stored {} records]", report.stored.len()));
-    }
+    report.log = log_line(&report);
     Ok(report)
 }
 
-/// The should-store gate's last two checks, then the write.
+/// The should-store gate's last two checks, then the write. A write that
+/// fails underneath the store sets `stopped`; when the file itself was
+/// written (only the index rewrite after it failed) the memory is stored.
 fn gate_and_write(
     store: &Store,
     switches: &super::switches::MemorySwitches,
     m: Memory,
     earlier: &mut Vec<(String, Memory)>,
+    stopped: &mut Option<String>,
 ) -> LabResult<Result<String, Rejection>> {
     if switches.temp_word_filter {
         if let Some(mk) = temporary_marker(&m) {
@@ -249,13 +262,35 @@ fn gate_and_write(
             return Ok(Err(Rejection::Duplicate(file.to_string(), by.to_string())));
         }
     }
-    match store.save(&m) {
-        Ok(file) => {
-            earlier.push((file.clone(), m));
-            Ok(Ok(file))
+    let saved = match store.save(&m) {
+        Ok(file) => Ok(file),
+        Err(LabError::Refused { message, .. }) => return Ok(Err(Rejection::Refused(message))),
+        Err(e @ LabError::Io { .. }) => {
+            let why = e.to_string().trim_start_matches("error: ").to_string();
+            *stopped = Some(why.clone());
+            match store.written(&m)? {
+                Some(file) => Ok(file),
+                None => return Ok(Err(Rejection::WriteFailed(why))),
+            }
         }
-        Err(LabError::Refused { message, .. }) => Ok(Err(Rejection::Refused(message))),
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
+    };
+    if let Ok(file) = &saved {
+        earlier.push((file.clone(), m));
+    }
+    Ok(saved)
+}
+
+/// The line the harness prints after a batch: what was stored, and a write
+/// that stopped it with what it kept.
+fn log_line(report: &ExtractReport) -> Option<String> {
+    let n = report.stored.len();
+    match &report.stopped {
+        Some(e) => Some(format!(
+            "[Memory extraction stopped: {e}; kept the {n} record(s) stored]"
+        )),
+        None if n > 0 => Some(format!("[Memory: stored {n} records]")),
+        None => None,
     }
 }
 

@@ -168,6 +168,7 @@ fn split(text: &str) -> Result<(String, String), ParseError> {
 /// `.get` does), then the body.
 pub fn parse(text: &str) -> Result<Document, ParseError> {
     let (front, body) = split(text)?;
+    printable(&front)?;
     let values = parse_mapping(&front)?;
     let mut out: [Option<String>; 3] = [None, None, None];
     for (key, value, line, column) in values {
@@ -197,31 +198,208 @@ pub fn parse(text: &str) -> Result<Document, ParseError> {
     })
 }
 
+/// PyYAML's reader refuses any character outside its printable set before
+/// parsing (`unacceptable character #x0000`), so a frontmatter holding one
+/// is not a memory to the course: quarantined here, at the character's own
+/// line and column (line 1 is the opening `---`).
+fn printable(front: &str) -> Result<(), ParseError> {
+    let ok = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{A0}'..='\u{D7FF}')
+            || matches!(c, '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+    };
+    for (i, line) in front.split('\n').enumerate() {
+        if let Some((col, c)) = line.chars().enumerate().find(|(_, c)| !ok(*c)) {
+            return Err(err(
+                i + 2,
+                col + 1,
+                format!(
+                    "unacceptable character #x{:04x}: special characters are not allowed \
+                     (PyYAML refuses the file)",
+                    c as u32
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// PyYAML reads YAML 1.1, where NEL, LINE SEPARATOR and PARAGRAPH
 /// SEPARATOR are line breaks; yaml-rust2 reads YAML 1.2, where they are not.
-/// PyYAML writes them raw inside quotes (then indents the next line), so to
-/// read those files as PyYAML does: NEL becomes `\n`, and the blanks around
-/// LS/PS go (PyYAML keeps LS/PS themselves but folds the indentation away).
-/// ctxlab never writes them raw (it escapes them), so its files are unaffected.
+/// This rewrites the frontmatter so yaml-rust2 reads what PyYAML reads:
+/// NEL becomes `\n` (PyYAML turns it into one); inside a quoted scalar, a run
+/// of blanks and breaks holding LS or PS is folded as PyYAML's
+/// `scan_flow_scalar_spaces` folds it and written back in a form YAML 1.2
+/// reads to the same text; outside quotes, the blanks around LS/PS go.
+/// ctxlab never writes LS/PS raw (it escapes them), so its files are
+/// unaffected; PyYAML writes them raw inside single quotes.
 fn yaml11_breaks(front: &str) -> String {
     let front = front.replace('\u{85}', "\n");
     if !front.contains(['\u{2028}', '\u{2029}']) {
         return front;
     }
-    let mut out = String::with_capacity(front.len());
-    let mut chars = front.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{2028}' || c == '\u{2029}' {
-            while out.ends_with([' ', '\t']) {
-                out.pop();
-            }
-            out.push(c);
-            while chars.next_if(|n| *n == ' ' || *n == '\t').is_some() {}
+    let chars: Vec<char> = front.chars().collect();
+    let mut out = String::with_capacity(front.len() + 16);
+    let mut quote: Option<char> = None;
+    let mut i = 0;
+    while i < chars.len() {
+        i = match quote {
+            None => plain_step(&chars, i, &mut out, &mut quote),
+            Some(q) => quoted_step(&chars, i, q, &mut out, &mut quote),
+        };
+    }
+    out
+}
+
+fn is_sep(c: char) -> bool {
+    c == '\u{2028}' || c == '\u{2029}'
+}
+
+fn is_break(c: char) -> bool {
+    matches!(c, '\n' | '\r') || is_sep(c)
+}
+
+/// One step outside quotes; returns the next index.
+fn plain_step(chars: &[char], i: usize, out: &mut String, quote: &mut Option<char>) -> usize {
+    let c = chars[i];
+    if matches!(c, '\'' | '"') && opens_scalar(out) {
+        *quote = Some(c);
+    } else if is_sep(c) {
+        while out.ends_with([' ', '\t']) {
+            out.pop();
+        }
+        out.push(c);
+        let rest = chars[i + 1..]
+            .iter()
+            .take_while(|n| matches!(n, ' ' | '\t'));
+        return i + 1 + rest.count();
+    }
+    out.push(c);
+    i + 1
+}
+
+/// A quote opens a scalar where a value or key starts: at the start of a
+/// line or after `:`, `-`, `?`, `,`, `[` or `{` and blanks.
+fn opens_scalar(out: &str) -> bool {
+    let before = out.trim_end_matches([' ', '\t']);
+    before.is_empty() || before.ends_with(['\n', ':', '-', '?', ',', '[', '{'])
+}
+
+/// One step inside a scalar quoted with `q`; returns the next index.
+fn quoted_step(
+    chars: &[char],
+    i: usize,
+    q: char,
+    out: &mut String,
+    quote: &mut Option<char>,
+) -> usize {
+    let c = chars[i];
+    let next = chars.get(i + 1).copied();
+    if q == '\'' && c == '\'' && next == Some('\'') {
+        out.push_str("''");
+        return i + 2;
+    }
+    if c == q {
+        *quote = None;
+    } else if q == '"' && c == '\\' {
+        return escaped_step(chars, i, out);
+    } else if matches!(c, ' ' | '\t') || is_break(c) {
+        let (end, breaks) = blank_run(chars, i);
+        if breaks.iter().any(|b| is_sep(*b)) {
+            emit_folded(&pyyaml_fold(&breaks), q, out);
         } else {
+            out.extend(&chars[i..end]);
+        }
+        return end;
+    }
+    out.push(c);
+    i + 1
+}
+
+/// A backslash in double quotes: an escaped line break drops its first
+/// break and keeps the rest (PyYAML); any other escape is copied.
+fn escaped_step(chars: &[char], i: usize, out: &mut String) -> usize {
+    match chars.get(i + 1) {
+        Some(&n) if is_break(n) => {
+            let (end, breaks) = blank_run(chars, i + 1);
+            if !breaks.iter().any(|b| is_sep(*b)) {
+                out.extend(&chars[i..end]);
+            } else {
+                emit_folded(&breaks[1..].iter().collect::<String>(), '"', out);
+            }
+            end
+        }
+        Some(&n) => {
+            out.push('\\');
+            out.push(n);
+            i + 2
+        }
+        None => {
+            out.push('\\');
+            i + 1
+        }
+    }
+}
+
+/// The blanks and breaks from `i`: where they end, and the breaks in order
+/// (`\r\n`, `\r`, `\n` as `\n`; LS and PS as themselves).
+fn blank_run(chars: &[char], i: usize) -> (usize, Vec<char>) {
+    let mut breaks = Vec::new();
+    let mut j = i;
+    while let Some(&c) = chars.get(j) {
+        match c {
+            ' ' | '\t' => {}
+            '\r' if chars.get(j + 1) == Some(&'\n') => {}
+            '\r' | '\n' => breaks.push('\n'),
+            c if is_sep(c) => breaks.push(c),
+            _ => break,
+        }
+        j += 1;
+    }
+    (j, breaks)
+}
+
+/// What PyYAML makes of a run of breaks inside quotes: a first break that
+/// is LS or PS is kept with every later one; a first `\n` becomes a space
+/// when it is alone and disappears otherwise.
+fn pyyaml_fold(breaks: &[char]) -> String {
+    let rest: String = breaks[1..].iter().collect();
+    match breaks[0] {
+        c if is_sep(c) => format!("{c}{rest}"),
+        _ if rest.is_empty() => " ".into(),
+        _ => rest,
+    }
+}
+
+/// Write `text` (spaces, `\n`, LS, PS) so YAML 1.2 reads it back inside
+/// quotes `q`: escapes in double quotes; in single quotes, a run of n line
+/// feeds as n + 1 line breaks (YAML folds one away), LS/PS as themselves.
+fn emit_folded(text: &str, q: char, out: &mut String) {
+    if q == '"' {
+        for c in text.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\u{2028}' => out.push_str("\\L"),
+                '\u{2029}' => out.push_str("\\P"),
+                c => out.push(c),
+            }
+        }
+        return;
+    }
+    let mut feeds = 0;
+    for c in text.chars().chain(['\0']) {
+        if c == '\n' {
+            feeds += 1;
+            continue;
+        }
+        if feeds > 0 {
+            out.push_str(&"\n".repeat(feeds + 1));
+            out.push_str("  ");
+            feeds = 0;
+        }
+        if c != '\0' {
             out.push(c);
         }
     }
-    out
 }
 
 /// Key, value, and the value's position (line in the file, 1-based column).

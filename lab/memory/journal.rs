@@ -65,6 +65,7 @@ pub fn write(fs: &dyn Storage, root: &Path, pending: &Pending) -> io::Result<()>
 /// The pending snapshot, if a pass died before its commit point. A journal
 /// that is a symlink or not readable as ours is not trusted: it is removed
 /// (we never create one) and reported as an error so the caller can say so.
+/// A directory in its place is no journal (`None`); the caller leaves it.
 pub fn read(fs: &dyn Storage, root: &Path) -> io::Result<Option<Pending>> {
     let p = path(root);
     match fs.kind(&p) {
@@ -75,13 +76,20 @@ pub fn read(fs: &dyn Storage, root: &Path) -> io::Result<Option<Pending>> {
                 Ok(j) if j.schema == SCHEMA => Ok(Some(j.pending)),
                 _ => Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("{} is not a consolidation journal", p.display()),
+                    format!(
+                        "{} is not a consolidation journal of schema {SCHEMA}: removed without acting on it",
+                        p.display()
+                    ),
                 )),
             }
         }
+        Some(FileKind::Dir) => Ok(None),
         Some(_) => Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{} is not a regular file", p.display()),
+            format!(
+                "{} is not a regular file: removed without following it",
+                p.display()
+            ),
         )),
     }
 }

@@ -246,8 +246,11 @@ pub fn select(
     };
     let mut files: Vec<String> = Vec::new();
     for v in indices {
-        // Only in-range integers count; duplicates are ignored; the cap stops the scan.
-        let Some(i) = v.as_u64().and_then(|i| usize::try_from(i).ok()) else {
+        // Only in-range integers count; duplicates are ignored; the cap stops
+        // the scan. The course's `isinstance(idx, int)` holds for Python's
+        // booleans too, so `false` is index 0 and `true` index 1.
+        let index = v.as_u64().or_else(|| v.as_bool().map(u64::from));
+        let Some(i) = index.and_then(|i| usize::try_from(i).ok()) else {
             continue;
         };
         if let Some(r) = records.get(i) {
@@ -400,11 +403,7 @@ mod tests {
             Some(vec![None, None, Some(2)])
         );
         assert_eq!(ids("[-0]"), Some(vec![Some(0)]));
-        assert_eq!(
-            ids("[false]"),
-            Some(vec![None]),
-            "a boolean is not an index"
-        );
+        assert_eq!(ids("[false]"), Some(vec![None]), "parsed as a boolean");
         let v = extract_json_array(r#"["NaN \" Infinity", 3]"#).unwrap();
         assert_eq!(v[0], serde_json::json!("NaN \" Infinity"));
     }
@@ -470,6 +469,23 @@ mod tests {
             (s.files, s.path),
             (vec!["tabs.md".to_string()], SelectionPath::GarbageFallback)
         );
+    }
+
+    #[test]
+    fn a_boolean_selects_as_python_s_isinstance_int_does() {
+        let r = recs();
+        assert!(r.len() >= 2);
+        let pick = |reply: &str| {
+            let script = SelectorScript::Reply(reply.into());
+            let c = MemoryConstants::default();
+            select(&r, "q", &script, &MemorySwitches::default(), &c).files
+        };
+        assert_eq!(
+            pick("[true, false]"),
+            vec![r[1].file.clone(), r[0].file.clone()]
+        );
+        assert_eq!(pick("[false, 0]"), vec![r[0].file.clone()], "one record");
+        assert_eq!(pick("[null, \"0\"]"), Vec::<String>::new());
     }
 
     #[test]

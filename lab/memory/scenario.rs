@@ -6,6 +6,7 @@
 //!   "description": "what this shows",
 //!   "switches": { "dedup": false },
 //!   "constants": { "consolidate_threshold": 3 },
+//!   "seed_store": "path/to/.memory",
 //!   "seed_memories": [ {"name": "tabs", "type": "user", "description": "...", "body": "..."} ],
 //!   "sessions": [ { "turns": [ {
 //!       "user": "text", "assistant": "text",
@@ -34,6 +35,7 @@ use super::store::Memory;
 use super::switches::{MemoryConstants, MemorySwitches};
 use crate::counters::{Counters, Value};
 use crate::error::{LabError, LabResult};
+use crate::storage::{Backend, Shared, Storage};
 
 /// An expected counter value: a count or a flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +85,11 @@ pub struct Scenario {
     /// Limits (defaults: the course's constants).
     #[serde(default)]
     pub constants: MemoryConstants,
+    /// A memory directory on disk (relative to the scenario file) whose
+    /// memory files are copied into the sandbox's store before the first
+    /// session: a real store under test, never written to itself.
+    #[serde(default)]
+    pub seed_store: Option<std::path::PathBuf>,
     /// Memories present before the first session.
     #[serde(default)]
     pub seed_memories: Vec<Memory>,
@@ -95,7 +102,7 @@ pub struct Scenario {
 
 const FORMAT_FIX: &str =
     "scenario files are JSON objects with `sessions` (a list of {\"turns\": [...]}) and optional \
-`description`, `switches`, `constants`, `seed_memories`, `expect`; see scenarios/memory/*.json";
+`description`, `switches`, `constants`, `seed_store`, `seed_memories`, `expect`; see scenarios/memory/*.json";
 
 /// The JSON key nearest before (line, column): names the field an error is in.
 fn field_near(text: &str, line: usize, column: usize) -> Option<String> {
@@ -256,7 +263,7 @@ pub fn failed_expectations(c: &Counters, expect: &BTreeMap<String, ExpectValue>)
 
 /// Run a parsed scenario in a fresh in-memory sandbox.
 pub fn run_scenario(s: &Scenario) -> LabResult<(Counters, Vec<String>)> {
-    run_scenario_from(s, None)
+    run_scenario_from(s, None, Backend::Mem)
 }
 
 /// Seed one memory at a time so a refused seed can be located in its file.
@@ -283,9 +290,35 @@ fn seed_located(h: &mut Harness, s: &Scenario, src: Option<(&Path, &str)>) -> La
 fn run_scenario_from(
     s: &Scenario,
     src: Option<(&Path, &str)>,
+    backend: Backend,
 ) -> LabResult<(Counters, Vec<String>)> {
-    let (fs, dir) = super::session::sandbox();
-    let mut h = Harness::new(fs, &dir, s.switches, s.constants)?;
+    match backend {
+        Backend::Mem => {
+            let (fs, dir) = super::session::sandbox();
+            run_in(fs, &dir, s, src)
+        }
+        // A fresh directory, removed when the run ends (also on error).
+        Backend::Disk => {
+            let tmp = tempfile::Builder::new()
+                .prefix("ctxlab-memory-")
+                .tempdir()
+                .map_err(|e| LabError::io("creating a sandbox", std::env::temp_dir(), e))?;
+            let fs: Shared = std::sync::Arc::new(crate::storage::DiskFs);
+            run_in(fs, tmp.path(), s, src)
+        }
+    }
+}
+
+fn run_in(
+    fs: Shared,
+    dir: &Path,
+    s: &Scenario,
+    src: Option<(&Path, &str)>,
+) -> LabResult<(Counters, Vec<String>)> {
+    if let Some(store) = &s.seed_store {
+        copy_seed_store(fs.as_ref(), &dir.join(".memory"), store, src)?;
+    }
+    let mut h = Harness::new(fs, dir, s.switches, s.constants)?;
     seed_located(&mut h, s, src)?;
     h.run_sessions(&s.sessions)?;
     let c = check(&h)?;
@@ -293,16 +326,88 @@ fn run_scenario_from(
     Ok((c, failures))
 }
 
+/// Largest memory file copied from a seed store (a memory is a paragraph;
+/// this only stops a device or a stray dump from being read).
+const MAX_SEED_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Copy the memory files (`*.md`, not hidden, not the index; regular files
+/// only, symlinks skipped) of `store` into `into`, before the store opens,
+/// so opening it quarantines, recovers and indexes them as it would the
+/// real one. Reads only: the store on disk is never written.
+fn copy_seed_store(
+    fs: &dyn Storage,
+    into: &Path,
+    store: &Path,
+    src: Option<(&Path, &str)>,
+) -> LabResult<()> {
+    let base = src.and_then(|(f, _)| f.parent()).unwrap_or(Path::new(""));
+    let dir = base.join(store);
+    let bad = |message: String| match src {
+        Some((file, text)) => {
+            let (line, column) = position_of(text, "\"seed_store\"");
+            LabError::Input {
+                file: file.to_path_buf(),
+                line,
+                column,
+                message,
+                fix: "point seed_store at a memory directory (relative to the scenario file)"
+                    .into(),
+            }
+        }
+        None => LabError::usage(message, "point seed_store at a memory directory"),
+    };
+    let entries =
+        std::fs::read_dir(&dir).map_err(|e| bad(format!("seed_store {}: {e}", dir.display())))?;
+    fs.create_dir_all(into)
+        .map_err(|e| LabError::io("creating the sandbox store", into, e))?;
+    let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
+    names.sort();
+    for name in names {
+        let Some(n) = name.to_str().filter(|n| is_seed_file(n)) else {
+            continue;
+        };
+        let path = dir.join(n);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() && m.len() <= MAX_SEED_FILE_BYTES => {}
+            Ok(m) if m.is_file() => {
+                return Err(bad(format!(
+                    "{} is over {MAX_SEED_FILE_BYTES} bytes",
+                    path.display()
+                )))
+            }
+            _ => continue,
+        }
+        let bytes =
+            std::fs::read(&path).map_err(|e| LabError::io("reading seed store", &path, e))?;
+        fs.write(&into.join(n), &bytes)
+            .map_err(|e| LabError::io("copying into the sandbox store", into.join(n), e))?;
+    }
+    Ok(())
+}
+
+/// A memory file's name as the store lists them.
+fn is_seed_file(name: &str) -> bool {
+    name.ends_with(".md")
+        && !name.starts_with('.')
+        && !name.eq_ignore_ascii_case(super::store::INDEX_FILE)
+}
+
 /// Read, parse and run a scenario file. Returns the counters and the failed
 /// expectations (empty when all hold); malformed files are `LabError::Input`.
 pub fn run_scenario_file(path: &Path) -> LabResult<(Counters, Vec<String>)> {
     let text = crate::input::read_text(path, "a scenario")?;
-    run_scenario_text(path, &text)
+    run_scenario_text(path, &text, Backend::Mem)
 }
 
-/// Parse and run scenario text read from `path` (refused seeds keep their positions).
-pub fn run_scenario_text(path: &Path, text: &str) -> LabResult<(Counters, Vec<String>)> {
-    run_scenario_from(&parse_scenario(path, text)?, Some((path, text)))
+/// Parse and run scenario text read from `path` (refused seeds keep their
+/// positions) with its sandbox on `backend`: in memory, or in a temporary
+/// directory on disk (`--fs disk`) removed when the run ends.
+pub fn run_scenario_text(
+    path: &Path,
+    text: &str,
+    backend: Backend,
+) -> LabResult<(Counters, Vec<String>)> {
+    run_scenario_from(&parse_scenario(path, text)?, Some((path, text)), backend)
 }
 
 #[cfg(test)]

@@ -155,6 +155,21 @@ pub fn sandbox() -> (Shared, PathBuf) {
     (fs, PathBuf::from("/sandbox"))
 }
 
+/// What opening the store found that a user must hear about: files left out
+/// as malformed (with where, why and the fix) and a journal not acted on.
+fn opening_log(store: &Store) -> LabResult<Vec<String>> {
+    let mut log: Vec<String> = store
+        .scan()?
+        .quarantined
+        .iter()
+        .map(|q| format!("[Memory: quarantined {}]", q.describe()))
+        .collect();
+    if let Some(why) = &store.recovery().untrusted_journal {
+        log.push(format!("[Memory: consolidation journal not used: {why}]"));
+    }
+    Ok(log)
+}
+
 /// The scripted harness.
 #[derive(Debug)]
 pub struct Harness {
@@ -202,6 +217,7 @@ impl Harness {
             &canonical.join(".memory"),
         )?;
         let store = Store::open_in(fs, &canonical, &canonical.join(".memory"), switches)?;
+        let log = opening_log(&store)?;
         let sandbox = canonical;
         Ok(Harness {
             sandbox,
@@ -209,7 +225,7 @@ impl Harness {
             constants,
             ledger: Ledger::default(),
             stats: Stats::default(),
-            log: Vec::new(),
+            log,
             messages: Vec::new(),
             last_recall: None,
             last_extract: None,

@@ -179,6 +179,30 @@ pub struct Quarantined {
     pub message: String,
 }
 
+impl Quarantined {
+    /// How to bring the file back: what the scan found is a memory file ctxlab
+    /// will not read, index or overwrite until it parses.
+    pub fn fix(&self) -> String {
+        format!(
+            "edit {} so its frontmatter holds plain string values for name, description \
+             and type (or remove the file); until then it is left out of the index and recall",
+            self.file
+        )
+    }
+
+    /// `file:line:column: message; fix: …`, as the checker and the log print it.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}:{}:{}: {}; fix: {}",
+            self.file,
+            self.line,
+            self.column,
+            self.message,
+            self.fix()
+        )
+    }
+}
+
 /// What a scan of the store found: readable records and quarantined files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scan {
@@ -199,6 +223,8 @@ pub struct Recovery {
     pub stale_temps: Vec<String>,
     /// Whether the index was rewritten because it differed from the files.
     pub index_rebuilt: bool,
+    /// A journal found in the store that was not acted on, and why.
+    pub untrusted_journal: Option<String>,
 }
 
 /// A memory directory plus the storage and switches that govern writes to it.
@@ -317,39 +343,76 @@ impl Store {
     /// every file the pass deleted or overwrote gets its old text back, every
     /// file it created is removed, and a file changed by anyone after the
     /// pass is left alone. Idempotent: the journal goes last.
+    ///
+    /// A journal ctxlab cannot have written (not JSON of its schema, a
+    /// symlink, or naming a file that is not a plain memory file name) is not
+    /// acted on: it is removed and the reason kept in
+    /// [`Recovery::untrusted_journal`]. A directory in its place is left
+    /// alone (it may hold someone's files): the store opens, and the next
+    /// consolidation is refused with the path to clear.
     pub fn recover_journal(&self) -> LabResult<Recovery> {
         let mut rec = Recovery::default();
+        let path = journal::path(&self.root);
         let pending = match journal::read(self.fs.as_ref(), &self.root) {
-            Ok(p) => p,
-            Err(e) if e.kind() == io::ErrorKind::InvalidData => None, // not ours: removed below
-            Err(e) => {
-                return Err(LabError::io(
-                    "reading consolidation journal",
-                    journal::path(&self.root),
-                    e,
-                ))
+            Ok(p) => p.filter(|p| self.journal_names_ok(p, &mut rec)),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                rec.untrusted_journal = Some(e.to_string());
+                None
             }
+            Err(e) => return Err(LabError::io("reading consolidation journal", &path, e)),
         };
-        if let Some(p) = pending {
-            for (file, old) in &p.before {
-                let now = self.current_text(file)?;
-                if now.is_none() || now.as_ref() == p.writes.get(file) {
-                    self.atomic_write(&self.child(file)?, old.as_bytes())?;
-                    rec.restored.push(file.clone());
-                }
-            }
-            for (file, new) in p.writes.iter().filter(|(f, _)| !p.before.contains_key(*f)) {
-                if self.current_text(file)?.as_ref() == Some(new) {
-                    self.remove_file(file)?;
-                    rec.removed.push(file.clone());
-                }
-            }
+        if self.fs.kind(&path) == Some(FileKind::Dir) {
+            rec.untrusted_journal = Some(format!(
+                "{} is a directory, not a consolidation journal: left alone; \
+                 consolidation is refused until it is moved away",
+                path.display()
+            ));
+            return Ok(rec);
         }
-        if self.fs.kind(&journal::path(&self.root)).is_some() {
+        if let Some(p) = pending {
+            self.undo(&p, &mut rec)?;
+        }
+        if self.fs.kind(&path).is_some() {
             journal::remove(self.fs.as_ref(), &self.root)
-                .map_err(io_err("removing consolidation journal", &self.root))?;
+                .map_err(io_err("removing consolidation journal", &path))?;
         }
         Ok(rec)
+    }
+
+    /// Every name in the journal is a plain memory file name; otherwise the
+    /// journal is not ours and nothing in it is acted on.
+    fn journal_names_ok(&self, p: &journal::Pending, rec: &mut Recovery) -> bool {
+        let bad = p
+            .before
+            .keys()
+            .chain(p.writes.keys())
+            .find(|f| self.child(f).is_err());
+        if let Some(f) = bad {
+            rec.untrusted_journal = Some(format!(
+                "{} names {f:?}, which is not a memory file name in the store: \
+                 not written by ctxlab, removed without acting on it",
+                journal::path(&self.root).display()
+            ));
+        }
+        bad.is_none()
+    }
+
+    /// Restore what a pending pass deleted or overwrote, remove what it created.
+    fn undo(&self, p: &journal::Pending, rec: &mut Recovery) -> LabResult<()> {
+        for (file, old) in &p.before {
+            let now = self.current_text(file)?;
+            if now.is_none() || now.as_ref() == p.writes.get(file) {
+                self.atomic_write(&self.child(file)?, old.as_bytes())?;
+                rec.restored.push(file.clone());
+            }
+        }
+        for (file, new) in p.writes.iter().filter(|(f, _)| !p.before.contains_key(*f)) {
+            if self.current_text(file)?.as_ref() == Some(new) {
+                self.remove_file(file)?;
+                rec.removed.push(file.clone());
+            }
+        }
+        Ok(())
     }
 
     /// The text of a memory file, `None` when it is missing or not a regular file.
@@ -435,12 +498,39 @@ impl Store {
 
     /// Write one memory (atomically) and, if enabled, rebuild the index.
     /// Returns the file name written. Refusals write nothing.
+    ///
+    /// The memory is durable once its file is written: when the index
+    /// rewrite after it fails (a full disk), the error says the memory was
+    /// kept, since the index is derived and the next open rebuilds it.
     pub fn save(&self, m: &Memory) -> LabResult<String> {
         let file = self.write_file(m)?;
         if self.switches.rebuild_index {
-            self.rebuild_index()?;
+            self.rebuild_index().map_err(|e| match e {
+                LabError::Io { path, source, .. } => LabError::Io {
+                    context: format!(
+                        "memory {:?} was written to {file} and is kept; rewriting the index \
+                         failed (it is rebuilt from the files when the store next opens)",
+                        m.name
+                    ),
+                    path,
+                    source,
+                },
+                other => other,
+            })?;
         }
         Ok(file)
+    }
+
+    /// The file name holding `m` exactly as a save of it writes it, if it
+    /// does: tells a memory whose write landed from one that did not.
+    pub fn written(&self, m: &Memory) -> LabResult<Option<String>> {
+        let Ok((path, text)) = self.planned(m) else {
+            return Ok(None);
+        };
+        let file = file_name(&path);
+        let there = path.parent() == Some(self.root.as_path())
+            && self.current_text(&file)?.as_deref() == Some(text.as_str());
+        Ok(there.then_some(file))
     }
 
     /// Write one memory file atomically without touching the index

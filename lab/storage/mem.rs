@@ -109,6 +109,7 @@ impl Tree {
     /// Put `n` at resolved path `p`, whose parent must be a directory.
     fn insert(&mut self, p: &Path, n: Node) -> io::Result<()> {
         let (parent, name) = plain_split(bytes(p)).ok_or_else(|| not_found(p))?;
+        name_fits(name, p)?;
         let entries = self.dirs.get_mut(parent).ok_or_else(|| not_found(p))?;
         let is_dir = matches!(n, Node::Dir);
         entries.insert(name.into(), n);
@@ -193,6 +194,19 @@ fn not_a_dir_in_the_way(p: &Path, last: bool) -> io::Error {
 
 fn err(kind: io::ErrorKind, what: &str, p: &Path) -> io::Error {
     io::Error::new(kind, format!("{}: {what}", p.display()))
+}
+
+/// Longest file name, in bytes, that common file systems (ext4, APFS, NTFS
+/// in UTF-16 units aside) accept: the in-memory backend refuses what the disk
+/// refuses, so a store behaves the same on both.
+pub const NAME_MAX: usize = 255;
+
+/// `ENAMETOOLONG` when the name a call would create is longer than [`NAME_MAX`].
+fn name_fits(name: &[u8], p: &Path) -> io::Result<()> {
+    if name.len() > NAME_MAX {
+        return Err(err(io::ErrorKind::InvalidInput, "file name too long", p));
+    }
+    Ok(())
 }
 
 /// `path` as a string when it is absolute and made of plain components only
@@ -497,6 +511,7 @@ impl Storage for MemFs {
                     Err(err(io::ErrorKind::AlreadyExists, "file exists", path))
                 }
                 std::collections::btree_map::Entry::Vacant(v) => {
+                    name_fits(v.key(), path)?;
                     v.insert(Node::File(bytes));
                     Ok(())
                 }
@@ -514,6 +529,7 @@ impl Storage for MemFs {
         let mut nodes = self.lock();
         if let Some((entries, name)) = self.fast_mut(&mut nodes, path) {
             if !overwrite(entries.get_mut(name), bytes, path)? {
+                name_fits(name, path)?;
                 entries.insert(name.into(), Node::File(bytes.to_vec()));
             }
             return Ok(());

@@ -299,15 +299,26 @@ impl Backend {
 ///
 /// Atomic writes go through such a name created with [`Storage::write_new`]
 /// (exclusive, never following a symlink), so a planted file or link at a
-/// predictable temp name cannot redirect the write.
+/// predictable temp name cannot redirect the write. Only the first
+/// [`TEMP_STEM_BYTES`] of `name` are kept: the temp name of any name that
+/// fits the file system fits it too (a 240-byte name plus its suffix would not).
 pub fn temp_name(name: &str) -> String {
     use rand::Rng;
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let r: u64 = rand::thread_rng().gen();
-    format!(".{name}.{}.{n}.{r:016x}.tmp", std::process::id())
+    let mut end = name.len().min(TEMP_STEM_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}.{}.{n}.{r:016x}.tmp", &name[..end], std::process::id())
 }
+
+/// Bytes of the target's name a temp name keeps: with the dots, a 10-digit
+/// pid, a 20-digit counter, 16 hex digits and `.tmp` (53 bytes), a temp name
+/// stays under 255 bytes.
+pub const TEMP_STEM_BYTES: usize = 128;
 
 /// `true` for names [`temp_name`] produces (stale ones are cleaned up on open).
 pub fn is_temp_name(name: &str) -> bool {

@@ -7,6 +7,7 @@
 mod common;
 
 mod memory_consolidate;
+mod memory_defects;
 mod memory_experiments;
 mod memory_frontmatter_props;
 mod memory_golden;

@@ -43,6 +43,11 @@ VALUES = [
     "&anchor", "*alias", "!tag", "%pct", "@at", "`tick", "|pipe", ">gt",
     "multi\nline", "a, b. c", "Ⓐ circled", "कि",
     "A description long enough that PyYAML folds it onto a second line when it writes the course's frontmatter",
+    # LINE and PARAGRAPH SEPARATOR next to line breaks: PyYAML writes them raw
+    # inside single quotes, where YAML 1.1 folds the breaks around them.
+    "a\u2028\nb", "a\n\u2028b", "a\u2029\n\nb", "a\n\u2028\nb", "a\u2028", "\u2029b",
+    "x\u2028\u2029y", "a\u2028 \nb", "a \u2029 b", "a\n\n\u2029\n\nb", "a\r\n\u2028b",
+    "PyYAML folds a description this long onto a second line even with a line separator\u2028 in the middle",
 ]
 
 
