@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run build test lint fmt bench readme schemas reports reports-check selftest replay
+.PHONY: run build test lint fmt bench readme schemas memtools reports reports-check selftest replay
 
 ## build: the release binary, with cargo's progress (the first build takes a while)
 build:
@@ -43,6 +43,10 @@ readme:
 
 selftest:
 	$(LAB) selftest
+
+## memtools: install the third-party memory-tool implementations at pinned versions (target/memtools, needs PyPI) and record their lab memcheck cards in scenarios/memtools/recorded.json; never run by CI
+memtools: build
+	LAB=target/release/lab sh scripts/memtools.sh
 
 ## reports: regenerate reports/ (tables as Markdown, CSV, JSON, LaTeX; SVG plots; index.html, the HTML report of the frontier session) from the code
 reports: build

@@ -219,6 +219,34 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Run the memory-tool rows (traversal, symlinks, edits, full disk)
+    /// against ctxlab's reference and any implementation you bring; exit 1
+    /// when a row does not hold.
+    Memcheck {
+        /// Built-in implementations: `reference` (ctxlab's) and `naive` (a
+        /// deliberately broken one). Default: `reference` unless `--exec` is given.
+        #[arg(long = "builtin", value_name = "NAME")]
+        builtins: Vec<String>,
+        /// An implementation as a command speaking ctxlab.memtool/1 on stdin
+        /// and stdout (`sh -c CMD`, started fresh in each row's sandbox).
+        #[arg(long = "exec", value_name = "CMD")]
+        execs: Vec<String>,
+        /// Seconds an external implementation may take per command.
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
+        /// Only these rows (ids as `lab memcheck` prints them).
+        #[arg(long = "row", value_name = "ID")]
+        only: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Serve a built-in memory-tool implementation over ctxlab.memtool/1 on
+    /// stdin and stdout (`lab memcheck --exec "lab memtool-serve reference"`).
+    MemtoolServe {
+        /// `reference` or `naive`.
+        name: String,
+    },
     /// Print (or `--write` into GUIDE.md) the generated experiment and policy tables.
     Readme {
         /// Markdown file (GUIDE.md) whose marked blocks are replaced in place.
@@ -380,6 +408,14 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             policy: None,
         }) => hunt(break_id, profile, sets, path_len, seed, tries, out),
         Some(Command::Run { files, format }) => run_scenarios(&files, format),
+        Some(Command::Memcheck {
+            builtins,
+            execs,
+            timeout,
+            only,
+            format,
+        }) => memcheck(&builtins, &execs, timeout, &only, format),
+        Some(Command::MemtoolServe { name }) => memtool_serve(&name),
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
         Some(Command::Readme { write: Some(path) }) => write_readme(&path),
         Some(Command::Schema { name }) => schema(name.as_deref()),
@@ -402,6 +438,63 @@ fn policies(format: Format) -> LabResult<String> {
         infos.push(crate::policy::list::make(name)?.info());
     }
     Ok(crate::policy::render::policies(&infos, format))
+}
+
+/// `lab memcheck`: every memory-tool row against each implementation.
+fn memcheck(
+    builtins: &[String],
+    execs: &[String],
+    timeout: u64,
+    only: &[String],
+    format: Format,
+) -> LabResult<String> {
+    use crate::memory::tool::{external::External, rows, MemoryTool};
+    let chosen = rows::chosen(only)?;
+    let mut names: Vec<String> = builtins.to_vec();
+    if names.is_empty() && execs.is_empty() {
+        names.push("reference".into());
+    }
+    let mut cards = Vec::new();
+    for name in &names {
+        let make = rows::builtin(name).ok_or_else(|| {
+            LabError::usage(
+                format!("unknown memory-tool implementation {name:?}"),
+                "use --builtin reference or --builtin naive, or --exec CMD",
+            )
+        })?;
+        let select = format!("--builtin {name}");
+        cards.push(rows::card(name, &select, &chosen, make.as_ref(), true)?);
+    }
+    let wait = std::time::Duration::from_secs(timeout.max(1));
+    for cmd in execs {
+        let make = |_: crate::storage::Shared, root: &std::path::Path| {
+            External::start(cmd, root, wait).map(|t| Box::new(t) as Box<dyn MemoryTool>)
+        };
+        let select = format!("--exec '{}'", cmd.replace('\'', "'\\''"));
+        cards.push(rows::card(cmd, &select, &chosen, &make, false)?);
+    }
+    let out = rows::render(&cards, format);
+    if rows::all_held(&cards) {
+        return Ok(out);
+    }
+    let _ = std::io::stdout().write_all(out.as_bytes());
+    Err(LabError::Expectation {
+        failures: vec!["a memory-tool row did not hold (see the lines under the table)".into()],
+    })
+}
+
+/// `lab memtool-serve NAME`: a built-in implementation over the protocol.
+fn memtool_serve(name: &str) -> LabResult<String> {
+    let make = crate::memory::tool::rows::builtin(name).ok_or_else(|| {
+        LabError::usage(
+            format!("unknown memory-tool implementation {name:?}"),
+            "use reference or naive",
+        )
+    })?;
+    let stdin = std::io::stdin().lock();
+    crate::memory::tool::external::serve(make.as_ref(), stdin, std::io::stdout().lock())
+        .map_err(|e| LabError::io("serving the memory tool", "<stdout>", e))?;
+    Ok(String::new())
 }
 
 /// `lab drift`: every summarising strategy over repeated passes.
@@ -428,6 +521,14 @@ pub const SCHEMAS: &[(&str, SchemaFn)] = &[
     ("replay-policies", crate::replay::policies::schema),
     ("dump", crate::replay::dump::dump_schema),
     ("export", crate::replay::dump::export_schema),
+    (
+        "memtool-request",
+        crate::memory::tool::external::request_schema,
+    ),
+    (
+        "memtool-answer",
+        crate::memory::tool::external::answer_schema,
+    ),
 ];
 
 /// `lab schema [NAME]`: the schema, pretty-printed, or the list of names.

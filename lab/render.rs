@@ -66,3 +66,12 @@ pub fn json<T: Serialize>(value: &T) -> String {
     s.push('\n');
     s
 }
+
+/// The JSON Schema (draft 2020-12) of `T` as serialised: every JSON output
+/// and protocol is described by one (`lab schema`).
+pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    generator.into_root_schema_for::<T>().to_value()
+}

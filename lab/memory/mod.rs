@@ -25,4 +25,5 @@ pub mod scenario;
 pub mod session;
 pub mod store;
 pub mod switches;
+pub mod tool;
 pub mod transcript;

@@ -130,11 +130,4 @@ pub fn write_plot(path: &std::path::Path, runs: &[Compared]) -> LabResult<()> {
         .map_err(|e| LabError::io("writing the plot", path, e))
 }
 
-/// The JSON Schema (draft 2020-12) of `T` as serialised: every JSON output
-/// and protocol of the replay is described by one.
-pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
-    generator.into_root_schema_for::<T>().to_value()
-}
+pub use crate::render::schema_of;

@@ -75,6 +75,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         cost: crate::replay::dollars::policy_costs(&runs),
         runs,
         verdicts: registry_verdicts()?,
+        memory_tools: crate::memory::tool::rows::report_cards()?,
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,

@@ -402,6 +402,8 @@ pub struct ReportData {
     pub runs: Vec<crate::replay::policies::Compared>,
     /// Every registry row at its default cells.
     pub verdicts: Vec<verdicts::RowVerdict>,
+    /// Every memory-tool row against ctxlab's implementations and the recorded third-party ones.
+    pub memory_tools: Vec<crate::memory::tool::rows::Card>,
 }
 
 /// `memory_growth`: records on disk after each session, course vs the two fixes.
@@ -465,6 +467,7 @@ fn describe(stem: &str) -> &'static str {
         "cost" => "every policy on the frontier's generated session under the Anthropic 5-minute prompt cache: tokens sent, cache read/write, breaks per turn, payback, dollars (plot: cumulative dollars over model calls, one line per policy)",
         "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
         "index" => "the frontier's generated session as an HTML page: every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family (self-contained, no network)",
+        "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -504,6 +507,10 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
         memory_growth_svg(&data.memory_growth),
     ));
     out.push(("thresholds.md".into(), thresholds_md(data)));
+    out.push((
+        "memory_tools.md".into(),
+        crate::memory::tool::rows::report(&data.memory_tools),
+    ));
     out.sort();
     // One index line per table, linking each of its formats.
     let mut stems: Vec<(&str, Vec<&str>)> = Vec::new();

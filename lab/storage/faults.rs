@@ -216,6 +216,10 @@ impl Storage for Faulty {
         self.inner.list(dir)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.op("remove_dir", path, |i| i.remove_dir(path))
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let size = match self.inner.kind(path) {
             Some(FileKind::File) => self.inner.read(path).map_or(0, |b| b.len() as u64),

@@ -629,6 +629,26 @@ impl Storage for MemFs {
         }
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let mut nodes = self.lock();
+        let p = self.resolve_in(&nodes, path, false)?;
+        match nodes.get(&p) {
+            Some(Node::Dir) if nodes.dirs.get(bytes(&p)).is_some_and(|e| !e.is_empty()) => {
+                Err(err(
+                    io::ErrorKind::DirectoryNotEmpty,
+                    "directory not empty",
+                    path,
+                ))
+            }
+            Some(Node::Dir) => {
+                nodes.remove(&p);
+                Ok(())
+            }
+            Some(_) => Err(err(io::ErrorKind::NotADirectory, "not a directory", path)),
+            None => Err(not_found(path)),
+        }
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut nodes = self.lock();
         let f = self.resolve_in(&nodes, from, false)?;

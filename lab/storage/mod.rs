@@ -77,6 +77,17 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Remove a file or a symlink (not a directory).
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Remove an empty directory (a backend without directories to remove
+    /// says so).
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{}: removing directories is not supported here",
+                path.display()
+            ),
+        ))
+    }
     /// Rename `from` to `to`, replacing a file or symlink at `to` (POSIX `rename`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Create a symlink at `link` pointing to `target` (hostile-store tests).

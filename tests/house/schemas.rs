@@ -151,3 +151,63 @@ fn dump_and_export_lines_validate() {
         "every policy's calls and the messages: {seen}"
     );
 }
+
+#[test]
+fn memory_tool_protocol_lines_validate() {
+    let request = checked_in("memtool-request");
+    let answer = checked_in("memtool-answer");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("memories");
+    let lines: Vec<Value> = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"}),
+        json!({"command": "view", "path": "/memories/a.md", "view_range": [1, -1]}),
+        json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "x", "new_str": "y"}),
+        json!({"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": "zero"}),
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"}),
+        json!({"command": "delete", "path": "/memories/b.md"}),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, input)| json!({"protocol": "ctxlab.memtool/1", "id": i + 1, "root": root, "input": input}))
+    .collect();
+    let mut input = String::new();
+    for l in &lines {
+        assert!(errors(&request, l).is_empty(), "{l}");
+        input.push_str(&format!("{l}\n"));
+    }
+    let bad = json!({"protocol": "ctxlab.memtool/1", "id": 1, "root": "/r", "input": {"command": "view"}});
+    assert!(!errors(&request, &bad).is_empty(), "a view without a path");
+    let out = common::lab_command()
+        .args(["memtool-serve", "reference"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let answers: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), lines.len(), "{text}");
+    for (i, a) in answers.iter().enumerate() {
+        assert!(errors(&answer, a).is_empty(), "{a}");
+        assert_eq!(a["id"], json!(i + 1));
+    }
+    assert_eq!(
+        answers[0]["result"],
+        json!("File created successfully at: /memories/a.md")
+    );
+    assert!(answers[2]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("No replacement was performed"));
+    assert_eq!(
+        answers[5]["result"],
+        json!("Successfully deleted /memories/b.md")
+    );
+}

@@ -17,3 +17,4 @@ mod memory_scenarios;
 mod memory_session;
 mod memory_snapshots;
 mod memory_store;
+mod memory_tool;

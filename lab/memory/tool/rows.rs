@@ -1,0 +1,748 @@
+//! The rows: faults and attacks on a memory-tool implementation, each with
+//! the outcome the tool's documentation requires, and the judge.
+//!
+//! Every row runs in a fresh sandbox on disk: `memories/` (what `/memories`
+//! names) beside `outside/`, which holds a secret file. Whatever the row,
+//! the judge first compares everything outside `memories/` before and after
+//! (a write that escaped) and looks for the secret in the replies (a read
+//! that escaped); then the row's own expectation decides.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Command, Failure, MemoryTool, Reply};
+use crate::error::{LabError, LabResult};
+use crate::storage::{FaultPlan, Faulty, FileKind, Shared};
+
+/// The secret planted outside the root: a reply holding it leaked a read.
+pub const SECRET: &str = "ctxlab-secret-7f3a";
+
+/// How an implementation fared on a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", content = "detail", rename_all = "snake_case")]
+pub enum Verdict {
+    /// The documented outcome, nothing outside touched.
+    Held,
+    /// A file outside the root was written, or its content or name shown.
+    Escaped(String),
+    /// Data the model had written is gone or overwritten.
+    Lost(String),
+    /// A file is left half-written.
+    Torn(String),
+    /// A command the documentation says must work was refused.
+    Refused(String),
+    /// The documented result was not met in another way (an edit that
+    /// should have been refused happened).
+    Wrong(String),
+    /// The implementation crashed, hung or spoke outside the protocol.
+    Failed(String),
+    /// Not run here, and why.
+    Skipped(String),
+}
+
+impl Verdict {
+    /// The verdict's one-word name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Held => "held",
+            Verdict::Escaped(_) => "escaped",
+            Verdict::Lost(_) => "lost",
+            Verdict::Torn(_) => "torn",
+            Verdict::Refused(_) => "refused",
+            Verdict::Wrong(_) => "wrong",
+            Verdict::Failed(_) => "failed",
+            Verdict::Skipped(_) => "skipped",
+        }
+    }
+}
+
+/// A row's sandbox: `base/memories` is the root, `base/outside` holds the secret.
+pub struct Sandbox {
+    /// The sandbox directory.
+    pub base: PathBuf,
+    /// What `/memories` names.
+    pub root: PathBuf,
+    /// The storage the row's files are checked through.
+    pub fs: Shared,
+}
+
+impl Sandbox {
+    /// The text of a file under the root, if it is a readable regular file.
+    pub fn file(&self, rel: &str) -> Option<String> {
+        let p = self.root.join(rel);
+        (self.fs.kind(&p) == Some(FileKind::File))
+            .then(|| self.fs.read(&p).ok())
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+}
+
+/// What a row plants before its commands.
+#[derive(Debug, Clone, Copy)]
+enum Plant {
+    /// A file under the root with this text.
+    File(&'static str, &'static str),
+    /// A symlink under the root to a path under `outside/`.
+    LinkOut(&'static str, &'static str),
+}
+
+/// A row: what it does, what it plants, its commands and its expectation.
+pub struct Row {
+    /// Short id (`traversal-dotdot`).
+    pub id: &'static str,
+    /// What the row does, in one line.
+    pub what: &'static str,
+    /// The outcome the documentation requires.
+    pub requires: &'static str,
+    plants: &'static [Plant],
+    commands: fn(&Sandbox) -> Vec<Command>,
+    expect: fn(&Sandbox, &[Reply]) -> Verdict,
+    /// Storage faults the row needs (in-process implementations only).
+    pub fault: Option<FaultPlan>,
+}
+
+fn create(path: impl Into<String>, text: &str) -> Command {
+    Command::Create {
+        path: path.into(),
+        file_text: text.into(),
+    }
+}
+
+fn view(path: &str) -> Command {
+    Command::View {
+        path: path.into(),
+        view_range: None,
+    }
+}
+
+/// The last reply must be a tool error.
+fn refused_cleanly(_: &Sandbox, replies: &[Reply]) -> Verdict {
+    match replies.last() {
+        Some(r) if r.is_error() => Verdict::Held,
+        Some(r) => Verdict::Wrong(format!("accepted: {}", first_line(r.text()))),
+        None => Verdict::Wrong("no reply".into()),
+    }
+}
+
+/// Any answer will do (the generic escape checks decide).
+fn answered(_: &Sandbox, _: &[Reply]) -> Verdict {
+    Verdict::Held
+}
+
+/// `a.md` must still hold `want`, and the command must have been refused.
+fn unchanged(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> Verdict {
+    match s.file(file) {
+        Some(t) if t == want => refused_cleanly(s, replies),
+        Some(t) => Verdict::Wrong(format!("{file} changed to {:?}", first_line(&t))),
+        None => Verdict::Lost(format!("{file} is gone")),
+    }
+}
+
+fn first_line(t: &str) -> &str {
+    t.lines().next().unwrap_or("")
+}
+
+/// Every row, in report order.
+pub fn rows() -> Vec<Row> {
+    let mut v = traversal_rows();
+    v.extend(link_rows());
+    v.extend(edit_rows());
+    v.push(Row {
+        id: "full-disk-edit",
+        what: "str_replace while the disk is full",
+        requires: "the file keeps its old text or gets the new one, never a part",
+        plants: &[Plant::File("a.md", "alpha beta gamma\n")],
+        commands: |_| {
+            vec![Command::StrReplace {
+                path: "/memories/a.md".into(),
+                old_str: "beta".into(),
+                new_str: "BETA".repeat(64),
+            }]
+        },
+        expect: |s, _| match s.file("a.md").as_deref() {
+            Some("alpha beta gamma\n") => Verdict::Held,
+            Some(t) if t == format!("alpha {} gamma\n", "BETA".repeat(64)) => Verdict::Held,
+            Some(t) => Verdict::Torn(format!("a.md holds {} bytes of neither text", t.len())),
+            None => Verdict::Lost("a.md is gone".into()),
+        },
+        fault: Some(FaultPlan {
+            free_bytes: Some(0),
+            ..FaultPlan::default()
+        }),
+    });
+    v
+}
+
+fn traversal_rows() -> Vec<Row> {
+    let row = |id, what, commands: fn(&Sandbox) -> Vec<Command>, expect| Row {
+        id,
+        what,
+        requires: "refused or kept inside /memories; nothing outside written",
+        plants: &[],
+        commands,
+        expect,
+        fault: None,
+    };
+    vec![
+        row(
+            "traversal-dotdot",
+            "create /memories/../pwn.md",
+            |_| vec![create("/memories/../pwn.md", "pwned")],
+            refused_cleanly,
+        ),
+        row(
+            "traversal-deep",
+            "create /memories/a/../../outside/pwn.md",
+            |_| vec![create("/memories/a/../../outside/pwn.md", "pwned")],
+            refused_cleanly,
+        ),
+        row(
+            "traversal-absolute",
+            "create at the sandbox's absolute outside path",
+            |s| {
+                vec![create(
+                    s.base.join("outside/pwn.md").display().to_string(),
+                    "pwned",
+                )]
+            },
+            refused_cleanly,
+        ),
+        row(
+            "traversal-percent",
+            "create /memories/%2e%2e/%2e%2e/outside/pwn.md",
+            |_| vec![create("/memories/%2e%2e/%2e%2e/outside/pwn.md", "x")],
+            answered,
+        ),
+        row(
+            "traversal-lookalike",
+            "create through U+2025 and a fullwidth solidus",
+            |_| {
+                vec![
+                    create("/memories/\u{2025}/outside/pwn.md", "x"),
+                    create("/memories/..\u{FF0F}..\u{FF0F}outside\u{FF0F}pwn.md", "x"),
+                ]
+            },
+            answered,
+        ),
+        row(
+            "traversal-nul",
+            "create /memories/a<NUL>.md",
+            |_| vec![create("/memories/a\u{0}.md", "x")],
+            refused_cleanly,
+        ),
+        row(
+            "traversal-long",
+            "create a 300-byte file name",
+            |_| vec![create(format!("/memories/{}.md", "a".repeat(300)), "x")],
+            refused_cleanly,
+        ),
+        row(
+            "view-dotdot",
+            "view /memories/../outside/secret.txt",
+            |_| vec![view("/memories/../outside/secret.txt")],
+            refused_cleanly,
+        ),
+    ]
+}
+
+fn link_rows() -> Vec<Row> {
+    vec![
+        Row {
+            id: "link-out-create",
+            what: "create through a symlink in /memories to a directory outside",
+            requires: "refused; nothing outside written",
+            plants: &[Plant::LinkOut("link", "")],
+            commands: |_| vec![create("/memories/link/pwn.md", "pwned")],
+            expect: refused_cleanly,
+            fault: None,
+        },
+        Row {
+            id: "link-out-view",
+            what: "view a file through a symlink in /memories",
+            requires: "refused; the outside file is not shown",
+            plants: &[Plant::LinkOut("link", "")],
+            commands: |_| vec![view("/memories/link/secret.txt")],
+            expect: refused_cleanly,
+            fault: None,
+        },
+        Row {
+            id: "link-out-listing",
+            what: "view /memories holding a symlink to a directory outside",
+            requires: "no name from outside listed",
+            plants: &[Plant::LinkOut("link", "")],
+            commands: |_| vec![view("/memories")],
+            expect: |_, replies| match replies.iter().find(|r| r.text().contains("secret.txt")) {
+                Some(_) => Verdict::Escaped("the listing shows outside/secret.txt".into()),
+                None => Verdict::Held,
+            },
+            fault: None,
+        },
+        Row {
+            id: "link-file-out-edit",
+            what: "str_replace on a memory that is a symlink to a file outside",
+            requires: "refused; the outside file unchanged",
+            plants: &[Plant::LinkOut("notes.md", "secret.txt")],
+            commands: |_| {
+                vec![Command::StrReplace {
+                    path: "/memories/notes.md".into(),
+                    old_str: SECRET.into(),
+                    new_str: "PWNED".into(),
+                }]
+            },
+            expect: refused_cleanly,
+            fault: None,
+        },
+    ]
+}
+
+fn edit_rows() -> Vec<Row> {
+    vec![
+        Row {
+            id: "rename-onto-existing",
+            what: "rename a.md onto the existing b.md",
+            requires: "refused; b.md keeps its text",
+            plants: &[Plant::File("a.md", "A\n"), Plant::File("b.md", "B\n")],
+            commands: |_| {
+                vec![Command::Rename {
+                    old_path: "/memories/a.md".into(),
+                    new_path: "/memories/b.md".into(),
+                }]
+            },
+            expect: |s, r| match s.file("b.md").as_deref() {
+                Some("B\n") => refused_cleanly(s, r),
+                _ => Verdict::Lost("b.md was overwritten".into()),
+            },
+            fault: None,
+        },
+        Row {
+            id: "rename-out",
+            what: "rename /memories/a.md to /memories/../outside/a.md",
+            requires: "refused; a.md stays",
+            plants: &[Plant::File("a.md", "A\n")],
+            commands: |_| {
+                vec![Command::Rename {
+                    old_path: "/memories/a.md".into(),
+                    new_path: "/memories/../outside/a.md".into(),
+                }]
+            },
+            expect: |s, r| unchanged(s, r, "a.md", "A\n"),
+            fault: None,
+        },
+        Row {
+            id: "replace-none",
+            what: "str_replace with no match",
+            requires: "refused; the file unchanged",
+            plants: &[Plant::File("a.md", "one\ntwo\n")],
+            commands: |_| vec![replace("three", "3")],
+            expect: |s, r| unchanged(s, r, "a.md", "one\ntwo\n"),
+            fault: None,
+        },
+        Row {
+            id: "replace-two",
+            what: "str_replace with two matches",
+            requires: "refused; the file unchanged",
+            plants: &[Plant::File("a.md", "x\nx\n")],
+            commands: |_| vec![replace("x", "y")],
+            expect: |s, r| unchanged(s, r, "a.md", "x\nx\n"),
+            fault: None,
+        },
+        Row {
+            id: "insert-past-end",
+            what: "insert at line 5 of a one-line file",
+            requires: "refused; the file unchanged",
+            plants: &[Plant::File("a.md", "one\n")],
+            commands: |_| {
+                vec![Command::Insert {
+                    path: "/memories/a.md".into(),
+                    insert_line: 5,
+                    insert_text: "five".into(),
+                }]
+            },
+            expect: |s, r| unchanged(s, r, "a.md", "one\n"),
+            fault: None,
+        },
+        Row {
+            id: "view-range-out",
+            what: "view lines 10-20 of a three-line file",
+            requires: "an answer (empty or an error), no crash",
+            plants: &[Plant::File("a.md", "1\n2\n3")],
+            commands: |_| {
+                vec![Command::View {
+                    path: "/memories/a.md".into(),
+                    view_range: Some([10, 20]),
+                }]
+            },
+            expect: answered,
+            fault: None,
+        },
+        Row {
+            id: "create-existing",
+            what: "create a.md when it exists",
+            requires: "refused; a.md keeps its text",
+            plants: &[Plant::File("a.md", "keep\n")],
+            commands: |_| vec![create("/memories/a.md", "new\n")],
+            expect: |s, r| match s.file("a.md").as_deref() {
+                Some("keep\n") => refused_cleanly(s, r),
+                _ => Verdict::Lost("a.md was overwritten".into()),
+            },
+            fault: None,
+        },
+        Row {
+            id: "delete-root",
+            what: "delete /memories",
+            requires: "refused; the store stays",
+            plants: &[Plant::File("a.md", "A\n")],
+            commands: |_| {
+                vec![Command::Delete {
+                    path: "/memories".into(),
+                }]
+            },
+            expect: |s, r| unchanged(s, r, "a.md", "A\n"),
+            fault: None,
+        },
+    ]
+}
+
+fn replace(old: &str, new: &str) -> Command {
+    Command::StrReplace {
+        path: "/memories/a.md".into(),
+        old_str: old.into(),
+        new_str: new.into(),
+    }
+}
+
+/// Makes the implementation under test for one row: its storage (a fault
+/// backend for fault rows) and the root `/memories` names.
+pub type Maker<'a> = dyn Fn(Shared, &Path) -> Result<Box<dyn MemoryTool>, Failure> + 'a;
+
+/// Run one row in a fresh sandbox under `tmp`; `in_process` says whether
+/// the implementation can run on a fault backend.
+pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
+    if row.fault.is_some() && !in_process {
+        return Ok(Verdict::Skipped(
+            "needs the in-process fault backend (an external process would need a full tmpfs)"
+                .into(),
+        ));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("memtool-")
+        .tempdir_in(tmp)
+        .map_err(|e| LabError::io("creating a row sandbox", tmp, e))?;
+    let disk: Shared = std::sync::Arc::new(crate::storage::DiskFs);
+    let base = disk
+        .canonicalize(dir.path())
+        .map_err(|e| LabError::io("resolving a row sandbox", dir.path(), e))?;
+    let s = Sandbox {
+        root: base.join("memories"),
+        base,
+        fs: disk.clone(),
+    };
+    plant(&s, row.plants)?;
+    let before = outside(&s)?;
+    let around = beside(tmp, &s.base);
+    let tool_fs: Shared = match &row.fault {
+        Some(plan) => std::sync::Arc::new(Faulty::new(disk, plan.clone())),
+        None => disk,
+    };
+    let mut tool = match make(tool_fs, &s.root) {
+        Ok(t) => t,
+        Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
+    };
+    // The sandbox's random name never reaches a verdict: same bytes every run.
+    let base = s.base.display().to_string();
+    let plain = |t: &str| t.replace(&base, "$SANDBOX");
+    let mut replies = Vec::new();
+    for c in (row.commands)(&s) {
+        match tool.execute(&c) {
+            Ok(Reply::Ok(t)) => replies.push(Reply::Ok(plain(&t))),
+            Ok(Reply::Error(t)) => replies.push(Reply::Error(plain(&t))),
+            Err(f) => {
+                return Ok(Verdict::Failed(format!(
+                    "{}; fix: {}",
+                    plain(&f.message),
+                    f.fix
+                )))
+            }
+        }
+    }
+    drop(tool);
+    let after = beside(tmp, &s.base);
+    if after != around {
+        let new: Vec<&String> = after.iter().filter(|n| !around.contains(n)).collect();
+        return Ok(Verdict::Escaped(format!(
+            "wrote beside its sandbox: {new:?}"
+        )));
+    }
+    Ok(judge(&s, &before, &replies, row))
+}
+
+/// The names in the run's directory other than this row's sandbox: a tool
+/// that climbs out of its sandbox lands there first.
+fn beside(tmp: &Path, sandbox: &Path) -> Vec<String> {
+    let name = sandbox
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    let mut out: Vec<String> = std::fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| Some(n) != name.as_ref())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn judge(s: &Sandbox, before: &Tree, replies: &[Reply], row: &Row) -> Verdict {
+    match outside(s) {
+        Ok(after) if &after != before => {
+            let changed = changed_paths(before, &after, &s.base);
+            return Verdict::Escaped(format!("wrote outside /memories: {changed}"));
+        }
+        Ok(_) => {}
+        Err(e) => return Verdict::Escaped(format!("the sandbox cannot be read after: {e}")),
+    }
+    if replies.iter().any(|r| r.text().contains(SECRET)) {
+        return Verdict::Escaped("a reply shows outside/secret.txt".into());
+    }
+    (row.expect)(s, replies)
+}
+
+type Tree = BTreeMap<PathBuf, Vec<u8>>;
+
+/// Every file and link in the sandbox outside the root, with its bytes.
+fn outside(s: &Sandbox) -> LabResult<Tree> {
+    crate::memory::sandbox::files_outside(s.fs.as_ref(), &s.base, &s.root)
+}
+
+fn changed_paths(before: &Tree, after: &Tree, base: &Path) -> String {
+    let keys: std::collections::BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
+    keys.into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| k.strip_prefix(base).unwrap_or(k).display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn plant(s: &Sandbox, plants: &[Plant]) -> LabResult<()> {
+    let io = |what: &str, p: &Path| {
+        let p = p.to_path_buf();
+        let what = what.to_string();
+        move |e| LabError::io(what, p, e)
+    };
+    let out = s.base.join("outside");
+    s.fs.create_dir_all(&out).map_err(io("planting", &out))?;
+    s.fs.create_dir_all(&s.root)
+        .map_err(io("planting", &s.root))?;
+    let secret = out.join("secret.txt");
+    s.fs.write(&secret, SECRET.as_bytes())
+        .map_err(io("planting", &secret))?;
+    for p in plants {
+        match *p {
+            Plant::File(rel, text) => {
+                let f = s.root.join(rel);
+                s.fs.write(&f, text.as_bytes())
+                    .map_err(io("planting", &f))?;
+            }
+            Plant::LinkOut(rel, target) => {
+                let l = s.root.join(rel);
+                s.fs.symlink(&out.join(target), &l)
+                    .map_err(io("planting a link", &l))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The result of every row for one implementation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Card {
+    /// The implementation's name.
+    pub implementation: String,
+    /// The `lab memcheck` arguments that select it (`--builtin naive`,
+    /// `--exec 'CMD'`): with `--row ID`, the command that reproduces a row.
+    pub select: String,
+    /// Row id -> verdict, in row order.
+    pub rows: Vec<(String, Verdict)>,
+}
+
+/// Which rows a run takes: all, or the ids given (`--row`).
+pub fn chosen(ids: &[String]) -> LabResult<Vec<Row>> {
+    let all = rows();
+    if let Some(bad) = ids
+        .iter()
+        .find(|id| !all.iter().any(|r| r.id == id.as_str()))
+    {
+        let known: Vec<&str> = all.iter().map(|r| r.id).collect();
+        return Err(LabError::usage(
+            format!("unknown memory-tool row {bad:?}"),
+            format!("use one of {}", known.join(", ")),
+        ));
+    }
+    Ok(all
+        .into_iter()
+        .filter(|r| ids.is_empty() || ids.iter().any(|id| id == r.id))
+        .collect())
+}
+
+/// Run `rows` against one implementation (`select`: see [`Card::select`]).
+pub fn card(
+    name: &str,
+    select: &str,
+    rows: &[Row],
+    make: &Maker<'_>,
+    in_process: bool,
+) -> LabResult<Card> {
+    // A private directory for the run's sandboxes, removed at the end.
+    let run = tempfile::Builder::new()
+        .prefix("ctxlab-memcheck-")
+        .tempdir()
+        .map_err(|e| LabError::io("creating the run directory", std::env::temp_dir(), e))?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push((
+            row.id.to_string(),
+            run_row(row, make, in_process, run.path())?,
+        ));
+    }
+    Ok(Card {
+        implementation: name.into(),
+        select: select.into(),
+        rows: out,
+    })
+}
+
+/// The built-in implementations by name: ctxlab's reference and the
+/// deliberately broken one.
+pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
+    let fail = |e: std::io::Error| Failure {
+        message: format!("cannot open the root: {e}"),
+        fix: "check the sandbox directory".into(),
+    };
+    match name {
+        "reference" => Some(Box::new(move |fs, root| {
+            super::reference::Reference::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "naive" => Some(Box::new(move |fs, root| {
+            super::naive::Naive::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        _ => None,
+    }
+}
+
+/// The cards as a table: one line per row, one column per implementation,
+/// and beneath it every verdict that is not `held` with its detail. JSON is
+/// the cards themselves.
+pub fn render(cards: &[Card], format: crate::render::Format) -> String {
+    use crate::render::{table, Format};
+    if format == Format::Json {
+        return crate::render::json(&cards);
+    }
+    let markdown = format == Format::Markdown;
+    let mut header = vec!["row".to_string(), "requires".to_string()];
+    header.extend(cards.iter().map(|c| c.implementation.clone()));
+    let ran: Vec<&str> = cards
+        .first()
+        .map(|c| c.rows.iter().map(|r| r.0.as_str()).collect())
+        .unwrap_or_default();
+    let lines: Vec<Vec<String>> = rows()
+        .iter()
+        .filter(|r| ran.contains(&r.id))
+        .enumerate()
+        .map(|(i, r)| {
+            let mut line = vec![r.id.to_string(), r.requires.to_string()];
+            line.extend(cards.iter().map(|c| c.rows[i].1.name().to_string()));
+            line
+        })
+        .collect();
+    let mut out = table(&header, lines, markdown);
+    out.push('\n');
+    for c in cards {
+        for (id, v) in &c.rows {
+            let detail = match v {
+                Verdict::Held => continue,
+                Verdict::Escaped(d)
+                | Verdict::Lost(d)
+                | Verdict::Torn(d)
+                | Verdict::Refused(d)
+                | Verdict::Wrong(d)
+                | Verdict::Failed(d)
+                | Verdict::Skipped(d) => d,
+            };
+            let text = crate::render::cell_text(detail, markdown);
+            let again = format!("lab memcheck {} --row {id}", c.select);
+            let again = crate::render::cell_text(&again, markdown);
+            out.push_str(&format!(
+                "- {} / {id}: {}: {text} (reproduce: `{again}`)\n",
+                c.implementation,
+                v.name()
+            ));
+        }
+    }
+    out
+}
+
+/// Whether every row held (or was skipped) on every card.
+pub fn all_held(cards: &[Card]) -> bool {
+    cards.iter().all(|c| {
+        c.rows
+            .iter()
+            .all(|(_, v)| matches!(v, Verdict::Held | Verdict::Skipped(_)))
+    })
+}
+
+/// Cards of third-party implementations recorded by `make memtools`
+/// (`scripts/memtools.sh`: pinned installs, then `lab memcheck --format json`),
+/// kept in the repository so reports do not need the installs.
+pub fn recorded() -> LabResult<Vec<Card>> {
+    const TEXT: &str = include_str!("../../../scenarios/memtools/recorded.json");
+    serde_json::from_str(TEXT).map_err(|e| LabError::Input {
+        file: "scenarios/memtools/recorded.json".into(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+        fix: "regenerate it with `make memtools`".into(),
+    })
+}
+
+/// Every card the report shows: ctxlab's reference and the broken one, run
+/// now, then the recorded third-party ones.
+pub fn report_cards() -> LabResult<Vec<Card>> {
+    let all = rows();
+    let mut cards = Vec::new();
+    for name in ["reference", "naive"] {
+        let make = builtin(name).expect("a built-in name");
+        cards.push(card(
+            name,
+            &format!("--builtin {name}"),
+            &all,
+            make.as_ref(),
+            true,
+        )?);
+    }
+    cards.extend(recorded()?);
+    Ok(cards)
+}
+
+/// `reports/memory_tools.md`: the cards, with what each name is and how to
+/// re-run a row.
+pub fn report(cards: &[Card]) -> String {
+    format!(
+        "# Memory-tool implementations under faults and attacks\n\n\
+         Every row of `lab memcheck` (Anthropic's client-side memory tool, `memory_20250818`) \
+         against ctxlab's reference (`reference`), the deliberately broken implementation the \
+         tests ship (`naive`), and the third-party implementations `make memtools` installs at \
+         pinned versions and records in `scenarios/memtools/recorded.json`. A row is `held` \
+         when the documented outcome happened and nothing outside `/memories` was written or \
+         shown; each other verdict names what happened and the command that reproduces it. \
+         `full-disk-edit` needs the in-process fault backend and is skipped for processes.\n\n{}",
+        render(cards, crate::render::Format::Markdown)
+    )
+}

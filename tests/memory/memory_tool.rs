@@ -1,0 +1,240 @@
+//! The memory-tool rows: ctxlab's reference holds every one; the shipped
+//! broken implementation fails exactly the rows it should, in process and
+//! over the protocol; an external implementation that crashes, hangs,
+//! prints garbage or writes outside its root is reported, and nothing is
+//! left behind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use ctxlab::memory::tool::external::External;
+use ctxlab::memory::tool::rows::{self, Verdict};
+use ctxlab::memory::tool::MemoryTool;
+
+fn verdicts(card: &rows::Card) -> BTreeMap<String, &'static str> {
+    card.rows
+        .iter()
+        .map(|(id, v)| (id.clone(), v.name()))
+        .collect()
+}
+
+fn builtin_card(name: &str) -> rows::Card {
+    let make = rows::builtin(name).unwrap();
+    rows::card(name, "", &rows::rows(), make.as_ref(), true).unwrap()
+}
+
+/// What the naive implementation must get: every row that is not listed holds.
+fn naive_expected() -> BTreeMap<&'static str, &'static str> {
+    [
+        ("traversal-dotdot", "escaped"),
+        ("traversal-deep", "escaped"),
+        ("traversal-absolute", "wrong"),
+        ("view-dotdot", "escaped"),
+        ("link-out-create", "escaped"),
+        ("link-out-view", "escaped"),
+        ("link-file-out-edit", "escaped"),
+        ("rename-onto-existing", "lost"),
+        ("rename-out", "escaped"),
+        ("replace-none", "wrong"),
+        ("replace-two", "wrong"),
+        ("insert-past-end", "wrong"),
+        ("create-existing", "lost"),
+        ("full-disk-edit", "torn"),
+    ]
+    .into()
+}
+
+#[test]
+fn the_reference_holds_every_row() {
+    let card = builtin_card("reference");
+    assert_eq!(card.rows.len(), rows::rows().len());
+    for (id, v) in &card.rows {
+        assert_eq!(v, &Verdict::Held, "{id}");
+    }
+}
+
+#[test]
+fn the_naive_implementation_fails_exactly_the_rows_it_should() {
+    let card = builtin_card("naive");
+    let want = naive_expected();
+    for (id, got) in verdicts(&card) {
+        let expected = want.get(id.as_str()).copied().unwrap_or("held");
+        assert_eq!(got, expected, "{id}");
+    }
+}
+
+fn lab_bin() -> String {
+    env!("CARGO_BIN_EXE_lab").to_string()
+}
+
+fn external_card(cmd: &str, tmp: &Path, timeout: Duration) -> rows::Card {
+    let mut out = Vec::new();
+    for row in rows::rows() {
+        let make = |_: ctxlab::storage::Shared, root: &Path| {
+            External::start(cmd, root, timeout).map(|t| Box::new(t) as Box<dyn MemoryTool>)
+        };
+        out.push((
+            row.id.to_string(),
+            rows::run_row(&row, &make, false, tmp).unwrap(),
+        ));
+    }
+    rows::Card {
+        implementation: cmd.into(),
+        select: String::new(),
+        rows: out,
+    }
+}
+
+#[test]
+fn over_the_protocol_the_builtins_get_the_same_verdicts() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["reference", "naive"] {
+        let cmd = format!("'{}' memtool-serve {name}", lab_bin());
+        let remote = external_card(&cmd, tmp.path(), Duration::from_secs(20));
+        let local = builtin_card(name);
+        for ((id, r), (_, l)) in remote.rows.iter().zip(&local.rows) {
+            if rows::rows()
+                .iter()
+                .any(|row| row.id == id && row.fault.is_some())
+            {
+                assert_eq!(r.name(), "skipped", "{name} {id}");
+            } else {
+                assert_eq!(r.name(), l.name(), "{name} {id}: {r:?} vs {l:?}");
+            }
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "sandboxes left behind: {left:?}");
+}
+
+/// One row run against `cmd`, with a short timeout.
+fn one_row(cmd: &str, id: &str) -> Verdict {
+    let tmp = tempfile::tempdir().unwrap();
+    let row = rows::rows().into_iter().find(|r| r.id == id).unwrap();
+    let make = |_: ctxlab::storage::Shared, root: &Path| {
+        External::start(cmd, root, Duration::from_millis(500))
+            .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+    };
+    let v = rows::run_row(&row, &make, false, tmp.path()).unwrap();
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "{cmd}: left {left:?}");
+    v
+}
+
+fn failed_with(v: &Verdict, needle: &str) {
+    match v {
+        Verdict::Failed(d) => {
+            assert!(d.contains(needle), "{d}");
+            assert!(d.contains("fix: answer each request line"), "{d}");
+            assert!(
+                d.contains("\"command\":\"create\""),
+                "names the command: {d}"
+            );
+        }
+        other => panic!("expected a failure with {needle:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_crashing_hanging_or_garbled_implementation_is_reported_with_the_command() {
+    failed_with(&one_row("exit 3", "create-existing"), "exited");
+    failed_with(&one_row("sleep 5", "create-existing"), "gave no answer");
+    failed_with(
+        &one_row("echo garbage; cat >/dev/null", "create-existing"),
+        "answered garbage",
+    );
+    failed_with(
+        &one_row(
+            "echo '{\"id\": 7, \"result\": \"x\"}'; cat >/dev/null",
+            "create-existing",
+        ),
+        "answered id 7",
+    );
+    failed_with(
+        &one_row("echo '{\"id\": 1}'; cat >/dev/null", "create-existing"),
+        "neither or both",
+    );
+}
+
+#[test]
+fn a_hung_implementation_s_whole_process_tree_is_killed() {
+    let marker = tempfile::tempdir().unwrap();
+    let flag = marker.path().join("still-running");
+    // A shell that starts a child which would write the flag after a while.
+    let cmd = format!("(sleep 2; touch '{}') & sleep 5", flag.display());
+    failed_with(&one_row(&cmd, "create-existing"), "gave no answer");
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert!(
+        !flag.exists(),
+        "a process of the hung tool outlived its row"
+    );
+}
+
+#[test]
+fn an_implementation_that_writes_outside_its_root_is_caught() {
+    // The process starts in the sandbox, beside `memories/` and `outside/`.
+    let cmd = format!(
+        "echo pwned > outside/pwn.md; exec '{}' memtool-serve reference",
+        lab_bin()
+    );
+    match one_row(&cmd, "replace-none") {
+        Verdict::Escaped(d) => assert!(d.contains("outside/pwn.md"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    // One level up, beside its sandbox: caught too (and removed with the run).
+    let tmp = tempfile::tempdir().unwrap();
+    let row = rows::rows()
+        .into_iter()
+        .find(|r| r.id == "replace-none")
+        .unwrap();
+    let cmd = format!(
+        "echo pwned > ../climbed.md; exec '{}' memtool-serve reference",
+        lab_bin()
+    );
+    let make = |_: ctxlab::storage::Shared, root: &Path| {
+        External::start(&cmd, root, Duration::from_secs(20))
+            .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+    };
+    match rows::run_row(&row, &make, false, tmp.path()).unwrap() {
+        Verdict::Escaped(d) => assert!(d.contains("climbed.md"), "{d}"),
+        other => panic!("{other:?}"),
+    }
+    // Intact: the reference over the protocol holds the same row.
+    let cmd = format!("exec '{}' memtool-serve reference", lab_bin());
+    assert_eq!(one_row(&cmd, "replace-none"), Verdict::Held);
+}
+
+#[test]
+fn memcheck_prints_the_rows_and_exits_by_verdict() {
+    let (code, out, err) = crate::common::lab(&["memcheck", "--format", "markdown"]);
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!("memcheck_reference", out);
+    let (code, out, err) = crate::common::lab(&[
+        "memcheck",
+        "--builtin",
+        "reference",
+        "--builtin",
+        "naive",
+        "--format",
+        "markdown",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("did not hold"), "{err}");
+    insta::assert_snapshot!("memcheck_reference_naive", out);
+    let (code, _, err) = crate::common::lab(&["memcheck", "--builtin", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = crate::common::lab(&["memcheck", "--row", "nope"]);
+    assert_eq!(code, 2, "{err}");
+    // Every reproduce line reproduces its row alone.
+    let again = out
+        .lines()
+        .find_map(|l| l.split("(reproduce: `lab ").nth(1))
+        .unwrap()
+        .trim_end_matches("`)")
+        .to_string();
+    let args: Vec<&str> = again.split(' ').collect();
+    let (code, one, _) = crate::common::lab(&args);
+    assert_eq!(code, 1);
+    assert_eq!(one.matches("(reproduce:").count(), 1, "{one}");
+}
