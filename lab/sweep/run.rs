@@ -168,7 +168,7 @@ pub fn run(
     progress: &mut dyn FnMut(usize, usize),
 ) -> LabResult<SweepResult> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    spec.validate()?;
+    spec.validate_for(shard)?;
     let mine: Vec<usize> = (0..spec.total_cells())
         .filter(|i| shard.is_none_or(|s| s.owns(*i)))
         .collect();

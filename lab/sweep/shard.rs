@@ -37,6 +37,11 @@ impl Shard {
         Ok(Shard { index, count })
     }
 
+    /// How many of cells `0..total` this shard owns.
+    pub fn cells_of(&self, total: usize) -> usize {
+        total / self.count + usize::from(self.index < total % self.count)
+    }
+
     /// Whether cell `index` belongs to this shard.
     pub fn owns(&self, index: usize) -> bool {
         index % self.count == self.index
@@ -88,7 +93,8 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
         )
     })?;
     let spec = first.spec.clone();
-    spec.validate()?;
+    // Merging runs no cell: the cap applied to each shard when it ran.
+    spec.validate_shape()?;
     let mut cells: BTreeMap<usize, CellResult> = BTreeMap::new();
     for part in std::iter::once(first).chain(parts) {
         verify(&part)?;
