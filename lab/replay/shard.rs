@@ -18,9 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{Aggregate, PolicyAggregate, SessionRecord};
-use super::policies::Measure;
 use crate::error::{LabError, LabResult};
-use crate::import::ImportOptions;
 use crate::shard::Shard;
 
 /// What a corpus replay replayed and how: parts merge only when equal.
@@ -32,35 +30,6 @@ pub struct CorpusSpec {
     pub policies: Vec<String>,
     /// Every other option that changes a record, by flag name.
     pub options: BTreeMap<String, String>,
-}
-
-impl CorpusSpec {
-    /// The spec of a replay of `inputs` under `policies` (already expanded).
-    pub fn of(
-        inputs: &[crate::import::corpus::Input],
-        policies: &[String],
-        path_len: usize,
-        import: &ImportOptions,
-        measure: &Measure,
-    ) -> CorpusSpec {
-        let mut options = BTreeMap::new();
-        let mut set = |k: &str, v: String| options.insert(k.to_string(), v);
-        set("path-len", path_len.to_string());
-        set("retention", measure.retention.to_string());
-        set("tokens", format!("{:?}", measure.tokens));
-        set("envelope", format!("{:?}", measure.envelope));
-        set("strict", import.strict.to_string());
-        set("format-in", format!("{:?}", import.format));
-        let cost = measure.pricing.as_ref().map_or("none".to_string(), |p| {
-            format!("{:?} at {} ({})", p.provider, p.sheet.name, p.sheet.date)
-        });
-        set("cost", cost);
-        CorpusSpec {
-            inputs: inputs.iter().map(|i| i.name.clone()).collect(),
-            policies: policies.to_vec(),
-            options,
-        }
-    }
 }
 
 /// One replayed session's records, one per policy in policy order.

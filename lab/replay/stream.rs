@@ -152,7 +152,7 @@ pub fn run(
     }
     let text = if keep {
         let corpus = CorpusJson {
-            spec: CorpusSpec::of(inputs, &names, path_len, import, measure),
+            spec: corpus_spec(inputs, &names, path_len, import, measure),
             shard: how.shard,
             sessions,
             skipped,
@@ -165,6 +165,34 @@ pub fn run(
     };
     write(out, &text)?;
     Ok(agg)
+}
+
+/// What a corpus replay replays and how, for its JSON: parts of a sharded
+/// replay merge only when theirs are equal.
+fn corpus_spec(
+    inputs: &[Input],
+    policies: &[String],
+    path_len: usize,
+    import: &ImportOptions,
+    measure: &Measure,
+) -> CorpusSpec {
+    let mut options = std::collections::BTreeMap::new();
+    let mut set = |k: &str, v: String| options.insert(k.to_string(), v);
+    set("path-len", path_len.to_string());
+    set("retention", measure.retention.to_string());
+    set("tokens", format!("{:?}", measure.tokens));
+    set("envelope", format!("{:?}", measure.envelope));
+    set("strict", import.strict.to_string());
+    set("format-in", format!("{:?}", import.format));
+    let cost = measure.pricing.as_ref().map_or("none".to_string(), |p| {
+        format!("{:?} at {} ({})", p.provider, p.sheet.name, p.sheet.date)
+    });
+    set("cost", cost);
+    CorpusSpec {
+        inputs: inputs.iter().map(|i| i.name.clone()).collect(),
+        policies: policies.to_vec(),
+        options,
+    }
 }
 
 /// A session to replay: its index in corpus order, the session, its dump target.
