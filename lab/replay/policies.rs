@@ -378,7 +378,7 @@ fn run_policies(
     let mut failed = None;
     crate::jobs::ordered(
         jobs.min(names.len()),
-        |push| names.iter().all(|n| push(n)),
+        |push| names.iter().all(push),
         |name: &String| {
             crate::compact::root::with_backend(backend, || {
                 compare_set_up(label, messages, name, path_len, measure, setup)

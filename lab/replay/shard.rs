@@ -130,18 +130,19 @@ pub fn read_part(path: &Path) -> LabResult<CorpusJson> {
             "merge the parts of `lab replay CORPUS --policy … --shard i/n --format json`",
         ));
     };
-    if corpus.shard.is_some() && corpus.checksum.as_deref() != Some(corpus.digest().as_str()) {
-        let shard = corpus.shard.expect("checked above");
-        return Err(at_key(
-            path,
-            &text,
-            "checksum",
-            format!(
-                "shard {}/{}: the checksum does not match its content (the file was edited or damaged)",
-                shard.index, shard.count
-            ),
-            REPLAY_SHARD,
-        ));
+    if let Some(shard) = corpus.shard {
+        if corpus.checksum.as_deref() != Some(corpus.digest().as_str()) {
+            return Err(at_key(
+                path,
+                &text,
+                "checksum",
+                format!(
+                    "shard {}/{}: the checksum does not match its content (the file was edited or damaged)",
+                    shard.index, shard.count
+                ),
+                REPLAY_SHARD,
+            ));
+        }
     }
     let rows = corpus.aggregate().rows();
     if serde_json::to_value(&rows).ok() != serde_json::to_value(&part.aggregate).ok() {

@@ -171,8 +171,8 @@ pub fn run(
     run_on(spec, shard, None, progress)
 }
 
-/// [`run`] on `jobs` worker threads (`--jobs`; `None`: by the backend, see
-/// [`workers`]). The result is the same for every number.
+/// [`run`] on `jobs` worker threads (`--jobs`; `None`: one per core in
+/// memory, two on disk). The result is the same for every number.
 pub fn run_on(
     spec: &SweepSpec,
     shard: Option<Shard>,
