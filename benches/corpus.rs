@@ -10,7 +10,7 @@
 //! of it is kept. Without the transcripts the bench prints a skip message
 //! and exits 0.
 //!
-//! Sizes: 1,000 sessions under `cargo bench`, 6 under `cargo test
+//! Sizes: 1,000 sessions under `cargo bench`, 3 under `cargo test
 //! --all-targets` (so the bench cannot rot); `CORPUS_BENCH_SESSIONS=N`
 //! overrides both. Printed per `--jobs` value: policy-calls (reported calls;
 //! each is replayed twice, the retention run plants facts in a second run),
@@ -167,7 +167,7 @@ fn main() {
     let n = std::env::var("CORPUS_BENCH_SESSIONS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(if full { 1000 } else { 6 });
+        .unwrap_or(if full { 1000 } else { 3 });
     let tmp = tempfile::tempdir().unwrap();
     corpus(tmp.path(), &shapes, n);
     let policies = ctxlab::policy::list::names().len();
