@@ -31,6 +31,7 @@ fmt:
 bench:
 	$(CARGO) bench --locked --bench pipeline
 	$(CARGO) bench --locked --bench import
+	$(CARGO) bench --locked --bench corpus
 
 ## schemas: regenerate lab/schemas/NAME.schema.json, the JSON Schemas of the JSON outputs, from the types
 schemas:

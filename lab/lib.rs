@@ -25,6 +25,10 @@
 //! - [`progress`]: progress on stderr, drawn only when it is a terminal.
 //! - [`scan`]: byte scans of long texts for the next byte that needs
 //!   attention.
+//! - [`shard`]: `--shard i/n` (the items whose index is `i` mod `n`) and
+//!   the checksum a shard's output carries.
+//! - [`jobs`]: worker threads whose results come out in input order
+//!   (`--jobs N`), with a bounded window of items in flight.
 //! - [`alloc`]: the global allocator of the binary, benches and examples
 //!   (mimalloc); no other module uses it.
 //!
@@ -96,6 +100,7 @@ pub mod experiments;
 pub mod import;
 pub mod input;
 pub mod interlock;
+pub mod jobs;
 pub mod memory;
 pub mod message;
 pub mod plot;
@@ -110,6 +115,7 @@ pub mod reports;
 pub mod retention;
 pub mod scan;
 pub mod scenario;
+pub mod shard;
 pub mod storage;
 pub mod sweep;
 pub mod tokens;

@@ -7,7 +7,7 @@
 //! messages. Everything else a corpus replay holds is one session's runs at
 //! a time ([`super::stream`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cache::CostReport;
 use crate::policy::engine::PolicyRun;
@@ -30,7 +30,7 @@ pub const METRICS: [&str; 11] = [
 
 /// One session under one policy, in numbers: what a JSON Lines record and
 /// an aggregate are made of.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionRecord {
     /// Session label.
     pub session: String,
@@ -40,7 +40,7 @@ pub struct SessionRecord {
     pub calls: usize,
     /// The largest request, in chars.
     pub peak_chars: usize,
-    /// Tokens of the last request (by the run's tokenizer).
+    /// Tokens of the last request (by the run's tokenizer; an estimate unless it is the model's own).
     pub last_tokens: usize,
     /// Originals neither in context nor on disk.
     pub lost_forever: u64,
@@ -107,7 +107,7 @@ impl SessionRecord {
 }
 
 /// Mean, median and 95th percentile of one counter over sessions.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Arithmetic mean.
     pub mean: f64,
@@ -142,7 +142,7 @@ impl Stats {
 }
 
 /// One policy over every session of a corpus.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolicyAggregate {
     /// Policy name.
     pub policy: String,

@@ -13,7 +13,7 @@ pub struct ReplayArgs {
     /// Transcript files, or corpora of them: a directory (read
     /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
     /// .tar.gz; with --profile only), read one session at a time.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "merge")]
     pub files: Vec<std::path::PathBuf>,
     /// Profiles to replay under (repeatable or comma separated; default: every profile).
     #[arg(long, value_delimiter = ',')]
@@ -85,6 +85,20 @@ pub struct ReplayArgs {
     /// aggregate row per policy.
     #[arg(long, requires = "policy")]
     pub per_session: bool,
+    /// With --policy: worker threads [default: every core]. A corpus's
+    /// sessions (a bounded window at a time) or each named session's
+    /// policies run in parallel; the output is the same bytes for every N.
+    #[arg(long, value_name = "N", value_parser = crate::jobs::parse_jobs, requires = "policy")]
+    pub jobs: Option<usize>,
+    /// With --policy on a corpus: replay only the sessions whose index (in
+    /// corpus order) is i mod n, as a checksummed part for --merge (needs
+    /// --format json). GUIDE.md has GNU parallel and Slurm recipes.
+    #[arg(long, value_name = "I/N", requires = "policy")]
+    pub shard: Option<String>,
+    /// Merge the parts written by `--shard i/n --format json` instead of
+    /// replaying: prints what the whole run prints, byte for byte.
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["policy", "profile", "shard"])]
+    pub merge: Vec<std::path::PathBuf>,
     /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
     /// --policy, the cost of every policy beside its loss counters.
     #[arg(long)]
@@ -112,6 +126,9 @@ pub struct ReplayArgs {
 /// `lab replay`: the argument checks, then policies, cost arms or profiles;
 /// returns what to print.
 pub fn run(a: ReplayArgs) -> LabResult<String> {
+    if !a.merge.is_empty() {
+        return merge(&a);
+    }
     let columns = a
         .columns
         .as_deref()
@@ -179,6 +196,22 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
     })
 }
 
+/// `lab replay --merge FILE…`: only `--format` applies; anything else
+/// would be silently ignored, so it is refused.
+fn merge(a: &ReplayArgs) -> LabResult<String> {
+    if !a.files.is_empty() {
+        return Err(LabError::usage(
+            "--merge reads the parts of a sharded replay, not session files",
+            "drop the session files: lab replay --merge part0.json part1.json …",
+        ));
+    }
+    let (format, jsonl) = match a.format {
+        super::stream::ReplayFormat::Jsonl => (Format::Json, true),
+        f => super::stream::check_format(f, true)?,
+    };
+    super::merge_command(&a.merge, format, jsonl)
+}
+
 /// `lab replay --policy …`: through the policy engine, priced with `--cost`.
 fn replay_policies(
     a: ReplayArgs,
@@ -224,6 +257,12 @@ fn replay_policies(
         html: a.html,
         jsonl,
         per_session: a.per_session,
+        jobs: a.jobs.unwrap_or_else(crate::jobs::default_jobs),
+        shard: a
+            .shard
+            .as_deref()
+            .map(crate::shard::Shard::parse)
+            .transpose()?,
     };
     super::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, outputs, format,

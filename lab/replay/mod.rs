@@ -28,14 +28,16 @@ pub mod html;
 pub mod policies;
 pub mod product;
 pub mod profiles;
+pub mod shard;
 pub mod stream;
 pub mod wire;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
-use policies::{recorded_usage, render_sessions, replay_files_product, Compared, Measure};
+use policies::{recorded_usage, render_sessions, replay_files_on, Compared, Measure};
 
-/// What a policy replay writes besides what it prints.
+/// What a policy replay writes besides what it prints, and on how many
+/// threads it runs.
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
     /// `--plot FILE`: the cumulative-dollars plot.
@@ -46,6 +48,13 @@ pub struct Outputs {
     pub jsonl: bool,
     /// `--per-session`: a corpus prints each session's tables too.
     pub per_session: bool,
+    /// `--jobs`: worker threads (a corpus's sessions, or each named
+    /// session's policies); 0 or 1 runs on the calling thread. The output
+    /// is the same bytes for every number.
+    pub jobs: usize,
+    /// `--shard i/n`: replay the sessions whose index is `i` mod `n`, as a
+    /// part for `--merge` (`--format json`).
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
@@ -61,12 +70,19 @@ pub fn replay_command(
     format: crate::render::Format,
 ) -> LabResult<String> {
     let inputs = crate::import::corpus::expand(files)?;
-    if outputs.jsonl || stream::is_corpus(&inputs, import)? {
+    if outputs.shard.is_some() && (format != crate::render::Format::Json || outputs.jsonl) {
+        return Err(LabError::usage(
+            "--shard writes a part for `lab replay --merge`, which reads JSON",
+            "add --format json (e.g. lab replay CORPUS --policy all --shard 0/4 --format json > part0.json)",
+        ));
+    }
+    // A shard is a part of a corpus, whatever the inputs are.
+    if outputs.jsonl || outputs.shard.is_some() || stream::is_corpus(&inputs, import)? {
         return stream_corpus(&inputs, names, path_len, import, &measure, &outputs, format);
     }
     let files = &crate::import::corpus::plain_files(files)?;
     let pricing = measure.pricing.clone();
-    let (out, sessions) = replay_files_product(files, names, path_len, import, measure)?;
+    let (out, sessions) = replay_files_on(files, names, path_len, import, &measure, outputs.jobs)?;
     let recorded = match &pricing {
         Some(p) => recorded_usage(files, import, p)?,
         None => Vec::new(),
@@ -103,6 +119,8 @@ fn stream_corpus(
         format,
         jsonl: outputs.jsonl,
         per_session: outputs.per_session,
+        jobs: outputs.jobs,
+        shard: outputs.shard,
     };
     let mut stdout = std::io::stdout().lock();
     let agg = stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
@@ -119,6 +137,37 @@ fn stream_corpus(
             .map_err(|e| LabError::io("writing the plot", path, e))?;
     }
     Ok(String::new())
+}
+
+/// `lab replay --merge FILE…`: the parts of a sharded corpus replay put
+/// back together, printed as the whole run prints (the aggregate table, its
+/// JSON, or with `--format jsonl` every record in corpus order).
+pub fn merge_command(
+    files: &[PathBuf],
+    format: crate::render::Format,
+    jsonl: bool,
+) -> LabResult<String> {
+    let parts = files
+        .iter()
+        .map(|p| Ok((p.clone(), shard::read_part(p)?)))
+        .collect::<LabResult<Vec<_>>>()?;
+    let whole = shard::merge(parts)?;
+    if jsonl {
+        let mut out = String::new();
+        for r in whole.records.iter().flat_map(|s| &s.records) {
+            out.push_str(&serde_json::to_string(r).expect("records serialise"));
+            out.push('\n');
+        }
+        return Ok(out);
+    }
+    Ok(match format {
+        crate::render::Format::Json => policies::render_corpus_json(&whole),
+        f => aggregate::table(
+            &whole.aggregate(),
+            f == crate::render::Format::Markdown,
+            whole.skipped,
+        ),
+    })
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`

@@ -265,6 +265,20 @@ pub fn replay_files_product(
     import: &crate::import::ImportOptions,
     measure: Measure,
 ) -> LabResult<(Vec<Compared>, Sessions)> {
+    replay_files_on(files, names, path_len, import, &measure, 1)
+}
+
+/// [`replay_files_product`] with each session's policies run on `jobs`
+/// threads (`--jobs`); the runs come back in policy order, so the result is
+/// the same for every `jobs`.
+pub fn replay_files_on(
+    files: &[PathBuf],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: &Measure,
+    jobs: usize,
+) -> LabResult<(Vec<Compared>, Sessions)> {
     let names = expand_names(names);
     for n in &names {
         list::make(n)?;
@@ -275,7 +289,8 @@ pub fn replay_files_product(
     for file in files {
         // A trajectory array holds one session per trajectory; each is replayed.
         for session in crate::import::import_file_sessions(file, import)? {
-            let one = replay_session(&session, &names, path_len, &measure, &mut taken)?;
+            let dump = dump_for(&session, measure, &mut taken);
+            let one = replay_session(&session, &names, path_len, measure, dump, jobs)?;
             out.extend(one.runs);
             info.compactions.extend(one.compactions);
             info.envelopes.push(one.envelope);
@@ -297,30 +312,37 @@ pub struct SessionRuns {
 
 /// Replay one imported session under every policy of `names` (already
 /// expanded and checked): with its envelope, without the product's
-/// compaction artefacts (every policy decides for itself), dumped where
-/// `measure` says. `taken`: the dump directories used so far in this run.
+/// compaction artefacts (every policy decides for itself), dumped to `dump`
+/// ([`dump_for`]). The policies run on `jobs` threads, their runs in
+/// `names` order.
 pub fn replay_session(
     session: &crate::import::ImportedSession,
     names: &[String],
     path_len: usize,
     measure: &Measure,
-    taken: &mut Vec<PathBuf>,
+    dump: Option<crate::replay::dump::DumpTarget>,
+    jobs: usize,
 ) -> LabResult<SessionRuns> {
     let (mut setup, log) = set_up(session, measure)?;
     let messages = crate::import::artefacts::without_product_artefacts(session);
-    if let Some((dir, wire)) = &measure.dump {
-        let target = dump_target(dir, wire, session, taken);
+    if let Some(target) = dump {
         crate::replay::dump::write_export(&target, &messages)?;
         setup.dump = Some(target);
     }
     let mut compactions = crate::replay::product::compactions(session, log.as_ref());
-    let mut runs = Vec::new();
-    for name in names {
-        let c = compare_set_up(&session.label, &messages, name, path_len, measure, &setup)?;
+    let runs = run_policies(
+        &session.label,
+        &messages,
+        names,
+        path_len,
+        measure,
+        &setup,
+        jobs,
+    )?;
+    for c in &runs {
         if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
             crate::replay::product::match_run(&mut compactions, &c.run);
         }
-        runs.push(c);
     }
     let envelope = crate::replay::envelope::EnvelopeNote {
         session: session.label.clone(),
@@ -338,19 +360,62 @@ pub fn replay_session(
     })
 }
 
-/// Where `session`'s dumps go under `dir`.
-fn dump_target(
-    dir: &std::path::Path,
-    wire: &crate::replay::wire::WireChoice,
+/// Every policy of `names` on one session, on `jobs` threads; the runs in
+/// `names` order, and the first error in that order (as one thread would
+/// meet it).
+fn run_policies(
+    label: &str,
+    messages: &[Message],
+    names: &[String],
+    path_len: usize,
+    measure: &Measure,
+    setup: &SessionSetup,
+    jobs: usize,
+) -> LabResult<Vec<Compared>> {
+    // Course policies build their roots on the backend of the starting thread.
+    let backend = crate::compact::root::current_backend();
+    let mut runs = Vec::with_capacity(names.len());
+    let mut failed = None;
+    crate::jobs::ordered(
+        jobs.min(names.len()),
+        |push| names.iter().all(push),
+        |name: &String| {
+            crate::compact::root::with_backend(backend, || {
+                compare_set_up(label, messages, name, path_len, measure, setup)
+            })
+        },
+        |r| match r {
+            Ok(c) => {
+                runs.push(c);
+                true
+            }
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        },
+    );
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(runs),
+    }
+}
+
+/// Where `session`'s dumps go with `--dump` (`None` without). Called in
+/// session order: `taken`, the directories used so far, makes a repeated
+/// label's directory `NAME-2`, `NAME-3`, … by that order.
+pub fn dump_for(
     session: &crate::import::ImportedSession,
+    measure: &Measure,
     taken: &mut Vec<PathBuf>,
-) -> crate::replay::dump::DumpTarget {
-    crate::replay::dump::DumpTarget {
+) -> Option<crate::replay::dump::DumpTarget> {
+    let (dir, wire) = measure.dump.as_ref()?;
+    Some(crate::replay::dump::DumpTarget {
         dir: crate::replay::dump::session_dir(dir, &session.label, taken),
         session: session.label.clone(),
         lines: crate::import::artefacts::lines_without_product_artefacts(session),
         wire: wire.for_format(session.format),
-    }
+    })
 }
 
 /// What a replay found about its sessions besides the runs.
@@ -634,6 +699,9 @@ pub struct PoliciesJson<'a> {
     /// Per policy: the sessions and the mean, median and p95 of every
     /// counter over them (for a corpus, the only part filled).
     pub aggregate: Vec<super::aggregate::PolicyAggregate>,
+    /// A corpus replay: what was replayed, which shard, and each session's
+    /// records (`null` for named session files).
+    pub corpus: Option<&'a super::shard::CorpusJson>,
 }
 
 /// One priced run of [`PoliciesJson`].
@@ -702,5 +770,21 @@ fn render_json(
         aggregate: super::aggregate::of_records(out.iter().map(|c| {
             super::aggregate::SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref())
         })),
+        corpus: None,
+    })
+}
+
+/// A corpus replay as JSON ([`PoliciesJson`]): the per-run arrays empty (a
+/// corpus is streamed, never held), the aggregate of the corpus's records.
+pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
+    crate::render::json(&PoliciesJson {
+        runs: &[],
+        retention: &[],
+        cost: Vec::new(),
+        recorded: &[],
+        envelopes: &[],
+        product_compactions: &[],
+        aggregate: corpus.aggregate().rows(),
+        corpus: Some(corpus),
     })
 }

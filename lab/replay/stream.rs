@@ -7,11 +7,14 @@
 use std::io::Write;
 
 use super::aggregate::{self, Aggregate, SessionRecord};
-use super::policies::{expand_names, replay_session, Compared, Measure};
+use super::policies::{dump_for, expand_names, replay_session, Compared, Measure};
+use super::shard::{CorpusJson, CorpusSpec, SessionRecords};
 use crate::error::{LabError, LabResult};
 use crate::import::corpus::{Input, Item};
-use crate::import::{ImportOptions, TranscriptFormat};
+use crate::import::{ImportOptions, ImportedSession, TranscriptFormat};
 use crate::render::Format;
+use crate::replay::dump::DumpTarget;
+use crate::shard::Shard;
 
 /// `lab replay --format`: the lab's formats plus JSON Lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,6 +80,11 @@ pub struct Streamed {
     pub jsonl: bool,
     /// Each session's own tables, then the aggregate.
     pub per_session: bool,
+    /// Worker threads (`--jobs`): sessions are replayed on this many, a
+    /// bounded window of them at a time, and written in corpus order.
+    pub jobs: usize,
+    /// `--shard i/n`: replay only the sessions whose index is `i` mod `n`.
+    pub shard: Option<Shard>,
 }
 
 /// Replay every session of `inputs` under every policy named, writing to
@@ -102,10 +110,117 @@ pub fn run(
         crate::policy::list::make(n)?;
     }
     let mut agg = Aggregate::default();
+    // The JSON object carries every replayed session's records (a few
+    // hundred bytes per session and policy); tables need only the aggregate.
+    let keep = how.format == Format::Json && !how.jsonl;
+    let mut records = Vec::new();
+    let mut failed = None;
+    // Course policies build their roots on the backend of the starting thread.
+    let backend = crate::compact::root::current_backend();
+    let read = crate::jobs::ordered(
+        how.jobs,
+        |push| read_sessions(inputs, import, measure, how.shard, push),
+        |(index, s, dump)| {
+            let one = crate::compact::root::with_backend(backend, || {
+                replay_session(&s, &names, path_len, measure, dump, 1)
+            });
+            (index, one)
+        },
+        |(index, one)| match one.and_then(|one| emit(&one.runs, &mut agg, how, out)) {
+            Ok(mine) => {
+                if keep {
+                    records.push(SessionRecords {
+                        index,
+                        records: mine,
+                    });
+                }
+                true
+            }
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        },
+    );
+    // The first failing session stops the run before anything after it is written.
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let (sessions, skipped) = read?;
+    if how.jsonl {
+        return Ok(agg);
+    }
+    let text = if keep {
+        let corpus = CorpusJson {
+            spec: corpus_spec(inputs, &names, path_len, import, measure),
+            shard: how.shard,
+            sessions,
+            skipped,
+            records,
+            checksum: None,
+        };
+        super::policies::render_corpus_json(&corpus.sealed())
+    } else {
+        aggregate::table(&agg, how.format == Format::Markdown, skipped)
+    };
+    write(out, &text)?;
+    Ok(agg)
+}
+
+/// What a corpus replay replays and how, for its JSON: parts of a sharded
+/// replay merge only when theirs are equal.
+fn corpus_spec(
+    inputs: &[Input],
+    policies: &[String],
+    path_len: usize,
+    import: &ImportOptions,
+    measure: &Measure,
+) -> CorpusSpec {
+    let mut options = std::collections::BTreeMap::new();
+    let mut set = |k: &str, v: String| options.insert(k.to_string(), v);
+    set("path-len", path_len.to_string());
+    set("retention", measure.retention.to_string());
+    set("tokens", format!("{:?}", measure.tokens));
+    set("envelope", format!("{:?}", measure.envelope));
+    set("strict", import.strict.to_string());
+    set("format-in", format!("{:?}", import.format));
+    let cost = measure.pricing.as_ref().map_or("none".to_string(), |p| {
+        format!("{:?} at {} ({})", p.provider, p.sheet.name, p.sheet.date)
+    });
+    set("cost", cost);
+    CorpusSpec {
+        inputs: inputs.iter().map(|i| i.name.clone()).collect(),
+        policies: policies.to_vec(),
+        options,
+    }
+}
+
+/// A session to replay: its index in corpus order, the session, its dump target.
+type Indexed = (usize, ImportedSession, Option<DumpTarget>);
+
+/// Every session of `inputs` that `shard` owns, in corpus order, with its
+/// index and dump target, given to `push` until it returns false; members
+/// that are not sessions are named on stderr and counted. Returns the
+/// number of sessions in the corpus (every shard's) and that count.
+fn read_sessions(
+    inputs: &[Input],
+    import: &ImportOptions,
+    measure: &Measure,
+    shard: Option<Shard>,
+    push: &mut dyn FnMut(Indexed) -> bool,
+) -> LabResult<(usize, usize)> {
     let mut skipped = 0;
+    let mut index = 0;
     let mut taken = Vec::new();
+    let mut going = true;
     for item in inputs.iter().flat_map(|i| &i.items) {
+        if !going {
+            break;
+        }
         crate::import::corpus::for_each_member(item, import, false, |member| {
+            if !going {
+                return Ok(());
+            }
             let sessions = match member.sessions {
                 Ok(s) => s,
                 Err(e) => {
@@ -120,36 +235,30 @@ pub fn run(
             };
             for s in sessions {
                 // The same per-session replay as named files get: the
-                // envelope, the product's artefacts removed, dumps.
-                let one = replay_session(&s, &names, path_len, measure, &mut taken)?;
-                emit(&one.runs, &mut agg, how, out)?;
+                // envelope, the product's artefacts removed, dumps (named
+                // by every session before, so each shard names them alike).
+                let dump = dump_for(&s, measure, &mut taken);
+                index += 1;
+                if super::shard::owned(shard, index - 1) && !push((index - 1, s, dump)) {
+                    going = false;
+                    break;
+                }
             }
             Ok(())
         })?;
     }
-    if how.jsonl {
-        return Ok(agg);
-    }
-    let rows = agg.rows();
-    let text = if how.format == Format::Json {
-        crate::render::json(&serde_json::json!({
-            "runs": [], "retention": [], "cost": [], "recorded": [],
-            "envelopes": [], "product_compactions": [], "aggregate": rows,
-        }))
-    } else {
-        aggregate::table(&agg, how.format == Format::Markdown, skipped)
-    };
-    write(out, &text)?;
-    Ok(agg)
+    Ok((index, skipped))
 }
 
-/// One session's runs: counted, and written as records or tables.
+/// One session's runs: counted, and written as records or tables; returns
+/// its records.
 fn emit(
     runs: &[Compared],
     agg: &mut Aggregate,
     how: Streamed,
     out: &mut dyn Write,
-) -> LabResult<()> {
+) -> LabResult<Vec<SessionRecord>> {
+    let mut mine = Vec::with_capacity(runs.len());
     for c in runs {
         let record = SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref());
         if how.jsonl {
@@ -157,12 +266,13 @@ fn emit(
             write(out, &format!("{line}\n"))?;
         }
         agg.add(&record);
+        mine.push(record);
     }
     if how.per_session && !how.jsonl {
         write(out, &super::policies::render(runs, how.format))?;
         write(out, "\n")?;
     }
-    Ok(())
+    Ok(mine)
 }
 
 fn write(out: &mut dyn Write, text: &str) -> LabResult<()> {

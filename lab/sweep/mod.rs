@@ -23,7 +23,7 @@ pub mod thresholds;
 use crate::error::LabResult;
 use crate::render::Format;
 
-pub use run::{config_for, run, run_cell, session, CellResult, SweepResult};
+pub use run::{config_for, run, run_cell, run_on, session, CellResult, SweepResult};
 pub use shard::{merge, Shard};
 pub use spec::{levels, parse_path_lens, parse_vary, PathLens, SweepSpec};
 pub use thresholds::{combo_label, thresholds, Threshold};
@@ -94,6 +94,10 @@ pub struct SweepArgs {
     /// Merge the JSON outputs of shards instead of running anything.
     #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with = "shard")]
     pub merge: Vec<std::path::PathBuf>,
+    /// Worker threads [default: every core; twice that with --fs disk].
+    /// The output is the same bytes for every N.
+    #[arg(long, value_name = "N", value_parser = crate::jobs::parse_jobs)]
+    pub jobs: Option<usize>,
     /// Progress on stderr even when it is not a terminal.
     #[arg(long)]
     pub progress: bool,
@@ -113,7 +117,8 @@ const PROGRESS_EVERY: usize = 200;
 pub fn command(args: &SweepArgs) -> LabResult<String> {
     use std::io::IsTerminal;
     if !args.policy.is_empty() {
-        let rows = crate::sweep::policies::sweep(&args.policy, args.seeds)?;
+        let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
+        let rows = crate::sweep::policies::sweep_on(&args.policy, args.seeds, jobs)?;
         return Ok(crate::sweep::policies::render(&rows, args.format));
     }
     let result = if args.merge.is_empty() {
@@ -142,7 +147,7 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
                 eprintln!("sweep: {done}/{total} cells");
             }
         };
-        run(&spec, shard, &mut progress)?
+        run_on(&spec, shard, args.jobs, &mut progress)?
     } else {
         merge(
             args.merge

@@ -156,6 +156,12 @@ fn run(policy: &str, seed: u64, rounds: &[Round]) -> LabResult<Row> {
 
 /// Seeds `0..seeds` under every named policy (`all` for every one).
 pub fn sweep(names: &[String], seeds: u64) -> LabResult<Vec<Row>> {
+    sweep_on(names, seeds, 1)
+}
+
+/// [`sweep`] on `jobs` worker threads (`--jobs`); rows in the same order
+/// (policy, then seed) for every number.
+pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>> {
     if !(1..=10_000).contains(&seeds) {
         return Err(LabError::usage(
             format!("--seeds {seeds} is out of range for a policy sweep"),
@@ -167,12 +173,34 @@ pub fn sweep(names: &[String], seeds: u64) -> LabResult<Vec<Row>> {
         crate::policy::list::make(n)?;
     }
     let mut out = Vec::new();
-    for name in &names {
-        for seed in 0..seeds {
-            out.push(run(name, seed, &rounds(seed))?);
-        }
+    let mut failed = None;
+    // Course policies build their roots on the backend of the starting thread.
+    let backend = crate::compact::root::current_backend();
+    crate::jobs::ordered(
+        jobs,
+        |push| {
+            names
+                .iter()
+                .all(|name| (0..seeds).all(|seed| push((name, seed))))
+        },
+        |(name, seed): (&String, u64)| {
+            crate::compact::root::with_backend(backend, || run(name, seed, &rounds(seed)))
+        },
+        |r| match r {
+            Ok(row) => {
+                out.push(row);
+                true
+            }
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        },
+    );
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
-    Ok(out)
 }
 
 /// The sweep's rows, and per policy how many sessions it damaged.

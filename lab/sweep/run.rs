@@ -150,13 +150,14 @@ fn run_cell_with(spec: &SweepSpec, index: usize, cfg: &Config) -> LabResult<Cell
     ))
 }
 
-/// Worker threads of a sweep. In memory a cell is pure computation (one
-/// thread per core); on disk it is mostly temp-dir creation and removal
-/// (latency-bound file-system work), so twice the core count pays off.
-fn workers(cells: usize, backend: Backend) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+/// Worker threads of a sweep: `jobs` when given (`--jobs`), else by the
+/// backend. In memory a cell is pure computation (one thread per core); on
+/// disk it is mostly temp-dir creation and removal (latency-bound
+/// file-system work), so twice the core count pays off.
+fn workers(cells: usize, backend: Backend, jobs: Option<usize>) -> usize {
     let per_core = if backend == Backend::Disk { 2 } else { 1 };
-    (cores * per_core).clamp(1, 16).min(cells.max(1))
+    let chosen = jobs.unwrap_or_else(|| (crate::jobs::default_jobs() * per_core).clamp(1, 16));
+    chosen.max(1).min(cells.max(1))
 }
 
 /// Run the sweep (or one shard of it). Cells run on worker threads; results
@@ -167,8 +168,19 @@ pub fn run(
     shard: Option<Shard>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> LabResult<SweepResult> {
+    run_on(spec, shard, None, progress)
+}
+
+/// [`run`] on `jobs` worker threads (`--jobs`; `None`: one per core in
+/// memory, two on disk). The result is the same for every number.
+pub fn run_on(
+    spec: &SweepSpec,
+    shard: Option<Shard>,
+    jobs: Option<usize>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> LabResult<SweepResult> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    spec.validate()?;
+    spec.validate_for(shard)?;
     let mine: Vec<usize> = (0..spec.total_cells())
         .filter(|i| shard.is_none_or(|s| s.owns(*i)))
         .collect();
@@ -182,7 +194,7 @@ pub fn run(
     let backend = current_backend();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel();
-        for _ in 0..workers(mine.len(), backend) {
+        for _ in 0..workers(mine.len(), backend, jobs) {
             let tx = tx.clone();
             let (next, mine, configs) = (&next, &mine, &configs);
             scope.spawn(move || {

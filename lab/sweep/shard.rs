@@ -5,52 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::{CellResult, SweepResult, SweepSpec};
 use crate::error::{LabError, LabResult};
-
-/// A shard of a sweep: the cells whose index is `index` mod `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    /// This shard, `0..count`.
-    pub index: usize,
-    /// Number of shards.
-    pub count: usize,
-}
-
-impl Shard {
-    /// Parse `i/n` with `i < n`.
-    pub fn parse(spec: &str) -> LabResult<Shard> {
-        let bad = || {
-            LabError::usage(
-                format!("bad shard {spec:?}"),
-                "write it as i/n with 0 <= i < n, e.g. --shard 0/4",
-            )
-        };
-        let (i, n) = spec.split_once('/').ok_or_else(bad)?;
-        let index: usize = i.trim().parse().map_err(|_| bad())?;
-        let count: usize = n.trim().parse().map_err(|_| bad())?;
-        if count == 0 || index >= count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
-
-    /// Whether cell `index` belongs to this shard.
-    pub fn owns(&self, index: usize) -> bool {
-        index % self.count == self.index
-    }
-}
+pub use crate::shard::Shard;
 
 /// SHA-256 (lower-case hex) of a result's spec, shard and cells as compact JSON.
 pub fn checksum(spec: &SweepSpec, shard: Option<Shard>, cells: &[CellResult]) -> String {
-    use sha2::{Digest, Sha256};
     let bytes = serde_json::to_vec(&(spec, shard, cells)).expect("results serialise");
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::shard::sha256_hex(&bytes)
 }
 
 /// A shard must carry the checksum of exactly its content.
@@ -88,7 +50,8 @@ pub fn merge(parts: Vec<SweepResult>) -> LabResult<SweepResult> {
         )
     })?;
     let spec = first.spec.clone();
-    spec.validate()?;
+    // Merging runs no cell: the cap applied to each shard when it ran.
+    spec.validate_shape()?;
     let mut cells: BTreeMap<usize, CellResult> = BTreeMap::new();
     for part in std::iter::once(first).chain(parts) {
         verify(&part)?;

@@ -140,13 +140,38 @@ impl SweepSpec {
         1usize << self.vary.len()
     }
 
-    /// Total number of cells.
+    /// Total number of cells (checked not to overflow by [`Self::validate_shape`]).
     pub fn total_cells(&self) -> usize {
         self.combos() * self.seeds as usize * self.path_lens.len()
     }
 
-    /// Check sizes before anything runs.
+    /// Check the spec before anything runs; the cell cap counts the whole sweep.
     pub fn validate(&self) -> LabResult<()> {
+        self.validate_for(None)
+    }
+
+    /// Check the spec before `shard` of it runs: the cell cap counts the
+    /// cells that run (the shard's, or the whole sweep's without one), so
+    /// a sweep too large for one process is split with `--shard i/n`.
+    pub fn validate_for(&self, shard: Option<super::Shard>) -> LabResult<()> {
+        self.validate_shape()?;
+        let total = self.total_cells();
+        match shard.map_or(total, |s| s.cells_of(total)) {
+            t if t <= MAX_CELLS => Ok(()),
+            _ if shard.is_some() => Err(LabError::usage(
+                format!("the shard has more than {MAX_CELLS} cells"),
+                "split the sweep into more shards (a larger n in --shard i/n), or vary fewer switches",
+            )),
+            _ => Err(LabError::usage(
+                format!("the sweep has more than {MAX_CELLS} cells"),
+                "vary fewer switches, use fewer path lengths or seeds, or split it with --shard i/n (the cap counts a shard's cells)",
+            )),
+        }
+    }
+
+    /// The checks that do not depend on size: what `--merge` checks of a
+    /// spec read back (merging runs no cell, so the cap does not apply).
+    pub fn validate_shape(&self) -> LabResult<()> {
         config::profile(&self.profile)?;
         // Re-parse so a spec read from a shard file gets the same checks as `--vary`.
         if parse_vary(&self.vary.join(","))? != self.vary {
@@ -170,15 +195,15 @@ impl SweepSpec {
         let total = (self.vary.len() < 40)
             .then(|| {
                 self.combos()
-                    .checked_mul(self.seeds as usize)?
+                    .checked_mul(usize::try_from(self.seeds).ok()?)?
                     .checked_mul(self.path_lens.len())
             })
             .flatten();
         match total {
-            Some(t) if t <= MAX_CELLS => Ok(()),
-            _ => Err(LabError::usage(
-                format!("the sweep has more than {MAX_CELLS} cells"),
-                "vary fewer switches, use fewer path lengths or seeds, or use --shard",
+            Some(_) => Ok(()),
+            None => Err(LabError::usage(
+                "the sweep has too many cells to number",
+                "vary fewer switches, use fewer path lengths or seeds",
             )),
         }
     }

@@ -89,3 +89,50 @@ fn the_check_finds_redirects_and_output_flags() {
     let md = "text\n```sh\nlab sweep > s0.json; lab x --plot out.svg  # c\nlab y >\"$tmp/a\"\nlab readme --write GUIDE.md\n```\n\n```text\nlab z > ignored.txt\n```\n";
     assert_eq!(leaks(md), vec!["s0.json", "out.svg"]);
 }
+
+/// The value after `flag` among `words`, if given.
+fn flag<'a>(words: &[&'a str], flag: &str) -> Option<&'a str> {
+    let at = words.iter().position(|w| *w == flag)?;
+    words.get(at + 1).copied()
+}
+
+/// Every `lab sweep … --shard` example of the docs (GNU parallel's `{}` and
+/// Slurm's task id read as shard 0) runs within the cell cap: the cap counts
+/// the cells of a shard, so `--vary all --shard {}/8` is not refused.
+#[test]
+fn sharded_sweep_examples_fit_the_cell_cap() {
+    use ctxlab::sweep::{parse_path_lens, parse_vary, Shard, SweepSpec, DEFAULT_PATH_LENS};
+    let mut checked = 0;
+    for doc in DOCS {
+        let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
+        for line in shell_lines(&md) {
+            let line = line
+                .replace("{}", "0")
+                .replace("\\$SLURM_ARRAY_TASK_ID", "0")
+                .replace('"', " ");
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let Some(start) = words.windows(2).position(|w| w == ["lab", "sweep"]) else {
+                continue;
+            };
+            let words = &words[start..];
+            let Some(shard) = flag(words, "--shard") else {
+                continue;
+            };
+            let spec = SweepSpec {
+                profile: flag(words, "--profile").unwrap_or("prototype").into(),
+                vary: parse_vary(flag(words, "--vary").unwrap_or("order")).unwrap(),
+                path_lens: parse_path_lens(flag(words, "--path-len").unwrap_or(DEFAULT_PATH_LENS))
+                    .unwrap(),
+                seeds: flag(words, "--seeds").map_or(1, |s| s.parse().unwrap()),
+            };
+            let shard = Shard::parse(shard).unwrap();
+            assert!(
+                spec.validate_for(Some(shard)).is_ok(),
+                "{doc}: {line} is refused by the cell cap"
+            );
+            checked += 1;
+        }
+    }
+    // GUIDE.md's GNU parallel and Slurm recipes, at least.
+    assert!(checked >= 2, "found {checked} sharded sweep examples");
+}

@@ -69,6 +69,49 @@ fn replay_policies_json_validates_whatever_the_flags() {
         k.sort();
         keys.push(k);
     }
+    // A corpus (the directory), a shard of it and the merged parts: the same shape.
+    let shard = |i: &str| {
+        let a = [
+            "replay",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            policies,
+            "--cost",
+        ];
+        lab_ok(&[&a[..], &["--shard", i, "--format", "json"]].concat())
+    };
+    let parts = tempfile::tempdir().unwrap();
+    let part0 = parts.path().join("part0.json");
+    let part1 = parts.path().join("part1.json");
+    std::fs::write(&part0, shard("0/2")).unwrap();
+    std::fs::write(&part1, shard("1/2")).unwrap();
+    for text in [
+        lab_ok(&[
+            "replay",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            policies,
+            "--format",
+            "json",
+        ]),
+        std::fs::read_to_string(&part0).unwrap(),
+        lab_ok(&[
+            "replay",
+            "--merge",
+            part0.to_str().unwrap(),
+            part1.to_str().unwrap(),
+            "--format",
+            "json",
+        ]),
+    ] {
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let errs = errors(&schema, &v);
+        assert!(errs.is_empty(), "corpus: {errs:#?}");
+        assert!(v["corpus"].is_object(), "{v}");
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        keys.push(k);
+    }
     assert!(keys.windows(2).all(|w| w[0] == w[1]), "one shape: {keys:?}");
 }
 

@@ -346,3 +346,39 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn the_cell_cap_counts_the_cells_a_shard_runs() {
+    // Every switch over the default path lengths: 8192 × 141 cells, over the cap.
+    let all: Vec<&str> = sweep::ALL_SWITCHES.to_vec();
+    let s = spec(&all, sweep::DEFAULT_PATH_LENS, 1);
+    assert!(s.total_cells() > sweep::MAX_CELLS);
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("--shard i/n"), "{e}");
+    s.validate_for(Some(Shard::parse("0/8").unwrap())).unwrap();
+    s.validate_for(Some(Shard::parse("7/8").unwrap())).unwrap();
+    let e = s
+        .validate_for(Some(Shard::parse("0/1").unwrap()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the shard has more than"), "{e}");
+    assert!(e.contains("more shards"), "{e}");
+}
+
+#[test]
+fn shards_own_every_cell_once() {
+    for total in [0, 1, 7, 8, 9, 100] {
+        for count in 1..=9 {
+            let owned: Vec<usize> = (0..count)
+                .map(|index| Shard { index, count }.cells_of(total))
+                .collect();
+            assert_eq!(owned.iter().sum::<usize>(), total, "{total} / {count}");
+            for (index, n) in owned.iter().enumerate() {
+                let by_rule = (0..total)
+                    .filter(|i| Shard { index, count }.owns(*i))
+                    .count();
+                assert_eq!(*n, by_rule, "{total} / {count}, shard {index}");
+            }
+        }
+    }
+}
