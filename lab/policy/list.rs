@@ -21,6 +21,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         (zoo::codex_cli::NAME, zoo::codex_cli::make),
         (zoo::opencode::NAME, zoo::opencode::make),
         (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
+        (zoo::gemini_cli_mask::NAME, zoo::gemini_cli_mask::make),
         (zoo::claude_code::NAME, zoo::claude_code::make),
         (
             zoo::claude_code::time_mc::NAME,
