@@ -353,7 +353,7 @@ impl Policy for GeminiCliMask {
         PolicyInfo {
             name: NAME.into(),
             family: "Gemini CLI",
-            summary: "tool output masking: past the newest 50k tokens of function responses, once 30k more are prunable, each is saved to tool-outputs/ and replaced by a <tool_output_masked> head/tail preview naming the file",
+            summary: "tool output masking: past the newest 50k tokens of function responses, once 30k more are prunable, each goes to tool-outputs/ behind a <tool_output_masked> head/tail preview",
             source: Source {
                 upstream: "google-gemini/gemini-cli@00b731958a3b583218743b03591e7596d8fb4506",
                 files: &[

@@ -206,7 +206,7 @@ impl Policy for ApiMc {
         PolicyInfo {
             name: NAME.into(),
             family: "Claude Code",
-            summary: "API microcompact: server-side clear_tool_uses past 180k input tokens (must free 140k) and clear_thinking down to the last thinking turn after an hour idle; the client history stays whole",
+            summary: "API microcompact: server-side clear_tool_uses past 180k input tokens (must free 140k), clear_thinking to the last thinking turn after an hour idle; history kept whole",
             source: Source {
                 upstream: "DroxKiwi/claude-code-leak-packaged@fb1320d1baf5b77a0a02c15f41efb1dfa9aeff4b (a mirror of Claude Code's source)",
                 files: &[
