@@ -282,7 +282,8 @@ fn openai_realtime_with_a_small_limit_stays_valid() {
 #[test]
 fn the_microcompact_and_masking_ports_act_and_stay_valid() {
     let acting = [
-        "claude-code-time-mc:keepRecent=2",
+        // The synthetic session's tool is `bash`, which Claude Code's list spells `Bash`.
+        r#"claude-code-time-mc:keepRecent=2:COMPACTABLE_TOOLS=["bash","Bash","Read"]"#,
         "claude-code-api-mc:API_MAX_INPUT_TOKENS=3000:API_TARGET_INPUT_TOKENS=2500",
         "gemini-cli-mask:DEFAULT_TOOL_PROTECTION_THRESHOLD=1000:DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD=500",
     ];
