@@ -21,7 +21,16 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         (zoo::codex_cli::NAME, zoo::codex_cli::make),
         (zoo::opencode::NAME, zoo::opencode::make),
         (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
+        (zoo::gemini_cli_mask::NAME, zoo::gemini_cli_mask::make),
         (zoo::claude_code::NAME, zoo::claude_code::make),
+        (
+            zoo::claude_code::time_mc::NAME,
+            zoo::claude_code::time_mc::make,
+        ),
+        (
+            zoo::claude_code::api_mc::NAME,
+            zoo::claude_code::api_mc::make,
+        ),
         ("swe-agent-mask-5", super::zoo::swe_agent::mask_5),
         ("swe-agent-mask-10", super::zoo::swe_agent::mask_10),
         (

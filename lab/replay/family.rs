@@ -1,13 +1,14 @@
 //! Policy groups: the panels plots draw as small multiples. Each group
 //! gathers whole policy families (`PolicyInfo::family`, the product a
-//! policy ports) into five groups of at most seven policies, so a panel
+//! policy ports) into six groups of at most seven policies, so a panel
 //! that highlights one group never needs more than seven styles; a policy
 //! keeps one style everywhere ([`style_index`]). [`family`] is the finer
 //! label the HTML report filters by.
 
 /// The groups, in display order.
-pub const GROUPS: [&str; 5] = [
+pub const GROUPS: [&str; 6] = [
     "baseline and course",
+    "Claude Code and Gemini CLI",
     "coding agents",
     "SWE-agent",
     "OpenHands",
@@ -24,14 +25,16 @@ pub fn group(name: &str) -> &'static str {
         || crate::policy::course::CoursePolicy::names().contains(&n.as_str())
     {
         GROUPS[0]
-    } else if starts(&["swe-agent"]) {
-        GROUPS[2]
-    } else if starts(&["openhands"]) {
-        GROUPS[3]
-    } else if starts(&["anthropic-", "langchain-", "vercel-", "openai-"]) {
-        GROUPS[4]
-    } else {
+    } else if starts(&["claude-code", "gemini-cli"]) {
         GROUPS[1]
+    } else if starts(&["swe-agent"]) {
+        GROUPS[3]
+    } else if starts(&["openhands"]) {
+        GROUPS[4]
+    } else if starts(&["anthropic-", "langchain-", "vercel-", "openai-"]) {
+        GROUPS[5]
+    } else {
+        GROUPS[2]
     }
 }
 
@@ -67,6 +70,8 @@ mod tests {
             assert!((1..=7).contains(&n), "{g}: {n}");
         }
         assert_eq!(group("swe-agent-mask-5"), "SWE-agent");
+        assert_eq!(group("gemini-cli-mask"), "Claude Code and Gemini CLI");
+        assert_eq!(group("codex-cli"), "coding agents");
         assert_eq!(group("course-main"), "baseline and course");
         for a in &names {
             for b in &names {

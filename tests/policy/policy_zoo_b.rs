@@ -1,5 +1,6 @@
-//! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose, Roo Code and
-//! OpenAI Realtime policies on whole sessions: every request each one sends is one a
+//! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose, Roo Code,
+//! OpenAI Realtime, Claude Code microcompact and Gemini CLI masking policies
+//! on whole sessions: every request each one sends is one a
 //! provider accepts, on a synthetic session
 //! with the awkward shapes (parallel calls, interjections, thinking, a final
 //! answer) and on every real transcript when the directory is there.
@@ -82,10 +83,20 @@ fn run(policy: &str, name: &str, messages: &[Message]) -> PolicyRun {
 
 /// Replays `messages` through a policy built with its own switches.
 fn replay_with(policy: &mut dyn Policy, name: &str, messages: &[Message]) -> PolicyRun {
+    replay_timed(policy, name, messages, None)
+}
+
+/// Replays `messages` with recorded times (`times_ms`, one per message).
+fn replay_timed(
+    policy: &mut dyn Policy,
+    name: &str,
+    messages: &[Message],
+    times_ms: Option<&[Option<u64>]>,
+) -> PolicyRun {
     let session = Session {
         name,
         messages,
-        times_ms: None,
+        times_ms,
     };
     replay(policy, session, &mut Env::default()).unwrap()
 }
@@ -259,5 +270,41 @@ fn openai_realtime_with_a_small_limit_stays_valid() {
             cuts[1],
             cuts[0]
         );
+    }
+}
+
+/// Claude Code's time-based and API microcompact and Gemini CLI's masking
+/// with thresholds low enough to act, on a session whose messages are 61
+/// minutes apart (every gap a cold cache; the importers keep no times, so
+/// the lab gives them): each acts on the synthetic session, and on it and
+/// every real transcript no request breaks a rule `none`'s does not and no
+/// pointer dangles.
+#[test]
+fn the_microcompact_and_masking_ports_act_and_stay_valid() {
+    let acting = [
+        // The synthetic session's tool is `bash`, which Claude Code's list spells `Bash`.
+        r#"claude-code-time-mc:keepRecent=2:COMPACTABLE_TOOLS=["bash","Bash","Read"]"#,
+        "claude-code-api-mc:API_MAX_INPUT_TOKENS=3000:API_TARGET_INPUT_TOKENS=2500",
+        "gemini-cli-mask:DEFAULT_TOOL_PROTECTION_THRESHOLD=1000:DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD=500",
+    ];
+    for (name, messages) in &synthetic_and_real() {
+        let times: Vec<Option<u64>> = (0..messages.len() as u64)
+            .map(|i| Some(i * 61 * 60_000))
+            .collect();
+        let base = run("none", name, messages);
+        let baseline = broken_rules(&base);
+        for spec in acting {
+            let mut p = list::make(spec).unwrap();
+            let r = replay_timed(p.as_mut(), name, messages, Some(&times));
+            assert_eq!(r.ended_by_error, None, "{spec} on {name}");
+            assert_eq!(r.calls.len(), base.calls.len(), "{spec} on {name}: calls");
+            let new = new_breaks(&r, &baseline);
+            assert!(new.is_empty(), "{spec} on {name}: {new:?}");
+            let dangling = &r.findings.dangling_pointers;
+            assert_eq!(dangling.count, 0, "{spec} on {name}: {dangling:?}");
+            if name == "synthetic" {
+                assert!(!r.events.is_empty(), "{spec} on {name}: no event");
+            }
+        }
     }
 }

@@ -144,7 +144,7 @@ pub fn format_truncated(content: &str, output_file: &str, max_chars: usize) -> S
 }
 
 /// `sanitizeFilenamePart` then lower case.
-fn safe_part(s: &str) -> String {
+pub(crate) fn safe_part(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -210,7 +210,7 @@ pub fn split_point(history: &[Message], fraction: f64) -> usize {
 }
 
 /// The name of the tool call `id` (what a function response carries).
-fn tool_name(history: &[Message], id: &str) -> String {
+pub(crate) fn tool_name(history: &[Message], id: &str) -> String {
     history
         .iter()
         .flat_map(|m| m.blocks())

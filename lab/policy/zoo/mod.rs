@@ -9,6 +9,7 @@ pub mod anthropic_compact;
 pub mod claude_code;
 pub mod codex_cli;
 pub mod gemini_cli;
+pub mod gemini_cli_mask;
 pub mod goose;
 pub mod langchain;
 pub mod openai_realtime;

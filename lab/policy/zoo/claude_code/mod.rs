@@ -31,12 +31,14 @@
 //! prefix ([`PolicyCtx::envelope`]) plus the history, up to the last reply
 //! for releases that count the last response's usage alone.
 
+pub mod api_mc;
+pub mod time_mc;
 pub mod trigger;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
-use crate::message::{tool_results_mut, Block, Message};
+use crate::message::{tool_results_mut, Message};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
 };
@@ -51,7 +53,7 @@ pub const SUMMARY_OPEN: &str = "This session is being continued from a previous 
 pub const SUMMARY_CLOSE: &str = "\nPlease continue the conversation from where we left it off without asking the user any further questions. Continue with the last task that you were asked to work on.";
 
 /// What a content-cleared result becomes (unofficial mirrors).
-pub const CLEARED: &str = "[Old tool result content cleared]";
+pub const CLEARED: &str = time_mc::TIME_BASED_MC_CLEARED_MESSAGE;
 
 /// Opening tag of a persisted result (unofficial mirrors); also the
 /// idempotence mark: text that starts with it is never persisted again.
@@ -221,42 +223,22 @@ impl ClaudeCode {
         }
     }
 
-    /// Time-based microcompaction after an idle gap.
+    /// Time-based microcompaction after an idle gap ([`time_mc`]'s mechanism).
     fn microcompact(
         &self,
         history: &mut [Message],
         now: Option<u64>,
         events: &mut Vec<PolicyEvent>,
     ) {
-        let (Some(now), Some(last)) = (now, self.last_call_ms) else {
-            return;
-        };
-        if now.saturating_sub(last) < self.switches.idle_gap_minutes * 60_000 {
+        let threshold = self.switches.idle_gap_minutes as f64;
+        if !time_mc::fires(self.last_call_ms, now, threshold) {
             return;
         }
-        let compactable: Vec<String> = history
-            .iter()
-            .flat_map(|m| m.blocks())
-            .filter_map(|b| match b {
-                Block::ToolUse { id, name, .. }
-                    if self.switches.compactable_tools.contains(name) =>
-                {
-                    Some(id.clone())
-                }
-                _ => None,
-            })
-            .collect();
-        let clear = &compactable[..compactable.len().saturating_sub(self.switches.keep_recent)];
-        for (tool_use_id, content) in tool_results_mut(history) {
-            if clear.contains(tool_use_id) && content != CLEARED {
-                *content = CLEARED.into();
-                events.push(PolicyEvent::Cleared {
-                    id: tool_use_id.clone(),
-                    part: "result",
-                    placeholder: CLEARED.into(),
-                });
-            }
-        }
+        events.extend(time_mc::clear_old(
+            history,
+            &self.switches.compactable_tools,
+            self.switches.keep_recent,
+        ));
     }
 
     /// Auto-compaction near the window; stops after repeated failures.
@@ -364,6 +346,7 @@ impl Policy for ClaudeCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Block;
     use crate::policy::model::Scripted;
     use crate::storage::{MemFs, Storage};
     use crate::tokens::Approx;
