@@ -16,40 +16,51 @@ if ! command -v python3 >/dev/null 2>&1; then
     exit 1
 fi
 
-# name | pip requirement | adapter
-IMPLS="anthropic-python|anthropic==2.17.0|examples/memtool/anthropic_sdk.py"
+# name|installer|pinned package|adapter (run by python or node)
+# (a pip field may name several pinned requirements; the first names the directory)
+IMPLS='anthropic-python|pip|anthropic==2.17.0|examples/memtool/anthropic_sdk.py
+anthropic-typescript|npm|@anthropic-ai/sdk@1.17.0|examples/memtool/anthropic_sdk.mjs
+langchain-anthropic|pip|langchain-anthropic==1.7.10 langchain==1.5.2|examples/memtool/langchain_memory.py'
+
+# Install one implementation (once) and print the command that runs it.
+install() {
+    name=$1 kind=$2 req=$3 adapter=$4
+    case $kind in
+    pip)
+        first=${req%% *}
+        dir="$DIR/$name-${first##*==}"
+        # shellcheck disable=SC2086 # several requirements, split on purpose
+        [ -x "$dir/bin/python" ] || { python3 -m venv "$dir" && "$dir/bin/pip" install --quiet $req; }
+        echo "$ROOT/$dir/bin/python $ROOT/$adapter" ;;
+    npm)
+        command -v node >/dev/null 2>&1 || { echo "memtools: node is absent; $name skipped" >&2; return 1; }
+        dir="$DIR/$name-${req##*@}"
+        [ -d "$dir/node_modules" ] || { mkdir -p "$dir" && (cd "$dir" && npm init -y >/dev/null && npm install --silent "$req"); }
+        echo "MEMTOOL_NODE_MODULES=$ROOT/$dir/node_modules node $ROOT/$adapter" ;;
+    esac
+}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '[' > "$tmp/cards.json"
-first=1
-for line in $IMPLS; do
-    name=${line%%|*}; rest=${line#*|}
-    req=${rest%%|*}; adapter=${rest#*|}
-    venv="$DIR/$name-${req##*==}"
-    if [ ! -x "$venv/bin/python" ]; then
-        python3 -m venv "$venv"
-        "$venv/bin/pip" install --quiet "$req"
-    fi
-    cmd="$ROOT/$venv/bin/python $ROOT/$adapter"
+echo "$IMPLS" | while IFS='|' read -r name kind req adapter; do
+    cmd=$(install "$name" "$kind" "$req" "$adapter") || continue
     # Exit 1 means a row did not hold: that is a finding, not a failure here.
     "$LAB" memcheck --exec "$cmd" --format json > "$tmp/one.json" || [ $? -eq 1 ]
     # Name the implementation by its package and version; paths relative to the repository.
-    python3 - "$tmp/one.json" "$name ($req)" "$ROOT/" >> "$tmp/cards.json.part" <<'PY'
+    python3 - "$tmp/one.json" "$name ($req)" "$ROOT/" > "$tmp/part.json" <<'PY'
 import json, sys
-cards = json.load(open(sys.argv[1]))
-card = cards[0]
+card = json.load(open(sys.argv[1]))[0]
 card["implementation"] = sys.argv[2]
 # Run from the repository root, "$PWD/..." names the same install again.
 card["select"] = card["select"].replace(sys.argv[3], "$PWD/").replace("'", '"')
 for row in card["rows"]:
     if isinstance(row[1], dict) and "detail" in row[1]:
         row[1]["detail"] = row[1]["detail"].replace(sys.argv[3], "")
-print(json.dumps(card, ensure_ascii=False, indent=1))
+print(json.dumps(card, ensure_ascii=False))
 PY
-    if [ $first -eq 0 ]; then printf ',' >> "$tmp/cards.json"; fi
-    cat "$tmp/cards.json.part" >> "$tmp/cards.json"; rm "$tmp/cards.json.part"
-    first=0
+    if [ -s "$tmp/cards.json.any" ]; then printf ',' >> "$tmp/cards.json"; fi
+    cat "$tmp/part.json" >> "$tmp/cards.json"; echo x > "$tmp/cards.json.any"
 done
 printf ']\n' >> "$tmp/cards.json"
 python3 -c "import json,sys; json.dump(json.load(open(sys.argv[1])), open(sys.argv[2],'w'), ensure_ascii=False, indent=1); open(sys.argv[2],'a').write('\n')" "$tmp/cards.json" "$OUT.tmp"

@@ -140,6 +140,27 @@ fn unchanged(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> Verdict 
     }
 }
 
+/// A command the documentation says works: it must answer without an
+/// error and leave `file` holding `want`.
+fn done(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> Verdict {
+    if let Some(r) = replies.iter().find(|r| r.is_error()) {
+        return Verdict::Refused(first_line(r.text()).to_string());
+    }
+    match s.file(file) {
+        Some(t) if t == want => Verdict::Held,
+        Some(t) => Verdict::Wrong(format!("{file} holds {:?}", first_line(&t))),
+        None => Verdict::Wrong(format!("{file} is missing")),
+    }
+}
+
+/// The reply's error if there is one, else `otherwise` as a wrong result.
+fn refused_or(replies: &[Reply], otherwise: &str) -> Verdict {
+    match replies.iter().find(|r| r.is_error()) {
+        Some(r) => Verdict::Refused(first_line(r.text()).to_string()),
+        None => Verdict::Wrong(otherwise.into()),
+    }
+}
+
 fn first_line(t: &str) -> &str {
     t.lines().next().unwrap_or("")
 }
@@ -361,6 +382,38 @@ fn edit_rows() -> Vec<Row> {
                 }]
             },
             expect: |s, r| unchanged(s, r, "a.md", "one\n"),
+            fault: None,
+        },
+        Row {
+            id: "insert-works",
+            what: "insert a line after line 1",
+            requires: "done: the line is in place",
+            plants: &[Plant::File("a.md", "one\nthree\n")],
+            commands: |_| {
+                vec![Command::Insert {
+                    path: "/memories/a.md".into(),
+                    insert_line: 1,
+                    insert_text: "two".into(),
+                }]
+            },
+            expect: |s, r| done(s, r, "a.md", "one\ntwo\nthree\n"),
+            fault: None,
+        },
+        Row {
+            id: "rename-works",
+            what: "rename a.md to sub/c.md",
+            requires: "done: the text moves, nothing else",
+            plants: &[Plant::File("a.md", "A\n")],
+            commands: |_| {
+                vec![Command::Rename {
+                    old_path: "/memories/a.md".into(),
+                    new_path: "/memories/sub/c.md".into(),
+                }]
+            },
+            expect: |s, r| match s.file("a.md") {
+                Some(_) => refused_or(r, "a.md is still there"),
+                None => done(s, r, "sub/c.md", "A\n"),
+            },
             fault: None,
         },
         Row {
