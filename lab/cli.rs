@@ -223,8 +223,9 @@ pub enum Command {
     /// against ctxlab's reference and any implementation you bring; exit 1
     /// when a row does not hold.
     Memcheck {
-        /// Built-in implementations: `reference` (ctxlab's) and `naive` (a
-        /// deliberately broken one). Default: `reference` unless `--exec` is given.
+        /// Built-in implementations: `reference` (ctxlab's), `naive` and
+        /// `cached` (deliberately broken ones). Default: `reference` unless
+        /// `--exec` is given.
         #[arg(long = "builtin", value_name = "NAME")]
         builtins: Vec<String>,
         /// An implementation as a command speaking ctxlab.memtool/1 on stdin
@@ -244,7 +245,7 @@ pub enum Command {
     /// Serve a built-in memory-tool implementation over ctxlab.memtool/1 on
     /// stdin and stdout (`lab memcheck --exec "lab memtool-serve reference"`).
     MemtoolServe {
-        /// `reference` or `naive`.
+        /// `reference`, `naive` or `cached`.
         name: String,
     },
     /// Print (or `--write` into GUIDE.md) the generated experiment and policy tables.
@@ -459,7 +460,7 @@ fn memcheck(
         let make = rows::builtin(name).ok_or_else(|| {
             LabError::usage(
                 format!("unknown memory-tool implementation {name:?}"),
-                "use --builtin reference or --builtin naive, or --exec CMD",
+                "use --builtin reference, naive or cached, or --exec CMD",
             )
         })?;
         let select = format!("--builtin {name}");
@@ -488,7 +489,7 @@ fn memtool_serve(name: &str) -> LabResult<String> {
     let make = crate::memory::tool::rows::builtin(name).ok_or_else(|| {
         LabError::usage(
             format!("unknown memory-tool implementation {name:?}"),
-            "use reference or naive",
+            "use reference, naive or cached",
         )
     })?;
     let stdin = std::io::stdin().lock();

@@ -64,6 +64,24 @@ fn the_naive_implementation_fails_exactly_the_rows_it_should() {
     }
 }
 
+#[test]
+fn the_cached_implementation_also_loses_one_of_two_sessions_edits() {
+    let naive = verdicts(&builtin_card("naive"));
+    let cached = verdicts(&builtin_card("cached"));
+    for (id, got) in &cached {
+        let want = if id == "lost-update" {
+            "lost"
+        } else {
+            naive[id]
+        };
+        assert_eq!(*got, want, "{id}");
+    }
+    assert_eq!(
+        naive["lost-update"], "held",
+        "the naive one re-reads the file"
+    );
+}
+
 fn lab_bin() -> String {
     env!("CARGO_BIN_EXE_lab").to_string()
 }

@@ -2,8 +2,11 @@
 //! catch what they should: the implementation many tutorials write. It joins
 //! the path onto the root as given (`..`, links and all), writes in place
 //! through whatever is there, replaces every occurrence, clamps the insert
-//! line, and renames over an existing file.
+//! line, and renames over an existing file. [`Cached`] is the same with the
+//! store most agents keep in memory: each file read once per session and
+//! written back whole from that copy, so two sessions lose each other's edits.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{Command, Failure, MemoryTool, Reply};
@@ -98,6 +101,62 @@ impl Naive {
 impl MemoryTool for Naive {
     fn execute(&mut self, command: &Command) -> Result<Reply, Failure> {
         Ok(match self.answer(command) {
+            Ok(t) => Reply::Ok(t),
+            Err(t) => Reply::Error(t),
+        })
+    }
+}
+
+/// [`Naive`] with a per-session copy of every file it has read: edits apply
+/// to the copy and write it back whole.
+pub struct Cached {
+    inner: Naive,
+    copies: HashMap<String, String>,
+}
+
+impl Cached {
+    /// An implementation whose `/memories` is `root` (created if missing).
+    pub fn new(fs: Shared, root: &Path) -> std::io::Result<Cached> {
+        Ok(Cached {
+            inner: Naive::new(fs, root)?,
+            copies: HashMap::new(),
+        })
+    }
+
+    fn copy(&mut self, path: &str) -> Result<String, String> {
+        if let Some(t) = self.copies.get(path) {
+            return Ok(t.clone());
+        }
+        let t = self.inner.read(path)?;
+        self.copies.insert(path.to_string(), t.clone());
+        Ok(t)
+    }
+}
+
+impl MemoryTool for Cached {
+    fn execute(&mut self, command: &Command) -> Result<Reply, Failure> {
+        let answer = match command {
+            Command::View {
+                path,
+                view_range: None,
+            } if self.inner.fs.kind(&self.inner.path(path)) == Some(FileKind::File) => {
+                self.copy(path)
+            }
+            Command::StrReplace {
+                path,
+                old_str,
+                new_str,
+            } => self.copy(path).and_then(|t| {
+                let updated = t.replace(old_str.as_str(), new_str);
+                self.copies.insert(path.clone(), updated.clone());
+                self.inner.write(path, &updated)
+            }),
+            other => {
+                self.copies.clear();
+                return self.inner.execute(other);
+            }
+        };
+        Ok(match answer {
             Ok(t) => Reply::Ok(t),
             Err(t) => Reply::Error(t),
         })

@@ -101,6 +101,9 @@ pub struct Row {
     expect: fn(&Sandbox, &[Reply]) -> Verdict,
     /// Storage faults the row needs (in-process implementations only).
     pub fault: Option<FaultPlan>,
+    /// Instances of the implementation on the one store (two: two sessions
+    /// at once); command `i` goes to instance `i` mod `writers`.
+    pub writers: usize,
 }
 
 fn create(path: impl Into<String>, text: &str) -> Command {
@@ -188,6 +191,7 @@ pub fn rows() -> Vec<Row> {
             Some(t) => Verdict::Torn(format!("a.md holds {} bytes of neither text", t.len())),
             None => Verdict::Lost("a.md is gone".into()),
         },
+        writers: 1,
         fault: Some(FaultPlan {
             free_bytes: Some(0),
             ..FaultPlan::default()
@@ -204,6 +208,7 @@ fn traversal_rows() -> Vec<Row> {
         plants: &[],
         commands,
         expect,
+        writers: 1,
         fault: None,
     };
     vec![
@@ -277,6 +282,7 @@ fn link_rows() -> Vec<Row> {
             plants: &[Plant::LinkOut("link", "")],
             commands: |_| vec![create("/memories/link/pwn.md", "pwned")],
             expect: refused_cleanly,
+            writers: 1,
             fault: None,
         },
         Row {
@@ -286,6 +292,7 @@ fn link_rows() -> Vec<Row> {
             plants: &[Plant::LinkOut("link", "")],
             commands: |_| vec![view("/memories/link/secret.txt")],
             expect: refused_cleanly,
+            writers: 1,
             fault: None,
         },
         Row {
@@ -298,6 +305,7 @@ fn link_rows() -> Vec<Row> {
                 Some(_) => Verdict::Escaped("the listing shows outside/secret.txt".into()),
                 None => Verdict::Held,
             },
+            writers: 1,
             fault: None,
         },
         Row {
@@ -313,6 +321,7 @@ fn link_rows() -> Vec<Row> {
                 }]
             },
             expect: refused_cleanly,
+            writers: 1,
             fault: None,
         },
     ]
@@ -335,6 +344,7 @@ fn edit_rows() -> Vec<Row> {
                 Some("B\n") => refused_cleanly(s, r),
                 _ => Verdict::Lost("b.md was overwritten".into()),
             },
+            writers: 1,
             fault: None,
         },
         Row {
@@ -349,6 +359,7 @@ fn edit_rows() -> Vec<Row> {
                 }]
             },
             expect: |s, r| unchanged(s, r, "a.md", "A\n"),
+            writers: 1,
             fault: None,
         },
         Row {
@@ -358,6 +369,7 @@ fn edit_rows() -> Vec<Row> {
             plants: &[Plant::File("a.md", "one\ntwo\n")],
             commands: |_| vec![replace("three", "3")],
             expect: |s, r| unchanged(s, r, "a.md", "one\ntwo\n"),
+            writers: 1,
             fault: None,
         },
         Row {
@@ -367,6 +379,7 @@ fn edit_rows() -> Vec<Row> {
             plants: &[Plant::File("a.md", "x\nx\n")],
             commands: |_| vec![replace("x", "y")],
             expect: |s, r| unchanged(s, r, "a.md", "x\nx\n"),
+            writers: 1,
             fault: None,
         },
         Row {
@@ -382,6 +395,7 @@ fn edit_rows() -> Vec<Row> {
                 }]
             },
             expect: |s, r| unchanged(s, r, "a.md", "one\n"),
+            writers: 1,
             fault: None,
         },
         Row {
@@ -397,6 +411,7 @@ fn edit_rows() -> Vec<Row> {
                 }]
             },
             expect: |s, r| done(s, r, "a.md", "one\ntwo\nthree\n"),
+            writers: 1,
             fault: None,
         },
         Row {
@@ -414,6 +429,35 @@ fn edit_rows() -> Vec<Row> {
                 Some(_) => refused_or(r, "a.md is still there"),
                 None => done(s, r, "sub/c.md", "A\n"),
             },
+            writers: 1,
+            fault: None,
+        },
+        Row {
+            id: "lost-update",
+            what: "two sessions view a.md, then each edits a different line",
+            requires: "done: both edits are in the file",
+            plants: &[Plant::File("a.md", "x\ny\n")],
+            commands: |_| {
+                let edit = |old: &str, new: &str| Command::StrReplace {
+                    path: "/memories/a.md".into(),
+                    old_str: old.into(),
+                    new_str: new.into(),
+                };
+                vec![
+                    view("/memories/a.md"),
+                    view("/memories/a.md"),
+                    edit("x", "X"),
+                    edit("y", "Y"),
+                ]
+            },
+            expect: |s, r| match s.file("a.md").as_deref() {
+                Some("X\nY\n") => done(s, r, "a.md", "X\nY\n"),
+                Some(t) if t.contains('X') != t.contains('Y') => {
+                    Verdict::Lost(format!("one session's edit is gone: a.md holds {t:?}"))
+                }
+                _ => done(s, r, "a.md", "X\nY\n"),
+            },
+            writers: 2,
             fault: None,
         },
         Row {
@@ -428,6 +472,7 @@ fn edit_rows() -> Vec<Row> {
                 }]
             },
             expect: answered,
+            writers: 1,
             fault: None,
         },
         Row {
@@ -440,6 +485,7 @@ fn edit_rows() -> Vec<Row> {
                 Some("keep\n") => refused_cleanly(s, r),
                 _ => Verdict::Lost("a.md was overwritten".into()),
             },
+            writers: 1,
             fault: None,
         },
         Row {
@@ -453,6 +499,7 @@ fn edit_rows() -> Vec<Row> {
                 }]
             },
             expect: |s, r| unchanged(s, r, "a.md", "A\n"),
+            writers: 1,
             fault: None,
         },
     ]
@@ -499,16 +546,20 @@ pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> Lab
         Some(plan) => std::sync::Arc::new(Faulty::new(disk, plan.clone())),
         None => disk,
     };
-    let mut tool = match make(tool_fs, &s.root) {
-        Ok(t) => t,
-        Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
-    };
+    let mut tools = Vec::new();
+    for _ in 0..row.writers.max(1) {
+        match make(tool_fs.clone(), &s.root) {
+            Ok(t) => tools.push(t),
+            Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
+        }
+    }
     // The sandbox's random name never reaches a verdict: same bytes every run.
     let base = s.base.display().to_string();
     let plain = |t: &str| t.replace(&base, "$SANDBOX");
     let mut replies = Vec::new();
-    for c in (row.commands)(&s) {
-        match tool.execute(&c) {
+    for (i, c) in (row.commands)(&s).iter().enumerate() {
+        let n = tools.len();
+        match tools[i % n].execute(c) {
             Ok(Reply::Ok(t)) => replies.push(Reply::Ok(plain(&t))),
             Ok(Reply::Error(t)) => replies.push(Reply::Error(plain(&t))),
             Err(f) => {
@@ -520,7 +571,7 @@ pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> Lab
             }
         }
     }
-    drop(tool);
+    drop(tools);
     let after = beside(tmp, &s.base);
     if after != around {
         let new: Vec<&String> = after.iter().filter(|n| !around.contains(n)).collect();
@@ -683,6 +734,11 @@ pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
         })),
         "naive" => Some(Box::new(move |fs, root| {
             super::naive::Naive::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "cached" => Some(Box::new(move |fs, root| {
+            super::naive::Cached::new(fs, root)
                 .map(|t| Box::new(t) as Box<dyn MemoryTool>)
                 .map_err(fail)
         })),
