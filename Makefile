@@ -45,7 +45,7 @@ readme:
 selftest:
 	$(LAB) selftest
 
-## memtools: install the third-party memory-tool implementations at pinned versions (target/memtools, needs PyPI) and record their lab memcheck cards in scenarios/memtools/recorded.json; never run by CI
+## memtools: install the third-party memory-tool implementations at pinned versions (target/memtools, needs PyPI) and record their lab memcheck cards in lab/memory/tool/recorded.json; never run by CI
 memtools: build
 	LAB=target/release/lab sh scripts/memtools.sh
 

@@ -811,9 +811,9 @@ pub fn all_held(cards: &[Card]) -> bool {
 /// (`scripts/memtools.sh`: pinned installs, then `lab memcheck --format json`),
 /// kept in the repository so reports do not need the installs.
 pub fn recorded() -> LabResult<Vec<Card>> {
-    const TEXT: &str = include_str!("../../../scenarios/memtools/recorded.json");
+    const TEXT: &str = include_str!("recorded.json");
     serde_json::from_str(TEXT).map_err(|e| LabError::Input {
-        file: "scenarios/memtools/recorded.json".into(),
+        file: "lab/memory/tool/recorded.json".into(),
         line: e.line(),
         column: e.column(),
         message: e.to_string(),
@@ -848,7 +848,7 @@ pub fn report(cards: &[Card]) -> String {
          Every row of `lab memcheck` (Anthropic's client-side memory tool, `memory_20250818`) \
          against ctxlab's reference (`reference`), the deliberately broken implementation the \
          tests ship (`naive`), and the third-party implementations `make memtools` installs at \
-         pinned versions and records in `scenarios/memtools/recorded.json`. A row is `held` \
+         pinned versions and records in `lab/memory/tool/recorded.json`. A row is `held` \
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
          `full-disk-edit` needs the in-process fault backend and is skipped for processes.\n\n{}",
