@@ -121,6 +121,36 @@ where
     })
 }
 
+/// [`ordered`] for fallible work whose every result is wanted: the results
+/// in push order, or the first error (which stops the run).
+pub fn try_collect<T, R, E>(
+    jobs: usize,
+    produce: impl FnOnce(&mut dyn FnMut(T) -> bool) -> bool + Send,
+    work: impl Fn(T) -> Result<R, E> + Sync,
+) -> Result<Vec<R>, E>
+where
+    T: Send,
+    R: Send,
+    E: Send,
+{
+    let mut out = Vec::new();
+    let mut failed = None;
+    ordered(jobs, produce, work, |r| match r {
+        Ok(v) => {
+            out.push(v);
+            true
+        }
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
 /// Sets the stop flag when a worker unwinds, so the reader stops waiting
 /// for a slot its lost result would never free (the scope then re-raises
 /// the panic).

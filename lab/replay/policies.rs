@@ -374,9 +374,7 @@ fn run_policies(
 ) -> LabResult<Vec<Compared>> {
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::compact::root::current_backend();
-    let mut runs = Vec::with_capacity(names.len());
-    let mut failed = None;
-    crate::jobs::ordered(
+    crate::jobs::try_collect(
         jobs.min(names.len()),
         |push| names.iter().all(push),
         |name: &String| {
@@ -384,21 +382,7 @@ fn run_policies(
                 compare_set_up(label, messages, name, path_len, measure, setup)
             })
         },
-        |r| match r {
-            Ok(c) => {
-                runs.push(c);
-                true
-            }
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        },
-    );
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(runs),
-    }
+    )
 }
 
 /// Where `session`'s dumps go with `--dump` (`None` without). Called in

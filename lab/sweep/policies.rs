@@ -172,11 +172,9 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
     for n in &names {
         crate::policy::list::make(n)?;
     }
-    let mut out = Vec::new();
-    let mut failed = None;
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::compact::root::current_backend();
-    crate::jobs::ordered(
+    crate::jobs::try_collect(
         jobs,
         |push| {
             names
@@ -186,21 +184,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
         |(name, seed): (&String, u64)| {
             crate::compact::root::with_backend(backend, || run(name, seed, &rounds(seed)))
         },
-        |r| match r {
-            Ok(row) => {
-                out.push(row);
-                true
-            }
-            Err(e) => {
-                failed = Some(e);
-                false
-            }
-        },
-    );
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(out),
-    }
+    )
 }
 
 /// The sweep's rows, and per policy how many sessions it damaged.
