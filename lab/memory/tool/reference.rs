@@ -189,7 +189,7 @@ impl Reference {
 
     fn insert(&self, path: &str, at: i64, text: &str) -> Answer {
         let (full, content) = self.existing_file(path)?;
-        let mut lines = py_splitlines(&content);
+        let mut lines = crate::compact::course::splitlines(&content);
         let n = lines.len();
         let Some(at) = usize::try_from(at).ok().filter(|a| *a <= n) else {
             return Err(format!(
@@ -362,54 +362,12 @@ fn snippet(text: &str, changed: usize) -> String {
         .join("\n")
 }
 
-/// Python's `str.splitlines()`: every line boundary Python knows, ends dropped.
-fn py_splitlines(text: &str) -> Vec<&str> {
-    let is_break = |c: char| {
-        matches!(
-            c,
-            '\n' | '\r'
-                | '\u{b}'
-                | '\u{c}'
-                | '\u{1c}'
-                | '\u{1d}'
-                | '\u{1e}'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        )
-    };
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if !is_break(c) {
-            continue;
-        }
-        out.push(&text[start..i]);
-        start = i + c.len_utf8();
-        if c == '\r' && chars.peek().map(|p| p.1) == Some('\n') {
-            chars.next();
-            start += 1;
-        }
-    }
-    if start < text.len() {
-        out.push(&text[start..]);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn python_helpers_match_python() {
-        assert_eq!(
-            py_splitlines("a\nb\r\nc\rd\u{2028}e\n"),
-            vec!["a", "b", "c", "d", "e"]
-        );
-        assert_eq!(py_splitlines(""), Vec::<&str>::new());
-        assert_eq!(py_splitlines("\n"), vec![""]);
         assert_eq!(py_count("aaaa", "aa"), 2);
         assert_eq!(match_lines("aaa\naa", "aa"), vec![1, 1, 2]);
         assert_eq!(py_count("ab", ""), 3);
