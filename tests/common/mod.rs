@@ -180,3 +180,35 @@ pub fn tool_session(calls: usize, large: usize) -> Vec<ctxlab::message::Message>
     }]));
     out
 }
+
+/// GUIDE's GNU parallel recipe: run `lab ARGS --shard {}/N --format json >
+/// PART{}.json` for every shard in `dir`, and return the part files in shard
+/// order. `None` (after printing why) where GNU parallel is not installed.
+pub fn parallel_shards(dir: &Path, args: &str, n: usize, part: &str) -> Option<Vec<String>> {
+    let has_parallel = Command::new("parallel")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_parallel {
+        println!("GNU parallel is not installed: the parallel recipe of `lab {args} --shard` is not tested here");
+        return None;
+    }
+    let lab_bin = env!("CARGO_BIN_EXE_lab");
+    let job = format!("{lab_bin} {args} --shard {{}}/{n} --format json > {part}{{}}.json");
+    let shards: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    let status = Command::new("parallel")
+        .current_dir(dir)
+        .args(["--will-cite", &job, ":::"])
+        .args(&shards)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{job}");
+    let files = (0..n)
+        .map(|i| {
+            dir.join(format!("{part}{i}.json"))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    Some(files)
+}

@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use common::lab;
 
 const POLICIES: &str = "none,prototype,codex-cli,claude-code";
@@ -190,42 +188,13 @@ fn shard_and_merge_usage_errors_exit_2() {
 
 #[test]
 fn gnu_parallel_runs_the_replay_shards_and_merge_equals_the_whole() {
-    let has_parallel = Command::new("parallel")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_parallel {
-        println!("GNU parallel is not installed: the parallel recipe of replay --shard is not tested here");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let root = super::replay_jobs::mixed_corpus(dir.path(), 7);
-    let lab_bin = env!("CARGO_BIN_EXE_lab");
     // GUIDE.md's recipe: one job per shard, each writing its own part.
-    let status = Command::new("parallel")
-        .current_dir(dir.path())
-        .args([
-            "--will-cite",
-            &format!(
-                "{lab_bin} replay {root} --policy {POLICIES} --cost --shard {{}}/4 --format json > part{{}}.json"
-            ),
-            ":::",
-            "0",
-            "1",
-            "2",
-            "3",
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let files: Vec<String> = (0..4)
-        .map(|i| {
-            dir.path()
-                .join(format!("part{i}.json"))
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let args = format!("replay {root} --policy {POLICIES} --cost");
+    let Some(files) = common::parallel_shards(dir.path(), &args, 4, "part") else {
+        return;
+    };
     let (code, merged, err) = merge(&files, &["--format", "markdown"]);
     assert_eq!(code, 0, "{err}");
     let whole = ok(&[

@@ -3,8 +3,6 @@
 use crate::common;
 use common::lab;
 
-use std::process::Command;
-
 #[test]
 fn shards_merged_on_the_command_line_equal_the_unsharded_run() {
     let common = [
@@ -168,41 +166,12 @@ fn merge_refuses_the_options_it_would_ignore() {
 
 #[test]
 fn gnu_parallel_runs_the_shards_and_merge_equals_the_whole() {
-    let has_parallel = Command::new("parallel")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_parallel {
-        println!("GNU parallel is not installed: the parallel form of --shard is not tested here");
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
-    let lab_bin = env!("CARGO_BIN_EXE_lab");
     // The README's form: one job per shard, each writing its own JSON file.
-    let status = Command::new("parallel")
-        .current_dir(tmp.path())
-        .args([
-            "--will-cite",
-            &format!(
-                "{lab_bin} sweep --vary order,unseen_guard --path-len 80..100 --shard {{}}/4 --format json > shard{{}}.json"
-            ),
-            ":::",
-            "0",
-            "1",
-            "2",
-            "3",
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let files: Vec<String> = (0..4)
-        .map(|i| {
-            tmp.path()
-                .join(format!("shard{i}.json"))
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let args = "sweep --vary order,unseen_guard --path-len 80..100";
+    let Some(files) = common::parallel_shards(tmp.path(), args, 4, "shard") else {
+        return;
+    };
     let mut merge = vec!["sweep", "--merge"];
     merge.extend(files.iter().map(String::as_str));
     let (c1, merged, err) = lab(&merge);
