@@ -363,7 +363,10 @@ fn copy_seed_store(
     let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
     names.sort();
     for name in names {
-        let Some(n) = name.to_str().filter(|n| is_seed_file(n)) else {
+        let Some(n) = name
+            .to_str()
+            .filter(|n| super::store::is_memory_file_name(n))
+        else {
             continue;
         };
         let path = dir.join(n);
@@ -383,13 +386,6 @@ fn copy_seed_store(
             .map_err(|e| LabError::io("copying into the sandbox store", into.join(n), e))?;
     }
     Ok(())
-}
-
-/// A memory file's name as the store lists them.
-fn is_seed_file(name: &str) -> bool {
-    name.ends_with(".md")
-        && !name.starts_with('.')
-        && !name.eq_ignore_ascii_case(super::store::INDEX_FILE)
 }
 
 /// Read, parse and run a scenario file. Returns the counters and the failed

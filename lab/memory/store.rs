@@ -758,7 +758,7 @@ impl Store {
 }
 
 /// `*.md`, not hidden, not the index.
-fn is_memory_file_name(name: &str) -> bool {
+pub(crate) fn is_memory_file_name(name: &str) -> bool {
     name.ends_with(".md") && !name.starts_with('.') && !name.eq_ignore_ascii_case(INDEX_FILE)
 }
 
