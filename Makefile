@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run build test lint fmt bench readme schemas memtools reports reports-check selftest replay
+.PHONY: run build test lint fmt bench readme schemas memtools exec-examples reports reports-check selftest replay
 
 ## build: the release binary, with cargo's progress (the first build takes a while)
 build:
@@ -32,6 +32,7 @@ bench:
 	$(CARGO) bench --locked --bench pipeline
 	$(CARGO) bench --locked --bench import
 	$(CARGO) bench --locked --bench corpus
+	$(CARGO) bench --locked --bench exec
 
 ## schemas: regenerate lab/schemas/NAME.schema.json, the JSON Schemas of the JSON outputs, from the types
 schemas:
@@ -44,6 +45,10 @@ readme:
 
 selftest:
 	$(LAB) selftest
+
+## exec-examples: install LangChain and the AI SDK at pinned versions (target/exec-examples) for the live external-policy examples and their tests; .ci/run calls it
+exec-examples:
+	sh scripts/exec_examples.sh
 
 ## memtools: install the third-party memory-tool implementations at pinned versions (target/memtools, needs PyPI) and record their lab memcheck cards in lab/memory/tool/recorded.json; never run by CI
 memtools: build

@@ -530,6 +530,15 @@ pub const SCHEMAS: &[(&str, SchemaFn)] = &[
         "memtool-answer",
         crate::memory::tool::external::answer_schema,
     ),
+    (
+        "policy-request",
+        crate::policy::exec::protocol::request_schema,
+    ),
+    ("policy-hello", crate::policy::exec::protocol::hello_schema),
+    (
+        "policy-answer",
+        crate::policy::exec::protocol::answer_schema,
+    ),
 ];
 
 /// `lab schema [NAME]`: the schema, pretty-printed, or the list of names.

@@ -29,6 +29,8 @@
 //!   the checksum a shard's output carries.
 //! - [`jobs`]: worker threads whose results come out in input order
 //!   (`--jobs N`), with a bounded window of items in flight.
+//! - [`process`]: a process a user brings (an external policy or memory
+//!   tool), spoken to in JSON lines, timed out and killed with its group.
 //! - [`alloc`]: the global allocator of the binary, benches and examples
 //!   (mimalloc); no other module uses it.
 //!
@@ -105,6 +107,7 @@ pub mod memory;
 pub mod message;
 pub mod plot;
 pub mod policy;
+pub mod process;
 pub mod progress;
 pub mod pyjson;
 pub mod registry;

@@ -70,8 +70,20 @@ pub fn json<T: Serialize>(value: &T) -> String {
 /// The JSON Schema (draft 2020-12) of `T` as serialised: every JSON output
 /// and protocol is described by one (`lab schema`).
 pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
-    let generator = schemars::generate::SchemaSettings::draft2020_12()
-        .for_serialize()
-        .into_generator();
-    generator.into_root_schema_for::<T>().to_value()
+    schema_with::<T>(schemars::generate::SchemaSettings::draft2020_12().for_serialize())
+}
+
+/// The JSON Schema of what ctxlab reads as `T` (a protocol answer): a field
+/// with a default may be left out.
+pub fn input_schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+    schema_with::<T>(schemars::generate::SchemaSettings::draft2020_12().for_deserialize())
+}
+
+fn schema_with<T: schemars::JsonSchema>(
+    settings: schemars::generate::SchemaSettings,
+) -> serde_json::Value {
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }

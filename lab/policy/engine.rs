@@ -371,7 +371,7 @@ fn drive<M: Borrow<Message>>(
         if m.role == Role::Assistant {
             let now_ms = head.times_ms.and_then(|t| t.get(i).copied().flatten());
             if let Err(e) = walk.model_call(policy, env, observers, i, now_ms) {
-                if head.fail_fast {
+                if head.fail_fast || policy.errors_are_fatal() {
                     return Err(e);
                 }
                 walk.run.ended_by_error = Some(e.to_string());

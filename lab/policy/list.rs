@@ -81,9 +81,35 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// Build the policy `spec` names: a policy name (case-insensitive; `seed`
-/// is the course revision the seed analyses), or a [`super::variant`] of
-/// one (`NAME:KEY=VALUE…`, `NAME:FILE.toml`).
+/// is the course revision the seed analyses), a [`super::variant`] of
+/// one (`NAME:KEY=VALUE…`, `NAME:FILE.toml`), or an external process
+/// (`exec:CMD`, see [`super::exec`]) told that counts come from `tokens`
+/// and given `timeout` per answer.
+pub fn make_with(
+    spec: &str,
+    tokens: &str,
+    timeout: std::time::Duration,
+) -> LabResult<Box<dyn Policy>> {
+    match spec.strip_prefix(super::exec::PREFIX) {
+        Some(cmd) => Ok(Box::new(super::exec::Exec::start(cmd, tokens, timeout)?)),
+        None => make(spec),
+    }
+}
+
+/// Check that `spec` names a policy before any work, without starting an
+/// external one (that happens once per run, where it is used).
+pub fn check(spec: &str) -> LabResult<()> {
+    match spec.strip_prefix(super::exec::PREFIX) {
+        Some(cmd) => super::exec::check_command(cmd),
+        None => make(spec).map(drop),
+    }
+}
+
+/// Build a built-in policy or a variant of one (see [`make_with`]).
 pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
+    if spec.starts_with(super::exec::PREFIX) {
+        return make_with(spec, "approx", super::exec::DEFAULT_TIMEOUT);
+    }
     let (name, overrides) = super::variant::parse(spec)?;
     let policy = make_named(&name)?;
     if overrides.is_empty() {

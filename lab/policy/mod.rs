@@ -22,6 +22,7 @@
 pub mod check;
 pub mod course;
 pub mod engine;
+pub mod exec;
 pub mod experiments;
 pub mod list;
 pub mod model;
@@ -78,7 +79,9 @@ pub struct PolicyInfo {
 }
 
 /// The unit a policy measures its budget in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     /// Characters of `len(json.dumps(messages))` (the course).
@@ -325,6 +328,13 @@ pub trait Policy: Send {
     /// engine then gives the checker these instead of the run's.
     fn own_storage(&self) -> Option<(crate::storage::Shared, PathBuf)> {
         None
+    }
+
+    /// Whether an error of this policy ends the replay (exit 3) instead of
+    /// being recorded as the end of its run: a process the user brings that
+    /// misbehaves is a failure of the setup, not a finding about a design.
+    fn errors_are_fatal(&self) -> bool {
+        false
     }
 
     /// Override constants by their upstream names (a [`variant`]). Designs

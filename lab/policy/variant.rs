@@ -137,6 +137,10 @@ impl Policy for Variant {
     fn configure(&mut self, overrides: &Overrides) -> Result<(), String> {
         self.inner.configure(overrides)
     }
+
+    fn errors_are_fatal(&self) -> bool {
+        self.inner.errors_are_fatal()
+    }
 }
 
 #[cfg(test)]

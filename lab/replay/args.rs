@@ -90,6 +90,10 @@ pub struct ReplayArgs {
     /// policies run in parallel; the output is the same bytes for every N.
     #[arg(long, value_name = "N", value_parser = crate::jobs::parse_jobs, requires = "policy")]
     pub jobs: Option<usize>,
+    /// With --policy exec:CMD: seconds an external policy may take to
+    /// answer one line before the replay stops with exit 3 [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, requires = "policy")]
+    pub exec_timeout: Option<std::time::Duration>,
     /// With --policy on a corpus: replay only the sessions whose index (in
     /// corpus order) is i mod n, as a checksummed part for --merge (needs
     /// --format json). GUIDE.md has GNU parallel and Slurm recipes.
@@ -251,6 +255,7 @@ fn replay_policies(
         tokens: a.tokens,
         envelope: a.envelope,
         dump: a.dump.map(|d| (d, a.wire)),
+        exec_timeout: a.exec_timeout,
     };
     let outputs = super::Outputs {
         plot: a.plot,
@@ -267,4 +272,12 @@ fn replay_policies(
     super::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, outputs, format,
     )
+}
+
+/// `--exec-timeout`: a positive number of seconds, at most a day.
+pub fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(secs)),
+        _ => Err(format!("`{s}` is not a number of seconds in (0, 86400]")),
+    }
 }

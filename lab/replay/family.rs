@@ -41,6 +41,9 @@ pub fn group(name: &str) -> &'static str {
 /// The family of policy `name` (`PolicyInfo::family`: the product or
 /// paper it ports), or its group for a name the list does not know.
 pub fn family(name: &str) -> String {
+    if name.starts_with(crate::policy::exec::PREFIX) {
+        return "external".into();
+    }
     match crate::policy::list::make(name) {
         Ok(p) => p.info().family.to_string(),
         Err(_) => group(name).to_string(),

@@ -37,7 +37,14 @@ fn make_for(
     messages: &[Message],
     path_len: usize,
     product: Option<&Product>,
+    measure: &Measure,
 ) -> LabResult<Box<dyn Policy>> {
+    if spec.starts_with(crate::policy::exec::PREFIX) {
+        let timeout = measure
+            .exec_timeout
+            .unwrap_or(crate::policy::exec::DEFAULT_TIMEOUT);
+        return list::make_with(spec, measure.tokens.counter().name(), timeout);
+    }
     let (name, overrides) = crate::policy::variant::parse(spec)?;
     let policy = make_base(&name, messages, path_len, product)?;
     if overrides.is_empty() {
@@ -125,6 +132,9 @@ pub struct Measure {
     pub tokens: crate::tokens::Tokens,
     /// `--dump DIR` and its `--wire`: every request written there.
     pub dump: Option<(PathBuf, crate::replay::wire::WireChoice)>,
+    /// `--exec-timeout`: how long an external policy may take per answer
+    /// (`None`: [`crate::policy::exec::DEFAULT_TIMEOUT`]).
+    pub exec_timeout: Option<std::time::Duration>,
 }
 
 /// One session under one policy.
@@ -168,7 +178,7 @@ pub fn compare_set_up(
     // The run that is reported, costs included, is the session itself;
     // retention plants its facts in a second run of a fresh policy, so
     // measuring it never changes what it sits beside.
-    let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
+    let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
     let mut cost = crate::cache::observe::CostObserver::new(setup.prefix.tokens as u64, None);
     let mut dumper = setup
         .dump
@@ -195,7 +205,7 @@ pub fn compare_set_up(
         d.finish()?;
     }
     let retention = if measure.retention {
-        let mut policy = make_for(name, messages, path_len, setup.product.as_ref())?;
+        let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
         let (planted, facts) = plant(messages, &Position::ALL);
         let mut retention = Retention::for_session(&planted, facts);
         run_observed(
@@ -281,7 +291,7 @@ pub fn replay_files_on(
 ) -> LabResult<(Vec<Compared>, Sessions)> {
     let names = expand_names(names);
     for n in &names {
-        list::make(n)?;
+        list::check(n)?;
     }
     let mut out = Vec::new();
     let mut info = Sessions::default();

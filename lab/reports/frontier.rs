@@ -80,6 +80,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         }),
         tokens: crate::tokens::Tokens::Approx,
         dump: None,
+        exec_timeout: None,
     };
     let messages = session();
     crate::policy::list::names()

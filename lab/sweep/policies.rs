@@ -170,7 +170,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
     }
     let names = crate::replay::policies::expand_names(names);
     for n in &names {
-        crate::policy::list::make(n)?;
+        crate::policy::list::check(n)?;
     }
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::compact::root::current_backend();

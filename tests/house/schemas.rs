@@ -254,3 +254,47 @@ fn memory_tool_protocol_lines_validate() {
         json!("Successfully deleted /memories/b.md")
     );
 }
+
+#[test]
+fn external_policy_protocol_lines_validate() {
+    let (request, hello, answer) = (
+        checked_in("policy-request"),
+        checked_in("policy-hello"),
+        checked_in("policy-answer"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let session = common::write(
+        dir.path(),
+        "s.json",
+        &serde_json::to_string(&common::tool_session(4, 1)).unwrap(),
+    );
+    let seen = dir.path().join("seen.jsonl");
+    let hello_line = r#"{"protocol":"ctxlab.policy/1","summary":"echo","pointer_rules":[{"rule":"after","open":"see: "}]}"#;
+    let script = format!(
+        "read l\necho \"$l\" >> '{}'\necho '{hello_line}'\nn=0\nwhile read l; do n=$((n+1)); echo \"$l\" >> '{}'; echo \"{{\\\"id\\\":$n}}\"; done\n",
+        seen.display(),
+        seen.display()
+    );
+    let script = common::write(dir.path(), "echo.sh", &script);
+    let spec = format!("exec:sh {}", script.display());
+    lab_ok(&["replay", session.to_str().unwrap(), "--policy", &spec]);
+    let lines = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(
+        lines.lines().count(),
+        1 + 5,
+        "hello and one prepare per call"
+    );
+    for line in lines.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let errs = errors(&request, &v);
+        assert!(errs.is_empty(), "{line}: {errs:#?}");
+    }
+    assert!(errors(&hello, &serde_json::from_str(hello_line).unwrap()).is_empty());
+    let good = json!({"id": 3, "request": [{"role": "user", "content": "x"}], "events": [{"event": "dropped", "messages": 2, "why": "window"}], "writes": [{"path": "a/b.txt", "content": "y"}]});
+    assert!(errors(&answer, &good).is_empty(), "{good}");
+    let bad = json!({"id": 3, "events": [{"event": "dropped"}]});
+    assert!(
+        !errors(&answer, &bad).is_empty(),
+        "an event without its fields"
+    );
+}

@@ -6,6 +6,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod exec_live;
+mod exec_protocol;
 mod policy_engine;
 mod policy_search;
 mod policy_zoo_a;
