@@ -19,6 +19,7 @@ pub mod run;
 pub mod shard;
 pub mod spec;
 pub mod thresholds;
+pub mod variants;
 
 use crate::error::LabResult;
 use crate::render::Format;
@@ -80,6 +81,8 @@ pub struct SweepArgs {
     #[arg(long, conflicts_with = "merge", default_value = "prototype")]
     pub profile: String,
     /// Switches to vary, comma separated, or `all` [default: order,unseen_guard,pair_protection,idempotent_placeholders,save_before_omit].
+    /// With --policy NAME: the policy's constants, `KEY=A..B:STEP` or
+    /// `KEY=V1|V2`, comma separated (one variant per combination).
     #[arg(long, conflicts_with = "merge")]
     pub vary: Option<String>,
     /// Path lengths: N, A..B or A..B:STEP (inclusive), comma separated.
@@ -106,8 +109,13 @@ pub struct SweepArgs {
     pub format: Format,
     /// Sweep policies instead (`lab policies`; `all` for every one): seeds
     /// 0..N as generated sessions through the policy engine.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["merge", "shard", "vary"])]
+    /// With --vary KEY=A..B:STEP: the policy's constants are swept instead.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["merge", "shard"])]
     pub policy: Vec<String>,
+    /// With --policy and --vary: real session files, directories or globs
+    /// to replay each variant on (instead of generated sessions).
+    #[arg(long, num_args = 1.., value_name = "PATH", requires = "vary")]
+    pub sessions: Vec<std::path::PathBuf>,
 }
 
 /// Progress lines are printed every this many cells.
@@ -116,6 +124,9 @@ const PROGRESS_EVERY: usize = 200;
 /// Run `lab sweep`; returns what to print.
 pub fn command(args: &SweepArgs) -> LabResult<String> {
     use std::io::IsTerminal;
+    if let (false, Some(vary)) = (args.policy.is_empty(), &args.vary) {
+        return variant_sweep(args, vary);
+    }
     if !args.policy.is_empty() {
         let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
         let rows = crate::sweep::policies::sweep_on(&args.policy, args.seeds, jobs)?;
@@ -157,6 +168,25 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
         )?
     };
     Ok(render::sweep(&result, args.format))
+}
+
+/// `lab sweep --policy NAME --vary KEY=…`: one policy's constants swept.
+fn variant_sweep(args: &SweepArgs, vary: &str) -> LabResult<String> {
+    let [policy] = args.policy.as_slice() else {
+        return Err(crate::error::LabError::usage(
+            "--vary sweeps the constants of one policy",
+            "name one policy: --policy NAME --vary KEY=A..B:STEP",
+        ));
+    };
+    let axes = variants::parse_axes(vary)?;
+    let sessions = if args.sessions.is_empty() {
+        variants::Sessions::Seeds(args.seeds)
+    } else {
+        variants::Sessions::Files(args.sessions.clone())
+    };
+    let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
+    let sweep = variants::run(policy, axes, &sessions, jobs)?;
+    Ok(variants::render(&sweep, args.format))
 }
 
 #[cfg(test)]

@@ -122,6 +122,8 @@ pub struct Row {
     pub invalid_requests: u64,
     /// Largest request in tokens.
     pub peak_tokens: usize,
+    /// What the policy did (compactions, clearings, drops).
+    pub events: usize,
 }
 
 impl Row {
@@ -151,6 +153,7 @@ fn run(policy: &str, seed: u64, rounds: &[Round]) -> LabResult<Row> {
         dangling_pointers: f.dangling_pointers.count,
         invalid_requests: c.run.invalid_requests,
         peak_tokens: c.run.calls.iter().map(|x| x.tokens).max().unwrap_or(0),
+        events: c.run.events.len(),
     })
 }
 

@@ -110,7 +110,7 @@ fn unknown_constants_wrong_values_and_fixed_policies_are_refused() {
         ),
         ("codex-cli:context_window=many", "bad value"),
         (
-            "goose-auto-compact:x=1",
+            "openhands-recent:max_events=5",
             "this policy has no constants a variant can set",
         ),
         ("codex-cli:=1", "an override without a name"),
@@ -120,5 +120,33 @@ fn unknown_constants_wrong_values_and_fixed_policies_are_refused() {
         assert_eq!(code, 2, "{spec}: {err}");
         assert!(out.is_empty(), "{spec}");
         assert!(err.contains(want), "{spec}: {err}");
+    }
+}
+
+#[test]
+fn policies_with_a_table_of_switches_take_variants() {
+    for spec in [
+        "langchain-clear-tool-uses:keep=7",
+        "langchain-summarization:keep_messages=5",
+        "vercel-prune-messages:reasoning=all",
+        "goose-auto-compact:threshold=0.5",
+        "aider-chat-summary:max_tokens=4096",
+        "roo-code-auto-condense:auto_condense_context_percent=50",
+        "openai-realtime-auto:retention_ratio=0.5",
+    ] {
+        let base = spec.split(':').next().unwrap();
+        let default = ctxlab::policy::list::make(base).unwrap().info();
+        let variant = ctxlab::policy::list::make(spec).unwrap().info();
+        assert_eq!(variant.name, spec);
+        assert_ne!(
+            variant.constants, default.constants,
+            "{spec} changed nothing it lists"
+        );
+        let unknown = format!("{base}:no_such_constant=1");
+        let err = ctxlab::policy::list::make(&unknown)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("known: "), "{unknown}: {err}");
     }
 }

@@ -9,3 +9,4 @@ mod common;
 mod input_props;
 mod sweep_cli;
 mod sweep_unit;
+mod sweep_variants;

@@ -129,6 +129,10 @@ impl GooseCompaction {
 }
 
 impl Policy for Goose {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: "goose-auto-compact".into(),

@@ -352,6 +352,10 @@ fn over_limit(kept: usize, limit: usize) -> LabError {
 }
 
 impl Policy for Realtime {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         let (name, summary) = match self.config.truncation {
             Mode::RetentionRatio => (

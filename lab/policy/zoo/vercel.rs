@@ -285,6 +285,10 @@ pub fn prune_messages() -> Box<dyn Policy> {
 }
 
 impl Policy for Vercel {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: "vercel-prune-messages".into(),

@@ -195,6 +195,10 @@ fn current_start(history: &[Message]) -> usize {
 }
 
 impl Policy for Aider {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: "aider-chat-summary".into(),

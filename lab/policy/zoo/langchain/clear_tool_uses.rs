@@ -144,6 +144,10 @@ pub fn clear_tool_uses() -> Box<dyn Policy> {
 }
 
 impl Policy for ClearToolUses {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: "langchain-clear-tool-uses".into(),

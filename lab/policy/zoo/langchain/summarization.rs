@@ -94,6 +94,10 @@ pub fn summarization() -> Box<dyn Policy> {
 }
 
 impl Policy for Summarization {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: "langchain-summarization".into(),
