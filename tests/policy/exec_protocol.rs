@@ -225,3 +225,27 @@ fn a_command_that_cannot_start_or_greet_is_refused_before_any_replay() {
     ]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn lab_check_runs_an_external_policy_against_its_expectations() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    let echo = policy(dir.path(), "echo.sh", ECHO);
+    let crash = policy(dir.path(), "crash.sh", "  exit 9");
+    let check = |spec: &str, expect: &str| {
+        let file = format!(
+            "sessions = [{:?}]\npolicies = [{spec:?}]\nexpect = [{expect:?}]\n",
+            s.display().to_string()
+        );
+        let path = common::write(dir.path(), "c.toml", &file);
+        common::lab(&["check", path.to_str().unwrap()])
+    };
+    let (code, out, err) = check(&echo, "calls == none");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("holds"), "{out}");
+    let (code, _, err) = check(&echo, "events > 0");
+    assert_eq!(code, 1, "an echo does nothing: {err}");
+    let (code, _, err) = check(&crash, "calls == none");
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("crash.sh") && err.contains("call 0"), "{err}");
+}
