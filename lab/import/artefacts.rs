@@ -80,6 +80,21 @@ pub fn lines_without_product_artefacts(session: &ImportedSession) -> Vec<usize> 
         .collect()
 }
 
+/// The time of each message [`without_product_artefacts`] keeps, or `None`
+/// when the log records no times.
+pub fn times_without_product_artefacts(session: &ImportedSession) -> Option<Vec<Option<u64>>> {
+    if session.main_times_ms.is_empty() {
+        return None;
+    }
+    let drop = product_artefacts(session);
+    Some(
+        (0..session.main.len())
+            .filter(|i| drop.binary_search(i).is_err())
+            .map(|i| session.main_times_ms.get(i).copied().flatten())
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,6 +95,8 @@ struct MessageRec {
     only_results: bool,
     /// The content carries a tool result.
     has_results: bool,
+    /// `timestamp`, in milliseconds since the Unix epoch, when it parses.
+    time_ms: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -446,6 +448,10 @@ impl Records {
             body: span.map_or(Body::Held(content), Body::At),
             compact_summary,
             sent,
+            time_ms: v
+                .get("timestamp")
+                .and_then(Value::as_str)
+                .and_then(super::times::parse_rfc3339_ms),
         })))
     }
 
@@ -634,6 +640,7 @@ impl Records {
         session.real_compactions = session.real_compaction_meta.iter().map(|c| c.at).collect();
         session.starts_with_summary = starts_with_summary;
         session.main_lines = origins.iter().map(|o| o.line).collect();
+        session.main_times_ms = super::times::since_start(origins.iter().map(|o| o.time_ms));
         session.main_sent_chars = kept.sent;
         session.main = kept.msgs;
         Ok(())
@@ -845,7 +852,10 @@ impl Records {
                 plan.msgs.push(Planned {
                     role: t.role,
                     parts: vec![t.body],
-                    origin: Origin::at(pos.0, pos.1, 0),
+                    origin: Origin {
+                        time_ms: t.time_ms,
+                        ..Origin::at(pos.0, pos.1, 0)
+                    },
                 });
                 sent.push(vec![t.sent]);
                 ids.push(
@@ -1108,6 +1118,7 @@ struct Slim {
     is_compact_summary: Option<serde_json::Value>,
     subtype: Option<serde_json::Value>,
     compact_metadata: Option<serde_json::Value>,
+    timestamp: Option<serde_json::Value>,
     message: Option<SlimMessage>,
 }
 
@@ -1140,6 +1151,7 @@ pub(crate) fn slim_record(text: &[u8]) -> serde_json::Result<serde_json::Value> 
     put("isCompactSummary", slim.is_compact_summary);
     put("subtype", slim.subtype);
     put("compactMetadata", slim.compact_metadata);
+    put("timestamp", slim.timestamp);
     if let Some(m) = slim.message {
         let mut message = Map::new();
         if let Some(id) = m.id {

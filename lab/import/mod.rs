@@ -69,6 +69,7 @@ pub mod openai;
 mod repair;
 pub mod sniff;
 pub mod text_action;
+pub mod times;
 pub mod trajectories;
 
 mod claude_records;
@@ -351,6 +352,11 @@ pub struct ImportedSession {
     /// 1-based source line of the (first) record behind each `main` message
     /// (0 for messages the importer synthesized).
     pub main_lines: Vec<usize>,
+    /// When each `main` message was written, in milliseconds since the
+    /// session's first recorded time (`None` for a message without one);
+    /// empty when the log records no times. Time-based rules (an idle gap,
+    /// the prompt cache's TTL) read it.
+    pub main_times_ms: Vec<Option<u64>>,
     /// The course's size of each `main` message as recorded:
     /// `len(json.dumps(message, default=str, ensure_ascii=False))` of the
     /// message as the file holds it (image data, thinking signatures,
@@ -473,6 +479,7 @@ impl ImportedSession {
             system: Vec::new(),
             main: Vec::new(),
             main_lines: Vec::new(),
+            main_times_ms: Vec::new(),
             main_sent_chars: Vec::new(),
             main_from_sidechain: None,
             sidechains: Vec::new(),
@@ -948,6 +955,9 @@ pub(crate) struct Origin {
     pub(crate) recorded: usize,
     /// `recorded` minus the lab's size, fixed before repairs change the message.
     pub(crate) extra: i64,
+    /// When the record was written, milliseconds since the Unix epoch (logs
+    /// that record it).
+    pub(crate) time_ms: Option<u64>,
 }
 
 impl Origin {
@@ -958,6 +968,7 @@ impl Origin {
             column,
             recorded,
             extra: 0,
+            time_ms: None,
         }
     }
 }

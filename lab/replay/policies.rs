@@ -117,6 +117,10 @@ pub struct SessionSetup {
     pub product: Option<Product>,
     /// Where every request goes with `--dump`.
     pub dump: Option<crate::replay::dump::DumpTarget>,
+    /// When each replayed message was written (ms since the session's
+    /// start), where the log records it: time-based rules and the prompt
+    /// cache's TTL read it.
+    pub times_ms: Option<Vec<Option<u64>>>,
 }
 
 /// What to measure besides the checker's verdict.
@@ -179,7 +183,10 @@ pub fn compare_set_up(
     // retention plants its facts in a second run of a fresh policy, so
     // measuring it never changes what it sits beside.
     let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
-    let mut cost = crate::cache::observe::CostObserver::new(setup.prefix.tokens as u64, None);
+    let mut cost = crate::cache::observe::CostObserver::new(
+        setup.prefix.tokens as u64,
+        setup.times_ms.as_deref(),
+    );
     let mut dumper = setup
         .dump
         .clone()
@@ -242,7 +249,7 @@ fn run_observed(
     let session = Session {
         name: label,
         messages,
-        times_ms: None,
+        times_ms: setup.times_ms.as_deref(),
     };
     let mut env = Env {
         tokens: measure.tokens.counter(),
@@ -446,6 +453,7 @@ pub fn set_up(
             basis: Some(envelope.basis),
             product,
             dump: None,
+            times_ms: crate::import::artefacts::times_without_product_artefacts(session),
         },
         log,
     ))

@@ -9,5 +9,6 @@ mod common;
 mod cache_props;
 mod cost_cli;
 mod cost_report;
+mod message_times;
 mod prices_cli;
 mod recorded_dollars;

@@ -86,6 +86,11 @@ pub struct Switches {
     pub preview_bytes: usize,
     /// Tools whose results microcompaction may clear (mirrors).
     pub compactable_tools: Vec<String>,
+    /// Whether old results are cleared after an idle gap at all (the
+    /// mirrors' time-based microcompaction; the releases read for
+    /// `triggers.json`, 2.0.5 to 2.1.38, do not have it, so a replay of
+    /// their logs runs without it).
+    pub idle_microcompact: bool,
     /// Idle gap, in minutes, after which microcompaction clears (lab's choice: 60).
     pub idle_gap_minutes: u64,
     /// Newest compactable results kept by microcompaction (lab's choice: 5).
@@ -114,6 +119,7 @@ impl Default for Switches {
             ]
             .map(String::from)
             .to_vec(),
+            idle_microcompact: true,
             idle_gap_minutes: 60,
             keep_recent: 5,
         }
@@ -231,7 +237,7 @@ impl ClaudeCode {
         events: &mut Vec<PolicyEvent>,
     ) {
         let threshold = self.switches.idle_gap_minutes as f64;
-        if !time_mc::fires(self.last_call_ms, now, threshold) {
+        if !self.switches.idle_microcompact || !time_mc::fires(self.last_call_ms, now, threshold) {
             return;
         }
         events.extend(time_mc::clear_old(

@@ -49,6 +49,8 @@ pub struct Rule {
     /// Whether the count adds the messages that arrived since the last
     /// response (else it is that response's usage alone).
     pub counts_arrivals: bool,
+    /// Whether the release clears old results after an idle gap.
+    pub idle_microcompact: bool,
     /// What the code says, in words.
     pub source: String,
 }
@@ -107,6 +109,7 @@ impl Triggers {
             output_reserve: rule.reserve_cap.map_or(max_output, |c| max_output.min(c)),
             autocompact_buffer: rule.buffer,
             counts_arrivals: rule.counts_arrivals,
+            idle_microcompact: rule.idle_microcompact,
             ..Switches::default()
         }
     }
