@@ -11,6 +11,7 @@ pub mod codex_cli;
 pub mod gemini_cli;
 pub mod gemini_cli_mask;
 pub mod goose;
+pub mod hermes_lean;
 pub mod langchain;
 pub mod openai_realtime;
 pub mod opencode;
