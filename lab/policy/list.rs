@@ -19,6 +19,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ),
         (zoo::anthropic_compact::NAME, zoo::anthropic_compact::make),
         (zoo::codex_cli::NAME, zoo::codex_cli::make),
+        (zoo::codex_truncate::NAME, zoo::codex_truncate::make),
         (zoo::opencode::NAME, zoo::opencode::make),
         (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
         (zoo::gemini_cli_mask::NAME, zoo::gemini_cli_mask::make),

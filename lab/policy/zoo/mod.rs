@@ -8,6 +8,7 @@ pub mod anthropic_clear_tool_uses;
 pub mod anthropic_compact;
 pub mod claude_code;
 pub mod codex_cli;
+pub mod codex_truncate;
 pub mod gemini_cli;
 pub mod gemini_cli_mask;
 pub mod goose;
