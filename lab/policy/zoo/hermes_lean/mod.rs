@@ -253,10 +253,11 @@ impl Window<'_> {
         let budget = self.switches.tail_token_budget();
         let ceiling = self.switches.soft_ceiling(budget);
         let available = n.saturating_sub(head_end + 1);
+        // `max(3, min(protect_last_n, _MAX_TAIL_MESSAGE_FLOOR))`.
         let floor = self
             .switches
             .protect_last_n
-            .clamp(3, MAX_TAIL_MESSAGE_FLOOR.max(3));
+            .clamp(3, MAX_TAIL_MESSAGE_FLOOR);
         let min_tail = if available > 1 {
             floor.min(available.saturating_sub(2).max(3)).min(available)
         } else {
