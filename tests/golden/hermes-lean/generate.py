@@ -12,14 +12,16 @@ upstream's agent/ tree. The functions run here are taken from its
 agent/context_compressor.py by name, as they are (Python's ast, no edit),
 and executed in one namespace with agent/compression_marker.py; only
 `drop_stale_api_content` (a sidecar cleaner) and the logger are stubbed.
-`_lean_recovery_stub`, `_synthetic_user_row`, `_build_recovery_footer`,
-`_build_anchor_index` and their constants are byte for byte those of
-upstream's stored agent/context_compressor.py that lab/policy/zoo/hermes_lean
-follows; `_build_verbatim_user_section` there cuts long messages with
+The code of `_lean_recovery_stub`, `_synthetic_user_row`,
+`_build_recovery_footer`, `_build_anchor_index` and their constants is that
+of upstream's stored agent/context_compressor.py that
+lab/policy/zoo/hermes_lean follows (comments and docstrings are wrapped
+differently); `_build_verbatim_user_section` there cuts long messages with
 " …[truncated]" where this package uses `elide`, so the transcript's user
 messages stay under both limits (the cut is tested in Rust, derived).
-`_demote_stale_tail_tools` is a method: it runs with a stand-in `self`
-holding `_session_id` and `quiet_mode`.
+`_demote_stale_tail_tools` (a method, run with a stand-in `self` holding
+`_session_id` and `quiet_mode`) is the package's: the stored upstream
+version could not be read past the code index's search window.
 """
 import ast
 import json
