@@ -19,6 +19,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ),
         (zoo::anthropic_compact::NAME, zoo::anthropic_compact::make),
         (zoo::codex_cli::NAME, zoo::codex_cli::make),
+        (zoo::codex_truncate::NAME, zoo::codex_truncate::make),
         (zoo::opencode::NAME, zoo::opencode::make),
         (zoo::gemini_cli::NAME, zoo::gemini_cli::make),
         (zoo::gemini_cli_mask::NAME, zoo::gemini_cli_mask::make),
@@ -63,6 +64,8 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ),
         ("vercel-prune-messages", super::zoo::vercel::prune_messages),
         ("goose-auto-compact", super::zoo::goose::auto_compact),
+        (zoo::hermes_lean::NAME, zoo::hermes_lean::make),
+        (zoo::jev_drop_tools::NAME, zoo::jev_drop_tools::make),
         (zoo::roo_code::NAME, zoo::roo_code::auto_condense),
         (zoo::openai_realtime::NAME_AUTO, zoo::openai_realtime::auto),
         (

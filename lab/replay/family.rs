@@ -8,7 +8,7 @@
 /// The groups, in display order.
 pub const GROUPS: [&str; 6] = [
     "baseline and course",
-    "Claude Code and Gemini CLI",
+    "Claude Code, Codex and Gemini CLI",
     "coding agents",
     "SWE-agent",
     "OpenHands",
@@ -25,7 +25,7 @@ pub fn group(name: &str) -> &'static str {
         || crate::policy::course::CoursePolicy::names().contains(&n.as_str())
     {
         GROUPS[0]
-    } else if starts(&["claude-code", "gemini-cli"]) {
+    } else if starts(&["claude-code", "codex-", "gemini-cli"]) {
         GROUPS[1]
     } else if starts(&["swe-agent"]) {
         GROUPS[3]
@@ -73,8 +73,12 @@ mod tests {
             assert!((1..=7).contains(&n), "{g}: {n}");
         }
         assert_eq!(group("swe-agent-mask-5"), "SWE-agent");
-        assert_eq!(group("gemini-cli-mask"), "Claude Code and Gemini CLI");
-        assert_eq!(group("codex-cli"), "coding agents");
+        assert_eq!(
+            group("gemini-cli-mask"),
+            "Claude Code, Codex and Gemini CLI"
+        );
+        assert_eq!(group("codex-truncate"), "Claude Code, Codex and Gemini CLI");
+        assert_eq!(group("hermes-lean"), "coding agents");
         assert_eq!(group("course-main"), "baseline and course");
         for a in &names {
             for b in &names {

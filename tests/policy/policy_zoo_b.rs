@@ -273,12 +273,13 @@ fn openai_realtime_with_a_small_limit_stays_valid() {
     }
 }
 
-/// Claude Code's time-based and API microcompact and Gemini CLI's masking
-/// with thresholds low enough to act, on a session whose messages are 61
-/// minutes apart (every gap a cold cache; the importers keep no times, so
-/// the lab gives them): each acts on the synthetic session, and on it and
-/// every real transcript no request breaks a rule `none`'s does not and no
-/// pointer dangles.
+/// Claude Code's time-based and API microcompact, Gemini CLI's masking,
+/// Hermes' lean compaction, Jev-style drop-tools and Codex's truncation with
+/// thresholds low enough to act, on a session whose messages are 61 minutes
+/// apart (every gap a cold cache; the importers keep no times, so the lab
+/// gives them): each acts on the synthetic session, and on it and every real
+/// transcript no request breaks a rule `none`'s does not and no pointer
+/// dangles.
 #[test]
 fn the_microcompact_and_masking_ports_act_and_stay_valid() {
     let acting = [
@@ -286,6 +287,12 @@ fn the_microcompact_and_masking_ports_act_and_stay_valid() {
         r#"claude-code-time-mc:keepRecent=2:COMPACTABLE_TOOLS=["bash","Bash","Read"]"#,
         "claude-code-api-mc:API_MAX_INPUT_TOKENS=3000:API_TARGET_INPUT_TOKENS=2500",
         "gemini-cli-mask:DEFAULT_TOOL_PROTECTION_THRESHOLD=1000:DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD=500",
+        // A 20k window (threshold raised to 75 %) and a 2k tail.
+        "hermes-lean:context_length=20000:LEAN_TAIL_FLOOR_TOKENS=2000:LEAN_TAIL_CAP_TOKENS=2000",
+        "jev-drop-tools:context_length=20000",
+        // Results over 384 bytes (1.2 × 80 tokens) are cut; with its
+        // defaults it cuts outputs over 48,000 bytes.
+        "codex-truncate:limit=80",
     ];
     for (name, messages) in &synthetic_and_real() {
         let times: Vec<Option<u64>> = (0..messages.len() as u64)
