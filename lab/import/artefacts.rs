@@ -1,6 +1,7 @@
 //! The product's own compaction artefacts in an imported session: what a
 //! real compaction left in the history (Claude Code: the continuation
-//! summary, and after a `/compact` the command's echo), as opposed to what
+//! summary, and after a `/compact` the command's echo; Gemini CLI: the
+//! `<state_snapshot>` turn and the model's acknowledgement), as opposed to what
 //! the user and the tools sent.
 //!
 //! The compaction boundary record itself is no message, so it is never in
@@ -37,9 +38,14 @@ fn is_command_echo(m: &Message) -> bool {
             .is_some_and(|t| COMMAND_ECHOES.iter().any(|e| t.trim_start().starts_with(e)))
 }
 
+/// Is `m` the model turn Gemini CLI's compression puts after its summary?
+fn is_compression_ack(m: &Message) -> bool {
+    m.role == Role::Assistant && first_text(m) == Some(super::gemini::COMPRESSION_ACK)
+}
+
 /// Indices in `main` of the product's compaction artefacts, ascending: at
-/// each real compaction the summary message, then any `/compact` echo right
-/// after it. A summary that opens the file with no history before it stays
+/// each real compaction the summary message, then any `/compact` echo or
+/// compression acknowledgement right after it. A summary that opens the file with no history before it stays
 /// (nothing in the file is left to summarise: it is the session's start).
 pub fn product_artefacts(session: &ImportedSession) -> Vec<usize> {
     let mut out = Vec::new();
@@ -51,9 +57,9 @@ pub fn product_artefacts(session: &ImportedSession) -> Vec<usize> {
             continue;
         }
         out.push(c.at);
-        out.extend(
-            (c.at + 1..session.main.len()).take_while(|&j| is_command_echo(&session.main[j])),
-        );
+        out.extend((c.at + 1..session.main.len()).take_while(|&j| {
+            is_command_echo(&session.main[j]) || is_compression_ack(&session.main[j])
+        }));
     }
     out
 }

@@ -15,6 +15,7 @@
 //! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
 //! | aider chat log (`# aider chat started at`, `#### ` user lines, `> ` tool lines), one session per header | `.aider.chat.history.md` (sniffed) | [`aider`] |
 //! | Codex CLI rollout (`{"type", "payload"}` lines: `session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) | `.jsonl` (sniffed) | [`codex`] |
+//! | Gemini CLI chat recording (`session-*.jsonl`: metadata, message records, `$set`, `$rewindTo`; or the older `session-*.json` document), its compressions real compactions | `.jsonl`, `.json` (sniffed) | [`gemini`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -62,6 +63,7 @@ pub mod chat_json;
 pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
+pub mod gemini;
 mod lines;
 pub mod log_records;
 pub mod mini_swe;
@@ -117,6 +119,8 @@ pub enum TranscriptFormat {
     Aider,
     /// A Codex CLI rollout log (`RolloutItem` per line), its `compacted` records real compactions.
     CodexRollout,
+    /// A Gemini CLI chat recording (`ChatRecordingService`), its compressions real compactions.
+    GeminiCli,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -145,6 +149,7 @@ impl TranscriptFormat {
             TranscriptFormat::MiniSweAgent => "mini_swe_agent",
             TranscriptFormat::Aider => "aider",
             TranscriptFormat::CodexRollout => "codex_rollout",
+            TranscriptFormat::GeminiCli => "gemini_cli",
         }
     }
 
@@ -159,9 +164,10 @@ impl TranscriptFormat {
             "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
             "aider" => Ok(TranscriptFormat::Aider),
             "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
+            "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli",
             )),
         }
     }
@@ -786,10 +792,12 @@ pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
 /// `options.format` is set. A trajectory array of several sessions is
 /// refused here; [`import_file_sessions`] takes it.
 /// `m` is the summary a product's compaction left in the history (Claude
-/// Code's continuation message): the product's decision, not a request of
-/// the user's.
+/// Code's continuation message, a Gemini CLI `<state_snapshot>` turn): the
+/// product's decision, not a request of the user's.
 pub fn is_product_summary(m: &Message) -> bool {
-    m.role == crate::message::Role::User && claude_records::starts_with_continuation(&m.content)
+    m.role == crate::message::Role::User
+        && (claude_records::starts_with_continuation(&m.content)
+            || gemini::holds_snapshot(&m.content))
 }
 
 /// Import one file (the first session of it).
@@ -904,6 +912,7 @@ fn sessions<R: BufRead>(
         }
         TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

@@ -22,6 +22,10 @@
 //!   [`TranscriptFormat::MiniSweAgent`];
 //! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
 //!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
+//! * an object (a JSON Lines record or a whole document) whose first key is
+//!   `sessionId` and that has `projectHash` is a Gemini CLI chat recording
+//!   ([`TranscriptFormat::GeminiCli`]: its recorder writes the metadata, or
+//!   the whole `ConversationRecord`, in that order);
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -116,9 +120,18 @@ fn is_mini_swe_agent(compact: &str) -> bool {
         || compact.contains("\"mini_version\":")
 }
 
+/// Gemini CLI's session metadata (or whole record), in whitespace-free text.
+fn is_gemini_cli(compact: &str) -> bool {
+    compact.starts_with("{\"sessionId\":") && compact.contains("\"projectHash\":")
+}
+
 fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
-    if is_mini_swe_agent(&compact(text)) {
+    let c = compact(text);
+    if is_mini_swe_agent(&c) {
         return Some(TranscriptFormat::MiniSweAgent);
+    }
+    if is_gemini_cli(&c) {
+        return Some(TranscriptFormat::GeminiCli);
     }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
@@ -149,7 +162,7 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     }
     // The first line is not a whole object: a pretty-printed document, or a
     // record longer than the sniffed head.
-    let c = compact(text);
+    // (the whole-text compact `c` from above)
     if c.starts_with("{\"history\"") || has_any(&c, OPENAI_MARKERS) {
         Some(TranscriptFormat::OpenAi)
     } else if has_any(&c, CLAUDE_KEYS) {
@@ -213,5 +226,16 @@ mod tests {
             sniff(br#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#),
             Some(MiniSweAgent)
         );
+        let gemini = br#"{"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}
+{"id":"m1","type":"user","content":[{"text":"x"}]}
+"#;
+        assert_eq!(sniff(gemini), Some(GeminiCli));
+        assert_eq!(
+            sniff(b"{\n  \"sessionId\": \"s\",\n  \"projectHash\": \"h\",\n  \"messages\": ["),
+            Some(GeminiCli)
+        );
+        // A Claude Code record names its session too, but no project hash.
+        let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;
+        assert_eq!(sniff(claude), Some(ClaudeJsonl));
     }
 }

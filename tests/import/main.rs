@@ -10,6 +10,7 @@ mod import_aider;
 mod import_codex;
 mod import_corpus;
 mod import_damage;
+mod import_gemini;
 mod import_lazy;
 mod import_mini_swe;
 mod import_props;
