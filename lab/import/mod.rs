@@ -16,6 +16,7 @@
 //! | aider chat log (`# aider chat started at`, `#### ` user lines, `> ` tool lines), one session per header | `.aider.chat.history.md` (sniffed) | [`aider`] |
 //! | Codex CLI rollout (`{"type", "payload"}` lines: `session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) | `.jsonl` (sniffed) | [`codex`] |
 //! | Gemini CLI chat recording (`session-*.jsonl`: metadata, message records, `$set`, `$rewindTo`; or the older `session-*.json` document), its compressions real compactions | `.jsonl`, `.json` (sniffed) | [`gemini`] |
+//! | opencode session export (`{"info": {"id": "ses_…"}, "messages": [{"info", "parts"}…]}`), its `compaction` parts real compactions | `.json` (sniffed) | [`opencode`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -68,6 +69,7 @@ mod lines;
 pub mod log_records;
 pub mod mini_swe;
 pub mod openai;
+pub mod opencode;
 mod repair;
 pub mod sniff;
 pub mod text_action;
@@ -121,6 +123,9 @@ pub enum TranscriptFormat {
     CodexRollout,
     /// A Gemini CLI chat recording (`ChatRecordingService`), its compressions real compactions.
     GeminiCli,
+    /// An opencode session as `opencode export` writes it, its compactions real compactions.
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -150,6 +155,7 @@ impl TranscriptFormat {
             TranscriptFormat::Aider => "aider",
             TranscriptFormat::CodexRollout => "codex_rollout",
             TranscriptFormat::GeminiCli => "gemini_cli",
+            TranscriptFormat::OpenCode => "opencode",
         }
     }
 
@@ -165,9 +171,10 @@ impl TranscriptFormat {
             "aider" => Ok(TranscriptFormat::Aider),
             "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
             "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
+            "opencode" => Ok(TranscriptFormat::OpenCode),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode",
             )),
         }
     }
@@ -800,6 +807,17 @@ pub fn is_product_summary(m: &Message) -> bool {
             || gemini::holds_snapshot(&m.content))
 }
 
+/// Message `at` of `session` opens a compacted context the product made:
+/// a product summary ([`is_product_summary`]), or opencode's compaction
+/// prompt in an opencode session (its text alone is a user's question
+/// elsewhere).
+pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
+    session.main.get(at).is_some_and(|m| {
+        is_product_summary(m)
+            || (session.format == TranscriptFormat::OpenCode && opencode::is_compaction_prompt(m))
+    })
+}
+
 /// Import one file (the first session of it).
 pub fn import_file(path: &Path, options: &ImportOptions) -> LabResult<ImportedSession> {
     one_session(import_file_sessions(path, options)?, path)
@@ -913,6 +931,7 @@ fn sessions<R: BufRead>(
         TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenCode => opencode::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

@@ -26,6 +26,8 @@
 //!   `sessionId` and that has `projectHash` is a Gemini CLI chat recording
 //!   ([`TranscriptFormat::GeminiCli`]: its recorder writes the metadata, or
 //!   the whole `ConversationRecord`, in that order);
+//! * an object whose first key is `info` holding an opencode session id
+//!   (`"id": "ses_…"`) is an opencode export ([`TranscriptFormat::OpenCode`]);
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -133,6 +135,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     if is_gemini_cli(&c) {
         return Some(TranscriptFormat::GeminiCli);
     }
+    if c.starts_with("{\"info\":{\"id\":\"ses_") {
+        return Some(TranscriptFormat::OpenCode);
+    }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
@@ -233,6 +238,10 @@ mod tests {
         assert_eq!(
             sniff(b"{\n  \"sessionId\": \"s\",\n  \"projectHash\": \"h\",\n  \"messages\": ["),
             Some(GeminiCli)
+        );
+        assert_eq!(
+            sniff(b"{\n  \"info\": {\n    \"id\": \"ses_1\",\n    \"slug\": \"x\""),
+            Some(OpenCode)
         );
         // A Claude Code record names its session too, but no project hash.
         let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;

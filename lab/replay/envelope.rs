@@ -268,6 +268,7 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
             Some(crate::policy::zoo::claude_code::NAME)
         }
         TranscriptFormat::GeminiCli => Some(crate::policy::zoo::gemini_cli::NAME),
+        TranscriptFormat::OpenCode => Some(crate::policy::zoo::opencode::NAME),
         _ => None,
     }
 }

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::envelope::RecordedLog;
-use crate::import::{is_product_summary, ImportedSession};
+use crate::import::{opens_product_compaction, ImportedSession};
 use crate::message::Role;
 use crate::policy::engine::PolicyRun;
 use crate::policy::PolicyEvent;
@@ -45,8 +45,7 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
         .real_compaction_meta
         .iter()
         .filter(|c| {
-            session.main.get(c.at).is_some_and(is_product_summary)
-                && !(c.at == 0 && session.starts_with_summary)
+            opens_product_compaction(session, c.at) && !(c.at == 0 && session.starts_with_summary)
         })
         .enumerate()
         .map(|(k, c)| ProductCompaction {
@@ -69,13 +68,16 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
 }
 
 /// The prompt tokens the log records for the first reply after message
-/// `at` (a log that counts per reply: Gemini CLI's `tokens`).
+/// `at` that is not the product's own (a log that counts per reply: Gemini
+/// CLI's `tokens`, opencode's steps; not opencode's summary call).
 fn recorded_after(session: &ImportedSession, at: usize) -> Option<u64> {
+    let artefacts = crate::import::artefacts::product_artefacts(session);
     session
         .recorded_tokens
         .iter()
-        .find(|t| t.after_messages > at + 1)
-        .map(|t| t.sent)
+        .map(|t| (t.after_messages.saturating_sub(1), t.sent))
+        .find(|(reply, _)| *reply > at && artefacts.binary_search(reply).is_err())
+        .map(|(_, sent)| sent)
 }
 
 /// Calls at which `run` replaced its history with a summary: all of it
