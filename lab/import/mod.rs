@@ -808,13 +808,16 @@ pub fn is_product_summary(m: &Message) -> bool {
 }
 
 /// Message `at` of `session` opens a compacted context the product made:
-/// a product summary ([`is_product_summary`]), or opencode's compaction
-/// prompt in an opencode session (its text alone is a user's question
-/// elsewhere).
+/// a product summary ([`is_product_summary`]), opencode's compaction prompt
+/// in an opencode session (its text alone is a user's question elsewhere),
+/// or the summary of a Codex rollout's `compacted` record (its text is the
+/// model's own, with no marker).
 pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
     session.main.get(at).is_some_and(|m| {
         is_product_summary(m)
             || (session.format == TranscriptFormat::OpenCode && opencode::is_compaction_prompt(m))
+            || (session.format == TranscriptFormat::CodexRollout
+                && session.real_compactions.contains(&at))
     })
 }
 
