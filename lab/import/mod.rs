@@ -17,6 +17,7 @@
 //! | Codex CLI rollout (`{"type", "payload"}` lines: `session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) | `.jsonl` (sniffed) | [`codex`] |
 //! | Gemini CLI chat recording (`session-*.jsonl`: metadata, message records, `$set`, `$rewindTo`; or the older `session-*.json` document), its compressions real compactions | `.jsonl`, `.json` (sniffed) | [`gemini`] |
 //! | opencode session export (`{"info": {"id": "ses_…"}, "messages": [{"info", "parts"}…]}`), its `compaction` parts real compactions | `.json` (sniffed) | [`opencode`] |
+//! | OpenHands trajectory (an array of serialized events, or `{"trajectory": [...]}`), its `condensation` summaries real compactions | `.json` (sniffed) | [`openhands`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -70,6 +71,7 @@ pub mod log_records;
 pub mod mini_swe;
 pub mod openai;
 pub mod opencode;
+pub mod openhands;
 mod repair;
 pub mod sniff;
 pub mod text_action;
@@ -126,6 +128,9 @@ pub enum TranscriptFormat {
     /// An opencode session as `opencode export` writes it, its compactions real compactions.
     #[serde(rename = "opencode")]
     OpenCode,
+    /// An OpenHands trajectory (serialized events), its condensations real compactions.
+    #[serde(rename = "openhands")]
+    OpenHands,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -156,6 +161,7 @@ impl TranscriptFormat {
             TranscriptFormat::CodexRollout => "codex_rollout",
             TranscriptFormat::GeminiCli => "gemini_cli",
             TranscriptFormat::OpenCode => "opencode",
+            TranscriptFormat::OpenHands => "openhands",
         }
     }
 
@@ -172,9 +178,10 @@ impl TranscriptFormat {
             "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
             "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
             "opencode" => Ok(TranscriptFormat::OpenCode),
+            "openhands" => Ok(TranscriptFormat::OpenHands),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands",
             )),
         }
     }
@@ -810,14 +817,16 @@ pub fn is_product_summary(m: &Message) -> bool {
 /// Message `at` of `session` opens a compacted context the product made:
 /// a product summary ([`is_product_summary`]), opencode's compaction prompt
 /// in an opencode session (its text alone is a user's question elsewhere),
-/// or the summary of a Codex rollout's `compacted` record (its text is the
-/// model's own, with no marker).
+/// or the summary of a Codex rollout's `compacted` record or an OpenHands
+/// condensation (their text is the model's own, with no marker).
 pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
     session.main.get(at).is_some_and(|m| {
         is_product_summary(m)
             || (session.format == TranscriptFormat::OpenCode && opencode::is_compaction_prompt(m))
-            || (session.format == TranscriptFormat::CodexRollout
-                && session.real_compactions.contains(&at))
+            || (matches!(
+                session.format,
+                TranscriptFormat::CodexRollout | TranscriptFormat::OpenHands
+            ) && session.real_compactions.contains(&at))
     })
 }
 
@@ -935,6 +944,7 @@ fn sessions<R: BufRead>(
         TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::OpenCode => opencode::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

@@ -28,6 +28,11 @@
 //!   the whole `ConversationRecord`, in that order);
 //! * an object whose first key is `info` holding an opencode session id
 //!   (`"id": "ses_…"`) is an opencode export ([`TranscriptFormat::OpenCode`]);
+//! * an array (or `{"trajectory": [...]}`) of objects with an `id`, a
+//!   `source` and an `action` or `observation`, as OpenHands'
+//!   `event_to_trajectory` writes events, is an OpenHands trajectory
+//!   ([`TranscriptFormat::OpenHands`]; checked before OpenAI's markers,
+//!   since its `tool_call_metadata` holds a `tool_call_id`);
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -87,11 +92,21 @@ fn has_any(text: &str, keys: &[&str]) -> bool {
     keys.iter().any(|k| text.contains(k))
 }
 
+/// OpenHands events as `event_to_trajectory` writes them: an `id`, a
+/// `source`, and an `action` or an `observation` (in whatever key order).
+fn is_openhands_event(compact: &str) -> bool {
+    compact.contains("\"id\":")
+        && compact.contains("\"source\":\"")
+        && (compact.contains("\"action\":\"") || compact.contains("\"observation\":\""))
+}
+
 fn array_kind(compact: &str) -> TranscriptFormat {
     if compact.contains("\"traj\":[") {
         TranscriptFormat::Trajectories
     } else if has_any(compact, CLAUDE_KEYS) {
         TranscriptFormat::ChatJson
+    } else if is_openhands_event(compact) {
+        TranscriptFormat::OpenHands
     } else if has_any(compact, OPENAI_MARKERS) {
         TranscriptFormat::OpenAi
     } else {
@@ -137,6 +152,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     }
     if c.starts_with("{\"info\":{\"id\":\"ses_") {
         return Some(TranscriptFormat::OpenCode);
+    }
+    if c.starts_with("{\"trajectory\":[") && is_openhands_event(&c) {
+        return Some(TranscriptFormat::OpenHands);
     }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
@@ -243,6 +261,12 @@ mod tests {
             sniff(b"{\n  \"info\": {\n    \"id\": \"ses_1\",\n    \"slug\": \"x\""),
             Some(OpenCode)
         );
+        let oh = br#"[{"id": 0, "timestamp": "t", "source": "agent", "message": "m", "action": "system", "args": {}},
+  {"id": 4, "source": "environment", "observation": "run", "tool_call_metadata": {"tool_call_id": "c"}}]"#;
+        assert_eq!(sniff(oh), Some(OpenHands));
+        let mut wrapped = b"{\"trajectory\": ".to_vec();
+        wrapped.extend_from_slice(oh);
+        assert_eq!(sniff(&wrapped), Some(OpenHands));
         // A Claude Code record names its session too, but no project hash.
         let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;
         assert_eq!(sniff(claude), Some(ClaudeJsonl));

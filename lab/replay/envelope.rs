@@ -270,6 +270,8 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         TranscriptFormat::GeminiCli => Some(crate::policy::zoo::gemini_cli::NAME),
         TranscriptFormat::OpenCode => Some(crate::policy::zoo::opencode::NAME),
         TranscriptFormat::CodexRollout => Some(crate::policy::zoo::codex_cli::NAME),
+        // The condenser that writes summaries; the others only forget.
+        TranscriptFormat::OpenHands => Some("openhands-llm-summarizing"),
         _ => None,
     }
 }

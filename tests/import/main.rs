@@ -14,6 +14,7 @@ mod import_gemini;
 mod import_lazy;
 mod import_mini_swe;
 mod import_opencode;
+mod import_openhands;
 mod import_props;
 mod import_real;
 mod import_shapes;
