@@ -260,30 +260,48 @@ impl Log {
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
         session.skip("$set messages");
-        let id_of = |m: &Value| m.get("id").and_then(Value::as_str).map(str::to_string);
         let compression = messages.iter().any(|m| {
             id_of(m).is_some_and(|id| !self.index.contains_key(&id)) && is_snapshot_turn(m)
         });
         if compression {
-            for m in messages {
-                let Some(id) = id_of(m).filter(|id| !self.index.contains_key(id)) else {
-                    continue;
-                };
-                if is_snapshot_turn(m) {
-                    self.summaries.push(self.entries.len());
-                }
-                session.stats.message_records += 1;
-                self.push(Entry {
-                    id,
-                    record: m.clone(),
-                    pos,
-                    compression: true,
-                });
-            }
-            self.frozen = self.entries.len();
+            self.compress(messages, pos, session);
             return Ok(());
         }
-        let frozen_ids: HashSet<String> = self.entries[..self.frozen]
+        self.replace_tail(messages, pos, session, sink)
+    }
+
+    /// A compression: its new turns (the summary, the acknowledgement)
+    /// follow the history, which they freeze.
+    fn compress(&mut self, messages: &[Value], pos: Pos, session: &mut ImportedSession) {
+        for m in messages {
+            let Some(id) = id_of(m).filter(|id| !self.index.contains_key(id)) else {
+                continue;
+            };
+            if is_snapshot_turn(m) {
+                self.summaries.push(self.entries.len());
+            }
+            session.stats.message_records += 1;
+            let record = m.clone();
+            self.push(Entry {
+                id,
+                record,
+                pos,
+                compression: true,
+            });
+        }
+        self.frozen = self.entries.len();
+    }
+
+    /// Any other checkpoint: the history after the last compression becomes
+    /// the checkpoint's, in its order (known messages keep their records).
+    fn replace_tail(
+        &mut self,
+        messages: &[Value],
+        pos: Pos,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let frozen: HashSet<String> = self.entries[..self.frozen]
             .iter()
             .map(|e| e.id.clone())
             .collect();
@@ -292,38 +310,36 @@ impl Log {
             .drain(self.frozen..)
             .map(|e| (e.id.clone(), e))
             .collect();
-        let mut tail = Vec::new();
         for m in messages {
             let Some(id) = id_of(m) else {
-                sink.report(
-                    pos.0,
-                    pos.1,
-                    DiagnosticKind::InvalidRecord,
-                    "checkpoint message has no string `id`; skipped".into(),
-                )?;
+                let msg = "checkpoint message has no string `id`; skipped".to_string();
+                sink.report(pos.0, pos.1, DiagnosticKind::InvalidRecord, msg)?;
                 continue;
             };
-            if frozen_ids.contains(&id) {
+            if frozen.contains(&id) {
                 continue;
             }
-            match old.remove(&id) {
-                Some(e) => tail.push(e),
-                None => {
-                    session.stats.message_records += 1;
-                    tail.push(Entry {
-                        id,
-                        record: m.clone(),
-                        pos,
-                        compression: false,
-                    });
+            let entry = old.remove(&id).unwrap_or_else(|| {
+                session.stats.message_records += 1;
+                let record = m.clone();
+                Entry {
+                    id,
+                    record,
+                    pos,
+                    compression: false,
                 }
-            }
+            });
+            self.entries.push(entry);
         }
         *session.skipped.entry("rewound message".into()).or_insert(0) += old.len();
-        self.entries.extend(tail);
         self.reindex();
         Ok(())
     }
+}
+
+/// A message record's `id`.
+fn id_of(m: &Value) -> Option<String> {
+    m.get("id").and_then(Value::as_str).map(str::to_string)
 }
 
 /// A user turn holding Gemini CLI's compression summary.
@@ -458,60 +474,55 @@ impl Builder {
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
         self.flush_pending(Some(e.pos), session);
-        let r = &e.record;
-        let mut blocks = Vec::new();
-        for t in r
-            .get("thoughts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let text_of = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
-            let thinking = [text_of("subject"), text_of("description")]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(": ");
-            if !thinking.is_empty() {
-                blocks.push(Block::Thinking { thinking });
-            }
-        }
+        let mut blocks = thought_blocks(&e.record);
         let Some(parts) = content_parts(e, sink)? else {
             return Ok(());
         };
         let mut called = HashSet::new();
         for p in &parts {
             if let Some(c) = p.get("functionCall") {
-                let id = c
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                called.insert(id.clone());
-                blocks.push(tool_use(id, c.get("name"), c.get("args"), session));
+                let id = c.get("id").and_then(Value::as_str).unwrap_or_default();
+                called.insert(id.to_string());
+                blocks.push(tool_use(
+                    id.to_string(),
+                    c.get("name"),
+                    c.get("args"),
+                    session,
+                ));
             } else if let Some(block) = part_block(p, e.pos, session, sink)? {
                 blocks.push(block);
             }
         }
-        for call in r
-            .get("toolCalls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        self.tool_calls(e, &mut called, &mut blocks, session, sink)?;
+        if blocks.is_empty() {
+            session.skip("empty reply");
+        } else {
+            self.push(Role::Assistant, blocks, e.pos, !e.compression);
+        }
+        record_tokens(session, &e.record, e.pos.0, self.main.len());
+        Ok(())
+    }
+
+    /// A reply's `toolCalls`: a `tool_use` for each not already `called`
+    /// by a part, and its recorded `result` kept pending.
+    fn tool_calls(
+        &mut self,
+        e: &Entry,
+        called: &mut HashSet<String>,
+        blocks: &mut Vec<Block>,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let calls = e.record.get("toolCalls").and_then(Value::as_array);
+        for call in calls.into_iter().flatten() {
             let Some(id) = call.get("id").and_then(Value::as_str) else {
-                sink.report(
-                    e.pos.0,
-                    e.pos.1,
-                    DiagnosticKind::InvalidRecord,
-                    "tool call with no string `id`; skipped".into(),
-                )?;
+                let msg = "tool call with no string `id`; skipped".to_string();
+                sink.report(e.pos.0, e.pos.1, DiagnosticKind::InvalidRecord, msg)?;
                 continue;
             };
             if called.insert(id.to_string()) {
                 blocks.push(tool_use(
-                    id.to_string(),
+                    id.into(),
                     call.get("name"),
                     call.get("args"),
                     session,
@@ -519,24 +530,6 @@ impl Builder {
             }
             if let Some(result) = call.get("result").filter(|v| !v.is_null()) {
                 self.pending.push((id.to_string(), result_text(result)));
-            }
-        }
-        if blocks.is_empty() {
-            session.skip("empty reply");
-        } else {
-            self.push(Role::Assistant, blocks, e.pos, !e.compression);
-        }
-        if let Some(t) = r.get("tokens").filter(|t| t.is_object()) {
-            let count = |k: &str| t.get(k).and_then(Value::as_u64);
-            if let (Some(sent), Some(received)) = (count("input"), count("output")) {
-                session.recorded_tokens.push(RecordedTokens {
-                    line: e.pos.0,
-                    after_messages: self.main.len(),
-                    sent,
-                    sent_min: sent,
-                    sent_max: sent,
-                    received,
-                });
             }
         }
         Ok(())
@@ -701,6 +694,44 @@ fn mark_compactions(session: &mut ImportedSession, summary_lines: &[usize]) {
                 pre_tokens: None,
             });
         }
+    }
+}
+
+/// A reply's `thoughts` (`subject: description`) as thinking blocks.
+fn thought_blocks(r: &Value) -> Vec<Block> {
+    let thoughts = r.get("thoughts").and_then(Value::as_array);
+    thoughts
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let text_of = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
+            let parts: Vec<&str> = [text_of("subject"), text_of("description")]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect();
+            (!parts.is_empty()).then(|| Block::Thinking {
+                thinking: parts.join(": "),
+            })
+        })
+        .collect()
+}
+
+/// A reply's recorded `tokens` (`input` is `promptTokenCount`), after the
+/// first `after` messages.
+fn record_tokens(session: &mut ImportedSession, r: &Value, line: usize, after: usize) {
+    let Some(t) = r.get("tokens").filter(|t| t.is_object()) else {
+        return;
+    };
+    let count = |k: &str| t.get(k).and_then(Value::as_u64);
+    if let (Some(sent), Some(received)) = (count("input"), count("output")) {
+        session.recorded_tokens.push(RecordedTokens {
+            line,
+            after_messages: after,
+            sent,
+            sent_min: sent,
+            sent_max: sent,
+            received,
+        });
     }
 }
 

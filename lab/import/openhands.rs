@@ -95,30 +95,7 @@ impl Stream {
             return self.action(action, v, call, pos, session);
         }
         if let Some(kind) = v.get("observation").and_then(Value::as_str) {
-            match call
-                .and_then(|c| c.get("tool_call_id"))
-                .and_then(Value::as_str)
-            {
-                Some(id) => {
-                    let content = v
-                        .get("content")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    session.stats.tool_results += 1;
-                    let largest = &mut session.stats.largest_tool_result_chars;
-                    *largest = (*largest).max(content.chars().count());
-                    self.push_user(
-                        Block::ToolResult {
-                            tool_use_id: id.to_string(),
-                            content,
-                        },
-                        pos,
-                    );
-                    session.stats.message_records += 1;
-                }
-                None => session.skip(&format!("observation:{kind}")),
-            }
+            self.observation(kind, v, call, pos, session);
             return Ok(());
         }
         session.skip("(neither action nor observation)");
@@ -170,29 +147,13 @@ impl Stream {
                     pos,
                 );
             }
-            "condensation" => match args.and_then(|a| a.get("summary")).and_then(Value::as_str) {
-                Some(summary) => {
-                    session.stats.message_records += 1;
-                    self.user_open = false;
-                    self.condensations.push((pos, summary.to_string()));
-                    self.push_user(
-                        Block::Text {
-                            text: summary.to_string(),
-                        },
-                        pos,
-                    );
-                    self.user_open = false;
-                }
-                None => session.skip("condensation without summary"),
-            },
+            "condensation" => self.condensation(args, pos, session),
             "finish" => {
                 session.stats.message_records += 1;
                 let text = response_text(call).unwrap_or_else(|| arg("final_thought"));
                 self.push_reply(None, Block::Text { text }, pos);
-                let rid = call
-                    .and_then(|c| c.pointer("/model_response/id"))
-                    .and_then(Value::as_str);
-                if let Some(rid) = rid {
+                let rid = call.and_then(|c| c.pointer("/model_response/id"));
+                if let Some(rid) = rid.and_then(Value::as_str) {
                     record_tokens(session, v, rid, pos.0, self.main.len());
                 }
             }
@@ -205,6 +166,58 @@ impl Stream {
             },
         }
         Ok(())
+    }
+
+    /// An observation: the result of the call its metadata names, or (none
+    /// named) something the model was not answered with.
+    fn observation(
+        &mut self,
+        kind: &str,
+        v: &Value,
+        call: Option<&Value>,
+        pos: Pos,
+        session: &mut ImportedSession,
+    ) {
+        let Some(id) = call
+            .and_then(|c| c.get("tool_call_id"))
+            .and_then(Value::as_str)
+        else {
+            session.skip(&format!("observation:{kind}"));
+            return;
+        };
+        let content = v.get("content").and_then(Value::as_str).unwrap_or_default();
+        session.stats.message_records += 1;
+        session.stats.tool_results += 1;
+        let largest = &mut session.stats.largest_tool_result_chars;
+        *largest = (*largest).max(content.chars().count());
+        let tool_use_id = id.to_string();
+        let content = content.to_string();
+        self.push_user(
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            },
+            pos,
+        );
+    }
+
+    /// A condensation with a summary: the summary as a user message of its
+    /// own where the action stands.
+    fn condensation(&mut self, args: Option<&Value>, pos: Pos, session: &mut ImportedSession) {
+        let Some(summary) = args.and_then(|a| a.get("summary")).and_then(Value::as_str) else {
+            session.skip("condensation without summary");
+            return;
+        };
+        session.stats.message_records += 1;
+        self.user_open = false;
+        self.condensations.push((pos, summary.to_string()));
+        self.push_user(
+            Block::Text {
+                text: summary.to_string(),
+            },
+            pos,
+        );
+        self.user_open = false;
     }
 
     /// An action the model called: one `tool_use` of its response's message.
