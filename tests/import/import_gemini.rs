@@ -285,3 +285,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_content_decides_whatever_the_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, saved_as) in [
+        ("session.jsonl", "chat.json"),
+        ("session-legacy.json", "chat.jsonl"),
+    ] {
+        let p = dir.path().join(saved_as);
+        std::fs::copy(fixture(name), &p).unwrap();
+        assert_eq!(
+            import_file(&p, &LENIENT).unwrap().format,
+            TranscriptFormat::GeminiCli
+        );
+    }
+}

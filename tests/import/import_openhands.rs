@@ -199,3 +199,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_content_decides_whatever_the_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.jsonl");
+    std::fs::copy(fixture(), &p).unwrap();
+    assert_eq!(
+        import_file(&p, &LENIENT).unwrap().format,
+        TranscriptFormat::OpenHands
+    );
+}
