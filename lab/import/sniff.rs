@@ -22,12 +22,12 @@
 //!   [`TranscriptFormat::MiniSweAgent`];
 //! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
 //!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
-//! * an object (a JSON Lines record or a whole document) whose first key is
-//!   `sessionId` and that has `projectHash` is a Gemini CLI chat recording
-//!   ([`TranscriptFormat::GeminiCli`]: its recorder writes the metadata, or
-//!   the whole `ConversationRecord`, in that order);
-//! * an object whose first key is `info` holding an opencode session id
-//!   (`"id": "ses_…"`) is an opencode export ([`TranscriptFormat::OpenCode`]);
+//! * an object (a JSON Lines record or a whole document) with `sessionId`
+//!   and `projectHash` and no Claude Code chain key is a Gemini CLI chat
+//!   recording ([`TranscriptFormat::GeminiCli`]: its recorder writes the
+//!   metadata, or the whole `ConversationRecord`, first);
+//! * an object whose first key is `info`, with an opencode session id
+//!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`]);
 //! * an array (or `{"trajectory": [...]}`) of objects with an `id`, a
 //!   `source` and an `action` or `observation`, as OpenHands'
 //!   `event_to_trajectory` writes events, is an OpenHands trajectory
@@ -137,9 +137,13 @@ fn is_mini_swe_agent(compact: &str) -> bool {
         || compact.contains("\"mini_version\":")
 }
 
-/// Gemini CLI's session metadata (or whole record), in whitespace-free text.
+/// Gemini CLI's session metadata (or whole record), in whitespace-free
+/// text: a session id and a project hash, and none of Claude Code's chain
+/// keys (its records name their session too).
 fn is_gemini_cli(compact: &str) -> bool {
-    compact.starts_with("{\"sessionId\":") && compact.contains("\"projectHash\":")
+    compact.contains("\"sessionId\":")
+        && compact.contains("\"projectHash\":")
+        && !compact.contains("\"parentUuid\"")
 }
 
 fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
@@ -150,7 +154,7 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     if is_gemini_cli(&c) {
         return Some(TranscriptFormat::GeminiCli);
     }
-    if c.starts_with("{\"info\":{\"id\":\"ses_") {
+    if c.starts_with("{\"info\":{") && c.contains("\"id\":\"ses_") {
         return Some(TranscriptFormat::OpenCode);
     }
     if c.starts_with("{\"trajectory\":[") && is_openhands_event(&c) {
@@ -185,7 +189,6 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     }
     // The first line is not a whole object: a pretty-printed document, or a
     // record longer than the sniffed head.
-    // (the whole-text compact `c` from above)
     if c.starts_with("{\"history\"") || has_any(&c, OPENAI_MARKERS) {
         Some(TranscriptFormat::OpenAi)
     } else if has_any(&c, CLAUDE_KEYS) {
@@ -267,6 +270,15 @@ mod tests {
         let mut wrapped = b"{\"trajectory\": ".to_vec();
         wrapped.extend_from_slice(oh);
         assert_eq!(sniff(&wrapped), Some(OpenHands));
+        // Keys in another order (a re-serialised file) decide the same.
+        assert_eq!(
+            sniff(br#"{"kind":"main","projectHash":"h","sessionId":"s"}"#),
+            Some(GeminiCli)
+        );
+        assert_eq!(
+            sniff(br#"{"info":{"directory":"/w","id":"ses_1"},"messages":[]}"#),
+            Some(OpenCode)
+        );
         // A Claude Code record names its session too, but no project hash.
         let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;
         assert_eq!(sniff(claude), Some(ClaudeJsonl));
