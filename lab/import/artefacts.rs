@@ -1,6 +1,8 @@
 //! The product's own compaction artefacts in an imported session: what a
 //! real compaction left in the history (Claude Code: the continuation
-//! summary, and after a `/compact` the command's echo), as opposed to what
+//! summary, and after a `/compact` the command's echo; Gemini CLI: the
+//! `<state_snapshot>` turn and the model's acknowledgement; opencode: the
+//! compaction prompt and the summary that answers it), as opposed to what
 //! the user and the tools sent.
 //!
 //! The compaction boundary record itself is no message, so it is never in
@@ -9,7 +11,9 @@
 //! list) is not logged: the replay's envelope carries it (sized from the
 //! first recorded request after the compaction).
 
-use super::{is_product_summary, ImportedSession};
+#[cfg(test)]
+use super::is_product_summary;
+use super::{opens_product_compaction, ImportedSession, TranscriptFormat};
 use crate::message::{Block, Content, Message, Role};
 
 /// Openings of the messages a `/compact` command leaves after the summary.
@@ -37,23 +41,35 @@ fn is_command_echo(m: &Message) -> bool {
             .is_some_and(|t| COMMAND_ECHOES.iter().any(|e| t.trim_start().starts_with(e)))
 }
 
+/// Is `m` the model turn Gemini CLI's compression puts after its summary?
+fn is_compression_ack(m: &Message) -> bool {
+    m.role == Role::Assistant && first_text(m) == Some(super::gemini::COMPRESSION_ACK)
+}
+
 /// Indices in `main` of the product's compaction artefacts, ascending: at
-/// each real compaction the summary message, then any `/compact` echo right
-/// after it. A summary that opens the file with no history before it stays
+/// each real compaction the summary message, then any `/compact` echo or
+/// compression acknowledgement right after it. A summary that opens the file with no history before it stays
 /// (nothing in the file is left to summarise: it is the session's start).
 pub fn product_artefacts(session: &ImportedSession) -> Vec<usize> {
     let mut out = Vec::new();
     for c in &session.real_compaction_meta {
-        let Some(m) = session.main.get(c.at) else {
-            continue;
-        };
-        if !is_product_summary(m) || (c.at == 0 && session.starts_with_summary) {
+        if !opens_product_compaction(session, c.at) || (c.at == 0 && session.starts_with_summary) {
             continue;
         }
         out.push(c.at);
-        out.extend(
-            (c.at + 1..session.main.len()).take_while(|&j| is_command_echo(&session.main[j])),
-        );
+        // opencode's prompt is answered by the summary the product asked for.
+        if session.format == TranscriptFormat::OpenCode
+            && session
+                .main
+                .get(c.at + 1)
+                .is_some_and(|m| m.role == Role::Assistant)
+        {
+            out.push(c.at + 1);
+            continue;
+        }
+        out.extend((c.at + 1..session.main.len()).take_while(|&j| {
+            is_command_echo(&session.main[j]) || is_compression_ack(&session.main[j])
+        }));
     }
     out
 }

@@ -15,6 +15,9 @@
 //! | an array of trajectory objects (`{"task_id", "traj": [messages…], …}`, tau-bench) | `.json` (sniffed) | [`trajectories`] |
 //! | aider chat log (`# aider chat started at`, `#### ` user lines, `> ` tool lines), one session per header | `.aider.chat.history.md` (sniffed) | [`aider`] |
 //! | Codex CLI rollout (`{"type", "payload"}` lines: `session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) | `.jsonl` (sniffed) | [`codex`] |
+//! | Gemini CLI chat recording (`session-*.jsonl`: metadata, message records, `$set`, `$rewindTo`; or the older `session-*.json` document), its compressions real compactions | `.jsonl`, `.json` (sniffed) | [`gemini`] |
+//! | opencode session export (`{"info": {"id": "ses_…"}, "messages": [{"info", "parts"}…]}`), its `compaction` parts real compactions | `.json` (sniffed) | [`opencode`] |
+//! | OpenHands trajectory (an array of serialized events, or `{"trajectory": [...]}`), its `condensation` summaries real compactions | `.json` (sniffed) | [`openhands`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -62,10 +65,13 @@ pub mod chat_json;
 pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
+pub mod gemini;
 mod lines;
 pub mod log_records;
 pub mod mini_swe;
 pub mod openai;
+pub mod opencode;
+pub mod openhands;
 mod repair;
 pub mod sniff;
 pub mod text_action;
@@ -118,6 +124,14 @@ pub enum TranscriptFormat {
     Aider,
     /// A Codex CLI rollout log (`RolloutItem` per line), its `compacted` records real compactions.
     CodexRollout,
+    /// A Gemini CLI chat recording (`ChatRecordingService`), its compressions real compactions.
+    GeminiCli,
+    /// An opencode session as `opencode export` writes it, its compactions real compactions.
+    #[serde(rename = "opencode")]
+    OpenCode,
+    /// An OpenHands trajectory (serialized events), its condensations real compactions.
+    #[serde(rename = "openhands")]
+    OpenHands,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -146,6 +160,9 @@ impl TranscriptFormat {
             TranscriptFormat::MiniSweAgent => "mini_swe_agent",
             TranscriptFormat::Aider => "aider",
             TranscriptFormat::CodexRollout => "codex_rollout",
+            TranscriptFormat::GeminiCli => "gemini_cli",
+            TranscriptFormat::OpenCode => "opencode",
+            TranscriptFormat::OpenHands => "openhands",
         }
     }
 
@@ -160,9 +177,12 @@ impl TranscriptFormat {
             "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
             "aider" => Ok(TranscriptFormat::Aider),
             "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
+            "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
+            "opencode" => Ok(TranscriptFormat::OpenCode),
+            "openhands" => Ok(TranscriptFormat::OpenHands),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands",
             )),
         }
     }
@@ -793,10 +813,28 @@ pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
 /// `options.format` is set. A trajectory array of several sessions is
 /// refused here; [`import_file_sessions`] takes it.
 /// `m` is the summary a product's compaction left in the history (Claude
-/// Code's continuation message): the product's decision, not a request of
-/// the user's.
+/// Code's continuation message, a Gemini CLI `<state_snapshot>` turn): the
+/// product's decision, not a request of the user's.
 pub fn is_product_summary(m: &Message) -> bool {
-    m.role == crate::message::Role::User && claude_records::starts_with_continuation(&m.content)
+    m.role == crate::message::Role::User
+        && (claude_records::starts_with_continuation(&m.content)
+            || gemini::holds_snapshot(&m.content))
+}
+
+/// Message `at` of `session` opens a compacted context the product made:
+/// a product summary ([`is_product_summary`]), opencode's compaction prompt
+/// in an opencode session (its text alone is a user's question elsewhere),
+/// or the summary of a Codex rollout's `compacted` record or an OpenHands
+/// condensation (their text is the model's own, with no marker).
+pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
+    session.main.get(at).is_some_and(|m| {
+        is_product_summary(m)
+            || (session.format == TranscriptFormat::OpenCode && opencode::is_compaction_prompt(m))
+            || (matches!(
+                session.format,
+                TranscriptFormat::CodexRollout | TranscriptFormat::OpenHands
+            ) && session.real_compactions.contains(&at))
+    })
 }
 
 /// Import one file (the first session of it).
@@ -911,6 +949,9 @@ fn sessions<R: BufRead>(
         }
         TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenCode => opencode::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

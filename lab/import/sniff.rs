@@ -22,6 +22,17 @@
 //!   [`TranscriptFormat::MiniSweAgent`];
 //! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
 //!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
+//! * an object (a JSON Lines record or a whole document) with `sessionId`
+//!   and `projectHash` and no Claude Code chain key is a Gemini CLI chat
+//!   recording ([`TranscriptFormat::GeminiCli`]: its recorder writes the
+//!   metadata, or the whole `ConversationRecord`, first);
+//! * an object whose first key is `info`, with an opencode session id
+//!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`]);
+//! * an array (or `{"trajectory": [...]}`) of objects with an `id`, a
+//!   `source` and an `action` or `observation`, as OpenHands'
+//!   `event_to_trajectory` writes events, is an OpenHands trajectory
+//!   ([`TranscriptFormat::OpenHands`]; checked before OpenAI's markers,
+//!   since its `tool_call_metadata` holds a `tool_call_id`);
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -81,11 +92,21 @@ fn has_any(text: &str, keys: &[&str]) -> bool {
     keys.iter().any(|k| text.contains(k))
 }
 
+/// OpenHands events as `event_to_trajectory` writes them: an `id`, a
+/// `source`, and an `action` or an `observation` (in whatever key order).
+fn is_openhands_event(compact: &str) -> bool {
+    compact.contains("\"id\":")
+        && compact.contains("\"source\":\"")
+        && (compact.contains("\"action\":\"") || compact.contains("\"observation\":\""))
+}
+
 fn array_kind(compact: &str) -> TranscriptFormat {
     if compact.contains("\"traj\":[") {
         TranscriptFormat::Trajectories
     } else if has_any(compact, CLAUDE_KEYS) {
         TranscriptFormat::ChatJson
+    } else if is_openhands_event(compact) {
+        TranscriptFormat::OpenHands
     } else if has_any(compact, OPENAI_MARKERS) {
         TranscriptFormat::OpenAi
     } else {
@@ -116,9 +137,28 @@ fn is_mini_swe_agent(compact: &str) -> bool {
         || compact.contains("\"mini_version\":")
 }
 
+/// Gemini CLI's session metadata (or whole record), in whitespace-free
+/// text: a session id and a project hash, and none of Claude Code's chain
+/// keys (its records name their session too).
+fn is_gemini_cli(compact: &str) -> bool {
+    compact.contains("\"sessionId\":")
+        && compact.contains("\"projectHash\":")
+        && !compact.contains("\"parentUuid\"")
+}
+
 fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
-    if is_mini_swe_agent(&compact(text)) {
+    let c = compact(text);
+    if is_mini_swe_agent(&c) {
         return Some(TranscriptFormat::MiniSweAgent);
+    }
+    if is_gemini_cli(&c) {
+        return Some(TranscriptFormat::GeminiCli);
+    }
+    if c.starts_with("{\"info\":{") && c.contains("\"id\":\"ses_") {
+        return Some(TranscriptFormat::OpenCode);
+    }
+    if c.starts_with("{\"trajectory\":[") && is_openhands_event(&c) {
+        return Some(TranscriptFormat::OpenHands);
     }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
@@ -149,7 +189,6 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     }
     // The first line is not a whole object: a pretty-printed document, or a
     // record longer than the sniffed head.
-    let c = compact(text);
     if c.starts_with("{\"history\"") || has_any(&c, OPENAI_MARKERS) {
         Some(TranscriptFormat::OpenAi)
     } else if has_any(&c, CLAUDE_KEYS) {
@@ -213,5 +252,35 @@ mod tests {
             sniff(br#"{"messages": [], "trajectory_format": "mini-swe-agent-1"}"#),
             Some(MiniSweAgent)
         );
+        let gemini = br#"{"sessionId":"s","projectHash":"h","startTime":"t","kind":"main"}
+{"id":"m1","type":"user","content":[{"text":"x"}]}
+"#;
+        assert_eq!(sniff(gemini), Some(GeminiCli));
+        assert_eq!(
+            sniff(b"{\n  \"sessionId\": \"s\",\n  \"projectHash\": \"h\",\n  \"messages\": ["),
+            Some(GeminiCli)
+        );
+        assert_eq!(
+            sniff(b"{\n  \"info\": {\n    \"id\": \"ses_1\",\n    \"slug\": \"x\""),
+            Some(OpenCode)
+        );
+        let oh = br#"[{"id": 0, "timestamp": "t", "source": "agent", "message": "m", "action": "system", "args": {}},
+  {"id": 4, "source": "environment", "observation": "run", "tool_call_metadata": {"tool_call_id": "c"}}]"#;
+        assert_eq!(sniff(oh), Some(OpenHands));
+        let mut wrapped = b"{\"trajectory\": ".to_vec();
+        wrapped.extend_from_slice(oh);
+        assert_eq!(sniff(&wrapped), Some(OpenHands));
+        // Keys in another order (a re-serialised file) decide the same.
+        assert_eq!(
+            sniff(br#"{"kind":"main","projectHash":"h","sessionId":"s"}"#),
+            Some(GeminiCli)
+        );
+        assert_eq!(
+            sniff(br#"{"info":{"directory":"/w","id":"ses_1"},"messages":[]}"#),
+            Some(OpenCode)
+        );
+        // A Claude Code record names its session too, but no project hash.
+        let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;
+        assert_eq!(sniff(claude), Some(ClaudeJsonl));
     }
 }

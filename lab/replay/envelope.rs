@@ -260,6 +260,22 @@ impl RecordedLog {
     }
 }
 
+/// The zoo policy that ports the product that writes `format`: its
+/// compactions are set beside the product's own in a replay.
+pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
+    match format {
+        TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => {
+            Some(crate::policy::zoo::claude_code::NAME)
+        }
+        TranscriptFormat::GeminiCli => Some(crate::policy::zoo::gemini_cli::NAME),
+        TranscriptFormat::OpenCode => Some(crate::policy::zoo::opencode::NAME),
+        TranscriptFormat::CodexRollout => Some(crate::policy::zoo::codex_cli::NAME),
+        // The condenser that writes summaries; the others only forget.
+        TranscriptFormat::OpenHands => Some("openhands-llm-summarizing"),
+        _ => None,
+    }
+}
+
 /// The envelope of `session` under `arg`, counted with `counter`; `log` is
 /// its recorded usage when the format has it.
 pub fn envelope_for(
@@ -268,11 +284,7 @@ pub fn envelope_for(
     arg: EnvelopeArg,
     counter: &dyn TokenCounter,
 ) -> LabResult<Envelope> {
-    let claude = matches!(
-        session.format,
-        TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
-    );
-    let product_policy = claude.then(|| crate::policy::zoo::claude_code::NAME.to_string());
+    let product_policy = product_policy(session.format).map(str::to_string);
     let fixed = |tokens: usize, basis: Basis| Envelope {
         prefix: Prefix {
             tokens,

@@ -639,11 +639,7 @@ pub fn render_sessions(
         s.push('\n');
         s.push_str(&notes);
     }
-    let real = crate::replay::product::render(
-        &info.compactions,
-        crate::policy::zoo::claude_code::NAME,
-        format,
-    );
+    let real = crate::replay::product::render(&info.compactions, format);
     if !real.is_empty() {
         s.push('\n');
         s.push_str(&real);

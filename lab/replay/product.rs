@@ -1,12 +1,13 @@
 //! A real compaction is the product's decision: where the product compacted
 //! in a recorded session, beside where its own policy (`claude-code` for a
-//! Claude Code log) compacts when the session is replayed without the
+//! Claude Code log, `gemini-cli` for a Gemini CLI recording,
+//! [`crate::replay::envelope::product_policy`]) compacts when the session is replayed without the
 //! product's artefacts ([`crate::import::artefacts`]) and decides for itself.
 
 use serde::Serialize;
 
 use super::envelope::RecordedLog;
-use crate::import::{is_product_summary, ImportedSession};
+use crate::import::{opens_product_compaction, ImportedSession};
 use crate::message::Role;
 use crate::policy::engine::PolicyRun;
 use crate::policy::PolicyEvent;
@@ -24,8 +25,11 @@ pub struct ProductCompaction {
     /// The model call (0-based) the product compacted before: the first
     /// request of the continued conversation.
     pub call: usize,
-    /// That request's recorded prompt tokens (input + cache read + cache write).
+    /// That request's recorded prompt tokens (Claude Code: input + cache
+    /// read + cache write; Gemini CLI: the reply's `tokens.input`).
     pub recorded_after: Option<u64>,
+    /// The zoo's port of the product (`claude-code`, `gemini-cli`), when it has one.
+    pub policy: Option<String>,
     /// The product's policy in the replay: the call it compacted before.
     pub policy_call: Option<usize>,
     /// Its request at that call: messages plus envelope (an estimate).
@@ -41,8 +45,7 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
         .real_compaction_meta
         .iter()
         .filter(|c| {
-            session.main.get(c.at).is_some_and(is_product_summary)
-                && !(c.at == 0 && session.starts_with_summary)
+            opens_product_compaction(session, c.at) && !(c.at == 0 && session.starts_with_summary)
         })
         .enumerate()
         .map(|(k, c)| ProductCompaction {
@@ -53,19 +56,37 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
                 .iter()
                 .filter(|m| m.role == Role::Assistant)
                 .count(),
-            recorded_after: after.get(k).map(|r| r.usage.total()),
+            recorded_after: after
+                .get(k)
+                .map(|r| r.usage.total())
+                .or_else(|| recorded_after(session, c.at)),
+            policy: super::envelope::product_policy(session.format).map(str::to_string),
             policy_call: None,
             policy_after: None,
         })
         .collect()
 }
 
-/// Calls at which `run` replaced its whole history with a summary.
+/// The prompt tokens the log records for the first reply after message
+/// `at` that is not the product's own (a log that counts per reply: Gemini
+/// CLI's `tokens`, opencode's steps; not opencode's summary call).
+fn recorded_after(session: &ImportedSession, at: usize) -> Option<u64> {
+    let artefacts = crate::import::artefacts::product_artefacts(session);
+    session
+        .recorded_tokens
+        .iter()
+        .map(|t| (t.after_messages.saturating_sub(1), t.sent))
+        .find(|(reply, _)| *reply > at && artefacts.binary_search(reply).is_err())
+        .map(|(_, sent)| sent)
+}
+
+/// Calls at which `run` replaced its history with a summary: all of it
+/// (Claude Code), or all but the turns it keeps (Gemini CLI).
 fn fires(run: &PolicyRun) -> Vec<usize> {
     let mut out: Vec<usize> = run
         .events
         .iter()
-        .filter(|(_, e)| matches!(e, PolicyEvent::Summarised { kept: 0, .. }))
+        .filter(|(_, e)| matches!(e, PolicyEvent::Summarised { .. }))
         .map(|(call, _)| *call)
         .collect();
     out.dedup();
@@ -85,11 +106,21 @@ fn cell<T: ToString>(v: Option<T>) -> String {
     v.map_or("-".into(), |x| x.to_string())
 }
 
-/// The table of real compactions (empty when there are none).
-pub fn render(rows: &[ProductCompaction], policy: &str, format: Format) -> String {
+/// The table of real compactions (empty when there are none). The port's
+/// column is named after it when every row has the same; else each cell
+/// names its port.
+pub fn render(rows: &[ProductCompaction], format: Format) -> String {
     if rows.is_empty() {
         return String::new();
     }
+    let mut ports: Vec<&str> = rows.iter().filter_map(|r| r.policy.as_deref()).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    let mixed = ports.len() > 1 || rows.iter().any(|r| r.policy.is_none());
+    let policy = match ports.as_slice() {
+        [one] if !mixed => one.to_string(),
+        _ => "the product's port".to_string(),
+    };
     let body = rows
         .iter()
         .map(|r| {
@@ -99,13 +130,17 @@ pub fn render(rows: &[ProductCompaction], policy: &str, format: Format) -> Strin
                 }
                 _ => "-".into(),
             };
+            let fired = match (&r.policy, mixed) {
+                (Some(port), true) => format!("{} ({port})", cell(r.policy_call)),
+                _ => cell(r.policy_call),
+            };
             vec![
                 r.session.clone(),
                 cell(r.trigger.clone()),
                 cell(r.pre_tokens),
                 r.call.to_string(),
                 cell(r.recorded_after),
-                cell(r.policy_call),
+                fired,
                 cell(r.policy_after),
                 diff,
             ]
@@ -130,4 +165,78 @@ pub fn render(rows: &[ProductCompaction], policy: &str, format: Format) -> Strin
          its next request = messages + envelope, an estimate\n"
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::engine::CallRecord;
+
+    fn row() -> ProductCompaction {
+        ProductCompaction {
+            session: "s".into(),
+            trigger: None,
+            pre_tokens: None,
+            call: 3,
+            recorded_after: Some(1000),
+            policy: Some("gemini-cli".into()),
+            policy_call: None,
+            policy_after: None,
+        }
+    }
+
+    fn run(events: Vec<(usize, PolicyEvent)>) -> PolicyRun {
+        let call = |at| CallRecord {
+            at,
+            messages: 4,
+            chars: 400,
+            tokens: 100 + at,
+            envelope: 10,
+            events: 0,
+            violations: Vec::new(),
+        };
+        PolicyRun {
+            policy: "gemini-cli".into(),
+            session: "s".into(),
+            tokenizer: "approx".into(),
+            calls: (0..6).map(call).collect(),
+            events,
+            findings: Default::default(),
+            invalid_requests: 0,
+            ended_by_error: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_summary_that_keeps_recent_turns_is_the_ports_compaction() {
+        let summarised = |kept| PolicyEvent::Summarised {
+            replaced: 8,
+            kept,
+            archive: None,
+        };
+        // Gemini CLI keeps the newest turns beside its summary.
+        let mut rows = [row()];
+        match_run(&mut rows, &run(vec![(4, summarised(3))]));
+        assert_eq!(
+            (rows[0].policy_call, rows[0].policy_after),
+            (Some(4), Some(114))
+        );
+        // Claude Code keeps none.
+        let mut rows = [row()];
+        match_run(
+            &mut rows,
+            &run(vec![(2, summarised(0)), (2, summarised(0))]),
+        );
+        assert_eq!(rows[0].policy_call, Some(2));
+        let table = render(&rows, Format::Table);
+        assert!(table.contains("gemini-cli fired @call"), "{table}");
+        // Rows of two products name their port in the cell.
+        let mut other = row();
+        other.policy = Some("claude-code".into());
+        other.policy_call = Some(7);
+        let table = render(&[rows[0].clone(), other], Format::Table);
+        assert!(table.contains("the product's port fired @call"), "{table}");
+        assert!(table.contains("7 (claude-code)"), "{table}");
+    }
 }

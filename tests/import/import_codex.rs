@@ -214,3 +214,29 @@ fn an_output_with_a_missing_call_is_removed_and_reported() {
     let e = import(&lines, &STRICT).unwrap_err().to_string();
     assert!(e.contains("orphan_tool_result"), "{e}");
 }
+
+#[test]
+fn the_compaction_is_set_beside_the_codex_cli_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rollout.jsonl");
+    std::fs::write(&p, rollout(3).join("\n") + "\n").unwrap();
+    let s = ctxlab::import::import_file(&p, &STRICT).unwrap();
+    assert!(ctxlab::import::opens_product_compaction(&s, 8));
+    // The summary goes for a replay; the turns around it stay.
+    assert_eq!(ctxlab::import::artefacts::product_artefacts(&s), [8]);
+    let (_, info) = ctxlab::replay::policies::replay_files_product(
+        &[p],
+        &["codex-cli".to_string()],
+        160,
+        &Default::default(),
+        Default::default(),
+    )
+    .unwrap();
+    let [c] = info.compactions.as_slice() else {
+        panic!("{:?}", info.compactions)
+    };
+    assert_eq!(c.policy.as_deref(), Some("codex-cli"));
+    // Four model calls before it (3 calls and the answer); the first token
+    // count after it is the second turn's first call.
+    assert_eq!((c.call, c.recorded_after), (4, Some(1000)));
+}

@@ -117,3 +117,53 @@ proptest! {
         prop_assert!(s.diagnostics.is_empty());
     }
 }
+
+/// Every format by name, so a new importer is fed the same bytes as the rest.
+const FORMATS: [&str; 11] = [
+    "claude_jsonl",
+    "chat_json",
+    "anthropic",
+    "openai",
+    "trajectories",
+    "mini_swe_agent",
+    "aider",
+    "codex_rollout",
+    "gemini_cli",
+    "opencode",
+    "openhands",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any bytes, read as any format: sessions or an input error with a
+    /// position (no panic), and every session's pairs valid.
+    #[test]
+    fn every_format_takes_any_bytes(
+        bytes in proptest::collection::vec(
+            prop_oneof![any::<u8>(), proptest::sample::select(b"{}[]\":,\n0123 abc".to_vec())],
+            0..200,
+        ),
+    ) {
+        for name in FORMATS {
+            let format = TranscriptFormat::from_name(name).unwrap();
+            let read = ctxlab::import::import_reader_sessions(bytes.as_slice(), Path::new("p"), format, &LENIENT);
+            match read {
+                Ok(sessions) => {
+                    for s in sessions {
+                        prop_assert!(unpaired_ids(&s.main).is_empty(), "{name}");
+                    }
+                }
+                Err(e) => prop_assert_eq!(e.exit_code(), 3, "{} {}", name, e),
+            }
+        }
+    }
+}
+
+#[test]
+fn every_format_is_in_the_property_list() {
+    // from_name's refusal lists every name: the test list must hold them all.
+    let e = TranscriptFormat::from_name("?").unwrap_err().to_string();
+    let listed = e.matches(", ").count() + 1;
+    assert_eq!(listed, FORMATS.len(), "{e}");
+}
