@@ -110,8 +110,8 @@ fn unknown_constants_wrong_values_and_fixed_policies_are_refused() {
         ),
         ("codex-cli:context_window=many", "bad value"),
         (
-            "openhands-recent:max_events=5",
-            "this policy has no constants a variant can set",
+            "openhands-recent:max_evnts=5",
+            "unknown constant `max_evnts`; known: ",
         ),
         ("codex-cli:=1", "an override without a name"),
     ];
@@ -133,6 +133,8 @@ fn policies_with_a_table_of_switches_take_variants() {
         "aider-chat-summary:max_tokens=4096",
         "roo-code-auto-condense:auto_condense_context_percent=50",
         "openai-realtime-auto:retention_ratio=0.5",
+        "openhands-recent:max_events=5",
+        "openhands-observation-masking:max_message_chars=1000",
     ] {
         let base = spec.split(':').next().unwrap();
         let default = ctxlab::policy::list::make(base).unwrap().info();

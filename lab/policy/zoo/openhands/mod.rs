@@ -266,6 +266,31 @@ fn summarised(
 }
 
 impl Policy for OpenHands {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        use crate::policy::variant::{set_fields, Overrides};
+        // `max_message_chars` and the other LLM settings go to the LLM
+        // config, every other key to the condenser's own table.
+        let llm_keys = match serde_json::to_value(&self.llm) {
+            Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let (llm, rest): (Overrides, Overrides) = overrides
+            .clone()
+            .into_iter()
+            .partition(|(k, _)| llm_keys.contains(k));
+        let mut condenser = self.condenser.clone();
+        match &mut condenser {
+            Condenser::ObservationMasking(c) => set_fields(c, &rest),
+            Condenser::Recent(c) => set_fields(c, &rest),
+            Condenser::Amortized(c) => set_fields(c, &rest),
+            Condenser::Llm(c) => set_fields(c, &rest),
+            Condenser::ConversationWindow(c) => set_fields(c, &rest),
+        }?;
+        set_fields(&mut self.llm, &llm)?;
+        self.condenser = condenser;
+        Ok(())
+    }
+
     fn info(&self) -> PolicyInfo {
         let (summary, constructor) = match &self.condenser {
             Condenser::ObservationMasking(_) => (
