@@ -18,6 +18,7 @@
 //! | Gemini CLI chat recording (`session-*.jsonl`: metadata, message records, `$set`, `$rewindTo`; or the older `session-*.json` document), its compressions real compactions | `.jsonl`, `.json` (sniffed) | [`gemini`] |
 //! | opencode session export (`{"info": {"id": "ses_…"}, "messages": [{"info", "parts"}…]}`), its `compaction` parts real compactions | `.json` (sniffed) | [`opencode`] |
 //! | OpenHands trajectory (an array of serialized events, or `{"trajectory": [...]}`), its `condensation` summaries real compactions | `.json` (sniffed) | [`openhands`] |
+//! | Roo Code / Cline task history (`api_conversation_history.json`: Anthropic-shaped messages with `ts`), Roo's `isSummary` messages real compactions | `.json` (sniffed) | [`roo_code`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
@@ -73,6 +74,7 @@ pub mod openai;
 pub mod opencode;
 pub mod openhands;
 mod repair;
+pub mod roo_code;
 pub mod sniff;
 pub mod text_action;
 pub mod times;
@@ -132,6 +134,8 @@ pub enum TranscriptFormat {
     /// An OpenHands trajectory (serialized events), its condensations real compactions.
     #[serde(rename = "openhands")]
     OpenHands,
+    /// A Roo Code or Cline task's `api_conversation_history.json`, Roo's condense summaries real compactions.
+    RooCode,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -163,6 +167,7 @@ impl TranscriptFormat {
             TranscriptFormat::GeminiCli => "gemini_cli",
             TranscriptFormat::OpenCode => "opencode",
             TranscriptFormat::OpenHands => "openhands",
+            TranscriptFormat::RooCode => "roo_code",
         }
     }
 
@@ -180,9 +185,10 @@ impl TranscriptFormat {
             "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
             "opencode" => Ok(TranscriptFormat::OpenCode),
             "openhands" => Ok(TranscriptFormat::OpenHands),
+            "roo_code" => Ok(TranscriptFormat::RooCode),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code",
             )),
         }
     }
@@ -824,15 +830,18 @@ pub fn is_product_summary(m: &Message) -> bool {
 /// Message `at` of `session` opens a compacted context the product made:
 /// a product summary ([`is_product_summary`]), opencode's compaction prompt
 /// in an opencode session (its text alone is a user's question elsewhere),
-/// or the summary of a Codex rollout's `compacted` record or an OpenHands
-/// condensation (their text is the model's own, with no marker).
+/// or the summary of a Codex rollout's `compacted` record, an OpenHands
+/// condensation or a Roo Code condense (their text is the model's own, with
+/// no marker the importer trusts alone).
 pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
     session.main.get(at).is_some_and(|m| {
         is_product_summary(m)
             || (session.format == TranscriptFormat::OpenCode && opencode::is_compaction_prompt(m))
             || (matches!(
                 session.format,
-                TranscriptFormat::CodexRollout | TranscriptFormat::OpenHands
+                TranscriptFormat::CodexRollout
+                    | TranscriptFormat::OpenHands
+                    | TranscriptFormat::RooCode
             ) && session.real_compactions.contains(&at))
     })
 }
@@ -952,6 +961,7 @@ fn sessions<R: BufRead>(
         TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::OpenCode => opencode::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])
@@ -1045,6 +1055,14 @@ pub(crate) fn finish_document(
     truncated: Option<(usize, usize)>,
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
+    report_cut(truncated, sink)?;
+    repair_pairs(&mut main, &mut origins, sink)?;
+    store_main(session, main, origins);
+    Ok(())
+}
+
+/// Report a JSON document cut at `truncated` (line, column), if it is.
+pub(crate) fn report_cut(truncated: Option<(usize, usize)>, sink: &mut Sink<'_>) -> LabResult<()> {
     if let Some((line, column)) = truncated {
         sink.report(
             line,
@@ -1053,8 +1071,6 @@ pub(crate) fn finish_document(
             "the JSON document ends early (file cut); messages before the cut are kept".into(),
         )?;
     }
-    repair_pairs(&mut main, &mut origins, sink)?;
-    store_main(session, main, origins);
     Ok(())
 }
 

@@ -33,6 +33,10 @@
 //!   `event_to_trajectory` writes events, is an OpenHands trajectory
 //!   ([`TranscriptFormat::OpenHands`]; checked before OpenAI's markers,
 //!   since its `tool_call_metadata` holds a `tool_call_id`);
+//! * an array of Anthropic-shaped messages carrying Roo Code's `ApiMessage`
+//!   keys (`ts`, `isSummary`, `condenseParent`) is a Roo Code task history
+//!   ([`TranscriptFormat::RooCode`]); Cline's, with no such key, reads as
+//!   [`TranscriptFormat::Anthropic`];
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -100,6 +104,15 @@ fn is_openhands_event(compact: &str) -> bool {
         && (compact.contains("\"action\":\"") || compact.contains("\"observation\":\""))
 }
 
+/// Roo Code's `ApiMessage`: a role with its timestamp or condense tags.
+fn is_roo_code(compact: &str) -> bool {
+    compact.contains("\"role\":\"")
+        && has_any(
+            compact,
+            &["\"ts\":", "\"isSummary\":", "\"condenseParent\":"],
+        )
+}
+
 fn array_kind(compact: &str) -> TranscriptFormat {
     if compact.contains("\"traj\":[") {
         TranscriptFormat::Trajectories
@@ -109,6 +122,8 @@ fn array_kind(compact: &str) -> TranscriptFormat {
         TranscriptFormat::OpenHands
     } else if has_any(compact, OPENAI_MARKERS) {
         TranscriptFormat::OpenAi
+    } else if is_roo_code(compact) {
+        TranscriptFormat::RooCode
     } else {
         TranscriptFormat::Anthropic
     }
@@ -282,5 +297,12 @@ mod tests {
         // A Claude Code record names its session too, but no project hash.
         let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;
         assert_eq!(sniff(claude), Some(ClaudeJsonl));
+        // Roo Code's history stamps each message; Cline's plain one does not.
+        let roo = br#"[{"role":"user","content":[{"type":"text","text":"t"}],"ts":1}]"#;
+        assert_eq!(sniff(roo), Some(RooCode));
+        let sorted = b"[\n  {\n    \"content\": \"t\",\n    \"role\": \"user\",\n    \"ts\": 1";
+        assert_eq!(sniff(sorted), Some(RooCode));
+        let cline = br#"[{"role":"user","content":[{"type":"text","text":"t"}]}]"#;
+        assert_eq!(sniff(cline), Some(Anthropic));
     }
 }

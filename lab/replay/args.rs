@@ -50,7 +50,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
     /// Read every file as this format instead of detecting it
-    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands).
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
     /// Replay each session at its real budget: the profile's limit alone is

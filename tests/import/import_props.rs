@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 11] = [
+const FORMATS: [&str; 12] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -131,6 +131,7 @@ const FORMATS: [&str; 11] = [
     "gemini_cli",
     "opencode",
     "openhands",
+    "roo_code",
 ];
 
 proptest! {

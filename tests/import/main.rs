@@ -17,4 +17,5 @@ mod import_opencode;
 mod import_openhands;
 mod import_props;
 mod import_real;
+mod import_roo_code;
 mod import_shapes;
