@@ -270,7 +270,7 @@ impl Policy for OpenHands {
         use crate::policy::variant::{set_fields, Overrides};
         // `max_message_chars` and the other LLM settings go to the LLM
         // config, every other key to the condenser's own table.
-        let llm_keys = match serde_json::to_value(&self.llm) {
+        let llm_keys = match serde_json::to_value(self.llm) {
             Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
             _ => Vec::new(),
         };
