@@ -113,16 +113,38 @@ fn files_written_through_the_protocol_are_what_the_checker_sees() {
     );
 }
 
-/// Replay under `body` and return stderr, asserting exit 3 and that it names
-/// the command and the fix.
+/// Replay under `body` and return stderr, asserting exit 3, that it names
+/// the command and the fix, and that the run left no temporary file (its
+/// `TMPDIR` is a directory of its own, empty again afterwards).
 fn refused(body: &str, extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
     let s = session(dir.path());
     let spec = policy(dir.path(), "bad.sh", body);
-    let (code, out, err) = replay(&s, &spec, extra);
+    let mut args = vec![
+        "replay",
+        s.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--policy",
+        &spec,
+    ];
+    args.extend_from_slice(extra);
+    let run = common::lab_command()
+        .args(&args)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let (code, out, err) = (
+        run.status.code().unwrap_or(-1),
+        String::from_utf8(run.stdout).unwrap(),
+        String::from_utf8(run.stderr).unwrap(),
+    );
     assert_eq!(code, 3, "{body}\nstdout: {out}\nstderr: {err}");
     assert!(out.is_empty(), "no partial table: {out}");
     assert!(err.contains("bad.sh") && err.contains("fix:"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "temporary files left behind: {left:?}");
     err
 }
 
