@@ -212,3 +212,15 @@ pub fn parallel_shards(dir: &Path, args: &str, n: usize, part: &str) -> Option<V
         .collect();
     Some(files)
 }
+
+/// `bytes` with the byte at fraction `flip.0` set to `flip.1` (when given),
+/// then cut at fraction `frac`: the damaged file the importers' property
+/// tests feed back.
+pub fn cut_or_flipped(mut bytes: Vec<u8>, frac: f64, flip: Option<(f64, u8)>) -> Vec<u8> {
+    if let Some((at, b)) = flip {
+        let i = ((bytes.len() - 1) as f64 * at) as usize;
+        bytes[i] = b;
+    }
+    bytes.truncate((bytes.len() as f64 * frac) as usize);
+    bytes
+}

@@ -273,12 +273,7 @@ proptest! {
         flip in proptest::option::of((0.0f64..1.0, any::<u8>())),
     ) {
         let text = read(if legacy { "session-legacy.json" } else { "session.jsonl" });
-        let mut bytes = text.into_bytes();
-        if let Some((at, b)) = flip {
-            let i = ((bytes.len() - 1) as f64 * at) as usize;
-            bytes[i] = b;
-        }
-        bytes.truncate((bytes.len() as f64 * frac) as usize);
+        let bytes = common::cut_or_flipped(text.into_bytes(), frac, flip);
         match import_reader(bytes.as_slice(), Path::new("p.jsonl"), TranscriptFormat::GeminiCli, &LENIENT) {
             Ok(s) => prop_assert!(unpaired_ids(&s.main).is_empty()),
             Err(e) => prop_assert_eq!(e.exit_code(), 3, "{}", e),

@@ -232,12 +232,7 @@ proptest! {
         frac in 0.0f64..1.0,
         flip in proptest::option::of((0.0f64..1.0, any::<u8>())),
     ) {
-        let mut bytes = std::fs::read(fixture()).unwrap();
-        if let Some((at, b)) = flip {
-            let i = ((bytes.len() - 1) as f64 * at) as usize;
-            bytes[i] = b;
-        }
-        bytes.truncate((bytes.len() as f64 * frac) as usize);
+        let bytes = common::cut_or_flipped(std::fs::read(fixture()).unwrap(), frac, flip);
         match import_reader(bytes.as_slice(), Path::new("h.json"), TranscriptFormat::RooCode, &LENIENT) {
             Ok(s) => prop_assert!(unpaired_ids(&s.main).is_empty()),
             Err(e) => prop_assert_eq!(e.exit_code(), 3, "{}", e),
