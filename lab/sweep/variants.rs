@@ -98,20 +98,17 @@ fn range(a: &str, rest: &str) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// Every variant spec of `policy` over `axes`, first axis slowest.
+/// Every variant spec of `policy` over `axes`, first axis slowest (the
+/// order of `values_of`).
 pub fn specs(policy: &str, axes: &[Axis]) -> Vec<String> {
-    let mut out = vec![policy.to_string()];
-    for axis in axes {
-        out = out
-            .iter()
-            .flat_map(|s| {
-                axis.values
-                    .iter()
-                    .map(move |v| format!("{s}:{}={v}", axis.key))
-            })
-            .collect();
-    }
-    out
+    values_of(axes)
+        .iter()
+        .map(|values| {
+            axes.iter()
+                .zip(values)
+                .fold(policy.to_string(), |s, (a, v)| format!("{s}:{}={v}", a.key))
+        })
+        .collect()
 }
 
 /// One variant summed over the sessions.
