@@ -117,6 +117,7 @@ fn measure() -> Measure {
             provider: o.provider,
             sheet: o.sheet,
             prices: o.prices,
+            by_model: false,
         }),
         ..Measure::default()
     }

@@ -221,6 +221,8 @@ fn pricing() -> LabResult<Pricing> {
         provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
         sheet,
         prices: crate::cache::prices::table::PriceTable::builtin(),
+        // Each session is priced at the model that answered it.
+        by_model: true,
     })
 }
 

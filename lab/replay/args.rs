@@ -175,6 +175,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
         scale: a.scale,
         path_len: Some(a.path_len),
         cost_tokens: None,
+        cost_envelope: 0,
         scale_to_real: a.scale_to_real,
     };
     if a.cost {
@@ -185,6 +186,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
             cache: a.cache,
             sheet: a.sheet,
             prices: a.prices,
+            envelope: a.envelope,
         };
         return cost_arms::cli(&args, &options, &import, format);
     }
@@ -245,6 +247,7 @@ fn replay_policies(
             provider: o.provider,
             sheet: o.sheet,
             prices: o.prices,
+            by_model: a.sheet.is_none(),
         })
     } else {
         None

@@ -45,6 +45,9 @@ pub struct CostOptions {
     /// which then serves sessions without a recorded model. On when the
     /// command line names no `--sheet`.
     pub by_model: bool,
+    /// The fixed prefix the replayed arms carry (`--envelope`).
+    #[serde(skip)]
+    pub envelope: crate::replay::envelope::EnvelopeArg,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
@@ -57,6 +60,7 @@ impl Default for CostOptions {
             sheet: *prices::sheet("claude-opus-4.1-5m").expect("sheet exists"),
             prices: PriceTable::builtin(),
             by_model: false,
+            envelope: Default::default(),
         }
     }
 }
@@ -90,6 +94,8 @@ pub struct CostArgs {
     pub sheet: Option<String>,
     /// `--prices FILE`: per-model prices instead of the built-in table.
     pub prices: Option<PathBuf>,
+    /// `--envelope`: the fixed prefix of the replayed arms.
+    pub envelope: crate::replay::envelope::EnvelopeArg,
 }
 
 /// `lab replay … --cost`: prices every arm and renders the rows.
@@ -104,6 +110,7 @@ pub fn cli(
         provider: args.cache.provider(),
         prices: load_prices(args.prices.as_deref())?,
         by_model: args.sheet.is_none(),
+        envelope: args.envelope,
         ..CostOptions::default()
     }
     .with_sheet(args.sheet.as_deref().unwrap_or(prices::DEFAULT_SHEET))?;
@@ -137,6 +144,25 @@ pub struct CostRow {
     pub recorded: Option<Validation>,
     /// For `recorded-usage`: the bill at each request's model's prices.
     pub billed: Option<RecordedBill>,
+    /// For a replayed arm: tokens of the session's envelope sent before
+    /// every request (an estimate, see `replay::envelope`); 0 for none.
+    pub envelope_tokens: usize,
+    /// For the recorded arms: which of the log's requests the row covers
+    /// (the main chain, the base a replay shares) and what the rest cost.
+    pub covers: Option<Coverage>,
+}
+
+/// Which recorded requests a row covers: the main chain, as a replay of
+/// the session sends it; the subagents' conversations are left out (replay
+/// each as a session of its own) and their bill is given beside.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Coverage {
+    /// Main-chain requests in the row.
+    pub main_chain: usize,
+    /// Subagent (sidechain) requests of the log not in the row.
+    pub subagent: usize,
+    /// What those were billed, output included, each at its model's price.
+    pub subagent_billed: f64,
 }
 
 /// Prices every arm of every file.
@@ -168,6 +194,18 @@ pub fn run_cost(
         };
         let source = source_name(&session);
         let options = session_options(options, recorded.as_deref(), &source)?;
+        let log = crate::replay::envelope::RecordedLog::read(f, session.format)?;
+        let counter = options.tokens.counter();
+        let envelope = crate::replay::envelope::envelope_for(
+            &session,
+            log.as_ref(),
+            options.envelope,
+            counter.as_ref(),
+        )?;
+        let replay = ReplayOptions {
+            cost_envelope: envelope.prefix.tokens as u64,
+            ..replay.clone()
+        };
         rows.extend(session_rows(&session, &names, &replay, &options)?);
         if let Some(recorded) = recorded {
             rows.extend(recorded_rows(&source, &recorded, &options)?);
@@ -184,19 +222,35 @@ fn session_options(
     recorded: Option<&[RecordedRequest]>,
     source: &str,
 ) -> LabResult<CostOptions> {
-    let mut o = options.clone();
     let model = recorded.and_then(crate::cache::bill::session_model);
-    let (true, Some(model)) = (options.by_model, model) else {
-        return Ok(o);
+    let mut o = options.clone();
+    if options.by_model {
+        (o.provider, o.sheet) = priced_at(options, model, source)?;
+    }
+    Ok(o)
+}
+
+/// The cache model and sheet that price a replay of a session whose model
+/// is `model` (read from `source`): that model's list prices and minimum
+/// cacheable prefix (when the cache model is of its provider); without a
+/// model, the options' own. A model the table lacks is refused (exit 2).
+pub fn priced_at(
+    options: &CostOptions,
+    model: Option<&str>,
+    source: &str,
+) -> LabResult<(Provider, PriceSheet)> {
+    let (mut provider, mut sheet) = (options.provider, options.sheet);
+    let Some(model) = model else {
+        return Ok((provider, sheet));
     };
     if let crate::cache::prices::table::Lookup::Priced(m) = options.prices.require(model, source)? {
         let one_hour = options.provider.ttl_ms() >= 3_600_000;
-        o.sheet = prices::sheet_of(m, one_hour, &options.prices.date);
+        sheet = prices::sheet_of(m, one_hour, &options.prices.date);
         if m.provider == options.provider.family() {
-            o.provider = options.provider.with_min_tokens(m.min_cache_tokens);
+            provider = options.provider.with_min_tokens(m.min_cache_tokens);
         }
     }
-    Ok(o)
+    Ok((provider, sheet))
 }
 
 fn source_name(s: &ImportedSession) -> String {
@@ -213,7 +267,7 @@ fn session_rows(
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
     let source = source_name(session);
-    let mut builder = RequestBuilder::new(options.tokens, 0);
+    let mut builder = RequestBuilder::new(options.tokens, replay.cost_envelope);
     let row = |arm: &str, report| CostRow {
         source: source.clone(),
         arm: arm.to_string(),
@@ -222,39 +276,66 @@ fn session_rows(
         report,
         recorded: None,
         billed: None,
+        envelope_tokens: replay.cost_envelope as usize,
+        covers: None,
     };
-    let none = cost(
-        &none_requests(&session.main, &mut builder),
-        &options.provider,
-        &options.sheet,
+    let answers = session.main.iter().enumerate();
+    let none = stamped(
+        none_requests(&session.main, &mut builder),
+        answers.filter_map(|(i, m)| (m.role == crate::message::Role::Assistant).then_some(i)),
+        session,
     );
+    let none = cost(&none, &options.provider, &options.sheet);
     let mut rows = vec![row("none", none)];
     for n in names {
         let r = replay_with(session, n, replay)?;
-        let mut arm = row(
-            n,
-            cost(&r.cache_requests, &options.provider, &options.sheet),
-        );
+        let calls = r.series.iter().map(|p| p.at);
+        let requests = stamped(r.cache_requests, calls, session);
+        let mut arm = row(n, cost(&requests, &options.provider, &options.sheet));
         arm.tradeoff = Some(crate::cache::tradeoff(&arm.report, &rows[0].report));
         rows.push(arm);
     }
     Ok(rows)
 }
 
+/// Each request stamped with the recorded time of the message it answers
+/// (`calls`: its index in `session.main`), so that the cache's TTL expires
+/// across an idle gap as it does in a policy replay.
+fn stamped(
+    mut requests: Vec<crate::cache::CacheRequest>,
+    calls: impl Iterator<Item = usize>,
+    session: &ImportedSession,
+) -> Vec<crate::cache::CacheRequest> {
+    for (r, at) in requests.iter_mut().zip(calls) {
+        let time = session.main_times_ms.get(at).copied().flatten();
+        r.at_ms = time.and_then(|t| i64::try_from(t).ok());
+    }
+    requests
+}
+
 fn builder_name(t: Tokens) -> String {
     t.counter().name().to_string()
 }
 
-/// The two recorded arms of a Claude Code log; a request whose model has
-/// no price refuses the log.
+/// The two recorded arms of a Claude Code log, over its main chain (the
+/// requests a replay shares); a request whose model has no price refuses
+/// the log.
 pub fn recorded_rows(
     source: &str,
     recorded: &[RecordedRequest],
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
-    let billed = bill(source, recorded, &options.prices)?;
-    let (model, validation) = validate(recorded, &options.provider, &options.sheet);
-    let usage = usage_report(recorded, &model, &validation, &billed);
+    let (main, side): (Vec<RecordedRequest>, Vec<RecordedRequest>) =
+        recorded.iter().cloned().partition(|r| !r.sidechain);
+    let covers = Coverage {
+        main_chain: main.len(),
+        subagent: side.len(),
+        // `+ 0.0`: an empty sum is -0.0, printed as such.
+        subagent_billed: bill(source, &side, &options.prices)?.dollars + 0.0,
+    };
+    let billed = bill(source, &main, &options.prices)?;
+    let (model, validation) = validate(&main, &options.provider, &options.sheet);
+    let usage = usage_report(&main, &model, &validation, &billed);
     // Both recorded rows count a break as a collapsed read, the only break
     // the recorded usage can show.
     let mut model = model;
@@ -270,6 +351,8 @@ pub fn recorded_rows(
         tradeoff: None,
         recorded,
         billed: None,
+        envelope_tokens: 0,
+        covers: Some(covers.clone()),
     };
     let mut usage = row("recorded-usage", usage, None);
     usage.billed = Some(billed);
@@ -319,7 +402,7 @@ pub fn header(options: &CostOptions) -> String {
         sheet
     };
     format!(
-        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {replayed}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output",
+        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {replayed}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output · requests: replayed arms, the main chain's model calls; recorded arms, the log's main-chain requests",
         options.tokens.counter().name(),
         options.provider.name(),
         options.prices.label()
@@ -392,16 +475,43 @@ pub fn render_cost(
         // named `a|b.jsonl` can neither split a Markdown row nor reach the
         // terminal raw.
         Format::Markdown => format!(
-            "{}\n\n{}\n",
+            "{}\n\n{}\n{}",
             header(options),
-            crate::render::table(&COLUMNS, body, true)
+            crate::render::table(&COLUMNS, body, true),
+            left_out(rows)
         ),
         Format::Table => format!(
-            "{}\n{}\n",
+            "{}\n{}\n{}",
             header(options),
-            crate::render::table(&COLUMNS, body, false)
+            crate::render::table(&COLUMNS, body, false),
+            left_out(rows)
         ),
     }
+}
+
+/// One line per session whose replayed arms carry an envelope, then one
+/// per log whose recorded rows leave subagent requests out.
+fn left_out(rows: &[CostRow]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    let envelopes = rows
+        .iter()
+        .filter(|r| r.envelope_tokens > 0 && seen.insert(&r.source))
+        .map(|r| {
+            format!(
+                "envelope of {}: {} tokens (estimate), cached first before every replayed request\n",
+                r.source, r.envelope_tokens
+            )
+        });
+    envelopes.chain(rows.iter()
+        .filter(|r| r.billed.is_some())
+        .filter_map(|r| Some((r, r.covers.as_ref().filter(|c| c.subagent > 0)?)))
+        .map(|(r, c)| {
+            format!(
+                "{}: {} subagent requests left out of the recorded rows (billed {:.4} with output); replay each subagent as a session of its own\n",
+                r.source, c.subagent, c.subagent_billed
+            )
+        }))
+    .collect()
 }
 
 #[cfg(test)]

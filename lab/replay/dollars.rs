@@ -36,16 +36,24 @@ pub fn policy_costs(runs: &[Compared]) -> Vec<PolicyCost> {
         .collect()
 }
 
-/// What priced the rows: cache model, dated price sheet, tokenizer (from the
-/// first row; every row of one report is priced alike).
+/// What priced the rows: cache model, dated price sheet (or "each
+/// session's model" when sessions were priced at their own), tokenizer.
 pub fn pricing_line(rows: &[PolicyCost]) -> String {
-    match rows.first() {
-        Some(p) => format!(
-            "cache {}, prices {} as of {} (output not priced), tokenizer {}",
-            p.report.provider, p.report.sheet.name, p.report.sheet.date, p.tokenizer
-        ),
-        None => "no priced runs".to_string(),
-    }
+    let Some(p) = rows.first() else {
+        return "no priced runs".to_string();
+    };
+    let sheet = if rows
+        .iter()
+        .all(|r| r.report.sheet.name == p.report.sheet.name)
+    {
+        p.report.sheet.name.to_string()
+    } else {
+        "each session's model".to_string()
+    };
+    format!(
+        "cache {}, prices {sheet} as of {} (output not priced), tokenizer {}",
+        p.report.provider, p.report.sheet.date, p.tokenizer
+    )
 }
 
 /// Cumulative dollars after each model call, numbered from 1.

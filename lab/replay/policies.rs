@@ -95,6 +95,35 @@ pub struct Pricing {
     pub sheet: crate::cache::PriceSheet,
     /// Per-model prices for recorded usage (`--prices FILE`, else built in).
     pub prices: std::sync::Arc<crate::cache::prices::table::PriceTable>,
+    /// Price each session's replays at the model that answered most of its
+    /// main chain (its list prices and cache rules), `sheet` serving
+    /// sessions whose log names no model; on unless `--sheet` names one.
+    pub by_model: bool,
+}
+
+impl Pricing {
+    /// The same choices as the cost arms' options.
+    pub fn options(&self) -> crate::replay::cost_arms::CostOptions {
+        crate::replay::cost_arms::CostOptions {
+            tokens: crate::tokens::Tokens::Approx,
+            provider: self.provider,
+            sheet: self.sheet,
+            prices: self.prices.clone(),
+            by_model: self.by_model,
+            envelope: Default::default(),
+        }
+    }
+
+    /// The pricing of one session whose main chain `model` answered (read
+    /// from `source`): that model's with [`Pricing::by_model`], else this.
+    pub fn for_session(&self, model: Option<&str>, source: &str) -> LabResult<Pricing> {
+        let mut p = self.clone();
+        if self.by_model {
+            (p.provider, p.sheet) =
+                crate::replay::cost_arms::priced_at(&self.options(), model, source)?;
+        }
+        Ok(p)
+    }
 }
 
 /// The product and release that wrote a session, where its log says.
@@ -121,6 +150,9 @@ pub struct SessionSetup {
     /// start), where the log records it: time-based rules and the prompt
     /// cache's TTL read it.
     pub times_ms: Option<Vec<Option<u64>>>,
+    /// How this session's runs are priced (its model's prices with
+    /// [`Pricing::by_model`]); `None`: the measure's.
+    pub pricing: Option<Pricing>,
 }
 
 /// What to measure besides the checker's verdict.
@@ -230,9 +262,10 @@ pub fn compare_set_up(
     Ok(Compared {
         run,
         retention,
-        cost: measure
+        cost: setup
             .pricing
             .as_ref()
+            .or(measure.pricing.as_ref())
             .map(|p| cost.finish(&p.provider, &p.sheet)),
     })
 }
@@ -447,6 +480,14 @@ pub fn set_up(
             version: l.version.clone(),
         })
     });
+    let model = log
+        .as_ref()
+        .and_then(|l| crate::cache::bill::session_model(&l.requests));
+    let pricing = measure
+        .pricing
+        .as_ref()
+        .map(|p| p.for_session(model, &session_file(session)))
+        .transpose()?;
     Ok((
         SessionSetup {
             prefix: envelope.prefix,
@@ -454,9 +495,19 @@ pub fn set_up(
             product,
             dump: None,
             times_ms: crate::import::artefacts::times_without_product_artefacts(session),
+            pricing,
         },
         log,
     ))
+}
+
+/// The session's file name, as error messages and tables name it.
+fn session_file(session: &crate::import::ImportedSession) -> String {
+    session
+        .source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// `--plot` with `--policy` draws cumulative dollars, so it needs `--cost`;
@@ -484,14 +535,6 @@ pub fn recorded_usage(
     pricing: &Pricing,
 ) -> LabResult<Vec<crate::replay::cost_arms::CostRow>> {
     use crate::import::TranscriptFormat;
-    let options = crate::replay::cost_arms::CostOptions {
-        tokens: crate::tokens::Tokens::Approx,
-        provider: pricing.provider,
-        sheet: pricing.sheet,
-        prices: pricing.prices.clone(),
-        // The policy table prices every replay at the one sheet.
-        by_model: false,
-    };
     let mut rows = Vec::new();
     for file in files {
         let format = match import.format {
@@ -507,6 +550,9 @@ pub fn recorded_usage(
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let recorded = crate::tokens::recorded::read_file(file)?;
+            // The prediction beside the usage is priced as the replays are.
+            let model = crate::cache::bill::session_model(&recorded);
+            let options = pricing.for_session(model, &name)?.options();
             rows.extend(crate::replay::cost_arms::recorded_rows(
                 &name, &recorded, &options,
             )?);
@@ -525,7 +571,8 @@ pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
     Ok(buf)
 }
 
-/// Per policy × session: what was sent and what the cache made of it.
+/// Per policy × session: what was sent, on which requests, at which
+/// prices, and what the cache made of it.
 fn cost_table(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
@@ -534,37 +581,22 @@ fn cost_table(
     let mut rows: Vec<Vec<String>> = out
         .iter()
         .filter_map(|c| c.cost.as_ref().map(|r| (c, r)))
-        .map(|(c, r)| {
-            vec![
-                c.run.session.clone(),
-                c.run.policy.clone(),
-                r.input_tokens.to_string(),
-                r.cache_read_tokens.to_string(),
-                r.cache_write_tokens.to_string(),
-                format!("{:.2}", r.breaks_per_turn),
-                format!("{:.4}", r.dollars),
-            ]
-        })
+        .map(|(c, r)| cost_cells(&c.run.session, &c.run.policy, r, r.sheet.name, None))
         .collect();
     rows.extend(recorded.iter().map(|r| {
-        let c = &r.report;
-        vec![
-            r.source.clone(),
-            r.arm.clone(),
-            c.input_tokens.to_string(),
-            c.cache_read_tokens.to_string(),
-            c.cache_write_tokens.to_string(),
-            format!("{:.2}", c.breaks_per_turn),
-            format!("{:.4}", c.dollars),
-            r.billed
-                .as_ref()
-                .map_or("-".to_string(), |b| format!("{:.4}", b.dollars)),
-        ]
+        let prices = match r.billed {
+            Some(_) => "each request's model",
+            None => r.report.sheet.name,
+        };
+        let billed = r.billed.as_ref().map(|b| b.dollars);
+        cost_cells(&r.source, &r.arm, &r.report, prices, billed)
     }));
     let mut s = crate::render::table(
         &[
             "session",
             "policy",
+            "prices",
+            "requests",
             "input tokens",
             "cache read",
             "cache write",
@@ -575,25 +607,79 @@ fn cost_table(
         rows,
         format == crate::render::Format::Markdown,
     );
-    if let Some(r) = out.iter().find_map(|c| c.cost.as_ref()) {
+    s.push_str(&cost_notes(out, recorded));
+    s
+}
+
+fn cost_cells(
+    session: &str,
+    policy: &str,
+    r: &crate::cache::CostReport,
+    prices: &str,
+    billed: Option<f64>,
+) -> Vec<String> {
+    vec![
+        session.to_string(),
+        policy.to_string(),
+        prices.to_string(),
+        r.requests.len().to_string(),
+        r.input_tokens.to_string(),
+        r.cache_read_tokens.to_string(),
+        r.cache_write_tokens.to_string(),
+        format!("{:.2}", r.breaks_per_turn),
+        format!("{:.4}", r.dollars),
+        billed.map_or("-".to_string(), |b| format!("{b:.4}")),
+    ]
+}
+
+/// The lines under the cost table: cache model, prices, tokens, what the
+/// requests column covers, and what the recorded rows leave out.
+fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) -> String {
+    let Some(r) = out.iter().find_map(|c| c.cost.as_ref()) else {
+        return String::new();
+    };
+    let one_sheet = out
+        .iter()
+        .filter_map(|c| c.cost.as_ref())
+        .all(|c| c.sheet.name == r.sheet.name);
+    let prices = if one_sheet {
+        format!("{} ({})", r.sheet.name, r.sheet.date)
+    } else {
+        format!(
+            "column `prices`: each session at the model that answered most of its main chain, \
+             its list price and cache rules as of {}",
+            r.sheet.date
+        )
+    };
+    let mut s = format!(
+        "\n\ncache: {}; prices: {prices}, prompt side only; tokens: {}\n",
+        r.provider, out[0].run.tokenizer
+    );
+    s.push_str(
+        "requests: a replayed row counts the model calls of the session's main chain as replayed \
+         (the product's own compaction calls left out); a recorded row, the log's main-chain requests\n",
+    );
+    if out
+        .iter()
+        .any(|c| c.run.calls.iter().any(|k| k.envelope > 0))
+    {
+        s.push_str(
+            "replayed rows include each session's envelope, cached first as the system prefix: their tokens and dollars are estimates\n",
+        );
+    }
+    if let Some(b) = recorded.iter().find_map(|r| r.billed.as_ref()) {
         s.push_str(&format!(
-            "\n\ncache: {}; prices: {} ({}), prompt side only; tokens: {}\n",
-            r.provider, r.sheet.name, r.sheet.date, out[0].run.tokenizer
+            "recorded-usage: what the API billed (API tokens; a break is a collapsed read), \
+             each request at its own model's price ({}): dollars = prompt side, billed = with output; \
+             recorded-model: the cache model on the same requests\n",
+            b.prices
         ));
-        if out
-            .iter()
-            .any(|c| c.run.calls.iter().any(|k| k.envelope > 0))
-        {
-            s.push_str(
-                "replayed rows include each session's envelope, cached first as the system prefix: their tokens and dollars are estimates\n",
-            );
-        }
-        if let Some(b) = recorded.iter().find_map(|r| r.billed.as_ref()) {
+    }
+    for r in recorded.iter().filter(|r| r.billed.is_some()) {
+        if let Some(c) = r.covers.as_ref().filter(|c| c.subagent > 0) {
             s.push_str(&format!(
-                "recorded-usage: what the API billed (API tokens; a break is a collapsed read), \
-                 each request at its own model's price ({}): dollars = prompt side, billed = with output; \
-                 recorded-model: the cache model on the same requests\n",
-                b.prices
+                "{}: {} subagent requests left out of the recorded rows (billed {:.4} with output); replay each subagent as a session of its own\n",
+                r.source, c.subagent, c.subagent_billed
             ));
         }
     }

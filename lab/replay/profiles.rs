@@ -88,6 +88,9 @@ pub struct ReplayOptions {
     /// Also record every request as a [`crate::cache::CacheRequest`] counted
     /// with this tokenizer (for `--cost`); `None` = don't.
     pub cost_tokens: Option<crate::tokens::Tokens>,
+    /// Tokens of the session's envelope, cached first as the system segment
+    /// of every recorded request (see `replay::envelope`); 0: none.
+    pub cost_envelope: u64,
     /// Replay each session with its context limit alone at [`scale_to_real`]
     /// (its real budget) instead of every size at `scale`; sessions without
     /// a real compaction keep `scale`.
@@ -100,6 +103,7 @@ impl Default for ReplayOptions {
             scale: 1.0,
             path_len: Some(DEFAULT_PATH_LEN),
             cost_tokens: None,
+            cost_envelope: 0,
             scale_to_real: false,
         }
     }
@@ -419,7 +423,7 @@ fn replay_core(
         walk: Walk {
             builder: options
                 .cost_tokens
-                .map(|t| crate::cache::session::RequestBuilder::new(t, 0)),
+                .map(|t| crate::cache::session::RequestBuilder::new(t, options.cost_envelope)),
             ..Walk::default()
         },
         sent: main.sent,

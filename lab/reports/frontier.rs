@@ -77,6 +77,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
             sheet,
             prices: crate::cache::prices::table::PriceTable::builtin(),
+            by_model: false,
         }),
         tokens: crate::tokens::Tokens::Approx,
         dump: None,

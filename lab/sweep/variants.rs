@@ -257,6 +257,7 @@ fn on_files(names: &[String], files: &[PathBuf], jobs: usize) -> LabResult<Vec<V
             provider: options.provider,
             sheet: options.sheet,
             prices: options.prices,
+            by_model: true,
         }),
         ..Measure::default()
     };

@@ -64,7 +64,8 @@ fn json_carries_totals_series_and_recorded_usage_beside_the_prediction() {
     assert_eq!(policies, ["none", "course-main"]);
     for c in cost {
         assert!(c["session"].is_string());
-        assert_eq!(c["sheet"]["name"], "claude-opus-4.1-5m");
+        // Priced at the model that answered the log, from the dated table.
+        assert_eq!(c["sheet"]["name"], "claude-opus-4-1-20250805");
         assert!(c["sheet"]["date"].is_string());
         check_totals(c);
     }
@@ -112,7 +113,10 @@ fn the_table_prints_recorded_rows_beside_the_policies() {
     };
     assert!(row("recorded-usage").contains(" 2000 "), "{out}");
     row("recorded-model");
-    assert!(out.contains("claude-opus-4.1-5m (2025-11-24)"), "{out}");
+    assert!(
+        out.contains("claude-opus-4-1-20250805 (2026-12-04)"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -130,7 +134,7 @@ fn the_plot_draws_every_policy_and_needs_cost() {
     for name in ctxlab::policy::list::names() {
         assert!(svg.contains(&format!(">{name}")), "{name} missing");
     }
-    assert!(svg.contains("claude-opus-4.1-5m as of 2025-11-24"));
+    assert!(svg.contains("claude-opus-4-1-20250805 as of 2026-12-04"));
     // Into a missing directory: a clear error, nothing written.
     let missing = dir.path().join("no/such/d.svg");
     let (code, out, err) = lab(&[
@@ -172,6 +176,7 @@ fn every_policy_is_priced_on_every_shared_session() {
         provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
         sheet: *ctxlab::cache::prices::sheet("claude-opus-4.1-5m").unwrap(),
         prices: ctxlab::cache::prices::table::PriceTable::builtin(),
+        by_model: false,
     };
     let measure = Measure {
         pricing: Some(pricing.clone()),

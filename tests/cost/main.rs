@@ -12,3 +12,4 @@ mod cost_report;
 mod message_times;
 mod prices_cli;
 mod recorded_dollars;
+mod same_base;

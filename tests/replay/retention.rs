@@ -371,6 +371,7 @@ fn retention_changes_no_cost_and_no_loss_counter() {
             provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
             sheet,
             prices: ctxlab::cache::prices::table::PriceTable::builtin(),
+            by_model: false,
         }),
         ..Measure::default()
     };

@@ -13,6 +13,7 @@ fn priced(session: &str) -> Vec<PolicyCost> {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
             sheet,
             prices: crate::cache::prices::table::PriceTable::builtin(),
+            by_model: false,
         }),
         tokens: crate::tokens::Tokens::Approx,
         dump: None,

@@ -146,9 +146,16 @@ pub fn make() -> Box<dyn Policy> {
 }
 
 /// `clear_thinking_20251015` with `keep: {thinking_turns: keep}`: thinking
-/// blocks stay only in the newest `keep` assistant messages that have some;
+/// blocks stay only in the newest `keep` assistant turns that have some;
 /// an assistant message left with no block leaves the request. Returns the
 /// event, if anything was cleared.
+///
+/// An assistant turn is everything the assistant sends between two user
+/// prompts, its tool loop included: the documentation says a turn "may
+/// include multiple content blocks (e.g. when using tools) and multiple
+/// thinking blocks (e.g. with interleaved thinking)". Counting each message
+/// as a turn would clear the previous call's thinking at every call of a
+/// tool loop and rewrite the cache each time.
 pub fn clear_thinking(request: &mut Vec<Message>, keep: usize) -> Option<PolicyEvent> {
     let has = |m: &Message| {
         m.role == Role::Assistant
@@ -156,13 +163,21 @@ pub fn clear_thinking(request: &mut Vec<Message>, keep: usize) -> Option<PolicyE
                 .iter()
                 .any(|b| matches!(b, Block::Thinking { .. }))
     };
-    let turns: Vec<usize> = (0..request.len()).filter(|&i| has(&request[i])).collect();
+    let turn_of = assistant_turns(request);
+    let mut turns: Vec<usize> = (0..request.len())
+        .filter(|&i| has(&request[i]))
+        .map(|i| turn_of[i])
+        .collect();
+    turns.dedup();
     let older = &turns[..turns.len().saturating_sub(keep)];
-    if older.is_empty() {
+    let cleared: Vec<usize> = (0..request.len())
+        .filter(|&i| has(&request[i]) && older.contains(&turn_of[i]))
+        .collect();
+    if cleared.is_empty() {
         return None;
     }
     let mut blocks = 0;
-    for &i in older {
+    for &i in &cleared {
         if let Content::Blocks(b) = &mut request[i].content {
             let before = b.len();
             b.retain(|x| !matches!(x, Block::Thinking { .. }));
@@ -172,7 +187,7 @@ pub fn clear_thinking(request: &mut Vec<Message>, keep: usize) -> Option<PolicyE
     let before = request.len();
     let mut i = 0;
     request.retain(|m| {
-        let emptied = older.contains(&i) && m.blocks().is_empty();
+        let emptied = cleared.contains(&i) && m.blocks().is_empty();
         i += 1;
         !emptied
     });
@@ -183,6 +198,20 @@ pub fn clear_thinking(request: &mut Vec<Message>, keep: usize) -> Option<PolicyE
             older.len()
         ),
     })
+}
+
+/// For each message, the number of user prompts before or at it: the
+/// assistant turn it belongs to (a user message that carries only tool
+/// results continues the turn).
+fn assistant_turns(request: &[Message]) -> Vec<usize> {
+    let mut turn = 0;
+    request
+        .iter()
+        .map(|m| {
+            turn += (m.role == Role::User && !m.is_tool_result()) as usize;
+            turn
+        })
+        .collect()
 }
 
 impl ApiMc {
@@ -228,7 +257,7 @@ impl Policy for ApiMc {
             differences: vec![
                 "runs as an internal build (`USER_TYPE=ant`) with `USE_API_CLEAR_TOOL_RESULTS` set: external builds send the thinking edit only",
                 "the tool edit is the lab's `anthropic-clear-tool-uses` model of the API (placeholder `[cleared]`, a cleared input `{}`, the run's token counter, `keep` at the API's documented 3)",
-                "`hasThinking` is read from the history (a thinking block in it); a thinking turn is an assistant message with thinking, and one left empty leaves the request",
+                "`hasThinking` is read from the history (a thinking block in it); a thinking turn is what the assistant sends between two user prompts, its tool loop included (the documentation's assistant turn), and a message left empty leaves the request",
                 "the idle latch compares the recorded times of consecutive replies and is never reset (upstream resets it on /clear and /compact)",
             ],
         }
@@ -381,12 +410,33 @@ mod tests {
             cold.events,
             [PolicyEvent::Dropped {
                 messages: 1,
-                why: "clear_thinking_20251015: 3 thinking blocks of 3 earlier assistant turns cleared".into()
+                why: "clear_thinking_20251015: 3 thinking blocks of 1 earlier assistant turns cleared".into()
             }]
         );
         assert_eq!(h, history(), "the client history is never edited");
         // The latch holds for the rest of the session.
         assert_eq!(run(&mut p, &mut h, Some(2 * HOUR + 2)).request, want);
+    }
+
+    /// A tool loop is one assistant turn: after the latch, every thinking
+    /// block of the turn in progress stays, however many calls it spans, so
+    /// the cached prefix is not rewritten at each call of the loop.
+    #[test]
+    fn the_thinking_of_the_turn_in_progress_stays_across_its_tool_loop() {
+        let mut p = ApiMc::default();
+        let mut h = history()[..6].to_vec();
+        run(&mut p, &mut h, Some(0));
+        let cold = run(&mut p, &mut h, Some(2 * HOUR + 1));
+        assert!(cold.events.is_empty(), "{:?}", cold.events);
+        assert_eq!(cold.request, h);
+        let mut events = 0;
+        for (i, id) in ["t4", "t5"].into_iter().enumerate() {
+            h.push(think("more", id));
+            h.push(result(id, "ok"));
+            let r = run(&mut p, &mut h, Some(2 * HOUR + 2 + i as u64));
+            events += r.events.len();
+        }
+        assert_eq!(events, 0, "one turn: nothing of it is cleared");
     }
 
     #[test]

@@ -1,0 +1,228 @@
+//! Replayed and recorded rows on the same base: a replay of a Claude Code
+//! log is priced at the model that answered its main chain (not one sheet
+//! for every session), and the recorded rows beside it cover that main
+//! chain only, the subagents' requests named and billed apart.
+
+use crate::common;
+use serde_json::{json, Value};
+
+/// A log of `turns` main-chain turns answered by `model`, plus one
+/// subagent request; every assistant record carries usage.
+fn log(model: &str, turns: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut parent: Option<String> = None;
+    for i in 0..turns {
+        let (user, assistant) = (format!("u{i}"), format!("a{i}"));
+        out.push(json!({
+            "type": "user", "uuid": user, "parentUuid": parent, "sessionId": "s", "isSidechain": false,
+            "message": {"role": "user", "content": [{"type": "text", "text": "go on ".repeat(300)}]},
+        }));
+        out.push(json!({
+            "type": "assistant", "uuid": assistant, "parentUuid": user, "sessionId": "s", "isSidechain": false,
+            "requestId": format!("req{i}"),
+            "message": {"id": format!("msg{i}"), "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": "done ".repeat(200)}],
+                "usage": {"input_tokens": 10, "cache_creation_input_tokens": 2000 + 500 * i as u64,
+                          "cache_read_input_tokens": 3000 * i as u64, "output_tokens": 50}},
+        }));
+        parent = Some(assistant);
+    }
+    out.push(json!({
+        "type": "user", "uuid": "side-u", "parentUuid": null, "sessionId": "s", "isSidechain": true,
+        "message": {"role": "user", "content": [{"type": "text", "text": "look around"}]},
+    }));
+    out.push(json!({
+        "type": "assistant", "uuid": "side-a", "parentUuid": "side-u", "sessionId": "s", "isSidechain": true,
+        "requestId": "side-req",
+        "message": {"id": "side-msg", "role": "assistant", "model": "claude-haiku-4-5-20251001",
+            "content": [{"type": "text", "text": "found it"}],
+            "usage": {"input_tokens": 900, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 20}},
+    }));
+    out
+}
+
+fn replay_json(file: &std::path::Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--cost",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&common::lab_ok(&args)).unwrap()
+}
+
+#[test]
+fn a_replay_is_priced_at_its_session_model_unless_a_sheet_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let sonnet = common::write(
+        dir.path(),
+        "s.jsonl",
+        &common::jsonl(&log("claude-sonnet-4-5-20250929", 4)),
+    );
+    let v = replay_json(&sonnet, &[]);
+    let sheet = &v["cost"][0]["sheet"];
+    assert_eq!(sheet["name"], "claude-sonnet-4-5-20250929", "{sheet}");
+    // Sonnet 4.5's list input price, not the default sheet's Opus price.
+    assert_eq!(sheet["input_per_mtok"].as_f64(), Some(3.0), "{sheet}");
+    let named = replay_json(&sonnet, &["--sheet", "claude-opus-4.1-5m"]);
+    assert_eq!(named["cost"][0]["sheet"]["name"], "claude-opus-4.1-5m");
+    // The cache model's prediction beside the usage is priced as the replay.
+    let model = named["recorded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["arm"] == "recorded-model")
+        .unwrap();
+    assert_eq!(model["report"]["sheet"]["name"], "claude-opus-4.1-5m");
+}
+
+#[test]
+fn recorded_rows_cover_the_main_chain_and_name_what_they_leave_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::write(
+        dir.path(),
+        "s.jsonl",
+        &common::jsonl(&log("claude-sonnet-4-5-20250929", 4)),
+    );
+    let v = replay_json(&file, &[]);
+    let replayed = v["cost"][0]["requests"].as_array().unwrap().len();
+    assert_eq!(replayed, 4);
+    for row in v["recorded"].as_array().unwrap() {
+        let covers = &row["covers"];
+        assert_eq!(covers["main_chain"], 4, "{row}");
+        assert_eq!(covers["subagent"], 1, "{row}");
+        assert_eq!(row["report"]["requests"].as_array().unwrap().len(), 4);
+        // Haiku 4.5: 900 input tokens at $1/M and 20 output at $5/M.
+        let billed = covers["subagent_billed"].as_f64().unwrap();
+        assert!(
+            (billed - (900.0 + 20.0 * 5.0) / 1e6).abs() < 1e-12,
+            "{billed}"
+        );
+    }
+    let table = common::lab_ok(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--cost",
+    ]);
+    assert!(table.contains("requests"), "{table}");
+    assert!(
+        table.contains("s.jsonl: 1 subagent requests left out of the recorded rows"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_session_model_without_a_price_is_refused_before_any_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::write(
+        dir.path(),
+        "s.jsonl",
+        &common::jsonl(&log("claude-imaginary-9", 3)),
+    );
+    let (code, out, err) = common::lab(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--cost",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("claude-imaginary-9") && err.contains("--prices"),
+        "{err}"
+    );
+    // Naming a sheet prices the replay, but the recorded usage still needs
+    // the model's price.
+    let (code, _, err) = common::lab(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--cost",
+        "--sheet",
+        "claude-opus-4.1-5m",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// The cost arms (`lab replay --cost`) and the policy replay (`--policy …
+/// --cost`) send the same requests for `none` and a course profile, with
+/// the same envelope, times and prices, so they price them alike: on every
+/// shared Claude Code log without a real compaction (where the policy
+/// replay leaves the product's artefacts out and the cost arms cannot).
+#[test]
+fn the_cost_arms_and_the_policy_replay_price_alike() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let mut checked = 0;
+    let logs = common::transcript_files(&dir);
+    for f in logs
+        .iter()
+        .filter(|f| f.starts_with(dir.join("claude_code")))
+    {
+        // Debug builds take minutes on the larger logs.
+        if cfg!(debug_assertions) && std::fs::metadata(f).map_or(true, |m| m.len() > 1_500_000) {
+            continue;
+        }
+        let path = f.to_str().unwrap();
+        let policy: Value = serde_json::from_str(&common::lab_ok(&[
+            "replay",
+            path,
+            "--policy",
+            "none,course-main",
+            "--cost",
+            "--format",
+            "json",
+        ]))
+        .unwrap();
+        if !policy["product_compactions"].as_array().unwrap().is_empty() {
+            continue;
+        }
+        let arms: Value = serde_json::from_str(&common::lab_ok(&[
+            "replay",
+            path,
+            "--profile",
+            "course-main",
+            "--cost",
+            "--format",
+            "json",
+        ]))
+        .unwrap();
+        for name in ["none", "course-main"] {
+            let p = policy["cost"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["policy"] == name)
+                .unwrap();
+            let a = arms["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["arm"] == name)
+                .unwrap();
+            for key in [
+                "input_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens",
+                "dollars",
+            ] {
+                assert_eq!(p[key], a["report"][key], "{path} {name} {key}");
+            }
+        }
+        checked += 1;
+    }
+    assert!(
+        checked > 0,
+        "no shared log without a real compaction was checked"
+    );
+}
