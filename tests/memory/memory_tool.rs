@@ -41,6 +41,7 @@ fn naive_expected() -> BTreeMap<&'static str, &'static str> {
         ("insert-past-end", "wrong"),
         ("create-existing", "lost"),
         ("full-disk-edit", "torn"),
+        ("huge-file", "wrong"),
     ]
     .into()
 }

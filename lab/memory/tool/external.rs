@@ -91,7 +91,7 @@ impl External {
     }
 
     fn failure(&mut self, command: &Command, what: String) -> Failure {
-        let input = serde_json::to_string(command).unwrap_or_default();
+        let input = shortened(serde_json::to_string(command).unwrap_or_default());
         let epitaph = self.process.epitaph();
         Failure {
             message: format!("`{}` {what} on {input}{epitaph}", self.process.command()),
@@ -198,4 +198,17 @@ fn answer(
         Ok(Reply::Error(e)) => error(e),
         Err(f) => error(f.message),
     }
+}
+
+/// A request as an error message shows it: whole up to 240 bytes, else its
+/// first 200 and its size (a huge `create` must not flood the message).
+fn shortened(input: String) -> String {
+    if input.len() <= 240 {
+        return input;
+    }
+    let mut end = 200;
+    while !input.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &input[..end], input.len())
 }

@@ -173,6 +173,7 @@ pub fn rows() -> Vec<Row> {
     let mut v = traversal_rows();
     v.extend(link_rows());
     v.extend(edit_rows());
+    v.push(huge_file_row());
     v.push(Row {
         id: "full-disk-edit",
         what: "str_replace while the disk is full",
@@ -198,6 +199,74 @@ pub fn rows() -> Vec<Row> {
         }),
     });
     v
+}
+
+/// Bytes of the huge memory: far past any memory a model writes, well
+/// inside the protocol's line cap (`process::MAX_LINE_BYTES`).
+pub const HUGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// A reply to a two-line `view_range` longer than this showed more than
+/// the range.
+const RANGE_REPLY_MAX: usize = 4 * 1024;
+
+/// Numbered lines (`line 0000001`) up to [`HUGE_BYTES`].
+fn huge_text() -> String {
+    let mut s = String::with_capacity(HUGE_BYTES + 64);
+    let mut n = 1;
+    while s.len() < HUGE_BYTES {
+        s.push_str(&format!(
+            "line {n:07} of a memory nobody should write this long\n"
+        ));
+        n += 1;
+    }
+    s
+}
+
+/// The documentation asks implementers to keep memory files from growing
+/// too large and to let the model page through them: a huge `create` is
+/// refused or stored whole, and a `view_range` answers its lines only.
+fn huge_file_row() -> Row {
+    Row {
+        id: "huge-file",
+        what: "create an 8 MiB memory, then view its lines 2-3",
+        requires: "refused, or stored whole with view_range showing those lines only; never a part",
+        plants: &[],
+        commands: |_| {
+            vec![
+                create("/memories/big.md", &huge_text()),
+                Command::View {
+                    path: "/memories/big.md".into(),
+                    view_range: Some([2, 3]),
+                },
+            ]
+        },
+        expect: huge_expect,
+        writers: 1,
+        fault: None,
+    }
+}
+
+fn huge_expect(s: &Sandbox, replies: &[Reply]) -> Verdict {
+    let stored = s.file("big.md");
+    match (replies.first(), stored) {
+        (Some(r), None) if r.is_error() => Verdict::Held,
+        (_, Some(t)) if t != huge_text() => {
+            Verdict::Torn(format!("big.md holds {} of {} bytes", t.len(), HUGE_BYTES))
+        }
+        (_, None) => Verdict::Lost("accepted, but big.md is missing".into()),
+        (_, Some(_)) => match replies.get(1) {
+            Some(r) if r.is_error() => Verdict::Refused(first_line(r.text()).to_string()),
+            Some(r) if r.text().len() > RANGE_REPLY_MAX => Verdict::Wrong(format!(
+                "view_range [2, 3] answered {} bytes: the range was ignored",
+                r.text().len()
+            )),
+            Some(r) if r.text().contains("line 0000002") && r.text().contains("line 0000003") => {
+                Verdict::Held
+            }
+            Some(r) => Verdict::Wrong(format!("view_range [2, 3] answered {:?}", r.text())),
+            None => Verdict::Wrong("no reply to the view".into()),
+        },
+    }
 }
 
 fn traversal_rows() -> Vec<Row> {
