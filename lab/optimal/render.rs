@@ -1,0 +1,132 @@
+//! The optimum over the keep grid, per session, and its table.
+
+use serde::Serialize;
+
+use super::{dp, max_cleared, recall_at_end, Problem, Schedule, Shape, KEEP_GRID};
+use crate::message::Message;
+use crate::tokens::TokenCounter;
+
+/// The family the optimum ranges over, as printed.
+pub const FAMILY: &str = "clear-oldest-results";
+
+/// A session's cheapest schedule at one retention floor.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Optimum {
+    /// Session name.
+    pub session: String,
+    /// The mechanism family searched (every keep of the grid, compactions at any call).
+    pub family: String,
+    /// The retention floor: artifact recall at the last request at least this.
+    pub floor: f64,
+    /// The request limit in tokens, envelope included (`null`: none).
+    pub limit: Option<u64>,
+    /// The cheapest schedule; `null` when no schedule meets the limit and the floor.
+    pub schedule: Option<Schedule>,
+    /// Its artifact recall at the last request (planted facts included).
+    pub recall: Option<f64>,
+    /// `optimal`, or `infeasible` with the reason.
+    pub status: String,
+}
+
+/// What the retention floor is measured on: the session with planted facts.
+#[derive(Debug, Clone, Copy)]
+pub struct Planted<'a> {
+    /// The session with the facts planted (as `--retention` replays it).
+    pub messages: &'a [Message],
+    /// The facts.
+    pub facts: &'a [(String, String)],
+}
+
+/// The cheapest schedule of `p` over [`KEEP_GRID`] with recall at least `floor`.
+pub fn optimum(
+    session: &str,
+    p: &Problem<'_>,
+    counter: &dyn TokenCounter,
+    planted: Planted<'_>,
+    floor: f64,
+) -> Optimum {
+    let shape = Shape::new(p, counter);
+    let total = shape.results_before.last().copied().unwrap_or(0);
+    let mut out = Optimum {
+        session: session.to_string(),
+        family: FAMILY.to_string(),
+        floor,
+        limit: p.limit,
+        schedule: None,
+        recall: None,
+        status: String::new(),
+    };
+    let Some(cap) = max_cleared(planted.messages, planted.facts, floor, total) else {
+        out.status = format!("infeasible: recall without any compaction is under {floor}");
+        return out;
+    };
+    let best = KEEP_GRID
+        .iter()
+        .filter_map(|&k| dp::cheapest(&shape, p, k, cap))
+        .min_by(|a, b| a.dollars.total_cmp(&b.dollars));
+    match best {
+        Some(s) => {
+            out.recall = Some(recall_at_end(planted.messages, planted.facts, s.cleared));
+            out.schedule = Some(s);
+            out.status = "optimal".to_string();
+        }
+        None => {
+            out.status = "infeasible: some request exceeds the limit under every schedule".to_string();
+        }
+    }
+    out
+}
+
+/// The optima as a table: one row per session.
+pub fn table(optima: &[Optimum], format: crate::render::Format) -> String {
+    let rows = optima
+        .iter()
+        .map(|o| {
+            let s = o.schedule.as_ref();
+            vec![
+                o.session.clone(),
+                format!("{}", o.floor),
+                s.map_or("-".into(), |s| s.keep.to_string()),
+                s.map_or("-".into(), |s| points(&s.points)),
+                s.map_or("-".into(), |s| s.requests.to_string()),
+                s.map_or("-".into(), |s| s.peak_tokens.to_string()),
+                o.recall.map_or("-".into(), |r| format!("{r:.3}")),
+                s.map_or("-".into(), |s| format!("{:.4}", s.dollars)),
+                o.status.clone(),
+            ]
+        })
+        .collect();
+    let mut s = crate::render::table(
+        &[
+            "session",
+            "floor",
+            "keep",
+            "compactions at",
+            "requests",
+            "peak tokens",
+            "recall",
+            "dollars",
+            "status",
+        ],
+        rows,
+        format == crate::render::Format::Markdown,
+    );
+    s.push_str(&format!(
+        "\ncheapest schedule over {FAMILY} (keep the last k of {KEEP_GRID:?} results at each compaction, any calls): \
+         a lower bound for that family; tokens and dollars are estimates of the token counter\n"
+    ));
+    s
+}
+
+/// `3, 17, 40` (calls, 0-based), the first and last few when there are many.
+fn points(p: &[usize]) -> String {
+    if p.is_empty() {
+        return "none".into();
+    }
+    let show = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+    if p.len() <= 8 {
+        show(p)
+    } else {
+        format!("{}, … {} more …, {}", show(&p[..4]), p.len() - 6, show(&p[p.len() - 2..]))
+    }
+}
