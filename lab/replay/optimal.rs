@@ -1,0 +1,125 @@
+//! `lab replay … --optimal`: each session's cheapest schedule
+//! ([`crate::optimal`]) and, beside every priced policy run, its regret:
+//! the run's dollars minus the cheapest schedule's at equal or better
+//! retention.
+//!
+//! The regret's floor is the run's own artifact recall at its last request
+//! when `--retention` measured it, else 0 (then the bound is the cheapest
+//! schedule at any retention: still a lower bound, a looser one). The
+//! bound ranges over one family ([`crate::optimal::render::FAMILY`]) and
+//! is named beside every regret.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::policies::{set_up, Compared, Measure};
+use crate::error::{LabError, LabResult};
+use crate::optimal::render::{optimum, Optimum, Planted};
+use crate::optimal::Problem;
+
+/// `--optimal`'s options.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OptimalArgs {
+    /// `--optimal-floor`: artifact recall at the last request at least this.
+    pub floor: f64,
+    /// `--optimal-limit`: tokens one request may carry, envelope included.
+    pub limit: Option<u64>,
+}
+
+/// A floor in [0, 1], or a usage error naming the flag.
+pub fn parse_floor(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("`{s}` is not a recall in [0, 1] (e.g. 0.9)")),
+    }
+}
+
+/// A policy run's dollars against the cheapest schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Regret {
+    /// The run's dollars minus the bound's (never negative for a sound bound).
+    pub dollars: f64,
+    /// The bound: the cheapest schedule's dollars at the floor.
+    pub bound: f64,
+    /// The floor: the run's artifact recall (0 without `--retention`).
+    pub floor: f64,
+    /// The family the bound ranges over.
+    pub family: String,
+}
+
+/// The optima of the sessions and the regret of each run (in run order).
+#[derive(Debug, Clone, Default)]
+pub struct OptimalPart {
+    /// Each session's cheapest schedule at `--optimal-floor`.
+    pub optima: Vec<Optimum>,
+    /// Per run of the replay: its regret, when it was priced and a bound exists.
+    pub regret: Vec<Option<Regret>>,
+}
+
+/// The optimum of every session of `files` and the regret of every run of `out`.
+pub fn compute(
+    files: &[PathBuf],
+    import: &crate::import::ImportOptions,
+    measure: &Measure,
+    args: OptimalArgs,
+    out: &[Compared],
+) -> LabResult<OptimalPart> {
+    let pricing = measure.pricing.as_ref().ok_or_else(|| {
+        LabError::usage("--optimal prices schedules and needs --cost", "add --cost")
+    })?;
+    let counter = measure.tokens.counter();
+    let mut part = OptimalPart {
+        regret: vec![None; out.len()],
+        ..OptimalPart::default()
+    };
+    for file in files {
+        for session in crate::import::import_file_sessions(file, import)? {
+            let (setup, _) = set_up(&session, measure)?;
+            let messages = crate::import::artefacts::without_product_artefacts(&session);
+            let (planted, facts) = crate::retention::planted::plant(
+                &messages,
+                &crate::retention::planted::Position::ALL,
+            );
+            let problem = Problem {
+                messages: &messages,
+                times_ms: setup.times_ms.as_deref(),
+                envelope: setup.prefix.tokens as u64,
+                provider: pricing.provider,
+                sheet: pricing.sheet,
+                limit: args.limit,
+            };
+            let planted = Planted {
+                messages: &planted,
+                facts: &facts,
+            };
+            let label = &session.label;
+            part.optima
+                .push(optimum(label, &problem, counter.as_ref(), planted, args.floor));
+            // Regret is against every schedule of the family: no limit
+            // (the runs were not held to one), the run's own recall as floor.
+            let unlimited = Problem {
+                limit: None,
+                ..problem
+            };
+            let mut bounds: HashMap<u64, Optimum> = HashMap::new();
+            for (i, c) in out.iter().enumerate() {
+                let Some(cost) = c.cost.as_ref().filter(|_| &c.run.session == label) else {
+                    continue;
+                };
+                let floor = c.retention.as_ref().map_or(0.0, |r| r.artifact_recall);
+                let bound = bounds.entry(floor.to_bits()).or_insert_with(|| {
+                    optimum(label, &unlimited, counter.as_ref(), planted, floor)
+                });
+                part.regret[i] = bound.schedule.as_ref().map(|s| Regret {
+                    dollars: cost.dollars - s.dollars,
+                    bound: s.dollars,
+                    floor,
+                    family: bound.family.clone(),
+                });
+            }
+        }
+    }
+    Ok(part)
+}
