@@ -43,6 +43,7 @@ pub fn cheapest(
         let report = crate::cache::cost(&requests, &p.provider, &p.sheet);
         if best.as_ref().is_none_or(|b| report.dollars < b.dollars) {
             best = Some(Schedule {
+                mechanism: super::CLEAR.to_string(),
                 keep,
                 points,
                 dollars: report.dollars,
@@ -50,6 +51,47 @@ pub fn cheapest(
                 peak_tokens: requests.iter().map(|r| r.tokens()).max().unwrap_or(0),
                 requests: n,
             });
+        }
+    }
+    best
+}
+
+/// The cheapest archive schedule ([`super::archive`]) among those whose
+/// requests all fit the limit; `None` when none does. A compaction that
+/// archives nothing new is skipped, as the program skips it.
+pub fn cheapest_archive(
+    arch: &super::archive::Archive<'_, '_>,
+    shape: &Shape<'_>,
+    p: &Problem<'_>,
+    counter: &dyn TokenCounter,
+) -> Option<f64> {
+    let n = shape.n();
+    assert!(n <= 20, "brute force over {n} calls");
+    let mut best: Option<f64> = None;
+    'masks: for mask in 0u32..(1 << n) {
+        let mut last = None;
+        let mut lasts = Vec::with_capacity(n);
+        for i in 0..n {
+            if mask & (1 << i) != 0 {
+                if !arch.archives_more(i, last) {
+                    continue 'masks;
+                }
+                last = Some(i);
+            }
+            if p.limit.is_some_and(|l| arch.tokens(i, last) > l) {
+                continue 'masks;
+            }
+            lasts.push(last);
+        }
+        let requests = arch.requests(&lasts, counter);
+        let report = crate::cache::cost(&requests, &p.provider, &p.sheet);
+        debug_assert!(requests
+            .iter()
+            .zip(&lasts)
+            .enumerate()
+            .all(|(i, (r, &j))| r.tokens() == arch.tokens(i, j)));
+        if best.is_none_or(|b| report.dollars < b) {
+            best = Some(report.dollars);
         }
     }
     best

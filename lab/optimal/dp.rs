@@ -36,10 +36,16 @@ struct Program<'s, 'a> {
 /// The cheapest schedule keeping the last `keep` results at every
 /// compaction, with at most `max_cleared` results cleared at the end;
 /// `None` when no schedule keeps every request under the limit.
-pub fn cheapest(shape: &Shape<'_>, p: &Problem<'_>, keep: usize, max_cleared: usize) -> Option<Schedule> {
+pub fn cheapest(
+    shape: &Shape<'_>,
+    p: &Problem<'_>,
+    keep: usize,
+    max_cleared: usize,
+) -> Option<Schedule> {
     let n = shape.n();
     if n == 0 {
         return Some(Schedule {
+            mechanism: super::CLEAR.to_string(),
             keep,
             points: vec![],
             dollars: 0.0,
@@ -123,10 +129,20 @@ impl Program<'_, '_> {
 
     /// Call `i` compacts to `new` cleared from the run `start` clearing
     /// `old`: its dollars, and whether it read the first requests' entry.
-    fn compact(&self, i: usize, start: Option<usize>, old: usize, new: usize, pre_expires: Option<i64>) -> (f64, bool) {
+    fn compact(
+        &self,
+        i: usize,
+        start: Option<usize>,
+        old: usize,
+        new: usize,
+        pre_expires: Option<i64>,
+    ) -> (f64, bool) {
         let r = self.request(i, new);
         if i == 0 {
-            return (price::dollars(&self.p.provider, &self.p.sheet, &r, Reuse::Nothing).0, false);
+            return (
+                price::dollars(&self.p.provider, &self.p.sheet, &r, Reuse::Nothing).0,
+                false,
+            );
         }
         let agree = self.shape.agreement(old, new);
         let prev = i - 1;
@@ -138,19 +154,16 @@ impl Program<'_, '_> {
                 covered: prev_tokens >= price::min_tokens(&self.p.provider),
                 expires: price::expiry(&self.p.provider, self.shape.times[prev]),
             };
-            return (price::dollars(&self.p.provider, &self.p.sheet, &r, reuse).0, false);
+            return (
+                price::dollars(&self.p.provider, &self.p.sheet, &r, reuse).0,
+                false,
+            );
         }
         let from = start.unwrap_or(0);
-        let fit = self
-            .shape
-            .calls
-            .partition_point(|&at| at < agree)
-            .min(i);
+        let fit = self.shape.calls.partition_point(|&at| at < agree).min(i);
         let mut read_pre = false;
         let reuse = match fit.checked_sub(1) {
-            Some(t) if t >= from => {
-                Reuse::Entry(self.entry(t, old, self.run_expiry(t, old, i)))
-            }
+            Some(t) if t >= from => Reuse::Entry(self.entry(t, old, self.run_expiry(t, old, i))),
             _ => match self.pre {
                 Some(p) if p < from => {
                     read_pre = true;
@@ -165,7 +178,8 @@ impl Program<'_, '_> {
 
     /// The first requests' entry expiry in the run before any compaction.
     fn pre_expiry_initial(&self) -> Option<i64> {
-        self.pre.map_or(None, |p| self.run_expiry(p, 0, self.shape.n()))
+        self.pre
+            .map_or(None, |p| self.run_expiry(p, 0, self.shape.n()))
     }
 
     fn run(&self, max_cleared: usize) -> Option<Schedule> {
@@ -187,7 +201,11 @@ impl Program<'_, '_> {
                 next_none = if i == 0 {
                     let r = self.request(0, 0);
                     let d = price::dollars(&self.p.provider, &self.p.sheet, &r, Reuse::Nothing).0;
-                    Some(Val { dollars: d, pre_expires: pre0, peak: r.tokens })
+                    Some(Val {
+                        dollars: d,
+                        pre_expires: pre0,
+                        peak: r.tokens,
+                    })
                 } else {
                     none.map(|v| extend_from(v, 0, self.extend(i, 0)))
                 };
@@ -223,7 +241,14 @@ impl Program<'_, '_> {
                     }
                 };
                 if i == 0 {
-                    consider(None, Val { dollars: 0.0, pre_expires: pre0, peak: 0 });
+                    consider(
+                        None,
+                        Val {
+                            dollars: 0.0,
+                            pre_expires: pre0,
+                            peak: 0,
+                        },
+                    );
                 } else {
                     if let Some(v) = none {
                         consider(None, v);
@@ -245,7 +270,12 @@ impl Program<'_, '_> {
         self.finish(none, &layer, &pred)
     }
 
-    fn finish(&self, none: Option<Val>, layer: &[Option<Val>], pred: &[Option<usize>]) -> Option<Schedule> {
+    fn finish(
+        &self,
+        none: Option<Val>,
+        layer: &[Option<Val>],
+        pred: &[Option<usize>],
+    ) -> Option<Schedule> {
         let mut best: Option<(Val, Option<usize>)> = none.map(|v| (v, None));
         for (s, v) in layer.iter().enumerate() {
             if let Some(v) = *v {
@@ -263,6 +293,7 @@ impl Program<'_, '_> {
         }
         points.reverse();
         Some(Schedule {
+            mechanism: super::CLEAR.to_string(),
             keep: self.keep,
             cleared: self.cleared(last),
             points,

@@ -17,6 +17,7 @@
 //! verbatim search, exact; the only estimate is the token counter sizing
 //! the requests).
 
+pub mod archive;
 pub mod brute;
 pub mod dp;
 pub mod price;
@@ -34,6 +35,11 @@ use crate::tokens::{TokenCounter, Tokens};
 /// What a cleared result becomes: the placeholder of Anthropic's context
 /// editing as the lab writes it.
 pub const PLACEHOLDER: &str = "[cleared]";
+
+/// The mechanism names of [`Schedule::mechanism`].
+pub const CLEAR: &str = "clear-results";
+/// See [`CLEAR`].
+pub const ARCHIVE: &str = "archive-messages";
 
 /// The keep-last grid the optimum ranges over: one dynamic program per `k`.
 pub const KEEP_GRID: &[usize] = &[0, 1, 2, 4, 8, 16, 32];
@@ -58,13 +64,16 @@ pub struct Problem<'a> {
 /// A schedule: where the compactions happen and what they clear.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Schedule {
-    /// Tool results kept verbatim at each compaction (the mechanism's `k`).
+    /// The mechanism: `clear-results` ([`dp`]) or `archive-messages` ([`archive`]).
+    pub mechanism: String,
+    /// What each compaction keeps: the last `keep` tool results
+    /// (`clear-results`) or messages (`archive-messages`).
     pub keep: usize,
     /// 0-based model calls where a compaction happens.
     pub points: Vec<usize>,
     /// Dollars of the schedule's requests under the cache model (prompt side).
     pub dollars: f64,
-    /// Tool results cleared at the last request.
+    /// Tool results cleared at the last request (`clear-results`).
     pub cleared: usize,
     /// The largest request, envelope included (tokens, an estimate of the counter).
     pub peak_tokens: u64,
@@ -112,10 +121,9 @@ impl<'a> Shape<'a> {
                 times.push(t.and_then(|t| i64::try_from(t).ok()));
             }
         }
-        let positions: Vec<(usize, usize, bool)> =
-            crate::message::tool_result_positions(messages)
-                .map(|(mi, bi, c)| (mi, bi, c != PLACEHOLDER))
-                .collect();
+        let positions: Vec<(usize, usize, bool)> = crate::message::tool_result_positions(messages)
+            .map(|(mi, bi, c)| (mi, bi, c != PLACEHOLDER))
+            .collect();
         let result_msg: Vec<usize> = positions.iter().map(|p| p.0).collect();
         let mut real_from = vec![positions.len(); positions.len() + 1];
         for r in (0..positions.len()).rev() {
@@ -208,6 +216,16 @@ impl<'a> Shape<'a> {
     /// Results cleared at call `i` by a compaction keeping the last `keep`.
     pub fn clears_at(&self, i: usize, keep: usize) -> usize {
         self.results_before[i].saturating_sub(keep)
+    }
+
+    /// The messages before call `i`, as recorded.
+    pub fn messages_before(&self, i: usize) -> &'a [Message] {
+        &self.messages[..self.calls[i]]
+    }
+
+    /// The session's messages.
+    pub fn all_messages(&self) -> &'a [Message] {
+        self.messages
     }
 
     /// Call `i`'s messages with the first `c` results cleared.

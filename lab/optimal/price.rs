@@ -86,9 +86,8 @@ pub fn anthropic_reads(p: &Provider, r: &Request, e: &Entry) -> bool {
 pub fn dollars(p: &Provider, sheet: &PriceSheet, r: &Request, best: Reuse) -> (f64, bool) {
     match p {
         Provider::Anthropic(a) => {
-            let system_alive = !r.first
-                && r.system >= a.min_tokens
-                && alive(expiry(p, r.previous_at), r.at);
+            let system_alive =
+                !r.first && r.system >= a.min_tokens && alive(expiry(p, r.previous_at), r.at);
             let mut read = if system_alive { r.system } else { 0 };
             let mut hit = false;
             if let Reuse::Entry(e) = best {

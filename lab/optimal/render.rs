@@ -2,12 +2,13 @@
 
 use serde::Serialize;
 
-use super::{dp, max_cleared, recall_at_end, Problem, Schedule, Shape, KEEP_GRID};
+use super::archive::{Archive, KEEP_MESSAGES};
+use super::{dp, max_cleared, recall_at_end, Problem, Schedule, Shape, CLEAR, KEEP_GRID};
 use crate::message::Message;
 use crate::tokens::TokenCounter;
 
 /// The family the optimum ranges over, as printed.
-pub const FAMILY: &str = "clear-oldest-results";
+pub const FAMILY: &str = "clear-results|archive-messages";
 
 /// A session's cheapest schedule at one retention floor.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -60,18 +61,27 @@ pub fn optimum(
         out.status = format!("infeasible: recall without any compaction is under {floor}");
         return out;
     };
-    let best = KEEP_GRID
+    // Archiving loses nothing to recall (every archived artifact stays
+    // reachable), so it meets any floor the uncompacted session meets.
+    let clear = KEEP_GRID
         .iter()
-        .filter_map(|&k| dp::cheapest(&shape, p, k, cap))
+        .filter_map(|&k| dp::cheapest(&shape, p, k, cap));
+    let archive = KEEP_MESSAGES
+        .iter()
+        .filter_map(|&m| Archive::new(&shape, m, counter).cheapest(p));
+    let best = clear
+        .chain(archive)
         .min_by(|a, b| a.dollars.total_cmp(&b.dollars));
     match best {
         Some(s) => {
-            out.recall = Some(recall_at_end(planted.messages, planted.facts, s.cleared));
+            let cleared = if s.mechanism == CLEAR { s.cleared } else { 0 };
+            out.recall = Some(recall_at_end(planted.messages, planted.facts, cleared));
             out.schedule = Some(s);
             out.status = "optimal".to_string();
         }
         None => {
-            out.status = "infeasible: some request exceeds the limit under every schedule".to_string();
+            out.status =
+                "infeasible: some request exceeds the limit under every schedule".to_string();
         }
     }
     out
@@ -86,6 +96,7 @@ pub fn table(optima: &[Optimum], format: crate::render::Format) -> String {
             vec![
                 o.session.clone(),
                 format!("{}", o.floor),
+                s.map_or("-".into(), |s| s.mechanism.clone()),
                 s.map_or("-".into(), |s| s.keep.to_string()),
                 s.map_or("-".into(), |s| points(&s.points)),
                 s.map_or("-".into(), |s| s.requests.to_string()),
@@ -100,6 +111,7 @@ pub fn table(optima: &[Optimum], format: crate::render::Format) -> String {
         &[
             "session",
             "floor",
+            "mechanism",
             "keep",
             "compactions at",
             "requests",
@@ -112,8 +124,9 @@ pub fn table(optima: &[Optimum], format: crate::render::Format) -> String {
         format == crate::render::Format::Markdown,
     );
     s.push_str(&format!(
-        "\ncheapest schedule over {FAMILY} (keep the last k of {KEEP_GRID:?} results at each compaction, any calls): \
-         a lower bound for that family; tokens and dollars are estimates of the token counter\n"
+        "\ncheapest schedule, compactions at any calls, over clear-results (results older than the last k of {KEEP_GRID:?} become [cleared]) \
+         and archive-messages (messages before the last m of {KEEP_MESSAGES:?} saved to a file, a pointer in their place): \
+         a lower bound for that family; recall exact, tokens and dollars estimates of the token counter\n"
     ));
     s
 }
@@ -123,10 +136,20 @@ fn points(p: &[usize]) -> String {
     if p.is_empty() {
         return "none".into();
     }
-    let show = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+    let show = |v: &[usize]| {
+        v.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     if p.len() <= 8 {
         show(p)
     } else {
-        format!("{}, … {} more …, {}", show(&p[..4]), p.len() - 6, show(&p[p.len() - 2..]))
+        format!(
+            "{}, … {} more …, {}",
+            show(&p[..4]),
+            p.len() - 6,
+            show(&p[p.len() - 2..])
+        )
     }
 }

@@ -95,8 +95,13 @@ pub fn compute(
                 facts: &facts,
             };
             let label = &session.label;
-            part.optima
-                .push(optimum(label, &problem, counter.as_ref(), planted, args.floor));
+            part.optima.push(optimum(
+                label,
+                &problem,
+                counter.as_ref(),
+                planted,
+                args.floor,
+            ));
             // Regret is against every schedule of the family: no limit
             // (the runs were not held to one), the run's own recall as floor.
             let unlimited = Problem {

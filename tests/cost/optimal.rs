@@ -3,6 +3,7 @@
 
 use ctxlab::cache::{prices, provider, PriceSheet, Provider};
 use ctxlab::message::{Block, Message};
+use ctxlab::optimal::archive::Archive;
 use ctxlab::optimal::{brute, dp, max_cleared, recall_at_end, Problem, Shape};
 use ctxlab::tokens::{Approx, TokenCounter};
 use rand::{Rng, SeedableRng};
@@ -27,7 +28,9 @@ fn session(rng: &mut ChaCha12Rng, calls: usize) -> (Vec<Message>, Vec<Option<u64
                 input: serde_json::json!({ "path": format!("src/f{id}.rs") }),
             });
             let size = rng.gen_range(10..6_000);
-            let body: String = (0..size).map(|_| rng.gen_range(b'a'..=b'z') as char).collect();
+            let body: String = (0..size)
+                .map(|_| rng.gen_range(b'a'..=b'z') as char)
+                .collect();
             let error = if rng.gen_bool(0.5) {
                 format!("\nerror: case {id} failed at line {}", rng.gen::<u16>())
             } else {
@@ -87,6 +90,7 @@ fn close(a: f64, b: f64) -> bool {
 fn the_program_equals_every_schedule_on_200_generated_sessions() {
     let mut rng = ChaCha12Rng::seed_from_u64(0x0b7);
     let (mut infeasible, mut compacting, mut floored) = (0, 0, 0);
+    let mut archive_checked = 0;
     for case in 0..200 {
         let calls = rng.gen_range(1..=9);
         let (messages, times) = session(&mut rng, calls);
@@ -105,7 +109,11 @@ fn the_program_equals_every_schedule_on_200_generated_sessions() {
         };
         let shape = Shape::new(&p, &Approx);
         let total = shape.results_before.last().copied().unwrap_or(0);
-        let floor = if rng.gen_bool(0.4) { rng.gen_range(0.0..1.0) } else { 0.0 };
+        let floor = if rng.gen_bool(0.4) {
+            rng.gen_range(0.0..1.0)
+        } else {
+            0.0
+        };
         let keep = rng.gen_range(0..=3);
         let end_ok = |c: usize| recall_at_end(&messages, &[], c) >= floor;
         let brute = brute::cheapest(&shape, &p, keep, &end_ok, &Approx);
@@ -124,11 +132,18 @@ fn the_program_equals_every_schedule_on_200_generated_sessions() {
                 );
                 // The program's own schedule, priced by the cache model.
                 let cleared = ctxlab::optimal::cleared_per_call(&shape, keep, &f.points);
-                let priced = ctxlab::cache::cost(&shape.requests(&cleared, &Approx), &provider, &sheet);
-                assert!(close(priced.dollars, f.dollars), "case {case}: priced {} != {}", priced.dollars, f.dollars);
+                let priced =
+                    ctxlab::cache::cost(&shape.requests(&cleared, &Approx), &provider, &sheet);
+                assert!(
+                    close(priced.dollars, f.dollars),
+                    "case {case}: priced {} != {}",
+                    priced.dollars,
+                    f.dollars
+                );
                 assert!(limit.is_none_or(|l| f.peak_tokens <= l));
                 assert!(end_ok(f.cleared), "case {case}: the floor");
                 compacting += usize::from(!f.points.is_empty());
+                archive_checked += archive_matches(&shape, &p, case);
                 floored += usize::from(floor > 0.0 && cap < Some(total));
             }
             _ => panic!("case {case}: brute force {brute:?}, program {fast:?}"),
@@ -139,4 +154,46 @@ fn the_program_equals_every_schedule_on_200_generated_sessions() {
     assert!(infeasible >= 5, "{infeasible} infeasible");
     assert!(compacting >= 20, "{compacting} compacting");
     assert!(floored >= 5, "{floored} floored");
+    assert!(archive_checked >= 100, "{archive_checked} archive cases");
+}
+
+/// The archive program equals every archive schedule at every keep of a
+/// few; its own schedule priced by the cache model equals its dollars.
+/// Returns how many keeps had a feasible schedule.
+fn archive_matches(shape: &Shape<'_>, p: &Problem<'_>, case: usize) -> usize {
+    let mut feasible = 0;
+    for &m in &[0, 3] {
+        let arch = Archive::new(shape, m, &Approx);
+        let fast = arch.cheapest(p);
+        let slow = brute::cheapest_archive(&arch, shape, p, &Approx);
+        match (&fast, slow) {
+            (None, None) => {}
+            (Some(f), Some(b)) => {
+                assert!(
+                    close(f.dollars, b),
+                    "case {case} keep {m}: program {} ({:?}) != brute force {b}",
+                    f.dollars,
+                    f.points
+                );
+                let mut last = None;
+                let lasts: Vec<Option<usize>> = (0..shape.n())
+                    .map(|i| {
+                        if f.points.contains(&i) {
+                            last = Some(i);
+                        }
+                        last
+                    })
+                    .collect();
+                let priced =
+                    ctxlab::cache::cost(&arch.requests(&lasts, &Approx), &p.provider, &p.sheet);
+                assert!(
+                    close(priced.dollars, f.dollars),
+                    "case {case} keep {m}: priced"
+                );
+                feasible += 1;
+            }
+            _ => panic!("case {case} keep {m}: program {fast:?}, brute force {slow:?}"),
+        }
+    }
+    feasible
 }
