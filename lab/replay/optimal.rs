@@ -102,29 +102,48 @@ pub fn compute(
                 planted,
                 args.floor,
             ));
-            // Regret is against every schedule of the family: no limit
-            // (the runs were not held to one), the run's own recall as floor.
-            let unlimited = Problem {
-                limit: None,
-                ..problem
-            };
-            let mut bounds: HashMap<u64, Optimum> = HashMap::new();
-            for (i, c) in out.iter().enumerate() {
-                let Some(cost) = c.cost.as_ref().filter(|_| &c.run.session == label) else {
-                    continue;
-                };
-                let floor = c.retention.as_ref().map_or(0.0, |r| r.artifact_recall);
-                let bound = bounds.entry(floor.to_bits()).or_insert_with(|| {
-                    optimum(label, &unlimited, counter.as_ref(), planted, floor)
-                });
-                part.regret[i] = bound.schedule.as_ref().map(|s| Regret {
-                    dollars: cost.dollars - s.dollars,
-                    bound: s.dollars,
-                    floor,
-                    family: bound.family.clone(),
-                });
+            let regret = regret_of(&unlimited_of(&problem), counter.as_ref(), planted, out, label);
+            for (slot, r) in part.regret.iter_mut().zip(regret) {
+                if r.is_some() {
+                    *slot = r;
+                }
             }
         }
     }
     Ok(part)
+}
+
+/// `p` without its request limit: a regret is against every schedule of
+/// the family, since the runs were held to no limit.
+fn unlimited_of<'a>(p: &Problem<'a>) -> Problem<'a> {
+    Problem { limit: None, ..*p }
+}
+
+/// The regret of every priced run of `out` on session `label` (`None` for
+/// the others): its dollars minus the cheapest schedule's of `p` at the
+/// run's own recall (0 when retention was not measured). One program per
+/// distinct floor.
+pub fn regret_of(
+    p: &Problem<'_>,
+    counter: &dyn crate::tokens::TokenCounter,
+    planted: Planted<'_>,
+    out: &[Compared],
+    label: &str,
+) -> Vec<Option<Regret>> {
+    let mut bounds: HashMap<u64, Optimum> = HashMap::new();
+    out.iter()
+        .map(|c| {
+            let cost = c.cost.as_ref().filter(|_| c.run.session == label)?;
+            let floor = c.retention.as_ref().map_or(0.0, |r| r.artifact_recall);
+            let bound = bounds
+                .entry(floor.to_bits())
+                .or_insert_with(|| optimum(label, p, counter, planted, floor));
+            bound.schedule.as_ref().map(|s| Regret {
+                dollars: cost.dollars - s.dollars,
+                bound: s.dollars,
+                floor,
+                family: bound.family.clone(),
+            })
+        })
+        .collect()
 }
