@@ -178,8 +178,7 @@ impl Program<'_, '_> {
 
     /// The first requests' entry expiry in the run before any compaction.
     fn pre_expiry_initial(&self) -> Option<i64> {
-        self.pre
-            .map_or(None, |p| self.run_expiry(p, 0, self.shape.n()))
+        self.pre.and_then(|p| self.run_expiry(p, 0, self.shape.n()))
     }
 
     fn run(&self, max_cleared: usize) -> Option<Schedule> {
@@ -210,8 +209,8 @@ impl Program<'_, '_> {
                     none.map(|v| extend_from(v, 0, self.extend(i, 0)))
                 };
             }
-            for s in 0..i {
-                if let Some(v) = layer[s] {
+            for (s, v) in layer.iter().enumerate().take(i) {
+                if let Some(v) = *v {
                     let c = self.cleared(Some(s));
                     if self.fits(i, c) {
                         next[s] = Some(extend_from(v, c, self.extend(i, c)));
@@ -253,8 +252,8 @@ impl Program<'_, '_> {
                     if let Some(v) = none {
                         consider(None, v);
                     }
-                    for s in 0..i {
-                        if let Some(v) = layer[s] {
+                    for (s, v) in layer.iter().enumerate().take(i) {
+                        if let Some(v) = *v {
                             consider(Some(s), v);
                         }
                     }

@@ -75,7 +75,7 @@ pub fn anthropic_reads(p: &Provider, r: &Request, e: &Entry) -> bool {
     let low = (last + 1).saturating_sub(a.lookback.max(1));
     e.tokens >= a.min_tokens
         && e.segments >= 1
-        && e.segments - 1 >= low
+        && e.segments > low
         && e.segments - 1 <= last
         && alive(e.expires, r.at)
 }

@@ -102,7 +102,13 @@ pub fn compute(
                 planted,
                 args.floor,
             ));
-            let regret = regret_of(&unlimited_of(&problem), counter.as_ref(), planted, out, label);
+            let regret = regret_of(
+                &unlimited_of(&problem),
+                counter.as_ref(),
+                planted,
+                out,
+                label,
+            );
             for (slot, r) in part.regret.iter_mut().zip(regret) {
                 if r.is_some() {
                     *slot = r;

@@ -105,10 +105,8 @@ pub fn regret(runs: &[Compared]) -> Vec<Option<f64>> {
         return vec![None; runs.len()];
     };
     let messages = session();
-    let (planted, facts) = crate::retention::planted::plant(
-        &messages,
-        &crate::retention::planted::Position::ALL,
-    );
+    let (planted, facts) =
+        crate::retention::planted::plant(&messages, &crate::retention::planted::Position::ALL);
     let p = crate::optimal::Problem {
         messages: &messages,
         times_ms: None,

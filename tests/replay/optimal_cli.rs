@@ -45,7 +45,15 @@ fn json_has_one_shape_and_every_regret_is_a_bound() {
     assert_eq!(plain["optimal"], serde_json::json!([]));
     assert!(plain["cost"][0]["regret"].is_null());
     let v: serde_json::Value = serde_json::from_str(&lab_ok(&[
-        "replay", &f, "--policy", "all", "--retention", "--cost", "--optimal", "--format", "json",
+        "replay",
+        &f,
+        "--policy",
+        "all",
+        "--retention",
+        "--cost",
+        "--optimal",
+        "--format",
+        "json",
     ]))
     .unwrap();
     assert_eq!(v["optimal"].as_array().unwrap().len(), 1);
@@ -64,18 +72,35 @@ fn json_has_one_shape_and_every_regret_is_a_bound() {
 #[test]
 fn a_floor_out_of_range_is_refused_and_an_impossible_limit_is_reported() {
     let (_dir, f) = session();
-    let (code, _, err) = lab(&["replay", &f, "--cost", "--optimal", "--optimal-floor", "1.5"]);
+    let (code, _, err) = lab(&[
+        "replay",
+        &f,
+        "--cost",
+        "--optimal",
+        "--optimal-floor",
+        "1.5",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a recall in [0, 1]"), "{err}");
     let (code, _, err) = lab(&["replay", &f, "--optimal"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--cost"), "{err}");
     let out = lab_ok(&[
-        "replay", &f, "--cost", "--optimal", "--optimal-limit", "10", "--format", "json",
+        "replay",
+        &f,
+        "--cost",
+        "--optimal",
+        "--optimal-limit",
+        "10",
+        "--format",
+        "json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let status = v["optimal"][0]["status"].as_str().unwrap();
-    assert!(status.starts_with("infeasible: some request exceeds the limit"), "{status}");
+    assert!(
+        status.starts_with("infeasible: some request exceeds the limit"),
+        "{status}"
+    );
     assert!(v["optimal"][0]["schedule"].is_null());
     // A floor above what the uncompacted session keeps is infeasible too
     // (here recall is 1 without compaction, so 1 is met).

@@ -31,7 +31,15 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
     let mut checked = 0;
     for file in transcript_files(&dir) {
         let files = [file.clone()];
-        let (out, _) = replay_files_on(&files, &all, ctxlab::replay::profiles::DEFAULT_PATH_LEN, &import, &measure, 2).unwrap();
+        let (out, _) = replay_files_on(
+            &files,
+            &all,
+            ctxlab::replay::profiles::DEFAULT_PATH_LEN,
+            &import,
+            &measure,
+            2,
+        )
+        .unwrap();
         let part = compute(&files, &import, &measure, args, &out).unwrap();
         for (c, r) in out.iter().zip(&part.regret) {
             if c.run.ended_by_error.is_some() {
