@@ -7,7 +7,11 @@
 //! when `--retention` measured it, else 0 (then the bound is the cheapest
 //! schedule at any retention: still a lower bound, a looser one). The
 //! bound ranges over one family ([`crate::optimal::render::FAMILY`]) and
-//! is named beside every regret.
+//! is named beside every regret. The bound of the product's own policy
+//! (`claude-code` on a Claude Code log) sends the smallest of the
+//! session's prefixes (the first, or one recorded after a compaction)
+//! throughout, since that policy switches to the recorded post-compaction
+//! prefix when it compacts.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -102,16 +106,26 @@ pub fn compute(
                 planted,
                 args.floor,
             ));
-            let regret = regret_of(
-                &unlimited_of(&problem),
-                counter.as_ref(),
-                planted,
-                out,
-                label,
-            );
-            for (slot, r) in part.regret.iter_mut().zip(regret) {
-                if r.is_some() {
-                    *slot = r;
+            // The product's own policy sends the recorded post-compaction
+            // prefix after it compacts, which may be smaller than the first:
+            // its bound sends the smallest prefix throughout.
+            let product = setup.prefix.product_policy.as_deref();
+            let smallest = setup
+                .prefix
+                .after_compaction
+                .iter()
+                .fold(setup.prefix.tokens, |a, &b| a.min(b)) as u64;
+            let small = Problem {
+                envelope: smallest,
+                ..unlimited_of(&problem)
+            };
+            for (p, own) in [(unlimited_of(&problem), false), (small, true)] {
+                let select = |c: &Compared| (product == Some(c.run.policy.as_str())) == own;
+                let regret = regret_of(&p, counter.as_ref(), planted, out, label, &select);
+                for (slot, r) in part.regret.iter_mut().zip(regret) {
+                    if r.is_some() {
+                        *slot = r;
+                    }
                 }
             }
         }
@@ -125,8 +139,8 @@ fn unlimited_of<'a>(p: &Problem<'a>) -> Problem<'a> {
     Problem { limit: None, ..*p }
 }
 
-/// The regret of every priced run of `out` on session `label` (`None` for
-/// the others): its dollars minus the cheapest schedule's of `p` at the
+/// The regret of every priced run of `out` on session `label` that
+/// `select` picks (`None` for the others): its dollars minus the cheapest schedule's of `p` at the
 /// run's own recall (0 when retention was not measured). One program per
 /// distinct floor.
 pub fn regret_of(
@@ -135,11 +149,15 @@ pub fn regret_of(
     planted: Planted<'_>,
     out: &[Compared],
     label: &str,
+    select: &dyn Fn(&Compared) -> bool,
 ) -> Vec<Option<Regret>> {
     let mut bounds: HashMap<u64, Optimum> = HashMap::new();
     out.iter()
         .map(|c| {
-            let cost = c.cost.as_ref().filter(|_| c.run.session == label)?;
+            let cost = c
+                .cost
+                .as_ref()
+                .filter(|_| c.run.session == label && select(c))?;
             let floor = c.retention.as_ref().map_or(0.0, |r| r.artifact_recall);
             let bound = bounds
                 .entry(floor.to_bits())

@@ -120,7 +120,7 @@ pub fn regret(runs: &[Compared]) -> Vec<Option<f64>> {
         facts: &facts,
     };
     let label = runs.first().map_or("", |c| c.run.session.as_str());
-    crate::replay::optimal::regret_of(&p, &crate::tokens::Approx, planted, runs, label)
+    crate::replay::optimal::regret_of(&p, &crate::tokens::Approx, planted, runs, label, &|_| true)
         .into_iter()
         .map(|r| r.map(|r| r.dollars))
         .collect()
