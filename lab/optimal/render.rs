@@ -29,6 +29,28 @@ pub struct Optimum {
     pub status: String,
 }
 
+/// A policy run's dollars against the cheapest schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Regret {
+    /// The run's dollars minus the bound's (never negative for a sound bound).
+    pub dollars: f64,
+    /// The bound: the cheapest schedule's dollars at the floor.
+    pub bound: f64,
+    /// The floor: the run's artifact recall (0 without `--retention`).
+    pub floor: f64,
+    /// The family the bound ranges over.
+    pub family: String,
+}
+
+/// The optima of the sessions and the regret of each run (in run order).
+#[derive(Debug, Clone, Default)]
+pub struct OptimalPart {
+    /// Each session's cheapest schedule at `--optimal-floor`.
+    pub optima: Vec<Optimum>,
+    /// Per run of the replay: its regret, when it was priced and a bound exists.
+    pub regret: Vec<Option<Regret>>,
+}
+
 /// What the retention floor is measured on: the session with planted facts.
 #[derive(Debug, Clone, Copy)]
 pub struct Planted<'a> {

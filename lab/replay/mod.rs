@@ -105,7 +105,7 @@ pub fn replay_command(
     }
     let optimal = match outputs.optimal {
         Some(args) => optimal::compute(files, import, &measure, args, &out)?,
-        None => optimal::OptimalPart::default(),
+        None => crate::optimal::render::OptimalPart::default(),
     };
     Ok(policies::render_optimal(
         &out, &recorded, &sessions, &optimal, format,

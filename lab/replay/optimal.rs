@@ -16,11 +16,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use super::policies::{set_up, Compared, Measure};
 use crate::error::{LabError, LabResult};
-use crate::optimal::render::{optimum, Optimum, Planted};
+use crate::optimal::render::{optimum, OptimalPart, Optimum, Planted, Regret};
 use crate::optimal::Problem;
 
 /// `--optimal`'s options.
@@ -38,28 +36,6 @@ pub fn parse_floor(s: &str) -> Result<f64, String> {
         Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
         _ => Err(format!("`{s}` is not a recall in [0, 1] (e.g. 0.9)")),
     }
-}
-
-/// A policy run's dollars against the cheapest schedule.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Regret {
-    /// The run's dollars minus the bound's (never negative for a sound bound).
-    pub dollars: f64,
-    /// The bound: the cheapest schedule's dollars at the floor.
-    pub bound: f64,
-    /// The floor: the run's artifact recall (0 without `--retention`).
-    pub floor: f64,
-    /// The family the bound ranges over.
-    pub family: String,
-}
-
-/// The optima of the sessions and the regret of each run (in run order).
-#[derive(Debug, Clone, Default)]
-pub struct OptimalPart {
-    /// Each session's cheapest schedule at `--optimal-floor`.
-    pub optima: Vec<Optimum>,
-    /// Per run of the replay: its regret, when it was priced and a bound exists.
-    pub regret: Vec<Option<Regret>>,
 }
 
 /// The optimum of every session of `files` and the regret of every run of `out`.

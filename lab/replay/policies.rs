@@ -529,7 +529,7 @@ pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
 fn cost_table(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
-    regret: &[Option<super::optimal::Regret>],
+    regret: &[Option<crate::optimal::render::Regret>],
     format: crate::render::Format,
 ) -> String {
     let with_regret = !regret.is_empty();
@@ -650,7 +650,7 @@ pub fn render_optimal(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
     info: &Sessions,
-    optimal: &super::optimal::OptimalPart,
+    optimal: &crate::optimal::render::OptimalPart,
     format: crate::render::Format,
 ) -> String {
     if format == crate::render::Format::Json {
@@ -685,7 +685,7 @@ pub fn render_optimal(
 fn render_tables(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
-    regret: &[Option<super::optimal::Regret>],
+    regret: &[Option<crate::optimal::render::Regret>],
     format: crate::render::Format,
 ) -> String {
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
@@ -748,7 +748,7 @@ pub struct PolicyCostJson<'a> {
     pub policy: &'a str,
     /// With `--optimal`: the run's dollars against the cheapest schedule
     /// at its retention (`null` without).
-    pub regret: Option<super::optimal::Regret>,
+    pub regret: Option<crate::optimal::render::Regret>,
     /// The cache model's verdict on every request.
     #[serde(flatten)]
     pub report: &'a crate::cache::CostReport,
@@ -781,7 +781,7 @@ fn render_json(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
     info: &Sessions,
-    optimal: &super::optimal::OptimalPart,
+    optimal: &crate::optimal::render::OptimalPart,
 ) -> String {
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
     let with: Vec<(PolicyRun, RetentionReport)> = out
