@@ -105,6 +105,7 @@ pub mod interlock;
 pub mod jobs;
 pub mod memory;
 pub mod message;
+pub mod optimal;
 pub mod plot;
 pub mod policy;
 pub mod process;

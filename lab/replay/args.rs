@@ -125,6 +125,20 @@ pub struct ReplayArgs {
     /// LiteLLM's model_prices_and_context_window.json.
     #[arg(long, requires = "cost", value_name = "FILE")]
     pub prices: Option<std::path::PathBuf>,
+    /// Also find each session's cheapest schedule (clearing the oldest tool
+    /// results, compactions at any call) under the `--cost` cache model and
+    /// sheet; with --policy, a regret column: each run's dollars minus the
+    /// cheapest schedule's at equal or better retention.
+    #[arg(long, requires = "cost")]
+    pub optimal: bool,
+    /// With --optimal: the retention floor of the printed schedule, artifact
+    /// recall at the last request in [0, 1].
+    #[arg(long, value_name = "R", default_value_t = 0.0, value_parser = super::optimal::parse_floor, requires = "optimal")]
+    pub optimal_floor: f64,
+    /// With --optimal: the most tokens one request of the printed schedule
+    /// may carry, envelope included.
+    #[arg(long, value_name = "TOKENS", requires = "optimal")]
+    pub optimal_limit: Option<u64>,
 }
 
 /// `lab replay`: the argument checks, then policies, cost arms or profiles;
@@ -154,7 +168,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
         // (Policy replays stream a corpus themselves.)
         a.files = crate::import::corpus::plain_files(&a.files)?;
     }
-    if !a.policy.is_empty() {
+    if !a.policy.is_empty() || a.optimal {
         return replay_policies(a, &import, format, jsonl);
     }
     if a.tokens != crate::tokens::Tokens::Approx && !a.cost {
@@ -271,6 +285,10 @@ fn replay_policies(
             .as_deref()
             .map(crate::shard::Shard::parse)
             .transpose()?,
+        optimal: a.optimal.then_some(super::optimal::OptimalArgs {
+            floor: a.optimal_floor,
+            limit: a.optimal_limit,
+        }),
     };
     super::replay_command(
         &a.files, &a.policy, a.path_len, import, measure, outputs, format,

@@ -25,6 +25,7 @@ pub mod envelope;
 pub mod family;
 pub mod frontier_plot;
 pub mod html;
+pub mod optimal;
 pub mod policies;
 pub mod product;
 pub mod profiles;
@@ -34,7 +35,7 @@ pub mod wire;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
-use policies::{recorded_usage, render_sessions, replay_files_on, Compared, Measure};
+use policies::{recorded_usage, replay_files_on, Compared, Measure};
 
 /// What a policy replay writes besides what it prints, and on how many
 /// threads it runs.
@@ -55,6 +56,8 @@ pub struct Outputs {
     /// `--shard i/n`: replay the sessions whose index is `i` mod `n`, as a
     /// part for `--merge` (`--format json`).
     pub shard: Option<crate::shard::Shard>,
+    /// `--optimal`: each session's cheapest schedule and every run's regret.
+    pub optimal: Option<optimal::OptimalArgs>,
 }
 
 /// `lab replay FILE… --policy …`: every file under every policy, rendered;
@@ -78,6 +81,12 @@ pub fn replay_command(
     }
     // A shard is a part of a corpus, whatever the inputs are.
     if outputs.jsonl || outputs.shard.is_some() || stream::is_corpus(&inputs, import)? {
+        if outputs.optimal.is_some() {
+            return Err(LabError::usage(
+                "--optimal schedules named session files, not a corpus or a --format jsonl stream",
+                "replay the session files themselves (e.g. lab replay a.jsonl --optimal --cost)",
+            ));
+        }
         return stream_corpus(&inputs, names, path_len, import, &measure, &outputs, format);
     }
     let files = &crate::import::corpus::plain_files(files)?;
@@ -94,7 +103,13 @@ pub fn replay_command(
         let scored = frontier_plot::scored(&out);
         html::write(&path, &out, &scored, "lab replay --policy … --html")?;
     }
-    Ok(render_sessions(&out, &recorded, &sessions, format))
+    let optimal = match outputs.optimal {
+        Some(args) => optimal::compute(files, import, &measure, args, &out)?,
+        None => crate::optimal::render::OptimalPart::default(),
+    };
+    Ok(policies::render_optimal(
+        &out, &recorded, &sessions, &optimal, format,
+    ))
 }
 
 /// A corpus (or `--format jsonl`): streamed to stdout, one session at a

@@ -576,12 +576,23 @@ pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
 fn cost_table(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
+    regret: &[Option<crate::optimal::render::Regret>],
     format: crate::render::Format,
 ) -> String {
+    let with_regret = !regret.is_empty();
     let mut rows: Vec<Vec<String>> = out
         .iter()
-        .filter_map(|c| c.cost.as_ref().map(|r| (c, r)))
-        .map(|(c, r)| cost_cells(&c.run.session, &c.run.policy, r, r.sheet.name, None))
+        .enumerate()
+        .filter_map(|(i, c)| c.cost.as_ref().map(|r| (i, c, r)))
+        .map(|(i, c, r)| {
+            let mut row = cost_cells(&c.run.session, &c.run.policy, r, r.sheet.name, None);
+            if with_regret {
+                row.push(regret.get(i).cloned().flatten().map_or("-".into(), |g| {
+                    format!("{:.4} (r>={:.3})", g.dollars, g.floor)
+                }));
+            }
+            row
+        })
         .collect();
     rows.extend(recorded.iter().map(|r| {
         let prices = match r.billed {
@@ -589,24 +600,28 @@ fn cost_table(
             None => r.report.sheet.name,
         };
         let billed = r.billed.as_ref().map(|b| b.dollars);
-        cost_cells(&r.source, &r.arm, &r.report, prices, billed)
+        let mut row = cost_cells(&r.source, &r.arm, &r.report, prices, billed);
+        if with_regret {
+            row.push("-".into());
+        }
+        row
     }));
-    let mut s = crate::render::table(
-        &[
-            "session",
-            "policy",
-            "prices",
-            "requests",
-            "input tokens",
-            "cache read",
-            "cache write",
-            "breaks/turn",
-            "dollars",
-            "billed with output",
-        ],
-        rows,
-        format == crate::render::Format::Markdown,
-    );
+    let mut header = vec![
+        "session",
+        "policy",
+        "prices",
+        "requests",
+        "input tokens",
+        "cache read",
+        "cache write",
+        "breaks/turn",
+        "dollars",
+        "billed with output",
+    ];
+    if with_regret {
+        header.push("regret");
+    }
+    let mut s = crate::render::table(&header, rows, format == crate::render::Format::Markdown);
     s.push_str(&cost_notes(out, recorded));
     s
 }
@@ -716,10 +731,33 @@ pub fn render_sessions(
     info: &Sessions,
     format: crate::render::Format,
 ) -> String {
+    render_optimal(out, recorded, info, &Default::default(), format)
+}
+
+/// [`render_sessions`], with each session's cheapest schedule (a table
+/// after the others; `optimal` in JSON) and each priced run's regret (a
+/// column of the cost table; `regret` of each `cost` entry in JSON).
+pub fn render_optimal(
+    out: &[Compared],
+    recorded: &[crate::replay::cost_arms::CostRow],
+    info: &Sessions,
+    optimal: &crate::optimal::render::OptimalPart,
+    format: crate::render::Format,
+) -> String {
     if format == crate::render::Format::Json {
-        return render_json(out, recorded, info);
+        return render_json(out, recorded, info, optimal);
     }
-    let mut s = render_tables(out, recorded, format);
+    let mut s = if out.is_empty() && !optimal.optima.is_empty() {
+        String::new()
+    } else {
+        render_tables(out, recorded, &optimal.regret, format)
+    };
+    if !optimal.optima.is_empty() {
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(&crate::optimal::render::table(&optimal.optima, format));
+    }
     let notes = crate::replay::envelope::render_notes(&info.envelopes);
     if !notes.is_empty() {
         s.push('\n');
@@ -733,10 +771,12 @@ pub fn render_sessions(
     s
 }
 
-/// The runs, cost and retention tables.
+/// The runs, cost and retention tables; the cost table with a regret
+/// column when `regret` is not empty.
 fn render_tables(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
+    regret: &[Option<crate::optimal::render::Regret>],
     format: crate::render::Format,
 ) -> String {
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
@@ -752,7 +792,7 @@ fn render_tables(
     let mut s = crate::policy::render::runs(&runs, format);
     if priced {
         s.push('\n');
-        s.push_str(&cost_table(out, recorded, format));
+        s.push_str(&cost_table(out, recorded, regret, format));
     }
     if !scored.is_empty() {
         s.push('\n');
@@ -786,6 +826,8 @@ pub struct PoliciesJson<'a> {
     /// A corpus replay: what was replayed, which shard, and each session's
     /// records (`null` for named session files).
     pub corpus: Option<&'a super::shard::CorpusJson>,
+    /// With `--optimal`: each session's cheapest schedule.
+    pub optimal: &'a [crate::optimal::render::Optimum],
 }
 
 /// One priced run of [`PoliciesJson`].
@@ -795,6 +837,9 @@ pub struct PolicyCostJson<'a> {
     pub session: &'a str,
     /// Policy name.
     pub policy: &'a str,
+    /// With `--optimal`: the run's dollars against the cheapest schedule
+    /// at its retention (`null` without).
+    pub regret: Option<crate::optimal::render::Regret>,
     /// The cache model's verdict on every request.
     #[serde(flatten)]
     pub report: &'a crate::cache::CostReport,
@@ -827,6 +872,7 @@ fn render_json(
     out: &[Compared],
     recorded: &[crate::replay::cost_arms::CostRow],
     info: &Sessions,
+    optimal: &crate::optimal::render::OptimalPart,
 ) -> String {
     let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
     let with: Vec<(PolicyRun, RetentionReport)> = out
@@ -836,10 +882,12 @@ fn render_json(
     let scored = scored_retention(out, &with);
     let cost = out
         .iter()
-        .filter_map(|c| {
+        .enumerate()
+        .filter_map(|(i, c)| {
             c.cost.as_ref().map(|r| PolicyCostJson {
                 session: &c.run.session,
                 policy: &c.run.policy,
+                regret: optimal.regret.get(i).cloned().flatten(),
                 report: r,
             })
         })
@@ -855,6 +903,7 @@ fn render_json(
             super::aggregate::SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref())
         })),
         corpus: None,
+        optimal: &optimal.optima,
     })
 }
 
@@ -870,5 +919,6 @@ pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
         product_compactions: &[],
         aggregate: corpus.aggregate().rows(),
         corpus: Some(corpus),
+        optimal: &[],
     })
 }

@@ -14,8 +14,10 @@ fn money(x: f64) -> String {
     format!("{x:.4}")
 }
 
-/// `cost`: per policy, the prompt-cache totals of its run.
-pub fn cost_table(rows: &[PolicyCost]) -> Table {
+/// `cost`: per policy, the prompt-cache totals of its run and its regret
+/// (`regret`, in row order: dollars above the cheapest schedule at equal
+/// or better recall).
+pub fn cost_table(rows: &[PolicyCost], regret: &[Option<f64>]) -> Table {
     let columns = [
         "policy",
         "model calls",
@@ -27,10 +29,12 @@ pub fn cost_table(rows: &[PolicyCost]) -> Table {
         "breaks/turn",
         "payback turns (median)",
         "dollars",
+        "regret",
     ];
     let body = rows
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let r = &p.report;
             vec![
                 Cell::Text(p.policy.clone()),
@@ -46,6 +50,7 @@ pub fn cost_table(rows: &[PolicyCost]) -> Table {
                         .map_or("-".into(), |x| format!("{x:.2}")),
                 ),
                 Cell::Text(money(r.dollars)),
+                super::frontier::regret_cell(regret.get(i).copied().flatten()),
             ]
         })
         .collect();

@@ -73,6 +73,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         memory_growth,
         frontier: crate::reports::frontier::scored(&runs),
         cost: crate::replay::dollars::policy_costs(&runs),
+        regret: crate::reports::frontier::regret(&runs),
         runs,
         verdicts: registry_verdicts()?,
         memory_tools: crate::memory::tool::rows::report_cards()?,

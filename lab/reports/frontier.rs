@@ -98,19 +98,54 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         .collect()
 }
 
+/// Each run's regret on [`session`]: its dollars minus the cheapest
+/// schedule's at its own recall ([`crate::replay::optimal`]), priced as the
+/// runs are (no envelope, no times); `None` for a run without cost.
+pub fn regret(runs: &[Compared]) -> Vec<Option<f64>> {
+    let Some(cost) = runs.iter().find_map(|c| c.cost.as_ref()) else {
+        return vec![None; runs.len()];
+    };
+    let messages = session();
+    let (planted, facts) =
+        crate::retention::planted::plant(&messages, &crate::retention::planted::Position::ALL);
+    let p = crate::optimal::Problem {
+        messages: &messages,
+        times_ms: None,
+        envelope: 0,
+        provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
+        sheet: cost.sheet,
+        limit: None,
+    };
+    let planted = crate::optimal::render::Planted {
+        messages: &planted,
+        facts: &facts,
+    };
+    let label = runs.first().map_or("", |c| c.run.session.as_str());
+    crate::replay::optimal::regret_of(&p, &crate::tokens::Approx, planted, runs, label, &|_| true)
+        .into_iter()
+        .map(|r| r.map(|r| r.dollars))
+        .collect()
+}
+
+/// Dollars of a regret, `-` without one.
+pub fn regret_cell(r: Option<f64>) -> Cell {
+    Cell::Text(r.map_or("-".into(), |r| format!("{r:.4}")))
+}
+
 /// The runs scored for the frontier, dominance marked (runs without
 /// retention are left out).
 pub fn scored(runs: &[Compared]) -> Vec<Scored> {
     crate::replay::frontier_plot::scored(runs)
 }
 
-/// `frontier`: per policy, what it sent and cost, what it kept, and whether
-/// another policy beats it on both.
-pub fn frontier_table(rows: &[Scored]) -> Table {
+/// `frontier`: per policy, what it sent and cost, its regret (`regret`,
+/// in row order), what it kept, and whether another policy beats it on both.
+pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
     let columns = [
         "policy",
         "tokens sent",
         "dollars",
+        "regret",
         "artifact recall (permille)",
         "planted facts kept",
         "re-fetches",
@@ -118,13 +153,15 @@ pub fn frontier_table(rows: &[Scored]) -> Table {
     ];
     let body = rows
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             let facts = &s.retention.facts;
             let kept = facts.iter().filter(|f| f.status != Status::Gone).count();
             vec![
                 Cell::Text(s.policy.clone()),
                 Cell::Int(s.tokens_sent as u64),
                 Cell::Text(format!("{:.4}", s.dollars.unwrap_or(0.0))),
+                regret_cell(regret.get(i).copied().flatten()),
                 Cell::Int((s.artifact_recall * 1000.0).round() as u64),
                 Cell::Text(format!("{kept}/{}", facts.len())),
                 Cell::Int(s.retention.refetch_calls as u64),
@@ -135,7 +172,8 @@ pub fn frontier_table(rows: &[Scored]) -> Table {
     Table {
         name: "frontier".into(),
         title: format!(
-            "Cost-retention frontier: every policy on one generated session, priced with {SHEET}"
+            "Cost-retention frontier: every policy on one generated session, priced with {SHEET}; regret: dollars above the cheapest schedule at equal or better recall ({})",
+            crate::optimal::render::FAMILY
         ),
         columns: columns.iter().map(|c| c.to_string()).collect(),
         rows: body,

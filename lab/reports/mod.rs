@@ -398,6 +398,8 @@ pub struct ReportData {
     pub frontier: Vec<crate::retention::render::Scored>,
     /// The same runs priced: every policy's prompt-cache cost.
     pub cost: Vec<crate::replay::dollars::PolicyCost>,
+    /// Each run's regret against the cheapest schedule, in run order.
+    pub regret: Vec<Option<f64>>,
     /// The runs themselves, for the HTML report's timelines and calls.
     pub runs: Vec<crate::replay::policies::Compared>,
     /// Every registry row at its default cells.
@@ -486,8 +488,11 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&factorial_table(&data.factorial)));
     out.extend(table_files(&profiles_table(&data.profiles)));
     out.extend(table_files(&memory_growth_table(&data.memory_growth)));
-    out.extend(table_files(&frontier::frontier_table(&data.frontier)));
-    out.extend(table_files(&cost::cost_table(&data.cost)));
+    out.extend(table_files(&frontier::frontier_table(
+        &data.frontier,
+        &data.regret,
+    )));
+    out.extend(table_files(&cost::cost_table(&data.cost, &data.regret)));
     out.extend(table_files(&verdicts::verdicts_table(&data.verdicts)));
     out.push((
         "cost.svg".into(),

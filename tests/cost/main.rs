@@ -10,6 +10,7 @@ mod cache_props;
 mod cost_cli;
 mod cost_report;
 mod message_times;
+mod optimal;
 mod prices_cli;
 mod recorded_dollars;
 mod same_base;

@@ -8,6 +8,8 @@ mod check;
 mod common;
 mod dump;
 mod estimator_replay;
+mod optimal_cli;
+mod optimal_regret;
 mod product_compactions;
 mod replay_corpus;
 mod replay_jobs;

@@ -52,7 +52,7 @@ fn unpriced_runs_are_left_out() {
 #[test]
 fn the_table_names_its_pricing_and_has_a_row_per_policy() {
     let rows = priced("synthetic");
-    let t = cost_table(&rows);
+    let t = cost_table(&rows, &[]);
     assert_eq!(t.rows.len(), 3);
     assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
     for needle in [

@@ -1,0 +1,64 @@
+//! The cheapest schedule is a lower bound: on every shared session, every
+//! registered policy's dollars are at least the cheapest schedule's at the
+//! policy's own artifact recall (regret >= 0), under the default cache
+//! model and sheet.
+
+use crate::common;
+use common::{transcript_files, transcripts};
+
+use ctxlab::import::ImportOptions;
+use ctxlab::replay::optimal::{compute, OptimalArgs};
+use ctxlab::replay::policies::{replay_files_on, Measure, Pricing};
+
+#[test]
+fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
+    let Some(dir) = transcripts() else { return };
+    let measure = Measure {
+        retention: true,
+        pricing: Some(Pricing {
+            provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
+            sheet: *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap(),
+            prices: ctxlab::replay::cost_arms::load_prices(None).unwrap(),
+        }),
+        ..Measure::default()
+    };
+    let args = OptimalArgs {
+        floor: 0.0,
+        limit: None,
+    };
+    let import = ImportOptions::default();
+    let all = vec!["all".to_string()];
+    let mut checked = 0;
+    for file in transcript_files(&dir) {
+        let files = [file.clone()];
+        let (out, _) = replay_files_on(
+            &files,
+            &all,
+            ctxlab::replay::profiles::DEFAULT_PATH_LEN,
+            &import,
+            &measure,
+            2,
+        )
+        .unwrap();
+        let part = compute(&files, &import, &measure, args, &out).unwrap();
+        for (c, r) in out.iter().zip(&part.regret) {
+            if c.run.ended_by_error.is_some() {
+                continue;
+            }
+            let r = r
+                .as_ref()
+                .unwrap_or_else(|| panic!("{}: {} has no bound", c.run.session, c.run.policy));
+            assert!(
+                r.dollars >= -1e-9 * r.bound.max(1.0),
+                "{} under {}: {} dollars, bound {} at recall {}",
+                c.run.session,
+                c.run.policy,
+                r.bound + r.dollars,
+                r.bound,
+                r.floor
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked} runs checked");
+}
