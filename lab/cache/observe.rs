@@ -13,9 +13,9 @@
 //! `break_at.label` names the event that caused it.
 
 use super::session::{starts_turn, RequestBuilder};
-use super::{cost, CacheRequest, CostReport, PriceSheet, Provider};
+use super::{cost, BreakCause, CacheRequest, CostReport, PriceSheet, Provider};
 use crate::message::Message;
-use crate::policy::engine::{Observer, View};
+use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::PolicyEvent;
 use crate::tokens::Tokens;
 
@@ -64,6 +64,53 @@ fn event_kinds(events: &[PolicyEvent]) -> String {
     kinds.join("+")
 }
 
+/// The tool call an event names, if any.
+fn event_id(e: &PolicyEvent) -> Option<&str> {
+    match e {
+        PolicyEvent::Persisted { id, .. }
+        | PolicyEvent::Cleared { id, .. }
+        | PolicyEvent::Truncated { id, .. }
+        | PolicyEvent::Repaired { id, .. } => Some(id),
+        _ => None,
+    }
+}
+
+fn messages_changed(e: &PolicyEvent) -> BreakCause {
+    BreakCause::MessagesChanged {
+        event: Some(event_kind(e).to_string()),
+        id: event_id(e).map(str::to_string),
+    }
+}
+
+/// Which of a call's `events` changed message `m`: the first naming one of
+/// its tool calls or results, else the first naming none (a summary, a
+/// drop: they act on whole messages), else the call's first event.
+fn cause_of(m: &Message, events: &[PolicyEvent]) -> BreakCause {
+    let mut ids = m.tool_use_ids();
+    ids.extend(m.tool_result_ids());
+    events
+        .iter()
+        .find(|e| event_id(e).is_some_and(|id| ids.contains(&id)))
+        .or_else(|| events.iter().find(|e| event_id(e).is_none()))
+        .map_or_else(|| call_cause(events), messages_changed)
+}
+
+/// The cause of a change no message names (messages removed from the
+/// end): the call's first message-level event, else its first event.
+fn call_cause(events: &[PolicyEvent]) -> BreakCause {
+    events
+        .iter()
+        .find(|e| event_id(e).is_none())
+        .or(events.first())
+        .map_or(
+            BreakCause::MessagesChanged {
+                event: None,
+                id: None,
+            },
+            messages_changed,
+        )
+}
+
 impl Observer for CostObserver {
     fn on_message(&mut self, _index: usize, message: &Message) {
         self.turn += starts_turn(message) as usize;
@@ -95,8 +142,13 @@ impl Observer for CostObserver {
             for (i, seg) in r.segments.iter_mut().enumerate() {
                 if prev.get(i).map(|p| p.key) != Some(seg.key) {
                     seg.label = format!("{} after {kinds}", seg.label);
+                    // Segment 0 is the fixed prefix, no message of the request.
+                    if let Some(m) = i.checked_sub(1).and_then(|j| request.get(j)) {
+                        seg.cause = Some(cause_of(m, events));
+                    }
                 }
             }
+            r.call_cause = Some(call_cause(events));
         }
         self.requests.push(r);
     }

@@ -39,6 +39,18 @@ fn make_for(
     product: Option<&Product>,
     measure: &Measure,
 ) -> LabResult<Box<dyn Policy>> {
+    if let Some(inner) = spec.strip_prefix(crate::policy::freeze::PREFIX) {
+        let p = make_for(inner, messages, path_len, product, measure)?;
+        return Ok(Box::new(crate::policy::freeze::Frozen::new(p, spec)));
+    }
+    if let Some((sheet, inner)) = crate::policy::gate::parse(spec)? {
+        // A gate without a sheet of its own weighs with the run's.
+        let sheet = sheet
+            .or(measure.pricing.as_ref().map(|p| p.sheet))
+            .unwrap_or_else(crate::policy::gate::default_sheet);
+        let p = make_for(inner, messages, path_len, product, measure)?;
+        return Ok(Box::new(crate::policy::gate::Gated::new(p, spec, sheet)));
+    }
     if spec.starts_with(crate::policy::exec::PREFIX) {
         let timeout = measure
             .exec_timeout
@@ -667,6 +679,8 @@ fn render_tables(
     if priced {
         s.push('\n');
         s.push_str(&cost_table(out, recorded, format));
+        s.push('\n');
+        s.push_str(&super::breaks::table(out, format));
     }
     if !scored.is_empty() {
         s.push('\n');
