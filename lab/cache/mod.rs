@@ -177,6 +177,10 @@ pub enum BreakCause {
         /// The tool call the event names, when it names one.
         id: Option<String>,
     },
+    /// `messages_changed` in a call where the policy recorded no event: the
+    /// design re-derived a message it had sent (a view rebuilt from the
+    /// history) without a decision of its own.
+    Rederived,
 }
 
 impl std::fmt::Display for BreakCause {
@@ -189,6 +193,7 @@ impl std::fmt::Display for BreakCause {
             BreakCause::MessagesChanged { event: Some(e), .. } => {
                 write!(f, "messages_changed: {e}")
             }
+            BreakCause::Rederived => write!(f, "messages_changed: re-derived without an event"),
         }
     }
 }

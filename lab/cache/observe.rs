@@ -95,20 +95,19 @@ fn cause_of(m: &Message, events: &[PolicyEvent]) -> BreakCause {
         .map_or_else(|| call_cause(events), messages_changed)
 }
 
-/// The cause of a change no message names (messages removed from the
-/// end): the call's first message-level event, else its first event.
+/// The cause of a change no event names by its tool call (messages
+/// removed from the end, a message the design edits by position): the
+/// kind of the call's first message-level event, else of its first event,
+/// without a tool id (none of the message's own).
 fn call_cause(events: &[PolicyEvent]) -> BreakCause {
-    events
+    let event = events
         .iter()
         .find(|e| event_id(e).is_none())
-        .or(events.first())
-        .map_or(
-            BreakCause::MessagesChanged {
-                event: None,
-                id: None,
-            },
-            messages_changed,
-        )
+        .or(events.first());
+    BreakCause::MessagesChanged {
+        event: event.map(|e| event_kind(e).to_string()),
+        id: None,
+    }
 }
 
 impl Observer for CostObserver {
@@ -136,9 +135,18 @@ impl Observer for CostObserver {
             .as_ref()
             .and_then(|t| t.get(at).copied().flatten());
         r.at_ms = time.and_then(|t| i64::try_from(t).ok());
-        if !events.is_empty() {
+        let prev = self.requests.last().map(|p| &p.segments[..]).unwrap_or(&[]);
+        if events.is_empty() {
+            // The engine's requests all come from the policy: a message it
+            // changed without an event was re-derived.
+            for (i, seg) in r.segments.iter_mut().enumerate().skip(1) {
+                if prev.get(i).is_some_and(|p| p.key != seg.key) {
+                    seg.cause = Some(BreakCause::Rederived);
+                }
+            }
+            r.call_cause = Some(BreakCause::Rederived);
+        } else {
             let kinds = event_kinds(events);
-            let prev = self.requests.last().map(|p| &p.segments[..]).unwrap_or(&[]);
             for (i, seg) in r.segments.iter_mut().enumerate() {
                 if prev.get(i).map(|p| p.key) != Some(seg.key) {
                     seg.label = format!("{} after {kinds}", seg.label);
