@@ -98,10 +98,16 @@ pub fn make_with(
         let p = make_with(inner, tokens, timeout)?;
         return Ok(Box::new(super::freeze::Frozen::new(p, spec)));
     }
-    if let Some((sheet, inner)) = super::gate::parse(spec)? {
+    if let Some((sheet, inner)) = super::gate::parse(spec) {
+        if let Some(sheet) = sheet {
+            return Err(LabError::usage(
+                format!("policy `{spec}`: a gate's own sheet `{sheet}` is resolved by `lab replay` only"),
+                format!("replay with --policy {spec}, or write gated:{inner} here (the default sheet)"),
+            ));
+        }
         let p = make_with(inner, tokens, timeout)?;
-        let sheet = sheet.unwrap_or_else(super::gate::default_sheet);
-        return Ok(Box::new(super::gate::Gated::new(p, spec, sheet)));
+        let weights = super::gate::Weights::default();
+        return Ok(Box::new(super::gate::Gated::new(p, spec, weights)));
     }
     match spec.strip_prefix(super::exec::PREFIX) {
         Some(cmd) => Ok(Box::new(super::exec::Exec::start(cmd, tokens, timeout)?)),
@@ -115,7 +121,7 @@ pub fn check(spec: &str) -> LabResult<()> {
     if let Some(inner) = spec.strip_prefix(super::freeze::PREFIX) {
         return check(inner);
     }
-    if let Some((_, inner)) = super::gate::parse(spec)? {
+    if let Some((_, inner)) = super::gate::parse(spec) {
         return check(inner);
     }
     match spec.strip_prefix(super::exec::PREFIX) {
@@ -126,7 +132,7 @@ pub fn check(spec: &str) -> LabResult<()> {
 
 /// Build a built-in policy or a variant of one (see [`make_with`]).
 pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
-    if spec.starts_with(super::exec::PREFIX) || is_wrapped(spec)? {
+    if spec.starts_with(super::exec::PREFIX) || is_wrapped(spec) {
         return make_with(spec, "approx", super::exec::DEFAULT_TIMEOUT);
     }
     let (name, overrides) = super::variant::parse(spec)?;
@@ -140,8 +146,8 @@ pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
 }
 
 /// Is `spec` a wrapper of another spec (`frozen:P`, `gated:P`)?
-fn is_wrapped(spec: &str) -> LabResult<bool> {
-    Ok(spec.starts_with(super::freeze::PREFIX) || super::gate::parse(spec)?.is_some())
+fn is_wrapped(spec: &str) -> bool {
+    spec.starts_with(super::freeze::PREFIX) || super::gate::parse(spec).is_some()
 }
 
 /// The policy called `name`, with its upstream defaults.

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::policies::Compared;
 use crate::cache::CostReport;
+use crate::policy::engine::PolicyRun;
 
 /// The breaks of one report, counted by cause (`messages_changed: cleared 3`).
 pub fn causes(r: &CostReport) -> BTreeMap<String, usize> {
@@ -24,24 +24,23 @@ pub fn read_share(r: &CostReport) -> f64 {
     100.0 * r.cache_read_tokens as f64 / r.input_tokens.max(1) as f64
 }
 
-/// The break table of the priced runs in `out`.
-pub fn table(out: &[Compared], format: crate::render::Format) -> String {
-    let rows: Vec<Vec<String>> = out
+/// The break table of priced runs.
+pub fn table(runs: &[(&PolicyRun, &CostReport)], format: crate::render::Format) -> String {
+    let rows: Vec<Vec<String>> = runs
         .iter()
-        .filter_map(|c| c.cost.as_ref().map(|r| (c, r)))
-        .map(|(c, r)| {
+        .map(|(run, r)| {
             let causes: Vec<String> = causes(r)
                 .into_iter()
                 .map(|(k, n)| format!("{k} ×{n}"))
                 .collect();
             vec![
-                c.run.session.clone(),
-                c.run.policy.clone(),
+                run.session.clone(),
+                run.policy.clone(),
                 r.requests.len().to_string(),
                 r.breaks.to_string(),
                 format!("{:.1}", read_share(r)),
                 r.expiries.to_string(),
-                c.run.event_count("gated").to_string(),
+                run.event_count("gated").to_string(),
                 causes.join("; "),
             ]
         })

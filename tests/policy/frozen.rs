@@ -91,9 +91,13 @@ fn a_rewriting_design_is_frozen_by_nature() {
 
 #[test]
 fn frozen_wraps_variants_gates_and_refuses_unknown_policies() {
-    assert!(make("frozen:gated@gpt-5:codex-cli:context_window=100000").is_ok());
+    let p = make("frozen:gated:codex-cli:context_window=100000").unwrap();
+    assert_eq!(
+        p.info().name,
+        "frozen:gated:codex-cli:context_window=100000"
+    );
     let e = make("frozen:nonesuch").err().unwrap().to_string();
     assert!(e.contains("unknown policy `nonesuch`"), "{e}");
-    let e = make("gated@nope:none").err().unwrap().to_string();
-    assert!(e.contains("unknown price sheet `nope`"), "{e}");
+    let e = make("gated@gpt-5:none").err().unwrap().to_string();
+    assert!(e.contains("resolved by `lab replay` only"), "{e}");
 }

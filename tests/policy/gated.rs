@@ -47,3 +47,33 @@ fn the_gate_lets_a_clearing_through_that_repays_its_rewrite() {
     assert_eq!(gc.requests, fc.requests);
     assert_eq!(g.event_count("cleared"), f.event_count("cleared"));
 }
+
+#[test]
+fn the_default_weights_are_the_default_sheet_s() {
+    let w = ctxlab::policy::gate::Weights::default();
+    let s = ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap();
+    assert_eq!(
+        (w.sheet.as_str(), w.read_mult, w.write_mult),
+        (s.name, s.read_mult, s.write_mult)
+    );
+}
+
+#[test]
+fn a_replay_refuses_a_gate_with_an_unknown_sheet() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let file = dir.join("claude_code/dmux__chat@eef6c28.json");
+    let f = file.to_str().unwrap();
+    let (code, out, err) = common::lab(&["replay", f, "--policy", "gated@nope:none", "--cost"]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("unknown price sheet `nope`"), "{err}");
+    let out = common::lab_ok(&[
+        "replay",
+        f,
+        "--policy",
+        "gated@gemini-2.5-pro:none",
+        "--cost",
+    ]);
+    assert!(out.contains("gated@gemini-2.5-pro:none"), "{out}");
+}
