@@ -113,12 +113,14 @@ impl Policy for Frozen {
         }
         let sent = self.sent.min(history.len());
         self.edited.resize(history.len(), false);
-        for i in 0..sent {
+        let no_decision = prepared.events.is_empty();
+        let kept = history[..sent].iter().zip(&self.edited);
+        for (r, (h, &edited)) in prepared.request.iter_mut().zip(kept) {
             // No decision this call: a change to what was sent is a
             // re-rendering (a design that formats what it is given again);
             // an edited message's fate was decided when it was first sent.
-            if prepared.events.is_empty() || self.edited[i] {
-                prepared.request[i].clone_from(&history[i]);
+            if no_decision || edited {
+                r.clone_from(h);
             }
         }
         for (i, (h, r)) in history.iter().zip(&prepared.request).enumerate() {
