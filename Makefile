@@ -64,13 +64,24 @@ reports-check:
 	$(LAB) reports --check reports/
 
 TRANSCRIPTS ?= ../shared/transcripts
-## replay: every real transcript under every profile and policy -> reports/replay/ (tables; products.md: every real compaction beside the product policy; per file a context-size plot and a cumulative-dollars plot per policy)
+# frozen.md: each design beside its frozen variant (projecting designs first, then rewriting ones)
+FROZEN_POLICIES = anthropic-clear-tool-uses langchain-clear-tool-uses swe-agent-mask-5 openhands-observation-masking gemini-cli-mask claude-code-time-mc claude-code-api-mc codex-cli langchain-summarization aider-chat-summary openhands-llm-summarizing
+# gate.md: each design beside its gated variant, per price sheet (SHEET/CACHE-MODEL)
+GATE_POLICIES = $(FROZEN_POLICIES) course-main
+GATE_SHEETS = claude-sonnet-4.5-5m/anthropic claude-sonnet-4.5-1h/anthropic1h gpt-5/openai gemini-2.5-pro/gemini
+## replay: every real transcript under every profile and policy -> reports/replay/ (tables; products.md: every real compaction beside the product policy; frozen.md: each design beside frozen:P; gate.md: gated:P per price sheet; per file a context-size plot and a cumulative-dollars plot per policy)
 replay:
 	@test -d $(TRANSCRIPTS) || { echo "no transcripts at $(TRANSCRIPTS): set TRANSCRIPTS=DIR" >&2; exit 2; }
 	mkdir -p reports/replay
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --format markdown > reports/replay/README.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --cost --format markdown > reports/replay/policies.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* --policy claude-code --tokens claude --format markdown > reports/replay/products.md
+	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* $(foreach p,$(FROZEN_POLICIES),--policy $(p) --policy frozen:$(p)) --retention --cost --format markdown > reports/replay/frozen.md
+	{ echo "# The break-even gate per price sheet"; echo; \
+	  for sc in $(GATE_SHEETS); do sheet=$${sc%%/*}; cache=$${sc##*/}; \
+	    echo; echo "## $$sheet (cache model $$cache)"; echo; \
+	    $(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* $(foreach p,$(GATE_POLICIES),--policy $(p) --policy gated:$(p)) --cost --sheet $$sheet --cache $$cache --format markdown || exit 1; \
+	  done; } > reports/replay/gate.md
 	for f in $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/*; do \
 	  name=$$(basename "$$f" | sed 's/[^A-Za-z0-9._-]/_/g'); \
 	  $(LAB) replay "$$f" --plot "reports/replay/$$name.svg" > /dev/null 2>&1 || exit 1; \

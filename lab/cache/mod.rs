@@ -57,6 +57,10 @@ pub struct Segment {
     pub key: u64,
     /// Tokens of the segment.
     pub tokens: u64,
+    /// What changed it since the previous request, when the caller knows
+    /// (a policy's event); named as a break's cause if it breaks the prefix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<BreakCause>,
 }
 
 impl Segment {
@@ -66,6 +70,7 @@ impl Segment {
             label: label.into(),
             key: hash_of(&content),
             tokens,
+            cause: None,
         }
     }
 }
@@ -93,6 +98,9 @@ pub struct CacheRequest {
     pub stream: u32,
     /// The user turn the request serves (breaks are reported per turn).
     pub turn: usize,
+    /// What changed the request when no segment names it (messages
+    /// removed from its end): the call's first policy event.
+    pub call_cause: Option<BreakCause>,
 }
 
 impl CacheRequest {
@@ -107,6 +115,7 @@ impl CacheRequest {
             at_ms,
             stream: 0,
             turn,
+            call_cause: None,
         }
     }
 
@@ -144,13 +153,61 @@ pub fn segments_of(
     out
 }
 
+/// Why a cached prefix broke, in the provider's own cache-miss vocabulary:
+/// Anthropic's cache diagnostics answer a miss with a `cache_miss_reason`
+/// of `model_changed`, `system_changed`, `tools_changed`,
+/// `messages_changed`, `previous_message_not_found` or `unavailable`
+/// (platform.claude.com/docs/en/build-with-claude/cache-diagnostics, read
+/// 2026-12); OpenAI's prompt caching names none (a miss is an uncached
+/// prefix). A replay's fixed prefix holds system prompt and tools as one
+/// segment, so a change there is `system_changed`; a replay sends one model
+/// throughout, so `model_changed` cannot occur. A TTL expiry is no change
+/// of content: it is [`RequestCost::expired`], not a break.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum BreakCause {
+    /// The fixed prefix (system prompt, tools, first-turn context) changed:
+    /// the envelope switched, as after a product's own compaction.
+    SystemChanged,
+    /// A message inside the cached prefix changed or was removed.
+    MessagesChanged {
+        /// The kind of the policy event that changed it (`cleared`,
+        /// `summarised`, ...); `None` when the caller knows no event.
+        event: Option<String>,
+        /// The tool call the event names, when it names one.
+        id: Option<String>,
+    },
+    /// `messages_changed` in a call where the policy recorded no event: the
+    /// design re-derived a message it had sent (a view rebuilt from the
+    /// history) without a decision of its own.
+    Rederived,
+}
+
+impl std::fmt::Display for BreakCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BreakCause::SystemChanged => write!(f, "system_changed"),
+            BreakCause::MessagesChanged { event: None, .. } => {
+                write!(f, "messages_changed (no event)")
+            }
+            BreakCause::MessagesChanged { event: Some(e), .. } => {
+                write!(f, "messages_changed: {e}")
+            }
+            BreakCause::Rederived => write!(f, "messages_changed: re-derived without an event"),
+        }
+    }
+}
+
 /// Where a request's prefix first differed from the previous request's cached prefix.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BreakAt {
-    /// Index of the first differing segment.
+    /// Index of the first differing segment (0: the system segment; `i`:
+    /// message `i − 1` of the request).
     pub segment: usize,
     /// Its label (`removed` when the request ended before it).
     pub label: String,
+    /// Why it differed.
+    pub cause: BreakCause,
 }
 
 /// What one request cost.

@@ -13,9 +13,9 @@
 //! `break_at.label` names the event that caused it.
 
 use super::session::{starts_turn, RequestBuilder};
-use super::{cost, CacheRequest, CostReport, PriceSheet, Provider};
+use super::{cost, BreakCause, CacheRequest, CostReport, PriceSheet, Provider};
 use crate::message::Message;
-use crate::policy::engine::{Observer, View};
+use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::PolicyEvent;
 use crate::tokens::Tokens;
 
@@ -64,6 +64,52 @@ fn event_kinds(events: &[PolicyEvent]) -> String {
     kinds.join("+")
 }
 
+/// The tool call an event names, if any.
+fn event_id(e: &PolicyEvent) -> Option<&str> {
+    match e {
+        PolicyEvent::Persisted { id, .. }
+        | PolicyEvent::Cleared { id, .. }
+        | PolicyEvent::Truncated { id, .. }
+        | PolicyEvent::Repaired { id, .. } => Some(id),
+        _ => None,
+    }
+}
+
+fn messages_changed(e: &PolicyEvent) -> BreakCause {
+    BreakCause::MessagesChanged {
+        event: Some(event_kind(e).to_string()),
+        id: event_id(e).map(str::to_string),
+    }
+}
+
+/// Which of a call's `events` changed message `m`: the first naming one of
+/// its tool calls or results, else the first naming none (a summary, a
+/// drop: they act on whole messages), else the call's first event.
+fn cause_of(m: &Message, events: &[PolicyEvent]) -> BreakCause {
+    let mut ids = m.tool_use_ids();
+    ids.extend(m.tool_result_ids());
+    events
+        .iter()
+        .find(|e| event_id(e).is_some_and(|id| ids.contains(&id)))
+        .or_else(|| events.iter().find(|e| event_id(e).is_none()))
+        .map_or_else(|| call_cause(events), messages_changed)
+}
+
+/// The cause of a change no event names by its tool call (messages
+/// removed from the end, a message the design edits by position): the
+/// kind of the call's first message-level event, else of its first event,
+/// without a tool id (none of the message's own).
+fn call_cause(events: &[PolicyEvent]) -> BreakCause {
+    let event = events
+        .iter()
+        .find(|e| event_id(e).is_none())
+        .or(events.first());
+    BreakCause::MessagesChanged {
+        event: event.map(|e| event_kind(e).to_string()),
+        id: None,
+    }
+}
+
 impl Observer for CostObserver {
     fn on_message(&mut self, _index: usize, message: &Message) {
         self.turn += starts_turn(message) as usize;
@@ -89,14 +135,28 @@ impl Observer for CostObserver {
             .as_ref()
             .and_then(|t| t.get(at).copied().flatten());
         r.at_ms = time.and_then(|t| i64::try_from(t).ok());
-        if !events.is_empty() {
+        let prev = self.requests.last().map(|p| &p.segments[..]).unwrap_or(&[]);
+        if events.is_empty() {
+            // The engine's requests all come from the policy: a message it
+            // changed without an event was re-derived.
+            for (i, seg) in r.segments.iter_mut().enumerate().skip(1) {
+                if prev.get(i).is_some_and(|p| p.key != seg.key) {
+                    seg.cause = Some(BreakCause::Rederived);
+                }
+            }
+            r.call_cause = Some(BreakCause::Rederived);
+        } else {
             let kinds = event_kinds(events);
-            let prev = self.requests.last().map(|p| &p.segments[..]).unwrap_or(&[]);
             for (i, seg) in r.segments.iter_mut().enumerate() {
                 if prev.get(i).map(|p| p.key) != Some(seg.key) {
                     seg.label = format!("{} after {kinds}", seg.label);
+                    // Segment 0 is the fixed prefix, no message of the request.
+                    if let Some(m) = i.checked_sub(1).and_then(|j| request.get(j)) {
+                        seg.cause = Some(cause_of(m, events));
+                    }
                 }
             }
+            r.call_cause = Some(call_cause(events));
         }
         self.requests.push(r);
     }

@@ -132,6 +132,35 @@ pub fn sheet(name: &str) -> Option<&'static PriceSheet> {
     SHEETS.iter().find(|s| s.name == name)
 }
 
+/// A sheet by name: one of [`SHEETS`], else a model of the built-in price
+/// table ([`table::BUILTIN_PATH`]) at its 5-minute write price, or at its
+/// 1-hour one with the suffix `-1h` (`gemini-2.5-pro`, `claude-opus-4.5-1h`).
+/// Dated with the table's date.
+pub fn named(name: &str) -> Option<PriceSheet> {
+    if let Some(s) = sheet(name) {
+        return Some(*s);
+    }
+    let (model, one_hour) = match name.strip_suffix("-1h") {
+        Some(m) => (m, true),
+        None => (name, false),
+    };
+    let table = table::PriceTable::builtin();
+    match table.lookup(model)? {
+        table::Lookup::Priced(m) => Some(sheet_of(m, one_hour, &table.date)),
+        table::Lookup::NotAModel => None,
+    }
+}
+
+/// What `--sheet` and a gate's `@SHEET` accept, for error messages.
+pub fn named_help() -> String {
+    let names: Vec<_> = SHEETS.iter().map(|s| s.name).collect();
+    format!(
+        "use one of: {}, or a model of {} (add -1h for 1-hour writes)",
+        names.join(", "),
+        table::BUILTIN_PATH
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,6 +84,7 @@ pub fn requests_with(recorded: &[RecordedRequest], rules: RewriteRules) -> Vec<C
                 at_ms,
                 stream: conv.stream,
                 turn: i,
+                call_cause: None,
             }
         })
         .collect()

@@ -118,6 +118,7 @@ fn build(
             label: format!("msg {i} {role}"),
             key,
             tokens,
+            cause: None,
         });
     }
     CacheRequest::with_last_breakpoint(segments, None, turn)

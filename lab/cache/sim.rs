@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use super::prices::PriceSheet;
 use super::provider::{Anthropic, OpenAi, Provider};
-use super::{BreakAt, CacheRequest, RequestCost};
+use super::{BreakAt, BreakCause, CacheRequest, RequestCost};
 
 /// What the previous request of a stream left behind.
 struct Previous {
@@ -206,16 +206,31 @@ impl Cache {
         if first_diff >= prev.cached_segments {
             return (false, None, expired, None);
         }
-        let label = r
-            .segments
-            .get(first_diff)
-            .map_or("removed", |s| s.label.as_str());
+        let seg = r.segments.get(first_diff);
+        let label = seg.map_or("removed", |s| s.label.as_str());
         let at = BreakAt {
             segment: first_diff,
             label: label.to_string(),
+            cause: cause_of(first_diff, seg, r),
         };
         (true, Some(at), expired, payback(prev.tokens, total, sheet))
     }
+}
+
+/// Why segment `index` (`seg`, `None` when the request ended before it)
+/// differs: what the caller named, else by position (segment 0 is the
+/// system prefix), else the request's call cause.
+fn cause_of(index: usize, seg: Option<&super::Segment>, r: &CacheRequest) -> BreakCause {
+    if let Some(c) = seg.and_then(|s| s.cause.clone()) {
+        return c;
+    }
+    if index == 0 {
+        return BreakCause::SystemChanged;
+    }
+    r.call_cause.clone().unwrap_or(BreakCause::MessagesChanged {
+        event: None,
+        id: None,
+    })
 }
 
 /// Cached turns until a compaction from `before` to `after` tokens repays

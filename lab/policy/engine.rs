@@ -149,6 +149,7 @@ pub fn event_kind(e: &PolicyEvent) -> &'static str {
         PolicyEvent::Dropped { .. } => "dropped",
         PolicyEvent::Repaired { .. } => "repaired",
         PolicyEvent::ModelFailed { .. } => "model_failed",
+        PolicyEvent::Gated { .. } => "gated",
     }
 }
 
@@ -609,6 +610,13 @@ impl PolicyRun {
         for kind in ["summarised", "dropped", "model_failed", "repaired"] {
             c.count(kind, self.event_count(kind) as u64, std::iter::empty());
         }
+        let skips: Vec<String> = self
+            .events
+            .iter()
+            .filter(|(_, e)| matches!(e, PolicyEvent::Gated { .. }))
+            .map(|(call, _)| format!("request {}", call + 1))
+            .collect();
+        c.count("gate_skips", skips.len() as u64, skips);
         c.count("originals_in_context", f.in_context, std::iter::empty());
         c.flag(
             "completed",

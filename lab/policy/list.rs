@@ -85,14 +85,30 @@ pub fn names() -> Vec<&'static str> {
 
 /// Build the policy `spec` names: a policy name (case-insensitive; `seed`
 /// is the course revision the seed analyses), a [`super::variant`] of
-/// one (`NAME:KEY=VALUE…`, `NAME:FILE.toml`), or an external process
+/// one (`NAME:KEY=VALUE…`, `NAME:FILE.toml`), an external process
 /// (`exec:CMD`, see [`super::exec`]) told that counts come from `tokens`
-/// and given `timeout` per answer.
+/// and given `timeout` per answer, or any of these wrapped as
+/// `frozen:P` ([`super::freeze`]) or `gated[@SHEET]:P` ([`super::gate`]).
 pub fn make_with(
     spec: &str,
     tokens: &str,
     timeout: std::time::Duration,
 ) -> LabResult<Box<dyn Policy>> {
+    if let Some(inner) = spec.strip_prefix(super::freeze::PREFIX) {
+        let p = make_with(inner, tokens, timeout)?;
+        return Ok(Box::new(super::freeze::Frozen::new(p, spec)));
+    }
+    if let Some((sheet, inner)) = super::gate::parse(spec) {
+        if let Some(sheet) = sheet {
+            return Err(LabError::usage(
+                format!("policy `{spec}`: a gate's own sheet `{sheet}` is resolved by `lab replay` only"),
+                format!("replay with --policy {spec}, or write gated:{inner} here (the default sheet)"),
+            ));
+        }
+        let p = make_with(inner, tokens, timeout)?;
+        let weights = super::gate::Weights::default();
+        return Ok(Box::new(super::gate::Gated::new(p, spec, weights)));
+    }
     match spec.strip_prefix(super::exec::PREFIX) {
         Some(cmd) => Ok(Box::new(super::exec::Exec::start(cmd, tokens, timeout)?)),
         None => make(spec),
@@ -102,6 +118,12 @@ pub fn make_with(
 /// Check that `spec` names a policy before any work, without starting an
 /// external one (that happens once per run, where it is used).
 pub fn check(spec: &str) -> LabResult<()> {
+    if let Some(inner) = spec.strip_prefix(super::freeze::PREFIX) {
+        return check(inner);
+    }
+    if let Some((_, inner)) = super::gate::parse(spec) {
+        return check(inner);
+    }
     match spec.strip_prefix(super::exec::PREFIX) {
         Some(cmd) => super::exec::check_command(cmd),
         None => make(spec).map(drop),
@@ -110,7 +132,7 @@ pub fn check(spec: &str) -> LabResult<()> {
 
 /// Build a built-in policy or a variant of one (see [`make_with`]).
 pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
-    if spec.starts_with(super::exec::PREFIX) {
+    if spec.starts_with(super::exec::PREFIX) || is_wrapped(spec) {
         return make_with(spec, "approx", super::exec::DEFAULT_TIMEOUT);
     }
     let (name, overrides) = super::variant::parse(spec)?;
@@ -121,6 +143,11 @@ pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
     Ok(Box::new(super::variant::Variant::new(
         policy, spec, &overrides,
     )?))
+}
+
+/// Is `spec` a wrapper of another spec (`frozen:P`, `gated:P`)?
+fn is_wrapped(spec: &str) -> bool {
+    spec.starts_with(super::freeze::PREFIX) || super::gate::parse(spec).is_some()
 }
 
 /// The policy called `name`, with its upstream defaults.

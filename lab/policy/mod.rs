@@ -24,6 +24,8 @@ pub mod course;
 pub mod engine;
 pub mod exec;
 pub mod experiments;
+pub mod freeze;
+pub mod gate;
 pub mod list;
 pub mod model;
 pub mod none;
@@ -223,6 +225,18 @@ pub enum PolicyEvent {
         id: String,
         /// What was done.
         what: String,
+    },
+    /// A break-even gate skipped the wrapped policy's edit of the cached
+    /// prefix: the request sent is the previous one plus what arrived.
+    Gated {
+        /// Tokens the skipped edit would have freed.
+        frees: u64,
+        /// Later calls it would have needed to repay its rewrite.
+        payback_calls: u64,
+        /// Later calls expected (an estimate: the calls made so far).
+        expected_calls: u64,
+        /// The price sheet the gate weighed it with.
+        sheet: String,
     },
     /// A model role failed (summary call error); what the policy did instead.
     ModelFailed {

@@ -68,11 +68,10 @@ impl Default for CostOptions {
 impl CostOptions {
     /// Options with the sheet named `name`; a usage error lists the sheets.
     pub fn with_sheet(mut self, name: &str) -> LabResult<CostOptions> {
-        self.sheet = *prices::sheet(name).ok_or_else(|| {
-            let names: Vec<_> = prices::SHEETS.iter().map(|s| s.name).collect();
+        self.sheet = prices::named(name).ok_or_else(|| {
             LabError::usage(
                 format!("unknown price sheet `{name}`"),
-                format!("use one of: {}", names.join(", ")),
+                prices::named_help(),
             )
         })?;
         Ok(self)

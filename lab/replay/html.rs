@@ -302,6 +302,14 @@ pub fn describe(e: &PolicyEvent) -> String {
         PolicyEvent::Dropped { messages, why } => format!("dropped {messages} messages ({why})"),
         PolicyEvent::Repaired { id, what } => format!("repaired {id}: {what}"),
         PolicyEvent::ModelFailed { role, outcome } => format!("{role} model failed: {outcome}"),
+        PolicyEvent::Gated {
+            frees,
+            payback_calls,
+            expected_calls,
+            sheet,
+        } => format!(
+            "gate skipped an edit freeing {frees} tokens: payback {payback_calls} calls > {expected_calls} expected (an estimate; {sheet})"
+        ),
     }
 }
 

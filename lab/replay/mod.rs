@@ -17,6 +17,7 @@ use crate::error::{LabError, LabResult};
 
 pub mod aggregate;
 mod args;
+pub mod breaks;
 pub mod cost_arms;
 pub mod distribution;
 pub mod dollars;

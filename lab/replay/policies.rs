@@ -39,6 +39,15 @@ fn make_for(
     product: Option<&Product>,
     measure: &Measure,
 ) -> LabResult<Box<dyn Policy>> {
+    if let Some(inner) = spec.strip_prefix(crate::policy::freeze::PREFIX) {
+        let p = make_for(inner, messages, path_len, product, measure)?;
+        return Ok(Box::new(crate::policy::freeze::Frozen::new(p, spec)));
+    }
+    if let Some((sheet, inner)) = crate::policy::gate::parse(spec) {
+        let weights = gate_weights(spec, sheet, measure)?;
+        let p = make_for(inner, messages, path_len, product, measure)?;
+        return Ok(Box::new(crate::policy::gate::Gated::new(p, spec, weights)));
+    }
     if spec.starts_with(crate::policy::exec::PREFIX) {
         let timeout = measure
             .exec_timeout
@@ -52,6 +61,34 @@ fn make_for(
     }
     let variant = crate::policy::variant::Variant::new(policy, spec, &overrides)?;
     Ok(Box::new(variant))
+}
+
+/// What the gate of `spec` weighs with: the sheet it names, else the
+/// run's (a gate without a sheet of its own weighs with the sheet that
+/// prices the run), else the default.
+fn gate_weights(
+    spec: &str,
+    sheet: Option<&str>,
+    measure: &Measure,
+) -> LabResult<crate::policy::gate::Weights> {
+    use crate::cache::prices;
+    let sheet = match sheet {
+        Some(name) => prices::named(name).ok_or_else(|| {
+            crate::error::LabError::usage(
+                format!("policy `{spec}`: unknown price sheet `{name}`"),
+                format!("write gated@SHEET:POLICY; {}", prices::named_help()),
+            )
+        })?,
+        None => match &measure.pricing {
+            Some(p) => p.sheet,
+            None => return Ok(Default::default()),
+        },
+    };
+    Ok(crate::policy::gate::Weights {
+        sheet: sheet.name.to_string(),
+        read_mult: sheet.read_mult,
+        write_mult: sheet.write_mult,
+    })
 }
 
 /// [`make_for`] of a policy name without overrides.
@@ -793,6 +830,12 @@ fn render_tables(
     if priced {
         s.push('\n');
         s.push_str(&cost_table(out, recorded, regret, format));
+        s.push('\n');
+        let priced: Vec<_> = out
+            .iter()
+            .filter_map(|c| c.cost.as_ref().map(|r| (&c.run, r)))
+            .collect();
+        s.push_str(&super::breaks::table(&priced, format));
     }
     if !scored.is_empty() {
         s.push('\n');

@@ -8,6 +8,8 @@ mod common;
 
 mod exec_live;
 mod exec_protocol;
+mod frozen;
+mod gated;
 mod policy_engine;
 mod policy_search;
 mod policy_zoo_a;

@@ -3,6 +3,7 @@
 //! One test binary per area (each file below is a module of it), so the
 //! crate is linked once per area rather than once per file.
 
+mod break_causes;
 mod check;
 #[path = "../common/mod.rs"]
 mod common;
