@@ -7,8 +7,9 @@
 //! every message counted once by the `approx` counter when it arrives, so a
 //! 10 M-token horizon is a session whose messages sum to 10,000,000 tokens
 //! or just past (the turn that crosses it, then a closing answer).
-//! [`replay_stream`] keeps only the live history, so memory is the
-//! context plus a few numbers per compaction.
+//! [`replay_stream_lean`] keeps only the live history (no events, no
+//! ledger of originals), so memory is the context plus a few numbers per
+//! call and per compaction.
 //!
 //! Per model call the [`Gauge`] compares the request with what it would
 //! have been had the policy done nothing this call: the previous request
@@ -38,7 +39,7 @@ use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
 use crate::message::Message;
-use crate::policy::engine::{event_kind, replay_stream, Env, Observer, View};
+use crate::policy::engine::{event_kind, replay_stream_lean, Env, Observer, View};
 use crate::policy::PolicyEvent;
 use crate::retention::RefetchDemand;
 use crate::tokens::{Approx, TokenCounter};
@@ -272,7 +273,13 @@ pub fn run_policy(spec: &str, seed: u64, tokens: u64, limit: usize) -> LabResult
         .take_while(move |_| !stop.get())
         .map(Ok::<Message, LabError>);
     let mut env = Env::default();
-    let result = replay_stream(policy.as_mut(), &name, messages, &mut env, &mut [&mut gauge]);
+    let result = replay_stream_lean(
+        policy.as_mut(),
+        &name,
+        messages,
+        &mut env,
+        &mut [&mut gauge],
+    );
     let mut out = gauge.finish();
     if let Err(e) = result {
         out.error = Some(e.to_string());
@@ -281,7 +288,13 @@ pub fn run_policy(spec: &str, seed: u64, tokens: u64, limit: usize) -> LabResult
 }
 
 /// Every policy of `specs` over one horizon, on `jobs` threads.
-pub fn run(specs: &[String], seed: u64, tokens: u64, limit: usize, jobs: usize) -> LabResult<HorizonReport> {
+pub fn run(
+    specs: &[String],
+    seed: u64,
+    tokens: u64,
+    limit: usize,
+    jobs: usize,
+) -> LabResult<HorizonReport> {
     let policies = crate::jobs::try_collect(
         jobs,
         |push| specs.iter().all(|s| push(s.clone())),
@@ -357,7 +370,10 @@ pub fn policy_specs(list: &str) -> LabResult<Vec<String>> {
 pub fn command(args: &HorizonArgs) -> LabResult<String> {
     if !(1..=MAX_TOKENS).contains(&args.tokens) || args.limit == 0 {
         return Err(LabError::usage(
-            format!("--tokens {} / --limit {} out of range", args.tokens, args.limit),
+            format!(
+                "--tokens {} / --limit {} out of range",
+                args.tokens, args.limit
+            ),
             format!("use --tokens 1..={MAX_TOKENS} and a --limit of 1 or more"),
         ));
     }
@@ -365,8 +381,11 @@ pub fn command(args: &HorizonArgs) -> LabResult<String> {
     let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
     let report = run(&specs, args.seed, args.tokens, args.limit, jobs)?;
     if let Some(path) = &args.plot {
-        crate::compact::root::cleanup::write_replacing(path, render::svg(&report, "lab horizon").as_bytes())
-            .map_err(|e| LabError::io("writing the plot", path, e))?;
+        crate::compact::root::cleanup::write_replacing(
+            path,
+            render::svg(&report, "lab horizon").as_bytes(),
+        )
+        .map_err(|e| LabError::io("writing the plot", path, e))?;
     }
     Ok(render::render(&report, args.format))
 }

@@ -10,7 +10,7 @@ use crate::error::LabResult;
 use crate::horizon::{render, HorizonReport, DEFAULT_LIMIT, DEFAULT_SEED};
 
 /// Tokens of transcript appended in the report's horizon.
-pub const TOKENS: u64 = 1_000_000;
+pub const TOKENS: u64 = 400_000;
 
 /// Every policy over the report's horizon.
 pub fn horizon_data() -> LabResult<HorizonReport> {

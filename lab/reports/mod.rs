@@ -471,7 +471,7 @@ fn describe(stem: &str) -> &'static str {
         "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
         "index" => "the frontier's generated session as an HTML page: every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family (self-contained, no network)",
         "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
-        "horizon" => "every policy over one generated session of a million tokens (calibrated on the shared sessions): compactions, freed fraction per compaction at the start, middle and end, stalls (under 5% freed), re-fetch growth, and whether the run stalled for good over the context window (plot: freed fraction against compaction cycle)",
+        "horizon" => "every policy over one generated session of 400,000 tokens (calibrated on the shared sessions): compactions, freed fraction per compaction at the start, middle and end, stalls (under 5% freed), re-fetch growth, and whether the run stalled for good over the context window (plot: freed fraction against compaction cycle)",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }

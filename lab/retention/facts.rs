@@ -225,7 +225,10 @@ mod tests {
     #[test]
     fn the_grammar_takes_assignments_and_upper_case_labels_only() {
         assert_eq!(fact_in_line("retries = 3"), Some(("retries", "3")));
-        assert_eq!(fact_in_line("  - db.host=10.0.0.2;"), Some(("db.host", "10.0.0.2")));
+        assert_eq!(
+            fact_in_line("  - db.host=10.0.0.2;"),
+            Some(("db.host", "10.0.0.2"))
+        );
         assert_eq!(
             fact_in_line("PLAN: migrate the tables first."),
             Some(("PLAN", "migrate the tables first"))

@@ -320,7 +320,11 @@ fn horizon_json_validates_whatever_the_runs_did() {
     let errs = errors(&schema, &v);
     assert!(errs.is_empty(), "{errs:#?}");
     let policies = v["policies"].as_array().unwrap();
-    assert!(policies[0]["stalled_for_good_at"].is_u64(), "{}", policies[0]);
+    assert!(
+        policies[0]["stalled_for_good_at"].is_u64(),
+        "{}",
+        policies[0]
+    );
     assert!(!policies[1]["compactions"].as_array().unwrap().is_empty());
     v["policies"][1].as_object_mut().unwrap().remove("calls");
     assert!(!errors(&schema, &v).is_empty(), "a run without `calls`");
