@@ -5,6 +5,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod horizon_report;
 mod html_report;
 mod markdown_render;
 mod plot_layout;
