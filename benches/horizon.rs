@@ -6,7 +6,8 @@
 //! Printed: per policy its wall seconds, model calls, calls per second and
 //! how its run ended (a policy that never gets under the context window is
 //! stopped there, as `lab horizon` does); then the total wall time and the
-//! peak resident set (`VmHWM`).
+//! peak resident set (`VmHWM`). Each policy's time is also written to
+//! stderr as it ends.
 //!
 //! Sizes: 10,000,000 tokens under `cargo bench`, 100,000 under `cargo test
 //! --all-targets` (so the bench cannot rot); `HORIZON_BENCH_TOKENS=N`
@@ -44,8 +45,11 @@ fn main() {
         |push| names.iter().all(|n| push(n.clone())),
         |name| {
             let t = Instant::now();
-            horizon::run_policy(&name, DEFAULT_SEED, tokens, DEFAULT_LIMIT)
-                .map(|r| (r, t.elapsed().as_secs_f64()))
+            let r = horizon::run_policy(&name, DEFAULT_SEED, tokens, DEFAULT_LIMIT)?;
+            let secs = t.elapsed().as_secs_f64();
+            // Progress as each policy ends, so a long run shows where its time goes.
+            eprintln!("  done: {name} in {secs:.1} s");
+            Ok::<_, ctxlab::error::LabError>((r, secs))
         },
     )
     .expect("every built-in policy runs");
