@@ -203,3 +203,41 @@ fn neither_class_fires_on_none_over_every_shared_session() {
     }
     assert!(keys > 0, "no shared session states a keyed fact");
 }
+
+/// The retention table shows both classes: the wrong summary's row has
+/// mutated requests and keys, `none`'s has none.
+#[test]
+fn the_retention_table_shows_both_classes() {
+    use ctxlab::retention::render::{retention, score};
+    let messages = vec![
+        Message::user_text("retries = 3\nPLAN: migrate the tables first"),
+        call("a"),
+        result("a"),
+        Message::user_text("PLAN: migrate the API first"),
+        call("b"),
+        result("b"),
+        Message::assistant(vec![Block::Text {
+            text: "done".into(),
+        }]),
+    ];
+    let mut runs = Vec::new();
+    let mut wrong = Rewrite {
+        at: 2,
+        keep: 2,
+        summary: "retries = 5\nPLAN: migrate the tables first",
+    };
+    for policy in [&mut wrong as &mut dyn Policy, none().as_mut()] {
+        let mut r = Retention::default();
+        let session = Session {
+            name: "t",
+            messages: &messages,
+            times_ms: None,
+        };
+        let run = replay_observed(policy, session, &mut Env::default(), &mut [&mut r]).unwrap();
+        runs.push((run, r.finish()));
+    }
+    insta::assert_snapshot!(
+        "retention_table_classes",
+        retention(&score(&runs), ctxlab::render::Format::Markdown)
+    );
+}
