@@ -34,6 +34,7 @@ bench:
 	$(CARGO) bench --locked --bench corpus
 	$(CARGO) bench --locked --bench exec
 	$(CARGO) bench --locked --bench optimal
+	$(CARGO) bench --locked --bench horizon
 
 ## schemas: regenerate lab/schemas/NAME.schema.json, the JSON Schemas of the JSON outputs, from the types
 schemas:

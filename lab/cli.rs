@@ -133,6 +133,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Long horizons: every policy over one generated session of millions
+    /// of tokens: compactions, freed fraction per compaction, stalls, re-fetch growth.
+    Horizon(crate::horizon::HorizonArgs),
     /// List the named profiles.
     Profiles {
         /// Output format.
@@ -363,6 +366,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             capacity,
             format,
         }) => drift(passes, capacity, format),
+        Some(Command::Horizon(args)) => crate::horizon::command(&args),
         Some(Command::Profiles { format }) => Ok(report::profiles(&config::profiles(), format)),
         Some(Command::Probe { profile, sets, run }) => {
             let cells = probe::probe_cells(&profile, &sets, &run.path_len.0)?;
@@ -521,6 +525,7 @@ pub type SchemaFn = fn() -> serde_json::Value;
 pub const SCHEMAS: &[(&str, SchemaFn)] = &[
     ("replay-policies", crate::replay::policies::schema),
     ("dump", crate::replay::dump::dump_schema),
+    ("horizon", crate::horizon::schema),
     ("export", crate::replay::dump::export_schema),
     (
         "memtool-request",

@@ -99,6 +99,7 @@ pub mod compact;
 pub mod counters;
 pub mod error;
 pub mod experiments;
+pub mod horizon;
 pub mod import;
 pub mod input;
 pub mod interlock;

@@ -320,6 +320,7 @@ pub fn replay_observed(
         note,
         times_ms: session.times_ms,
         fail_fast: false,
+        lean: false,
     };
     drive(policy, head, messages, env, observers)
 }
@@ -343,6 +344,30 @@ pub fn replay_stream<M: Borrow<Message>>(
         note: None,
         times_ms: None,
         fail_fast: true,
+        lean: false,
+    };
+    drive(policy, head, messages, env, observers)
+}
+
+/// [`replay_stream`] for runs too long to keep a record of everything (a
+/// long horizon of millions of tokens): observers see every request and
+/// its events as usual, but the run keeps no events (projecting designs
+/// re-record every cleared result at every call, so the list grows with
+/// the square of the calls) and no ledger of originals, so it has no
+/// checker verdict: memory is the live history and a few numbers per call.
+pub fn replay_stream_lean<M: Borrow<Message>>(
+    policy: &mut dyn Policy,
+    name: &str,
+    messages: impl Iterator<Item = LabResult<M>>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<PolicyRun> {
+    let head = Head {
+        name,
+        note: None,
+        times_ms: None,
+        fail_fast: true,
+        lean: true,
     };
     drive(policy, head, messages, env, observers)
 }
@@ -354,6 +379,8 @@ struct Head<'a> {
     times_ms: Option<&'a [Option<u64>]>,
     /// A policy error is the replay's error, not a recorded end of the run.
     fail_fast: bool,
+    /// Keep no events and no ledger ([`replay_stream_lean`]).
+    lean: bool,
 }
 
 /// The loop every replay runs: a model call before each assistant message,
@@ -366,6 +393,7 @@ fn drive<M: Borrow<Message>>(
     observers: &mut [&mut dyn Observer],
 ) -> LabResult<PolicyRun> {
     let mut walk = Walk::start(policy, head.name, head.note, env)?;
+    walk.lean = head.lean;
     for (i, m) in messages.enumerate() {
         let m = m?;
         let m = m.borrow();
@@ -402,6 +430,8 @@ struct Walk {
     product_compactions: usize,
     /// Whether this run's policy is the product's own.
     is_product_policy: bool,
+    /// Keep no events and no ledger ([`replay_stream_lean`]).
+    lean: bool,
 }
 
 impl Walk {
@@ -436,6 +466,7 @@ impl Walk {
             ledger: Ledger::default(),
             product_compactions: 0,
             is_product_policy,
+            lean: false,
         })
     }
 
@@ -480,6 +511,10 @@ impl Walk {
             prepared.events,
             env.tokens.as_ref(),
         );
+        if self.lean {
+            // Counted in the call's record, not kept.
+            self.run.events.clear();
+        }
         self.seen = Some(prepared.request);
         Ok(())
     }
@@ -487,7 +522,9 @@ impl Walk {
     /// Recorded message `i` arrives: into the ledger, the history and what
     /// the model saw.
     fn arrive(&mut self, i: usize, m: &Message, observers: &mut [&mut dyn Observer]) {
-        self.ledger.record(m);
+        if !self.lean {
+            self.ledger.record(m);
+        }
         for o in observers.iter_mut() {
             o.on_message(i, m);
         }
@@ -506,6 +543,9 @@ impl Walk {
             .iter()
             .filter(|c| !c.violations.is_empty())
             .count() as u64;
+        if self.lean {
+            return run;
+        }
         run.findings = check::check(
             &context,
             &self.ledger,

@@ -81,6 +81,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,
         profiles,
+        horizon: crate::reports::horizon::horizon_data()?,
     })
 }
 

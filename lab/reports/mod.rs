@@ -13,6 +13,7 @@ use crate::sweep::{self, render, CellResult, SweepResult};
 pub mod cost;
 pub mod data;
 pub mod frontier;
+pub mod horizon;
 pub mod verdicts;
 
 /// A terminal or Markdown table with a fixed layout (one implementation, in [`crate::report`]).
@@ -406,6 +407,8 @@ pub struct ReportData {
     pub verdicts: Vec<verdicts::RowVerdict>,
     /// Every memory-tool row against ctxlab's implementations and the recorded third-party ones.
     pub memory_tools: Vec<crate::memory::tool::rows::Card>,
+    /// Every policy over one long generated session.
+    pub horizon: crate::horizon::HorizonReport,
 }
 
 /// `memory_growth`: records on disk after each session, course vs the two fixes.
@@ -470,6 +473,7 @@ fn describe(stem: &str) -> &'static str {
         "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
         "index" => "the frontier's generated session as an HTML page: every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family (self-contained, no network)",
         "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
+        "horizon" => "every policy over one generated session of 400,000 tokens (calibrated on the shared sessions): compactions, freed fraction per compaction at the start, middle and end, stalls (under 5% freed), re-fetch growth, and whether the run stalled for good over the context window (plot: freed fraction against compaction cycle)",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -494,6 +498,8 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     )));
     out.extend(table_files(&cost::cost_table(&data.cost, &data.regret)));
     out.extend(table_files(&verdicts::verdicts_table(&data.verdicts)));
+    out.extend(table_files(&horizon::horizon_table(&data.horizon)));
+    out.push(("horizon.svg".into(), horizon::horizon_svg(&data.horizon)));
     out.push((
         "cost.svg".into(),
         crate::replay::dollars::dollars_svg(&data.cost, "lab reports --out reports/"),

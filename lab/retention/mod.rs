@@ -12,6 +12,7 @@
 
 pub mod drift;
 pub mod extract;
+pub mod facts;
 mod finder;
 pub mod planted;
 pub mod render;
@@ -88,6 +89,7 @@ pub struct Retention {
     files: HashMap<String, FileScan>,
     series: Vec<RecallPoint>,
     refetch: Refetch,
+    keyed: facts::FactLedger,
 }
 
 #[derive(Debug, Default)]
@@ -105,6 +107,9 @@ type Fetch = (String, Option<(u64, usize)>);
 struct Refetch {
     /// Fetch key -> each earlier fetch.
     earlier: HashMap<(ArtifactKind, String), Vec<Fetch>>,
+    /// Call id -> the keys it fetched (one, unless ids repeat), so a result
+    /// finds its fetch without a scan of every key.
+    keys_of: HashMap<String, Vec<(ArtifactKind, String)>>,
     /// Results present verbatim in the last request: (id, fingerprint).
     last_present: HashSet<(String, (u64, usize))>,
     /// Ids of calls counted as re-fetches whose result has not arrived.
@@ -274,7 +279,8 @@ impl Retention {
 
     /// The report, after the replay.
     pub fn finish(self) -> RetentionReport {
-        RetentionReport::new(self.artifacts, self.series, self.refetch)
+        let classes = self.keyed.finish();
+        RetentionReport::new(self.artifacts, self.series, self.refetch, classes)
     }
 }
 
@@ -296,6 +302,7 @@ impl Observer for Retention {
             self.add(kind, label, text, id);
         }
         self.refetch.on_message(m);
+        self.keyed.on_message(m);
     }
 
     fn on_request(
@@ -307,6 +314,7 @@ impl Observer for Retention {
         view: &View<'_>,
     ) {
         self.refetch.on_request(request, view);
+        self.keyed.on_request(call, request);
         let (text, ends) = request_pieces(request);
         let present = self.finder.find_pieces(&text, &ends);
         let missing: Vec<usize> = (0..self.artifacts.len())
@@ -407,17 +415,16 @@ impl Refetch {
                         }
                     }
                     earlier.push((id.clone(), None));
+                    self.keys_of.entry(id.clone()).or_default().push(key);
                 }
                 Block::ToolResult {
                     tool_use_id,
                     content,
                 } => {
                     let fp = fingerprint(content);
-                    for list in self.earlier.values_mut() {
-                        for e in list
-                            .iter_mut()
-                            .filter(|e| e.0 == *tool_use_id && e.1.is_none())
-                        {
+                    for key in self.keys_of.get(tool_use_id).into_iter().flatten() {
+                        let list = self.earlier.get_mut(key).into_iter().flatten();
+                        for e in list.filter(|e| e.0 == *tool_use_id && e.1.is_none()) {
                             e.1 = Some(fp);
                         }
                     }
@@ -445,6 +452,41 @@ impl Refetch {
                 _ => None,
             })
             .collect();
+    }
+}
+
+/// Re-fetch demand alone, as an observer: what [`Retention`] counts as
+/// re-fetches, without following artifacts (for runs too long to search
+/// every request for every artifact).
+#[derive(Debug, Default)]
+pub struct RefetchDemand(Refetch);
+
+impl RefetchDemand {
+    /// Later calls so far that fetched again what the policy had removed.
+    pub fn calls(&self) -> usize {
+        self.0.calls
+    }
+
+    /// Tokens of those calls' results counted so far.
+    pub fn tokens(&self) -> usize {
+        self.0.tokens
+    }
+}
+
+impl Observer for RefetchDemand {
+    fn on_message(&mut self, _index: usize, m: &Message) {
+        self.0.on_message(m);
+    }
+
+    fn on_request(
+        &mut self,
+        _call: usize,
+        _at: usize,
+        request: &[Message],
+        _events: &[PolicyEvent],
+        view: &View<'_>,
+    ) {
+        self.0.on_request(request, view);
     }
 }
 
@@ -482,10 +524,18 @@ pub struct RetentionReport {
     pub gone_samples: Vec<Artifact>,
     /// Recall at every request.
     pub series: Vec<RecallPoint>,
+    /// Keyed facts ([`facts`]): held with a value never stated (mutated),
+    /// or at a superseded value while the latest is lost (stale).
+    pub classes: facts::FactClasses,
 }
 
 impl RetentionReport {
-    fn new(artifacts: Vec<Artifact>, series: Vec<RecallPoint>, refetch: Refetch) -> Self {
+    fn new(
+        artifacts: Vec<Artifact>,
+        series: Vec<RecallPoint>,
+        refetch: Refetch,
+        classes: facts::FactClasses,
+    ) -> Self {
         let kept = |a: &Artifact| a.status != Status::Gone;
         let mut by_kind: BTreeMap<ArtifactKind, KindFigures> = BTreeMap::new();
         for a in &artifacts {
@@ -527,6 +577,7 @@ impl RetentionReport {
                 .cloned()
                 .collect(),
             series,
+            classes,
         }
     }
 }

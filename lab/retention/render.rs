@@ -79,6 +79,15 @@ fn kind_recall(r: &RetentionReport, k: ArtifactKind) -> String {
     }
 }
 
+/// A keyed-fact class: requests where it held, with the keys held so at the
+/// last request.
+fn class(c: &super::facts::ClassFigures) -> String {
+    match c.requests {
+        0 => "0".into(),
+        n => format!("{n} req ({} at end)", c.at_end),
+    }
+}
+
 /// Policy × session: artifact recall (overall and per kind), re-fetch demand,
 /// tokens sent, and whether the policy is dominated on the frontier.
 pub fn retention(rows: &[Scored], format: Format) -> String {
@@ -99,6 +108,8 @@ pub fn retention(rows: &[Scored], format: Format) -> String {
                 kind_recall(r, ArtifactKind::Command),
                 kind_recall(r, ArtifactKind::Error),
                 format!("{} ({} tok)", r.refetch_calls, r.refetch_tokens),
+                class(&r.classes.mutated),
+                class(&r.classes.stale),
                 if s.dominated { "dominated" } else { "frontier" }.to_string(),
             ]
         })
@@ -114,6 +125,8 @@ pub fn retention(rows: &[Scored], format: Format) -> String {
             "commands",
             "errors",
             "re-fetches",
+            "mutated",
+            "stale",
             "cost–retention",
         ],
         body,

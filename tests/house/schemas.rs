@@ -298,3 +298,34 @@ fn external_policy_protocol_lines_validate() {
         "an event without its fields"
     );
 }
+
+/// `lab horizon --format json`: one shape whether a run reaches the
+/// horizon, compacts, or stalls for good (`none` over the window); a
+/// required field removed is refused.
+#[test]
+fn horizon_json_validates_whatever_the_runs_did() {
+    let schema = checked_in("horizon");
+    let out = lab_ok(&[
+        "horizon",
+        "--tokens",
+        "250000",
+        "--policy",
+        "none,claude-code,swe-agent-mask-5",
+        "--jobs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    let mut v: Value = serde_json::from_str(&out).unwrap();
+    let errs = errors(&schema, &v);
+    assert!(errs.is_empty(), "{errs:#?}");
+    let policies = v["policies"].as_array().unwrap();
+    assert!(
+        policies[0]["stalled_for_good_at"].is_u64(),
+        "{}",
+        policies[0]
+    );
+    assert!(!policies[1]["compactions"].as_array().unwrap().is_empty());
+    v["policies"][1].as_object_mut().unwrap().remove("calls");
+    assert!(!errors(&schema, &v).is_empty(), "a run without `calls`");
+}

@@ -19,4 +19,5 @@ mod replay_render;
 mod replay_scale;
 mod replay_shard;
 mod retention;
+mod retention_classes;
 mod retention_session;

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod frontier_regret;
+mod horizon_report;
 mod html_report;
 mod markdown_render;
 mod plot_layout;

@@ -1,0 +1,68 @@
+//! `make bench`: a 10 M-token horizon (`lab horizon`) for every registered
+//! policy, on two threads; the target is 5 minutes in total on 2 cores.
+//!
+//! The session is [`ctxlab::horizon::generate`]'s (seed 7), streamed
+//! through the engine: memory is the live context, not the session.
+//! Printed: per policy its wall seconds, model calls, calls per second and
+//! how its run ended (a policy that never gets under the context window is
+//! stopped there, as `lab horizon` does); then the total wall time and the
+//! peak resident set (`VmHWM`). Each policy's time is also written to
+//! stderr as it ends.
+//!
+//! Sizes: 10,000,000 tokens under `cargo bench`, 100,000 under `cargo test
+//! --all-targets` (so the bench cannot rot); `HORIZON_BENCH_TOKENS=N`
+//! overrides both.
+
+use std::time::Instant;
+
+use ctxlab::horizon::{self, render, DEFAULT_LIMIT, DEFAULT_SEED};
+
+/// Peak resident set of the process, in MB.
+fn peak_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let tokens: u64 = std::env::var("HORIZON_BENCH_TOKENS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if full { 10_000_000 } else { 100_000 });
+    let names: Vec<String> = ctxlab::policy::list::names()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    println!(
+        "horizon: {tokens} tokens appended (seed {DEFAULT_SEED}, window {DEFAULT_LIMIT}) × {} policies, 2 threads",
+        names.len()
+    );
+    let start = Instant::now();
+    let runs = ctxlab::jobs::try_collect(
+        2,
+        |push| names.iter().all(|n| push(n.clone())),
+        |name| {
+            let t = Instant::now();
+            let r = horizon::run_policy(&name, DEFAULT_SEED, tokens, DEFAULT_LIMIT)?;
+            let secs = t.elapsed().as_secs_f64();
+            // Progress as each policy ends, so a long run shows where its time goes.
+            eprintln!("  done: {name} in {secs:.1} s");
+            Ok::<_, ctxlab::error::LabError>((r, secs))
+        },
+    )
+    .expect("every built-in policy runs");
+    for (r, secs) in &runs {
+        println!(
+            "  {:<32} {secs:>7.1} s {:>7} calls {:>8.0} calls/s  {}",
+            r.policy,
+            r.calls,
+            r.calls as f64 / secs.max(1e-9),
+            render::ending(r)
+        );
+    }
+    let total = start.elapsed().as_secs_f64();
+    let peak = peak_mb().map_or("n/a".to_string(), |m| format!("{m:.0} MB"));
+    println!("  total {total:.1} s wall (target: 300 s on 2 cores), peak RSS {peak}");
+}

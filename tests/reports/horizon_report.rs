@@ -1,0 +1,74 @@
+//! `lab horizon`: the table of a short horizon (snapshotted), what the runs
+//! measured, the plot's layout and refused input.
+
+use ctxlab::horizon::{self, render, HorizonArgs};
+use ctxlab::render::Format;
+
+fn args(tokens: u64, policy: &str, format: Format) -> HorizonArgs {
+    HorizonArgs {
+        tokens,
+        seed: horizon::DEFAULT_SEED,
+        policy: policy.into(),
+        limit: horizon::DEFAULT_LIMIT,
+        jobs: Some(1),
+        plot: None,
+        format,
+    }
+}
+
+/// 300,000 tokens: `none` passes the 200,000-token window and is stalled
+/// for good 20 requests later; Claude Code compacts once and frees most of
+/// its context; SWE-agent's mask clears a little at nearly every call, so
+/// most of its compactions are stalls.
+#[test]
+fn a_short_horizon_table_and_what_it_measured() {
+    let specs: Vec<String> = ["none", "claude-code", "swe-agent-mask-5"]
+        .map(String::from)
+        .to_vec();
+    let r = horizon::run(
+        &specs,
+        horizon::DEFAULT_SEED,
+        300_000,
+        horizon::DEFAULT_LIMIT,
+        1,
+    )
+    .unwrap();
+    let [none, cc, mask] = [&r.policies[0], &r.policies[1], &r.policies[2]];
+    let at = none
+        .stalled_for_good_at
+        .expect("none never gets under the window");
+    assert!((200_000..300_000).contains(&at), "{at}");
+    assert!(none.compactions.is_empty() && none.over_limit >= horizon::STUCK_CALLS);
+    assert!(cc.stalled_for_good_at.is_none() && cc.appended >= 300_000);
+    assert!(!cc.compactions.is_empty() && cc.compactions[0].freed() > 0.5);
+    assert!(
+        cc.peak_tokens <= horizon::DEFAULT_LIMIT,
+        "{}",
+        cc.peak_tokens
+    );
+    assert!(mask.compactions.len() > 100 && mask.stalls * 2 > mask.compactions.len());
+    for p in &r.policies {
+        for c in &p.compactions {
+            assert!(c.after < c.before, "{}: {c:?}", p.policy);
+        }
+        let growth: Vec<usize> = p.refetch.iter().map(|x| x.calls).collect();
+        assert!(growth.windows(2).all(|w| w[0] <= w[1]), "{}", p.policy);
+    }
+    insta::assert_snapshot!("horizon_table", render::render(&r, Format::Markdown));
+    let problems = ctxlab::plot::check::check(&render::svg(&r, "test"));
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn out_of_range_and_unknown_policies_are_refused() {
+    for a in [
+        args(0, "none", Format::Table),
+        args(100_000_001, "none", Format::Table),
+        args(1_000, "no-such-policy", Format::Table),
+        args(1_000, " , ", Format::Table),
+        args(1_000, "exec:true", Format::Table),
+    ] {
+        let e = horizon::command(&a).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+    }
+}
