@@ -75,7 +75,7 @@ replay:
 	@test -d $(TRANSCRIPTS) || { echo "no transcripts at $(TRANSCRIPTS): set TRANSCRIPTS=DIR" >&2; exit 2; }
 	mkdir -p reports/replay
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --format markdown > reports/replay/README.md
-	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --cost --format markdown > reports/replay/policies.md
+	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --cost --optimal --format markdown > reports/replay/policies.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* --policy claude-code --tokens claude --format markdown > reports/replay/products.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* $(foreach p,$(FROZEN_POLICIES),--policy $(p) --policy frozen:$(p)) --retention --cost --format markdown > reports/replay/frozen.md
 	{ echo "# The break-even gate per price sheet"; echo; \

@@ -19,6 +19,7 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
             provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
             sheet: *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap(),
             prices: ctxlab::replay::cost_arms::load_prices(None).unwrap(),
+            by_model: false,
         }),
         ..Measure::default()
     };
@@ -29,7 +30,16 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
     let import = ImportOptions::default();
     let all = vec!["all".to_string()];
     let mut checked = 0;
-    for file in transcript_files(&dir) {
+    let mut files = transcript_files(&dir);
+    // A debug build replays every policy with retention on the larger logs
+    // for many minutes; `make replay` (release, `--optimal`) reports the
+    // regret of every policy on every shared session, and this test under
+    // --release checks them all.
+    if cfg!(debug_assertions) {
+        files.retain(|f| std::fs::metadata(f).is_ok_and(|m| m.len() < 1_000_000));
+        eprintln!("debug build: only the sessions under 1 MB ({})", files.len());
+    }
+    for file in files {
         let files = [file.clone()];
         let (out, _) = replay_files_on(
             &files,
