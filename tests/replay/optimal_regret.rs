@@ -37,7 +37,10 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
     // --release checks them all.
     if cfg!(debug_assertions) {
         files.retain(|f| std::fs::metadata(f).is_ok_and(|m| m.len() < 1_000_000));
-        eprintln!("debug build: only the sessions under 1 MB ({})", files.len());
+        eprintln!(
+            "debug build: only the sessions under 1 MB ({})",
+            files.len()
+        );
     }
     for file in files {
         let files = [file.clone()];
