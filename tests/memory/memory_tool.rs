@@ -257,3 +257,20 @@ fn memcheck_prints_the_rows_and_exits_by_verdict() {
     assert_eq!(code, 1);
     assert_eq!(one.matches("(reproduce:").count(), 1, "{one}");
 }
+
+/// A card recorded before a row existed (a third-party one kept in
+/// `recorded.json`) renders `not run` on that row instead of failing.
+#[test]
+fn a_card_recorded_before_a_row_existed_says_not_run() {
+    let mut old = builtin_card("reference");
+    old.rows.retain(|(id, _)| id != "huge-file");
+    let out = rows::render(
+        &[builtin_card("naive"), old],
+        ctxlab::render::Format::Markdown,
+    );
+    let line = out.lines().find(|l| l.starts_with("| huge-file")).unwrap();
+    assert!(
+        line.contains("| wrong") && line.contains("not run"),
+        "{line}"
+    );
+}
