@@ -62,6 +62,9 @@ pub fn compute(
                 &messages,
                 &crate::retention::planted::Position::ALL,
             );
+            // Priced as the session's runs are (its model's prices, when
+            // the replay prices each session at its own).
+            let pricing = setup.pricing.as_ref().unwrap_or(pricing);
             let problem = Problem {
                 messages: &messages,
                 times_ms: setup.times_ms.as_deref(),

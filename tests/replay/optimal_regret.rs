@@ -1,7 +1,7 @@
 //! The cheapest schedule is a lower bound: on every shared session, every
 //! registered policy's dollars are at least the cheapest schedule's at the
 //! policy's own artifact recall (regret >= 0), under the default cache
-//! model and sheet.
+//! model, each session priced at its own model as `lab replay` prices it.
 
 use crate::common;
 use common::{transcript_files, transcripts};
@@ -19,7 +19,9 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
             provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
             sheet: *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap(),
             prices: ctxlab::replay::cost_arms::load_prices(None).unwrap(),
-            by_model: false,
+            // Each session at its own model, as `lab replay` prices it: the
+            // bound must be priced the same way.
+            by_model: true,
         }),
         ..Measure::default()
     };
