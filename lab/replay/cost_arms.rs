@@ -498,7 +498,8 @@ fn left_out(rows: &[CostRow]) -> String {
         .map(|r| {
             format!(
                 "envelope of {}: {} tokens (estimate), cached first before every replayed request\n",
-                r.source, r.envelope_tokens
+                crate::render::cell_text(&r.source, false),
+                r.envelope_tokens
             )
         });
     envelopes.chain(rows.iter()
@@ -507,7 +508,9 @@ fn left_out(rows: &[CostRow]) -> String {
         .map(|(r, c)| {
             format!(
                 "{}: {} subagent requests left out of the recorded rows (billed {:.4} with output); replay each subagent as a session of its own\n",
-                r.source, c.subagent, c.subagent_billed
+                crate::render::cell_text(&r.source, false),
+                c.subagent,
+                c.subagent_billed
             )
         }))
     .collect()

@@ -731,7 +731,9 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
         if let Some(c) = r.covers.as_ref().filter(|c| c.subagent > 0) {
             s.push_str(&format!(
                 "{}: {} subagent requests left out of the recorded rows (billed {:.4} with output); replay each subagent as a session of its own\n",
-                r.source, c.subagent, c.subagent_billed
+                crate::render::cell_text(&r.source, false),
+                c.subagent,
+                c.subagent_billed
             ));
         }
     }
