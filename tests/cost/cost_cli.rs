@@ -124,6 +124,7 @@ fn policy_json_has_one_shape_whatever_the_flags() {
             "corpus",
             "cost",
             "envelopes",
+            "optimal",
             "product_compactions",
             "recorded",
             "retention",
