@@ -2,14 +2,12 @@
 //! generated session has a regret, and none is negative (the cheapest
 //! schedule is a lower bound at equal or better recall).
 
-use ctxlab::reports::frontier::{frontier_runs, regret};
-
 #[test]
 fn every_policy_on_the_frontier_session_has_a_regret_and_none_is_negative() {
-    let runs = frontier_runs().unwrap();
-    let regret = regret(&runs);
+    let data = crate::shared::data();
+    let (runs, regret) = (&data.runs, &data.regret);
     assert_eq!(regret.len(), runs.len());
-    for (c, r) in runs.iter().zip(&regret) {
+    for (c, r) in runs.iter().zip(regret) {
         let r = r.unwrap_or_else(|| panic!("{}: no regret", c.run.policy));
         assert!(r >= -1e-12, "{}: regret {r}", c.run.policy);
     }

@@ -16,30 +16,36 @@ fn args(tokens: u64, policy: &str, format: Format) -> HorizonArgs {
     }
 }
 
-/// 300,000 tokens: `none` passes the 200,000-token window and is stalled
-/// for good 20 requests later; Claude Code compacts once and frees most of
-/// its context; SWE-agent's mask clears a little at nearly every call, so
-/// most of its compactions are stalls.
+/// The reports' horizon ([`ctxlab::reports::horizon::TOKENS`] tokens, run
+/// once per test binary), three of its policies: `none` passes the
+/// 200,000-token window and is stalled for good 20 requests later; Claude
+/// Code compacts and frees most of its context; SWE-agent's mask clears a
+/// little at nearly every call, so most of its compactions are stalls.
 #[test]
 fn a_short_horizon_table_and_what_it_measured() {
-    let specs: Vec<String> = ["none", "claude-code", "swe-agent-mask-5"]
-        .map(String::from)
-        .to_vec();
-    let r = horizon::run(
-        &specs,
-        horizon::DEFAULT_SEED,
-        300_000,
-        horizon::DEFAULT_LIMIT,
-        1,
-    )
-    .unwrap();
+    let all = &crate::shared::data().horizon;
+    let tokens = ctxlab::reports::horizon::TOKENS;
+    let names = ["none", "claude-code", "swe-agent-mask-5"];
+    let r = horizon::HorizonReport {
+        policies: names
+            .iter()
+            .map(|n| {
+                all.policies
+                    .iter()
+                    .find(|p| p.policy == *n)
+                    .unwrap()
+                    .clone()
+            })
+            .collect(),
+        ..all.clone()
+    };
     let [none, cc, mask] = [&r.policies[0], &r.policies[1], &r.policies[2]];
     let at = none
         .stalled_for_good_at
         .expect("none never gets under the window");
-    assert!((200_000..300_000).contains(&at), "{at}");
+    assert!((200_000..tokens).contains(&at), "{at}");
     assert!(none.compactions.is_empty() && none.over_limit >= horizon::STUCK_CALLS);
-    assert!(cc.stalled_for_good_at.is_none() && cc.appended >= 300_000);
+    assert!(cc.stalled_for_good_at.is_none() && cc.appended >= tokens);
     assert!(!cc.compactions.is_empty() && cc.compactions[0].freed() > 0.5);
     assert!(
         cc.peak_tokens <= horizon::DEFAULT_LIMIT,

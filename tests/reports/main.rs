@@ -11,3 +11,4 @@ mod html_report;
 mod markdown_render;
 mod plot_layout;
 mod reports_render;
+mod shared;

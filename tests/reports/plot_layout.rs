@@ -20,8 +20,7 @@ fn assert_readable(name: &str, svg: &str) -> Problems {
 
 #[test]
 fn the_reports_plots_are_readable() {
-    let data = ctxlab::reports::report_data().unwrap();
-    let files = ctxlab::reports::files(&data);
+    let files = crate::shared::files();
     let svgs: Vec<&(String, String)> = files.iter().filter(|(n, _)| n.ends_with(".svg")).collect();
     assert!(
         svgs.len() >= 4,

@@ -1,20 +1,9 @@
 //! The generated reports: escaping, formats, snapshots, and drift against the checked-in `reports/`.
 
 use std::path::Path;
-use std::sync::OnceLock;
 
-use ctxlab::reports::{self, csv_field, latex_escape, Cell, ReportData, Table};
-
-/// The experiments behind the reports run once per test binary.
-fn data() -> &'static ReportData {
-    static DATA: OnceLock<ReportData> = OnceLock::new();
-    DATA.get_or_init(|| reports::report_data().unwrap())
-}
-
-fn files() -> &'static Vec<(String, String)> {
-    static FILES: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    FILES.get_or_init(|| reports::files(data()))
-}
+use crate::shared::{data, files};
+use ctxlab::reports::{self, csv_field, latex_escape, Cell, Table};
 
 fn file(name: &str) -> &'static str {
     &files().iter().find(|(n, _)| n == name).unwrap().1

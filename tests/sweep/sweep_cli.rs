@@ -83,12 +83,18 @@ fn reports_check_exits_1_and_lists_drifted_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("reports");
     let d = dir.to_str().unwrap();
-    let (code, out, err) = lab(&["reports", "--out", d]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("thresholds.md"), "{out}");
-    let (code, out, _) = lab(&["reports", "--check", d]);
-    assert_eq!(code, 0);
-    assert!(out.contains("files match"), "{out}");
+    // The checked-in reports (which CI's `make reports-check` and the
+    // reports tests hold to the code) with one file edited: one generation,
+    // not two, since each costs minutes of CPU in a debug build. "1 file(s)"
+    // below also says that every other file matched.
+    std::fs::create_dir(&dir).unwrap();
+    let checked_in = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports");
+    for e in std::fs::read_dir(checked_in).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
     std::fs::write(dir.join("factorial.md"), "edited\n").unwrap();
     let (code, _, err) = lab(&["reports", "--check", d]);
     assert_eq!(code, 1, "{err}");
