@@ -147,7 +147,18 @@ pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
 
 /// Is `spec` a wrapper of another spec (`frozen:P`, `gated:P`)?
 fn is_wrapped(spec: &str) -> bool {
-    spec.starts_with(super::freeze::PREFIX) || super::gate::parse(spec).is_some()
+    unwrap(spec).is_some()
+}
+
+/// A wrapped spec's wrapper and the spec it wraps: `frozen:P` is
+/// `("frozen", P)`, `gated@SHEET:P` is `("gated@SHEET", P)`; `None` for
+/// any other spec (a variant's `NAME:KEY=VALUE` included).
+pub fn unwrap(spec: &str) -> Option<(&str, &str)> {
+    if let Some(inner) = spec.strip_prefix(super::freeze::PREFIX) {
+        return Some((&spec[..super::freeze::PREFIX.len() - 1], inner));
+    }
+    let (_, inner) = super::gate::parse(spec)?;
+    Some((&spec[..spec.len() - inner.len() - 1], inner))
 }
 
 /// The policy called `name`, with its upstream defaults.

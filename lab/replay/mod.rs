@@ -32,6 +32,7 @@ pub mod product;
 pub mod profiles;
 pub mod shard;
 pub mod stream;
+pub mod variants;
 pub mod wire;
 
 pub use args::{run, ReplayArgs};

@@ -845,6 +845,12 @@ fn render_tables(
         s.push('\n');
         s.push_str(&crate::retention::render::facts(&scored, format));
     }
+    // Last, where a reader of a long report finds it: each wrapper's sum.
+    let variants = super::variants::table(&super::variants::summaries(out), format);
+    if !variants.is_empty() {
+        s.push('\n');
+        s.push_str(&variants);
+    }
     s
 }
 
@@ -873,6 +879,9 @@ pub struct PoliciesJson<'a> {
     pub corpus: Option<&'a super::shard::CorpusJson>,
     /// With `--optimal`: each session's cheapest schedule.
     pub optimal: &'a [crate::optimal::render::Optimum],
+    /// With `--cost`: each wrapper (`frozen:P`, `gated:P`) against the
+    /// design it wraps, over the sessions where both ran.
+    pub variants: Vec<super::variants::VariantSummary>,
 }
 
 /// One priced run of [`PoliciesJson`].
@@ -949,6 +958,7 @@ fn render_json(
         })),
         corpus: None,
         optimal: &optimal.optima,
+        variants: super::variants::summaries(out),
     })
 }
 
@@ -965,5 +975,6 @@ pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
         aggregate: corpus.aggregate().rows(),
         corpus: Some(corpus),
         optimal: &[],
+        variants: Vec::new(),
     })
 }

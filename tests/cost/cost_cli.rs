@@ -128,7 +128,8 @@ fn policy_json_has_one_shape_whatever_the_flags() {
             "product_compactions",
             "recorded",
             "retention",
-            "runs"
+            "runs",
+            "variants"
         ]
     );
     // A corpus (the directory) streams, and prints the same keys.

@@ -15,3 +15,4 @@ mod policy_search;
 mod policy_zoo_a;
 mod policy_zoo_b;
 mod variants;
+mod variants_summary;
