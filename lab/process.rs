@@ -139,6 +139,15 @@ impl LineProcess {
     }
 }
 
+impl LineProcess {
+    /// SIGKILL the process and its group now, as a crash would, and reap it.
+    pub fn kill(&mut self) {
+        kill_group(&self.child);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for LineProcess {
     fn drop(&mut self) {
         // Close its input first so a well-behaved process can exit; then make sure.

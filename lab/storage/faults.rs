@@ -29,6 +29,10 @@ pub struct FaultPlan {
     /// After this many operations the process counts as killed: every later
     /// call, reads included, fails, and nothing more reaches the backend.
     pub kill_after: Option<u64>,
+    /// The kill lands inside the write it stops: that write stores the first
+    /// half of its bytes before the process dies, as a SIGKILL during
+    /// `write(2)` can leave a file. `false`: a kill falls between operations.
+    pub torn_kill: bool,
 }
 
 /// One mutating operation as it reached the backend (for enumerating crash points).
@@ -149,6 +153,12 @@ impl Faulty {
         result
     }
 
+    /// Whether the next operation is a kill that lands inside a write.
+    fn tears_here(&self) -> bool {
+        let st = self.lock();
+        self.plan.torn_kill && !st.killed && self.plan.kill_after.is_some_and(|k| st.ops >= k)
+    }
+
     /// Write through the space budget: what fits is stored, the rest fails.
     fn budgeted_write(
         &self,
@@ -161,6 +171,10 @@ impl Faulty {
             Some(FileKind::File) if name == "write" => self.inner.read(path).map_or(0, |b| b.len()),
             _ => 0,
         } as u64;
+        if self.tears_here() {
+            // What reached the file before the kill; the op below then dies.
+            let _ = write(self.inner.as_ref(), path, &bytes[..bytes.len() / 2]);
+        }
         let free = {
             let mut st = self.lock();
             if self.plan.full_at == Some(st.ops + 1) {

@@ -137,6 +137,13 @@ impl MemoryTool for External {
         let answer = self.send(command).and_then(|id| self.receive(id));
         answer.map_err(|what| self.failure(command, what))
     }
+
+    fn kill_during(&mut self, command: &Command, after: std::time::Duration) {
+        if self.send(command).is_ok() {
+            std::thread::sleep(after);
+        }
+        self.process.kill();
+    }
 }
 
 /// Serve a built-in implementation over the protocol on `input`/`output`

@@ -16,6 +16,7 @@
 //!   documentation requires, and the judge.
 
 pub mod external;
+pub mod kill;
 pub mod naive;
 pub mod reference;
 pub mod rows;
@@ -114,4 +115,12 @@ pub struct Failure {
 pub trait MemoryTool {
     /// Run one command.
     fn execute(&mut self, command: &Command) -> Result<Reply, Failure>;
+
+    /// Run `command` and die `after` it was given, whatever it was doing
+    /// (the `kill-mid-edit` row). A process is sent SIGKILL; an in-process
+    /// implementation is killed by its storage's fault plan instead (at
+    /// every operation in turn), so by default this only runs the command.
+    fn kill_during(&mut self, command: &Command, after: std::time::Duration) {
+        let _ = (self.execute(command), after);
+    }
 }

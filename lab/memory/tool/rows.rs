@@ -81,7 +81,7 @@ impl Sandbox {
 
 /// What a row plants before its commands.
 #[derive(Debug, Clone, Copy)]
-enum Plant {
+pub(super) enum Plant {
     /// A file under the root with this text.
     File(&'static str, &'static str),
     /// A symlink under the root to a path under `outside/`.
@@ -96,14 +96,18 @@ pub struct Row {
     pub what: &'static str,
     /// The outcome the documentation requires.
     pub requires: &'static str,
-    plants: &'static [Plant],
-    commands: fn(&Sandbox) -> Vec<Command>,
-    expect: fn(&Sandbox, &[Reply]) -> Verdict,
+    pub(super) plants: &'static [Plant],
+    pub(super) commands: fn(&Sandbox) -> Vec<Command>,
+    pub(super) expect: fn(&Sandbox, &[Reply]) -> Verdict,
     /// Storage faults the row needs (in-process implementations only).
     pub fault: Option<FaultPlan>,
     /// Instances of the implementation on the one store (two: two sessions
     /// at once); command `i` goes to instance `i` mod `writers`.
     pub writers: usize,
+    /// The last command is killed mid-way ([`super::kill`]): in process at
+    /// every operation it makes in turn, a process by SIGKILL at a series
+    /// of delays.
+    pub kill: bool,
 }
 
 fn create(path: impl Into<String>, text: &str) -> Command {
@@ -197,7 +201,9 @@ pub fn rows() -> Vec<Row> {
             free_bytes: Some(0),
             ..FaultPlan::default()
         }),
+        kill: false,
     });
+    v.push(super::kill::row());
     v
 }
 
@@ -210,7 +216,7 @@ pub const HUGE_BYTES: usize = 8 * 1024 * 1024;
 const RANGE_REPLY_MAX: usize = 4 * 1024;
 
 /// Numbered lines (`line 0000001`) up to [`HUGE_BYTES`].
-fn huge_text() -> String {
+pub(super) fn huge_text() -> String {
     let mut s = String::with_capacity(HUGE_BYTES + 64);
     let mut n = 1;
     while s.len() < HUGE_BYTES {
@@ -243,6 +249,7 @@ fn huge_file_row() -> Row {
         expect: huge_expect,
         writers: 1,
         fault: None,
+        kill: false,
     }
 }
 
@@ -285,6 +292,7 @@ fn traversal_rows() -> Vec<Row> {
         expect,
         writers: 1,
         fault: None,
+        kill: false,
     };
     vec![
         row(
@@ -359,6 +367,7 @@ fn link_rows() -> Vec<Row> {
             expect: refused_cleanly,
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "link-out-view",
@@ -369,6 +378,7 @@ fn link_rows() -> Vec<Row> {
             expect: refused_cleanly,
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "link-out-listing",
@@ -382,6 +392,7 @@ fn link_rows() -> Vec<Row> {
             },
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "link-file-out-edit",
@@ -398,6 +409,7 @@ fn link_rows() -> Vec<Row> {
             expect: refused_cleanly,
             writers: 1,
             fault: None,
+            kill: false,
         },
     ]
 }
@@ -421,6 +433,7 @@ fn edit_rows() -> Vec<Row> {
             },
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "rename-out",
@@ -436,6 +449,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| unchanged(s, r, "a.md", "A\n"),
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "replace-none",
@@ -446,6 +460,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| unchanged(s, r, "a.md", "one\ntwo\n"),
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "replace-two",
@@ -456,6 +471,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| unchanged(s, r, "a.md", "x\nx\n"),
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "insert-past-end",
@@ -472,6 +488,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| unchanged(s, r, "a.md", "one\n"),
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "insert-works",
@@ -488,6 +505,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| done(s, r, "a.md", "one\ntwo\nthree\n"),
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "rename-works",
@@ -506,6 +524,7 @@ fn edit_rows() -> Vec<Row> {
             },
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "lost-update",
@@ -534,6 +553,7 @@ fn edit_rows() -> Vec<Row> {
             },
             writers: 2,
             fault: None,
+            kill: false,
         },
         Row {
             id: "view-range-out",
@@ -549,6 +569,7 @@ fn edit_rows() -> Vec<Row> {
             expect: answered,
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "create-existing",
@@ -562,6 +583,7 @@ fn edit_rows() -> Vec<Row> {
             },
             writers: 1,
             fault: None,
+            kill: false,
         },
         Row {
             id: "delete-root",
@@ -576,6 +598,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| unchanged(s, r, "a.md", "A\n"),
             writers: 1,
             fault: None,
+            kill: false,
         },
     ]
 }
@@ -595,12 +618,40 @@ pub type Maker<'a> = dyn Fn(Shared, &Path) -> Result<Box<dyn MemoryTool>, Failur
 /// Run one row in a fresh sandbox under `tmp`; `in_process` says whether
 /// the implementation can run on a fault backend.
 pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
+    if row.kill {
+        return super::kill::run(row, make, in_process, tmp);
+    }
     if row.fault.is_some() && !in_process {
         return Ok(Verdict::Skipped(
             "needs the in-process fault backend (an external process would need a full tmpfs)"
                 .into(),
         ));
     }
+    Ok(run_once(row, make, tmp, row.fault.clone(), None)?.verdict)
+}
+
+/// What one run of a row found.
+pub struct Run {
+    /// The judge's verdict.
+    pub verdict: Verdict,
+    /// Operations the fault backend counted before the last command, and in all.
+    pub ops: (u64, u64),
+    /// Whether the fault plan's kill fired.
+    pub killed: bool,
+    /// How long the last command took (zero when it was killed).
+    pub last: std::time::Duration,
+}
+
+/// One run of `row` in a fresh sandbox under `tmp`: the implementation's
+/// storage under `plan` (in process), and with `kill` its last command
+/// given through [`MemoryTool::kill_during`].
+pub fn run_once(
+    row: &Row,
+    make: &Maker<'_>,
+    tmp: &Path,
+    plan: Option<FaultPlan>,
+    kill: Option<std::time::Duration>,
+) -> LabResult<Run> {
     let dir = tempfile::Builder::new()
         .prefix("memtool-")
         .tempdir_in(tmp)
@@ -617,44 +668,99 @@ pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> Lab
     plant(&s, row.plants)?;
     let before = outside(&s)?;
     let around = beside(tmp, &s.base);
-    let tool_fs: Shared = match &row.fault {
-        Some(plan) => std::sync::Arc::new(Faulty::new(disk, plan.clone())),
+    let faulty = plan.map(|p| std::sync::Arc::new(Faulty::new(disk.clone(), p)));
+    let tool_fs: Shared = match &faulty {
+        Some(f) => f.clone(),
         None => disk,
     };
+    let ops = || faulty.as_ref().map_or(0, |f| f.log().len() as u64);
+    let mut run = Run {
+        verdict: Verdict::Held,
+        ops: (0, 0),
+        killed: false,
+        last: std::time::Duration::ZERO,
+    };
+    let replies = match commands(row, &s, make, tool_fs, kill, &mut || ops()) {
+        Ok(done) => {
+            (run.ops.0, run.last) = (done.before_last, done.last);
+            done.replies
+        }
+        Err(v) => {
+            run.verdict = v;
+            return Ok(run);
+        }
+    };
+    run.ops.1 = ops();
+    run.killed = faulty.as_ref().is_some_and(|f| f.killed());
+    let after = beside(tmp, &s.base);
+    run.verdict = if after != around {
+        let new: Vec<&String> = after.iter().filter(|n| !around.contains(n)).collect();
+        Verdict::Escaped(format!("wrote beside its sandbox: {new:?}"))
+    } else {
+        judge(&s, &before, &replies, row)
+    };
+    Ok(run)
+}
+
+/// What the commands of one run answered.
+struct Done {
+    /// The replies, with the sandbox path hidden.
+    replies: Vec<Reply>,
+    /// The fault backend's operations before the last command.
+    before_last: u64,
+    /// How long the last command took.
+    last: std::time::Duration,
+}
+
+/// Start the row's instances and give them its commands (the last one
+/// through `kill_during` when `kill` is set). A failure of the
+/// implementation is its verdict.
+fn commands(
+    row: &Row,
+    s: &Sandbox,
+    make: &Maker<'_>,
+    tool_fs: Shared,
+    kill: Option<std::time::Duration>,
+    ops: &mut dyn FnMut() -> u64,
+) -> Result<Done, Verdict> {
     let mut tools = Vec::new();
     for _ in 0..row.writers.max(1) {
-        match make(tool_fs.clone(), &s.root) {
-            Ok(t) => tools.push(t),
-            Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
-        }
+        let t = make(tool_fs.clone(), &s.root)
+            .map_err(|f| Verdict::Failed(format!("{}; fix: {}", f.message, f.fix)))?;
+        tools.push(t);
     }
     // The sandbox's random name never reaches a verdict: same bytes every run.
     let base = s.base.display().to_string();
     let plain = |t: &str| t.replace(&base, "$SANDBOX");
-    let mut replies = Vec::new();
-    for (i, c) in (row.commands)(&s).iter().enumerate() {
-        let n = tools.len();
-        match tools[i % n].execute(c) {
+    let list = (row.commands)(s);
+    let mut done = Done {
+        replies: Vec::new(),
+        before_last: 0,
+        last: std::time::Duration::ZERO,
+    };
+    let replies = &mut done.replies;
+    for (i, c) in list.iter().enumerate() {
+        let tool = &mut tools[i % row.writers.max(1)];
+        let started = std::time::Instant::now();
+        if i + 1 == list.len() {
+            done.before_last = ops();
+            if let Some(after) = kill {
+                tool.kill_during(c, after);
+                break;
+            }
+        }
+        let answer = tool.execute(c);
+        done.last = started.elapsed();
+        match answer {
             Ok(Reply::Ok(t)) => replies.push(Reply::Ok(plain(&t))),
             Ok(Reply::Error(t)) => replies.push(Reply::Error(plain(&t))),
             Err(f) => {
-                return Ok(Verdict::Failed(format!(
-                    "{}; fix: {}",
-                    plain(&f.message),
-                    f.fix
-                )))
+                let msg = format!("{}; fix: {}", plain(&f.message), f.fix);
+                return Err(Verdict::Failed(msg));
             }
         }
     }
-    drop(tools);
-    let after = beside(tmp, &s.base);
-    if after != around {
-        let new: Vec<&String> = after.iter().filter(|n| !around.contains(n)).collect();
-        return Ok(Verdict::Escaped(format!(
-            "wrote beside its sandbox: {new:?}"
-        )));
-    }
-    Ok(judge(&s, &before, &replies, row))
+    Ok(done)
 }
 
 /// The names in the run's directory other than this row's sandbox: a tool
