@@ -115,8 +115,12 @@ fn over_the_protocol_the_builtins_get_the_same_verdicts() {
         let local = builtin_card(name);
         for ((id, r), (_, l)) in remote.rows.iter().zip(&local.rows) {
             let row = rows::rows().into_iter().find(|row| row.id == id).unwrap();
-            if row.fault.is_some() {
-                assert_eq!(r.name(), "skipped", "{name} {id}");
+            if row.fault.is_some() && r.name() == "skipped" {
+                // No tmpfs to fill without root: said, not failed.
+                let Verdict::Skipped(why) = r else {
+                    unreachable!()
+                };
+                assert!(why.contains("tmpfs"), "{why}");
             } else if row.kill && name == "naive" {
                 // SIGKILL lands where timing puts it: an in-place write
                 // tears only when a kill falls inside it.
@@ -286,29 +290,23 @@ fn a_card_recorded_before_a_row_existed_says_not_run() {
 fn a_kill_mid_edit_tears_an_in_place_write_and_never_a_renamed_one() {
     use std::time::Duration;
     let tmp = tempfile::tempdir().unwrap();
-    let row = rows::rows()
-        .into_iter()
-        .find(|r| r.id == "kill-mid-edit")
-        .unwrap();
+    let row = row("kill-mid-edit");
     let naive = rows::builtin("naive").unwrap();
     match rows::run_row(&row, naive.as_ref(), true, tmp.path()).unwrap() {
         Verdict::Torn(d) => assert!(d.starts_with("killed at operation"), "{d}"),
         v => panic!("naive: {v:?}"),
     }
     let reference = rows::builtin("reference").unwrap();
-    let plan = |k| ctxlab::storage::FaultPlan {
-        kill_after: Some(k),
-        torn_kill: true,
+    let plan = |kill_after| rows::Faults {
+        plan: Some(ctxlab::storage::FaultPlan {
+            kill_after,
+            torn_kill: true,
+            ..Default::default()
+        }),
+        kill: Some(Duration::ZERO),
         ..Default::default()
     };
-    let clean = rows::run_once(
-        &row,
-        reference.as_ref(),
-        tmp.path(),
-        Some(Default::default()),
-        Some(Duration::ZERO),
-    )
-    .unwrap();
+    let clean = rows::run_once(&row, reference.as_ref(), tmp.path(), &plan(None)).unwrap();
     assert_eq!(clean.verdict, Verdict::Held);
     assert!(
         !clean.killed && clean.ops.1 > clean.ops.0,
@@ -316,14 +314,7 @@ fn a_kill_mid_edit_tears_an_in_place_write_and_never_a_renamed_one() {
         clean.ops
     );
     for k in clean.ops.0..clean.ops.1 {
-        let r = rows::run_once(
-            &row,
-            reference.as_ref(),
-            tmp.path(),
-            Some(plan(k)),
-            Some(Duration::ZERO),
-        )
-        .unwrap();
+        let r = rows::run_once(&row, reference.as_ref(), tmp.path(), &plan(Some(k))).unwrap();
         assert!(r.killed, "kill point {k}");
         assert_eq!(r.verdict, Verdict::Held, "kill point {k}");
     }
@@ -331,4 +322,44 @@ fn a_kill_mid_edit_tears_an_in_place_write_and_never_a_renamed_one() {
         std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
         "sandboxes left"
     );
+}
+
+fn row(id: &str) -> rows::Row {
+    rows::rows().into_iter().find(|r| r.id == id).unwrap()
+}
+
+/// `full-disk-edit` against a process: its sandbox on a size-limited
+/// tmpfs, filled after planting. As root, the naive implementation (in
+/// place) is torn and the reference (temporary file, rename) holds, with
+/// no mount and no directory left; without root the row says it is
+/// skipped and why.
+#[test]
+fn a_full_disk_for_a_process_is_a_full_tmpfs_or_a_skip_that_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = row("full-disk-edit");
+    let verdict = |name: &str| {
+        let cmd = format!("'{}' memtool-serve {name}", lab_bin());
+        let make = |_: ctxlab::storage::Shared, root: &Path| {
+            External::start(&cmd, root, Duration::from_secs(20))
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+        };
+        rows::run_row(&full, &make, false, tmp.path()).unwrap()
+    };
+    let (naive, reference) = (verdict("naive"), verdict("reference"));
+    match (&naive, &reference) {
+        (Verdict::Skipped(a), Verdict::Skipped(b)) => {
+            eprintln!("SKIP: {a}");
+            assert!(a.contains("tmpfs") && a == b, "{a} / {b}");
+        }
+        (Verdict::Torn(d), Verdict::Held) => assert!(d.contains("a.md holds"), "{d}"),
+        _ => panic!("naive {naive:?}, reference {reference:?}"),
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let here = tmp.path().to_str().unwrap();
+    assert!(
+        !mounts.contains(here),
+        "a tmpfs is left mounted under {here}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

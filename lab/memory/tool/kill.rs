@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::rows::{huge_text, run_once, Maker, Plant, Row, Sandbox, Verdict};
+use super::rows::{huge_text, run_once, Faults, Maker, Plant, Row, Sandbox, Verdict};
 use super::{Command, Reply};
 use crate::error::LabResult;
 use crate::storage::FaultPlan;
@@ -67,13 +67,17 @@ fn expect(s: &Sandbox, _: &[Reply]) -> Verdict {
 /// the first verdict that is not `held`, saying where the kill landed.
 pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
     if !in_process {
-        let clean = run_once(row, make, tmp, None, None)?;
+        let clean = run_once(row, make, tmp, &Faults::default())?;
         if clean.verdict != Verdict::Held {
             return Ok(clean.verdict);
         }
         for i in 0..KILLS {
             let after = clean.last * i / KILLS;
-            let v = run_once(row, make, tmp, None, Some(after))?.verdict;
+            let faults = Faults {
+                kill: Some(after),
+                ..Faults::default()
+            };
+            let v = run_once(row, make, tmp, &faults)?.verdict;
             if v != Verdict::Held {
                 let at = format!("SIGKILL at {i}/{KILLS} of the edit's time");
                 return Ok(located(v, &at));
@@ -82,13 +86,12 @@ pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResu
         return Ok(Verdict::Held);
     }
     // A clean run says where the edit's operations start.
-    let clean = run_once(
-        row,
-        make,
-        tmp,
-        Some(FaultPlan::default()),
-        Some(Duration::ZERO),
-    )?;
+    let in_process = |plan: FaultPlan| Faults {
+        plan: Some(plan),
+        kill: Some(Duration::ZERO),
+        ..Faults::default()
+    };
+    let clean = run_once(row, make, tmp, &in_process(FaultPlan::default()))?;
     if clean.verdict != Verdict::Held {
         return Ok(clean.verdict);
     }
@@ -98,7 +101,7 @@ pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResu
             torn_kill: true,
             ..FaultPlan::default()
         };
-        let r = run_once(row, make, tmp, Some(plan), Some(Duration::ZERO))?;
+        let r = run_once(row, make, tmp, &in_process(plan))?;
         if !r.killed {
             break;
         }

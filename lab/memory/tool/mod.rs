@@ -20,6 +20,7 @@ pub mod kill;
 pub mod naive;
 pub mod reference;
 pub mod rows;
+pub mod tmpfs;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

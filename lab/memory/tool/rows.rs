@@ -187,12 +187,14 @@ pub fn rows() -> Vec<Row> {
             vec![Command::StrReplace {
                 path: "/memories/a.md".into(),
                 old_str: "beta".into(),
-                new_str: "BETA".repeat(64),
+                new_str: "BETA".repeat(FULL_DISK_REPEAT),
             }]
         },
         expect: |s, _| match s.file("a.md").as_deref() {
             Some("alpha beta gamma\n") => Verdict::Held,
-            Some(t) if t == format!("alpha {} gamma\n", "BETA".repeat(64)) => Verdict::Held,
+            Some(t) if t == format!("alpha {} gamma\n", "BETA".repeat(FULL_DISK_REPEAT)) => {
+                Verdict::Held
+            }
             Some(t) => Verdict::Torn(format!("a.md holds {} bytes of neither text", t.len())),
             None => Verdict::Lost("a.md is gone".into()),
         },
@@ -206,6 +208,11 @@ pub fn rows() -> Vec<Row> {
     v.push(super::kill::row());
     v
 }
+
+/// Repeats of `BETA` in the full-disk edit: 16 KiB, more than a page, so a
+/// write in place on a full tmpfs (page-granular) cannot fit where the old
+/// text was.
+const FULL_DISK_REPEAT: usize = 4096;
 
 /// Bytes of the huge memory: far past any memory a model writes, well
 /// inside the protocol's line cap (`process::MAX_LINE_BYTES`).
@@ -622,12 +629,25 @@ pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> Lab
         return super::kill::run(row, make, in_process, tmp);
     }
     if row.fault.is_some() && !in_process {
-        return Ok(Verdict::Skipped(
-            "needs the in-process fault backend (an external process would need a full tmpfs)"
-                .into(),
-        ));
+        return super::tmpfs::run(row, make, tmp);
     }
-    Ok(run_once(row, make, tmp, row.fault.clone(), None)?.verdict)
+    let faults = Faults {
+        plan: row.fault.clone(),
+        ..Faults::default()
+    };
+    Ok(run_once(row, make, tmp, &faults)?.verdict)
+}
+
+/// The faults of one run of a row. `Default`: none.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// The implementation's storage under this plan (in process).
+    pub plan: Option<FaultPlan>,
+    /// The last command given through [`MemoryTool::kill_during`], dying this long after.
+    pub kill: Option<std::time::Duration>,
+    /// Fill the disk under `tmp` once the row has planted its files (a
+    /// size-limited tmpfs there: [`super::tmpfs`]).
+    pub fill_disk: bool,
 }
 
 /// What one run of a row found.
@@ -642,16 +662,8 @@ pub struct Run {
     pub last: std::time::Duration,
 }
 
-/// One run of `row` in a fresh sandbox under `tmp`: the implementation's
-/// storage under `plan` (in process), and with `kill` its last command
-/// given through [`MemoryTool::kill_during`].
-pub fn run_once(
-    row: &Row,
-    make: &Maker<'_>,
-    tmp: &Path,
-    plan: Option<FaultPlan>,
-    kill: Option<std::time::Duration>,
-) -> LabResult<Run> {
+/// One run of `row` in a fresh sandbox under `tmp`, with `faults`.
+pub fn run_once(row: &Row, make: &Maker<'_>, tmp: &Path, faults: &Faults) -> LabResult<Run> {
     let dir = tempfile::Builder::new()
         .prefix("memtool-")
         .tempdir_in(tmp)
@@ -666,9 +678,12 @@ pub fn run_once(
         fs: disk.clone(),
     };
     plant(&s, row.plants)?;
+    if faults.fill_disk {
+        super::tmpfs::fill(tmp)?;
+    }
     let before = outside(&s)?;
     let around = beside(tmp, &s.base);
-    let faulty = plan.map(|p| std::sync::Arc::new(Faulty::new(disk.clone(), p)));
+    let faulty = (faults.plan.clone()).map(|p| std::sync::Arc::new(Faulty::new(disk.clone(), p)));
     let tool_fs: Shared = match &faulty {
         Some(f) => f.clone(),
         None => disk,
@@ -680,7 +695,7 @@ pub fn run_once(
         killed: false,
         last: std::time::Duration::ZERO,
     };
-    let replies = match commands(row, &s, make, tool_fs, kill, &mut || ops()) {
+    let replies = match commands(row, &s, make, tool_fs, faults.kill, &mut || ops()) {
         Ok(done) => {
             (run.ops.0, run.last) = (done.before_last, done.last);
             done.replies
@@ -1040,7 +1055,8 @@ pub fn report(cards: &[Card]) -> String {
          pinned versions and records in `lab/memory/tool/recorded.json`. A row is `held` \
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
-         `full-disk-edit` needs the in-process fault backend and is skipped for processes.\n\n{}",
+         `full-disk-edit` runs a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
+         `kill-mid-edit` sends a process SIGKILL at 32 points of its edit, so where a kill lands is timing.\n\n{}",
         render(cards, crate::render::Format::Markdown)
     )
 }
