@@ -63,6 +63,19 @@ pub fn session_model(recorded: &[RecordedRequest]) -> Option<&str> {
     counts.iter().rev().max_by_key(|(_, n)| *n).map(|(m, _)| *m)
 }
 
+/// `source`, with the line of the first request `model` answered when the
+/// log says (`s.jsonl:12`): where an error about that model points.
+pub fn located(source: &str, recorded: &[RecordedRequest], model: Option<&str>) -> String {
+    let line = recorded
+        .iter()
+        .find(|r| Some(r.model.as_str()) == model)
+        .and_then(|r| r.line);
+    match line {
+        Some(l) => format!("{source}:{l}"),
+        None => source.to_string(),
+    }
+}
+
 /// Prices every request of `recorded` (read from `source`) by its model; a
 /// model the table lacks is refused before anything is priced.
 pub fn bill(
@@ -73,7 +86,10 @@ pub fn bill(
     let mut models: Vec<String> = Vec::new();
     let mut per_request = Vec::with_capacity(recorded.len());
     for r in recorded {
-        let b = match prices.require(&r.model, source)? {
+        let at = r
+            .line
+            .map_or_else(|| source.to_string(), |l| format!("{source}:{l}"));
+        let b = match prices.require(&r.model, &at)? {
             Lookup::Priced(m) => m.bill(&tokens_of(r)),
             Lookup::NotAModel => Bill::default(),
         };
@@ -116,6 +132,7 @@ mod tests {
             messages: Vec::new(),
             resent_units: 0.0,
             prompts_after_stop_hook: 0,
+            line: None,
             usage: Usage {
                 input_tokens: u.0,
                 cache_creation_input_tokens: u.1,

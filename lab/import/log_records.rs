@@ -16,27 +16,42 @@ use crate::error::{LabError, LabResult};
 
 /// Every record of the log at `path`, in file order, never holding its text whole.
 pub fn read(path: &Path) -> LabResult<Vec<Value>> {
+    Ok(read_placed(path)?.0)
+}
+
+/// [`read`], with the 1-based line where each record starts.
+pub fn read_placed(path: &Path) -> LabResult<(Vec<Value>, Vec<usize>)> {
     let file = std::fs::File::open(path)
         .map_err(|e| LabError::io("reading a recorded session", path, e))?;
-    from_reader(std::io::BufReader::new(file), path)
+    from_reader_placed(std::io::BufReader::new(file), path)
 }
 
 /// [`read`] on any reader; `source` names it in errors.
-pub fn from_reader<R: BufRead>(mut reader: R, source: &Path) -> LabResult<Vec<Value>> {
-    let mut out = Vec::new();
+pub fn from_reader<R: BufRead>(reader: R, source: &Path) -> LabResult<Vec<Value>> {
+    Ok(from_reader_placed(reader, source)?.0)
+}
+
+/// [`read_placed`] on any reader; `source` names it in errors.
+pub fn from_reader_placed<R: BufRead>(
+    mut reader: R,
+    source: &Path,
+) -> LabResult<(Vec<Value>, Vec<usize>)> {
+    let (mut out, mut lines) = (Vec::new(), Vec::new());
     if starts_with_array(&mut reader, source)? {
-        stream::for_each_element(reader, source, &[], &[], |v, _, _| {
+        stream::for_each_element(reader, source, &[], &[], |v, line, _| {
             out.push(v);
+            lines.push(line);
             Ok(())
         })?;
     } else {
         let parse = |b: &[u8]| serde_json::from_slice::<Value>(b);
-        lines::for_each(reader, source, claude_jsonl::RULES, parse, |v, _| {
+        lines::for_each(reader, source, claude_jsonl::RULES, parse, |v, at| {
             out.push(v);
+            lines.push(at.line);
             Ok(())
         })?;
     }
-    Ok(out)
+    Ok((out, lines))
 }
 
 /// The first byte after a byte-order mark and white space is `[`: a

@@ -224,7 +224,8 @@ fn session_options(
     let model = recorded.and_then(crate::cache::bill::session_model);
     let mut o = options.clone();
     if options.by_model {
-        (o.provider, o.sheet) = priced_at(options, model, source)?;
+        let at = crate::cache::bill::located(source, recorded.unwrap_or_default(), model);
+        (o.provider, o.sheet) = priced_at(options, model, &at)?;
     }
     Ok(o)
 }

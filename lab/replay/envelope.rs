@@ -182,13 +182,13 @@ impl RecordedLog {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
-        let records = crate::tokens::recorded::parse_records(path, &text)?;
+        let (records, lines) = crate::tokens::recorded::parse_records(path, &text)?;
         let version = records
             .iter()
             .filter(|r| r.get("isSidechain").and_then(serde_json::Value::as_bool) != Some(true))
             .find_map(|r| r.get("version").and_then(serde_json::Value::as_str))
             .map(str::to_string);
-        let requests = crate::tokens::recorded::requests(&records)
+        let requests = crate::tokens::recorded::requests_placed(&records, &lines)
             .into_iter()
             .filter(|r| !r.sidechain)
             .collect();

@@ -517,13 +517,13 @@ pub fn set_up(
             version: l.version.clone(),
         })
     });
-    let model = log
-        .as_ref()
-        .and_then(|l| crate::cache::bill::session_model(&l.requests));
+    let recorded = log.as_ref().map_or(&[][..], |l| &l.requests[..]);
+    let model = crate::cache::bill::session_model(recorded);
+    let at = crate::cache::bill::located(&session_file(session), recorded, model);
     let pricing = measure
         .pricing
         .as_ref()
-        .map(|p| p.for_session(model, &session_file(session)))
+        .map(|p| p.for_session(model, &at))
         .transpose()?;
     Ok((
         SessionSetup {
@@ -589,7 +589,8 @@ pub fn recorded_usage(
             let recorded = crate::tokens::recorded::read_file(file)?;
             // The prediction beside the usage is priced as the replays are.
             let model = crate::cache::bill::session_model(&recorded);
-            let options = pricing.for_session(model, &name)?.options();
+            let at = crate::cache::bill::located(&name, &recorded, model);
+            let options = pricing.for_session(model, &at)?.options();
             rows.extend(crate::replay::cost_arms::recorded_rows(
                 &name, &recorded, &options,
             )?);

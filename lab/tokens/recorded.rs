@@ -77,6 +77,9 @@ pub struct RecordedRequest {
     pub resent_units: f64,
     /// User prompts on the chain that followed a Stop hook ([`stop_hooks`]).
     pub prompts_after_stop_hook: u32,
+    /// The 1-based line of the log where the response's first record
+    /// starts (`None` when the records were not read from a file).
+    pub line: Option<usize>,
     /// What the API reported.
     pub usage: Usage,
     /// Output tokens and the 1-hour share of the writes.
@@ -88,13 +91,14 @@ pub struct RecordedRequest {
 /// requests in log order. Requests without usage (or with all-zero usage,
 /// as the `<synthetic>` placeholders) are left out.
 pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
-    Ok(requests(&crate::import::log_records::read(path)?))
+    let (records, lines) = crate::import::log_records::read_placed(path)?;
+    Ok(requests_placed(&records, &lines))
 }
 
 /// The records of a log's text (`path` names it in errors): what
-/// [`read_file`] reads, from memory.
-pub fn parse_records(path: &Path, text: &str) -> LabResult<Vec<Value>> {
-    crate::import::log_records::from_reader(text.as_bytes(), path)
+/// [`read_file`] reads, from memory, with the line where each starts.
+pub fn parse_records(path: &Path, text: &str) -> LabResult<(Vec<Value>, Vec<usize>)> {
+    crate::import::log_records::from_reader_placed(text.as_bytes(), path)
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -104,6 +108,12 @@ fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// The requests of a list of records. Timestamps shared by many records
 /// (an export's stamp) count as unknown.
 pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
+    requests_placed(records, &[])
+}
+
+/// [`requests`] of records that start at `lines` (1-based, one per record;
+/// empty when unknown): each request knows the line of its response.
+pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedRequest> {
     let index = assemble::Index::new(records);
     let reminders = reminders::Reminders::of(records);
     let by_uuid: HashMap<&str, &Value> = records
@@ -113,7 +123,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
     let outputs = output_tokens(records);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for r in records {
+    for (i, r) in records.iter().enumerate() {
         let Some(usage) = usage_of(r) else { continue };
         let Some(id) = r.pointer("/message/id").and_then(Value::as_str) else {
             continue;
@@ -145,6 +155,7 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
             resent_units: reminders.resent_units(&messages),
             prompts_after_stop_hook: stop_hooks::prompts_after(&chain),
             messages,
+            line: lines.get(i).copied(),
             usage,
             billing: Billing {
                 output_tokens: outputs.get(id).copied().unwrap_or(0),

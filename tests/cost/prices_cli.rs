@@ -69,10 +69,15 @@ fn a_model_without_a_price_exits_2_naming_model_file_and_fix() {
     let (code, out, err) = lab(&["replay", f.to_str().unwrap(), "--cost"]);
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty(), "no partial table: {out}");
-    assert!(
-        err.contains("claude-unknown-9") && err.contains("s.jsonl"),
-        "{err}"
-    );
+    assert!(err.contains("claude-unknown-9"), "{err}");
+    // The line of the first request that model answered.
+    let line = std::fs::read_to_string(&f)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("claude-unknown-9"))
+        .unwrap()
+        + 1;
+    assert!(err.contains(&format!("s.jsonl:{line}:")), "{err}");
     assert!(err.contains("--prices FILE"), "{err}");
 }
 

@@ -139,6 +139,13 @@ fn a_session_model_without_a_price_is_refused_before_any_table() {
         err.contains("claude-imaginary-9") && err.contains("--prices"),
         "{err}"
     );
+    // Named at the line of the first request that model answered.
+    let line = common::jsonl(&log("claude-imaginary-9", 3))
+        .lines()
+        .position(|l| l.contains("claude-imaginary-9"))
+        .unwrap()
+        + 1;
+    assert!(err.contains(&format!("s.jsonl:{line}:")), "{err}");
     // Naming a sheet prices the replay, but the recorded usage still needs
     // the model's price.
     let (code, _, err) = common::lab(&[

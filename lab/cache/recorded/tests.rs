@@ -15,6 +15,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         sent_ms: Some(at_min * MIN),
         resent_units: 0.0,
         prompts_after_stop_hook: 0,
+        line: None,
         messages: messages.to_vec(),
         billing: Default::default(),
         usage: Usage {

@@ -27,6 +27,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             sent_ms: None,
             resent_units: 0.0,
             prompts_after_stop_hook: 0,
+            line: None,
             messages: messages.clone(),
             billing: Default::default(),
             usage: Usage {
