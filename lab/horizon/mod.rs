@@ -343,11 +343,7 @@ pub fn policy_specs(list: &str) -> LabResult<Vec<String>> {
             .map(String::from)
             .collect());
     }
-    let specs: Vec<String> = list
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
+    let specs = crate::policy::list::split_specs(&[list.to_string()]);
     if specs.is_empty() {
         return Err(LabError::usage(
             "--policy names no policy",

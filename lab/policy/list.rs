@@ -145,6 +145,19 @@ pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
     )?))
 }
 
+/// Policy specs given as a list (`--policy a,b --policy c`): each value
+/// split at commas outside a variant's JSON values (`P:exclude_tools=["a","b"]`
+/// is one spec), trimmed, empty ones dropped.
+pub fn split_specs(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|v| super::variant::split_outside_json(v, ','))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// Is `spec` a wrapper of another spec (`frozen:P`, `gated:P`)?
 fn is_wrapped(spec: &str) -> bool {
     unwrap(spec).is_some()

@@ -1,7 +1,9 @@
 //! Variants: a built-in policy with constants overridden by their upstream
 //! names, `NAME:KEY=VALUE[:KEY=VALUE…]` or `NAME:FILE.toml` (a TOML table
 //! of the same keys). A value is read as JSON where it parses (`0.8`,
-//! `true`, `[1,2]`, `null`), else as a string. Unknown keys and values of
+//! `true`, `[1,2]`, `null`), else as a string; a `:` inside a JSON string,
+//! array or object does not end the override (`exclude_tools=["mcp:x"]`).
+//! Unknown keys and values of
 //! the wrong type are refused, naming the known keys. A variant runs under
 //! its whole spec as its name, so its rows never pass for the default's.
 
@@ -23,7 +25,7 @@ pub fn parse(spec: &str) -> LabResult<(String, Overrides)> {
         return Ok((spec.to_string(), Overrides::new()));
     };
     let mut out = Overrides::new();
-    for part in rest.split(':') {
+    for part in split_outside_json(rest, ':') {
         match part.split_once('=') {
             Some((k, v)) if !k.trim().is_empty() => {
                 let v = v.trim();
@@ -36,6 +38,28 @@ pub fn parse(spec: &str) -> LabResult<(String, Overrides)> {
         }
     }
     Ok((base.to_string(), out))
+}
+
+/// `rest` split at each `sep` outside a JSON string, array or object.
+pub fn split_outside_json(rest: &str, sep: char) -> Vec<&str> {
+    let (mut out, mut start, mut depth) = (Vec::new(), 0, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, c) in rest.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            '[' | '{' if !in_string => depth += 1,
+            ']' | '}' if !in_string => depth = depth.saturating_sub(1),
+            c if c == sep && !in_string && depth == 0 => {
+                out.push(&rest[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&rest[start..]);
+    out
 }
 
 fn bad(spec: &str, what: &str) -> LabError {
@@ -161,6 +185,14 @@ mod tests {
         assert_eq!(o["context_window"], 100000);
         assert_eq!(o["name"], "x y");
         assert!(parse("codex-cli:=3").is_err());
+        // A colon inside a JSON value belongs to the value.
+        let (_, o) =
+            parse(r#"anthropic-clear-tool-uses:exclude_tools=["mcp:x", "a\"b:c"]:keep=2"#).unwrap();
+        assert_eq!(o["exclude_tools"], serde_json::json!(["mcp:x", "a\"b:c"]));
+        assert_eq!(o["keep"], 2);
+        let (_, o) = parse(r#"p:cfg={"a": {"b": "c:d"}}:n=1"#).unwrap();
+        assert_eq!(o["cfg"]["a"]["b"], "c:d");
+        assert_eq!(o["n"], 1);
         assert_eq!(parse("none").unwrap().1.len(), 0);
     }
 

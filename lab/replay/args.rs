@@ -22,7 +22,9 @@ pub struct ReplayArgs {
     /// through the policy engine and its policy-agnostic checker and validity oracle.
     /// A variant overrides constants by their upstream names:
     /// `codex-cli:context_window=100000`, or `NAME:FILE.toml`.
-    #[arg(long, value_delimiter = ',', conflicts_with = "profile")]
+    // Split by `policy::list::split_specs`, not clap: a comma inside a
+    // variant's JSON value (`P:exclude_tools=["a","b"]`) is not a separator.
+    #[arg(long, conflicts_with = "profile")]
     pub policy: Vec<String>,
     /// With --policy: measure retention (artifact recall, re-fetch demand,
     /// planted facts) and mark the cost–retention frontier.
@@ -290,8 +292,9 @@ fn replay_policies(
             limit: a.optimal_limit,
         }),
     };
+    let policies = crate::policy::list::split_specs(&a.policy);
     super::replay_command(
-        &a.files, &a.policy, a.path_len, import, measure, outputs, format,
+        &a.files, &policies, a.path_len, import, measure, outputs, format,
     )
 }
 

@@ -17,7 +17,7 @@ use crate::retention::{Retention, RetentionReport};
 /// Every policy name `names` asks for: `all` expands to every policy.
 pub fn expand_names(names: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for n in names {
+    for n in &list::split_specs(names) {
         if n.eq_ignore_ascii_case("all") {
             out.extend(list::names().into_iter().map(str::to_string));
         } else {

@@ -110,7 +110,8 @@ pub struct SweepArgs {
     /// Sweep policies instead (`lab policies`; `all` for every one): seeds
     /// 0..N as generated sessions through the policy engine.
     /// With --vary KEY=A..B:STEP: the policy's constants are swept instead.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["merge", "shard"])]
+    // Split by `policy::list::split_specs`, not clap: see the command.
+    #[arg(long, conflicts_with_all = ["merge", "shard"])]
     pub policy: Vec<String>,
     /// With --policy and --vary: real session files, directories or globs
     /// to replay each variant on (instead of generated sessions).
@@ -124,6 +125,11 @@ const PROGRESS_EVERY: usize = 200;
 /// Run `lab sweep`; returns what to print.
 pub fn command(args: &SweepArgs) -> LabResult<String> {
     use std::io::IsTerminal;
+    // A comma inside a variant's JSON value does not separate policies.
+    let args = &SweepArgs {
+        policy: crate::policy::list::split_specs(&args.policy),
+        ..args.clone()
+    };
     if let (false, Some(vary)) = (args.policy.is_empty(), &args.vary) {
         return variant_sweep(args, vary);
     }

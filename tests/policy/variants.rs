@@ -152,3 +152,14 @@ fn policies_with_a_table_of_switches_take_variants() {
         assert!(err.contains("known: "), "{unknown}: {err}");
     }
 }
+
+/// A comma or colon inside a variant's JSON value belongs to the value:
+/// `--policy 'P:exclude_tools=["a:b","Read"],none'` is two policies.
+#[test]
+fn json_values_keep_their_commas_and_colons() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = r#"anthropic-clear-tool-uses:exclude_tools=["mcp:x","Read"]"#;
+    let runs = runs(&dir, &format!("{spec},none"));
+    let names: Vec<&str> = runs.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(names, [spec, "none"]);
+}
