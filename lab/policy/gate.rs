@@ -217,21 +217,7 @@ impl Policy for Gated {
         Ok(prepared)
     }
 
-    fn acts_on(&self) -> super::shape::ActsOn {
-        self.inner.acts_on()
-    }
-
-    fn own_storage(&self) -> Option<(crate::storage::Shared, std::path::PathBuf)> {
-        self.inner.own_storage()
-    }
-
-    fn errors_are_fatal(&self) -> bool {
-        self.inner.errors_are_fatal()
-    }
-
-    fn configure(&mut self, overrides: &super::variant::Overrides) -> Result<(), String> {
-        self.inner.configure(overrides)
-    }
+    forward_to_inner!();
 }
 
 #[cfg(test)]

@@ -19,6 +19,33 @@
 //!   masking, OpenHands condensers' views) leave the history whole and return
 //!   an edited copy as the request.
 
+/// The [`Policy`] methods a wrapper of another policy (its field `inner`)
+/// passes through unchanged: what it acts on, its own storage, whether its
+/// errors end the replay, and its variants. Written once here because every
+/// wrapper (`frozen:`, `gated:`, a variant) needs exactly these.
+macro_rules! forward_to_inner {
+    () => {
+        fn acts_on(&self) -> $crate::policy::shape::ActsOn {
+            self.inner.acts_on()
+        }
+
+        fn own_storage(&self) -> Option<($crate::storage::Shared, std::path::PathBuf)> {
+            self.inner.own_storage()
+        }
+
+        fn errors_are_fatal(&self) -> bool {
+            self.inner.errors_are_fatal()
+        }
+
+        fn configure(
+            &mut self,
+            overrides: &$crate::policy::variant::Overrides,
+        ) -> Result<(), String> {
+            self.inner.configure(overrides)
+        }
+    };
+}
+
 pub mod check;
 pub mod course;
 pub mod engine;

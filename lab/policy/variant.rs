@@ -150,21 +150,7 @@ impl Policy for Variant {
         self.inner.prepare(history, ctx)
     }
 
-    fn acts_on(&self) -> super::shape::ActsOn {
-        self.inner.acts_on()
-    }
-
-    fn own_storage(&self) -> Option<(crate::storage::Shared, std::path::PathBuf)> {
-        self.inner.own_storage()
-    }
-
-    fn configure(&mut self, overrides: &Overrides) -> Result<(), String> {
-        self.inner.configure(overrides)
-    }
-
-    fn errors_are_fatal(&self) -> bool {
-        self.inner.errors_are_fatal()
-    }
+    forward_to_inner!();
 }
 
 #[cfg(test)]
