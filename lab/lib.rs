@@ -59,6 +59,8 @@
 //!   regression tests.
 //!
 //! Floor 5, the policy engine:
+//! - [`sizes`]: per-message sizes of requests (Python-JSON chars, tokens,
+//!   cache key), measured once per message a run sends.
 //! - [`policy`]: the policy interface, one engine for every
 //!   context-management design, the checker, the validity oracle and the zoo.
 //! - [`report`]: pure renderers from verdicts and lists to text.
@@ -121,6 +123,7 @@ pub mod retention;
 pub mod scan;
 pub mod scenario;
 pub mod shard;
+pub mod sizes;
 pub mod storage;
 pub mod sweep;
 pub mod tokens;

@@ -234,7 +234,7 @@ impl Observer for Gauge {
         view: &View<'_>,
     ) {
         self.refetch.on_request(call, at, request, events, view);
-        let after = view.tokens.count_messages(request);
+        let after = view.request_tokens(request);
         let before = self.last_request + self.since_request;
         if after < before && events.iter().any(removes) {
             let c = Compaction {
