@@ -54,13 +54,12 @@
 //!   sessions in the message model, damage reported with line and column.
 //!
 //! Floor 4:
-//! - [`tokens`]: token counting, one interface and several counters.
+//! - [`tokens`]: token counting, one interface and several counters, and
+//!   per-message sizes of requests measured once per message a run sends.
 //! - [`scenario`]: declarative compaction scenario files that are also
 //!   regression tests.
 //!
 //! Floor 5, the policy engine:
-//! - [`sizes`]: per-message sizes of requests (Python-JSON chars, tokens,
-//!   cache key), measured once per message a run sends.
 //! - [`policy`]: the policy interface, one engine for every
 //!   context-management design, the checker, the validity oracle and the zoo.
 //! - [`report`]: pure renderers from verdicts and lists to text.
@@ -123,7 +122,6 @@ pub mod retention;
 pub mod scan;
 pub mod scenario;
 pub mod shard;
-pub mod sizes;
 pub mod storage;
 pub mod sweep;
 pub mod tokens;

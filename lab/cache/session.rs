@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use super::{CacheRequest, Segment};
 use crate::message::{Message, Role};
-use crate::sizes::MessageSize;
+use crate::tokens::sizes::MessageSize;
 use crate::tokens::{TokenCounter, Tokens};
 
 /// Builds [`CacheRequest`]s, remembering the size of every message seen.
@@ -120,7 +120,7 @@ fn build(
     for (i, m) in messages.iter().enumerate() {
         let (key, tokens) = match measured {
             Measured::Count(counter) => {
-                let key = crate::sizes::key(m);
+                let key = crate::tokens::sizes::key(m);
                 let n = *sizes
                     .entry(key)
                     .or_insert_with(|| counter.count_message(m) as u64);

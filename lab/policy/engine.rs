@@ -28,8 +28,8 @@ use super::validity::{self, Violation};
 use super::{Policy, PolicyCtx, PolicyEvent};
 use crate::error::{LabError, LabResult};
 use crate::message::{Message, Role};
-use crate::sizes::{Memo, MessageSize};
 use crate::storage::{MemFs, Shared, Storage};
+use crate::tokens::sizes::{Memo, MessageSize};
 use crate::tokens::{Approx, TokenCounter};
 
 /// One session to replay.
@@ -217,7 +217,7 @@ impl View<'_> {
     /// they were measured for it, else counted.
     pub fn request_tokens(&self, request: &[Message]) -> usize {
         if self.sizes.len() == request.len() {
-            crate::sizes::request_tokens(self.sizes)
+            crate::tokens::sizes::request_tokens(self.sizes)
         } else {
             self.tokens.count_messages(request)
         }
@@ -602,8 +602,8 @@ fn record_call(
     run.calls.push(CallRecord {
         at,
         messages: request.len(),
-        chars: crate::sizes::request_chars(sizes),
-        tokens: crate::sizes::request_tokens(sizes),
+        chars: crate::tokens::sizes::request_chars(sizes),
+        tokens: crate::tokens::sizes::request_tokens(sizes),
         envelope,
         events: events.len(),
         violations: validity::check(request),

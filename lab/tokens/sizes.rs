@@ -14,8 +14,8 @@
 
 use std::hash::Hasher;
 
+use super::TokenCounter;
 use crate::message::Message;
-use crate::tokens::TokenCounter;
 
 /// What is measured of one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
