@@ -11,7 +11,9 @@
 //!
 //! Sizes: 10,000,000 tokens under `cargo bench`, 100,000 under `cargo test
 //! --all-targets` (so the bench cannot rot); `HORIZON_BENCH_TOKENS=N`
-//! overrides both.
+//! overrides both. `HORIZON_BENCH_CAP_SECS=S` stops each policy after S
+//! seconds, so a run that would not finish still says per policy how far it
+//! got (`stopped by the cap at N tokens`).
 
 use std::time::Instant;
 
@@ -39,27 +41,40 @@ fn main() {
         "horizon: {tokens} tokens appended (seed {DEFAULT_SEED}, window {DEFAULT_LIMIT}) × {} policies, 2 threads",
         names.len()
     );
+    let cap: Option<f64> = std::env::var("HORIZON_BENCH_CAP_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok());
     let start = Instant::now();
     let runs = ctxlab::jobs::try_collect(
         2,
         |push| names.iter().all(|n| push(n.clone())),
         |name| {
             let t = Instant::now();
-            let r = horizon::run_policy(&name, DEFAULT_SEED, tokens, DEFAULT_LIMIT)?;
+            let deadline = cap.map(|s| t + std::time::Duration::from_secs_f64(s));
+            let r =
+                horizon::run_policy_until(&name, DEFAULT_SEED, tokens, DEFAULT_LIMIT, deadline)?;
             let secs = t.elapsed().as_secs_f64();
             // Progress as each policy ends, so a long run shows where its time goes.
-            eprintln!("  done: {name} in {secs:.1} s");
+            eprintln!(
+                "  done: {name} in {secs:.1} s, {} tokens appended",
+                r.appended
+            );
             Ok::<_, ctxlab::error::LabError>((r, secs))
         },
     )
     .expect("every built-in policy runs");
     for (r, secs) in &runs {
+        let capped = r.appended < tokens && r.stalled_for_good_at.is_none() && r.error.is_none();
+        let ending = if capped {
+            format!("stopped by the cap at {} tokens", r.appended)
+        } else {
+            render::ending(r)
+        };
         println!(
-            "  {:<32} {secs:>7.1} s {:>7} calls {:>8.0} calls/s  {}",
+            "  {:<32} {secs:>7.1} s {:>7} calls {:>8.0} calls/s  {ending}",
             r.policy,
             r.calls,
             r.calls as f64 / secs.max(1e-9),
-            render::ending(r)
         );
     }
     let total = start.elapsed().as_secs_f64();

@@ -54,7 +54,8 @@
 //!   sessions in the message model, damage reported with line and column.
 //!
 //! Floor 4:
-//! - [`tokens`]: token counting, one interface and several counters.
+//! - [`tokens`]: token counting, one interface and several counters, and
+//!   per-message sizes of requests measured once per message a run sends.
 //! - [`scenario`]: declarative compaction scenario files that are also
 //!   regression tests.
 //!

@@ -127,9 +127,12 @@ impl Observer for CostObserver {
         if view.envelope > 0 {
             self.builder.set_system_tokens(view.envelope as u64);
         }
-        let mut r = self
-            .builder
-            .request_counted(request, self.turn, view.tokens);
+        let mut r = if view.sizes.len() == request.len() {
+            self.builder.request_sized(request, self.turn, view.sizes)
+        } else {
+            self.builder
+                .request_counted(request, self.turn, view.tokens)
+        };
         let time = self
             .times_ms
             .as_ref()

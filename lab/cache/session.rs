@@ -13,10 +13,10 @@
 //! times; TTL effects are measured on the recorded arm only).
 
 use std::collections::HashMap;
-use std::hash::Hasher;
 
 use super::{CacheRequest, Segment};
 use crate::message::{Message, Role};
+use crate::tokens::sizes::MessageSize;
 use crate::tokens::{TokenCounter, Tokens};
 
 /// Builds [`CacheRequest`]s, remembering the size of every message seen.
@@ -25,26 +25,6 @@ pub struct RequestBuilder {
     counter: Box<dyn TokenCounter>,
     sizes: HashMap<u64, u64>,
     system: Segment,
-}
-
-/// Feeds serialized JSON straight into a hasher, no string built.
-struct HashWriter(std::collections::hash_map::DefaultHasher);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn message_key(m: &Message) -> u64 {
-    let mut w = HashWriter(Default::default());
-    // A Message always serializes; a failure would only weaken the key.
-    let _ = serde_json::to_writer(&mut w, m);
-    w.0.finish()
 }
 
 impl RequestBuilder {
@@ -79,7 +59,7 @@ impl RequestBuilder {
             &self.system,
             messages,
             turn,
-            self.counter.as_ref(),
+            Measured::Count(self.counter.as_ref()),
         )
     }
 
@@ -91,8 +71,41 @@ impl RequestBuilder {
         turn: usize,
         counter: &dyn TokenCounter,
     ) -> CacheRequest {
-        build(&mut self.sizes, &self.system, messages, turn, counter)
+        build(
+            &mut self.sizes,
+            &self.system,
+            messages,
+            turn,
+            Measured::Count(counter),
+        )
     }
+
+    /// [`RequestBuilder::request_counted`] with the messages' sizes already
+    /// measured by that counter (a replay's [`MessageSize`]s, one per
+    /// message): no message is hashed or counted again.
+    pub fn request_sized(
+        &mut self,
+        messages: &[Message],
+        turn: usize,
+        sized: &[MessageSize],
+    ) -> CacheRequest {
+        build(
+            &mut self.sizes,
+            &self.system,
+            messages,
+            turn,
+            Measured::Sized(sized),
+        )
+    }
+}
+
+/// How a request's messages get their keys and tokens.
+#[derive(Clone, Copy)]
+enum Measured<'a> {
+    /// Hash and count each one.
+    Count(&'a dyn TokenCounter),
+    /// Already measured, one per message.
+    Sized(&'a [MessageSize]),
 }
 
 fn build(
@@ -100,15 +113,24 @@ fn build(
     system: &Segment,
     messages: &[Message],
     turn: usize,
-    counter: &dyn TokenCounter,
+    measured: Measured<'_>,
 ) -> CacheRequest {
     let mut segments = Vec::with_capacity(messages.len() + 1);
     segments.push(system.clone());
     for (i, m) in messages.iter().enumerate() {
-        let key = message_key(m);
-        let tokens = *sizes
-            .entry(key)
-            .or_insert_with(|| counter.count_message(m) as u64);
+        let (key, tokens) = match measured {
+            Measured::Count(counter) => {
+                let key = crate::tokens::sizes::key(m);
+                let n = *sizes
+                    .entry(key)
+                    .or_insert_with(|| counter.count_message(m) as u64);
+                (key, n)
+            }
+            Measured::Sized(s) => (
+                s[i].key,
+                *sizes.entry(s[i].key).or_insert(s[i].tokens as u64),
+            ),
+        };
         let role = if m.role == Role::User {
             "user"
         } else {

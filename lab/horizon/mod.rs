@@ -234,7 +234,7 @@ impl Observer for Gauge {
         view: &View<'_>,
     ) {
         self.refetch.on_request(call, at, request, events, view);
-        let after = view.tokens.count_messages(request);
+        let after = view.request_tokens(request);
         let before = self.last_request + self.since_request;
         if after < before && events.iter().any(removes) {
             let c = Compaction {
@@ -265,12 +265,26 @@ impl Observer for Gauge {
 
 /// One policy over a horizon of `tokens` from `seed`.
 pub fn run_policy(spec: &str, seed: u64, tokens: u64, limit: usize) -> LabResult<PolicyHorizon> {
+    run_policy_until(spec, seed, tokens, limit, None)
+}
+
+/// [`run_policy`], stopped at the first message after `deadline` when one
+/// is given (a benchmark's time cap): the run then ends with fewer tokens
+/// appended than asked, neither stalled for good nor failed.
+pub fn run_policy_until(
+    spec: &str,
+    seed: u64,
+    tokens: u64,
+    limit: usize,
+    deadline: Option<std::time::Instant>,
+) -> LabResult<PolicyHorizon> {
     let mut policy = crate::policy::list::make(spec)?;
     let name = policy.info().name;
     let mut gauge = Gauge::new(&name, limit);
     let stop = gauge.stop.clone();
+    let in_time = move || deadline.is_none_or(|d| std::time::Instant::now() < d);
     let messages = generate::Generator::new(seed, tokens)
-        .take_while(move |_| !stop.get())
+        .take_while(move |_| !stop.get() && in_time())
         .map(Ok::<Message, LabError>);
     let mut env = Env::default();
     let result = replay_stream_lean(

@@ -306,6 +306,7 @@ pub fn recall_at_end(messages: &[Message], facts: &[(String, String)], c: usize)
         rules: &[],
         tokens: &crate::tokens::Approx,
         envelope: 0,
+        sizes: &[],
     };
     let mut retention = crate::retention::Retention::for_session(messages, facts.to_vec());
     let call = messages[..last]

@@ -29,6 +29,7 @@ use super::{Policy, PolicyCtx, PolicyEvent};
 use crate::error::{LabError, LabResult};
 use crate::message::{Message, Role};
 use crate::storage::{MemFs, Shared, Storage};
+use crate::tokens::sizes::{Memo, MessageSize};
 use crate::tokens::{Approx, TokenCounter};
 
 /// One session to replay.
@@ -205,6 +206,22 @@ pub struct View<'a> {
     pub tokens: &'a dyn TokenCounter,
     /// Tokens of the fixed prefix sent before the request's messages.
     pub envelope: usize,
+    /// The request's messages' sizes, one per message, by the run's counter
+    /// (measured once per distinct message); empty when the caller did not
+    /// measure them.
+    pub sizes: &'a [MessageSize],
+}
+
+impl View<'_> {
+    /// Tokens of `request` by the run's counter: from [`View::sizes`] when
+    /// they were measured for it, else counted.
+    pub fn request_tokens(&self, request: &[Message]) -> usize {
+        if self.sizes.len() == request.len() {
+            crate::tokens::sizes::request_tokens(self.sizes)
+        } else {
+            self.tokens.count_messages(request)
+        }
+    }
 }
 
 impl std::fmt::Debug for View<'_> {
@@ -432,6 +449,8 @@ struct Walk {
     is_product_policy: bool,
     /// Keep no events and no ledger ([`replay_stream_lean`]).
     lean: bool,
+    /// The sizes of the messages of `seen` sent in the last request.
+    memo: Memo,
 }
 
 impl Walk {
@@ -467,6 +486,7 @@ impl Walk {
             product_compactions: 0,
             is_product_policy,
             lean: false,
+            memo: Memo::default(),
         })
     }
 
@@ -493,12 +513,16 @@ impl Walk {
             self.product_compactions += 1;
         }
         let envelope = env.prefix.after(self.product_compactions);
+        let previous = self.seen.as_deref().unwrap_or(&[]);
+        self.memo
+            .measure(previous, &prepared.request, env.tokens.as_ref());
         let view = View {
             storage: self.storage.as_ref(),
             root: &self.root,
             rules: &self.rules,
             tokens: env.tokens.as_ref(),
             envelope,
+            sizes: self.memo.sizes(),
         };
         for o in observers.iter_mut() {
             let call = self.run.calls.len();
@@ -509,7 +533,7 @@ impl Walk {
             (at, envelope),
             &prepared.request,
             prepared.events,
-            env.tokens.as_ref(),
+            self.memo.sizes(),
         );
         if self.lean {
             // Counted in the call's record, not kept.
@@ -572,14 +596,14 @@ fn record_call(
     (at, envelope): (usize, usize),
     request: &[Message],
     events: Vec<PolicyEvent>,
-    tokens: &dyn TokenCounter,
+    sizes: &[MessageSize],
 ) {
     let call = run.calls.len();
     run.calls.push(CallRecord {
         at,
         messages: request.len(),
-        chars: crate::pyjson::dumps_len(request),
-        tokens: tokens.count_messages(request),
+        chars: crate::tokens::sizes::request_chars(sizes),
+        tokens: crate::tokens::sizes::request_tokens(sizes),
         envelope,
         events: events.len(),
         violations: validity::check(request),

@@ -17,8 +17,6 @@
 //! `tests/integration/api_compliance/patterns.py`) are planted in this module's
 //! tests; each is detected with the violation OpenHands expects.
 
-use std::collections::BTreeSet;
-
 use serde::Serialize;
 
 use crate::message::{Block, Content, Message, Role};
@@ -91,6 +89,9 @@ pub fn check(messages: &[Message]) -> Vec<Violation> {
     out
 }
 
+/// A set of tool call ids, hashed with a fixed seed (membership only).
+type IdSet<'a> = std::collections::HashSet<&'a str, foldhash::fast::FixedState>;
+
 /// Anthropic Messages rules.
 pub fn anthropic(messages: &[Message]) -> Vec<Violation> {
     let mut out = Vec::new();
@@ -102,30 +103,31 @@ pub fn anthropic(messages: &[Message]) -> Vec<Violation> {
             id: id.to_string(),
         })
     };
-    let mut calls_seen = BTreeSet::new();
-    let mut results_seen = BTreeSet::new();
+    // Sets for membership only (no order is read from them): hashed, as
+    // the oracle runs on every request of a replay.
+    let mut calls_seen = IdSet::default();
+    let mut results_seen = IdSet::default();
     for (i, m) in messages.iter().enumerate() {
         match m.role {
             Role::Assistant => {
                 let next = messages.get(i + 1).filter(|n| n.role == Role::User);
-                let answered: BTreeSet<&str> = next
-                    .map(|n| n.tool_result_ids().into_iter().collect())
-                    .unwrap_or_default();
+                // A message holds a few ids: a list beats a set.
+                let answered: Vec<&str> = next.map(|n| n.tool_result_ids()).unwrap_or_default();
                 for id in m.tool_use_ids() {
                     if !calls_seen.insert(id) {
                         push(Kind::DuplicateToolCallId, i, id);
                     }
-                    if !answered.contains(id) {
+                    if !answered.contains(&id) {
                         push(Kind::UnansweredToolUse, i, id);
                     }
                 }
             }
             Role::User => {
-                let calls: BTreeSet<&str> = i
+                let calls: Vec<&str> = i
                     .checked_sub(1)
                     .map(|p| &messages[p])
                     .filter(|p| p.role == Role::Assistant)
-                    .map(|p| p.tool_use_ids().into_iter().collect())
+                    .map(|p| p.tool_use_ids())
                     .unwrap_or_default();
                 let mut other_before = false;
                 for b in m.blocks() {
@@ -141,7 +143,7 @@ pub fn anthropic(messages: &[Message]) -> Vec<Violation> {
                     }
                     if !results_seen.insert(id.as_str()) {
                         push(Kind::DuplicateToolResult, i, id);
-                    } else if !calls.contains(id.as_str()) {
+                    } else if !calls.contains(&id.as_str()) {
                         push(Kind::OrphanToolResult, i, id);
                     }
                 }
@@ -200,7 +202,7 @@ pub fn openai(messages: &[Message]) -> Vec<Violation> {
     };
     let mut pending: Vec<&str> = Vec::new();
     let (mut called, mut completed, mut interrupted) =
-        (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+        (IdSet::default(), IdSet::default(), IdSet::default());
     for (i, w) in wire(messages) {
         match w {
             Wire::User | Wire::Assistant(_) => {
@@ -245,6 +247,7 @@ pub fn openai(messages: &[Message]) -> Vec<Violation> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::BTreeSet;
 
     fn user(t: &str) -> Message {
         Message::user_text(t)

@@ -443,7 +443,7 @@ impl Observer for Dumper {
             at,
             at_line: self.target.lines.get(at).copied().filter(|&l| l > 0),
             chars: crate::pyjson::dumps_len(request),
-            tokens: view.tokens.count_messages(request),
+            tokens: view.request_tokens(request),
             wire: self.target.wire,
             request: wire::request(request, self.target.wire),
             sources: sources.clone(),

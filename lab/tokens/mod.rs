@@ -12,6 +12,7 @@ pub mod claude;
 pub mod fit;
 pub mod openai;
 pub mod recorded;
+pub mod sizes;
 
 /// Counts tokens of text and of whole requests.
 pub trait TokenCounter: Send + Sync + std::fmt::Debug {

@@ -225,7 +225,7 @@ pub fn render(view: &[Event], history: &[Message], llm: LlmConfig) -> Vec<Messag
         }
     }
     let mut out = Vec::new();
-    let mut pending: Vec<usize> = Vec::new();
+    let mut pending = Pending::default();
     let mut results: BTreeMap<String, String> = BTreeMap::new();
     for ev in evs {
         match ev {
@@ -234,40 +234,103 @@ pub fn render(view: &[Event], history: &[Message], llm: LlmConfig) -> Vec<Messag
             Ev::Agent(m) => out.push(Out::Assistant(m.clone())),
             Ev::Condensed(t) => out.push(Out::User(Message::user_text(cut(t)))),
             Ev::Action { response, .. } => {
-                if !pending.contains(response) {
-                    pending.push(*response);
+                if pending.add(*response, history) {
+                    pending.flush(&[*response], &mut results, history, &mut out);
                 }
             }
             Ev::Observation { call, content } => {
                 results.insert(call.clone(), cut(content));
+                let waiting = pending.waiting_on(call);
+                pending.flush(&waiting, &mut results, history, &mut out);
             }
         }
-        flush_complete(&mut pending, &mut results, history, &mut out);
     }
     format_consecutive_users(out)
 }
 
-/// Emit every pending model response whose calls all have results (with
-/// those results right after it), in the order the responses were seen.
-fn flush_complete(
-    pending: &mut Vec<usize>,
-    results: &mut BTreeMap<String, String>,
-    history: &[Message],
-    out: &mut Vec<Out>,
-) {
-    pending.retain(|&r| {
-        let calls = history[r].tool_use_ids();
-        if !calls.iter().all(|c| results.contains_key(*c)) {
-            return true;
+/// Model responses seen whose calls do not all have results yet, in the
+/// order they were seen (upstream's `pending_tool_call_action_messages`).
+///
+/// Upstream re-checks every pending response after each event. Only the
+/// event's own response (an action) or the responses waiting on its call
+/// (an observation) can become complete, since every other one was
+/// incomplete after the previous event and emitting a response only takes
+/// results away: checking those alone emits the same messages in the same
+/// order, without a pass over every pending response per event (responses
+/// whose results a condenser masked stay pending for good, so that pass
+/// made rendering quadratic in the history).
+#[derive(Default)]
+struct Pending {
+    /// History index of each pending response, by the order it was seen.
+    order: BTreeMap<usize, usize>,
+    /// Seen-order of each pending response, by history index.
+    seen: BTreeMap<usize, usize>,
+    /// Pending responses (seen-order) calling each tool call id.
+    by_call: BTreeMap<String, BTreeSet<usize>>,
+    next: usize,
+}
+
+impl Pending {
+    /// Add response `r` unless it is pending already; whether it was added.
+    fn add(&mut self, r: usize, history: &[Message]) -> bool {
+        if self.seen.contains_key(&r) {
+            return false;
         }
-        out.push(Out::Assistant(history[r].clone()));
-        let answers = calls
-            .iter()
-            .map(|c| (c.to_string(), results.remove(*c).unwrap_or_default()))
-            .collect();
-        out.push(Out::Tool(Message::tool_results(answers)));
-        false
-    });
+        let n = self.next;
+        self.next += 1;
+        self.order.insert(n, r);
+        self.seen.insert(r, n);
+        for c in history[r].tool_use_ids() {
+            self.by_call.entry(c.to_string()).or_default().insert(n);
+        }
+        true
+    }
+
+    /// History indices of the pending responses that call `call`, in seen order.
+    fn waiting_on(&self, call: &str) -> Vec<usize> {
+        self.by_call
+            .get(call)
+            .map(|ns| ns.iter().map(|n| self.order[n]).collect())
+            .unwrap_or_default()
+    }
+
+    fn remove(&mut self, r: usize, history: &[Message]) {
+        if let Some(n) = self.seen.remove(&r) {
+            self.order.remove(&n);
+            for c in history[r].tool_use_ids() {
+                if let Some(ns) = self.by_call.get_mut(c) {
+                    ns.remove(&n);
+                    if ns.is_empty() {
+                        self.by_call.remove(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Emit each of `candidates` (pending responses, in seen order) whose
+    /// calls all have results, with those results right after it.
+    fn flush(
+        &mut self,
+        candidates: &[usize],
+        results: &mut BTreeMap<String, String>,
+        history: &[Message],
+        out: &mut Vec<Out>,
+    ) {
+        for &r in candidates {
+            let calls = history[r].tool_use_ids();
+            if !calls.iter().all(|c| results.contains_key(*c)) {
+                continue;
+            }
+            out.push(Out::Assistant(history[r].clone()));
+            let answers = calls
+                .iter()
+                .map(|c| (c.to_string(), results.remove(*c).unwrap_or_default()))
+                .collect();
+            out.push(Out::Tool(Message::tool_results(answers)));
+            self.remove(r, history);
+        }
+    }
 }
 
 /// `_apply_user_message_formatting`: a user message right after another user

@@ -63,27 +63,19 @@ pub fn placeholder(lines: usize) -> String {
 /// `len(text.splitlines())` as Python counts it (every Unicode line boundary,
 /// `\r\n` as one, no empty last line).
 pub fn py_line_count(text: &str) -> usize {
+    // Break to break by a vectorised scan: a masked observation is counted
+    // at every call, so a char-by-char walk made masking the policy's cost.
     let mut lines = 0;
-    let mut open = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' => {
-                if chars.peek() == Some(&'\n') {
-                    chars.next();
-                }
-                lines += 1;
-                open = false;
-            }
-            '\n' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}'
-            | '\u{2029}' => {
-                lines += 1;
-                open = false;
-            }
-            _ => open = true,
+    let mut rest = text;
+    while let Some(i) = crate::compact::course::find_line_break(rest) {
+        lines += 1;
+        let mut end = i + rest[i..].chars().next().map_or(1, char::len_utf8);
+        if rest.as_bytes()[i] == b'\r' && rest[end..].starts_with('\n') {
+            end += 1;
         }
+        rest = &rest[end..];
     }
-    lines + usize::from(open)
+    lines + usize::from(!rest.is_empty())
 }
 
 impl LastNObservations {
@@ -229,6 +221,40 @@ mod tests {
             .map(|s| py_line_count(s))
             .collect();
         assert_eq!(got, vec![0, 1, 1, 2, 3, 2]);
+    }
+
+    /// The char-by-char count `py_line_count` replaced, as the reference.
+    fn line_count_by_chars(text: &str) -> usize {
+        let mut lines = 0;
+        let mut open = false;
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => {
+                    if chars.peek() == Some(&'\n') {
+                        chars.next();
+                    }
+                    lines += 1;
+                    open = false;
+                }
+                '\n' | '\u{b}' | '\u{c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}'
+                | '\u{2028}' | '\u{2029}' => {
+                    lines += 1;
+                    open = false;
+                }
+                _ => open = true,
+            }
+        }
+        lines + usize::from(open)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn line_count_equals_the_char_by_char_count(
+            s in "[a\r\n\u{b}\u{c}\u{1c}\u{1e}\u{85}\u{2028}\u{2029}é\u{2027}\u{c5}]{0,40}"
+        ) {
+            proptest::prop_assert_eq!(py_line_count(&s), line_count_by_chars(&s));
+        }
     }
 
     #[test]

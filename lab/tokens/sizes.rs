@@ -1,0 +1,185 @@
+//! Per-message sizes of a request (Python-JSON chars, tokens, cache key),
+//! measured once per message a run sends instead of once per request.
+//!
+//! A request is mostly the previous request plus what arrived since, that
+//! with a few messages edited in place, or its tail after the oldest
+//! messages were replaced or dropped. [`Memo`] keeps the sizes of the last
+//! request's messages in order; a message of the next request equal (`==`,
+//! a memory compare) to the message at the same position of the previous
+//! list, or at the same distance from its end, takes its sizes, and every
+//! other message is measured. Sizes are pure functions of a message, so
+//! reuse never changes a number: it only saves re-serialising and
+//! re-counting the whole request at every call, which made a replay
+//! quadratic in its session.
+
+use std::hash::Hasher;
+
+use super::TokenCounter;
+use crate::message::Message;
+
+/// What is measured of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageSize {
+    /// `len(json.dumps(message, ensure_ascii=False))`.
+    pub chars: usize,
+    /// Tokens by the run's counter.
+    pub tokens: usize,
+    /// The prompt cache's key of the message ([`key`]).
+    pub key: u64,
+}
+
+impl MessageSize {
+    /// Measure `m` with `counter`.
+    pub fn of(m: &Message, counter: &dyn TokenCounter) -> MessageSize {
+        MessageSize {
+            chars: crate::pyjson::dumps_len(m),
+            tokens: counter.count_message(m),
+            key: key(m),
+        }
+    }
+}
+
+/// Feeds serialized JSON straight into a hasher, no string built.
+struct HashWriter(std::collections::hash_map::DefaultHasher);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The prompt cache's key of a message: the hash of its compact JSON, so
+/// equal messages share a key (the cache model compares prefixes by it).
+pub fn key(m: &Message) -> u64 {
+    let mut w = HashWriter(Default::default());
+    // A Message always serializes; a failure would only weaken the key.
+    let _ = serde_json::to_writer(&mut w, m);
+    w.0.finish()
+}
+
+/// `len(json.dumps(request, ensure_ascii=False))` from its messages' sizes:
+/// the brackets, and `", "` between messages.
+pub fn request_chars(sizes: &[MessageSize]) -> usize {
+    let inner: usize = sizes.iter().map(|s| s.chars).sum();
+    2 + inner + 2 * sizes.len().saturating_sub(1)
+}
+
+/// Tokens of a request from its messages' sizes (a counter counts a request
+/// as the sum of its messages).
+pub fn request_tokens(sizes: &[MessageSize]) -> usize {
+    sizes.iter().map(|s| s.tokens).sum()
+}
+
+/// The sizes of the last request measured, reused for the next one.
+#[derive(Debug, Default, Clone)]
+pub struct Memo {
+    sizes: Vec<MessageSize>,
+}
+
+impl Memo {
+    /// Measure `request`. `previous` is the list the memo's sizes describe,
+    /// in order: the last request measured, possibly followed by messages
+    /// that arrived after it (never measured, so measured now if sent).
+    pub fn measure(
+        &mut self,
+        previous: &[Message],
+        request: &[Message],
+        counter: &dyn TokenCounter,
+    ) {
+        let known = self.sizes.len().min(previous.len());
+        // How far the tail of `request` sits from the tail of `previous`.
+        let shift = previous.len() as isize - request.len() as isize;
+        let reuse = |i: usize| -> Option<MessageSize> {
+            let m = &request[i];
+            let front = (i < known && previous[i] == *m).then(|| self.sizes[i]);
+            front.or_else(|| {
+                let j = usize::try_from(i as isize + shift).ok()?;
+                (j != i && j < known && previous[j] == *m).then(|| self.sizes[j])
+            })
+        };
+        let sizes: Vec<MessageSize> = (0..request.len())
+            .map(|i| reuse(i).unwrap_or_else(|| MessageSize::of(&request[i], counter)))
+            .collect();
+        self.sizes = sizes;
+    }
+
+    /// The sizes of the last request measured, one per message.
+    pub fn sizes(&self) -> &[MessageSize] {
+        &self.sizes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Block;
+    use crate::tokens::Approx;
+
+    fn call(i: usize) -> Message {
+        Message::assistant(vec![Block::ToolUse {
+            id: format!("t{i}"),
+            name: "read".into(),
+            input: serde_json::json!({"path": format!("/src/é{i}.rs"), "n": 1.5}),
+        }])
+    }
+
+    fn result(i: usize, text: &str) -> Message {
+        Message::tool_results(vec![(format!("t{i}"), format!("{text}\n\"{i}\""))])
+    }
+
+    fn fresh(request: &[Message]) -> Vec<MessageSize> {
+        request
+            .iter()
+            .map(|m| MessageSize::of(m, &Approx))
+            .collect()
+    }
+
+    #[test]
+    fn request_figures_equal_the_whole_request_measured() {
+        for n in 0..4 {
+            let request: Vec<Message> = (0..n).map(|i| result(i, "ü x")).collect();
+            let sizes = fresh(&request);
+            assert_eq!(request_chars(&sizes), crate::pyjson::dumps_len(&request));
+            assert_eq!(request_tokens(&sizes), Approx.count_messages(&request));
+        }
+    }
+
+    /// Appends, an edit in place, a front replaced by a summary, the oldest
+    /// dropped: the memo's sizes always equal a fresh measurement.
+    #[test]
+    fn reused_sizes_equal_fresh_ones() {
+        let mut history = vec![Message::user_text("fix it")];
+        let mut memo = Memo::default();
+        let mut previous: Vec<Message> = Vec::new();
+        for step in 0..12 {
+            history.push(call(step));
+            history.push(result(step, &"x".repeat(step * 7)));
+            let mut request = history.clone();
+            match step % 4 {
+                1 => request[2] = result(0, "[cleared]"),
+                2 => {
+                    request.drain(..3);
+                    request.insert(0, Message::user_text("summary"));
+                }
+                3 => {
+                    request.drain(..4);
+                }
+                _ => {}
+            }
+            memo.measure(&previous, &request, &Approx);
+            assert_eq!(memo.sizes(), &fresh(&request)[..], "step {step}");
+            previous = request;
+            previous.push(Message::user_text("arrived after"));
+        }
+    }
+
+    #[test]
+    fn equal_messages_share_a_key_and_different_ones_do_not() {
+        assert_eq!(key(&result(1, "a")), key(&result(1, "a")));
+        assert_ne!(key(&result(1, "a")), key(&result(1, "b")));
+    }
+}
