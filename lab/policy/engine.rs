@@ -59,7 +59,8 @@ pub struct CallRecord {
     pub envelope: usize,
     /// Events the policy recorded before this call.
     pub events: usize,
-    /// Provider rules the request breaks (Anthropic and OpenAI).
+    /// Provider rules the request breaks (Anthropic and OpenAI Chat; OpenAI
+    /// Responses too when the policy sends `/responses` requests).
     pub violations: Vec<Violation>,
 }
 
@@ -432,6 +433,9 @@ struct Walk {
     is_product_policy: bool,
     /// Keep no events and no ledger ([`replay_stream_lean`]).
     lean: bool,
+    /// The policy sends `/responses` requests: check them against the
+    /// Responses input-item rules too.
+    responses: bool,
 }
 
 impl Walk {
@@ -467,6 +471,7 @@ impl Walk {
             product_compactions: 0,
             is_product_policy,
             lean: false,
+            responses: policy.sends_responses(),
         })
     }
 
@@ -509,7 +514,7 @@ impl Walk {
             (at, envelope),
             &prepared.request,
             prepared.events,
-            env.tokens.as_ref(),
+            (env.tokens.as_ref(), self.responses),
         );
         if self.lean {
             // Counted in the call's record, not kept.
@@ -572,9 +577,13 @@ fn record_call(
     (at, envelope): (usize, usize),
     request: &[Message],
     events: Vec<PolicyEvent>,
-    tokens: &dyn TokenCounter,
+    (tokens, responses): (&dyn TokenCounter, bool),
 ) {
     let call = run.calls.len();
+    let mut violations = validity::check(request);
+    if responses {
+        violations.extend(super::responses::check(request));
+    }
     run.calls.push(CallRecord {
         at,
         messages: request.len(),
@@ -582,7 +591,7 @@ fn record_call(
         tokens: tokens.count_messages(request),
         envelope,
         events: events.len(),
-        violations: validity::check(request),
+        violations,
     });
     run.events.extend(events.into_iter().map(|e| (call, e)));
 }
@@ -614,7 +623,11 @@ impl PolicyRun {
             self.invalid_requests,
             std::iter::empty(),
         );
-        for p in [Provider::Anthropic, Provider::OpenAi] {
+        for p in [
+            Provider::Anthropic,
+            Provider::OpenAi,
+            Provider::OpenAiResponses,
+        ] {
             let bad: Vec<String> = self
                 .calls
                 .iter()
@@ -625,19 +638,11 @@ impl PolicyRun {
             let name = match p {
                 Provider::Anthropic => "invalid_anthropic",
                 Provider::OpenAi => "invalid_openai",
+                Provider::OpenAiResponses => "invalid_openai_responses",
             };
             c.count(name, bad.len() as u64, bad);
         }
-        for kind in [
-            Kind::UnansweredToolUse,
-            Kind::OrphanToolResult,
-            Kind::ResultNotFirst,
-            Kind::DuplicateToolCallId,
-            Kind::DuplicateToolResult,
-            Kind::InterleavedMessage,
-            Kind::UnmatchedToolResult,
-            Kind::UnmatchedToolUse,
-        ] {
+        for kind in Kind::ALL {
             let ids: Vec<String> = self
                 .calls
                 .iter()

@@ -135,6 +135,10 @@ impl Policy for Frozen {
         self.inner.acts_on()
     }
 
+    fn sends_responses(&self) -> bool {
+        self.inner.sends_responses()
+    }
+
     fn own_storage(&self) -> Option<(crate::storage::Shared, std::path::PathBuf)> {
         self.inner.own_storage()
     }

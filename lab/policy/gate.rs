@@ -221,6 +221,10 @@ impl Policy for Gated {
         self.inner.acts_on()
     }
 
+    fn sends_responses(&self) -> bool {
+        self.inner.sends_responses()
+    }
+
     fn own_storage(&self) -> Option<(crate::storage::Shared, std::path::PathBuf)> {
         self.inner.own_storage()
     }

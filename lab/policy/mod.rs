@@ -30,6 +30,7 @@ pub mod list;
 pub mod model;
 pub mod none;
 pub mod render;
+pub mod responses;
 pub mod shape;
 pub mod validity;
 pub mod variant;
@@ -335,6 +336,13 @@ pub trait Policy: Send {
     /// say so.
     fn acts_on(&self) -> shape::ActsOn {
         shape::ActsOn::Messages
+    }
+
+    /// Whether the design sends OpenAI Responses requests (`/responses`
+    /// input items): the engine then checks every request against the
+    /// [Responses rules](responses) as well as the Anthropic and Chat ones.
+    fn sends_responses(&self) -> bool {
+        false
     }
 
     /// Storage and root the policy writes to itself, when it owns them (the

@@ -130,6 +130,10 @@ impl Policy for Variant {
         self.inner.acts_on()
     }
 
+    fn sends_responses(&self) -> bool {
+        self.inner.sends_responses()
+    }
+
     fn own_storage(&self) -> Option<(crate::storage::Shared, std::path::PathBuf)> {
         self.inner.own_storage()
     }
