@@ -36,7 +36,7 @@ pub enum Provider {
     /// OpenAI Chat Completions.
     OpenAi,
     /// OpenAI Responses (`/responses` input items; checked only for the
-    /// policies that send it, see [`super::responses`]).
+    /// policies that send it, by `policy::responses`).
     OpenAiResponses,
 }
 
