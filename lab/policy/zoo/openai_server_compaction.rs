@@ -103,7 +103,8 @@ impl ServerCompaction {
     }
 
     /// Compact the input before the first unanswered call into one item
-    /// (the whole input when every call is answered), or say why not.
+    /// (the whole input when every call is answered; nothing when such a
+    /// call comes first), or say why the summary failed.
     fn compact(&mut self, history: &mut Vec<Message>, ctx: &mut PolicyCtx<'_>) -> Vec<PolicyEvent> {
         let previous = history.first().and_then(compaction_content);
         let start = usize::from(previous.is_some());
@@ -137,7 +138,7 @@ impl ServerCompaction {
 
 /// The first message with a call no later message answers (the history's
 /// length when there is none). The API refuses an input with an unanswered
-/// call before any compaction, so a real client never sends one; a
+/// call (`missing_function_call_output`), so a real client never sends one; a
 /// recorded session can (a reply split over several messages, an
 /// interrupted turn), and the lab keeps such a call and what follows it
 /// after the item rather than summarise half a pair.
