@@ -60,7 +60,8 @@ pub struct CallRecord {
     pub envelope: usize,
     /// Events the policy recorded before this call.
     pub events: usize,
-    /// Provider rules the request breaks (Anthropic and OpenAI).
+    /// Provider rules the request breaks (Anthropic and OpenAI Chat; OpenAI
+    /// Responses too when the policy sends `/responses` requests).
     pub violations: Vec<Violation>,
 }
 
@@ -451,6 +452,9 @@ struct Walk {
     lean: bool,
     /// The sizes of the messages of `seen` sent in the last request.
     memo: Memo,
+    /// The policy sends `/responses` requests: check them against the
+    /// Responses input-item rules too.
+    responses: bool,
 }
 
 impl Walk {
@@ -487,6 +491,7 @@ impl Walk {
             is_product_policy,
             lean: false,
             memo: Memo::default(),
+            responses: policy.sends_responses(),
         })
     }
 
@@ -533,7 +538,7 @@ impl Walk {
             (at, envelope),
             &prepared.request,
             prepared.events,
-            self.memo.sizes(),
+            (self.memo.sizes(), self.responses),
         );
         if self.lean {
             // Counted in the call's record, not kept.
@@ -596,9 +601,13 @@ fn record_call(
     (at, envelope): (usize, usize),
     request: &[Message],
     events: Vec<PolicyEvent>,
-    sizes: &[MessageSize],
+    (sizes, responses): (&[MessageSize], bool),
 ) {
     let call = run.calls.len();
+    let mut violations = validity::check(request);
+    if responses {
+        violations.extend(super::responses::check(request));
+    }
     run.calls.push(CallRecord {
         at,
         messages: request.len(),
@@ -606,7 +615,7 @@ fn record_call(
         tokens: crate::tokens::sizes::request_tokens(sizes),
         envelope,
         events: events.len(),
-        violations: validity::check(request),
+        violations,
     });
     run.events.extend(events.into_iter().map(|e| (call, e)));
 }
@@ -638,7 +647,11 @@ impl PolicyRun {
             self.invalid_requests,
             std::iter::empty(),
         );
-        for p in [Provider::Anthropic, Provider::OpenAi] {
+        for p in [
+            Provider::Anthropic,
+            Provider::OpenAi,
+            Provider::OpenAiResponses,
+        ] {
             let bad: Vec<String> = self
                 .calls
                 .iter()
@@ -649,19 +662,11 @@ impl PolicyRun {
             let name = match p {
                 Provider::Anthropic => "invalid_anthropic",
                 Provider::OpenAi => "invalid_openai",
+                Provider::OpenAiResponses => "invalid_openai_responses",
             };
             c.count(name, bad.len() as u64, bad);
         }
-        for kind in [
-            Kind::UnansweredToolUse,
-            Kind::OrphanToolResult,
-            Kind::ResultNotFirst,
-            Kind::DuplicateToolCallId,
-            Kind::DuplicateToolResult,
-            Kind::InterleavedMessage,
-            Kind::UnmatchedToolResult,
-            Kind::UnmatchedToolUse,
-        ] {
+        for kind in Kind::ALL {
             let ids: Vec<String> = self
                 .calls
                 .iter()

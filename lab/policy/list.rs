@@ -72,6 +72,10 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             zoo::openai_realtime::NAME_RETENTION,
             zoo::openai_realtime::retention,
         ),
+        (
+            zoo::openai_server_compaction::NAME,
+            zoo::openai_server_compaction::make,
+        ),
     ]
 }
 

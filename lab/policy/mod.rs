@@ -20,13 +20,18 @@
 //!   an edited copy as the request.
 
 /// The [`Policy`] methods a wrapper of another policy (its field `inner`)
-/// passes through unchanged: what it acts on, its own storage, whether its
+/// passes through unchanged: what it acts on, whether it sends `/responses`,
+/// its own storage, whether its
 /// errors end the replay, and its variants. Written once here because every
 /// wrapper (`frozen:`, `gated:`, a variant) needs exactly these.
 macro_rules! forward_to_inner {
     () => {
         fn acts_on(&self) -> $crate::policy::shape::ActsOn {
             self.inner.acts_on()
+        }
+
+        fn sends_responses(&self) -> bool {
+            self.inner.sends_responses()
         }
 
         fn own_storage(&self) -> Option<($crate::storage::Shared, std::path::PathBuf)> {
@@ -57,6 +62,7 @@ pub mod list;
 pub mod model;
 pub mod none;
 pub mod render;
+pub mod responses;
 pub mod shape;
 pub mod validity;
 pub mod variant;
@@ -362,6 +368,13 @@ pub trait Policy: Send {
     /// say so.
     fn acts_on(&self) -> shape::ActsOn {
         shape::ActsOn::Messages
+    }
+
+    /// Whether the design sends OpenAI Responses requests (`/responses`
+    /// input items): the engine then checks every request against the
+    /// [Responses rules](responses) as well as the Anthropic and Chat ones.
+    fn sends_responses(&self) -> bool {
+        false
     }
 
     /// Storage and root the policy writes to itself, when it owns them (the

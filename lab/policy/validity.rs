@@ -13,6 +13,10 @@
 //!   unanswered when the request ends and `duplicate_tool_call_id` for a call id
 //!   used twice.
 //!
+//! A third set, OpenAI's Responses input-item rules, lives in
+//! [`super::responses`] and is run only on the requests of policies that send
+//! `/responses` requests ([`super::Policy::sends_responses`]).
+//!
 //! OpenHands' eight malformed-history patterns (OpenHands/software-agent-sdk
 //! `tests/integration/api_compliance/patterns.py`) are planted in this module's
 //! tests; each is detected with the violation OpenHands expects.
@@ -29,6 +33,9 @@ pub enum Provider {
     Anthropic,
     /// OpenAI Chat Completions.
     OpenAi,
+    /// OpenAI Responses (`/responses` input items; checked only for the
+    /// policies that send it, by `policy::responses`).
+    OpenAiResponses,
 }
 
 /// What rule a request breaks.
@@ -51,9 +58,42 @@ pub enum Kind {
     UnmatchedToolResult,
     /// A call still unanswered when the request ends (OpenAI).
     UnmatchedToolUse,
+    /// A `function_call` no `function_call_output` in the input answers
+    /// (Responses: "No tool output found for function call …").
+    MissingFunctionCallOutput,
+    /// A `function_call_output` no earlier `function_call` has the `call_id`
+    /// of (Responses: "No tool call found for function call output with
+    /// call_id …").
+    OrphanFunctionCallOutput,
+    /// A `reasoning` item not followed by the message or function call it
+    /// belongs to (Responses: "… of type 'reasoning' was provided without its
+    /// required following item").
+    ReasoningWithoutFollowingItem,
+    /// A `compaction` item without `encrypted_content` (a required field).
+    EmptyCompaction,
+    /// A `function_call_output` after the latest `compaction` item answering
+    /// a `function_call` before it, which the compaction pruned.
+    OutputAcrossCompaction,
 }
 
 impl Kind {
+    /// Every rule, in declaration order (counters list each, zero when clean).
+    pub const ALL: [Kind; 13] = [
+        Kind::UnansweredToolUse,
+        Kind::OrphanToolResult,
+        Kind::ResultNotFirst,
+        Kind::DuplicateToolCallId,
+        Kind::DuplicateToolResult,
+        Kind::InterleavedMessage,
+        Kind::UnmatchedToolResult,
+        Kind::UnmatchedToolUse,
+        Kind::MissingFunctionCallOutput,
+        Kind::OrphanFunctionCallOutput,
+        Kind::ReasoningWithoutFollowingItem,
+        Kind::EmptyCompaction,
+        Kind::OutputAcrossCompaction,
+    ];
+
     /// The name used in counters and JSON.
     pub fn name(self) -> &'static str {
         match self {
@@ -65,6 +105,11 @@ impl Kind {
             Kind::InterleavedMessage => "interleaved_message",
             Kind::UnmatchedToolResult => "unmatched_tool_result",
             Kind::UnmatchedToolUse => "unmatched_tool_use",
+            Kind::MissingFunctionCallOutput => "missing_function_call_output",
+            Kind::OrphanFunctionCallOutput => "orphan_function_call_output",
+            Kind::ReasoningWithoutFollowingItem => "reasoning_without_following_item",
+            Kind::EmptyCompaction => "empty_compaction",
+            Kind::OutputAcrossCompaction => "output_across_compaction",
         }
     }
 }
@@ -82,7 +127,7 @@ pub struct Violation {
     pub id: String,
 }
 
-/// Every violation of both providers' rules, Anthropic first.
+/// Every violation of the Anthropic and OpenAI Chat rules, Anthropic first.
 pub fn check(messages: &[Message]) -> Vec<Violation> {
     let mut out = anthropic(messages);
     out.extend(openai(messages));

@@ -1,18 +1,19 @@
 //! Policy groups: the panels plots draw as small multiples. Each group
 //! gathers whole policy families (`PolicyInfo::family`, the product a
-//! policy ports) into six groups of at most seven policies, so a panel
+//! policy ports) into seven groups of at most seven policies, so a panel
 //! that highlights one group never needs more than seven styles; a policy
 //! keeps one style everywhere ([`style_index`]). [`family`] is the finer
 //! label the HTML report filters by.
 
 /// The groups, in display order.
-pub const GROUPS: [&str; 6] = [
+pub const GROUPS: [&str; 7] = [
     "baseline and course",
     "Claude Code, Codex and Gemini CLI",
     "coding agents",
     "SWE-agent",
     "OpenHands",
     "APIs and frameworks",
+    "OpenAI API",
 ];
 
 /// The group of policy `name` (case-insensitive); unknown names go with
@@ -31,7 +32,11 @@ pub fn group(name: &str) -> &'static str {
         GROUPS[3]
     } else if starts(&["openhands"]) {
         GROUPS[4]
-    } else if starts(&["anthropic-", "langchain-", "vercel-", "openai-"]) {
+    } else if starts(&["openai-"]) {
+        // Its own group since a third OpenAI policy made "APIs and
+        // frameworks" eight.
+        GROUPS[6]
+    } else if starts(&["anthropic-", "langchain-", "vercel-"]) {
         GROUPS[5]
     } else {
         GROUPS[2]
@@ -80,6 +85,7 @@ mod tests {
         assert_eq!(group("codex-truncate"), "Claude Code, Codex and Gemini CLI");
         assert_eq!(group("hermes-lean"), "coding agents");
         assert_eq!(group("course-main"), "baseline and course");
+        assert_eq!(group("openai-server-compaction"), "OpenAI API");
         for a in &names {
             for b in &names {
                 if family(a) == family(b) {

@@ -13,7 +13,8 @@ use std::collections::BTreeSet;
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
-use ctxlab::policy::{list, Policy};
+use ctxlab::policy::validity::Violation;
+use ctxlab::policy::{list, responses, Policy};
 use serde_json::json;
 
 const POLICIES: &[&str] = &[
@@ -101,12 +102,27 @@ fn replay_timed(
     replay(policy, session, &mut Env::default()).unwrap()
 }
 
+fn rule(v: &Violation) -> String {
+    format!("{:?} {:?} {}", v.provider, v.kind, v.id)
+}
+
 /// Every (provider, rule, id) a run's requests break.
 fn broken_rules(run: &PolicyRun) -> BTreeSet<String> {
     run.calls
         .iter()
         .flat_map(|c| &c.violations)
-        .map(|v| format!("{:?} {:?} {}", v.provider, v.kind, v.id))
+        .map(rule)
+        .collect()
+}
+
+/// The Responses rules the `none` baseline's requests (each the history
+/// before its call) break: the engine checks them only for the policies
+/// that send `/responses` requests, so the baseline is computed here.
+fn responses_baseline(base: &PolicyRun, messages: &[Message]) -> BTreeSet<String> {
+    base.calls
+        .iter()
+        .flat_map(|c| responses::check(&messages[..c.at]))
+        .map(|v| rule(&v))
         .collect()
 }
 
@@ -146,11 +162,22 @@ fn zoo() -> Vec<&'static str> {
 fn all_valid(name: &str, messages: &[Message]) {
     let base = run("none", name, messages);
     let baseline = broken_rules(&base);
+    let mut with_responses = None;
     for policy in zoo() {
+        let sends_responses = list::make(policy).unwrap().sends_responses();
+        let baseline = if sends_responses {
+            with_responses.get_or_insert_with(|| {
+                let mut b = baseline.clone();
+                b.extend(responses_baseline(&base, messages));
+                b
+            })
+        } else {
+            &baseline
+        };
         let r = run(policy, name, messages);
         assert_eq!(r.ended_by_error, None, "{policy} on {name}");
         assert_eq!(r.calls.len(), base.calls.len(), "{policy} on {name}: calls");
-        let new = new_breaks(&r, &baseline);
+        let new = new_breaks(&r, baseline);
         assert!(new.is_empty(), "{policy} on {name}: {new:?}");
         let dangling = &r.findings.dangling_pointers;
         assert_eq!(dangling.count, 0, "{policy} on {name}: {dangling:?}");
@@ -270,6 +297,29 @@ fn openai_realtime_with_a_small_limit_stays_valid() {
             cuts[1],
             cuts[0]
         );
+    }
+}
+
+/// OpenAI's server-side compaction with a 3 000-token threshold on the
+/// synthetic session (and every real transcript when there): it compacts
+/// the synthetic session more than once, and no request breaks a rule (the Responses rules included) that `none`'s do
+/// not.
+#[test]
+fn openai_server_compaction_with_a_low_threshold_stays_valid() {
+    let spec = "openai-server-compaction:compact_threshold=3000";
+    for (name, messages) in &synthetic_and_real() {
+        let base = run("none", name, messages);
+        let mut baseline = broken_rules(&base);
+        baseline.extend(responses_baseline(&base, messages));
+        let r = run(spec, name, messages);
+        assert_eq!(r.ended_by_error, None, "{spec} on {name}");
+        assert_eq!(r.calls.len(), base.calls.len(), "{spec} on {name}: calls");
+        let new = new_breaks(&r, &baseline);
+        assert!(new.is_empty(), "{spec} on {name}: {new:?}");
+        if name == "synthetic" {
+            let compactions = r.event_count("summarised");
+            assert!(compactions >= 2, "{compactions} compactions");
+        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod hermes_lean;
 pub mod jev_drop_tools;
 pub mod langchain;
 pub mod openai_realtime;
+pub mod openai_server_compaction;
 pub mod opencode;
 pub mod openhands;
 pub mod roo_code;
