@@ -32,6 +32,10 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             zoo::claude_code::api_mc::NAME,
             zoo::claude_code::api_mc::make,
         ),
+        (
+            zoo::claude_code::session_memory::NAME,
+            zoo::claude_code::session_memory::make,
+        ),
         ("swe-agent-mask-5", super::zoo::swe_agent::mask_5),
         ("swe-agent-mask-10", super::zoo::swe_agent::mask_10),
         (

@@ -1,14 +1,15 @@
 //! Policy groups: the panels plots draw as small multiples. Each group
 //! gathers whole policy families (`PolicyInfo::family`, the product a
-//! policy ports) into six groups of at most seven policies, so a panel
+//! policy ports) into seven groups of at most seven policies, so a panel
 //! that highlights one group never needs more than seven styles; a policy
 //! keeps one style everywhere ([`style_index`]). [`family`] is the finer
 //! label the HTML report filters by.
 
 /// The groups, in display order.
-pub const GROUPS: [&str; 6] = [
+pub const GROUPS: [&str; 7] = [
     "baseline and course",
-    "Claude Code, Codex and Gemini CLI",
+    "Claude Code",
+    "Codex, Gemini CLI and Amp",
     "coding agents",
     "SWE-agent",
     "OpenHands",
@@ -25,16 +26,18 @@ pub fn group(name: &str) -> &'static str {
         || crate::policy::course::CoursePolicy::names().contains(&n.as_str())
     {
         GROUPS[0]
-    } else if starts(&["claude-code", "codex-", "gemini-cli"]) {
+    } else if starts(&["claude-code"]) {
         GROUPS[1]
-    } else if starts(&["swe-agent"]) {
-        GROUPS[3]
-    } else if starts(&["openhands"]) {
-        GROUPS[4]
-    } else if starts(&["anthropic-", "langchain-", "vercel-", "openai-"]) {
-        GROUPS[5]
-    } else {
+    } else if starts(&["codex-", "gemini-cli", "amp-"]) {
         GROUPS[2]
+    } else if starts(&["swe-agent"]) {
+        GROUPS[4]
+    } else if starts(&["openhands"]) {
+        GROUPS[5]
+    } else if starts(&["anthropic-", "langchain-", "vercel-", "openai-"]) {
+        GROUPS[6]
+    } else {
+        GROUPS[3]
     }
 }
 
@@ -73,11 +76,9 @@ mod tests {
             assert!((1..=7).contains(&n), "{g}: {n}");
         }
         assert_eq!(group("swe-agent-mask-5"), "SWE-agent");
-        assert_eq!(
-            group("gemini-cli-mask"),
-            "Claude Code, Codex and Gemini CLI"
-        );
-        assert_eq!(group("codex-truncate"), "Claude Code, Codex and Gemini CLI");
+        assert_eq!(group("gemini-cli-mask"), "Codex, Gemini CLI and Amp");
+        assert_eq!(group("codex-truncate"), "Codex, Gemini CLI and Amp");
+        assert_eq!(group("claude-code-session-memory"), "Claude Code");
         assert_eq!(group("hermes-lean"), "coding agents");
         assert_eq!(group("course-main"), "baseline and course");
         for a in &names {
