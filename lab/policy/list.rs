@@ -70,6 +70,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ("goose-auto-compact", super::zoo::goose::auto_compact),
         (zoo::hermes_lean::NAME, zoo::hermes_lean::make),
         (zoo::jev_drop_tools::NAME, zoo::jev_drop_tools::make),
+        (zoo::amp_handoff::NAME, zoo::amp_handoff::make),
         (zoo::roo_code::NAME, zoo::roo_code::auto_condense),
         (zoo::openai_realtime::NAME_AUTO, zoo::openai_realtime::auto),
         (

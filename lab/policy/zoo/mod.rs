@@ -4,6 +4,7 @@
 //! with the upstream defaults; [`super::list`] collects them.
 
 pub mod aider;
+pub mod amp_handoff;
 pub mod anthropic_clear_tool_uses;
 pub mod anthropic_compact;
 pub mod claude_code;
