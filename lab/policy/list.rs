@@ -72,6 +72,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         (zoo::jev_drop_tools::NAME, zoo::jev_drop_tools::make),
         (zoo::amp_handoff::NAME, zoo::amp_handoff::make),
         (zoo::roo_code::NAME, zoo::roo_code::auto_condense),
+        (zoo::cline_focus_chain::NAME, zoo::cline_focus_chain::make),
         (zoo::openai_realtime::NAME_AUTO, zoo::openai_realtime::auto),
         (
             zoo::openai_realtime::NAME_RETENTION,
