@@ -230,7 +230,7 @@ impl Policy for ClineFocusChain {
         PolicyInfo {
             name: NAME.into(),
             family: "Cline",
-            summary: "auto-compaction by summarize_task once the previous request reached the window less 40k: the first user–assistant pair and the summary stay; the focus-chain checklist lives in the task state and returns in the reminder every 6 requests",
+            summary: "summarize_task once the last request reached the window less 40k: the first pair and the summary stay; the focus-chain checklist, kept in task state, returns in a reminder every 6 requests",
             source: Source {
                 upstream: "cline/cline@9ee618111d58630fea30b27439216448225458e0",
                 files: &[

@@ -32,6 +32,12 @@
 //!   messages plus the summary still reach the threshold, or there is no file,
 //!   the legacy compaction runs instead.
 //!
+//! The summary names the transcript and the notes file where upstream keeps
+//! them; the lab models neither store (as `hermes-lean` does not model
+//! Hermes' session search), so what the summary drops counts as lost and
+//! the two paths are not pointers the checker follows: recorded Claude Code
+//! sessions quote the same sentence with the user's own paths.
+//!
 //! Faithful findings: the token count at the last extraction is never reset,
 //! so after a compaction extraction waits until the context has grown past
 //! its size before the compaction; a summary message held as a plain string
@@ -57,10 +63,10 @@ use keep::KeepConfig;
 /// The policy name in `lab policies`.
 pub const NAME: &str = "claude-code-session-memory";
 
-/// The transcript file, under the policy's root.
+/// The transcript the summary names, under the policy's root (not written).
 pub const TRANSCRIPT: &str = "transcript.jsonl";
 
-/// The session-memory file, under the policy's root.
+/// The notes file the summary names, under the policy's root (not written).
 pub const MEMORY_FILE: &str = "session-memory/summary.md";
 
 /// `DEFAULT_SM_COMPACT_CONFIG` and `DEFAULT_SESSION_MEMORY_CONFIG`, under
@@ -133,7 +139,7 @@ impl Mark {
 }
 
 /// The policy: the `claude-code` policy's persistence, microcompaction and
-/// trigger, the session-memory state, and the transcript as recorded.
+/// trigger, and the session-memory state.
 #[derive(Debug, Clone, Default)]
 pub struct SessionMemory {
     /// Session-memory constants.
@@ -154,8 +160,6 @@ pub struct SessionMemory {
     extracted: usize,
     /// Messages of the history already seen (arrivals come after them).
     seen: usize,
-    /// The transcript: every message's original as it arrived, JSON lines.
-    transcript: Vec<u8>,
 }
 
 /// A boxed policy with upstream's defaults.
@@ -166,16 +170,6 @@ pub fn make() -> Box<dyn Policy> {
 impl SessionMemory {
     fn transcript_path(root: &Path) -> PathBuf {
         root.join(TRANSCRIPT)
-    }
-
-    /// The messages that arrived since the last call go into the transcript
-    /// as they are, before any edit.
-    fn record_arrivals(&mut self, history: &[Message]) {
-        for m in &history[self.seen.min(history.len())..] {
-            if serde_json::to_writer(&mut self.transcript, m).is_ok() {
-                self.transcript.push(b'\n');
-            }
-        }
     }
 
     /// The post-sampling hook (`extractSessionMemory`) for the newest reply
@@ -265,7 +259,7 @@ impl SessionMemory {
         }
         let start = match self.try_session_memory(history, ctx) {
             Some((start, text)) => {
-                events.push(self.compacted(history, ctx, text, start));
+                events.push(Self::compacted(history, text, start));
                 Some(start)
             }
             None => match self.legacy(history, ctx) {
@@ -313,25 +307,8 @@ impl SessionMemory {
         Some((start, text))
     }
 
-    /// Replace `history[..start]` by the summary `text`; the files it names
-    /// are written first.
-    fn compacted(
-        &self,
-        history: &mut Vec<Message>,
-        ctx: &PolicyCtx<'_>,
-        text: String,
-        start: usize,
-    ) -> PolicyEvent {
-        let archive = self.write_transcript(ctx);
-        if text.contains(memory::MEMORY_AT) {
-            let path = ctx.root.join(MEMORY_FILE);
-            let file = memory::render(self.notes.as_deref().unwrap_or(""));
-            // A failed write leaves the pointer dangling, which the checker reports.
-            let _ = path
-                .parent()
-                .map_or(Ok(()), |d| ctx.storage.create_dir_all(d))
-                .and_then(|()| ctx.storage.write(&path, file.as_bytes()));
-        }
+    /// Replace `history[..start]` by the summary `text`.
+    fn compacted(history: &mut Vec<Message>, text: String, start: usize) -> PolicyEvent {
         let kept = history.split_off(start);
         let replaced = history.len();
         *history = std::iter::once(Message::user_text(text))
@@ -340,7 +317,7 @@ impl SessionMemory {
         PolicyEvent::Summarised {
             replaced,
             kept: history.len() - 1,
-            archive,
+            archive: None,
         }
     }
 
@@ -359,7 +336,6 @@ impl SessionMemory {
         match ctx.model.summarise(&req) {
             Ok(summary) => {
                 self.cc.failures = 0;
-                let archive = self.write_transcript(ctx);
                 let path = Self::transcript_path(ctx.root).display().to_string();
                 let text = memory::user_summary_message(&summary, Some(&path), false);
                 let replaced = history.len();
@@ -367,7 +343,7 @@ impl SessionMemory {
                 Ok(PolicyEvent::Summarised {
                     replaced,
                     kept: 0,
-                    archive,
+                    archive: None,
                 })
             }
             Err(e) => {
@@ -381,16 +357,6 @@ impl SessionMemory {
                 })
             }
         }
-    }
-
-    /// The transcript as recorded so far, at its path; the path when written.
-    fn write_transcript(&self, ctx: &PolicyCtx<'_>) -> Option<String> {
-        let path = Self::transcript_path(ctx.root);
-        ctx.storage
-            .create_dir_all(ctx.root)
-            .and_then(|()| ctx.storage.write(&path, &self.transcript))
-            .ok()
-            .map(|()| path.display().to_string())
     }
 }
 
@@ -417,9 +383,9 @@ impl Policy for SessionMemory {
         PolicyInfo {
             name: NAME.into(),
             family: "Claude Code",
-            summary: "session-memory compaction: a continuously extracted notes file becomes the summary; the messages after the last summarised one are kept (at least 10k tokens and 5 text messages, at most 40k), never split from their tool pairs; the legacy compaction when it declines",
+            summary: "session-memory compaction: the continuously extracted notes file is the summary; the messages after the last summarised one stay (10k–40k tokens, 5 with text), tool pairs whole",
             source: Source {
-                upstream: "claude-code-best/claude-code@50049c61ccb0c14d8f9fbd6daec14a32d11f3a3b and DroxKiwi/claude-code-leak-packaged@fb1320d1baf5b77a0a02c15f41efb1dfa9aeff4b (mirrors of Claude Code's source)",
+                upstream: "claude-code-best/claude-code@50049c61, DroxKiwi/claude-code-leak-packaged@fb1320d1 (mirrors of Claude Code's source)",
                 files: &[
                     "src/services/compact/sessionMemoryCompact.ts (50049c61)",
                     "src/services/compact/microCompact.ts: estimateMessageTokens",
@@ -443,7 +409,7 @@ impl Policy for SessionMemory {
                 "the extraction's forked agent is the lab's summariser, shown the messages since its last run and its previous notes; its notes go under the template's last section (`# Worklog`), the other sections stay empty, and the section-size reminders are not appended to its prompt",
                 "the extraction calls are not requests of the replay: their tokens and cost are not counted (upstream sends each with the whole context, sharing the prompt cache)",
                 "extraction runs at once after the reply it follows (upstream runs it in the background and compaction waits up to 15 s for it)",
-                "the transcript file is written at each compaction with every message as it arrived (upstream appends each as it is recorded), so a result cleared after the last compaction is not in it",
+                "the transcript and the notes file the summary names are not modelled (upstream keeps both on disk): what the summary drops counts as lost, and their paths are not pointers",
                 "runs enabled: upstream gates it behind the flags `tengu_session_memory` and `tengu_sm_compact`",
                 "the legacy fallback uses the `claude-code` policy's summary prompt; neither path re-attaches files, the plan or CLAUDE.md (session-start hooks)",
                 "the trigger, persistence and idle clearing are the `claude-code` policy's, with its approximations",
@@ -453,15 +419,8 @@ impl Policy for SessionMemory {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![
-            PointerRule::After { open: SAVED_TO },
-            PointerRule::After {
-                open: memory::TRANSCRIPT_AT,
-            },
-            PointerRule::After {
-                open: memory::MEMORY_AT,
-            },
-        ]
+        // The transcript and notes paths name stores the lab does not model.
+        vec![PointerRule::After { open: SAVED_TO }]
     }
 
     fn prepare(
@@ -470,7 +429,6 @@ impl Policy for SessionMemory {
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut events = Vec::new();
-        self.record_arrivals(history);
         self.cc.persist(history, ctx, &mut events);
         self.cc.microcompact(history, ctx.now_ms, &mut events);
         self.cc.last_call_ms = ctx.now_ms;

@@ -256,7 +256,7 @@ fn the_notes_become_the_summary_and_the_messages_after_them_stay() {
         [PolicyEvent::Summarised {
             replaced: 4,
             kept: 3,
-            archive: Some(transcript.into())
+            archive: None
         }]
     );
     let summary = session_memory_message(
@@ -268,16 +268,11 @@ fn the_notes_become_the_summary_and_the_messages_after_them_stay() {
     want.extend_from_slice(&before[4..]);
     assert_eq!(out.request, want);
     assert_eq!(h, want, "the history is rewritten");
-    // The transcript holds every message as it arrived, and the summary points at it.
-    let lines: Vec<Message> = String::from_utf8(fs.read(Path::new(transcript)).unwrap())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(lines, before);
+    // The transcript is named, not written, and not a pointer the checker follows.
+    assert!(fs.read(Path::new(transcript)).is_err());
     let first = want[0].text();
-    let pointed = crate::policy::pointers_in(&p.pointer_rules(), &first);
-    assert_eq!(pointed, [transcript]);
+    assert!(first.contains(transcript));
+    assert!(crate::policy::pointers_in(&p.pointer_rules(), &first).is_empty());
     assert_eq!(p.last_summarized, None, "reset after a compaction");
     assert_eq!(
         p.last_memory_message,
