@@ -188,7 +188,7 @@ fn a_handoff_starts_a_new_thread_with_the_prompt_and_files() {
             text: "Continuing work from thread T-ctxlab-0. When you lack specific information you can use read_thread to get it.\n\n@src/lib.rs\n\n- I read src/lib.rs\n\nmake the parser strict".into(),
         },
     ]);
-    assert_eq!(out.request, [want.clone()]);
+    assert_eq!(out.request, std::slice::from_ref(&want));
     assert_eq!(h, [want], "the thread is replaced");
     // The reply and a new prompt arrive: the new prompt is the next goal, the
     // handoff message never is.
