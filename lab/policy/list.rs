@@ -32,6 +32,10 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
             zoo::claude_code::api_mc::NAME,
             zoo::claude_code::api_mc::make,
         ),
+        (
+            zoo::claude_code::session_memory::NAME,
+            zoo::claude_code::session_memory::make,
+        ),
         ("swe-agent-mask-5", super::zoo::swe_agent::mask_5),
         ("swe-agent-mask-10", super::zoo::swe_agent::mask_10),
         (
@@ -66,7 +70,9 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ("goose-auto-compact", super::zoo::goose::auto_compact),
         (zoo::hermes_lean::NAME, zoo::hermes_lean::make),
         (zoo::jev_drop_tools::NAME, zoo::jev_drop_tools::make),
+        (zoo::amp_handoff::NAME, zoo::amp_handoff::make),
         (zoo::roo_code::NAME, zoo::roo_code::auto_condense),
+        (zoo::cline_focus_chain::NAME, zoo::cline_focus_chain::make),
         (zoo::openai_realtime::NAME_AUTO, zoo::openai_realtime::auto),
         (
             zoo::openai_realtime::NAME_RETENTION,

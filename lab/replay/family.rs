@@ -1,14 +1,15 @@
 //! Policy groups: the panels plots draw as small multiples. Each group
 //! gathers whole policy families (`PolicyInfo::family`, the product a
-//! policy ports) into seven groups of at most seven policies, so a panel
+//! policy ports) into eight groups of at most seven policies, so a panel
 //! that highlights one group never needs more than seven styles; a policy
 //! keeps one style everywhere ([`style_index`]). [`family`] is the finer
 //! label the HTML report filters by.
 
 /// The groups, in display order.
-pub const GROUPS: [&str; 7] = [
+pub const GROUPS: [&str; 8] = [
     "baseline and course",
-    "Claude Code, Codex and Gemini CLI",
+    "Claude Code",
+    "Codex, Gemini CLI and Amp",
     "coding agents",
     "SWE-agent",
     "OpenHands",
@@ -26,20 +27,22 @@ pub fn group(name: &str) -> &'static str {
         || crate::policy::course::CoursePolicy::names().contains(&n.as_str())
     {
         GROUPS[0]
-    } else if starts(&["claude-code", "codex-", "gemini-cli"]) {
+    } else if starts(&["claude-code"]) {
         GROUPS[1]
+    } else if starts(&["codex-", "gemini-cli", "amp-"]) {
+        GROUPS[2]
     } else if starts(&["swe-agent"]) {
-        GROUPS[3]
-    } else if starts(&["openhands"]) {
         GROUPS[4]
+    } else if starts(&["openhands"]) {
+        GROUPS[5]
     } else if starts(&["openai-"]) {
         // Its own group since a third OpenAI policy made "APIs and
         // frameworks" eight.
-        GROUPS[6]
+        GROUPS[7]
     } else if starts(&["anthropic-", "langchain-", "vercel-"]) {
-        GROUPS[5]
+        GROUPS[6]
     } else {
-        GROUPS[2]
+        GROUPS[3]
     }
 }
 
@@ -78,11 +81,9 @@ mod tests {
             assert!((1..=7).contains(&n), "{g}: {n}");
         }
         assert_eq!(group("swe-agent-mask-5"), "SWE-agent");
-        assert_eq!(
-            group("gemini-cli-mask"),
-            "Claude Code, Codex and Gemini CLI"
-        );
-        assert_eq!(group("codex-truncate"), "Claude Code, Codex and Gemini CLI");
+        assert_eq!(group("gemini-cli-mask"), "Codex, Gemini CLI and Amp");
+        assert_eq!(group("codex-truncate"), "Codex, Gemini CLI and Amp");
+        assert_eq!(group("claude-code-session-memory"), "Claude Code");
         assert_eq!(group("hermes-lean"), "coding agents");
         assert_eq!(group("course-main"), "baseline and course");
         assert_eq!(group("openai-server-compaction"), "OpenAI API");

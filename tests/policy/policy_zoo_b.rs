@@ -1,6 +1,6 @@
 //! The SWE-agent, OpenHands, Aider, LangChain, Vercel, goose, Roo Code,
-//! OpenAI Realtime, Claude Code microcompact and Gemini CLI masking policies
-//! on whole sessions: every request each one sends is one a
+//! OpenAI Realtime, Claude Code microcompact and session memory, Gemini CLI
+//! masking, Amp handoff and Cline focus-chain policies on whole sessions: every request each one sends is one a
 //! provider accepts, on a synthetic session
 //! with the awkward shapes (parallel calls, interjections, thinking, a final
 //! answer) and on every real transcript when the directory is there.
@@ -361,6 +361,43 @@ fn the_microcompact_and_masking_ports_act_and_stay_valid() {
             assert_eq!(dangling.count, 0, "{spec} on {name}: {dangling:?}");
             if name == "synthetic" {
                 assert!(!r.events.is_empty(), "{spec} on {name}: no event");
+            }
+        }
+    }
+}
+
+/// Claude Code's session memory, Amp's handoff and Cline's focus chain with
+/// windows small enough to act on the synthetic session: each acts there,
+/// and on it and every real transcript no request breaks a rule `none`'s
+/// does not and no pointer dangles (session memory points at its
+/// transcript and notes files).
+#[test]
+fn the_session_memory_handoff_and_focus_chain_ports_act_and_stay_valid() {
+    let acting = [
+        // An 8k window with no reserve; extraction from 2k tokens, every 1k.
+        "claude-code-session-memory:context_window=8000:output_reserve=0:autocompact_buffer=0:minimumMessageTokensToInit=2000:minimumTokensBetweenUpdate=1000:minTokens=1000:maxTokens=3000",
+        // Hands off at 0.8 of 10,000 input tokens.
+        "amp-handoff:contextWindow=10000:maxOutputTokens=0",
+        // 10,000 is neither 64k, 128k nor 200k: 80 % of it, 8,000.
+        "cline-focus-chain:contextWindow=10000",
+    ];
+    for (name, messages) in &synthetic_and_real() {
+        let base = run("none", name, messages);
+        let baseline = broken_rules(&base);
+        for spec in acting {
+            let mut p = list::make(spec).unwrap();
+            let r = replay_with(p.as_mut(), name, messages);
+            assert_eq!(r.ended_by_error, None, "{spec} on {name}");
+            assert_eq!(r.calls.len(), base.calls.len(), "{spec} on {name}: calls");
+            let new = new_breaks(&r, &baseline);
+            assert!(new.is_empty(), "{spec} on {name}: {new:?}");
+            let dangling = &r.findings.dangling_pointers;
+            assert_eq!(dangling.count, 0, "{spec} on {name}: {dangling:?}");
+            if name == "synthetic" {
+                assert!(
+                    r.event_count("summarised") > 0,
+                    "{spec} on {name}: no summary"
+                );
             }
         }
     }

@@ -4,9 +4,11 @@
 //! with the upstream defaults; [`super::list`] collects them.
 
 pub mod aider;
+pub mod amp_handoff;
 pub mod anthropic_clear_tool_uses;
 pub mod anthropic_compact;
 pub mod claude_code;
+pub mod cline_focus_chain;
 pub mod codex_cli;
 pub mod codex_truncate;
 pub mod gemini_cli;

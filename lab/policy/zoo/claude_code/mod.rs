@@ -32,6 +32,7 @@
 //! for releases that count the last response's usage alone.
 
 pub mod api_mc;
+pub mod session_memory;
 pub mod time_mc;
 pub mod trigger;
 
