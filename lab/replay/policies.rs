@@ -221,6 +221,25 @@ pub struct Compared {
     pub cost: Option<crate::cache::CostReport>,
 }
 
+impl Compared {
+    /// The run as the variants' summary reads it, when it was priced.
+    pub fn priced(&self) -> Option<super::variants::Priced<'_>> {
+        Some(super::variants::Priced {
+            session: &self.run.session,
+            policy: &self.run.policy,
+            cost: self.cost.as_ref()?,
+            gate_skips: self.run.event_count("gated"),
+            recall: self.retention.as_ref().map(|r| r.artifact_recall),
+        })
+    }
+}
+
+/// The wrappers' summary of `out` ([`super::variants::summaries`]).
+fn variant_summaries(out: &[Compared]) -> Vec<super::variants::VariantSummary> {
+    let priced: Vec<_> = out.iter().filter_map(Compared::priced).collect();
+    super::variants::summaries(&priced)
+}
+
 /// Replay one session (already imported) under one policy, with no envelope.
 pub fn compare_one(
     label: &str,
@@ -847,7 +866,7 @@ fn render_tables(
         s.push_str(&crate::retention::render::facts(&scored, format));
     }
     // Last, where a reader of a long report finds it: each wrapper's sum.
-    let variants = super::variants::table(&super::variants::summaries(out), format);
+    let variants = super::variants::table(&variant_summaries(out), format);
     if !variants.is_empty() {
         s.push('\n');
         s.push_str(&variants);
@@ -959,7 +978,7 @@ fn render_json(
         })),
         corpus: None,
         optimal: &optimal.optima,
-        variants: super::variants::summaries(out),
+        variants: variant_summaries(out),
     })
 }
 

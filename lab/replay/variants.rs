@@ -7,7 +7,22 @@
 
 use serde::Serialize;
 
-use super::policies::Compared;
+use crate::cache::CostReport;
+
+/// One priced run, as the summary reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Priced<'a> {
+    /// Session name.
+    pub session: &'a str,
+    /// Policy spec.
+    pub policy: &'a str,
+    /// Its cost.
+    pub cost: &'a CostReport,
+    /// Decisions its gate skipped (`gated` events).
+    pub gate_skips: usize,
+    /// Artifact recall, where retention was measured.
+    pub recall: Option<f64>,
+}
 
 /// One wrapper against its design, over the sessions both ran on.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -51,13 +66,12 @@ impl VariantSummary {
 }
 
 /// Every wrapper among `out` whose design also ran, in first-seen order.
-pub fn summaries(out: &[Compared]) -> Vec<VariantSummary> {
+pub fn summaries(out: &[Priced<'_>]) -> Vec<VariantSummary> {
     let mut specs: Vec<(&str, &str)> = Vec::new();
     for c in out {
-        if let Some((_, base)) = crate::policy::list::unwrap(&c.run.policy) {
-            let pair = (c.run.policy.as_str(), base);
-            if !specs.contains(&pair) {
-                specs.push(pair);
+        if let Some((_, base)) = crate::policy::list::unwrap(c.policy) {
+            if !specs.contains(&(c.policy, base)) {
+                specs.push((c.policy, base));
             }
         }
     }
@@ -67,20 +81,24 @@ pub fn summaries(out: &[Compared]) -> Vec<VariantSummary> {
         .collect()
 }
 
-/// The pairs of priced runs of `variant` and `base` on one session.
-fn pairs<'a>(out: &'a [Compared], variant: &str, base: &str) -> Vec<(&'a Compared, &'a Compared)> {
+/// The runs of `variant` with the run of `base` on the same session.
+fn pairs<'a>(
+    out: &'a [Priced<'a>],
+    variant: &str,
+    base: &str,
+) -> Vec<(&'a Priced<'a>, &'a Priced<'a>)> {
     out.iter()
-        .filter(|v| v.run.policy == variant && v.cost.is_some())
+        .filter(|v| v.policy == variant)
         .filter_map(|v| {
-            let b = out.iter().find(|b| {
-                b.run.policy == base && b.run.session == v.run.session && b.cost.is_some()
-            })?;
+            let b = out
+                .iter()
+                .find(|b| b.policy == base && b.session == v.session)?;
             Some((b, v))
         })
         .collect()
 }
 
-fn summary(out: &[Compared], variant: &str, base: &str) -> Option<VariantSummary> {
+fn summary(out: &[Priced<'_>], variant: &str, base: &str) -> Option<VariantSummary> {
     let pairs = pairs(out, variant, base);
     if pairs.is_empty() {
         return None;
@@ -91,7 +109,7 @@ fn summary(out: &[Compared], variant: &str, base: &str) -> Option<VariantSummary
     );
     let both_recall = pairs
         .iter()
-        .all(|(b, v)| b.retention.is_some() && v.retention.is_some());
+        .all(|(b, v)| b.recall.is_some() && v.recall.is_some());
     Some(VariantSummary {
         variant: variant.to_string(),
         base: base.to_string(),
@@ -102,7 +120,7 @@ fn summary(out: &[Compared], variant: &str, base: &str) -> Option<VariantSummary
         variant_breaks: v.breaks,
         base_read_share: b.read_share(),
         variant_read_share: v.read_share(),
-        gate_skips: pairs.iter().map(|(_, v)| v.run.event_count("gated")).sum(),
+        gate_skips: pairs.iter().map(|(_, v)| v.gate_skips).sum(),
         base_recall: both_recall.then(|| b.recall / pairs.len() as f64),
         variant_recall: both_recall.then(|| v.recall / pairs.len() as f64),
     })
@@ -119,14 +137,14 @@ struct Side {
 }
 
 impl Side {
-    fn of<'a>(runs: impl Iterator<Item = &'a Compared>) -> Side {
+    fn of<'a>(runs: impl Iterator<Item = &'a Priced<'a>>) -> Side {
         let mut s = Side::default();
-        for (c, cost) in runs.filter_map(|c| Some((c, c.cost.as_ref()?))) {
-            s.dollars += cost.dollars;
-            s.breaks += cost.breaks;
-            s.read += cost.cache_read_tokens;
-            s.input += cost.input_tokens;
-            s.recall += c.retention.as_ref().map_or(0.0, |r| r.artifact_recall);
+        for p in runs {
+            s.dollars += p.cost.dollars;
+            s.breaks += p.cost.breaks;
+            s.read += p.cost.cache_read_tokens;
+            s.input += p.cost.input_tokens;
+            s.recall += p.recall.unwrap_or(0.0);
         }
         s
     }

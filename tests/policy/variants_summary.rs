@@ -33,7 +33,8 @@ fn each_wrapper_is_summed_against_its_design_over_shared_sessions() {
     // did not run on: neither makes a row or enters a sum.
     out.push(compared("gated:none", "a", 24, 5));
     out.push(compared(spec, "c", 20, 5));
-    let rows = summaries(&out);
+    let priced: Vec<_> = out.iter().filter_map(Compared::priced).collect();
+    let rows = summaries(&priced);
     assert_eq!(
         rows.iter().map(|r| r.variant.as_str()).collect::<Vec<_>>(),
         [gated.as_str(), frozen.as_str()]

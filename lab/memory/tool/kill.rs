@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::rows::{huge_text, run_once, Faults, Maker, Plant, Row, Sandbox, Verdict};
+use super::harness::{huge_text, run_once, Faults, Maker, Plant, Row, Sandbox, Verdict};
 use super::{Command, Reply};
 use crate::error::LabResult;
 use crate::storage::FaultPlan;

@@ -16,6 +16,7 @@
 //!   documentation requires, and the judge.
 
 pub mod external;
+pub mod harness;
 pub mod kill;
 pub mod naive;
 pub mod reference;

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::rows::{run_once, Faults, Maker, Row, Verdict};
+use super::harness::{run_once, Faults, Maker, Row, Verdict};
 use crate::error::{LabError, LabResult};
 
 /// Size of the tmpfs: room for a sandbox and its planted files.
@@ -27,7 +27,7 @@ pub fn run(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
         Err(why) => return Ok(Verdict::Skipped(why)),
     };
     let faults = Faults {
-        fill_disk: true,
+        fill_disk: Some(fill),
         ..Faults::default()
     };
     let run = run_once(row, make, dir.path(), &faults);
