@@ -86,10 +86,13 @@ pub fn bill(
     let mut models: Vec<String> = Vec::new();
     let mut per_request = Vec::with_capacity(recorded.len());
     for r in recorded {
-        let at = r
-            .line
-            .map_or_else(|| source.to_string(), |l| format!("{source}:{l}"));
-        let b = match prices.require(&r.model, &at)? {
+        // Located only on the error path: the first request of an unpriced
+        // model is the one `located` names.
+        let lookup = match prices.lookup(&r.model) {
+            Some(l) => l,
+            None => prices.require(&r.model, &located(source, recorded, Some(&r.model)))?,
+        };
+        let b = match lookup {
             Lookup::Priced(m) => m.bill(&tokens_of(r)),
             Lookup::NotAModel => Bill::default(),
         };
