@@ -59,6 +59,35 @@ impl Verdict {
             Verdict::Skipped(_) => "skipped",
         }
     }
+
+    /// What happened, for every verdict but `held`.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Verdict::Held => None,
+            Verdict::Escaped(d)
+            | Verdict::Lost(d)
+            | Verdict::Torn(d)
+            | Verdict::Refused(d)
+            | Verdict::Wrong(d)
+            | Verdict::Failed(d)
+            | Verdict::Skipped(d) => Some(d),
+        }
+    }
+
+    /// The same verdict with `at` (where it happened) before its detail.
+    pub fn prefixed(self, at: &str) -> Verdict {
+        let put = |d: String| format!("{at}: {d}");
+        match self {
+            Verdict::Held => Verdict::Held,
+            Verdict::Escaped(d) => Verdict::Escaped(put(d)),
+            Verdict::Lost(d) => Verdict::Lost(put(d)),
+            Verdict::Torn(d) => Verdict::Torn(put(d)),
+            Verdict::Refused(d) => Verdict::Refused(put(d)),
+            Verdict::Wrong(d) => Verdict::Wrong(put(d)),
+            Verdict::Failed(d) => Verdict::Failed(put(d)),
+            Verdict::Skipped(d) => Verdict::Skipped(put(d)),
+        }
+    }
 }
 
 /// A row's sandbox: `base/memories` is the root, `base/outside` holds the secret.

@@ -66,32 +66,43 @@ fn expect(s: &Sandbox, _: &[Reply]) -> Verdict {
 /// Run the row: every kill point in process, every delay for a process;
 /// the first verdict that is not `held`, saying where the kill landed.
 pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
-    if !in_process {
-        let clean = run_once(row, make, tmp, &Faults::default())?;
-        if clean.verdict != Verdict::Held {
-            return Ok(clean.verdict);
-        }
-        for i in 0..KILLS {
-            let after = clean.last * i / KILLS;
-            let faults = Faults {
-                kill: Some(after),
-                ..Faults::default()
-            };
-            let v = run_once(row, make, tmp, &faults)?.verdict;
-            if v != Verdict::Held {
-                let at = format!("SIGKILL at {i}/{KILLS} of the edit's time");
-                return Ok(located(v, &at));
-            }
-        }
-        return Ok(Verdict::Held);
+    if in_process {
+        by_fault_plan(row, make, tmp)
+    } else {
+        by_signal(row, make, tmp)
     }
-    // A clean run says where the edit's operations start.
-    let in_process = |plan: FaultPlan| Faults {
+}
+
+/// A process: SIGKILL at [`KILLS`] points over a clean edit's time.
+fn by_signal(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+    let clean = run_once(row, make, tmp, &Faults::default())?;
+    if clean.verdict != Verdict::Held {
+        return Ok(clean.verdict);
+    }
+    for i in 0..KILLS {
+        let faults = Faults {
+            kill: Some(clean.last * i / KILLS),
+            ..Faults::default()
+        };
+        let v = run_once(row, make, tmp, &faults)?.verdict;
+        if v != Verdict::Held {
+            return Ok(v.prefixed(&format!("SIGKILL at {i}/{KILLS} of the edit's time")));
+        }
+    }
+    Ok(Verdict::Held)
+}
+
+/// In process: the fault backend kills at each operation of the edit in
+/// turn (the write in flight keeping half), until a run ends before its
+/// kill point.
+fn by_fault_plan(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+    let with = |plan: FaultPlan| Faults {
         plan: Some(plan),
         kill: Some(Duration::ZERO),
         ..Faults::default()
     };
-    let clean = run_once(row, make, tmp, &in_process(FaultPlan::default()))?;
+    // A clean run says where the edit's operations start.
+    let clean = run_once(row, make, tmp, &with(FaultPlan::default()))?;
     if clean.verdict != Verdict::Held {
         return Ok(clean.verdict);
     }
@@ -101,27 +112,14 @@ pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResu
             torn_kill: true,
             ..FaultPlan::default()
         };
-        let r = run_once(row, make, tmp, &in_process(plan))?;
+        let r = run_once(row, make, tmp, &with(plan))?;
         if !r.killed {
             break;
         }
         if r.verdict != Verdict::Held {
             let at = format!("killed at operation {} of the edit", k - clean.ops.0 + 1);
-            return Ok(located(r.verdict, &at));
+            return Ok(r.verdict.prefixed(&at));
         }
     }
     Ok(Verdict::Held)
-}
-
-/// `v` with where the kill landed in front of its detail.
-fn located(v: Verdict, at: &str) -> Verdict {
-    match v {
-        Verdict::Lost(d) => Verdict::Lost(format!("{at}: {d}")),
-        Verdict::Torn(d) => Verdict::Torn(format!("{at}: {d}")),
-        Verdict::Escaped(d) => Verdict::Escaped(format!("{at}: {d}")),
-        Verdict::Wrong(d) => Verdict::Wrong(format!("{at}: {d}")),
-        Verdict::Refused(d) => Verdict::Refused(format!("{at}: {d}")),
-        Verdict::Failed(d) => Verdict::Failed(format!("{at}: {d}")),
-        v => v,
-    }
 }

@@ -642,16 +642,7 @@ pub fn render(cards: &[Card], format: crate::render::Format) -> String {
     out.push('\n');
     for c in cards {
         for (id, v) in &c.rows {
-            let detail = match v {
-                Verdict::Held => continue,
-                Verdict::Escaped(d)
-                | Verdict::Lost(d)
-                | Verdict::Torn(d)
-                | Verdict::Refused(d)
-                | Verdict::Wrong(d)
-                | Verdict::Failed(d)
-                | Verdict::Skipped(d) => d,
-            };
+            let Some(detail) = v.detail() else { continue };
             let text = crate::render::cell_text(detail, markdown);
             let again = format!("lab memcheck {} --row {id}", c.select);
             let again = crate::render::cell_text(&again, markdown);
