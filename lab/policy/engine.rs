@@ -223,6 +223,16 @@ impl View<'_> {
             self.tokens.count_messages(request)
         }
     }
+
+    /// `len(json.dumps(request))`: from [`View::sizes`] when they were
+    /// measured for it, else serialised.
+    pub fn request_chars(&self, request: &[Message]) -> usize {
+        if self.sizes.len() == request.len() {
+            crate::tokens::sizes::request_chars(self.sizes)
+        } else {
+            crate::pyjson::dumps_len(request)
+        }
+    }
 }
 
 impl std::fmt::Debug for View<'_> {

@@ -442,7 +442,7 @@ impl Observer for Dumper {
             call,
             at,
             at_line: self.target.lines.get(at).copied().filter(|&l| l > 0),
-            chars: crate::pyjson::dumps_len(request),
+            chars: view.request_chars(request),
             tokens: view.request_tokens(request),
             wire: self.target.wire,
             request: wire::request(request, self.target.wire),
