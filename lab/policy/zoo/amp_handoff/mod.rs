@@ -42,7 +42,7 @@ mod tests;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{Block, Message, Role};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
 };
@@ -176,17 +176,7 @@ fn prompt_text(m: &Message) -> Option<String> {
     if m.role != Role::User {
         return None;
     }
-    let text = match &m.content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    };
+    let text = m.text();
     (!text.trim().is_empty()).then_some(text)
 }
 
