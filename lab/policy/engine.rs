@@ -148,6 +148,7 @@ pub fn event_kind(e: &PolicyEvent) -> &'static str {
         PolicyEvent::Cleared { .. } => "cleared",
         PolicyEvent::Truncated { .. } => "truncated",
         PolicyEvent::Summarised { .. } => "summarised",
+        PolicyEvent::Restored { .. } => "restored",
         PolicyEvent::Dropped { .. } => "dropped",
         PolicyEvent::Repaired { .. } => "repaired",
         PolicyEvent::ModelFailed { .. } => "model_failed",

@@ -245,6 +245,13 @@ pub enum PolicyEvent {
         /// Where the replaced messages were archived, if anywhere.
         archive: Option<String>,
     },
+    /// Content was sent again after a compaction (files re-read, a plan).
+    Restored {
+        /// What came back: a path, `path (path only)`, or `plan`.
+        items: Vec<String>,
+        /// Chars added to the request.
+        chars: usize,
+    },
     /// Messages were dropped without a summary (windowing, pruning).
     Dropped {
         /// Messages removed.

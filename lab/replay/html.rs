@@ -299,6 +299,9 @@ pub fn describe(e: &PolicyEvent) -> String {
                 .as_ref()
                 .map_or(String::new(), |p| format!(", archived in {p}"))
         ),
+        PolicyEvent::Restored { items, chars } => {
+            format!("restored {} ({chars} chars)", items.join(", "))
+        }
         PolicyEvent::Dropped { messages, why } => format!("dropped {messages} messages ({why})"),
         PolicyEvent::Repaired { id, what } => format!("repaired {id}: {what}"),
         PolicyEvent::ModelFailed { role, outcome } => format!("{role} model failed: {outcome}"),

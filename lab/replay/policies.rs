@@ -104,6 +104,7 @@ fn make_base(
             crate::policy::zoo::claude_code::ClaudeCode::for_product(
                 &p.model,
                 p.version.as_deref(),
+                p.reattached_in_prefix,
             ),
         ));
     }
@@ -170,6 +171,10 @@ pub struct Product {
     pub model: String,
     /// The product's release (`version` of Claude Code records).
     pub version: Option<String>,
+    /// The recorded post-compaction prefix holds what the product sent
+    /// again after compacting (its re-attached files): the product's own
+    /// policy must not add them a second time.
+    pub reattached_in_prefix: bool,
 }
 
 /// What one session is replayed with: its fixed prefix and its product.
@@ -534,6 +539,7 @@ pub fn set_up(
         Some(Product {
             model: l.model()?.to_string(),
             version: l.version.clone(),
+            reattached_in_prefix: !envelope.prefix.after_compaction.is_empty(),
         })
     });
     let recorded = log.as_ref().map_or(&[][..], |l| &l.requests[..]);

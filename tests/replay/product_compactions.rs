@@ -154,3 +154,65 @@ fn without_the_envelope_the_port_fires_far_later_or_never() {
     let c = &info.compactions[0];
     assert!(c.policy_call.is_none_or(|p| p > c.call + 20), "{c:?}");
 }
+
+/// The port's compactions of one shared log under `envelope`: the restored
+/// items of each, in order.
+fn restored(
+    file: &str,
+    envelope: ctxlab::replay::envelope::EnvelopeArg,
+) -> Option<Vec<Vec<String>>> {
+    let dir = common::transcripts()?;
+    let measure = Measure {
+        tokens: ctxlab::tokens::Tokens::Claude,
+        envelope,
+        ..Measure::default()
+    };
+    let (runs, _) = replay_files_product(
+        &[dir.join("claude_code").join(file)],
+        &["claude-code".to_string()],
+        160,
+        &Default::default(),
+        measure,
+    )
+    .unwrap();
+    let compactions = runs[0]
+        .run
+        .events
+        .iter()
+        .filter(|(_, e)| matches!(e, ctxlab::policy::PolicyEvent::Summarised { kept: 0, .. }))
+        .count();
+    let items: Vec<Vec<String>> = runs[0]
+        .run
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            ctxlab::policy::PolicyEvent::Restored { items, .. } => Some(items.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(compactions > 0, "the port compacts {file}");
+    Some(items)
+}
+
+/// Where the recorded post-compaction prefix already holds the files the
+/// product re-attached, the port adds none; with a given envelope (no
+/// recorded prefix after compacting) it re-attaches the newest files the
+/// log read or wrote.
+#[test]
+fn reattachment_is_counted_once() {
+    use ctxlab::replay::envelope::EnvelopeArg;
+    let file = "claude-code-config-9246a0c1__socialaize.jsonl";
+    let Some(with_prefix) = restored(file, EnvelopeArg::Auto) else {
+        return;
+    };
+    assert!(with_prefix.is_empty(), "{with_prefix:?}");
+    let without = restored(file, EnvelopeArg::Tokens(50_000)).unwrap();
+    assert!(!without.is_empty());
+    for items in &without {
+        assert!((1..=6).contains(&items.len()), "{items:?}");
+        assert!(
+            items.iter().all(|i| i == "plan" || i.starts_with('/')),
+            "{items:?}"
+        );
+    }
+}

@@ -32,6 +32,7 @@
 //! for releases that count the last response's usage alone.
 
 pub mod api_mc;
+pub mod reattach;
 pub mod session_memory;
 pub mod time_mc;
 pub mod trigger;
@@ -39,7 +40,7 @@ pub mod trigger;
 use serde::{Deserialize, Serialize};
 
 use crate::error::LabResult;
-use crate::message::{tool_results_mut, Message};
+use crate::message::{tool_results_mut, Block, Message};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, SummaryRequest, Unit,
 };
@@ -96,6 +97,17 @@ pub struct Switches {
     pub idle_gap_minutes: u64,
     /// Newest compactable results kept by microcompaction (lab's choice: 5).
     pub keep_recent: usize,
+    /// Whether the newest files and the plan come back after compaction
+    /// ([`reattach`], mirrors). A replay of a Claude Code log whose recorded
+    /// post-compaction prefix already holds them turns it off, so they are
+    /// not counted twice.
+    pub reattach: bool,
+    /// `POST_COMPACT_MAX_FILES_TO_RESTORE` (mirrors: 5).
+    pub post_compact_max_files_to_restore: usize,
+    /// `POST_COMPACT_TOKEN_BUDGET` (mirrors: 50,000).
+    pub post_compact_token_budget: usize,
+    /// `POST_COMPACT_MAX_TOKENS_PER_FILE` (mirrors: 5,000).
+    pub post_compact_max_tokens_per_file: usize,
 }
 
 impl Default for Switches {
@@ -123,6 +135,10 @@ impl Default for Switches {
             idle_microcompact: true,
             idle_gap_minutes: 60,
             keep_recent: 5,
+            reattach: true,
+            post_compact_max_files_to_restore: reattach::POST_COMPACT_MAX_FILES_TO_RESTORE,
+            post_compact_token_budget: reattach::POST_COMPACT_TOKEN_BUDGET,
+            post_compact_max_tokens_per_file: reattach::POST_COMPACT_MAX_TOKENS_PER_FILE,
         }
     }
 }
@@ -133,6 +149,15 @@ impl Switches {
         self.context_window
             .saturating_sub(self.output_reserve)
             .saturating_sub(self.autocompact_buffer)
+    }
+
+    /// The re-attachment limits.
+    pub fn reattach_limits(&self) -> reattach::Limits {
+        reattach::Limits {
+            max_files: self.post_compact_max_files_to_restore,
+            token_budget: self.post_compact_token_budget,
+            max_tokens_per_file: self.post_compact_max_tokens_per_file,
+        }
     }
 }
 
@@ -154,9 +179,17 @@ pub fn make() -> Box<dyn Policy> {
 impl ClaudeCode {
     /// The policy as the release `version` ran it for `model` (the trigger
     /// from [`trigger::table`]).
-    pub fn for_product(model: &str, version: Option<&str>) -> ClaudeCode {
+    /// `reattached_in_prefix`: the replay's recorded post-compaction prefix
+    /// already holds what the product re-attached, so the port adds nothing.
+    pub fn for_product(
+        model: &str,
+        version: Option<&str>,
+        reattached_in_prefix: bool,
+    ) -> ClaudeCode {
+        let mut switches = trigger::table().switches(model, version);
+        switches.reattach = !reattached_in_prefix;
         ClaudeCode {
-            switches: trigger::table().switches(model, version),
+            switches,
             ..ClaudeCode::default()
         }
     }
@@ -273,9 +306,8 @@ impl ClaudeCode {
                     kept: 0,
                     archive: None,
                 });
-                *history = vec![Message::user_text(format!(
-                    "{SUMMARY_OPEN}{summary}{SUMMARY_CLOSE}"
-                ))];
+                let text = format!("{SUMMARY_OPEN}{summary}{SUMMARY_CLOSE}");
+                *history = vec![self.continuation(text, history, ctx, events)];
             }
             Err(e) => {
                 self.failures += 1;
@@ -288,6 +320,33 @@ impl ClaudeCode {
                 });
             }
         }
+    }
+}
+
+impl ClaudeCode {
+    /// The one user message after a compaction: the summary, then what
+    /// comes back with it (the API merges consecutive user messages).
+    fn continuation(
+        &self,
+        summary: String,
+        history: &[Message],
+        ctx: &PolicyCtx<'_>,
+        events: &mut Vec<PolicyEvent>,
+    ) -> Message {
+        let restored = if self.switches.reattach {
+            reattach::restore(history, self.switches.reattach_limits(), ctx.tokens)
+        } else {
+            reattach::Restored::default()
+        };
+        if restored.blocks.is_empty() {
+            return Message::user_text(summary);
+        }
+        events.push(PolicyEvent::Restored {
+            chars: restored.chars(),
+            items: restored.items,
+        });
+        let texts = std::iter::once(summary).chain(restored.blocks);
+        Message::user_blocks(texts.map(|text| Block::Text { text }).collect())
     }
 }
 
@@ -323,7 +382,8 @@ impl Policy for ClaudeCode {
             differences: vec![
                 "the persisted-output wrapper's wording and size formatting, the persistence cap, the idle gap and the number kept by microcompaction are the lab's approximations",
                 "the summary prompt is the lab's (Claude Code's is not published)",
-                "CLAUDE.md, memory, plan and recent files re-injected after compaction are not modelled",
+                "after compaction, CLAUDE.md, memory, skills and background agents are not re-injected; files and the plan are (reattach.rs), each file as the log last showed it (its last Read result, or what the session wrote, numbered as Read numbers lines) since a replay cannot read it again, a file whose content the log does not show as a path only, the plan from the last ExitPlanMode call at a placeholder path, and the budget's rough size counted on the rendered text rather than the attachment's JSON",
+                "on a Claude Code log whose recorded post-compaction prefix already holds the re-attached files, the port re-attaches nothing (reattach = false) so they are not counted twice",
                 "the cache-editing microcompaction path (server-side cache_edits) is not modelled",
             ],
         }
@@ -483,6 +543,60 @@ mod tests {
         assert_eq!(cleared, ["t1"]);
         assert_eq!(text_of(&h[4]), CLEARED);
         assert_eq!(text_of(&h[2]), "out 0");
+    }
+
+    /// After a compaction the read file and the plan come back in the same
+    /// user message as the summary; switched off, the summary comes alone.
+    #[test]
+    fn autocompaction_reattaches_the_newest_files_and_the_plan_unless_switched_off() {
+        let history = || {
+            vec![
+                Message::user_text("build it"),
+                Message::assistant(vec![Block::ToolUse {
+                    id: "r".into(),
+                    name: "Read".into(),
+                    input: serde_json::json!({"file_path": "/src/a.rs"}),
+                }]),
+                Message::tool_results(vec![("r".into(), "     1→fn a() {}".into())]),
+                Message::assistant(vec![Block::ToolUse {
+                    id: "p".into(),
+                    name: "ExitPlanMode".into(),
+                    input: serde_json::json!({"plan": "step 1"}),
+                }]),
+                Message::tool_results(vec![("p".into(), "x".repeat(400))]),
+            ]
+        };
+        let fs = MemFs::new();
+        let mut p = ClaudeCode::default();
+        p.switches.context_window = 33_010;
+        let mut h = history();
+        let out = run(&mut p, &mut h, &fs, None, &mut Scripted::replies(["did A"]));
+        let texts: Vec<&str> = out.request[0]
+            .blocks()
+            .iter()
+            .map(|b| match b {
+                Block::Text { text } => text.as_str(),
+                other => panic!("not text: {other:?}"),
+            })
+            .collect();
+        assert_eq!(out.request.len(), 1);
+        assert_eq!(texts[0], format!("{SUMMARY_OPEN}did A{SUMMARY_CLOSE}"));
+        assert!(texts[2]
+            .ends_with("Result of calling the Read tool:\n     1→fn a() {}\n</system-reminder>"));
+        assert!(texts[3].contains("Plan contents:\n\nstep 1"));
+        assert!(out.events.iter().any(|e| matches!(
+            e,
+            PolicyEvent::Restored { items, .. } if items == &["/src/a.rs", "plan"]
+        )));
+        p.switches.reattach = false;
+        let mut h = history();
+        let out = run(&mut p, &mut h, &fs, None, &mut Scripted::replies(["did A"]));
+        assert_eq!(
+            out.request,
+            vec![Message::user_text(format!(
+                "{SUMMARY_OPEN}did A{SUMMARY_CLOSE}"
+            ))]
+        );
     }
 
     /// The continuation message as the recorded session shows it.

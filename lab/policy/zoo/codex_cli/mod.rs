@@ -264,6 +264,12 @@ impl Policy for CodexCli {
         }
     }
 
+    fn sends_responses(&self) -> bool {
+        // Codex talks to `/responses`: its requests are checked against
+        // the Responses input-item rules too.
+        true
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // Truncated output and compaction point nowhere: the client keeps the
         // full stream, the model never sees where.

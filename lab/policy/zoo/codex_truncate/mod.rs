@@ -165,6 +165,12 @@ impl Policy for CodexTruncate {
         crate::policy::shape::ActsOn::ToolResults
     }
 
+    fn sends_responses(&self) -> bool {
+        // Codex talks to `/responses`: its requests are checked against
+        // the Responses input-item rules too.
+        true
+    }
+
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // The cut names no place: the middle is gone from the model's history.
         Vec::new()

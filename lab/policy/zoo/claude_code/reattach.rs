@@ -1,0 +1,414 @@
+//! What Claude Code sends again after an automatic compaction besides the
+//! summary: the files it read or wrote most recently and the plan.
+//!
+//! Read in the unofficial mirror `claude-code-best/claude-code@3af5497d`
+//! (approximate, no code copied):
+//! - `src/services/compact/compact.ts`: `createPostCompactFileAttachments`
+//!   takes the read-file state (every file the Read, Write and Edit tools
+//!   touched, with the time of the touch), drops the plan file and the
+//!   `CLAUDE.md` memory files, keeps the [`POST_COMPACT_MAX_FILES_TO_RESTORE`]
+//!   newest, reads each again with a limit of
+//!   [`POST_COMPACT_MAX_TOKENS_PER_FILE`] (a file over it comes back as a
+//!   path only, a `compact_file_reference`), and keeps attachments in that
+//!   order while their rough size (`length / 4`) stays within
+//!   [`POST_COMPACT_TOKEN_BUDGET`]; `createPlanAttachmentIfNeeded` then adds
+//!   the plan (`plan_file_reference`);
+//! - `src/utils/messages.ts`: each attachment becomes meta user messages
+//!   wrapped in `<system-reminder>` (a file as a Read call and its result),
+//!   and consecutive user messages reach the API as one message.
+//!
+//! A replay cannot read the files again, so a file's content is what the
+//! log last showed of it: its last Read result as recorded, or the content
+//! the session wrote (Write, or an Edit applied to content the log shows),
+//! numbered as the Read tool numbers lines. A file whose content the log
+//! does not show (edited after a Read the lab cannot un-number) comes back
+//! as a path only. The plan is the last `ExitPlanMode` call's `plan`.
+
+use std::collections::HashMap;
+
+use crate::message::{Block, Message, Role};
+use crate::tokens::TokenCounter;
+
+/// Newest files re-attached (mirror `POST_COMPACT_MAX_FILES_TO_RESTORE`).
+pub const POST_COMPACT_MAX_FILES_TO_RESTORE: usize = 5;
+
+/// Rough tokens all file attachments may take (mirror `POST_COMPACT_TOKEN_BUDGET`).
+pub const POST_COMPACT_TOKEN_BUDGET: usize = 50_000;
+
+/// A file over this many tokens comes back as a path only (mirror
+/// `POST_COMPACT_MAX_TOKENS_PER_FILE`).
+pub const POST_COMPACT_MAX_TOKENS_PER_FILE: usize = 5_000;
+
+/// The tool whose calls and results a file attachment imitates.
+pub const FILE_READ_TOOL_NAME: &str = "Read";
+
+/// Where the plan sits when the plan call names no file (the lab's placeholder).
+pub const PLAN_FILE_PLACEHOLDER: &str = "~/.claude/plans/plan.md";
+
+/// The limits, under their upstream names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Newest files kept.
+    pub max_files: usize,
+    /// Rough tokens of all file attachments.
+    pub token_budget: usize,
+    /// Tokens above which a file is a path only.
+    pub max_tokens_per_file: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_files: POST_COMPACT_MAX_FILES_TO_RESTORE,
+            token_budget: POST_COMPACT_TOKEN_BUDGET,
+            max_tokens_per_file: POST_COMPACT_MAX_TOKENS_PER_FILE,
+        }
+    }
+}
+
+/// What comes back after a compaction: the text blocks to follow the
+/// summary in its user message, and what each one restores.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// `<system-reminder>` text blocks, in the product's order.
+    pub blocks: Vec<String>,
+    /// What they restore: a path, `path (path only)`, or `plan`.
+    pub items: Vec<String>,
+}
+
+impl Restored {
+    /// Chars of every block.
+    pub fn chars(&self) -> usize {
+        self.blocks.iter().map(|b| b.chars().count()).sum()
+    }
+}
+
+/// What the log shows of one file at its last touch.
+#[derive(Debug, Clone)]
+struct FileState {
+    /// Position of the last touch (later is newer).
+    order: usize,
+    /// The Read result as the model would see it, when known.
+    shown: Option<String>,
+    /// The file's text without line numbers, when known (to apply edits).
+    raw: Option<String>,
+}
+
+/// The attachments for `history` (the messages being summarised).
+pub fn restore(history: &[Message], limits: Limits, tokens: &dyn TokenCounter) -> Restored {
+    let files = file_state(history);
+    let mut newest: Vec<(&String, &FileState)> =
+        files.iter().filter(|(p, _)| !excluded(p)).collect();
+    newest.sort_by_key(|f| std::cmp::Reverse(f.1.order));
+    let mut out = Restored::default();
+    let mut used = 0;
+    for (path, state) in newest.into_iter().take(limits.max_files) {
+        let (blocks, item) = match state.shown.as_deref() {
+            Some(text) if tokens.count(text) <= limits.max_tokens_per_file => {
+                (file_blocks(path, text), path.clone())
+            }
+            _ => (vec![reference_block(path)], format!("{path} (path only)")),
+        };
+        let rough = blocks.iter().map(|b| b.chars().count()).sum::<usize>() / 4;
+        if used + rough > limits.token_budget {
+            continue;
+        }
+        used += rough;
+        out.blocks.extend(blocks);
+        out.items.push(item);
+    }
+    if let Some(block) = plan_block(history) {
+        out.blocks.push(block);
+        out.items.push("plan".into());
+    }
+    out
+}
+
+/// The plan file and memory files are never restored (mirror
+/// `shouldExcludeFromPostCompactRestore`).
+fn excluded(path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    name == "CLAUDE.md" || name == "CLAUDE.local.md" || path.contains("/.claude/plans/")
+}
+
+/// Every file the Read, Write, Edit and MultiEdit tools touched with
+/// success, at its last touch.
+fn file_state(history: &[Message]) -> HashMap<String, FileState> {
+    let results: HashMap<&str, &str> = history
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| m.blocks())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => Some((tool_use_id.as_str(), content.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut files: HashMap<String, FileState> = HashMap::new();
+    let uses = history
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.blocks());
+    for (order, block) in uses.enumerate() {
+        let Block::ToolUse { id, name, input } = block else {
+            continue;
+        };
+        let Some(result) = results.get(id.as_str()) else {
+            continue;
+        };
+        let Some(path) = input.get("file_path").and_then(|p| p.as_str()) else {
+            continue;
+        };
+        if result.starts_with("<tool_use_error>") {
+            continue;
+        }
+        let before = files.get(path).and_then(|f| f.raw.clone());
+        let Some(raw) = touched(name, input, result, before) else {
+            continue;
+        };
+        files.insert(path.to_string(), FileState { order, ..raw });
+    }
+    files
+}
+
+/// The file after one successful call of `tool`, or `None` when the tool
+/// does not touch the read-file state.
+fn touched(
+    tool: &str,
+    input: &serde_json::Value,
+    result: &str,
+    before: Option<String>,
+) -> Option<FileState> {
+    let known = |raw: Option<String>| FileState {
+        order: 0,
+        shown: raw.as_deref().map(numbered),
+        raw,
+    };
+    match tool {
+        FILE_READ_TOOL_NAME => Some(FileState {
+            order: 0,
+            shown: Some(result.to_string()),
+            raw: unnumbered(result),
+        }),
+        "Write" => Some(known(
+            input
+                .get("content")
+                .and_then(|c| c.as_str())
+                .map(String::from),
+        )),
+        "Edit" => Some(known(before.and_then(|raw| apply_edit(&raw, input)))),
+        "MultiEdit" => {
+            let edits = input.get("edits").and_then(|e| e.as_array());
+            let after = edits.and_then(|edits| {
+                edits
+                    .iter()
+                    .try_fold(before?, |raw, edit| apply_edit(&raw, edit))
+            });
+            Some(known(after))
+        }
+        _ => None,
+    }
+}
+
+/// `old_string` replaced by `new_string` (every match with `replace_all`),
+/// or `None` when the text is not found.
+fn apply_edit(raw: &str, edit: &serde_json::Value) -> Option<String> {
+    let old = edit.get("old_string")?.as_str()?;
+    let new = edit.get("new_string")?.as_str()?;
+    if old.is_empty() || !raw.contains(old) {
+        return None;
+    }
+    let all = edit.get("replace_all").and_then(|a| a.as_bool()) == Some(true);
+    Some(if all {
+        raw.replace(old, new)
+    } else {
+        raw.replacen(old, new, 1)
+    })
+}
+
+/// Lines numbered as Claude Code's Read tool shows them: the number right
+/// aligned in six columns, then `→`.
+pub fn numbered(raw: &str) -> String {
+    raw.lines()
+        .enumerate()
+        .map(|(i, line)| format!("{:>6}→{line}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text of a Read result without its line numbers: every line up to
+/// the first that is not numbered (a trailing reminder), `None` when the
+/// first line is not.
+fn unnumbered(shown: &str) -> Option<String> {
+    let lines: Vec<&str> = shown
+        .lines()
+        .map_while(|l| {
+            let (number, rest) = l.split_once('→')?;
+            let digits = number.trim_start();
+            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// `<system-reminder>` around `text` (mirror `wrapInSystemReminder`).
+fn reminder(text: &str) -> String {
+    format!("<system-reminder>\n{text}\n</system-reminder>")
+}
+
+/// A file attachment: the Read call and its result (mirror
+/// `normalizeAttachmentForAPI`, case `file`, text content).
+fn file_blocks(path: &str, content: &str) -> Vec<String> {
+    let input = serde_json::json!({ "file_path": path });
+    vec![
+        reminder(&format!(
+            "Called the {FILE_READ_TOOL_NAME} tool with the following input: {input}"
+        )),
+        reminder(&format!(
+            "Result of calling the {FILE_READ_TOOL_NAME} tool:\n{content}"
+        )),
+    ]
+}
+
+/// A path-only attachment (mirror case `compact_file_reference`).
+fn reference_block(path: &str) -> String {
+    reminder(&format!(
+        "Note: {path} was read before the last conversation was summarized, but the contents are too large to include. Use {FILE_READ_TOOL_NAME} tool if you need to access it."
+    ))
+}
+
+/// The plan attachment (mirror case `plan_file_reference`) from the last
+/// `ExitPlanMode` call that carried a plan.
+fn plan_block(history: &[Message]) -> Option<String> {
+    let input = history
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.blocks().iter().rev())
+        .find_map(|b| match b {
+            Block::ToolUse { name, input, .. }
+                if name == "ExitPlanMode" && input.get("plan").is_some_and(|p| p.is_string()) =>
+            {
+                Some(input)
+            }
+            _ => None,
+        })?;
+    let plan = input.get("plan")?.as_str()?;
+    let path = ["planFilePath", "filePath"]
+        .iter()
+        .find_map(|k| input.get(*k).and_then(|p| p.as_str()))
+        .unwrap_or(PLAN_FILE_PLACEHOLDER);
+    Some(reminder(&format!(
+        "A plan file exists from plan mode at: {path}\n\nPlan contents:\n\n{plan}\n\nIf this plan is relevant to the current work and not already complete, continue working on it."
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Approx;
+    use serde_json::json;
+
+    fn call(id: &str, tool: &str, input: serde_json::Value) -> Message {
+        Message::assistant(vec![Block::ToolUse {
+            id: id.into(),
+            name: tool.into(),
+            input,
+        }])
+    }
+
+    fn result(id: &str, text: &str) -> Message {
+        Message::tool_results(vec![(id.into(), text.into())])
+    }
+
+    #[test]
+    fn numbering_round_trips_and_stops_at_a_trailing_reminder() {
+        let raw = "fn main() {}\n  let x = 1;";
+        assert_eq!(numbered(raw), "     1→fn main() {}\n     2→  let x = 1;");
+        let shown = format!(
+            "{}\n\n<system-reminder>\nx\n</system-reminder>",
+            numbered(raw)
+        );
+        assert_eq!(unnumbered(&shown).as_deref(), Some(raw));
+        assert_eq!(unnumbered("File does not exist."), None);
+    }
+
+    #[test]
+    fn the_five_newest_files_come_back_newest_first_with_edits_applied() {
+        let mut h = vec![Message::user_text("go")];
+        for i in 0..7 {
+            let p = format!("/r/f{i}.rs");
+            h.push(call(&format!("r{i}"), "Read", json!({ "file_path": p })));
+            h.push(result(&format!("r{i}"), &numbered(&format!("body {i}"))));
+        }
+        h.push(call(
+            "e",
+            "Edit",
+            json!({"file_path": "/r/f2.rs", "old_string": "body", "new_string": "edited"}),
+        ));
+        h.push(result("e", "The file /r/f2.rs has been updated."));
+        h.push(call(
+            "w",
+            "Write",
+            json!({"file_path": "/r/CLAUDE.md", "content": "m"}),
+        ));
+        h.push(result("w", "File created successfully"));
+        let r = restore(&h, Limits::default(), &Approx);
+        assert_eq!(
+            r.items,
+            ["/r/f2.rs", "/r/f6.rs", "/r/f5.rs", "/r/f4.rs", "/r/f3.rs"]
+        );
+        assert_eq!(
+            r.blocks[0],
+            "<system-reminder>\nCalled the Read tool with the following input: {\"file_path\":\"/r/f2.rs\"}\n</system-reminder>"
+        );
+        assert_eq!(
+            r.blocks[1],
+            "<system-reminder>\nResult of calling the Read tool:\n     1→edited 2\n</system-reminder>"
+        );
+        assert_eq!(r.blocks.len(), 10);
+    }
+
+    #[test]
+    fn a_large_or_unknown_file_is_a_path_and_the_budget_and_errors_hold() {
+        let big = numbered(&"word ".repeat(30_000));
+        let h = vec![
+            call("a", "Read", json!({"file_path": "/big"})),
+            result("a", &big),
+            call(
+                "b",
+                "Edit",
+                json!({"file_path": "/unseen", "old_string": "x", "new_string": "y"}),
+            ),
+            result("b", "ok"),
+            call("c", "Read", json!({"file_path": "/missing"})),
+            result("c", "<tool_use_error>File does not exist.</tool_use_error>"),
+        ];
+        let r = restore(&h, Limits::default(), &Approx);
+        assert_eq!(r.items, ["/unseen (path only)", "/big (path only)"]);
+        assert!(r.blocks[1].contains("Note: /big was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."));
+        let tight = Limits {
+            token_budget: 60,
+            ..Limits::default()
+        };
+        assert_eq!(restore(&h, tight, &Approx).items, ["/unseen (path only)"]);
+    }
+
+    #[test]
+    fn the_last_plan_follows_the_files() {
+        let h = vec![
+            call("p1", "ExitPlanMode", json!({"plan": "old"})),
+            result("p1", "ok"),
+            call("p2", "ExitPlanMode", json!({"plan": "1. build\n2. test"})),
+            result("p2", "ok"),
+        ];
+        let r = restore(&h, Limits::default(), &Approx);
+        assert_eq!(r.items, ["plan"]);
+        assert_eq!(
+            r.blocks[0],
+            format!("<system-reminder>\nA plan file exists from plan mode at: {PLAN_FILE_PLACEHOLDER}\n\nPlan contents:\n\n1. build\n2. test\n\nIf this plan is relevant to the current work and not already complete, continue working on it.\n</system-reminder>")
+        );
+    }
+}
