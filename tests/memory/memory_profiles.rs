@@ -1,4 +1,4 @@
-//! Store profiles (add-only, git-backed, versioned, two-stage) through the
+//! Store profiles (add-only, git-backed, versioned, two-stage, memory-tool) through the
 //! four measures: each intact profile is clean where its design says it
 //! should be, and a deliberately broken variant per measure is caught by
 //! the counter that measure names.
@@ -10,11 +10,12 @@ use ctxlab::memory::profiles::git_backed::GitBacked;
 use ctxlab::memory::profiles::measures::{
     self, growth, kill_points, lost_updates, stale, Measured,
 };
+use ctxlab::memory::profiles::memory_tool::MemoryToolStore;
 use ctxlab::memory::profiles::two_stage::TwoStage;
 use ctxlab::memory::profiles::versioned::{self, Versioned};
 use ctxlab::memory::profiles::{merged, profiles};
 
-/// Every registered profile measured once (the growth of four designs
+/// Every registered profile measured once (the growth of every design
 /// over 1,000 sessions is the slow part), shared by the tests below.
 fn all() -> &'static [Measured] {
     static ALL: OnceLock<Vec<Measured>> = OnceLock::new();
@@ -26,9 +27,18 @@ fn named(name: &str) -> &'static Measured {
 }
 
 #[test]
-fn the_registry_holds_four_profiles_with_distinct_names() {
+fn the_registry_holds_every_profile_with_distinct_names() {
     let names: Vec<&str> = profiles().iter().map(|p| p.name()).collect();
-    assert_eq!(names, ["add-only", "git-backed", "versioned", "two-stage"]);
+    assert_eq!(
+        names,
+        [
+            "add-only",
+            "git-backed",
+            "versioned",
+            "two-stage",
+            "memory-tool"
+        ]
+    );
 }
 
 #[test]
@@ -93,6 +103,15 @@ fn a_superseded_fact_is_gone_after_the_consolidations_each_design_needs() {
     assert_eq!(gone("git-backed"), Some(1));
     assert_eq!(gone("versioned"), Some(0), "an edit replaces the line");
     assert_eq!(gone("two-stage"), Some(1));
+    assert_eq!(gone("memory-tool"), Some(0), "str_replace edits the line");
+}
+
+#[test]
+fn a_memory_tool_model_that_only_inserts_keeps_the_stale_fact() {
+    let r = stale(&MemoryToolStore {
+        edit_in_place: false,
+    });
+    assert_eq!(r.gone_after, None, "{r:?}");
 }
 
 #[test]
@@ -170,7 +189,7 @@ fn writers_without_a_precondition_or_a_parent_check_lose_updates() {
 #[test]
 fn the_report_table_is_a_pure_function_of_the_results() {
     let table = ctxlab::reports::memory_profiles::memory_profiles_table(all());
-    assert_eq!(table.rows.len(), 4);
+    assert_eq!(table.rows.len(), 5);
     let files = ctxlab::reports::table_files(&table);
     let md = &files
         .iter()

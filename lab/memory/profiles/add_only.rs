@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{lines_of, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile};
-use crate::storage::{atomic_write, Storage};
+use crate::storage::{atomic_write, Shared};
 
 /// The design's switches. `Default`: as documented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +35,7 @@ impl Default for AddOnly {
 
 impl AddOnly {
     /// The file of one memory: its hash, or a sequence number without dedup.
-    fn file(&self, fs: &dyn Storage, root: &Path, fact: &Fact) -> String {
+    fn file(&self, fs: &Shared, root: &Path, fact: &Fact) -> String {
         let line = fact.line();
         if self.dedup {
             return format!("mem-{}.md", &sha256_hex(line.as_bytes())[..16]);
@@ -44,13 +44,13 @@ impl AddOnly {
         format!("mem-{n:08}.md")
     }
 
-    fn add(&self, fs: &dyn Storage, root: &Path, fact: &Fact) -> io::Result<Ack> {
+    fn add(&self, fs: &Shared, root: &Path, fact: &Fact) -> io::Result<Ack> {
         fs.create_dir_all(root)?;
         let path = root.join(self.file(fs, root, fact));
         if read_opt(fs, &path)?.is_some() {
             return Ok(Ack::Stored);
         }
-        atomic_write(fs, &path, format!("{}\n", fact.line()).as_bytes())?;
+        atomic_write(fs.as_ref(), &path, format!("{}\n", fact.line()).as_bytes())?;
         Ok(Ack::Stored)
     }
 }
@@ -64,19 +64,19 @@ impl StoreProfile for AddOnly {
         "Mem0 v3: ADD only, no update or delete, hash duplicates skipped, no consolidation [vendor docs.mem0.ai migration v2->v3]"
     }
 
-    fn remember(&self, fs: &dyn Storage, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
+    fn remember(&self, fs: &Shared, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
         self.add(fs, root, fact)
     }
 
-    fn consolidate(&self, _: &dyn Storage, _: &Path) -> io::Result<()> {
+    fn consolidate(&self, _: &Shared, _: &Path) -> io::Result<()> {
         Ok(())
     }
 
-    fn recover(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         remove_temps(fs, root)
     }
 
-    fn recall(&self, fs: &dyn Storage, root: &Path) -> io::Result<Vec<(String, String)>> {
+    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for name in fs.list(root).unwrap_or_default() {
             if let Some(text) = read_opt(fs, &root.join(name))? {
@@ -86,7 +86,7 @@ impl StoreProfile for AddOnly {
         Ok(out)
     }
 
-    fn versions(&self, _: &dyn Storage, _: &Path) -> Option<u64> {
+    fn versions(&self, _: &Shared, _: &Path) -> Option<u64> {
         None
     }
 
@@ -107,7 +107,7 @@ struct Adder {
 }
 
 impl Job for Adder {
-    fn step(&mut self, fs: &dyn Storage, root: &Path) -> io::Result<bool> {
+    fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
         if let Some(f) = self.facts.get(self.done) {
             self.profile.add(fs, root, f)?;
             self.done += 1;

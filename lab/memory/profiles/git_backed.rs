@@ -25,7 +25,7 @@ use super::{
     lines_of, merged, read_opt, remove_temps, render_lines, sha256_hex, Ack, Fact, Job,
     StoreProfile,
 };
-use crate::storage::{atomic_write, Storage};
+use crate::storage::{atomic_write, Shared};
 
 /// Times a consolidator re-reads and merges after a refused publish before
 /// it gives up (and acknowledges nothing).
@@ -57,7 +57,7 @@ fn git(root: &Path) -> PathBuf {
 }
 
 /// The last commit's number (0: none yet).
-fn head(fs: &dyn Storage, root: &Path) -> io::Result<u64> {
+fn head(fs: &Shared, root: &Path) -> io::Result<u64> {
     Ok(read_opt(fs, &git(root).join("HEAD"))?
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(0))
@@ -69,7 +69,7 @@ fn commit_path(root: &Path, n: u64) -> PathBuf {
 
 /// Topic -> blob hash at commit `n` (each commit lists its whole tree,
 /// as a git commit names a whole tree object).
-fn tree_at(fs: &dyn Storage, root: &Path, n: u64) -> io::Result<BTreeMap<String, String>> {
+fn tree_at(fs: &Shared, root: &Path, n: u64) -> io::Result<BTreeMap<String, String>> {
     if n == 0 {
         return Ok(BTreeMap::new());
     }
@@ -81,18 +81,13 @@ fn tree_at(fs: &dyn Storage, root: &Path, n: u64) -> io::Result<BTreeMap<String,
         .collect())
 }
 
-fn blob(fs: &dyn Storage, root: &Path, sha: &str) -> io::Result<String> {
+fn blob(fs: &Shared, root: &Path, sha: &str) -> io::Result<String> {
     fs.read_to_string(&git(root).join("objects").join(sha))
 }
 
 /// Store `changes` (topic, new text) over the tree of commit `parent` as
 /// commit `parent + 1`, and move HEAD to it.
-fn commit(
-    fs: &dyn Storage,
-    root: &Path,
-    parent: u64,
-    changes: &[(String, String)],
-) -> io::Result<()> {
+fn commit(fs: &Shared, root: &Path, parent: u64, changes: &[(String, String)]) -> io::Result<()> {
     let objects = git(root).join("objects");
     fs.create_dir_all(&objects)?;
     fs.create_dir_all(&git(root).join("commits"))?;
@@ -109,16 +104,20 @@ fn commit(
         .iter()
         .map(|(t, sha)| format!("{t}\t{sha}\n"))
         .collect();
-    atomic_write(fs, &commit_path(root, parent + 1), entry.as_bytes())?;
     atomic_write(
-        fs,
+        fs.as_ref(),
+        &commit_path(root, parent + 1),
+        entry.as_bytes(),
+    )?;
+    atomic_write(
+        fs.as_ref(),
         &git(root).join("HEAD"),
         format!("{}\n", parent + 1).as_bytes(),
     )
 }
 
 /// The working tree's topic files and their texts.
-fn working_tree(fs: &dyn Storage, root: &Path) -> io::Result<BTreeMap<String, String>> {
+fn working_tree(fs: &Shared, root: &Path) -> io::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for name in fs.list(root).unwrap_or_default() {
         let Some(topic) = name.strip_suffix(".md") else {
@@ -133,7 +132,7 @@ fn working_tree(fs: &dyn Storage, root: &Path) -> io::Result<BTreeMap<String, St
 
 impl GitBacked {
     /// Commit every working-tree file that differs from HEAD.
-    fn commit_dirty(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn commit_dirty(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         let n = head(fs, root)?;
         let at_head = tree_at(fs, root, n)?;
         let changes: Vec<(String, String)> = working_tree(fs, root)?
@@ -156,12 +155,12 @@ impl StoreProfile for GitBacked {
         "Letta MemFS: Markdown files in git, every edit a commit, consolidation when the context is compacted, a pull on start [official docs.letta.com/concepts/memfs]"
     }
 
-    fn remember(&self, fs: &dyn Storage, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
+    fn remember(&self, fs: &Shared, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
         fs.create_dir_all(root)?;
         let path = root.join(format!("{}.md", fact.topic));
         let mut text = read_opt(fs, &path)?.unwrap_or_default();
         text.push_str(&format!("{}\n", fact.line()));
-        atomic_write(fs, &path, text.as_bytes())?;
+        atomic_write(fs.as_ref(), &path, text.as_bytes())?;
         if self.commit_every_edit {
             commit(fs, root, head(fs, root)?, &[(fact.topic.clone(), text)])?;
         }
@@ -170,11 +169,15 @@ impl StoreProfile for GitBacked {
 
     /// Dreaming on compaction: each file keeps the newest line per key,
     /// and everything not yet committed is committed.
-    fn consolidate(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         for (topic, text) in working_tree(fs, root)? {
             let kept = render_lines(&merged(&lines_of(&text), true));
             if kept != text {
-                atomic_write(fs, &root.join(format!("{topic}.md")), kept.as_bytes())?;
+                atomic_write(
+                    fs.as_ref(),
+                    &root.join(format!("{topic}.md")),
+                    kept.as_bytes(),
+                )?;
             }
         }
         self.commit_dirty(fs, root)
@@ -182,7 +185,7 @@ impl StoreProfile for GitBacked {
 
     /// The harness's pull on start: the working tree is reset to HEAD, and
     /// a commit that never reached HEAD is dropped.
-    fn recover(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         for dir in [root.to_path_buf(), git(root), git(root).join("commits")] {
             remove_temps(fs, &dir)?;
         }
@@ -201,20 +204,20 @@ impl StoreProfile for GitBacked {
         for (topic, sha) in &at_head {
             let path = root.join(format!("{topic}.md"));
             if !fs.exists(&path) {
-                atomic_write(fs, &path, blob(fs, root, sha)?.as_bytes())?;
+                atomic_write(fs.as_ref(), &path, blob(fs, root, sha)?.as_bytes())?;
             }
         }
         Ok(())
     }
 
-    fn recall(&self, fs: &dyn Storage, root: &Path) -> io::Result<Vec<(String, String)>> {
+    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
         Ok(working_tree(fs, root)?
             .values()
             .flat_map(|t| lines_of(t))
             .collect())
     }
 
-    fn versions(&self, fs: &dyn Storage, root: &Path) -> Option<u64> {
+    fn versions(&self, fs: &Shared, root: &Path) -> Option<u64> {
         head(fs, root).ok()
     }
 
@@ -242,7 +245,7 @@ struct Dreamer {
 }
 
 impl Dreamer {
-    fn read(&self, fs: &dyn Storage, root: &Path) -> io::Result<(u64, Vec<(String, String)>)> {
+    fn read(&self, fs: &Shared, root: &Path) -> io::Result<(u64, Vec<(String, String)>)> {
         let n = head(fs, root)?;
         let at_head = tree_at(fs, root, n)?;
         let mut texts: BTreeMap<String, String> = BTreeMap::new();
@@ -263,7 +266,7 @@ impl Dreamer {
 }
 
 impl Job for Dreamer {
-    fn step(&mut self, fs: &dyn Storage, root: &Path) -> io::Result<bool> {
+    fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
         let Some((base, texts)) = self.base.take() else {
             self.base = Some(self.read(fs, root)?);
             return Ok(false);
@@ -278,7 +281,11 @@ impl Job for Dreamer {
             return Ok(false);
         }
         for (topic, text) in &texts {
-            atomic_write(fs, &root.join(format!("{topic}.md")), text.as_bytes())?;
+            atomic_write(
+                fs.as_ref(),
+                &root.join(format!("{topic}.md")),
+                text.as_bytes(),
+            )?;
         }
         commit(fs, root, now, &texts)?;
         self.outcome = Some(true);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Ack, Fact, StoreProfile};
-use crate::storage::{FaultPlan, Faulty, FileKind, MemFs, Shared, Storage};
+use crate::storage::{FaultPlan, Faulty, FileKind, MemFs, Shared};
 
 /// The store's directory on the in-memory backend.
 pub const ROOT: &str = "/store";
@@ -112,12 +112,12 @@ fn kill_script() -> Vec<Event> {
     ]
 }
 
-fn fresh() -> Arc<MemFs> {
+fn fresh() -> Shared {
     Arc::new(MemFs::new())
 }
 
 /// Run `script` until its first error; the facts acknowledged so far.
-fn run_script(p: &dyn StoreProfile, fs: &dyn Storage, script: &[Event]) -> Vec<Fact> {
+fn run_script(p: &dyn StoreProfile, fs: &Shared, script: &[Event]) -> Vec<Fact> {
     let root = Path::new(ROOT);
     let mut acked = Vec::new();
     for e in script {
@@ -161,7 +161,7 @@ fn missing(acked: &[Fact], recalled: &[(String, String)], written: &[Fact]) -> V
 }
 
 /// The next open after a kill, one clean consolidation, then recall.
-fn reopen(p: &dyn StoreProfile, fs: &dyn Storage) -> std::io::Result<Vec<(String, String)>> {
+fn reopen(p: &dyn StoreProfile, fs: &Shared) -> std::io::Result<Vec<(String, String)>> {
     let root = Path::new(ROOT);
     p.recover(fs, root)?;
     p.consolidate(fs, root)?;
@@ -186,13 +186,13 @@ pub fn kill_points(p: &dyn StoreProfile) -> KillReport {
             torn_kill: true,
             ..FaultPlan::default()
         };
-        let faulty = Faulty::new(disk.clone() as Shared, plan);
-        let acked = run_script(p, &faulty, &script);
+        let faulty = Arc::new(Faulty::new(disk.clone(), plan));
+        let acked = run_script(p, &(faulty.clone() as Shared), &script);
         if !faulty.killed() {
             break;
         }
         r.points += 1;
-        let gone = match reopen(p, disk.as_ref()) {
+        let gone = match reopen(p, &disk) {
             Ok(recalled) => missing(&acked, &recalled, &written),
             Err(e) => vec![format!("the next open failed: {e}")],
         };
@@ -214,14 +214,14 @@ pub fn stale(p: &dyn StoreProfile) -> StaleReport {
     let root = Path::new(ROOT);
     let old = Fact::new("project", "build", "make");
     let new = Fact::new("project", "build", "ninja");
-    let shows_old = |fs: &dyn Storage| {
+    let shows_old = |fs: &Shared| {
         p.recall(fs, root).map_or(true, |r| {
             r.iter().any(|(k, v)| *k == old.key && *v == old.value)
         })
     };
-    let planted = p.remember(fs.as_ref(), root, "t000001", &old).is_ok()
-        && p.consolidate(fs.as_ref(), root).is_ok()
-        && p.remember(fs.as_ref(), root, "t000002", &new).is_ok();
+    let planted = p.remember(&fs, root, "t000001", &old).is_ok()
+        && p.consolidate(&fs, root).is_ok()
+        && p.remember(&fs, root, "t000002", &new).is_ok();
     let mut report = StaleReport {
         consolidations: STALE_CONSOLIDATIONS,
         gone_after: None,
@@ -230,11 +230,11 @@ pub fn stale(p: &dyn StoreProfile) -> StaleReport {
         return report;
     }
     for n in 0..=STALE_CONSOLIDATIONS {
-        if !shows_old(fs.as_ref()) {
+        if !shows_old(&fs) {
             report.gone_after = Some(n);
             break;
         }
-        if n < STALE_CONSOLIDATIONS && p.consolidate(fs.as_ref(), root).is_err() {
+        if n < STALE_CONSOLIDATIONS && p.consolidate(&fs, root).is_err() {
             break;
         }
     }
@@ -267,25 +267,25 @@ pub fn growth(p: &dyn StoreProfile) -> GrowthReport {
     for i in 1..=GROWTH_SESSIONS {
         let thread = format!("t{i:06}");
         for f in growth_facts(i) {
-            if let Ok(Ack::Refused(_)) = p.remember(fs.as_ref(), root, &thread, &f) {
+            if let Ok(Ack::Refused(_)) = p.remember(&fs, root, &thread, &f) {
                 r.refused += 1;
                 r.first_refusal.get_or_insert(i);
             }
         }
-        let _ = p.consolidate(fs.as_ref(), root);
-        if let Some(past) = p.over_limit(fs.as_ref(), root) {
+        let _ = p.consolidate(&fs, root);
+        if let Some(past) = p.over_limit(&fs, root) {
             r.over_limit += 1;
             r.over_limit_sample
                 .get_or_insert_with(|| format!("after session {i}: {past}"));
         }
     }
-    (r.bytes, r.files) = size(fs.as_ref(), root);
-    r.versions = p.versions(fs.as_ref(), root);
+    (r.bytes, r.files) = size(&fs, root);
+    r.versions = p.versions(&fs, root);
     r
 }
 
 /// Bytes and files under `dir`, every level.
-fn size(fs: &dyn Storage, dir: &Path) -> (u64, u64) {
+fn size(fs: &Shared, dir: &Path) -> (u64, u64) {
     let mut total = (0, 0);
     for name in fs.list(dir).unwrap_or_default() {
         let path = dir.join(name);
@@ -322,12 +322,12 @@ fn concurrent_facts() -> [(&'static str, Vec<Fact>); 2] {
 /// Run one schedule (which consolidator takes each step) on a fresh store
 /// seeded with one consolidated fact: the store, the facts acknowledged,
 /// and the consolidators still unfinished when the schedule ran out.
-fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Arc<MemFs>, Vec<Fact>, Vec<usize>) {
+fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Shared, Vec<Fact>, Vec<usize>) {
     let fs = fresh();
     let root = Path::new(ROOT);
     let seed = Fact::new("project", "build", "make");
-    let _ = p.remember(fs.as_ref(), root, "t000001", &seed);
-    let _ = p.consolidate(fs.as_ref(), root);
+    let _ = p.remember(&fs, root, "t000001", &seed);
+    let _ = p.consolidate(&fs, root);
     let mut jobs: Vec<_> = concurrent_facts()
         .into_iter()
         .map(|(t, f)| p.consolidator(t, f))
@@ -335,7 +335,7 @@ fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Arc<MemFs>, Vec<Fa
     let mut done = [false, false];
     for &j in schedule {
         if !done[j] {
-            done[j] = jobs[j].step(fs.as_ref(), root).unwrap_or(true);
+            done[j] = jobs[j].step(&fs, root).unwrap_or(true);
         }
     }
     let mut acked = vec![seed];
@@ -364,8 +364,8 @@ pub fn lost_updates(p: &dyn StoreProfile) -> LostUpdateReport {
         r.interleavings += 1;
         let root = Path::new(ROOT);
         let recalled = p
-            .consolidate(fs.as_ref(), root)
-            .and_then(|()| p.recall(fs.as_ref(), root))
+            .consolidate(&fs, root)
+            .and_then(|()| p.recall(&fs, root))
             .unwrap_or_default();
         let gone = missing(&acked, &recalled, &[]);
         if !gone.is_empty() {

@@ -16,6 +16,8 @@
 //!   immutable version, with the documented limits.
 //! - [`two_stage`]: Codex memories, per-thread stage-1 outputs, then a
 //!   consolidation that prefers newer guidance.
+//! - [`memory_tool`]: Anthropic's client-side memory tool on ctxlab's
+//!   reference implementation, the model's own commands as the writes.
 //!
 //! [`measures`] holds the four checkers every profile runs through.
 //! Consolidation is scripted (deterministic, no model), as the lab's other
@@ -24,13 +26,14 @@
 pub mod add_only;
 pub mod git_backed;
 pub mod measures;
+pub mod memory_tool;
 pub mod two_stage;
 pub mod versioned;
 
 use std::io;
 use std::path::Path;
 
-use crate::storage::Storage;
+use crate::storage::Shared;
 
 /// One remembered fact: a line `- key: value` in the memory about `topic`.
 /// A later fact with the same key supersedes it.
@@ -84,7 +87,7 @@ pub enum Ack {
 /// read-decide-write the design makes indivisible.
 pub trait Job {
     /// Run the next step; `Ok(true)` when the job is finished.
-    fn step(&mut self, fs: &dyn Storage, root: &Path) -> io::Result<bool>;
+    fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool>;
     /// The facts this job told its session it kept (after it finished).
     fn acknowledged(&self) -> Vec<Fact>;
 }
@@ -97,20 +100,19 @@ pub trait StoreProfile {
     fn design(&self) -> &'static str;
     /// A session (`thread`) remembers `fact`. `Ack::Stored` is the
     /// acknowledgement the model acts on.
-    fn remember(&self, fs: &dyn Storage, root: &Path, thread: &str, fact: &Fact)
-        -> io::Result<Ack>;
+    fn remember(&self, fs: &Shared, root: &Path, thread: &str, fact: &Fact) -> io::Result<Ack>;
     /// One consolidation pass, where the design runs one (on compaction).
-    fn consolidate(&self, fs: &dyn Storage, root: &Path) -> io::Result<()>;
+    fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()>;
     /// What the next run does on open after a kill.
-    fn recover(&self, fs: &dyn Storage, root: &Path) -> io::Result<()>;
+    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()>;
     /// Every fact recall shows the model, as `(key, value)`.
-    fn recall(&self, fs: &dyn Storage, root: &Path) -> io::Result<Vec<(String, String)>>;
+    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>>;
     /// Versions the store keeps besides the current memories (commits,
     /// memory versions); `None` for a design that keeps none.
-    fn versions(&self, fs: &dyn Storage, root: &Path) -> Option<u64>;
+    fn versions(&self, fs: &Shared, root: &Path) -> Option<u64>;
     /// Whether the store is past one of the design's documented limits
     /// (it must never be: past a limit a write is refused).
-    fn over_limit(&self, _fs: &dyn Storage, _root: &Path) -> Option<String> {
+    fn over_limit(&self, _fs: &Shared, _root: &Path) -> Option<String> {
         None
     }
     /// A consolidation carrying one thread's new facts, as a [`Job`]: what
@@ -124,6 +126,7 @@ pub const PROFILES: &[fn() -> Box<dyn StoreProfile>] = &[
     || Box::new(git_backed::GitBacked::default()),
     || Box::new(versioned::Versioned::default()),
     || Box::new(two_stage::TwoStage::default()),
+    || Box::new(memory_tool::MemoryToolStore::default()),
 ];
 
 /// Every registered profile.
@@ -141,7 +144,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The text of a file, or `None` when it is not there.
-pub(crate) fn read_opt(fs: &dyn Storage, path: &Path) -> io::Result<Option<String>> {
+pub(crate) fn read_opt(fs: &Shared, path: &Path) -> io::Result<Option<String>> {
     match fs.read_to_string(path) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -151,7 +154,7 @@ pub(crate) fn read_opt(fs: &dyn Storage, path: &Path) -> io::Result<Option<Strin
 
 /// Remove the temp files a killed atomic write left in `dir` (what every
 /// profile's recovery does first).
-pub(crate) fn remove_temps(fs: &dyn Storage, dir: &Path) -> io::Result<()> {
+pub(crate) fn remove_temps(fs: &Shared, dir: &Path) -> io::Result<()> {
     for name in fs.list(dir).unwrap_or_default() {
         if crate::storage::is_temp_name(&name) {
             fs.remove_file(&dir.join(name))?;

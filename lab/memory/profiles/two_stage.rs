@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{lines_of, merged, read_opt, remove_temps, render_lines, Ack, Fact, Job, StoreProfile};
-use crate::storage::{atomic_write, Storage};
+use crate::storage::{atomic_write, Shared};
 
 /// Recent raw memories stage 2 reads (openai/codex `memories::phase_two`).
 pub const MAX_RAW_MEMORIES_FOR_GLOBAL: usize = 1_024;
@@ -65,7 +65,7 @@ struct Stage2 {
 
 impl TwoStage {
     /// Read the stage-1 outputs and the current `MEMORY.md`; decide.
-    fn plan(&self, fs: &dyn Storage, root: &Path) -> io::Result<Stage2> {
+    fn plan(&self, fs: &Shared, root: &Path) -> io::Result<Stage2> {
         let mut threads = fs.list(&summaries(root)).unwrap_or_default();
         threads.retain(|n| n.ends_with(".md") && !crate::storage::is_temp_name(n));
         let keep_from = threads.len().saturating_sub(MAX_RAW_MEMORIES_FOR_GLOBAL);
@@ -87,10 +87,14 @@ impl TwoStage {
         Ok(Stage2 { raw, memory, prune })
     }
 
-    fn write(&self, fs: &dyn Storage, root: &Path, s: &Stage2) -> io::Result<()> {
-        atomic_write(fs, &root.join(RAW_MEMORIES_FILENAME), s.raw.as_bytes())?;
+    fn write(&self, fs: &Shared, root: &Path, s: &Stage2) -> io::Result<()> {
         atomic_write(
-            fs,
+            fs.as_ref(),
+            &root.join(RAW_MEMORIES_FILENAME),
+            s.raw.as_bytes(),
+        )?;
+        atomic_write(
+            fs.as_ref(),
             &root.join(MEMORY_REGISTRY_FILENAME),
             s.memory.as_bytes(),
         )?;
@@ -100,20 +104,14 @@ impl TwoStage {
         Ok(())
     }
 
-    fn stage1(
-        &self,
-        fs: &dyn Storage,
-        root: &Path,
-        thread: &str,
-        facts: &[Fact],
-    ) -> io::Result<()> {
+    fn stage1(&self, fs: &Shared, root: &Path, thread: &str, facts: &[Fact]) -> io::Result<()> {
         fs.create_dir_all(&summaries(root))?;
         let path = summaries(root).join(format!("{thread}.md"));
         let mut text = read_opt(fs, &path)?.unwrap_or_default();
         for f in facts {
             text.push_str(&format!("{}\n", f.line()));
         }
-        atomic_write(fs, &path, text.as_bytes())
+        atomic_write(fs.as_ref(), &path, text.as_bytes())
     }
 }
 
@@ -126,25 +124,19 @@ impl StoreProfile for TwoStage {
         "Codex memories: stage-1 summary per thread, stage 2 under a global lock merges into MEMORY.md preferring newer guidance, 1,024 raw memories kept [src openai/codex codex-rs/core/src/memories]"
     }
 
-    fn remember(
-        &self,
-        fs: &dyn Storage,
-        root: &Path,
-        thread: &str,
-        fact: &Fact,
-    ) -> io::Result<Ack> {
+    fn remember(&self, fs: &Shared, root: &Path, thread: &str, fact: &Fact) -> io::Result<Ack> {
         self.stage1(fs, root, thread, std::slice::from_ref(fact))?;
         Ok(Ack::Stored)
     }
 
-    fn consolidate(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         let s = self.plan(fs, root)?;
         self.write(fs, root, &s)
     }
 
     /// The next start: temp files go, and a lock a killed consolidator
     /// held is released (Codex's lease expires after an hour).
-    fn recover(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         remove_temps(fs, root)?;
         remove_temps(fs, &summaries(root))?;
         if fs.exists(&root.join(LOCK)) {
@@ -153,13 +145,13 @@ impl StoreProfile for TwoStage {
         Ok(())
     }
 
-    fn recall(&self, fs: &dyn Storage, root: &Path) -> io::Result<Vec<(String, String)>> {
+    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
         Ok(lines_of(
             &read_opt(fs, &root.join(MEMORY_REGISTRY_FILENAME))?.unwrap_or_default(),
         ))
     }
 
-    fn versions(&self, _: &dyn Storage, _: &Path) -> Option<u64> {
+    fn versions(&self, _: &Shared, _: &Path) -> Option<u64> {
         None
     }
 
@@ -192,7 +184,7 @@ struct Consolidator {
 }
 
 impl Job for Consolidator {
-    fn step(&mut self, fs: &dyn Storage, root: &Path) -> io::Result<bool> {
+    fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
         let p = &self.profile;
         match std::mem::replace(&mut self.phase, Phase::Unlock) {
             Phase::Stage1 => {

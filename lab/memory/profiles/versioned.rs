@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{lines_of, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile};
-use crate::storage::{atomic_write, Storage};
+use crate::storage::{atomic_write, Shared};
 
 /// Memory stores one session may attach ("max 8 stores per session":
 /// docs.rs claude-api 0.5.3, `managed_agents::memory_stores`).
@@ -74,7 +74,7 @@ fn versions_dir(root: &Path) -> PathBuf {
     root.join("versions")
 }
 
-fn count(fs: &dyn Storage, dir: &Path) -> usize {
+fn count(fs: &Shared, dir: &Path) -> usize {
     fs.list(dir).map_or(0, |l| l.len())
 }
 
@@ -95,7 +95,7 @@ impl Versioned {
     /// version and the memory. One request: one indivisible step.
     fn update(
         &self,
-        fs: &dyn Storage,
+        fs: &Shared,
         root: &Path,
         topic: &str,
         read: Option<&str>,
@@ -121,11 +121,11 @@ impl Versioned {
         let n = count(fs, &versions_dir(root)) + 1;
         let version = versions_dir(root).join(format!("{n:08}-{topic}.md"));
         fs.write_new(&version, text.as_bytes())?;
-        atomic_write(fs, &path, text.as_bytes())?;
+        atomic_write(fs.as_ref(), &path, text.as_bytes())?;
         Ok(Ok(()))
     }
 
-    fn limits(&self, fs: &dyn Storage, root: &Path, new: bool, text: &str) -> Result<(), String> {
+    fn limits(&self, fs: &Shared, root: &Path, new: bool, text: &str) -> Result<(), String> {
         if !self.enforce_limits {
             return Ok(());
         }
@@ -158,7 +158,7 @@ impl StoreProfile for Versioned {
         "Anthropic Managed Agents memory stores: every change an immutable version, <=2,000 memories, <=250,000 versions, <=100 KB a memory, content_sha256 preconditions [official platform.claude.com managed-agents/memory; docs.aws.amazon.com]"
     }
 
-    fn remember(&self, fs: &dyn Storage, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
+    fn remember(&self, fs: &Shared, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
         let path = memories(root).join(format!("{}.md", fact.topic));
         let old = read_opt(fs, &path)?;
         let sha = old.as_deref().map(|t| sha256_hex(t.as_bytes()));
@@ -171,15 +171,15 @@ impl StoreProfile for Versioned {
         )
     }
 
-    fn consolidate(&self, _: &dyn Storage, _: &Path) -> io::Result<()> {
+    fn consolidate(&self, _: &Shared, _: &Path) -> io::Result<()> {
         Ok(())
     }
 
-    fn recover(&self, fs: &dyn Storage, root: &Path) -> io::Result<()> {
+    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         remove_temps(fs, &memories(root))
     }
 
-    fn recall(&self, fs: &dyn Storage, root: &Path) -> io::Result<Vec<(String, String)>> {
+    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
         let mut out = Vec::new();
         for name in fs.list(&memories(root)).unwrap_or_default() {
             if let Some(text) = read_opt(fs, &memories(root).join(name))? {
@@ -189,11 +189,11 @@ impl StoreProfile for Versioned {
         Ok(out)
     }
 
-    fn versions(&self, fs: &dyn Storage, root: &Path) -> Option<u64> {
+    fn versions(&self, fs: &Shared, root: &Path) -> Option<u64> {
         Some(count(fs, &versions_dir(root)) as u64)
     }
 
-    fn over_limit(&self, fs: &dyn Storage, root: &Path) -> Option<String> {
+    fn over_limit(&self, fs: &Shared, root: &Path) -> Option<String> {
         let n = count(fs, &memories(root));
         if n > MAX_MEMORIES_PER_STORE {
             return Some(format!("{n} memories (limit {MAX_MEMORIES_PER_STORE})"));
@@ -237,7 +237,7 @@ struct Writer {
 }
 
 impl Job for Writer {
-    fn step(&mut self, fs: &dyn Storage, root: &Path) -> io::Result<bool> {
+    fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
         let Some(fact) = self.facts.get(self.at).cloned() else {
             return Ok(true);
         };
