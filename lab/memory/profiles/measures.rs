@@ -334,6 +334,7 @@ fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Shared, Vec<Fact>,
         .collect();
     let mut done = [false, false];
     for &j in schedule {
+        // A step that fails ends its job, which acknowledges only what it kept.
         if !done[j] {
             done[j] = jobs[j].step(&fs, root).unwrap_or(true);
         }
