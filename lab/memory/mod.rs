@@ -10,6 +10,8 @@
 //! [`checker`] which turns the resulting disk state into [`crate::counters::Counters`].
 //! [`session`] drives scripted turns through all of them; [`scenario`] reads
 //! such sessions from JSON files; [`experiments`] registers the break rows.
+//! [`profiles`] puts other memory designs (add-only, git-backed, versioned,
+//! two-stage) on the same fault machinery.
 
 pub mod checker;
 pub mod consolidate;
@@ -18,6 +20,7 @@ pub mod experiments;
 pub mod extract;
 pub mod frontmatter;
 pub mod journal;
+pub mod profiles;
 pub mod prompts;
 pub mod recall;
 pub mod sandbox;

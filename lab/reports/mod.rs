@@ -14,6 +14,7 @@ pub mod cost;
 pub mod data;
 pub mod frontier;
 pub mod horizon;
+pub mod memory_profiles;
 pub mod verdicts;
 
 /// A terminal or Markdown table with a fixed layout (one implementation, in [`crate::report`]).
@@ -407,6 +408,8 @@ pub struct ReportData {
     pub verdicts: Vec<verdicts::RowVerdict>,
     /// Every memory-tool row against ctxlab's implementations and the recorded third-party ones.
     pub memory_tools: Vec<crate::memory::tool::rows::Card>,
+    /// Every store profile through the four memory measures.
+    pub memory_profiles: Vec<crate::memory::profiles::measures::Measured>,
     /// Every policy over one long generated session.
     pub horizon: crate::horizon::HorizonReport,
 }
@@ -474,6 +477,7 @@ fn describe(stem: &str) -> &'static str {
         "index" => "the frontier's generated session as an HTML page: every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family (self-contained, no network)",
         "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
         "horizon" => "every policy over one generated session of 400,000 tokens (calibrated on the shared sessions): compactions, freed fraction per compaction at the start, middle and end, stalls (under 5% freed), re-fetch growth, and whether the run stalled for good over the context window (plot: freed fraction against compaction cycle)",
+        "memory_profiles" => "other memory designs as store profiles (Mem0 v3 add-only, Letta MemFS git-backed, Anthropic versioned memory stores with their limits, Codex two-stage, Anthropic's memory tool on ctxlab's reference): kill points that lose an acknowledged memory, consolidations until a superseded fact is gone, bytes/files/versions after 1,000 generated sessions, lost updates over every interleaving of two concurrent consolidators",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -499,6 +503,9 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&cost::cost_table(&data.cost, &data.regret)));
     out.extend(table_files(&verdicts::verdicts_table(&data.verdicts)));
     out.extend(table_files(&horizon::horizon_table(&data.horizon)));
+    out.extend(table_files(&memory_profiles::memory_profiles_table(
+        &data.memory_profiles,
+    )));
     out.push(("horizon.svg".into(), horizon::horizon_svg(&data.horizon)));
     out.push((
         "cost.svg".into(),

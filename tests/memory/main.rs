@@ -12,6 +12,7 @@ mod memory_experiments;
 mod memory_frontmatter_props;
 mod memory_golden;
 mod memory_hostile;
+mod memory_profiles;
 mod memory_props;
 mod memory_scenarios;
 mod memory_session;

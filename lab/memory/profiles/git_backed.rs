@@ -1,0 +1,301 @@
+//! Letta MemFS: the agent's memory is a directory of Markdown files in a
+//! git repository, every edit a commit; "dreaming" subagents consolidate
+//! memory after a number of steps "or when the context window is
+//! compacted" (docs.letta.com/concepts/memfs, /letta-code/memfs). When the
+//! harness starts it pulls (re-clones) the repository, so an edit that was
+//! never committed is gone: a reported Letta Code 0.27.8 bug is exactly an
+//! edit acknowledged without its commit, lost on the next start.
+//!
+//! Here the repository is an in-process commit log on the storage layer:
+//! content-addressed blobs in `.git/objects/` (whole files, neither
+//! compressed nor packed), one file per commit in `.git/commits/` (its
+//! whole tree), and `.git/HEAD` naming the last
+//! commit, replaced atomically. A consolidator works in its own clone and
+//! publishes like a push: refused when HEAD moved since it read (git's
+//! `HEAD.lock` makes the check and the update one step), then it re-reads
+//! and merges again.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    lines_of, merged, read_opt, remove_temps, render_lines, sha256_hex, Ack, Fact, Job,
+    StoreProfile,
+};
+use crate::storage::{atomic_write, Shared};
+
+/// Times a consolidator re-reads and merges after a refused publish before
+/// it gives up (and acknowledges nothing).
+pub const PUBLISH_RETRIES: u32 = 3;
+
+/// The design's switches. `Default`: as documented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitBacked {
+    /// Every edit is committed before it is acknowledged; `false`: edits
+    /// are committed only at the next consolidation (the reported bug).
+    pub commit_every_edit: bool,
+    /// A publish is refused when HEAD moved since the consolidator read it
+    /// (a non-fast-forward push); `false`: it overwrites (a forced push).
+    pub parent_check: bool,
+}
+
+impl Default for GitBacked {
+    fn default() -> Self {
+        GitBacked {
+            commit_every_edit: true,
+            parent_check: true,
+        }
+    }
+}
+
+fn git(root: &Path) -> PathBuf {
+    root.join(".git")
+}
+
+/// The last commit's number (0: none yet).
+fn head(fs: &Shared, root: &Path) -> io::Result<u64> {
+    Ok(read_opt(fs, &git(root).join("HEAD"))?
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0))
+}
+
+fn commit_path(root: &Path, n: u64) -> PathBuf {
+    git(root).join("commits").join(format!("{n:08}"))
+}
+
+/// Topic -> blob hash at commit `n` (each commit lists its whole tree,
+/// as a git commit names a whole tree object).
+fn tree_at(fs: &Shared, root: &Path, n: u64) -> io::Result<BTreeMap<String, String>> {
+    if n == 0 {
+        return Ok(BTreeMap::new());
+    }
+    let text = fs.read_to_string(&commit_path(root, n))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(t, sha)| (t.to_string(), sha.to_string()))
+        .collect())
+}
+
+fn blob(fs: &Shared, root: &Path, sha: &str) -> io::Result<String> {
+    fs.read_to_string(&git(root).join("objects").join(sha))
+}
+
+/// Store `changes` (topic, new text) over the tree of commit `parent` as
+/// commit `parent + 1`, and move HEAD to it.
+fn commit(fs: &Shared, root: &Path, parent: u64, changes: &[(String, String)]) -> io::Result<()> {
+    let objects = git(root).join("objects");
+    fs.create_dir_all(&objects)?;
+    fs.create_dir_all(&git(root).join("commits"))?;
+    let mut tree = tree_at(fs, root, parent)?;
+    for (topic, text) in changes {
+        let sha = sha256_hex(text.as_bytes());
+        match fs.write_new(&objects.join(&sha), text.as_bytes()) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        tree.insert(topic.clone(), sha);
+    }
+    let entry: String = tree
+        .iter()
+        .map(|(t, sha)| format!("{t}\t{sha}\n"))
+        .collect();
+    atomic_write(
+        fs.as_ref(),
+        &commit_path(root, parent + 1),
+        entry.as_bytes(),
+    )?;
+    atomic_write(
+        fs.as_ref(),
+        &git(root).join("HEAD"),
+        format!("{}\n", parent + 1).as_bytes(),
+    )
+}
+
+/// The working tree's topic files and their texts.
+fn working_tree(fs: &Shared, root: &Path) -> io::Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for name in fs.list(root).unwrap_or_default() {
+        let Some(topic) = name.strip_suffix(".md") else {
+            continue;
+        };
+        if let Some(text) = read_opt(fs, &root.join(&name))? {
+            out.insert(topic.to_string(), text);
+        }
+    }
+    Ok(out)
+}
+
+impl GitBacked {
+    /// Commit every working-tree file that differs from HEAD.
+    fn commit_dirty(&self, fs: &Shared, root: &Path) -> io::Result<()> {
+        let n = head(fs, root)?;
+        let at_head = tree_at(fs, root, n)?;
+        let changes: Vec<(String, String)> = working_tree(fs, root)?
+            .into_iter()
+            .filter(|(t, text)| at_head.get(t) != Some(&sha256_hex(text.as_bytes())))
+            .collect();
+        if changes.is_empty() {
+            return Ok(());
+        }
+        commit(fs, root, n, &changes)
+    }
+}
+
+impl StoreProfile for GitBacked {
+    fn name(&self) -> &'static str {
+        "git-backed"
+    }
+
+    fn design(&self) -> &'static str {
+        "Letta MemFS: Markdown files in git, every edit a commit, consolidation when the context is compacted, a pull on start [official docs.letta.com/concepts/memfs]"
+    }
+
+    fn remember(&self, fs: &Shared, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
+        fs.create_dir_all(root)?;
+        let path = root.join(format!("{}.md", fact.topic));
+        let mut text = read_opt(fs, &path)?.unwrap_or_default();
+        text.push_str(&format!("{}\n", fact.line()));
+        atomic_write(fs.as_ref(), &path, text.as_bytes())?;
+        if self.commit_every_edit {
+            commit(fs, root, head(fs, root)?, &[(fact.topic.clone(), text)])?;
+        }
+        Ok(Ack::Stored)
+    }
+
+    /// Dreaming on compaction: each file keeps the newest line per key,
+    /// and everything not yet committed is committed.
+    fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()> {
+        for (topic, text) in working_tree(fs, root)? {
+            let kept = render_lines(&merged(&lines_of(&text), true));
+            if kept != text {
+                atomic_write(
+                    fs.as_ref(),
+                    &root.join(format!("{topic}.md")),
+                    kept.as_bytes(),
+                )?;
+            }
+        }
+        self.commit_dirty(fs, root)
+    }
+
+    /// The harness's pull on start: the working tree is reset to HEAD, and
+    /// a commit that never reached HEAD is dropped.
+    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
+        for dir in [root.to_path_buf(), git(root), git(root).join("commits")] {
+            remove_temps(fs, &dir)?;
+        }
+        let n = head(fs, root)?;
+        let mut orphan = n + 1;
+        while fs.exists(&commit_path(root, orphan)) {
+            fs.remove_file(&commit_path(root, orphan))?;
+            orphan += 1;
+        }
+        let at_head = tree_at(fs, root, n)?;
+        for (topic, text) in working_tree(fs, root)? {
+            if at_head.get(&topic) != Some(&sha256_hex(text.as_bytes())) {
+                fs.remove_file(&root.join(format!("{topic}.md")))?;
+            }
+        }
+        for (topic, sha) in &at_head {
+            let path = root.join(format!("{topic}.md"));
+            if !fs.exists(&path) {
+                atomic_write(fs.as_ref(), &path, blob(fs, root, sha)?.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
+        Ok(working_tree(fs, root)?
+            .values()
+            .flat_map(|t| lines_of(t))
+            .collect())
+    }
+
+    fn versions(&self, fs: &Shared, root: &Path) -> Option<u64> {
+        head(fs, root).ok()
+    }
+
+    fn consolidator(&self, _: &str, facts: Vec<Fact>) -> Box<dyn Job> {
+        Box::new(Dreamer {
+            profile: *self,
+            facts,
+            base: None,
+            retries: 0,
+            outcome: None,
+        })
+    }
+}
+
+/// A dreaming subagent writing its thread's facts: read HEAD in its own
+/// clone, merge, publish.
+struct Dreamer {
+    profile: GitBacked,
+    facts: Vec<Fact>,
+    /// HEAD when it read, and the texts it will publish.
+    base: Option<(u64, Vec<(String, String)>)>,
+    retries: u32,
+    /// `Some(true)`: published; `Some(false)`: gave up.
+    outcome: Option<bool>,
+}
+
+impl Dreamer {
+    fn read(&self, fs: &Shared, root: &Path) -> io::Result<(u64, Vec<(String, String)>)> {
+        let n = head(fs, root)?;
+        let at_head = tree_at(fs, root, n)?;
+        let mut texts: BTreeMap<String, String> = BTreeMap::new();
+        for f in &self.facts {
+            let text = match texts.get(&f.topic) {
+                Some(t) => t.clone(),
+                None => match at_head.get(&f.topic) {
+                    Some(sha) => blob(fs, root, sha)?,
+                    None => String::new(),
+                },
+            };
+            let mut lines = lines_of(&text);
+            lines.push((f.key.clone(), f.value.clone()));
+            texts.insert(f.topic.clone(), render_lines(&merged(&lines, true)));
+        }
+        Ok((n, texts.into_iter().collect()))
+    }
+}
+
+impl Job for Dreamer {
+    fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
+        let Some((base, texts)) = self.base.take() else {
+            self.base = Some(self.read(fs, root)?);
+            return Ok(false);
+        };
+        let now = head(fs, root)?;
+        if self.profile.parent_check && now != base {
+            self.retries += 1;
+            if self.retries > PUBLISH_RETRIES {
+                self.outcome = Some(false);
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        for (topic, text) in &texts {
+            atomic_write(
+                fs.as_ref(),
+                &root.join(format!("{topic}.md")),
+                text.as_bytes(),
+            )?;
+        }
+        commit(fs, root, now, &texts)?;
+        self.outcome = Some(true);
+        Ok(true)
+    }
+
+    fn acknowledged(&self) -> Vec<Fact> {
+        match self.outcome {
+            Some(true) => self.facts.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
