@@ -125,7 +125,10 @@ impl Jsonl {
             other => return session.skip_role(other, (line, 1), sink),
         };
         session.stats.message_records += 1;
-        let visible = |k: &str| v.pointer(&format!("/metadata/{k}")).and_then(Value::as_bool);
+        let visible = |k: &str| {
+            v.pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_bool)
+        };
         let to_agent = visible("agentVisible").unwrap_or(true);
         let to_user = visible("userVisible").unwrap_or(true);
         let mut blocks = Vec::new();

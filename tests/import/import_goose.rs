@@ -147,11 +147,9 @@ fn wrong_types_and_missing_ids_are_reported_at_their_line() {
     // Line 3: a role of the wrong type; line 5: content not a list;
     // line 7: a tool response with no id; line 9: an unknown content type.
     l[2] = l[2].replace("\"role\":\"assistant\"", "\"role\":7");
-    l[4] = l[4].replacen("\"content\":[", "\"content\":{\"x\":[", 1).replacen(
-        "],\"metadata\"",
-        "]},\"metadata\"",
-        1,
-    );
+    l[4] = l[4]
+        .replacen("\"content\":[", "\"content\":{\"x\":[", 1)
+        .replacen("],\"metadata\"", "]},\"metadata\"", 1);
     l[6] = l[6].replacen("\"id\":\"toolu_03\"", "\"ident\":\"toolu_03\"", 1);
     l[8] = l[8].replacen("\"type\":\"text\"", "\"type\":\"hologram\"", 1);
     let text = l.join("\n");
@@ -186,7 +184,9 @@ fn an_older_list_result_and_a_missing_metadata_line_are_read() {
     );
     let s = import_text(text, &STRICT).unwrap();
     assert_eq!(s.main.len(), 3);
-    assert!(matches!(&s.main[2].blocks()[0], Block::ToolResult { content, .. } if content == "a\nb"));
+    assert!(
+        matches!(&s.main[2].blocks()[0], Block::ToolResult { content, .. } if content == "a\nb")
+    );
 }
 
 proptest! {

@@ -135,7 +135,13 @@ fn the_cli_reads_the_storage_directory_or_a_session_file() {
 #[test]
 fn a_cut_file_is_reported_in_it_and_the_rest_still_imports() {
     let (_dir, session) = copy();
-    let root = session.parent().unwrap().parent().unwrap().parent().unwrap();
+    let root = session
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
     let msg = root.join("message/ses_fixture0001/msg_0007.json");
     let text = std::fs::read_to_string(&msg).unwrap();
     std::fs::write(&msg, &text[..text.len() / 2]).unwrap();
@@ -157,7 +163,13 @@ fn a_cut_file_is_reported_in_it_and_the_rest_still_imports() {
 #[test]
 fn wrong_types_and_missing_ids_are_reported_in_their_file() {
     let (_dir, session) = copy();
-    let root = session.parent().unwrap().parent().unwrap().parent().unwrap();
+    let root = session
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
     let edit = |rel: &str, f: &dyn Fn(&mut Value)| {
         let p = root.join(rel);
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
@@ -166,7 +178,9 @@ fn wrong_types_and_missing_ids_are_reported_in_their_file() {
     };
     // A role of the wrong type, a part type of the wrong type, a tool part
     // with no call id, a part file that is no object.
-    edit("message/ses_fixture0001/msg_0005.json", &|v| v["role"] = 7.into());
+    edit("message/ses_fixture0001/msg_0005.json", &|v| {
+        v["role"] = 7.into()
+    });
     edit("part/msg_0003/prt_0016.json", &|v| v["type"] = 5.into());
     edit("part/msg_0004/prt_0019.json", &|v| {
         v.as_object_mut().unwrap().remove("callID");
@@ -187,7 +201,10 @@ fn wrong_types_and_missing_ids_are_reported_in_their_file() {
     );
     assert!(unpaired_ids(&s.main).is_empty());
     let printed = s.diagnostic_lines().join("\n");
-    assert!(printed.contains("prt_0019.json:1:1: invalid_record"), "{printed}");
+    assert!(
+        printed.contains("prt_0019.json:1:1: invalid_record"),
+        "{printed}"
+    );
     let e = import_file(&session, &STRICT).unwrap_err().to_string();
     assert!(e.contains("prt_0002.json:1:1"), "{e}");
 }
