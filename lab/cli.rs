@@ -160,8 +160,9 @@ pub enum Command {
     /// sidechains, real compactions, skipped records and every damage diagnostic.
     Import {
         /// Transcript files, or corpora of them: a directory (read
-        /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
-        /// .tar.gz), each summarised in one row.
+        /// recursively; an opencode storage directory, its session files),
+        /// a quoted glob, or a tar archive (.tar, .tar.xz, .tar.gz), each
+        /// summarised in one row.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Treat every damage diagnostic as an error.

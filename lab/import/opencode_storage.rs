@@ -52,8 +52,9 @@ pub(crate) fn read<R: BufRead>(
     session.stats.records += 1;
     // The session's own record holds nothing that is sent; only its place
     // in the tree matters. A cut one is still damage.
-    if let Some((pos, kind, msg)) = parse_problem(&text) {
-        sink.report(pos.0, pos.1, kind, format!("session file: {msg}"))?;
+    if let Err(((line, column), kind, msg)) = object(&text) {
+        let msg = format!("session file {msg}; its messages are read all the same");
+        sink.report(line, column, kind, msg)?;
     }
     let (root, id) = locate(&source)?;
     let mut export = Export::default();
@@ -154,32 +155,37 @@ fn json_files(dir: &Path) -> LabResult<Vec<PathBuf>> {
 fn document(file: &Path, sink: &mut Sink<'_>) -> LabResult<Option<Value>> {
     check_regular(file, "an opencode storage file", MAX_TRANSCRIPT_BYTES)?;
     let bytes = std::fs::read(file).map_err(|e| LabError::io("reading", file, e))?;
-    if let Some((pos, kind, msg)) = parse_problem(&bytes) {
-        sink.report(pos.0, pos.1, kind, msg)?;
-        return Ok(None);
+    match object(&bytes) {
+        Ok(v) => Ok(Some(v)),
+        Err(((line, column), kind, msg)) => {
+            sink.report(line, column, kind, format!("{msg}; skipped"))?;
+            Ok(None)
+        }
     }
-    Ok(serde_json::from_slice(&bytes).ok())
 }
 
-/// Why `bytes` is not one JSON object, with where: a cut document is
-/// `truncated`, anything else `invalid_record`.
-fn parse_problem(bytes: &[u8]) -> Option<((usize, usize), DiagnosticKind, String)> {
+/// Why a storage file holds no JSON object: where, and the diagnostic.
+type Problem = ((usize, usize), DiagnosticKind, String);
+
+/// The JSON object `bytes` hold; a cut document is `truncated`, anything
+/// else `invalid_record`.
+fn object(bytes: &[u8]) -> Result<Value, Problem> {
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(_)) => None,
-        Ok(_) => Some((
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err((
             (1, 1),
             DiagnosticKind::InvalidRecord,
-            "not a JSON object; skipped".into(),
+            "not a JSON object".into(),
         )),
-        Err(e) if e.is_eof() => Some((
+        Err(e) if e.is_eof() => Err((
             (e.line(), e.column()),
             DiagnosticKind::Truncated,
-            "the JSON document ends early (file cut); skipped".into(),
+            "the JSON document ends early (file cut)".into(),
         )),
-        Err(e) => Some((
+        Err(e) => Err((
             (e.line(), e.column()),
             DiagnosticKind::InvalidRecord,
-            format!("not JSON ({}); skipped", category(&e)),
+            format!("not JSON ({})", category(&e)),
         )),
     }
 }
