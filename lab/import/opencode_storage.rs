@@ -18,6 +18,8 @@
 //! holds and is read by [`super::opencode`], so both give the same session
 //! (compaction parts and their summaries are real compactions the same way).
 //!
+//! The test fixture is opencode 1.1.53's own output (`opencode import`).
+//!
 //! Damage is reported in the file it is in, at its line:column: a cut
 //! message or part file is `truncated` (and skipped), a file that is not a
 //! JSON object `invalid_record`, a message with no string `role`

@@ -1,7 +1,7 @@
-//! opencode's storage directory: the hand-made fixture
-//! (`tests/import/fixtures/opencode_storage/`, synthetic, the export's
-//! session split into opencode's files) counted by hand from its generator
-//! and equal to the export; the compaction part a real compaction beside the
+//! opencode's storage directory: the fixture
+//! (`tests/import/fixtures/opencode_storage/`, written by opencode 1.1.53's
+//! own `opencode import` from the hand-made export) counted by hand from the
+//! export's generator and equal to the export; the compaction part a real compaction beside the
 //! `opencode` port; each damage class reported in the file it is in, with
 //! its line:column; no panic on any cut or byte of a message file.
 
@@ -25,7 +25,7 @@ const STRICT: ImportOptions = ImportOptions {
     format: None,
 };
 
-const SESSION: &str = "session/prj_fixture/ses_fixture0001.json";
+const SESSION: &str = "session/global/ses_fixture0001.json";
 
 fn storage() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import/fixtures/opencode_storage/storage")
@@ -113,7 +113,8 @@ fn the_compaction_part_is_a_real_compaction_beside_the_port() {
 #[test]
 fn the_cli_reads_the_storage_directory_or_a_session_file() {
     let dir = storage();
-    // The directory: its one session, not its 43 message and part files.
+    // The directory: its one session, not its 43 message and part files
+    // nor opencode's project record and migration marker.
     let out = common::lab_ok(&["import", dir.to_str().unwrap(), "--format", "json"]);
     assert_eq!(out.matches("\"opencode_storage\"").count(), 1, "{out}");
     assert!(!out.contains("not a session"), "{out}");
