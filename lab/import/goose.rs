@@ -113,32 +113,37 @@ impl Jsonl {
             session.skip("metadata");
             return Ok(());
         }
-        let role = v.get("role").and_then(Value::as_str);
+        self.message(v, line, session, sink)
+    }
+
+    /// One serialised `Message`: kept with what of it is sent, if anything.
+    fn message(
+        &mut self,
+        v: &Value,
+        line: usize,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
         let Some(content) = v.get("content").and_then(Value::as_array) else {
             session.skip("(no content)");
             let msg = "message with no `content` array; skipped".to_string();
             return sink.report(line, 1, DiagnosticKind::InvalidRecord, msg);
         };
-        let role = match role {
+        let role = match v.get("role").and_then(Value::as_str) {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
             other => return session.skip_role(other, (line, 1), sink),
         };
         session.stats.message_records += 1;
-        let visible = |k: &str| {
-            v.pointer(&format!("/metadata/{k}"))
-                .and_then(Value::as_bool)
-        };
-        let to_agent = visible("agentVisible").unwrap_or(true);
-        let to_user = visible("userVisible").unwrap_or(true);
         let mut blocks = Vec::new();
         for c in content {
-            self.content(c, line, &mut blocks, session, sink)?;
+            content_item(c, line, &mut blocks, session, sink)?;
         }
         if blocks.is_empty() {
             session.skip("message with nothing sent");
             return Ok(());
         }
+        let (to_user, to_agent) = visibility(v);
         if role == Role::User && to_agent && !to_user && self.after_hidden {
             self.summaries.push(line);
         }
@@ -150,50 +155,60 @@ impl Jsonl {
         self.origins.push(Origin::at(line, 1, 0));
         Ok(())
     }
+}
 
-    /// One `MessageContent` item: the block it is sent as, if any.
-    fn content(
-        &mut self,
-        c: &Value,
-        line: usize,
-        blocks: &mut Vec<Block>,
-        session: &mut ImportedSession,
-        sink: &mut Sink<'_>,
-    ) -> LabResult<()> {
-        let kind = c.get("type").and_then(Value::as_str).unwrap_or("(none)");
-        let str_of = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
-        match kind {
-            "text" => blocks.push(Block::Text {
-                text: str_of("text").to_string(),
-            }),
-            "image" => blocks.push(Block::Image {
-                source: str_of("mimeType").to_string(),
-            }),
-            "thinking" => blocks.push(Block::Thinking {
-                thinking: str_of("thinking").to_string(),
-            }),
-            "toolRequest" | "frontendToolRequest" | "toolResponse" => {
-                let Some(id) = c.get("id").and_then(Value::as_str) else {
-                    session.skip(kind);
-                    let msg = format!("`{kind}` with no `id`; skipped");
-                    return sink.report(line, 1, DiagnosticKind::InvalidRecord, msg);
-                };
-                blocks.push(if kind == "toolResponse" {
-                    tool_result(id, c.get("toolResult"), session)
-                } else {
-                    session.stats.tool_uses += 1;
-                    tool_use(id, c.get("toolCall"))
-                });
-            }
-            k if SILENT.contains(&k) => session.skip(k),
-            other => {
-                session.skip(&format!("content:{other}"));
-                let msg = format!("unknown content type `{other}`; counted and skipped");
-                sink.report(line, 1, DiagnosticKind::UnknownBlockType, msg)?;
-            }
+/// `metadata.userVisible` and `metadata.agentVisible` (both true when absent,
+/// as `MessageMetadata::default`).
+fn visibility(v: &Value) -> (bool, bool) {
+    let flag = |k: &str| {
+        v.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+    };
+    (flag("userVisible"), flag("agentVisible"))
+}
+
+/// One `MessageContent` item: the block it is sent as, if any.
+fn content_item(
+    c: &Value,
+    line: usize,
+    blocks: &mut Vec<Block>,
+    session: &mut ImportedSession,
+    sink: &mut Sink<'_>,
+) -> LabResult<()> {
+    let kind = c.get("type").and_then(Value::as_str).unwrap_or("(none)");
+    let str_of = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+    match kind {
+        "text" => blocks.push(Block::Text {
+            text: str_of("text").to_string(),
+        }),
+        "image" => blocks.push(Block::Image {
+            source: str_of("mimeType").to_string(),
+        }),
+        "thinking" => blocks.push(Block::Thinking {
+            thinking: str_of("thinking").to_string(),
+        }),
+        "toolRequest" | "frontendToolRequest" | "toolResponse" => {
+            let Some(id) = c.get("id").and_then(Value::as_str) else {
+                session.skip(kind);
+                let msg = format!("`{kind}` with no `id`; skipped");
+                return sink.report(line, 1, DiagnosticKind::InvalidRecord, msg);
+            };
+            blocks.push(if kind == "toolResponse" {
+                tool_result(id, c.get("toolResult"), session)
+            } else {
+                session.stats.tool_uses += 1;
+                tool_use(id, c.get("toolCall"))
+            });
         }
-        Ok(())
+        k if SILENT.contains(&k) => session.skip(k),
+        other => {
+            session.skip(&format!("content:{other}"));
+            let msg = format!("unknown content type `{other}`; counted and skipped");
+            sink.report(line, 1, DiagnosticKind::UnknownBlockType, msg)?;
+        }
     }
+    Ok(())
 }
 
 /// A `toolRequest`'s call: `{"status": "success", "value": {name, arguments}}`

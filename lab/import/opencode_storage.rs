@@ -105,9 +105,11 @@ fn message_element(
 }
 
 /// The storage root and session id of a session file
-/// `ROOT/session/PROJECT/ID.json`.
+/// `ROOT/session/PROJECT/ID.json` (a relative name is resolved first, so
+/// `ID.json` given from inside `session/PROJECT/` is found too).
 fn locate(file: &Path) -> LabResult<(PathBuf, String)> {
-    let project = file.parent();
+    let resolved = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let project = resolved.parent();
     let sessions = project.and_then(Path::parent);
     let root = sessions.and_then(Path::parent);
     match (sessions, root) {

@@ -122,6 +122,13 @@ fn the_cli_imports_and_replays_the_session() {
     let path = fixture();
     let path = path.to_str().unwrap();
     assert!(common::lab_ok(&["import", path]).contains("goose"));
+    let json = common::lab_ok(&["replay", path, "--policy", "all", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let runs = v["runs"].as_array().expect("runs");
+    assert!(runs.len() > 20, "{}", runs.len());
+    for r in runs {
+        assert_eq!(r["invalid_requests"], 0, "{}", r["policy"]);
+    }
     let (code, out, err) = common::lab(&["replay", path, "--policy", "all"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("goose-auto-compact"), "{out}");
