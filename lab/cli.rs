@@ -160,15 +160,16 @@ pub enum Command {
     /// sidechains, real compactions, skipped records and every damage diagnostic.
     Import {
         /// Transcript files, or corpora of them: a directory (read
-        /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
-        /// .tar.gz), each summarised in one row.
+        /// recursively; an opencode storage directory, its session files),
+        /// a quoted glob, or a tar archive (.tar, .tar.xz, .tar.gz), each
+        /// summarised in one row.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Treat every damage diagnostic as an error.
         #[arg(long)]
         strict: bool,
         /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code).
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, roo_code, goose).
         #[arg(long, value_name = "FORMAT")]
         format_in: Option<String>,
         /// Also write every session's normalised messages to OUT (JSON

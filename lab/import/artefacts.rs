@@ -2,7 +2,8 @@
 //! real compaction left in the history (Claude Code: the continuation
 //! summary, and after a `/compact` the command's echo; Gemini CLI: the
 //! `<state_snapshot>` turn and the model's acknowledgement; opencode: the
-//! compaction prompt and the summary that answers it), as opposed to what
+//! compaction prompt and the summary that answers it; goose: the summary,
+//! its continuation note and the copy of the user's last request), as opposed to what
 //! the user and the tools sent.
 //!
 //! The compaction boundary record itself is no message, so it is never in
@@ -58,7 +59,7 @@ pub fn product_artefacts(session: &ImportedSession) -> Vec<usize> {
         }
         out.push(c.at);
         // opencode's prompt is answered by the summary the product asked for.
-        if session.format == TranscriptFormat::OpenCode
+        if session.format.is_opencode()
             && session
                 .main
                 .get(c.at + 1)
@@ -67,11 +68,41 @@ pub fn product_artefacts(session: &ImportedSession) -> Vec<usize> {
             out.push(c.at + 1);
             continue;
         }
+        if session.format == TranscriptFormat::Goose {
+            out.extend(goose_tail(session, c.at));
+            continue;
+        }
         out.extend((c.at + 1..session.main.len()).take_while(|&j| {
             is_command_echo(&session.main[j]) || is_compression_ack(&session.main[j])
         }));
     }
     out
+}
+
+/// What goose writes after its summary at `at`: the continuation note, then
+/// the fresh copy of the newest text-only user message before the summary.
+fn goose_tail(session: &ImportedSession, at: usize) -> Vec<usize> {
+    let main = &session.main;
+    if !main.get(at + 1).is_some_and(super::goose::is_continuation) {
+        return Vec::new();
+    }
+    // `has_text_only`: some text and no tool content.
+    let text_only = |m: &Message| {
+        let blocks = m.blocks();
+        m.role == Role::User
+            && blocks.iter().any(|b| matches!(b, Block::Text { .. }))
+            && !blocks
+                .iter()
+                .any(|b| matches!(b, Block::ToolUse { .. } | Block::ToolResult { .. }))
+    };
+    let newest = main[..at].iter().rev().find(|m| text_only(m));
+    let copy = main
+        .get(at + 2)
+        .filter(|m| text_only(m) && newest.is_some_and(|n| n.text() == m.text()));
+    match copy {
+        Some(_) => vec![at + 1, at + 2],
+        None => vec![at + 1],
+    }
 }
 
 /// `main` without the product's compaction artefacts: the session as a

@@ -1,7 +1,8 @@
 //! Corpus input: many sessions named by one argument.
 //!
 //! An input of `lab import` / `lab replay` is a file, a directory (every
-//! regular file under it, recursively, in path order), a glob (`'trajs/*/*.json'`,
+//! regular file under it, recursively, in path order; in an opencode storage
+//! directory, the session files only), a glob (`'trajs/*/*.json'`,
 //! quoted so the shell leaves it; `**` spans directories), or a tar archive
 //! (`.tar`, `.tar.xz` / `.txz`, `.tar.gz` / `.tgz`) read member by member
 //! without unpacking. Sessions are imported one file or member at a time and
@@ -137,6 +138,11 @@ fn expand_one(arg: &Path) -> LabResult<Input> {
 /// Every regular file under `dir`; symbolic links are not followed (a link
 /// loop must not hang the walk).
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> LabResult<()> {
+    // opencode's storage: its sessions are the files under `session/`;
+    // their message and part files are read through them.
+    if super::opencode_storage::is_storage_root(dir) {
+        return walk(&dir.join("session"), out);
+    }
     let entries = std::fs::read_dir(dir).map_err(|e| LabError::io("reading directory", dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| LabError::io("reading directory", dir, e))?;

@@ -67,11 +67,13 @@ pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
 pub mod gemini;
+pub mod goose;
 mod lines;
 pub mod log_records;
 pub mod mini_swe;
 pub mod openai;
 pub mod opencode;
+pub mod opencode_storage;
 pub mod openhands;
 mod repair;
 pub mod roo_code;
@@ -131,9 +133,16 @@ pub enum TranscriptFormat {
     /// An opencode session as `opencode export` writes it, its compactions real compactions.
     #[serde(rename = "opencode")]
     OpenCode,
+    /// An opencode session in opencode's own storage directory
+    /// (`storage/session/PROJECT/ID.json`, its messages and parts beside it).
+    #[serde(rename = "opencode_storage")]
+    OpenCodeStorage,
     /// An OpenHands trajectory (serialized events), its condensations real compactions.
     #[serde(rename = "openhands")]
     OpenHands,
+    /// A goose session (`sessions/ID.jsonl`: metadata, then one message per
+    /// line), its compaction summaries real compactions.
+    Goose,
     /// A Roo Code or Cline task's `api_conversation_history.json`, Roo's condense summaries real compactions.
     RooCode,
 }
@@ -166,9 +175,19 @@ impl TranscriptFormat {
             TranscriptFormat::CodexRollout => "codex_rollout",
             TranscriptFormat::GeminiCli => "gemini_cli",
             TranscriptFormat::OpenCode => "opencode",
+            TranscriptFormat::OpenCodeStorage => "opencode_storage",
             TranscriptFormat::OpenHands => "openhands",
             TranscriptFormat::RooCode => "roo_code",
+            TranscriptFormat::Goose => "goose",
         }
+    }
+
+    /// opencode's export or its storage: one product, one compaction shape.
+    pub fn is_opencode(self) -> bool {
+        matches!(
+            self,
+            TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage
+        )
     }
 
     /// Parse a name as printed by [`TranscriptFormat::name`].
@@ -184,11 +203,13 @@ impl TranscriptFormat {
             "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
             "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
             "opencode" => Ok(TranscriptFormat::OpenCode),
+            "opencode_storage" => Ok(TranscriptFormat::OpenCodeStorage),
             "openhands" => Ok(TranscriptFormat::OpenHands),
             "roo_code" => Ok(TranscriptFormat::RooCode),
+            "goose" => Ok(TranscriptFormat::Goose),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, roo_code, goose",
             )),
         }
     }
@@ -307,6 +328,10 @@ pub struct Diagnostic {
     pub kind: DiagnosticKind,
     /// What was found (record types, ids and counts only; never transcript text).
     pub message: String,
+    /// The file the position is in, when not the session's own file (a
+    /// message or part file of an opencode storage directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
 }
 
 /// Counts over every record of the file, main chain or not.
@@ -608,7 +633,7 @@ impl ImportedSession {
             .map(|d| {
                 format!(
                     "{}:{}:{}: {}: {}",
-                    self.source.display(),
+                    d.file.as_deref().unwrap_or(&self.source).display(),
                     d.line,
                     d.column,
                     d.kind.name(),
@@ -708,6 +733,9 @@ pub fn sent_chars(sizes: &[usize]) -> usize {
 /// Collects diagnostics and enforces `strict`.
 pub(crate) struct Sink<'a> {
     pub(crate) source: &'a Path,
+    /// The file positions are in while it is not `source` (a reader of
+    /// several files sets it for each).
+    pub(crate) file: Option<PathBuf>,
     pub(crate) strict: bool,
     pub(crate) diagnostics: Vec<Diagnostic>,
     /// Every diagnostic reported, kept or not, by kind.
@@ -728,7 +756,7 @@ impl<'a> Sink<'a> {
             // `strict` nothing was repaired, so only the finding is reported.
             let found = message.split("; ").next().unwrap_or(&message);
             return Err(LabError::Input {
-                file: self.source.to_path_buf(),
+                file: self.file().to_path_buf(),
                 line,
                 column,
                 message: format!("{}: {found}", kind.name()),
@@ -743,9 +771,15 @@ impl<'a> Sink<'a> {
                 column,
                 kind,
                 message,
+                file: self.file.clone(),
             });
         }
         Ok(())
+    }
+
+    /// The file positions are in now.
+    pub(crate) fn file(&self) -> &Path {
+        self.file.as_deref().unwrap_or(self.source)
     }
 
     /// A sink whose diagnostics nobody reads: for a second reading of input
@@ -753,6 +787,7 @@ impl<'a> Sink<'a> {
     pub(crate) fn scratch() -> Sink<'static> {
         Sink {
             source: Path::new(""),
+            file: None,
             strict: false,
             diagnostics: Vec::new(),
             counts: BTreeMap::new(),
@@ -763,6 +798,7 @@ impl<'a> Sink<'a> {
     pub(crate) fn fork(&self) -> Sink<'a> {
         Sink {
             source: self.source,
+            file: None,
             strict: self.strict,
             diagnostics: Vec::new(),
             counts: BTreeMap::new(),
@@ -783,7 +819,7 @@ impl<'a> Sink<'a> {
     /// A hard input error at a position.
     pub(crate) fn error(&self, line: usize, column: usize, message: String, fix: &str) -> LabError {
         LabError::Input {
-            file: self.source.to_path_buf(),
+            file: self.file().to_path_buf(),
             line,
             column,
             message,
@@ -836,12 +872,13 @@ pub fn is_product_summary(m: &Message) -> bool {
 pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
     session.main.get(at).is_some_and(|m| {
         is_product_summary(m)
-            || (session.format == TranscriptFormat::OpenCode && opencode::is_compaction_prompt(m))
+            || (session.format.is_opencode() && opencode::is_compaction_prompt(m))
             || (matches!(
                 session.format,
                 TranscriptFormat::CodexRollout
                     | TranscriptFormat::OpenHands
                     | TranscriptFormat::RooCode
+                    | TranscriptFormat::Goose
             ) && session.real_compactions.contains(&at))
     })
 }
@@ -936,6 +973,7 @@ fn sessions<R: BufRead>(
 ) -> LabResult<Vec<ImportedSession>> {
     let mut sink = Sink {
         source,
+        file: None,
         strict: options.strict,
         diagnostics: Vec::new(),
         counts: BTreeMap::new(),
@@ -960,8 +998,12 @@ fn sessions<R: BufRead>(
         TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::OpenCode => opencode::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::OpenCodeStorage => {
+            opencode_storage::read(reader, &mut session, &mut sink)?
+        }
         TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

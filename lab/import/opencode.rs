@@ -57,8 +57,12 @@ const SILENT_PARTS: &[&str] = &["agent", "snapshot", "patch", "retry", "step-fin
 /// (line, column) of a message element.
 type Pos = (usize, usize);
 
+/// The messages read so far, in the order opencode sends them.
 #[derive(Default)]
-struct Export {
+pub(crate) struct Export {
+    /// The file of each part of the element being read, when its parts are
+    /// files of their own (opencode's storage): part damage is reported there.
+    pub(crate) part_files: Vec<std::path::PathBuf>,
     main: Vec<Message>,
     origins: Vec<Origin>,
     /// The last message may take the next turn of its role.
@@ -78,14 +82,25 @@ pub(crate) fn read<R: BufRead>(
         session.stats.records += 1;
         export.element(&v, (line, column), session, sink)
     })?;
-    let compactions = std::mem::take(&mut export.compactions);
-    finish_document(session, export.main, export.origins, end.truncated, sink)?;
-    mark_compactions(session, &compactions);
-    Ok(())
+    export.finish(end.truncated, session, sink)
 }
 
 impl Export {
-    fn element(
+    /// Repair the messages read into `session` and mark its compactions;
+    /// `truncated`: where the document was cut.
+    pub(crate) fn finish(
+        self,
+        truncated: Option<Pos>,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        finish_document(session, self.main, self.origins, truncated, sink)?;
+        mark_compactions(session, &self.compactions);
+        Ok(())
+    }
+
+    /// Read one `{info, parts}` message element found at `pos`.
+    pub(crate) fn element(
         &mut self,
         v: &Value,
         pos: Pos,
@@ -125,7 +140,8 @@ impl Export {
     ) -> LabResult<()> {
         let mut blocks = Vec::new();
         let mut compaction = None;
-        for p in parts {
+        for (i, p) in parts.iter().enumerate() {
+            let pos = self.part_pos(i, pos, sink);
             let text = |k: &str| {
                 p.get(k)
                     .and_then(Value::as_str)
@@ -177,7 +193,8 @@ impl Export {
         sink: &mut Sink<'_>,
     ) -> LabResult<()> {
         let mut step = Step::default();
-        for p in parts {
+        for (i, p) in parts.iter().enumerate() {
+            let pos = self.part_pos(i, pos, sink);
             match part_type(p) {
                 "step-start" => {
                     self.close(&mut step, pos);
@@ -224,6 +241,18 @@ impl Export {
         }
         self.close(&mut step, pos);
         Ok(())
+    }
+
+    /// Where part `i` of the element at `pos` is reported: in its own file
+    /// (from its start) when parts are files, else at the element.
+    fn part_pos(&self, i: usize, pos: Pos, sink: &mut Sink<'_>) -> Pos {
+        match self.part_files.get(i) {
+            Some(file) => {
+                sink.file = Some(file.clone());
+                (1, 1)
+            }
+            None => pos,
+        }
     }
 
     /// A part the model is not sent, or one the importer does not know.
@@ -351,11 +380,15 @@ fn record_tokens(session: &mut ImportedSession, t: &Value, at: usize, line: usiz
 }
 
 /// Each compaction prompt that survived the repair is a real compaction.
+/// Prompts are matched in order, each after the one before (storage
+/// elements all start at line 1 of their own files).
 fn mark_compactions(session: &mut ImportedSession, prompts: &[(Pos, bool)]) {
+    let mut from = 0;
     for &((line, _), auto) in prompts {
-        let at = (0..session.main.len())
+        let at = (from..session.main.len())
             .find(|&i| session.main_lines[i] == line && is_compaction_prompt(&session.main[i]));
         if let Some(at) = at {
+            from = at + 1;
             session.real_compactions.push(at);
             let trigger = Some(if auto { "auto" } else { "manual" }.to_string());
             session.real_compaction_meta.push(RealCompaction {

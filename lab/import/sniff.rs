@@ -28,6 +28,8 @@
 //!   metadata, or the whole `ConversationRecord`, first);
 //! * an object whose first key is `info`, with an opencode session id
 //!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`]);
+//!   an object with that id and a `projectID`, not under `info`, is the
+//!   session file of opencode's storage ([`TranscriptFormat::OpenCodeStorage`]);
 //! * an array (or `{"trajectory": [...]}`) of objects with an `id`, a
 //!   `source` and an `action` or `observation`, as OpenHands'
 //!   `event_to_trajectory` writes events, is an OpenHands trajectory
@@ -37,6 +39,9 @@
 //!   keys (`ts`, `isSummary`, `condenseParent`) is a Roo Code task history
 //!   ([`TranscriptFormat::RooCode`]); Cline's, with no such key, reads as
 //!   [`TranscriptFormat::Anthropic`];
+//! * JSON Lines whose first line is goose's session metadata
+//!   (`description` and `message_count`) or a goose message (`role`,
+//!   `created`, a `content` list) is [`TranscriptFormat::Goose`];
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -145,6 +150,16 @@ fn is_codex_record(map: &serde_json::Map<String, Value>) -> bool {
             .is_some_and(|t| TYPES.contains(&t))
 }
 
+/// A goose session's first line: its `SessionMetadata` (the two fields
+/// every release requires), or a message (`role`, `created`, a `content`
+/// list) when the metadata is missing.
+fn is_goose_line(map: &serde_json::Map<String, Value>) -> bool {
+    (map.contains_key("description") && map.contains_key("message_count"))
+        || (map.get("role").is_some_and(Value::is_string)
+            && map.get("created").is_some_and(Value::is_number)
+            && map.get("content").is_some_and(Value::is_array))
+}
+
 /// mini-swe-agent's `save_traj` shape, in whitespace-free text.
 fn is_mini_swe_agent(compact: &str) -> bool {
     compact.starts_with("{\"info\":{\"exit_status\"")
@@ -172,12 +187,18 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     if c.starts_with("{\"info\":{") && c.contains("\"id\":\"ses_") {
         return Some(TranscriptFormat::OpenCode);
     }
+    if c.contains("\"id\":\"ses_") && c.contains("\"projectID\":") {
+        return Some(TranscriptFormat::OpenCodeStorage);
+    }
     if c.starts_with("{\"trajectory\":[") && is_openhands_event(&c) {
         return Some(TranscriptFormat::OpenHands);
     }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
+        if is_goose_line(&map) {
+            return Some(TranscriptFormat::Goose);
+        }
         if is_codex_record(&map) {
             return Some(TranscriptFormat::CodexRollout);
         }
@@ -294,6 +315,14 @@ mod tests {
             sniff(br#"{"info":{"directory":"/w","id":"ses_1"},"messages":[]}"#),
             Some(OpenCode)
         );
+        assert_eq!(
+            sniff(b"{\n  \"id\": \"ses_1\",\n  \"slug\": \"x\",\n  \"version\": \"1\",\n  \"projectID\": \"p\""),
+            Some(OpenCodeStorage)
+        );
+        let goose = br#"{"working_dir":"/w","description":"d","schedule_id":null,"message_count":2}
+{"id":null,"role":"user","created":1,"content":[{"type":"text","text":"x"}],"metadata":{"userVisible":true,"agentVisible":true}}
+"#;
+        assert_eq!(sniff(goose), Some(Goose));
         // A Claude Code record names its session too, but no project hash.
         let claude = br#"{"sessionId":"s","type":"user","uuid":"a","parentUuid":null}"#;
         assert_eq!(sniff(claude), Some(ClaudeJsonl));

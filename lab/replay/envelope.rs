@@ -268,11 +268,14 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
             Some(crate::policy::zoo::claude_code::NAME)
         }
         TranscriptFormat::GeminiCli => Some(crate::policy::zoo::gemini_cli::NAME),
-        TranscriptFormat::OpenCode => Some(crate::policy::zoo::opencode::NAME),
+        TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage => {
+            Some(crate::policy::zoo::opencode::NAME)
+        }
         TranscriptFormat::CodexRollout => Some(crate::policy::zoo::codex_cli::NAME),
         // The condenser that writes summaries; the others only forget.
         TranscriptFormat::OpenHands => Some("openhands-llm-summarizing"),
         TranscriptFormat::RooCode => Some(crate::policy::zoo::roo_code::NAME),
+        TranscriptFormat::Goose => Some("goose-auto-compact"),
         _ => None,
     }
 }

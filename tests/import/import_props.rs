@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 12] = [
+const FORMATS: [&str; 14] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -130,8 +130,10 @@ const FORMATS: [&str; 12] = [
     "codex_rollout",
     "gemini_cli",
     "opencode",
+    "opencode_storage",
     "openhands",
     "roo_code",
+    "goose",
 ];
 
 proptest! {

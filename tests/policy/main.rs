@@ -12,6 +12,7 @@ mod frozen;
 mod gated;
 mod policy_engine;
 mod policy_search;
+mod policy_swe_mask_corpus;
 mod policy_zoo_a;
 mod policy_zoo_b;
 mod variants;
