@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::kept::Kept;
 use super::{from_lc, to_lc, Lc};
 use crate::error::LabResult;
 use crate::message::{Block, Message};
@@ -52,7 +53,7 @@ fn tokens_of(tokens: &dyn TokenCounter, lc: &[Lc]) -> usize {
 }
 
 /// The call `id` in `ai`, with its tool name.
-fn call_name<'m>(ai: &'m Message, id: &str) -> Option<&'m str> {
+pub(super) fn call_name<'m>(ai: &'m Message, id: &str) -> Option<&'m str> {
     ai.blocks().iter().find_map(|b| match b {
         Block::ToolUse { id: i, name, .. } if i == id => Some(name.as_str()),
         _ => None,
@@ -60,7 +61,7 @@ fn call_name<'m>(ai: &'m Message, id: &str) -> Option<&'m str> {
 }
 
 /// Replace the arguments of call `id` in `ai` by `{}`.
-fn clear_input(ai: &mut Message, id: &str) {
+pub(super) fn clear_input(ai: &mut Message, id: &str) {
     for b in ai.blocks_mut() {
         if let Block::ToolUse { id: i, input, .. } = b {
             if i == id {
@@ -136,6 +137,36 @@ impl ClearToolUsesEdit {
 pub struct ClearToolUses {
     /// The switches.
     pub config: ClearToolUsesEdit,
+    /// The edit as of the last call, grown by each call's new messages.
+    kept: Option<Kept>,
+}
+
+impl ClearToolUses {
+    /// The middleware with these switches.
+    pub fn new(config: ClearToolUsesEdit) -> ClearToolUses {
+        ClearToolUses { config, kept: None }
+    }
+
+    /// The edited list of `history` from the kept edit, when it can go on.
+    fn advance(
+        &mut self,
+        history: &[Message],
+        tokens: &dyn TokenCounter,
+        events: &mut Vec<PolicyEvent>,
+    ) -> Option<Vec<Message>> {
+        let fits = |k: &Kept| k.fits(&self.config, tokens, history.len());
+        if !self.kept.as_ref().is_some_and(fits) {
+            self.kept = Some(Kept::new(&self.config, tokens));
+        }
+        let kept = self.kept.as_mut()?;
+        match kept.advance(history, tokens, events) {
+            Some(lc) => Some(from_lc(lc)),
+            None => {
+                self.kept = None;
+                None
+            }
+        }
+    }
 }
 
 /// `langchain-clear-tool-uses` with the dataclass defaults.
@@ -182,10 +213,18 @@ impl Policy for ClearToolUses {
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut events = Vec::new();
+        if let Some(request) = self.advance(history, ctx.tokens, &mut events) {
+            return Ok(Prepared { request, events });
+        }
+        events.clear();
         let edited = self.config.apply(to_lc(history), ctx.tokens, &mut events);
         Ok(Prepared {
             request: from_lc(&edited),
             events,
         })
+    }
+
+    fn history_replaced(&mut self) {
+        self.kept = None;
     }
 }
