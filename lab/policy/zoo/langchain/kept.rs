@@ -58,10 +58,10 @@ impl Tally {
     }
 
     fn total(&self, tokens: &dyn TokenCounter) -> usize {
-        let open = (!self.open.is_empty())
-            .then(|| tokens.count_message(&Message::tool_results(self.open.clone())))
-            .unwrap_or(0);
-        self.closed + open
+        if self.open.is_empty() {
+            return self.closed;
+        }
+        self.closed + tokens.count_message(&Message::tool_results(self.open.clone()))
     }
 }
 
