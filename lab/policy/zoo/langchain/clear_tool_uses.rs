@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::kept::Kept;
 use super::{from_lc, to_lc, Lc};
 use crate::error::LabResult;
 use crate::message::{Block, Message};
@@ -12,6 +11,9 @@ use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
 };
 use crate::tokens::TokenCounter;
+use kept::Kept;
+
+mod kept;
 
 /// `DEFAULT_TOOL_PLACEHOLDER`, byte for byte.
 pub const DEFAULT_TOOL_PLACEHOLDER: &str = "[cleared]";
@@ -53,7 +55,7 @@ fn tokens_of(tokens: &dyn TokenCounter, lc: &[Lc]) -> usize {
 }
 
 /// The call `id` in `ai`, with its tool name.
-pub(super) fn call_name<'m>(ai: &'m Message, id: &str) -> Option<&'m str> {
+fn call_name<'m>(ai: &'m Message, id: &str) -> Option<&'m str> {
     ai.blocks().iter().find_map(|b| match b {
         Block::ToolUse { id: i, name, .. } if i == id => Some(name.as_str()),
         _ => None,
@@ -61,7 +63,7 @@ pub(super) fn call_name<'m>(ai: &'m Message, id: &str) -> Option<&'m str> {
 }
 
 /// Replace the arguments of call `id` in `ai` by `{}`.
-pub(super) fn clear_input(ai: &mut Message, id: &str) {
+fn clear_input(ai: &mut Message, id: &str) {
     for b in ai.blocks_mut() {
         if let Block::ToolUse { id: i, input, .. } = b {
             if i == id {

@@ -13,7 +13,6 @@
 //! back ([`from_lc`]), so cut indices and `keep` counts are upstream's.
 
 pub mod clear_tool_uses;
-mod kept;
 pub mod summarization;
 
 use crate::message::{Block, Content, Message, Role};

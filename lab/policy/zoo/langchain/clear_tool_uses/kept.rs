@@ -15,8 +15,8 @@
 //! to clear, or a count that fell back under the trigger) the caller runs the
 //! whole edit instead.
 
-use super::clear_tool_uses::{call_name, clear_input, ClearToolUsesEdit};
-use super::{to_lc, Lc};
+use super::super::{to_lc, Lc};
+use super::{call_name, clear_input, ClearToolUsesEdit};
 use crate::message::Message;
 use crate::policy::PolicyEvent;
 use crate::tokens::TokenCounter;
