@@ -428,6 +428,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn memory_roots_spill_inside_with_spill_only_with_the_same_paths() {
+        let kind = |root: &LabRoot| format!("{:?}", root.fs());
+        let plain = LabRoot::new(Some(90), 2).unwrap();
+        let spilled = with_spill(|| LabRoot::new(Some(90), 2).unwrap());
+        let after = LabRoot::new(Some(90), 2).unwrap();
+        assert!(kind(&spilled).starts_with("Spill"), "{}", kind(&spilled));
+        assert!(!kind(&plain).starts_with("Spill") && !kind(&after).starts_with("Spill"));
+        assert_eq!(spilled.results(), plain.results());
+        assert_eq!(spilled.transcripts(), plain.transcripts());
+        let file = spilled.results().join("a1.txt");
+        spilled.fs().write_new(&file, b"kept bytes").unwrap();
+        assert_eq!(spilled.fs().read(&file).unwrap(), b"kept bytes");
+    }
+
+    #[test]
     fn embedded_path_has_the_exact_requested_length_on_both_backends() {
         // Disk lengths start at 130: the disk minimum grows with TMPDIR (60 chars in CI's check).
         let cases = [
