@@ -278,6 +278,20 @@ pub fn run_policy_until(
     limit: usize,
     deadline: Option<std::time::Instant>,
 ) -> LabResult<PolicyHorizon> {
+    // Designs archive their context at every compaction: over millions of
+    // tokens, gigabytes a memory store would hold (the same bytes and
+    // paths, spilled to a temp file).
+    crate::compact::root::with_spill(|| run_spilled(spec, seed, tokens, limit, deadline))
+}
+
+/// [`run_policy_until`] inside its spill scope.
+fn run_spilled(
+    spec: &str,
+    seed: u64,
+    tokens: u64,
+    limit: usize,
+    deadline: Option<std::time::Instant>,
+) -> LabResult<PolicyHorizon> {
     let mut policy = crate::policy::list::make(spec)?;
     let name = policy.info().name;
     let mut gauge = Gauge::new(&name, limit);
@@ -286,7 +300,13 @@ pub fn run_policy_until(
     let messages = generate::Generator::new(seed, tokens)
         .take_while(move |_| !stop.get() && in_time())
         .map(Ok::<Message, LabError>);
-    let mut env = Env::default();
+    let dir = std::env::temp_dir();
+    let spill =
+        crate::storage::Spill::new().map_err(|e| LabError::io("creating a spill file", dir, e))?;
+    let mut env = Env {
+        storage: std::sync::Arc::new(spill),
+        ..Env::default()
+    };
     let result = replay_stream_lean(
         policy.as_mut(),
         &name,

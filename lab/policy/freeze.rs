@@ -127,6 +127,7 @@ impl Policy for Frozen {
             self.edited[i] |= h != r;
         }
         history.clone_from(&prepared.request);
+        self.inner.history_replaced();
         self.sent = history.len();
         Ok(prepared)
     }

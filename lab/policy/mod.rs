@@ -42,6 +42,10 @@ macro_rules! forward_to_inner {
             self.inner.errors_are_fatal()
         }
 
+        fn history_replaced(&mut self) {
+            self.inner.history_replaced()
+        }
+
         fn configure(
             &mut self,
             overrides: &$crate::policy::variant::Overrides,
@@ -368,6 +372,13 @@ pub trait Policy: Send {
         history: &mut Vec<Message>,
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared>;
+
+    /// The caller replaced the history this policy was last given, instead
+    /// of only appending to it (`frozen:` feeds each request back as the
+    /// history). A design that keeps what it derived from the history
+    /// between calls (an edited copy grown by each call's new messages)
+    /// drops it here; the others keep nothing and ignore this.
+    fn history_replaced(&mut self) {}
 
     /// What the design works on, so that a replay can say when a session
     /// has nothing of it (the policy then equals `none`). Most designs can

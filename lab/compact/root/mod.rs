@@ -67,6 +67,28 @@ pub fn with_backend<T>(backend: Backend, f: impl FnOnce() -> T) -> T {
     f()
 }
 
+thread_local! {
+    /// Whether memory roots made on this thread keep file contents in a
+    /// spill file ([`with_spill`]).
+    static THREAD_SPILL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `f` with every memory root made on this thread spilled
+/// ([`LabRoot::spilled`]: the same paths and bytes, the contents in an
+/// unnamed temp file), restored afterwards. For runs that write more than
+/// they should hold: a long horizon archives its context at every
+/// compaction, gigabytes over millions of tokens.
+pub fn with_spill<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            THREAD_SPILL.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(THREAD_SPILL.with(|c| c.replace(true)));
+    f()
+}
+
 /// Check a requested path length against the fixed bounds (before any run).
 pub fn validate_path_len(len: usize) -> Result<(), String> {
     if (MIN_PATH_LEN..=MAX_PATH_LEN).contains(&len) {
@@ -201,6 +223,7 @@ impl LabRoot {
     pub fn on(backend: Backend, path_len: Option<usize>, ref_id_chars: usize) -> LabResult<Self> {
         check_path_len(path_len)?;
         match backend {
+            Backend::Mem if THREAD_SPILL.with(Cell::get) => Self::spilled(path_len, ref_id_chars),
             Backend::Mem => Self::fresh_memory(path_len, ref_id_chars),
             Backend::Disk => Self::on_disk(path_len, ref_id_chars),
         }
@@ -403,6 +426,21 @@ fn padding_segments(pad: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_roots_spill_inside_with_spill_only_with_the_same_paths() {
+        let kind = |root: &LabRoot| format!("{:?}", root.fs());
+        let plain = LabRoot::new(Some(90), 2).unwrap();
+        let spilled = with_spill(|| LabRoot::new(Some(90), 2).unwrap());
+        let after = LabRoot::new(Some(90), 2).unwrap();
+        assert!(kind(&spilled).starts_with("Spill"), "{}", kind(&spilled));
+        assert!(!kind(&plain).starts_with("Spill") && !kind(&after).starts_with("Spill"));
+        assert_eq!(spilled.results(), plain.results());
+        assert_eq!(spilled.transcripts(), plain.transcripts());
+        let file = spilled.results().join("a1.txt");
+        spilled.fs().write_new(&file, b"kept bytes").unwrap();
+        assert_eq!(spilled.fs().read(&file).unwrap(), b"kept bytes");
+    }
 
     #[test]
     fn embedded_path_has_the_exact_requested_length_on_both_backends() {

@@ -115,12 +115,17 @@ impl Default for Switches {
     }
 }
 
-/// The policy: switches plus nothing else (it is stateless between calls).
+/// The policy: switches, and the clearing as of the last call (the
+/// design itself is stateless between calls; [`kept`] says why it is kept).
 #[derive(Debug, Clone, Default)]
 pub struct ClearToolUses {
     /// Parameters.
     pub switches: Switches,
+    /// The request as of the last call, grown by each call's new messages.
+    kept: Option<kept::Kept>,
 }
+
+mod kept;
 
 /// A boxed policy with the documented defaults.
 pub fn make() -> Box<dyn Policy> {
@@ -141,28 +146,33 @@ struct Pair {
 fn pairs(messages: &[Message]) -> Vec<Pair> {
     let mut out: Vec<Pair> = Vec::new();
     for (mi, m) in messages.iter().enumerate() {
-        for (bi, b) in m.blocks().iter().enumerate() {
-            match b {
-                Block::ToolUse { id, name, .. } => out.push(Pair {
-                    id: id.clone(),
-                    name: name.clone(),
-                    call: (mi, bi),
-                    result: None,
-                }),
-                Block::ToolResult { tool_use_id, .. } => {
-                    if let Some(p) = out
-                        .iter_mut()
-                        .rev()
-                        .find(|p| &p.id == tool_use_id && p.result.is_none())
-                    {
-                        p.result = Some((mi, bi));
-                    }
-                }
-                _ => {}
-            }
-        }
+        fold_pairs(&mut out, mi, m);
     }
     out
+}
+
+/// [`pairs`] one message at a time: `m` is message `mi` of the history.
+fn fold_pairs(out: &mut Vec<Pair>, mi: usize, m: &Message) {
+    for (bi, b) in m.blocks().iter().enumerate() {
+        match b {
+            Block::ToolUse { id, name, .. } => out.push(Pair {
+                id: id.clone(),
+                name: name.clone(),
+                call: (mi, bi),
+                result: None,
+            }),
+            Block::ToolResult { tool_use_id, .. } => {
+                if let Some(p) = out
+                    .iter_mut()
+                    .rev()
+                    .find(|p| &p.id == tool_use_id && p.result.is_none())
+                {
+                    p.result = Some((mi, bi));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl ClearToolUses {
@@ -262,13 +272,55 @@ impl Policy for ClearToolUses {
         history: &mut Vec<Message>,
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
+        let mut events = Vec::new();
+        if let Some(request) = self.advance(history, ctx.tokens, &mut events) {
+            return Ok(Prepared { request, events });
+        }
+        Ok(self.whole(history, ctx.tokens))
+    }
+
+    fn history_replaced(&mut self) {
+        self.kept = None;
+    }
+}
+
+impl ClearToolUses {
+    /// The policy with these switches.
+    pub fn new(switches: Switches) -> ClearToolUses {
+        ClearToolUses {
+            switches,
+            kept: None,
+        }
+    }
+
+    /// The request of `history` from the kept clearing, when it can go on.
+    fn advance(
+        &mut self,
+        history: &[Message],
+        tokens: &dyn TokenCounter,
+        events: &mut Vec<PolicyEvent>,
+    ) -> Option<Vec<Message>> {
+        let fits = |k: &kept::Kept| k.fits(&self.switches, tokens, history.len());
+        if !self.kept.as_ref().is_some_and(fits) {
+            self.kept = Some(kept::Kept::new(&self.switches, tokens));
+        }
+        let request = self.kept.as_mut()?.advance(history, tokens, events);
+        let request = request.map(<[Message]>::to_vec);
+        if request.is_none() {
+            self.kept = None;
+        }
+        request
+    }
+
+    /// The edit made on a fresh copy of the whole history.
+    fn whole(&self, history: &[Message], tokens: &dyn TokenCounter) -> Prepared {
         let all = pairs(history);
-        let mut request = history.clone();
-        if !self.triggered(history, ctx.tokens, all.len()) {
-            return Ok(Prepared {
+        let mut request = history.to_vec();
+        if !self.triggered(history, tokens, all.len()) {
+            return Prepared {
                 request,
                 events: Vec::new(),
-            });
+            };
         }
         let Keep::ToolUses(keep) = self.switches.keep;
         let older = &all[..all.len().saturating_sub(keep)];
@@ -277,18 +329,18 @@ impl Policy for ClearToolUses {
             .filter(|p| !self.switches.exclude_tools.contains(&p.name))
             .cloned()
             .collect();
-        let (freed, events) = self.clear(&mut request, &candidates, ctx.tokens);
+        let (freed, events) = self.clear(&mut request, &candidates, tokens);
         if let Some(ClearAtLeast::InputTokens(min)) = self.switches.clear_at_least {
             if freed < min {
                 // Documented: if the API cannot clear at least this much, the
                 // strategy is not applied (breaking the cache would not pay).
-                return Ok(Prepared {
-                    request: history.clone(),
+                return Prepared {
+                    request: history.to_vec(),
                     events: Vec::new(),
-                });
+                };
             }
         }
-        Ok(Prepared { request, events })
+        Prepared { request, events }
     }
 }
 
@@ -411,6 +463,61 @@ mod tests {
         };
         assert_ne!(input, &serde_json::json!({}));
         assert_eq!(out.events.len(), 5, "four results and one input");
+    }
+
+    /// Requests and events of one policy kept across the calls of a
+    /// generated session equal the whole edit of each call's history.
+    fn kept_equals_whole(switches: Switches, tokens: &dyn TokenCounter) -> usize {
+        let mut p = ClearToolUses::new(switches);
+        let mut h = Vec::new();
+        let mut cleared = 0;
+        for m in crate::horizon::generate::Generator::new(9, 80_000) {
+            if m.role == crate::message::Role::Assistant {
+                let fs = MemFs::new();
+                let mut model = Scripted::default();
+                let mut ctx = PolicyCtx {
+                    storage: &fs,
+                    root: Path::new("/run/p"),
+                    tokens,
+                    turn: 0,
+                    envelope: 0,
+                    now_ms: None,
+                    model: &mut model,
+                };
+                let got = p.prepare(&mut h, &mut ctx).unwrap();
+                let want = p.whole(&h, tokens);
+                assert_eq!(got, want, "after {} messages", h.len());
+                cleared = got.events.len();
+            }
+            h.push(m);
+        }
+        cleared
+    }
+
+    #[test]
+    fn the_kept_clearing_equals_the_whole_edit_at_every_call() {
+        let claude = crate::tokens::claude::Claude::default();
+        let counters: [&dyn TokenCounter; 2] = [&Approx, &claude];
+        for tokens in counters {
+            let low = Switches {
+                trigger: Trigger::InputTokens(3_000),
+                ..Switches::default()
+            };
+            assert!(kept_equals_whole(low.clone(), tokens) > 30);
+            let inputs = Switches {
+                keep: Keep::ToolUses(0),
+                clear_tool_inputs: ClearInputs::Tools(vec!["Read".into()]),
+                exclude_tools: vec!["Bash".into()],
+                ..low.clone()
+            };
+            assert!(kept_equals_whole(inputs, tokens) > 30);
+            let at_least = Switches {
+                trigger: Trigger::ToolUses(10),
+                clear_at_least: Some(ClearAtLeast::InputTokens(12_000)),
+                ..low
+            };
+            assert!(kept_equals_whole(at_least, tokens) > 30);
+        }
     }
 
     #[test]

@@ -123,9 +123,7 @@ impl Switches {
                 ..base
             });
         }
-        out.into_iter()
-            .map(|switches| ClearToolUses { switches })
-            .collect()
+        out.into_iter().map(ClearToolUses::new).collect()
     }
 }
 
@@ -138,6 +136,12 @@ pub struct ApiMc {
     thinking_clear_latched: bool,
     /// Recorded time of the last reply (the last API completion).
     last_completion_ms: Option<u64>,
+    /// The tool edits, kept between calls (each keeps its clearing) with
+    /// the switches they were made from.
+    edits: Option<(Switches, Vec<ClearToolUses>)>,
+    /// Whether the first edit was last given the history itself, not a
+    /// copy with thinking cleared.
+    edits_on_history: bool,
 }
 
 /// A boxed policy with the defaults above.
@@ -215,6 +219,14 @@ fn assistant_turns(request: &[Message]) -> Vec<usize> {
 }
 
 impl ApiMc {
+    /// The tool edits of the current switches, made again when they changed.
+    fn edits(&mut self) -> &mut Vec<ClearToolUses> {
+        if self.edits.as_ref().is_none_or(|(s, _)| *s != self.switches) {
+            self.edits = Some((self.switches.clone(), self.switches.tool_edits()));
+        }
+        &mut self.edits.get_or_insert_with(Default::default).1
+    }
+
     /// The caller's latch: set for good once the gap since the last API
     /// completion exceeds an hour.
     fn latch(&mut self, now_ms: Option<u64>) {
@@ -279,22 +291,43 @@ impl Policy for ApiMc {
     ) -> LabResult<Prepared> {
         self.latch(ctx.now_ms);
         self.last_completion_ms = ctx.now_ms;
-        let mut request = history.clone();
         let mut events = Vec::new();
         let has_thinking = history
             .iter()
             .flat_map(Message::blocks)
             .any(|b| matches!(b, Block::Thinking { .. }));
         // `keep: "all"` clears nothing; the latch keeps one thinking turn.
+        // `None`: the request is the history itself so far.
+        let mut request = None;
         if has_thinking && !self.switches.isRedactThinkingActive && self.thinking_clear_latched {
-            events.extend(clear_thinking(&mut request, 1));
+            let mut r = history.clone();
+            events.extend(clear_thinking(&mut r, 1));
+            request = Some(r);
         }
-        for mut edit in self.switches.tool_edits() {
-            let out = edit.prepare(&mut request, ctx)?;
-            request = out.request;
+        let on_history = request.is_none();
+        let first_fits = on_history == self.edits_on_history;
+        self.edits_on_history = on_history;
+        for (k, edit) in self.edits().iter_mut().enumerate() {
+            // An edit keeps its clearing between calls for a history that
+            // only grows: the first one's, unless thinking was cleared.
+            if k > 0 || !on_history || !first_fits {
+                edit.history_replaced();
+            }
+            let out = match request.as_mut() {
+                None => edit.prepare(history, ctx)?,
+                Some(r) => edit.prepare(r, ctx)?,
+            };
+            request = Some(out.request);
             events.extend(out.events);
         }
-        Ok(Prepared { request, events })
+        Ok(Prepared {
+            request: request.unwrap_or_else(|| history.clone()),
+            events,
+        })
+    }
+
+    fn history_replaced(&mut self) {
+        self.edits = None;
     }
 }
 

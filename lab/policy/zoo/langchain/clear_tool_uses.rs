@@ -11,6 +11,9 @@ use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
 };
 use crate::tokens::TokenCounter;
+use kept::Kept;
+
+mod kept;
 
 /// `DEFAULT_TOOL_PLACEHOLDER`, byte for byte.
 pub const DEFAULT_TOOL_PLACEHOLDER: &str = "[cleared]";
@@ -136,6 +139,36 @@ impl ClearToolUsesEdit {
 pub struct ClearToolUses {
     /// The switches.
     pub config: ClearToolUsesEdit,
+    /// The edit as of the last call, grown by each call's new messages.
+    kept: Option<Kept>,
+}
+
+impl ClearToolUses {
+    /// The middleware with these switches.
+    pub fn new(config: ClearToolUsesEdit) -> ClearToolUses {
+        ClearToolUses { config, kept: None }
+    }
+
+    /// The edited list of `history` from the kept edit, when it can go on.
+    fn advance(
+        &mut self,
+        history: &[Message],
+        tokens: &dyn TokenCounter,
+        events: &mut Vec<PolicyEvent>,
+    ) -> Option<Vec<Message>> {
+        let fits = |k: &Kept| k.fits(&self.config, tokens, history.len());
+        if !self.kept.as_ref().is_some_and(fits) {
+            self.kept = Some(Kept::new(&self.config, tokens));
+        }
+        let kept = self.kept.as_mut()?;
+        match kept.advance(history, tokens, events) {
+            Some(lc) => Some(from_lc(lc)),
+            None => {
+                self.kept = None;
+                None
+            }
+        }
+    }
 }
 
 /// `langchain-clear-tool-uses` with the dataclass defaults.
@@ -182,10 +215,18 @@ impl Policy for ClearToolUses {
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut events = Vec::new();
+        if let Some(request) = self.advance(history, ctx.tokens, &mut events) {
+            return Ok(Prepared { request, events });
+        }
+        events.clear();
         let edited = self.config.apply(to_lc(history), ctx.tokens, &mut events);
         Ok(Prepared {
             request: from_lc(&edited),
             events,
         })
+    }
+
+    fn history_replaced(&mut self) {
+        self.kept = None;
     }
 }

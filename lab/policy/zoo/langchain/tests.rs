@@ -70,9 +70,7 @@ fn golden_clears_equal_langchain() {
     {
         let mut history = messages(&case["history"]);
         let before = history.clone();
-        let mut pol = ClearToolUses {
-            config: serde_json::from_value(case["edit"].clone()).unwrap(),
-        };
+        let mut pol = ClearToolUses::new(serde_json::from_value(case["edit"].clone()).unwrap());
         let got = with_ctx(&mut Scripted::default(), |ctx| {
             pol.prepare(&mut history, ctx)
         })
@@ -166,4 +164,103 @@ fn conversion_round_trips_a_history() {
         });
     }
     assert_eq!(from_lc(&to_lc(&h)), h);
+}
+
+/// A generated session, with text beside every fifth result message and
+/// every seventh one answered twice (two tool messages in a row, which
+/// `from_lc` merges into one lab message).
+fn uneven_session() -> Vec<Message> {
+    let mut out = Vec::new();
+    for (i, m) in crate::horizon::generate::Generator::new(5, 40_000).enumerate() {
+        let twice = m.is_tool_result() && i % 7 == 0;
+        let mut m = m;
+        if m.is_tool_result() && i % 5 == 0 {
+            if let crate::message::Content::Blocks(b) = &mut m.content {
+                b.push(Block::Text {
+                    text: format!("note {i}"),
+                });
+            }
+        }
+        out.push(m.clone());
+        if twice {
+            out.push(m);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_kept_edit_equals_the_whole_edit_at_every_call() {
+    let session = uneven_session();
+    let claude = crate::tokens::claude::Claude::default();
+    let counters: [&dyn crate::tokens::TokenCounter; 2] = [&crate::tokens::Approx, &claude];
+    let configs = [
+        ClearToolUsesEdit {
+            trigger: 3_000,
+            ..Default::default()
+        },
+        ClearToolUsesEdit {
+            trigger: 3_000,
+            keep: 1,
+            clear_tool_inputs: true,
+            exclude_tools: vec!["Bash".into()],
+            ..Default::default()
+        },
+    ];
+    for tokens in counters {
+        for config in &configs {
+            let mut pol = ClearToolUses::new(config.clone());
+            let mut history = Vec::new();
+            let (mut calls, mut cleared) = (0, 0);
+            for m in &session {
+                if m.role == Role::Assistant {
+                    let storage = crate::storage::MemFs::new();
+                    let mut model = Scripted::default();
+                    let mut ctx = PolicyCtx {
+                        storage: &storage,
+                        root: std::path::Path::new("/run/lc"),
+                        tokens,
+                        turn: calls,
+                        envelope: 0,
+                        now_ms: None,
+                        model: &mut model,
+                    };
+                    let got = pol.prepare(&mut history, &mut ctx).unwrap();
+                    let mut events = Vec::new();
+                    let whole = config.apply(to_lc(&history), tokens, &mut events);
+                    assert_eq!(got.request, from_lc(&whole), "call {calls}");
+                    assert_eq!(got.events, events, "call {calls}");
+                    cleared = events.len();
+                    calls += 1;
+                }
+                history.push(m.clone());
+            }
+            assert!(cleared > 50, "the session runs well past the trigger");
+        }
+    }
+}
+
+#[test]
+fn a_replaced_history_is_edited_whole_again() {
+    let session = uneven_session();
+    let config = ClearToolUsesEdit {
+        trigger: 3_000,
+        ..Default::default()
+    };
+    let mut pol = ClearToolUses::new(config.clone());
+    let mut history = session[..200].to_vec();
+    with_ctx(&mut Scripted::default(), |ctx| {
+        pol.prepare(&mut history, ctx)
+    })
+    .unwrap();
+    // What `frozen:` does: the request becomes the history.
+    let mut replaced: Vec<Message> = session[..150].to_vec();
+    replaced.extend(session[..60].iter().cloned());
+    pol.history_replaced();
+    let got = with_ctx(&mut Scripted::default(), |ctx| {
+        pol.prepare(&mut replaced, ctx)
+    })
+    .unwrap();
+    let whole = config.apply(to_lc(&replaced), &crate::tokens::Approx, &mut Vec::new());
+    assert_eq!(got.request, from_lc(&whole));
 }

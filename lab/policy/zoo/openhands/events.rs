@@ -126,8 +126,21 @@ pub struct Condensation {
 
 /// The event stream of `history`.
 pub fn events(history: &[Message]) -> Vec<Event> {
-    let mut evs = vec![Ev::System];
-    for (i, m) in history.iter().enumerate() {
+    let mut stream = Vec::new();
+    extend(&mut stream, history, 0);
+    stream
+}
+
+/// [`events`] of `history` grown from the stream of `history[..from]`: the
+/// stream is a concatenation over messages (ids by position, actions naming
+/// their message by index), so a run need not convert its whole history
+/// again at every call.
+pub fn extend(stream: &mut Vec<Event>, history: &[Message], from: usize) {
+    let mut evs = Vec::new();
+    if stream.is_empty() {
+        evs.push(Ev::System);
+    }
+    for (i, m) in history.iter().enumerate().skip(from) {
         match m.role {
             Role::Assistant if m.has_tool_use() => {
                 evs.extend(m.tool_use_ids().into_iter().map(|c| Ev::Action {
@@ -158,10 +171,11 @@ pub fn events(history: &[Message]) -> Vec<Event> {
             Role::User => evs.push(Ev::User(m.clone())),
         }
     }
-    evs.into_iter()
-        .enumerate()
-        .map(|(id, ev)| Event { id: id as i64, ev })
-        .collect()
+    let start = stream.len();
+    stream.extend(evs.into_iter().enumerate().map(|(k, ev)| Event {
+        id: (start + k) as i64,
+        ev,
+    }));
 }
 
 /// `View.from_events`: every event not forgotten by a condensation, with the

@@ -62,6 +62,11 @@ pub struct OpenHands {
     /// The LLM settings `process_events` is given (upstream's defaults).
     pub llm: LlmConfig,
     condensations: Vec<Condensation>,
+    /// The event stream of the history so far, grown by each call's new
+    /// messages ([`events::extend`]); the history is never rewritten here.
+    stream: Vec<Event>,
+    /// History messages `stream` covers.
+    streamed: usize,
 }
 
 const UPSTREAM: &str = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0";
@@ -74,6 +79,8 @@ impl OpenHands {
             condenser,
             llm: LlmConfig::default(),
             condensations: Vec::new(),
+            stream: Vec::new(),
+            streamed: 0,
         }
     }
 }
@@ -369,19 +376,33 @@ impl Policy for OpenHands {
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut evs = Vec::new();
-        let stream = events::events(history);
+        if history.len() < self.streamed {
+            self.history_replaced();
+        }
+        let mut stream = std::mem::take(&mut self.stream);
+        events::extend(&mut stream, history, self.streamed);
+        self.streamed = history.len();
         let view = events::view(&stream, &self.condensations);
-        let view = self.condense(view, history, ctx, &mut evs)?;
-        let view = if self.condensations.is_empty() {
-            view
-        } else {
-            events::view(&stream, &self.condensations)
+        let condensed = self.condense(view, history, ctx, &mut evs);
+        let view = match condensed {
+            Ok(view) if self.condensations.is_empty() => view,
+            Ok(_) => events::view(&stream, &self.condensations),
+            Err(e) => {
+                self.stream = stream;
+                return Err(e);
+            }
         };
+        self.stream = stream;
         let request = events::render(&view, history, self.llm);
         Ok(Prepared {
             request,
             events: evs,
         })
+    }
+
+    fn history_replaced(&mut self) {
+        self.stream.clear();
+        self.streamed = 0;
     }
 }
 

@@ -333,3 +333,18 @@ fn observations_over_max_message_chars_are_cut_in_the_request() {
     assert!(sent[1].text() == want, "the summary is not cut");
     assert_eq!(want.chars().count(), 2 + 30_000 + 47);
 }
+
+#[test]
+fn the_stream_grown_call_by_call_equals_the_stream_of_the_whole_history() {
+    let session: Vec<Message> = crate::horizon::generate::Generator::new(13, 80_000).collect();
+    let mut stream = Vec::new();
+    let mut from = 0;
+    for (k, m) in session.iter().enumerate() {
+        if m.role == Role::Assistant {
+            events::extend(&mut stream, &session[..k], from);
+            from = k;
+            assert_eq!(stream, events::events(&session[..k]), "before message {k}");
+        }
+    }
+    assert!(stream.len() > 60, "{} events", stream.len());
+}

@@ -158,7 +158,7 @@ impl LastNObservations {
 }
 
 /// Replace an observation's output by the placeholder.
-fn mask_message(message: &mut Message, events: &mut Vec<PolicyEvent>) {
+pub(super) fn mask_message(message: &mut Message, events: &mut Vec<PolicyEvent>) {
     match &mut message.content {
         Content::Text(text) => *text = placeholder(py_line_count(text)),
         Content::Blocks(blocks) => {

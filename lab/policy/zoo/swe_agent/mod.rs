@@ -19,6 +19,7 @@
 //!   then `last_n_observations` `n: 10`
 //!   (`default_no_demo_checkpoint_same_model_openhands_N=43_M=10_masking_M=10.yaml`).
 
+mod kept;
 pub mod mask;
 pub mod summary;
 
@@ -48,6 +49,9 @@ pub struct SweAgent {
     name: &'static str,
     config: SweAgentConfig,
     state: SummaryState,
+    /// The masking as of the last call, when the processors are masking
+    /// alone ([`kept`]).
+    kept: Option<kept::KeptMask>,
 }
 
 const UPSTREAM_MASK: &str = "SWE-agent/SWE-agent@3ea751c087f32b16e039a2233dd6eefecef325d5";
@@ -61,6 +65,7 @@ impl SweAgent {
             name,
             config,
             state: SummaryState::default(),
+            kept: None,
         }
     }
 
@@ -189,6 +194,9 @@ impl Policy for SweAgent {
         ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut events = Vec::new();
+        if let Some(request) = self.advance(history, &mut events)? {
+            return Ok(Prepared { request, events });
+        }
         let mut request = match &self.config.summarize_every_n_turns {
             Some(s) => s.apply(&mut self.state, history, ctx, &mut events)?,
             None => history.clone(),
@@ -197,6 +205,34 @@ impl Policy for SweAgent {
             m.apply(&mut request, &mut events)?;
         }
         Ok(Prepared { request, events })
+    }
+
+    fn history_replaced(&mut self) {
+        self.kept = None;
+    }
+}
+
+impl SweAgent {
+    /// The request from the kept masking, when masking is all there is.
+    fn advance(
+        &mut self,
+        history: &[Message],
+        events: &mut Vec<crate::policy::PolicyEvent>,
+    ) -> LabResult<Option<Vec<Message>>> {
+        let mask = match &self.config {
+            SweAgentConfig {
+                summarize_every_n_turns: None,
+                last_n_observations: Some(m),
+            } if kept::KeptMask::applies(m) => m,
+            _ => return Ok(None),
+        };
+        mask.validate()?;
+        let len = history.len();
+        if !self.kept.as_ref().is_some_and(|k| k.fits(mask, len)) {
+            self.kept = Some(kept::KeptMask::new(mask));
+        }
+        let kept = self.kept.get_or_insert_with(|| kept::KeptMask::new(mask));
+        Ok(Some(kept.advance(history, events).to_vec()))
     }
 }
 

@@ -362,3 +362,32 @@ fn info_names_the_upstream_and_its_constants() {
     assert_eq!(info.constants["last_n_observations"]["n"], 10);
     assert!(p.pointer_rules().is_empty());
 }
+
+#[test]
+fn the_kept_masking_equals_the_whole_processor_at_every_call() {
+    let session: Vec<Message> = crate::horizon::generate::Generator::new(11, 60_000).collect();
+    for (n, polling) in [(5, 1), (3, 2)] {
+        let mask = LastNObservations {
+            n,
+            polling,
+            ..Default::default()
+        };
+        let mut policy = SweAgent::new(
+            "kept",
+            SweAgentConfig {
+                summarize_every_n_turns: None,
+                last_n_observations: Some(mask.clone()),
+            },
+        );
+        let runs = replay(&mut policy, &session, &mut Scripted::default());
+        for (k, got) in &runs {
+            let mut want = session[..*k].to_vec();
+            let mut events = Vec::new();
+            mask.apply(&mut want, &mut events).unwrap();
+            assert_eq!(got.request, want, "({n}, {polling}) after {k} messages");
+            assert_eq!(got.events, events, "({n}, {polling}) after {k} messages");
+        }
+        let masked = runs.last().map_or(0, |(_, p)| p.events.len());
+        assert!(masked > 30, "({n}, {polling}): {masked} masked");
+    }
+}
