@@ -1,6 +1,7 @@
 //! goose sessions as goose's JSON Lines store wrote them
 //! (`~/.local/share/goose/sessions/ID.jsonl`, releases before the SQLite
-//! `sessions.db`): a `SessionMetadata` first line, then one serialised
+//! `sessions.db`, which [`super::goose_db`] reads through `Messages` too):
+//! a `SessionMetadata` first line, then one serialised
 //! `Message` per line. Read at block/goose
 //! 0fc5e54062be2712f705269265e928c17bceee83 (`crates/goose/src/session/legacy.rs`:
 //! the first line is metadata unless it parses as a message) and
@@ -69,8 +70,10 @@ const RULES: Rules = Rules {
     fix: "each line of a goose session is one JSON record (metadata first, then messages); repair or remove this line",
 };
 
+/// One goose session read a serialised `Message` at a time: a line of the
+/// JSON Lines store, or a row of `sessions.db` ([`super::goose_db`]).
 #[derive(Default)]
-struct Jsonl {
+pub(crate) struct Messages {
     main: Vec<Message>,
     origins: Vec<Origin>,
     /// The last message kept was hidden from the agent (a compacted original).
@@ -85,7 +88,7 @@ pub(crate) fn read<R: BufRead>(
     sink: &mut Sink<'_>,
 ) -> LabResult<()> {
     let source = sink.source.to_path_buf();
-    let mut log = Jsonl::default();
+    let mut log = Messages::default();
     let end = lines::for_each(
         reader,
         &source,
@@ -93,13 +96,24 @@ pub(crate) fn read<R: BufRead>(
         |b| serde_json::from_slice::<Value>(b),
         |v, at| log.record(&v, at.line, session, sink),
     )?;
-    let summaries = std::mem::take(&mut log.summaries);
-    finish_document(session, log.main, log.origins, end.truncated, sink)?;
-    mark_compactions(session, &summaries);
-    Ok(())
+    log.finish(session, end.truncated, sink)
 }
 
-impl Jsonl {
+impl Messages {
+    /// The session's messages into `session`, its compactions marked;
+    /// `truncated`: where the input was cut, if it was.
+    pub(crate) fn finish(
+        mut self,
+        session: &mut ImportedSession,
+        truncated: Option<(usize, usize)>,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        let summaries = std::mem::take(&mut self.summaries);
+        finish_document(session, self.main, self.origins, truncated, sink)?;
+        mark_compactions(session, &summaries);
+        Ok(())
+    }
+
     fn record(
         &mut self,
         v: &Value,
@@ -116,8 +130,9 @@ impl Jsonl {
         self.message(v, line, session, sink)
     }
 
-    /// One serialised `Message`: kept with what of it is sent, if anything.
-    fn message(
+    /// One serialised `Message` at `line` (a row id in a database): kept
+    /// with what of it is sent, if anything.
+    pub(crate) fn message(
         &mut self,
         v: &Value,
         line: usize,

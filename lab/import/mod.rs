@@ -68,6 +68,7 @@ pub mod codex;
 pub mod corpus;
 pub mod gemini;
 pub mod goose;
+pub mod goose_db;
 mod lines;
 pub mod log_records;
 pub mod mini_swe;
@@ -965,7 +966,7 @@ pub fn import_reader_sessions<R: BufRead>(
 
 /// Every session from `reader`; `backing` is the file it reads from its start.
 fn sessions<R: BufRead>(
-    reader: R,
+    mut reader: R,
     source: &Path,
     format: TranscriptFormat,
     options: &ImportOptions,
@@ -983,6 +984,9 @@ fn sessions<R: BufRead>(
     }
     if format == TranscriptFormat::Aider {
         return aider::read(reader, &sink);
+    }
+    if format == TranscriptFormat::Goose && is_sqlite(&mut reader, source)? {
+        return goose_database(source, backing.is_some(), options);
     }
     let mut session = ImportedSession::new(source, format);
     match format {
@@ -1007,6 +1011,32 @@ fn sessions<R: BufRead>(
     }
     sink.finish_into(&mut session);
     Ok(vec![session])
+}
+
+/// The reader starts with SQLite's file header.
+fn is_sqlite<R: BufRead>(reader: &mut R, source: &Path) -> LabResult<bool> {
+    let head = reader
+        .fill_buf()
+        .map_err(|e| LabError::io("reading transcript", source, e))?;
+    Ok(head.starts_with(goose_db::SQLITE_HEADER))
+}
+
+/// goose's `sessions.db`, read in place: SQLite reads a file, not a stream.
+fn goose_database(
+    source: &Path,
+    is_file: bool,
+    options: &ImportOptions,
+) -> LabResult<Vec<ImportedSession>> {
+    if !is_file {
+        return Err(LabError::Input {
+            file: source.to_path_buf(),
+            line: 0,
+            column: 0,
+            message: "a goose session database can only be read from its own file, not from an archive or a stream".into(),
+            fix: "unpack the database and give its path".into(),
+        });
+    }
+    goose_db::read(source, options)
 }
 
 fn one_session(mut sessions: Vec<ImportedSession>, source: &Path) -> LabResult<ImportedSession> {

@@ -41,7 +41,9 @@
 //!   [`TranscriptFormat::Anthropic`];
 //! * JSON Lines whose first line is goose's session metadata
 //!   (`description` and `message_count`) or a goose message (`role`,
-//!   `created`, a `content` list) is [`TranscriptFormat::Goose`];
+//!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
+//!   is an SQLite database (goose's `sessions.db`, the one SQLite store
+//!   read);
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -63,6 +65,10 @@ const OPENAI_MARKERS: &[&str] = &[
 
 /// The format the first bytes show, or `None` when they do not decide.
 pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
+    // The one SQLite store the lab reads is goose's sessions.db.
+    if head.starts_with(super::goose_db::SQLITE_HEADER) {
+        return Some(TranscriptFormat::Goose);
+    }
     let text = skip_preamble(head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head));
     if text.starts_with(super::aider::SESSION_HEADER.as_bytes()) {
         return Some(TranscriptFormat::Aider);

@@ -12,6 +12,7 @@ mod import_corpus;
 mod import_damage;
 mod import_gemini;
 mod import_goose;
+mod import_goose_db;
 mod import_lazy;
 mod import_mini_swe;
 mod import_opencode;

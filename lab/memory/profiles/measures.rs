@@ -168,7 +168,7 @@ fn reopen(p: &dyn StoreProfile, fs: &Shared) -> std::io::Result<Vec<(String, Str
     p.recall(fs, root)
 }
 
-/// A kill after every operation of [`kill_script`], each on a fresh store.
+/// A kill after every operation of `kill_script`, each on a fresh store.
 pub fn kill_points(p: &dyn StoreProfile) -> KillReport {
     let script = kill_script();
     let written: Vec<Fact> = script
