@@ -116,7 +116,7 @@ impl Default for Switches {
 }
 
 /// The policy: switches, and the clearing as of the last call (the
-/// design itself is stateless between calls; [`kept`] says why it is kept).
+/// design itself is stateless between calls; `kept` says why it is kept).
 #[derive(Debug, Clone, Default)]
 pub struct ClearToolUses {
     /// Parameters.
