@@ -13,8 +13,9 @@
 //! A position is `ROW:1`: the row's `id` in `messages`, where the JSON Lines
 //! store has a line.
 //!
-//! Damage: a file that is not an SQLite database, or one without goose's
-//! `messages` columns, is an input error naming the file; a row whose
+//! Damage: a file that is not an SQLite database, or one with neither
+//! goose's `messages` columns nor opencode's tables ([`super::opencode_db`]),
+//! is an input error naming the file; a row whose
 //! `content_json` or `metadata_json` is not JSON is `invalid_record` at its
 //! row (skipped); the rest of the store still imports. The database is
 //! opened read-only and never written.
@@ -35,11 +36,14 @@ pub const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
 /// The columns a goose store's `messages` table must have.
 const REQUIRED: [&str; 3] = ["session_id", "role", "content_json"];
 
-/// Every session of the goose store at `path`, in session id order.
-pub(crate) fn read(path: &Path, options: &ImportOptions) -> LabResult<Vec<ImportedSession>> {
-    let db = open(path)?;
-    let metadata = columns(&db, path)?.contains(&"metadata_json".to_string());
-    let rows = rows(&db, path, metadata)?;
+/// Every session of the goose store `db` (opened from `path`), in session id order.
+pub(crate) fn read(
+    db: &Connection,
+    path: &Path,
+    options: &ImportOptions,
+) -> LabResult<Vec<ImportedSession>> {
+    let metadata = columns(db, path)?.contains(&"metadata_json".to_string());
+    let rows = rows(db, path, metadata)?;
     let mut by_session: BTreeMap<String, Vec<Row>> = BTreeMap::new();
     for row in rows {
         by_session.entry(row.session.clone()).or_default().push(row);
@@ -59,7 +63,8 @@ struct Row {
     metadata: Option<String>,
 }
 
-fn open(path: &Path) -> LabResult<Connection> {
+/// `path` opened read-only (never written, whatever happens).
+pub(crate) fn open(path: &Path) -> LabResult<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     Connection::open_with_flags(path, flags).map_err(|e| not_goose(path, &e.to_string()))
 }
@@ -173,7 +178,7 @@ fn not_goose(path: &Path, why: &str) -> LabError {
         file: path.to_path_buf(),
         line: 0,
         column: 0,
-        message: format!("not a goose session database: {why}"),
-        fix: "give goose's sessions.db (~/.local/share/goose/sessions/sessions.db), or a goose .jsonl session; `--format-in goose` reads both".into(),
+        message: format!("not a goose or opencode session database: {why}"),
+        fix: "give goose's sessions.db (~/.local/share/goose/sessions/sessions.db) or opencode's opencode.db, or a session file".into(),
     }
 }

@@ -74,6 +74,7 @@ pub mod log_records;
 pub mod mini_swe;
 pub mod openai;
 pub mod opencode;
+pub mod opencode_db;
 pub mod opencode_storage;
 pub mod openhands;
 mod repair;
@@ -985,8 +986,9 @@ fn sessions<R: BufRead>(
     if format == TranscriptFormat::Aider {
         return aider::read(reader, &sink);
     }
-    if format == TranscriptFormat::Goose && is_sqlite(&mut reader, source)? {
-        return goose_database(source, backing.is_some(), options);
+    let stores = [TranscriptFormat::Goose, TranscriptFormat::OpenCodeStorage];
+    if stores.contains(&format) && is_sqlite(&mut reader, source)? {
+        return sqlite_database(source, backing.is_some(), options);
     }
     let mut session = ImportedSession::new(source, format);
     match format {
@@ -1021,8 +1023,9 @@ fn is_sqlite<R: BufRead>(reader: &mut R, source: &Path) -> LabResult<bool> {
     Ok(head.starts_with(goose_db::SQLITE_HEADER))
 }
 
-/// goose's `sessions.db`, read in place: SQLite reads a file, not a stream.
-fn goose_database(
+/// An SQLite session store, goose's `sessions.db` or opencode's
+/// `opencode.db`, read in place: SQLite reads a file, not a stream.
+fn sqlite_database(
     source: &Path,
     is_file: bool,
     options: &ImportOptions,
@@ -1032,11 +1035,15 @@ fn goose_database(
             file: source.to_path_buf(),
             line: 0,
             column: 0,
-            message: "a goose session database can only be read from its own file, not from an archive or a stream".into(),
+            message: "a session database (SQLite) can only be read from its own file, not from an archive or a stream".into(),
             fix: "unpack the database and give its path".into(),
         });
     }
-    goose_db::read(source, options)
+    let db = goose_db::open(source)?;
+    if opencode_db::is_opencode(&db) {
+        return opencode_db::read(&db, source, options);
+    }
+    goose_db::read(&db, source, options)
 }
 
 fn one_session(mut sessions: Vec<ImportedSession>, source: &Path) -> LabResult<ImportedSession> {

@@ -42,8 +42,8 @@
 //! * JSON Lines whose first line is goose's session metadata
 //!   (`description` and `message_count`) or a goose message (`role`,
 //!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
-//!   is an SQLite database (goose's `sessions.db`, the one SQLite store
-//!   read);
+//!   is an SQLite database (goose's `sessions.db`; opencode's `opencode.db`
+//!   is told apart by its tables when read);
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -65,7 +65,8 @@ const OPENAI_MARKERS: &[&str] = &[
 
 /// The format the first bytes show, or `None` when they do not decide.
 pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
-    // The one SQLite store the lab reads is goose's sessions.db.
+    // SQLite stores (goose's sessions.db, opencode's opencode.db) are told
+    // apart by their tables when read.
     if head.starts_with(super::goose_db::SQLITE_HEADER) {
         return Some(TranscriptFormat::Goose);
     }

@@ -174,7 +174,7 @@ fn a_database_that_is_not_goose_s_is_refused_naming_the_file() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("other.db") && err.contains("not a goose session database"),
+        err.contains("other.db") && err.contains("not a goose or opencode session database"),
         "{err}"
     );
     assert!(err.contains("no `session_id` column"), "{err}");
@@ -186,7 +186,7 @@ fn a_database_that_is_not_goose_s_is_refused_naming_the_file() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("torn.db") && err.contains("not a goose session database"),
+        err.contains("torn.db") && err.contains("not a goose or opencode session database"),
         "{err}"
     );
 }

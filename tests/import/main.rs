@@ -16,6 +16,7 @@ mod import_goose_db;
 mod import_lazy;
 mod import_mini_swe;
 mod import_opencode;
+mod import_opencode_db;
 mod import_opencode_storage;
 mod import_openhands;
 mod import_props;
