@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{lines_of, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile};
+use super::{lines_in_files, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile};
 use crate::storage::{atomic_write, Shared};
 
 /// The design's switches. `Default`: as documented.
@@ -77,13 +77,7 @@ impl StoreProfile for AddOnly {
     }
 
     fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
-        let mut out = Vec::new();
-        for name in fs.list(root).unwrap_or_default() {
-            if let Some(text) = read_opt(fs, &root.join(name))? {
-                out.extend(lines_of(&text));
-            }
-        }
-        Ok(out)
+        lines_in_files(fs, root)
     }
 
     fn versions(&self, _: &Shared, _: &Path) -> Option<u64> {

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{lines_of, read_opt, remove_temps, Ack, Fact, Job, StoreProfile};
+use super::{lines_in_files, lines_of, read_opt, remove_temps, Ack, Fact, Job, StoreProfile};
 use crate::memory::tool::reference::Reference;
 use crate::memory::tool::{Command, MemoryTool as _, Reply};
 use crate::storage::Shared;
@@ -97,13 +97,7 @@ impl StoreProfile for MemoryToolStore {
     }
 
     fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
-        let mut out = Vec::new();
-        for name in fs.list(root).unwrap_or_default() {
-            if let Some(text) = read_opt(fs, &root.join(name))? {
-                out.extend(lines_of(&text));
-            }
-        }
-        Ok(out)
+        lines_in_files(fs, root)
     }
 
     fn versions(&self, _: &Shared, _: &Path) -> Option<u64> {

@@ -152,6 +152,18 @@ pub(crate) fn read_opt(fs: &Shared, path: &Path) -> io::Result<Option<String>> {
     }
 }
 
+/// Every `- key: value` line of every file in `dir`, file by file in
+/// listing order: the recall of the profiles that keep one file per memory.
+pub(crate) fn lines_in_files(fs: &Shared, dir: &Path) -> io::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for name in fs.list(dir).unwrap_or_default() {
+        if let Some(text) = read_opt(fs, &dir.join(name))? {
+            out.extend(lines_of(&text));
+        }
+    }
+    Ok(out)
+}
+
 /// Remove the temp files a killed atomic write left in `dir` (what every
 /// profile's recovery does first).
 pub(crate) fn remove_temps(fs: &Shared, dir: &Path) -> io::Result<()> {

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{lines_of, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile};
+use super::{
+    lines_in_files, lines_of, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile,
+};
 use crate::storage::{atomic_write, Shared};
 
 /// Memory stores one session may attach ("max 8 stores per session":
@@ -180,13 +182,7 @@ impl StoreProfile for Versioned {
     }
 
     fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
-        let mut out = Vec::new();
-        for name in fs.list(&memories(root)).unwrap_or_default() {
-            if let Some(text) = read_opt(fs, &memories(root).join(name))? {
-                out.extend(lines_of(&text));
-            }
-        }
-        Ok(out)
+        lines_in_files(fs, &memories(root))
     }
 
     fn versions(&self, fs: &Shared, root: &Path) -> Option<u64> {
