@@ -123,13 +123,7 @@ fn session(
     rows: &[Row],
     options: &ImportOptions,
 ) -> LabResult<ImportedSession> {
-    let mut sink = Sink {
-        source: path,
-        file: None,
-        strict: options.strict,
-        diagnostics: Vec::new(),
-        counts: BTreeMap::new(),
-    };
+    let mut sink = Sink::new(path, options.strict);
     let mut session = ImportedSession::new(path, TranscriptFormat::Goose);
     session.label = format!("{}#{id}", session.label);
     let mut messages = Messages::default();

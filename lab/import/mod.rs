@@ -787,10 +787,15 @@ impl<'a> Sink<'a> {
     /// A sink whose diagnostics nobody reads: for a second reading of input
     /// whose diagnostics the first reading already reported.
     pub(crate) fn scratch() -> Sink<'static> {
+        Sink::new(Path::new(""), false)
+    }
+
+    /// An empty sink for input read from `source`.
+    pub(crate) fn new(source: &'a Path, strict: bool) -> Sink<'a> {
         Sink {
-            source: Path::new(""),
+            source,
             file: None,
-            strict: false,
+            strict,
             diagnostics: Vec::new(),
             counts: BTreeMap::new(),
         }
@@ -798,13 +803,7 @@ impl<'a> Sink<'a> {
 
     /// A fresh sink for the same file and strictness (one per trajectory).
     pub(crate) fn fork(&self) -> Sink<'a> {
-        Sink {
-            source: self.source,
-            file: None,
-            strict: self.strict,
-            diagnostics: Vec::new(),
-            counts: BTreeMap::new(),
-        }
+        Sink::new(self.source, self.strict)
     }
 
     /// Hand the diagnostics to `session`: the kept ones and the counts of the rest.
@@ -973,13 +972,7 @@ fn sessions<R: BufRead>(
     options: &ImportOptions,
     backing: Option<Backing>,
 ) -> LabResult<Vec<ImportedSession>> {
-    let mut sink = Sink {
-        source,
-        file: None,
-        strict: options.strict,
-        diagnostics: Vec::new(),
-        counts: BTreeMap::new(),
-    };
+    let mut sink = Sink::new(source, options.strict);
     if format == TranscriptFormat::Trajectories {
         return trajectories::read(reader, &mut sink);
     }

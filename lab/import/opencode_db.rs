@@ -104,13 +104,7 @@ fn session(
     rows: &[Row],
     options: &ImportOptions,
 ) -> LabResult<ImportedSession> {
-    let mut sink = Sink {
-        source: path,
-        file: None,
-        strict: options.strict,
-        diagnostics: Vec::new(),
-        counts: BTreeMap::new(),
-    };
+    let mut sink = Sink::new(path, options.strict);
     let mut session = ImportedSession::new(path, TranscriptFormat::OpenCodeStorage);
     session.label = format!("{}#{id}", session.label);
     let mut export = Export::default();
