@@ -224,6 +224,7 @@ impl Interlocked {
             root: &root,
             turn: self.calls,
             envelope: self.env.prefix.tokens,
+            anchor: None,
             now_ms: None,
         };
         let prepared = step(self.policy.as_mut(), &mut self.history, call, &mut self.env)?;

@@ -83,6 +83,34 @@ pub struct Prefix {
     /// The policy that is the product's own (`claude-code` for a Claude Code
     /// log): its whole-history compactions switch to `after_compaction`.
     pub product_policy: Option<String>,
+    /// What the product itself counted after each recorded reply, by the
+    /// reply's index in the replayed messages (logs with recorded usage);
+    /// the product's own policy sees the anchor of the last reply.
+    pub anchors: std::collections::BTreeMap<usize, Anchor>,
+}
+
+/// The product's own count after a recorded reply: what the API reported
+/// for the request that produced it (prompt tokens plus the reply's output,
+/// the number Claude Code compares with its threshold), beside the run
+/// counter's estimate of the messages the product had logged by then (from
+/// its last compaction's summary on, the reply included). Their difference
+/// is everything the log does not show (system prompt, tools, unlogged
+/// attachments) plus the estimator's error, measured at that request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Anchor {
+    /// Recorded input + cache read + cache write + output tokens.
+    pub recorded: usize,
+    /// The run counter's tokens of the product's logged history at that reply.
+    pub logged: usize,
+}
+
+impl Anchor {
+    /// The product's count for a history whose messages up to the anchored
+    /// reply estimate `estimate` tokens: the recorded count moved by how
+    /// much that history differs from the product's logged one.
+    pub fn count(&self, estimate: usize) -> usize {
+        (self.recorded + estimate).saturating_sub(self.logged)
+    }
 }
 
 impl Prefix {
@@ -291,6 +319,8 @@ pub struct Call<'a> {
     pub turn: usize,
     /// Tokens of the fixed prefix this call carries.
     pub envelope: usize,
+    /// The product's own count after the last reply (product policy only).
+    pub anchor: Option<Anchor>,
     /// Milliseconds since the session started, when recorded.
     pub now_ms: Option<u64>,
 }
@@ -320,6 +350,7 @@ pub fn step(
         tokens: env.tokens.as_ref(),
         turn: call.turn,
         envelope: call.envelope,
+        anchor: call.anchor,
         now_ms: call.now_ms,
         model: env.model.as_mut(),
     };
@@ -522,6 +553,7 @@ impl Walk {
             root: &self.root,
             turn: self.run.calls.len(),
             envelope: env.prefix.after(self.product_compactions),
+            anchor: self.anchor(env),
             now_ms,
         };
         let prepared = step(policy, &mut self.history, call, env)?;
@@ -557,6 +589,15 @@ impl Walk {
         }
         self.seen = Some(prepared.request);
         Ok(())
+    }
+
+    /// The recorded count of the reply the last call produced, for the
+    /// product's own policy.
+    fn anchor(&self, env: &Env) -> Option<Anchor> {
+        let last = self.run.calls.last()?;
+        self.is_product_policy
+            .then(|| env.prefix.anchors.get(&last.at).copied())
+            .flatten()
     }
 
     /// Recorded message `i` arrives: into the ledger, the history and what

@@ -306,6 +306,10 @@ pub struct PolicyCtx<'a> {
     /// `replay::envelope`): a policy that budgets the whole request counts
     /// it as its product does. 0 when the replay has none.
     pub envelope: usize,
+    /// What the product itself counted after the last reply, where the log
+    /// recorded it (the product's own policy only; see
+    /// [`engine::Anchor`]).
+    pub anchor: Option<crate::policy::engine::Anchor>,
     /// Milliseconds since the session started, when the transcript recorded times.
     pub now_ms: Option<u64>,
     /// The deterministic model behind summaries and choices.
@@ -329,6 +333,7 @@ impl PolicyCtx<'_> {
             tokens: &crate::tokens::Approx,
             turn: 0,
             envelope: 0,
+            anchor: None,
             now_ms: None,
             model,
         };

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, LabResult};
 use crate::import::{is_product_summary, ImportedSession, TranscriptFormat};
-use crate::policy::engine::Prefix;
+use crate::policy::engine::{Anchor, Prefix};
 use crate::tokens::recorded::RecordedRequest;
 use crate::tokens::TokenCounter;
 
@@ -294,6 +294,7 @@ pub fn envelope_for(
             tokens,
             after_compaction: Vec::new(),
             product_policy: product_policy.clone(),
+            anchors: Default::default(),
         },
         basis,
     };
@@ -328,6 +329,7 @@ pub fn envelope_for(
                         tokens: l.prefix_of(r, counter)?,
                         after_compaction: after,
                         product_policy,
+                        anchors: anchors(session, l, counter),
                     },
                     basis: Basis::Recorded,
                 });
@@ -349,6 +351,74 @@ pub fn envelope_for(
             })
         }
     }
+}
+
+/// What the product's model answered at each of its compactions: the text
+/// of each continuation message the product wrote, without the frame
+/// Claude Code puts around a summary (the port puts the same frame back).
+/// Only Claude Code logs: other products' summaries are framed otherwise.
+pub fn product_summaries(session: &ImportedSession) -> Vec<String> {
+    use crate::policy::zoo::claude_code::{SUMMARY_CLOSE, SUMMARY_OPEN};
+    if !matches!(
+        session.format,
+        TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
+    ) {
+        return Vec::new();
+    }
+    let at = crate::import::artefacts::product_artefacts(session);
+    at.iter()
+        .filter_map(|&i| session.main.get(i))
+        .filter(|m| is_product_summary(m))
+        .map(|m| {
+            let text = m.text();
+            let inner = text.strip_prefix(SUMMARY_OPEN).unwrap_or(&text);
+            let inner = match inner.find(SUMMARY_CLOSE) {
+                Some(end) => &inner[..end],
+                None => inner,
+            };
+            inner.to_string()
+        })
+        .collect()
+}
+
+/// What the product itself counted after each recorded reply of the main
+/// chain, keyed by the reply's index in the replayed messages (the session
+/// without its compaction artefacts). A reply is paired with the recorded
+/// request that produced it by the log line its records start on, so a
+/// request on an abandoned branch pairs with nothing. `logged` counts the
+/// product's history as the log shows it: from its last compaction's summary
+/// on (artefacts included), else from the start.
+pub fn anchors(
+    session: &ImportedSession,
+    log: &RecordedLog,
+    counter: &dyn TokenCounter,
+) -> std::collections::BTreeMap<usize, Anchor> {
+    let by_line: std::collections::HashMap<usize, &RecordedRequest> = log
+        .requests
+        .iter()
+        .filter_map(|r| Some((r.line?, r)))
+        .collect();
+    let dropped = crate::import::artefacts::product_artefacts(session);
+    let starts: Vec<usize> = session.real_compaction_meta.iter().map(|c| c.at).collect();
+    let mut out = std::collections::BTreeMap::new();
+    let (mut replayed, mut logged) = (0, 0);
+    for (i, m) in session.main.iter().enumerate() {
+        if starts.contains(&i) {
+            logged = 0;
+        }
+        logged += counter.count_message(m);
+        if dropped.binary_search(&i).is_ok() {
+            continue;
+        }
+        let request = session.main_lines.get(i).and_then(|l| by_line.get(l));
+        if let (crate::message::Role::Assistant, Some(r)) = (m.role, request) {
+            let recorded = r.usage.total().saturating_add(r.billing.output_tokens);
+            let recorded = usize::try_from(recorded).unwrap_or(usize::MAX);
+            out.insert(replayed, Anchor { recorded, logged });
+        }
+        replayed += 1;
+    }
+    out
 }
 
 #[cfg(test)]

@@ -175,6 +175,11 @@ pub struct Product {
     /// again after compacting (its re-attached files): the product's own
     /// policy must not add them a second time.
     pub reattached_in_prefix: bool,
+    /// What the product's model answered at each of its compactions (the
+    /// summary inside the product's continuation message), in order: its own
+    /// policy's summaries are these recorded answers, as every reply of a
+    /// replay is the recorded one; past the last, the lab's model writes.
+    pub summaries: Vec<String>,
 }
 
 /// What one session is replayed with: its fixed prefix and its product.
@@ -350,6 +355,11 @@ fn run_observed(
         prefix: setup.prefix.clone(),
         ..Env::default()
     };
+    let summaries = setup.product.as_ref().map_or(&[][..], |p| &p.summaries[..]);
+    if !summaries.is_empty() && setup.prefix.product_policy.as_deref() == Some(&policy.info().name)
+    {
+        env.model = Box::new(crate::policy::model::Recorded::new(summaries.to_vec()));
+    }
     replay_observed(policy, session, &mut env, observers)
 }
 
@@ -540,6 +550,7 @@ pub fn set_up(
             model: l.model()?.to_string(),
             version: l.version.clone(),
             reattached_in_prefix: !envelope.prefix.after_compaction.is_empty(),
+            summaries: crate::replay::envelope::product_summaries(session),
         })
     });
     let recorded = log.as_ref().map_or(&[][..], |l| &l.requests[..]);

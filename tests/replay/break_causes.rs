@@ -50,6 +50,7 @@ fn wrong_causes(spec: &str, name: &str, messages: &[Message]) -> (Vec<String>, u
             tokens: 4_000,
             after_compaction: vec![3_000],
             product_policy: Some("claude-code".into()),
+            ..Prefix::default()
         },
         ..Env::default()
     };

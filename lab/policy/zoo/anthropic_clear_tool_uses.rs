@@ -389,6 +389,7 @@ mod tests {
             tokens: &Approx,
             turn: 0,
             envelope: 0,
+            anchor: None,
             now_ms: None,
             model: &mut model,
         };
@@ -481,6 +482,7 @@ mod tests {
                     tokens,
                     turn: 0,
                     envelope: 0,
+                    anchor: None,
                     now_ms: None,
                     model: &mut model,
                 };

@@ -248,6 +248,7 @@ mod tests {
             tokens: &Approx,
             turn: 0,
             envelope: 0,
+            anchor: None,
             now_ms: None,
             model,
         };
@@ -340,6 +341,7 @@ mod tests {
                 tokens: &Approx,
                 turn: 0,
                 envelope: 0,
+                anchor: None,
                 now_ms: None,
                 model: &mut spy,
             };

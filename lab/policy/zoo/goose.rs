@@ -237,6 +237,7 @@ mod tests {
             tokens: &Approx,
             turn: 0,
             envelope: 0,
+            anchor: None,
             now_ms: None,
             model,
         };

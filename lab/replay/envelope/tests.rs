@@ -138,3 +138,34 @@ fn notes_mark_the_size_as_an_estimate() {
         "envelope of s.jsonl: 21000 tokens, after the product's compactions 44000 (estimate; recorded usage), sent before every request\n"
     );
 }
+
+#[test]
+fn each_recorded_reply_anchors_the_products_count() {
+    let f = log(5_000, Some(9_000));
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let l = RecordedLog::read(f.path(), session.format)
+        .unwrap()
+        .unwrap();
+    let anchors = anchors(&session, &l, &Approx);
+    // Replayed without the summary: prompt (0), reply (1), reply (2).
+    let count = |r: std::ops::RangeInclusive<usize>| Approx.count_messages(&session.main[r]);
+    assert_eq!(
+        anchors.get(&1),
+        Some(&Anchor {
+            recorded: 5_005,
+            logged: count(0..=1)
+        })
+    );
+    // After the compaction the product's logged history starts at its summary.
+    assert_eq!(session.main.len(), 4);
+    assert_eq!(
+        anchors.get(&2),
+        Some(&Anchor {
+            recorded: 9_005,
+            logged: count(2..=3)
+        })
+    );
+    assert_eq!(anchors.len(), 2);
+    // Its summary, unframed, is the recorded answer the product's policy gets.
+    assert_eq!(product_summaries(&session), vec!["y".repeat(800)]);
+}

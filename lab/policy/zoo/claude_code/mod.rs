@@ -80,6 +80,13 @@ pub struct Switches {
     /// Whether the count includes the messages that arrived since the last
     /// reply (2.1.38: yes; 2.0.x counted the last response's usage alone).
     pub counts_arrivals: bool,
+    /// Whether the count starts from the usage the log recorded for the
+    /// last reply, where the replay has it, as the product's own
+    /// `tokenCountWithEstimation` starts from the usage the API returned
+    /// (lab's choice: yes; the lab's counter alone otherwise). Moved by how
+    /// much the port's history differs from the product's logged one; see
+    /// [`Anchor`](crate::policy::engine::Anchor).
+    pub counts_recorded_usage: bool,
     /// `MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES` (mirrors: 3).
     pub max_consecutive_failures: usize,
     /// Results longer than this many chars are persisted (lab's choice: 50,000).
@@ -117,6 +124,7 @@ impl Default for Switches {
             output_reserve: 20_000,
             autocompact_buffer: 13_000,
             counts_arrivals: true,
+            counts_recorded_usage: true,
             max_consecutive_failures: 3,
             max_result_size_chars: 50_000,
             preview_bytes: 2_000,
@@ -201,6 +209,15 @@ impl ClaudeCode {
         let last_reply = history
             .iter()
             .rposition(|m| m.role == crate::message::Role::Assistant);
+        let anchor = ctx.anchor.filter(|_| self.switches.counts_recorded_usage);
+        if let (Some(a), Some(i)) = (anchor, last_reply) {
+            let arrivals = if self.switches.counts_arrivals {
+                ctx.tokens.count_messages(&history[i + 1..])
+            } else {
+                0
+            };
+            return a.count(ctx.tokens.count_messages(&history[..=i])) + arrivals;
+        }
         match (last_reply, self.switches.counts_arrivals) {
             (None, false) => 0,
             (None, true) => ctx.tokens.count_messages(history),
@@ -385,6 +402,8 @@ impl Policy for ClaudeCode {
                 "after compaction, CLAUDE.md, memory, skills and background agents are not re-injected; files and the plan are (reattach.rs), each file as the log last showed it (its last Read result, or what the session wrote, numbered as Read numbers lines) since a replay cannot read it again, a file whose content the log does not show as a path only, the plan from the last ExitPlanMode call at a placeholder path, and the budget's rough size counted on the rendered text rather than the attachment's JSON",
                 "on a Claude Code log whose recorded post-compaction prefix already holds the re-attached files, the port re-attaches nothing (reattach = false) so they are not counted twice",
                 "the cache-editing microcompaction path (server-side cache_edits) is not modelled",
+                "replaying a log with recorded usage as the product's own policy (counts_recorded_usage), the count starts from the usage the log recorded for the last reply (prompt tokens plus its output, as tokenCountWithEstimation starts from the API's usage), moved by the run counter's estimate of how much the port's history differs from the product's logged one (an estimate); elsewhere it is the envelope plus the run's counter",
+                "replaying a Claude Code log as the product's own policy, each summary is the one the product's model wrote at its compaction, in order (the recorded answer, as every reply of a replay is); past the last recorded summary, and in every other replay, the run's summariser writes it",
             ],
         }
     }
@@ -432,6 +451,7 @@ mod tests {
             tokens: &Approx,
             turn: 0,
             envelope: 0,
+            anchor: None,
             now_ms,
             model,
         };
@@ -451,6 +471,53 @@ mod tests {
             Block::ToolResult { content, .. } => content,
             other => panic!("not a result: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_count_starts_from_the_recorded_usage_of_the_last_reply() {
+        let h = vec![
+            Message::user_text("go"),
+            call("t1", "Bash"),
+            Message::tool_results(vec![("t1".into(), "x".repeat(4_000))]),
+        ];
+        let mut model = Scripted::default();
+        PolicyCtx::with_test("/run/cc", &mut model, |ctx| {
+            let logged = ctx.tokens.count_messages(&h[..2]);
+            ctx.anchor = Some(crate::policy::engine::Anchor {
+                recorded: 150_000,
+                logged,
+            });
+            ctx.envelope = 40_000;
+            let only_usage = ClaudeCode {
+                switches: Switches {
+                    counts_arrivals: false,
+                    ..Switches::default()
+                },
+                ..ClaudeCode::default()
+            };
+            // The product's own history: exactly what the API reported.
+            assert_eq!(only_usage.context_tokens(&h, ctx), 150_000);
+            // The result after the reply is estimated on top (2.1).
+            let arrivals = ctx.tokens.count_messages(&h[2..]);
+            assert_eq!(
+                ClaudeCode::default().context_tokens(&h, ctx),
+                150_000 + arrivals
+            );
+            // A history smaller than the product's counts that much less.
+            let shorter = [Message::user_text(""), h[1].clone()];
+            let less = logged - ctx.tokens.count_messages(&shorter);
+            assert_eq!(only_usage.context_tokens(&shorter, ctx), 150_000 - less);
+            // Switched off: the envelope and the lab's counter.
+            let own = ClaudeCode {
+                switches: Switches {
+                    counts_arrivals: false,
+                    counts_recorded_usage: false,
+                    ..Switches::default()
+                },
+                ..ClaudeCode::default()
+            };
+            assert_eq!(own.context_tokens(&h, ctx), 40_000 + logged);
+        });
     }
 
     #[test]

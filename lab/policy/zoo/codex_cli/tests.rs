@@ -17,6 +17,7 @@ fn run(p: &mut CodexCli, h: &mut Vec<Message>, turn: usize, model: &mut Scripted
         tokens: &Approx,
         turn,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model,
     };

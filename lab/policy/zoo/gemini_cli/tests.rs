@@ -126,6 +126,7 @@ fn run_forced(history: Vec<Message>, fs: &MemFs) -> (Vec<Message>, Prepared) {
         tokens: &Approx,
         turn: 0,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model: &mut model,
     };
@@ -206,6 +207,7 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
         tokens: &Approx,
         turn: 0,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model: &mut model,
     };
@@ -228,6 +230,7 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
         tokens: &Approx,
         turn: 1,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model: &mut model,
     };

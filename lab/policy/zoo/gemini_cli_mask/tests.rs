@@ -182,6 +182,7 @@ fn run(p: &mut GeminiCliMask, h: &mut Vec<Message>, fs: &MemFs) -> Prepared {
         tokens: &crate::tokens::Approx,
         turn: 0,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model: &mut model,
     };

@@ -222,6 +222,7 @@ fn the_kept_edit_equals_the_whole_edit_at_every_call() {
                         tokens,
                         turn: calls,
                         envelope: 0,
+                        anchor: None,
                         now_ms: None,
                         model: &mut model,
                     };

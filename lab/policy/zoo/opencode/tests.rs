@@ -17,6 +17,7 @@ fn run(p: &mut Opencode, h: &mut Vec<Message>, fs: &MemFs, turn: usize) -> Prepa
         tokens: &Approx,
         turn,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model: &mut model,
     };

@@ -231,6 +231,7 @@ fn invalid_switches_are_refused_and_truncation_matches_upstream() {
         tokens: &Approx,
         turn: 0,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model: &mut model,
     };

@@ -105,6 +105,7 @@ fn replay(
             tokens: &Approx,
             turn: out.len(),
             envelope: 0,
+            anchor: None,
             now_ms: None,
             model: &mut *model,
         };

@@ -190,6 +190,7 @@ fn prepare(
         tokens: &Approx,
         turn: 0,
         envelope: 0,
+        anchor: None,
         now_ms: None,
         model,
     };
