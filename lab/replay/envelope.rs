@@ -169,6 +169,10 @@ pub struct RecordedLog {
     pub requests: Vec<RecordedRequest>,
     /// The Claude Code release of the first main-agent record that names one.
     pub version: Option<String>,
+    /// The response id (`message.id`) of each record that carries one, by
+    /// the record's 1-based line: a reply the importer split or merged is
+    /// paired with its request by id, whichever of its records it starts on.
+    reply_ids: std::collections::HashMap<usize, String>,
 }
 
 impl RecordedLog {
@@ -192,17 +196,35 @@ impl RecordedLog {
             .into_iter()
             .filter(|r| !r.sidechain)
             .collect();
+        let reply_ids = records
+            .iter()
+            .zip(&lines)
+            .filter_map(|(r, &line)| {
+                let id = r
+                    .pointer("/message/id")
+                    .and_then(serde_json::Value::as_str)?;
+                Some((line, id.to_string()))
+            })
+            .collect();
         Ok(Some(RecordedLog {
             path: path.to_path_buf(),
             text,
             requests,
             version,
+            reply_ids,
         }))
     }
 
     /// The model of the first main-agent request.
     pub fn model(&self) -> Option<&str> {
         self.requests.first().map(|r| r.model.as_str())
+    }
+
+    /// The recorded request that produced the reply whose first record is
+    /// on `line` (1-based), by the response id of that record.
+    pub fn request_at_line(&self, line: usize) -> Option<&RecordedRequest> {
+        let id = self.reply_ids.get(&line)?;
+        self.requests.iter().find(|r| &r.id == id)
     }
 
     /// The first request of each conversation (chain), in log order.
@@ -384,8 +406,8 @@ pub fn product_summaries(session: &ImportedSession) -> Vec<String> {
 /// What the product itself counted after each recorded reply of the main
 /// chain, keyed by the reply's index in the replayed messages (the session
 /// without its compaction artefacts). A reply is paired with the recorded
-/// request that produced it by the log line its records start on, so a
-/// request on an abandoned branch pairs with nothing. `logged` counts the
+/// request that produced it by the response id of the record it starts on,
+/// so a request on an abandoned branch pairs with nothing. `logged` counts the
 /// product's history as the log shows it: from its last compaction's summary
 /// on (artefacts included), else from the start.
 pub fn anchors(
@@ -393,11 +415,8 @@ pub fn anchors(
     log: &RecordedLog,
     counter: &dyn TokenCounter,
 ) -> std::collections::BTreeMap<usize, Anchor> {
-    let by_line: std::collections::HashMap<usize, &RecordedRequest> = log
-        .requests
-        .iter()
-        .filter_map(|r| Some((r.line?, r)))
-        .collect();
+    let by_id: std::collections::HashMap<&str, &RecordedRequest> =
+        log.requests.iter().map(|r| (r.id.as_str(), r)).collect();
     let dropped = crate::import::artefacts::product_artefacts(session);
     let starts: Vec<usize> = session.real_compaction_meta.iter().map(|c| c.at).collect();
     let mut out = std::collections::BTreeMap::new();
@@ -410,7 +429,11 @@ pub fn anchors(
         if dropped.binary_search(&i).is_ok() {
             continue;
         }
-        let request = session.main_lines.get(i).and_then(|l| by_line.get(l));
+        let request = session
+            .main_lines
+            .get(i)
+            .and_then(|l| log.reply_ids.get(l))
+            .and_then(|id| by_id.get(id.as_str()));
         if let (crate::message::Role::Assistant, Some(r)) = (m.role, request) {
             let recorded = r.usage.total().saturating_add(r.billing.output_tokens);
             let recorded = usize::try_from(recorded).unwrap_or(usize::MAX);
