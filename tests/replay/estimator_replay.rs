@@ -32,7 +32,7 @@ fn session_errors(dir: &std::path::Path, name: &str, counter: Claude) -> Result<
     let mut errors = Vec::new();
     for (j, w) in bounds.windows(2).enumerate() {
         let mut env = Env {
-            tokens: Box::new(counter.clone()),
+            tokens: Box::new(counter),
             prefix: Prefix {
                 tokens: envelope.prefix.after(j),
                 ..Prefix::default()
