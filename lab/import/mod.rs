@@ -77,6 +77,7 @@ pub mod opencode;
 pub mod opencode_db;
 pub mod opencode_storage;
 pub mod openhands;
+pub mod openhands_events;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
@@ -142,6 +143,11 @@ pub enum TranscriptFormat {
     /// An OpenHands trajectory (serialized events), its condensations real compactions.
     #[serde(rename = "openhands")]
     OpenHands,
+    /// An OpenHands conversation's `events/` directory, one JSON file per
+    /// event (openhands-sdk's `event-NNNNN-ID.json`, or openhands-ai's
+    /// `N.json`), its condensations real compactions.
+    #[serde(rename = "openhands_events")]
+    OpenHandsEvents,
     /// A goose session (`sessions/ID.jsonl`: metadata, then one message per
     /// line), its compaction summaries real compactions.
     Goose,
@@ -179,6 +185,7 @@ impl TranscriptFormat {
             TranscriptFormat::OpenCode => "opencode",
             TranscriptFormat::OpenCodeStorage => "opencode_storage",
             TranscriptFormat::OpenHands => "openhands",
+            TranscriptFormat::OpenHandsEvents => "openhands_events",
             TranscriptFormat::RooCode => "roo_code",
             TranscriptFormat::Goose => "goose",
         }
@@ -207,11 +214,12 @@ impl TranscriptFormat {
             "opencode" => Ok(TranscriptFormat::OpenCode),
             "opencode_storage" => Ok(TranscriptFormat::OpenCodeStorage),
             "openhands" => Ok(TranscriptFormat::OpenHands),
+            "openhands_events" => Ok(TranscriptFormat::OpenHandsEvents),
             "roo_code" => Ok(TranscriptFormat::RooCode),
             "goose" => Ok(TranscriptFormat::Goose),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, roo_code, goose",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose",
             )),
         }
     }
@@ -878,6 +886,7 @@ pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
                 session.format,
                 TranscriptFormat::CodexRollout
                     | TranscriptFormat::OpenHands
+                    | TranscriptFormat::OpenHandsEvents
                     | TranscriptFormat::RooCode
                     | TranscriptFormat::Goose
             ) && session.real_compactions.contains(&at))
@@ -1001,6 +1010,8 @@ fn sessions<R: BufRead>(
             opencode_storage::read(reader, &mut session, &mut sink)?
         }
         TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
+        // The event files are read from the directory the named file is in.
+        TranscriptFormat::OpenHandsEvents => openhands_events::read(&mut session, &mut sink)?,
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
     }

@@ -273,7 +273,9 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         }
         TranscriptFormat::CodexRollout => Some(crate::policy::zoo::codex_cli::NAME),
         // The condenser that writes summaries; the others only forget.
-        TranscriptFormat::OpenHands => Some("openhands-llm-summarizing"),
+        TranscriptFormat::OpenHands | TranscriptFormat::OpenHandsEvents => {
+            Some("openhands-llm-summarizing")
+        }
         TranscriptFormat::RooCode => Some(crate::policy::zoo::roo_code::NAME),
         TranscriptFormat::Goose => Some("goose-auto-compact"),
         _ => None,

@@ -19,6 +19,7 @@ mod import_opencode;
 mod import_opencode_db;
 mod import_opencode_storage;
 mod import_openhands;
+mod import_openhands_events;
 mod import_props;
 mod import_real;
 mod import_roo_code;
