@@ -81,6 +81,7 @@ pub mod openhands_events;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
+mod task_ui;
 pub mod text_action;
 pub mod times;
 pub mod trajectories;
@@ -373,10 +374,17 @@ pub struct RealCompaction {
     pub trigger: Option<String>,
     /// `compactMetadata.preTokens`: the context in tokens when it compacted, when recorded.
     pub pre_tokens: Option<u64>,
+    /// A truncation that left no summary (Cline's deleted range): the
+    /// inclusive range of `main` indices the product stopped sending. What
+    /// it kept is every message outside it; `at` is then the first reply
+    /// to a request sent without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<[usize; 2]>,
 }
 
 impl RealCompaction {
-    /// `138 (auto, 156953 tok)`, `138 (manual)`, `138`.
+    /// `138 (auto, 156953 tok)`, `138 (manual)`, `138`; a truncation adds
+    /// what it dropped (`41 (truncation, 160512 tok, dropped 2-37)`).
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(t) = &self.trigger {
@@ -384,6 +392,9 @@ impl RealCompaction {
         }
         if let Some(p) = self.pre_tokens {
             parts.push(format!("{p} tok"));
+        }
+        if let Some([first, last]) = self.dropped {
+            parts.push(format!("dropped {first}-{last}"));
         }
         if parts.is_empty() {
             self.at.to_string()
@@ -845,7 +856,13 @@ impl<'a> Sink<'a> {
 /// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
 /// `chat.json` saved as `.jsonl`.
 pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
-    sniff::sniff(head)
+    let sniffed = sniff::sniff(head);
+    // Cline's history holds plain Anthropic messages: the task folder it
+    // lies in (the UI rows beside it) makes it a task history.
+    if sniffed == Some(TranscriptFormat::Anthropic) && roo_code::is_task_history(path) {
+        return TranscriptFormat::RooCode;
+    }
+    sniffed
         .or_else(|| match path.extension().and_then(|e| e.to_str()) {
             _ if path.to_string_lossy().ends_with(".traj.json") => {
                 Some(TranscriptFormat::MiniSweAgent)

@@ -379,6 +379,7 @@ fn mark_compactions(session: &mut ImportedSession, condensations: &[(Pos, String
         if let Some(at) = at {
             session.real_compactions.push(at);
             session.real_compaction_meta.push(RealCompaction {
+                dropped: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

@@ -7,6 +7,7 @@
 mod common;
 
 mod import_aider;
+mod import_cline;
 mod import_codex;
 mod import_corpus;
 mod import_damage;
