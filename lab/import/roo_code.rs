@@ -22,7 +22,7 @@
 //! context's size when it condensed, when that file is there.
 //!
 //! **Cline's truncation** and **per-request usage** come from the same
-//! `ui_messages.json` ([`super::task_ui`]): each growth of Cline's
+//! `ui_messages.json` (read by the `task_ui` module): each growth of Cline's
 //! `conversationHistoryDeletedRange` is a real compaction at the first reply
 //! sent without the range (`dropped` names it in `main`; no message of the
 //! product's own is added, so nothing is an artefact), and each
