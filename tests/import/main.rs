@@ -11,6 +11,7 @@ mod import_cline;
 mod import_codex;
 mod import_corpus;
 mod import_damage;
+mod import_done_when;
 mod import_gemini;
 mod import_goose;
 mod import_goose_db;
