@@ -54,7 +54,12 @@ fn is_compression_ack(m: &Message) -> bool {
 pub fn product_artefacts(session: &ImportedSession) -> Vec<usize> {
     let mut out = Vec::new();
     for c in &session.real_compaction_meta {
-        if !opens_product_compaction(session, c.at) || (c.at == 0 && session.starts_with_summary) {
+        // A truncation (Cline's deleted range) left no message of its own.
+        let truncation = c.dropped.is_some();
+        if truncation
+            || !opens_product_compaction(session, c.at)
+            || (c.at == 0 && session.starts_with_summary)
+        {
             continue;
         }
         out.push(c.at);

@@ -631,6 +631,7 @@ impl Records {
                 compactions
                     .get(&(o.line, o.column))
                     .map(|(trigger, pre_tokens)| RealCompaction {
+                        dropped: None,
                         at: i,
                         trigger: trigger.clone(),
                         pre_tokens: *pre_tokens,

@@ -219,6 +219,7 @@ impl Rollout {
         self.open = None;
         session.real_compactions.push(at);
         session.real_compaction_meta.push(RealCompaction {
+            dropped: None,
             at,
             trigger,
             pre_tokens: None,

@@ -143,6 +143,16 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> LabResult<()> {
     if super::opencode_storage::is_storage_root(dir) {
         return walk(&dir.join("session"), out);
     }
+    // An OpenHands events directory is one session, read through its first
+    // event file; its conversation's other files (`base_state.json`, the
+    // V0 caches) are not sessions.
+    if let Some(first) = super::openhands_events::first_event_file(dir) {
+        out.push(first);
+        return Ok(());
+    }
+    if super::openhands_events::first_event_file(&dir.join("events")).is_some() {
+        return walk(&dir.join("events"), out);
+    }
     let entries = std::fs::read_dir(dir).map_err(|e| LabError::io("reading directory", dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| LabError::io("reading directory", dir, e))?;

@@ -689,6 +689,7 @@ fn mark_compactions(session: &mut ImportedSession, summary_lines: &[usize]) {
         if let Some(at) = at {
             session.real_compactions.push(at);
             session.real_compaction_meta.push(RealCompaction {
+                dropped: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

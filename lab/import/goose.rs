@@ -291,6 +291,7 @@ fn mark_compactions(session: &mut ImportedSession, lines: &[usize]) {
             .is_some_and(|m| is_continuation(m) && m.text().contains(MANUAL_MARK));
         session.real_compactions.push(at);
         session.real_compaction_meta.push(RealCompaction {
+            dropped: None,
             at,
             trigger: Some(if manual { "manual" } else { "auto" }.to_string()),
             pre_tokens: None,

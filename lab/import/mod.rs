@@ -77,9 +77,11 @@ pub mod opencode;
 pub mod opencode_db;
 pub mod opencode_storage;
 pub mod openhands;
+pub mod openhands_events;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
+mod task_ui;
 pub mod text_action;
 pub mod times;
 pub mod trajectories;
@@ -142,6 +144,11 @@ pub enum TranscriptFormat {
     /// An OpenHands trajectory (serialized events), its condensations real compactions.
     #[serde(rename = "openhands")]
     OpenHands,
+    /// An OpenHands conversation's `events/` directory, one JSON file per
+    /// event (openhands-sdk's `event-NNNNN-ID.json`, or openhands-ai's
+    /// `N.json`), its condensations real compactions.
+    #[serde(rename = "openhands_events")]
+    OpenHandsEvents,
     /// A goose session (`sessions/ID.jsonl`: metadata, then one message per
     /// line), its compaction summaries real compactions.
     Goose,
@@ -179,6 +186,7 @@ impl TranscriptFormat {
             TranscriptFormat::OpenCode => "opencode",
             TranscriptFormat::OpenCodeStorage => "opencode_storage",
             TranscriptFormat::OpenHands => "openhands",
+            TranscriptFormat::OpenHandsEvents => "openhands_events",
             TranscriptFormat::RooCode => "roo_code",
             TranscriptFormat::Goose => "goose",
         }
@@ -207,11 +215,12 @@ impl TranscriptFormat {
             "opencode" => Ok(TranscriptFormat::OpenCode),
             "opencode_storage" => Ok(TranscriptFormat::OpenCodeStorage),
             "openhands" => Ok(TranscriptFormat::OpenHands),
+            "openhands_events" => Ok(TranscriptFormat::OpenHandsEvents),
             "roo_code" => Ok(TranscriptFormat::RooCode),
             "goose" => Ok(TranscriptFormat::Goose),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, roo_code, goose",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose",
             )),
         }
     }
@@ -365,10 +374,17 @@ pub struct RealCompaction {
     pub trigger: Option<String>,
     /// `compactMetadata.preTokens`: the context in tokens when it compacted, when recorded.
     pub pre_tokens: Option<u64>,
+    /// A truncation that left no summary (Cline's deleted range): the
+    /// inclusive range of `main` indices the product stopped sending. What
+    /// it kept is every message outside it; `at` is then the first reply
+    /// to a request sent without them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<[usize; 2]>,
 }
 
 impl RealCompaction {
-    /// `138 (auto, 156953 tok)`, `138 (manual)`, `138`.
+    /// `138 (auto, 156953 tok)`, `138 (manual)`, `138`; a truncation adds
+    /// what it dropped (`41 (truncation, 160512 tok, dropped 2-37)`).
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(t) = &self.trigger {
@@ -376,6 +392,9 @@ impl RealCompaction {
         }
         if let Some(p) = self.pre_tokens {
             parts.push(format!("{p} tok"));
+        }
+        if let Some([first, last]) = self.dropped {
+            parts.push(format!("dropped {first}-{last}"));
         }
         if parts.is_empty() {
             self.at.to_string()
@@ -837,7 +856,13 @@ impl<'a> Sink<'a> {
 /// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
 /// `chat.json` saved as `.jsonl`.
 pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
-    sniff::sniff(head)
+    let sniffed = sniff::sniff(head);
+    // Cline's history holds plain Anthropic messages: the task folder it
+    // lies in (the UI rows beside it) makes it a task history.
+    if sniffed == Some(TranscriptFormat::Anthropic) && roo_code::is_task_history(path) {
+        return TranscriptFormat::RooCode;
+    }
+    sniffed
         .or_else(|| match path.extension().and_then(|e| e.to_str()) {
             _ if path.to_string_lossy().ends_with(".traj.json") => {
                 Some(TranscriptFormat::MiniSweAgent)
@@ -878,6 +903,7 @@ pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
                 session.format,
                 TranscriptFormat::CodexRollout
                     | TranscriptFormat::OpenHands
+                    | TranscriptFormat::OpenHandsEvents
                     | TranscriptFormat::RooCode
                     | TranscriptFormat::Goose
             ) && session.real_compactions.contains(&at))
@@ -1001,6 +1027,8 @@ fn sessions<R: BufRead>(
             opencode_storage::read(reader, &mut session, &mut sink)?
         }
         TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
+        // The event files are read from the directory the named file is in.
+        TranscriptFormat::OpenHandsEvents => openhands_events::read(&mut session, &mut sink)?,
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
     }

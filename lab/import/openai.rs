@@ -114,6 +114,16 @@ impl Conversation {
         let was_tool = self.last_was_tool;
         self.last_was_tool = false;
         let recorded = crate::pyjson::dumps_len(v);
+        // OpenAI content is a string, a list of parts or null.
+        if let Some(c) = v
+            .get("content")
+            .filter(|c| !(c.is_string() || c.is_array() || c.is_null()))
+        {
+            let msg = format!(
+                "message content {c} is not a string, a list of parts or null; read as empty text"
+            );
+            sink.report(pos.0, pos.1, DiagnosticKind::InvalidRecord, msg)?;
+        }
         match role.as_deref() {
             Some("system") | Some("developer") => {
                 session.stats.message_records += 1;

@@ -392,6 +392,7 @@ fn mark_compactions(session: &mut ImportedSession, prompts: &[(Pos, bool)]) {
             session.real_compactions.push(at);
             let trigger = Some(if auto { "auto" } else { "manual" }.to_string());
             session.real_compaction_meta.push(RealCompaction {
+                dropped: None,
                 at,
                 trigger,
                 pre_tokens: None,

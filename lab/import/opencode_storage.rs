@@ -169,11 +169,11 @@ fn document(file: &Path, sink: &mut Sink<'_>) -> LabResult<Option<Value>> {
 }
 
 /// Why a storage file holds no JSON object: where, and the diagnostic.
-type Problem = ((usize, usize), DiagnosticKind, String);
+pub(crate) type Problem = ((usize, usize), DiagnosticKind, String);
 
 /// The JSON object `bytes` hold; a cut document is `truncated`, anything
 /// else `invalid_record`.
-fn object(bytes: &[u8]) -> Result<Value, Problem> {
+pub(crate) fn object(bytes: &[u8]) -> Result<Value, Problem> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(_) => Err((

@@ -42,10 +42,11 @@ use crate::error::LabResult;
 use crate::message::{Block, Content, Message, Role};
 
 /// (line, column) of an event.
-type Pos = (usize, usize);
+pub(crate) type Pos = (usize, usize);
 
+/// The conversation read so far from a stream of events.
 #[derive(Default)]
-struct Stream {
+pub(crate) struct Stream {
     main: Vec<Message>,
     origins: Vec<Origin>,
     /// The model response the last assistant message holds.
@@ -67,14 +68,26 @@ pub(crate) fn read<R: BufRead>(
         session.stats.records += 1;
         stream.event(&v, (line, column), session, sink)
     })?;
-    let condensations = std::mem::take(&mut stream.condensations);
-    finish_document(session, stream.main, stream.origins, end.truncated, sink)?;
-    mark_compactions(session, &condensations);
-    Ok(())
+    stream.finish(end.truncated, session, sink)
 }
 
 impl Stream {
-    fn event(
+    /// Repair the pairs, store the conversation and mark each condensation
+    /// summary that survived as a real compaction; `truncated` is where a
+    /// cut document ends.
+    pub(crate) fn finish(
+        self,
+        truncated: Option<(usize, usize)>,
+        session: &mut ImportedSession,
+        sink: &mut Sink<'_>,
+    ) -> LabResult<()> {
+        finish_document(session, self.main, self.origins, truncated, sink)?;
+        mark_compactions(session, &self.condensations);
+        Ok(())
+    }
+
+    /// One event as `event_to_trajectory` writes it, at `pos`.
+    pub(crate) fn event(
         &mut self,
         v: &Value,
         pos: Pos,
@@ -366,6 +379,7 @@ fn mark_compactions(session: &mut ImportedSession, condensations: &[(Pos, String
         if let Some(at) = at {
             session.real_compactions.push(at);
             session.real_compaction_meta.push(RealCompaction {
+                dropped: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

@@ -21,6 +21,16 @@
 //! the file (`contextCondense.prevContextTokens` by `condenseId`) give the
 //! context's size when it condensed, when that file is there.
 //!
+//! **Cline's truncation** and **per-request usage** come from the same
+//! `ui_messages.json` (read by the `task_ui` module): each growth of Cline's
+//! `conversationHistoryDeletedRange` is a real compaction at the first reply
+//! sent without the range (`dropped` names it in `main`; no message of the
+//! product's own is added, so nothing is an artefact), and each
+//! `api_req_started` row's usage is put on the reply it produced: the first
+//! reply Roo stamped after the row, or (Cline stamps no times in the
+//! history) the k-th reply for the k-th row with usage. A Cline history is
+//! read here when `ui_messages.json` lies beside it.
+//!
 //! Provider blocks Roo stores in a reply: `reasoning` with text (a
 //! thinking block here), encrypted `reasoning` and `thoughtSignature`
 //! (counted in `skipped`, as they carry nothing the model reads as text).
@@ -38,11 +48,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::aider::RecordedTokens;
 use super::claude_records::convert_content;
 use super::stream::for_each_element;
 use super::{
-    repair_pairs, report_cut, store_main, DiagnosticKind, ImportedSession, Origin, RealCompaction,
-    Sink,
+    repair_pairs, report_cut, store_main, task_ui, ImportedSession, Origin, RealCompaction, Sink,
 };
 use crate::error::LabResult;
 use crate::message::{Message, Role};
@@ -50,17 +60,33 @@ use crate::message::{Message, Role};
 /// The file beside the history that holds the task's UI messages.
 pub const UI_MESSAGES: &str = "ui_messages.json";
 
+/// The name Roo Code and Cline give a task's history.
+pub const HISTORY: &str = "api_conversation_history.json";
+
+/// `path` is a task folder's history: named so, with the UI rows beside it.
+pub fn is_task_history(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == HISTORY) && path.with_file_name(UI_MESSAGES).is_file()
+}
+
 /// A summary read: its element's (line, column) and its `condenseId`.
 struct Summary {
     pos: (usize, usize),
     id: Option<String>,
 }
 
+/// (line, column) of an element.
+type Pos = (usize, usize);
+
 #[derive(Default)]
 struct History {
     main: Vec<Message>,
     origins: Vec<Origin>,
     summaries: Vec<Summary>,
+    /// Every element's position, by its index in the history (Cline's
+    /// deleted range and `conversationHistoryIndex` count elements).
+    elements: Vec<Pos>,
+    /// Each assistant message's position and `ts` (Roo stamps them).
+    replies: Vec<(Pos, Option<u64>)>,
 }
 
 pub(crate) fn read<R: BufRead>(
@@ -72,33 +98,35 @@ pub(crate) fn read<R: BufRead>(
     let mut history = History::default();
     let end = for_each_element(reader, &source, &[], &[], |v, line, column| {
         session.stats.records += 1;
+        history.elements.push((line, column));
         history.element(&v, (line, column), session, sink)
     })?;
     let History {
         mut main,
         mut origins,
         summaries,
+        elements,
+        replies,
     } = history;
     report_cut(end.truncated, sink)?;
     repair_pairs(&mut main, &mut origins, sink)?;
-    // The history is one line as Roo writes it: a summary is found by its
+    // The history is one line as Roo writes it: a message is found by its
     // column too, while the origins still hold it.
+    let index = |pos: Pos| origins.iter().position(|o| (o.line, o.column) == pos);
     let at: Vec<Option<usize>> = summaries
         .iter()
-        .map(|s| {
-            origins
-                .iter()
-                .position(|o| (o.line, o.column) == s.pos)
-                .filter(|&i| main[i].role == Role::User)
-        })
+        .map(|s| index(s.pos).filter(|&i| main[i].role == Role::User))
+        .collect();
+    let in_main: Vec<Option<usize>> = elements.iter().map(|&p| index(p)).collect();
+    let replies: Vec<(usize, Option<u64>)> = replies
+        .iter()
+        .filter_map(|&(p, ts)| Some((index(p)?, ts)))
         .collect();
     store_main(session, main, origins);
-    let pre_tokens = if summaries.is_empty() {
-        BTreeMap::new()
-    } else {
-        condense_tokens(&source.with_file_name(UI_MESSAGES), sink)?
-    };
-    mark_summaries(session, &summaries, &at, &pre_tokens);
+    let ui = task_ui::read(&source.with_file_name(UI_MESSAGES), sink)?;
+    mark_summaries(session, &summaries, &at, &ui.condense_tokens);
+    mark_truncations(session, &ui.deleted_ranges, &in_main);
+    record_usage(session, &ui.requests, &replies);
     Ok(())
 }
 
@@ -132,6 +160,10 @@ impl History {
                 .and_then(Value::as_str)
                 .map(String::from);
             self.summaries.push(Summary { pos, id });
+        }
+        if role == Role::Assistant {
+            let ts = v.get("ts").and_then(Value::as_u64);
+            self.replies.push((pos, ts));
         }
         self.main.push(Message { role, content });
         self.origins
@@ -172,6 +204,7 @@ fn mark_summaries(
         let Some(at) = at else { continue };
         session.real_compactions.push(at);
         session.real_compaction_meta.push(RealCompaction {
+            dropped: None,
             at,
             trigger: None,
             pre_tokens: s.id.as_ref().and_then(|id| pre_tokens.get(id).copied()),
@@ -179,39 +212,62 @@ fn mark_summaries(
     }
 }
 
-/// `prevContextTokens` of each `condense_context` record in `ui` by its
-/// `condenseId`; empty when there is no such file. A file that is not a
-/// JSON array is a diagnostic naming it (the history is read without it).
-fn condense_tokens(ui: &Path, sink: &mut Sink<'_>) -> LabResult<BTreeMap<String, u64>> {
-    let mut out = BTreeMap::new();
-    let Ok(text) = std::fs::read_to_string(ui) else {
-        return Ok(out);
-    };
-    let records = match serde_json::from_str::<Vec<Value>>(&text) {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = format!(
-                "{} at {}:{}: {e}; its condense records are not read (fix or remove it)",
-                ui.display(),
-                e.line(),
-                e.column()
-            );
-            sink.report(0, 0, DiagnosticKind::InvalidRecord, msg)?;
-            return Ok(out);
-        }
-    };
-    for r in &records {
-        if r.get("say").and_then(Value::as_str) != Some("condense_context") {
+/// Each growth of Cline's deleted range whose first reply is in `main` is
+/// a real compaction at that reply, with the range it dropped; `in_main`
+/// maps history indices to `main`.
+fn mark_truncations(
+    session: &mut ImportedSession,
+    changes: &[task_ui::RangeChange],
+    in_main: &[Option<usize>],
+) {
+    let main_index = |i: usize| in_main.get(i).copied().flatten();
+    for c in changes {
+        let reply = c.history_index.and_then(|h| main_index(h + 1));
+        let (Some(at), Some(first), Some(last)) =
+            (reply, main_index(c.range[0]), main_index(c.range[1]))
+        else {
             continue;
-        }
-        let c = r.get("contextCondense");
-        let id = c.and_then(|c| c.get("condenseId")).and_then(Value::as_str);
-        let prev = c
-            .and_then(|c| c.get("prevContextTokens"))
-            .and_then(Value::as_u64);
-        if let (Some(id), Some(prev)) = (id, prev) {
-            out.insert(id.to_string(), prev);
-        }
+        };
+        session.real_compactions.push(at);
+        session.real_compaction_meta.push(RealCompaction {
+            at,
+            trigger: Some("truncation".into()),
+            pre_tokens: c.before,
+            dropped: Some([first, last]),
+        });
     }
-    Ok(out)
+}
+
+/// Each request's usage on the reply it produced: the first reply stamped
+/// after the request when the history has times (Roo), else the k-th reply
+/// for the k-th request (Cline, whose history has none).
+fn record_usage(
+    session: &mut ImportedSession,
+    requests: &[task_ui::ApiRequest],
+    replies: &[(usize, Option<u64>)],
+) {
+    let timed =
+        replies.iter().all(|(_, ts)| ts.is_some()) && requests.iter().all(|r| r.ts.is_some());
+    let mut next = 0;
+    for r in requests {
+        let reply = if timed {
+            replies[next..]
+                .iter()
+                .position(|(_, ts)| *ts > r.ts)
+                .map(|k| next + k)
+        } else {
+            (next < replies.len()).then_some(next)
+        };
+        let Some(k) = reply else { break };
+        next = k + 1;
+        let at = replies[k].0;
+        session.recorded_tokens.push(RecordedTokens {
+            line: session.main_lines.get(at).copied().unwrap_or(0),
+            after_messages: at + 1,
+            sent: r.sent,
+            sent_min: r.sent_min,
+            sent_max: r.sent_max,
+            received: r.received,
+        });
+    }
 }

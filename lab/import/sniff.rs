@@ -35,6 +35,9 @@
 //!   `event_to_trajectory` writes events, is an OpenHands trajectory
 //!   ([`TranscriptFormat::OpenHands`]; checked before OpenAI's markers,
 //!   since its `tool_call_metadata` holds a `tool_call_id`);
+//! * one such object alone, or one with an `id`, a `source`, a `timestamp`
+//!   and the `kind` of an openhands-sdk event class, is one file of
+//!   OpenHands' per-event store ([`TranscriptFormat::OpenHandsEvents`]);
 //! * an array of Anthropic-shaped messages carrying Roo Code's `ApiMessage`
 //!   keys (`ts`, `isSummary`, `condenseParent`) is a Roo Code task history
 //!   ([`TranscriptFormat::RooCode`]); Cline's, with no such key, reads as
@@ -114,6 +117,32 @@ fn is_openhands_event(compact: &str) -> bool {
     compact.contains("\"id\":")
         && compact.contains("\"source\":\"")
         && (compact.contains("\"action\":\"") || compact.contains("\"observation\":\""))
+}
+
+/// The event kinds openhands-sdk writes to its event store most (the
+/// conversation's first event is one of them).
+const OPENHANDS_SDK_KINDS: &[&str] = &[
+    "SystemPromptEvent",
+    "MessageEvent",
+    "ActionEvent",
+    "ObservationEvent",
+    "AgentErrorEvent",
+    "UserRejectObservation",
+    "Condensation",
+    "CondensationRequest",
+    "ConversationStateUpdateEvent",
+    "PauseEvent",
+];
+
+/// One event as openhands-sdk's `EventLog` stores it: an id, a source, a
+/// timestamp and the `kind` of an SDK event class.
+fn is_openhands_sdk_event(compact: &str) -> bool {
+    compact.contains("\"id\":\"")
+        && compact.contains("\"source\":\"")
+        && compact.contains("\"timestamp\":\"")
+        && OPENHANDS_SDK_KINDS
+            .iter()
+            .any(|k| compact.contains(&format!("\"kind\":\"{k}\"")))
 }
 
 /// Roo Code's `ApiMessage`: a role with its timestamp or condense tags.
@@ -199,6 +228,10 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     }
     if c.starts_with("{\"trajectory\":[") && is_openhands_event(&c) {
         return Some(TranscriptFormat::OpenHands);
+    }
+    // Claude Code records can carry tool output objects with such keys.
+    if (is_openhands_event(&c) || is_openhands_sdk_event(&c)) && !has_any(&c, CLAUDE_KEYS) {
+        return Some(TranscriptFormat::OpenHandsEvents);
     }
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
@@ -313,6 +346,11 @@ mod tests {
         let mut wrapped = b"{\"trajectory\": ".to_vec();
         wrapped.extend_from_slice(oh);
         assert_eq!(sniff(&wrapped), Some(OpenHands));
+        // One event alone is a file of the per-event store, V0 or V1.
+        let v0 = br#"{"id": 4, "timestamp": "t", "source": "environment", "observation": "run", "content": "x"}"#;
+        assert_eq!(sniff(v0), Some(OpenHandsEvents));
+        let v1 = br#"{"id":"00000000-0000-4000-8000-000000000000","timestamp":"t","source":"agent","system_prompt":{"type":"text","text":"s"},"tools":[],"kind":"SystemPromptEvent"}"#;
+        assert_eq!(sniff(v1), Some(OpenHandsEvents));
         // Keys in another order (a re-serialised file) decide the same.
         assert_eq!(
             sniff(br#"{"kind":"main","projectHash":"h","sessionId":"s"}"#),

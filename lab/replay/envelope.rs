@@ -282,6 +282,41 @@ impl RecordedLog {
     }
 }
 
+/// A Roo Code / Cline task's envelope from its first recorded request (the
+/// `api_req_started` usage the importer put on the reply it produced): its
+/// prompt tokens less the messages sent with it, counted. `None` for other
+/// formats, without usage, or when the messages alone count more.
+fn task_prefix(session: &ImportedSession, counter: &dyn TokenCounter) -> Option<usize> {
+    if session.format != TranscriptFormat::RooCode {
+        return None;
+    }
+    let first = session.recorded_tokens.first()?;
+    let sent_with = session.main.get(..first.after_messages.checked_sub(1)?)?;
+    let logged = counter.count_messages(sent_with) as u64;
+    first.sent.checked_sub(logged).map(|t| t as usize)
+}
+
+/// The zoo policy that ports the product that wrote `session`: the format's
+/// ([`product_policy`]), except for a Cline task (a Roo Code / Cline
+/// history that Cline truncated): `cline-focus-chain` when the model
+/// summarised with `summarize_task`, else none (the zoo has no port of
+/// Cline's plain half / quarter truncation).
+pub fn session_product_policy(session: &ImportedSession) -> Option<&'static str> {
+    let truncated = session
+        .real_compaction_meta
+        .iter()
+        .any(|c| c.dropped.is_some());
+    if session.format != TranscriptFormat::RooCode || !truncated {
+        return product_policy(session.format);
+    }
+    let summarised = session.main.iter().any(|m| {
+        m.blocks()
+            .iter()
+            .any(|b| matches!(b, crate::message::Block::ToolUse { name, .. } if name == "summarize_task"))
+    });
+    summarised.then_some(crate::policy::zoo::cline_focus_chain::NAME)
+}
+
 /// The zoo policy that ports the product that writes `format`: its
 /// compactions are set beside the product's own in a replay.
 pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
@@ -295,7 +330,9 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         }
         TranscriptFormat::CodexRollout => Some(crate::policy::zoo::codex_cli::NAME),
         // The condenser that writes summaries; the others only forget.
-        TranscriptFormat::OpenHands => Some("openhands-llm-summarizing"),
+        TranscriptFormat::OpenHands | TranscriptFormat::OpenHandsEvents => {
+            Some("openhands-llm-summarizing")
+        }
         TranscriptFormat::RooCode => Some(crate::policy::zoo::roo_code::NAME),
         TranscriptFormat::Goose => Some("goose-auto-compact"),
         _ => None,
@@ -310,7 +347,7 @@ pub fn envelope_for(
     arg: EnvelopeArg,
     counter: &dyn TokenCounter,
 ) -> LabResult<Envelope> {
-    let product_policy = product_policy(session.format).map(str::to_string);
+    let product_policy = session_product_policy(session).map(str::to_string);
     let fixed = |tokens: usize, basis: Basis| Envelope {
         prefix: Prefix {
             tokens,
@@ -355,6 +392,9 @@ pub fn envelope_for(
                     },
                     basis: Basis::Recorded,
                 });
+            }
+            if let Some(tokens) = task_prefix(session, counter) {
+                return Ok(fixed(tokens, Basis::Recorded));
             }
             if !session.system.is_empty() {
                 let system: usize = session.system.iter().map(|s| counter.count(s)).sum();

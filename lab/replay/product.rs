@@ -45,7 +45,9 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
         .real_compaction_meta
         .iter()
         .filter(|c| {
-            opens_product_compaction(session, c.at) && !(c.at == 0 && session.starts_with_summary)
+            // A truncation has no summary: its first reply stands for it.
+            (c.dropped.is_some() || opens_product_compaction(session, c.at))
+                && !(c.at == 0 && session.starts_with_summary)
         })
         .enumerate()
         .map(|(k, c)| ProductCompaction {
@@ -60,7 +62,7 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
                 .get(k)
                 .map(|r| r.usage.total())
                 .or_else(|| recorded_after(session, c.at)),
-            policy: super::envelope::product_policy(session.format).map(str::to_string),
+            policy: super::envelope::session_product_policy(session).map(str::to_string),
             policy_call: None,
             policy_after: None,
         })

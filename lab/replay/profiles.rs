@@ -496,6 +496,7 @@ fn finish(
         real_compaction_meta: real_compactions
             .iter()
             .map(|&at| RealCompaction {
+                dropped: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 14] = [
+const FORMATS: [&str; 15] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -132,6 +132,7 @@ const FORMATS: [&str; 14] = [
     "opencode",
     "opencode_storage",
     "openhands",
+    "openhands_events",
     "roo_code",
     "goose",
 ];

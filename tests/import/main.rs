@@ -7,9 +7,11 @@
 mod common;
 
 mod import_aider;
+mod import_cline;
 mod import_codex;
 mod import_corpus;
 mod import_damage;
+mod import_done_when;
 mod import_gemini;
 mod import_goose;
 mod import_goose_db;
@@ -19,6 +21,7 @@ mod import_opencode;
 mod import_opencode_db;
 mod import_opencode_storage;
 mod import_openhands;
+mod import_openhands_events;
 mod import_props;
 mod import_real;
 mod import_roo_code;
