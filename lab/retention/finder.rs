@@ -16,7 +16,7 @@
 //! set grows (for an unprepared finder this is every artifact, which is the
 //! old behaviour).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
@@ -38,8 +38,8 @@ pub struct Finder {
     multi: Automaton,
     /// Piece of a request -> the pattern ids of `lines` it holds.
     seen_pieces: HashMap<String, Vec<usize>>,
-    /// File path -> the pattern ids of `lines` its text holds.
-    seen_files: HashMap<String, Vec<usize>>,
+    /// File path -> the pattern ids of `lines` and of `multi` its text holds.
+    seen_files: HashMap<String, (Vec<usize>, Vec<usize>)>,
     /// Registered artifacts nobody foresaw: (artifact index, text).
     extra: Vec<(usize, String)>,
     /// The automaton over `extra`, and how many of them it covers.
@@ -111,44 +111,22 @@ impl Finder {
         }
     }
 
-    /// The registered artifacts found verbatim in the text of the file at `path`, which must be the
-    /// same at every call (the observer reads a file once): it is scanned
-    /// for foreseen artifacts once.
-    pub fn find_in_file(&mut self, path: &str, text: &str) -> BTreeSet<usize> {
+    /// The registered artifacts found verbatim in the text of the file at
+    /// `path`, sorted, each once. The text must be the same at every call
+    /// (the observer reads a file once): it is scanned for foreseen
+    /// artifacts once, and later calls only look up which of them are
+    /// registered by now.
+    pub fn find_in_file(&mut self, path: &str, text: &str) -> Vec<usize> {
         if !self.seen_files.contains_key(path) {
-            let hits = distinct(self.lines.hits(text));
-            self.seen_files.insert(path.to_string(), hits);
+            let lines = distinct(self.lines.hits(text));
+            let multi = distinct(self.multi.hits(text));
+            self.seen_files.insert(path.to_string(), (lines, multi));
         }
-        let foreseen = self.seen_files[path].clone();
-        self.resolve(foreseen, text)
-    }
-
-    /// The registered artifacts found verbatim in a request `text` made of pieces that end at
-    /// `ends`, each with a newline: each distinct piece is scanned once.
-    pub fn find_pieces(&mut self, text: &str, ends: &[usize]) -> BTreeSet<usize> {
-        let mut foreseen = Vec::new();
-        let mut start = 0;
-        for &end in ends {
-            let piece = &text[start..end];
-            start = end;
-            if !self.seen_pieces.contains_key(piece) {
-                let hits = distinct(self.lines.hits(piece));
-                self.seen_pieces.insert(piece.to_string(), hits);
-            }
-            foreseen.extend_from_slice(&self.seen_pieces[piece]);
-        }
-        let rest: Vec<usize> = self.lines.hits(&text[start..]).collect();
-        foreseen.extend(rest);
-        self.resolve(foreseen, text)
-    }
-
-    /// The registered artifacts among the foreseen pattern ids `lines_hits`,
-    /// plus those of the patterns with a newline and the unforeseen ones in `text`.
-    fn resolve(&mut self, lines_hits: Vec<usize>, text: &str) -> BTreeSet<usize> {
-        let mut out: BTreeSet<usize> = lines_hits
-            .into_iter()
-            .chain(self.multi.hits(text))
-            .filter_map(|p| self.slot[p])
+        let (lines, multi) = &self.seen_files[path];
+        let mut out: Vec<usize> = lines
+            .iter()
+            .chain(multi)
+            .filter_map(|&p| self.slot[p])
             .collect();
         self.refresh_extra();
         if let Some(m) = &self.extra_matcher {
@@ -157,7 +135,62 @@ impl Finder {
                     .map(|x| self.extra[x.pattern().as_usize()].0),
             );
         }
+        out.sort_unstable();
+        out.dedup();
         out
+    }
+
+    /// The foreseen patterns without a newline (registered or not) that a
+    /// `text` made of pieces ending at `ends`, each with a newline, holds:
+    /// pattern ids, sorted, each once. Each distinct piece is scanned once
+    /// over the finder's life. Such a pattern cannot span two pieces, so
+    /// the ids of a request are the union of its messages' ids.
+    pub fn lines_in(&mut self, text: &str, ends: &[usize]) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &end in ends {
+            let piece = &text[start..end];
+            start = end;
+            if !self.seen_pieces.contains_key(piece) {
+                let hits = distinct(self.lines.hits(piece));
+                self.seen_pieces.insert(piece.to_string(), hits);
+            }
+            out.extend_from_slice(&self.seen_pieces[piece]);
+        }
+        out.extend(self.lines.hits(&text[start..]));
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether [`Finder::mark_present`] needs the whole request's text:
+    /// patterns with a newline may span pieces and messages, and the
+    /// unforeseen ones were never split by line.
+    pub fn needs_whole_text(&self) -> bool {
+        self.multi.matcher.is_some() || !self.extra.is_empty()
+    }
+
+    /// Mark in `present` (indexed by artifact) the registered artifacts
+    /// among the pattern ids `lines` (from [`Finder::lines_in`] over the
+    /// request's pieces), and, in `whole` (the request's text, given when
+    /// [`Finder::needs_whole_text`]), those with a newline and the
+    /// unforeseen ones.
+    pub fn mark_present(
+        &mut self,
+        lines: impl Iterator<Item = usize>,
+        whole: Option<&str>,
+        present: &mut [bool],
+    ) {
+        let multi = whole.into_iter().flat_map(|t| self.multi.hits(t));
+        for i in lines.chain(multi).filter_map(|p| self.slot[p]) {
+            present[i] = true;
+        }
+        self.refresh_extra();
+        if let (Some(m), Some(text)) = (&self.extra_matcher, whole) {
+            for x in m.find_overlapping_iter(text) {
+                present[self.extra[x.pattern().as_usize()].0] = true;
+            }
+        }
     }
 
     /// Rebuild the automaton over every unforeseen artifact when one was added.
@@ -180,11 +213,22 @@ fn distinct(hits: impl Iterator<Item = usize>) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
+
+    /// The registered artifacts in a request `text` of pieces ending at `ends`.
+    fn find_pieces(f: &mut Finder, text: &str, ends: &[usize]) -> BTreeSet<usize> {
+        let lines = f.lines_in(text, ends);
+        let whole = f.needs_whole_text().then_some(text);
+        let mut present = vec![false; 8];
+        f.mark_present(lines.into_iter(), whole, &mut present);
+        (0..present.len()).filter(|&i| present[i]).collect()
+    }
 
     /// A whole text as one piece.
     fn find(f: &mut Finder, text: &str) -> BTreeSet<usize> {
-        f.find_pieces(text, &[text.len()])
+        find_pieces(f, text, &[text.len()])
     }
 
     fn key(text: &str) -> Key {
@@ -237,9 +281,12 @@ mod tests {
         let ends = [11, 17, text.len()];
         for _ in 0..2 {
             // The second round reads every piece from the cache.
-            assert_eq!(prepared.find_pieces(text, &ends), BTreeSet::from([0, 1]));
+            assert_eq!(
+                find_pieces(&mut prepared, text, &ends),
+                BTreeSet::from([0, 1])
+            );
         }
-        assert_eq!(plain.find_pieces(text, &ends), BTreeSet::from([0, 1]));
+        assert_eq!(find_pieces(&mut plain, text, &ends), BTreeSet::from([0, 1]));
         assert_eq!(prepared.seen_pieces.len(), 3);
     }
 

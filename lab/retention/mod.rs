@@ -15,16 +15,18 @@ pub mod extract;
 pub mod facts;
 mod finder;
 pub mod planted;
+mod reach;
 pub mod render;
+mod scan;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::Path;
 
 use serde::Serialize;
 
 use crate::compact::check::fingerprint;
 use crate::message::{Block, Content, Message};
-use crate::policy::check::{pointers_in_file, pointers_in_messages};
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::PolicyEvent;
 pub use extract::ArtifactKind;
@@ -85,18 +87,13 @@ pub struct Retention {
     index: HashMap<(ArtifactKind, String), usize>,
     facts: Vec<(String, String)>,
     finder: Finder,
-    /// File path -> (its content, artifact indices known found or not).
-    files: HashMap<String, FileScan>,
+    /// The last request's messages as read ([`scan`]).
+    scans: scan::Scans,
+    /// The files pointers reached ([`reach`]).
+    reach: reach::Reach,
     series: Vec<RecallPoint>,
     refetch: Refetch,
     keyed: facts::FactLedger,
-}
-
-#[derive(Debug, Default)]
-struct FileScan {
-    text: String,
-    pointers: Vec<String>,
-    known: HashMap<usize, bool>,
 }
 
 /// An earlier fetch: its call id and its result's fingerprint once it arrived.
@@ -205,76 +202,29 @@ impl Retention {
         });
     }
 
-    /// Artifacts among `missing` held by files the request's pointers reach.
-    fn reachable(
-        &mut self,
-        request: &[Message],
-        missing: &[usize],
-        view: &View<'_>,
-    ) -> BTreeSet<usize> {
-        let mut out = BTreeSet::new();
-        if missing.is_empty() || view.rules.is_empty() {
-            return out;
+    /// Per artifact, whether it is present in the request the scans were
+    /// last updated with, and whether it is reachable (never both).
+    fn statuses(&mut self, request: &[Message], view: &View<'_>) -> (Vec<bool>, Vec<bool>) {
+        let n = self.artifacts.len();
+        let scans = self.scans.current();
+        let mut present = vec![false; n];
+        let whole = self
+            .finder
+            .needs_whole_text()
+            .then(|| request_text(request));
+        let lines = scans.iter().flat_map(|s| s.lines.iter().copied());
+        self.finder
+            .mark_present(lines, whole.as_deref(), &mut present);
+        let mut reachable = vec![false; n];
+        if present.iter().all(|&p| p) || view.rules.is_empty() {
+            return (present, reachable);
         }
         // The checker's walk: pointers block by block, then through files.
-        let mut frontier: Vec<String> = pointers_in_messages(view.rules, request)
-            .into_iter()
-            .collect();
-        let mut visited = HashSet::new();
-        while let Some(p) = frontier.pop() {
-            if !visited.insert(p.clone()) || view.storage.kind(Path::new(&p)).is_none() {
-                continue;
-            }
-            self.load(&p, view);
-            let unknown: Vec<usize> = missing
-                .iter()
-                .copied()
-                .filter(|i| !self.files[&p].known.contains_key(i))
-                .collect();
-            if !unknown.is_empty() {
-                let scan = self.files.get_mut(&p).expect("loaded above");
-                let hits = self.finder.find_in_file(&p, &scan.text);
-                for i in unknown {
-                    scan.known.insert(i, hits.contains(&i));
-                }
-            }
-            let scan = &self.files[&p];
-            out.extend(missing.iter().copied().filter(|i| scan.known[i]));
-            frontier.extend(scan.pointers.iter().cloned());
-        }
-        out
-    }
-
-    /// Read a pointed file once (files are written once; existence is checked
-    /// at every request).
-    fn load(&mut self, path: &str, view: &View<'_>) {
-        if self.files.contains_key(path) {
-            return;
-        }
-        let bytes = view.storage.read(Path::new(path)).unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let pointers = pointers_in_file(view.rules, &text).into_iter().collect();
-        // Archives are JSON: their strings hold the artifacts escaped, so
-        // search the decoded strings too.
-        let mut decoded = String::new();
-        for line in text.lines() {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-                collect_strings(&v, &mut decoded);
-            }
-        }
-        let text = if decoded.is_empty() {
-            text
-        } else {
-            format!("{text}\n{decoded}")
-        };
-        self.files.insert(
-            path.to_string(),
-            FileScan {
-                text,
-                pointers,
-                known: HashMap::new(),
-            },
-        );
+        let pointers: BTreeSet<&String> = scans.iter().flat_map(|s| &s.pointers).collect();
+        let pointers = pointers.into_iter().cloned().collect();
+        self.reach
+            .mark(&mut self.finder, pointers, &present, &mut reachable, view);
+        (present, reachable)
     }
 
     /// The report, after the replay.
@@ -313,18 +263,17 @@ impl Observer for Retention {
         events: &[PolicyEvent],
         view: &View<'_>,
     ) {
-        self.refetch.on_request(request, view);
-        self.keyed.on_request(call, request);
-        let (text, ends) = request_pieces(request);
-        let present = self.finder.find_pieces(&text, &ends);
-        let missing: Vec<usize> = (0..self.artifacts.len())
-            .filter(|i| !present.contains(i))
-            .collect();
-        let reachable = self.reachable(request, &missing, view);
+        self.scans.update(request, view, &mut self.finder);
+        let scans = self.scans.current();
+        self.refetch
+            .on_results(scans.iter().flat_map(|s| &s.results), view);
+        self.keyed
+            .on_facts(call, scans.iter().flat_map(|s| &s.facts));
+        let (present, reachable) = self.statuses(request, view);
         for (i, a) in self.artifacts.iter_mut().enumerate() {
-            a.status = if present.contains(&i) {
+            a.status = if present[i] {
                 Status::Present
-            } else if reachable.contains(&i) {
+            } else if reachable[i] {
                 Status::Reachable
             } else {
                 Status::Gone
@@ -334,11 +283,12 @@ impl Observer for Retention {
                 a.mechanisms = mechanisms(events, a.source_id.as_deref());
             }
         }
+        let count = |v: &[bool]| v.iter().filter(|&&x| x).count();
         self.series.push(RecallPoint {
             call,
             seen: self.artifacts.len(),
-            present: present.len(),
-            reachable: reachable.len(),
+            present: count(&present),
+            reachable: count(&reachable),
         });
     }
 }
@@ -438,10 +388,7 @@ impl Refetch {
     }
 
     fn on_request(&mut self, request: &[Message], view: &View<'_>) {
-        for t in self.to_count.drain(..) {
-            self.tokens += view.tokens.count(&t);
-        }
-        self.last_present = request
+        let results: Vec<(String, (u64, usize))> = request
             .iter()
             .flat_map(|m| m.blocks())
             .filter_map(|b| match b {
@@ -452,6 +399,20 @@ impl Refetch {
                 _ => None,
             })
             .collect();
+        self.on_results(results.iter(), view);
+    }
+
+    /// A request was sent whose tool results are `results`: (call id,
+    /// fingerprint of the content).
+    fn on_results<'a>(
+        &mut self,
+        results: impl Iterator<Item = &'a (String, (u64, usize))>,
+        view: &View<'_>,
+    ) {
+        for t in self.to_count.drain(..) {
+            self.tokens += view.tokens.count(&t);
+        }
+        self.last_present = results.cloned().collect();
     }
 }
 
