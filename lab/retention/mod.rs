@@ -22,6 +22,7 @@ mod scan;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -30,7 +31,7 @@ use crate::message::{Block, Content, Message};
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::PolicyEvent;
 pub use extract::ArtifactKind;
-use finder::{Finder, Key};
+use finder::{Finder, Key, Patterns};
 
 /// Where an artifact stands at a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -94,6 +95,31 @@ pub struct Retention {
     series: Vec<RecallPoint>,
     refetch: Refetch,
     keyed: facts::FactLedger,
+    /// The session this observer was prepared for, if it was.
+    prepared: Option<Arc<Prepared>>,
+}
+
+/// What a message brings: kind, label, verbatim text, source call id.
+type Brought = (ArtifactKind, String, String, Option<String>);
+
+/// What every retention run over one session shares, made once
+/// ([`Retention::prepare`]): the session, what each of its messages
+/// brings, and the automata over all of it. Every policy replays the same
+/// session; without it each run extracted every message's artifacts
+/// twice and built its own automata.
+#[derive(Debug)]
+pub struct Prepared {
+    messages: Vec<Message>,
+    facts: Vec<(String, String)>,
+    brings: Vec<Vec<Brought>>,
+    patterns: Arc<Patterns>,
+}
+
+impl Prepared {
+    /// The session it was prepared for.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
 }
 
 /// An earlier fetch: its call id and its result's fingerprint once it arrived.
@@ -172,14 +198,33 @@ impl Retention {
     /// one rebuilt at each request that brings new artifacts. The report is
     /// the same.
     pub fn for_session(messages: &[Message], facts: Vec<(String, String)>) -> Self {
-        let patterns = messages
+        Retention::from_prepared(&Retention::prepare(messages, facts))
+    }
+
+    /// What every [`Retention::from_prepared`] observer of a replay of
+    /// `messages` with `facts` shares.
+    pub fn prepare(messages: &[Message], facts: Vec<(String, String)>) -> Arc<Prepared> {
+        let brings: Vec<Vec<Brought>> = messages.iter().map(|m| artifacts_of(m, &facts)).collect();
+        let patterns = brings
             .iter()
-            .flat_map(|m| artifacts_of(m, &facts))
-            .map(|(kind, _, text, _)| (kind, text))
+            .flatten()
+            .map(|(kind, _, text, _)| (*kind, text.clone()))
             .collect();
-        Retention {
+        Arc::new(Prepared {
+            messages: messages.to_vec(),
             facts,
-            finder: Finder::for_patterns(patterns),
+            brings,
+            patterns: Arc::new(Patterns::new(patterns)),
+        })
+    }
+
+    /// [`Retention::for_session`] from a preparation shared with other
+    /// runs of the same session: the report is the same.
+    pub fn from_prepared(prepared: &Arc<Prepared>) -> Self {
+        Retention {
+            facts: prepared.facts.clone(),
+            finder: Finder::sharing(Arc::clone(&prepared.patterns)),
+            prepared: Some(Arc::clone(prepared)),
             ..Retention::default()
         }
     }
@@ -247,8 +292,16 @@ fn collect_strings(v: &serde_json::Value, out: &mut String) {
 }
 
 impl Observer for Retention {
-    fn on_message(&mut self, _index: usize, m: &Message) {
-        for (kind, label, text, id) in artifacts_of(m, &self.facts) {
+    fn on_message(&mut self, index: usize, m: &Message) {
+        // The prepared session's message `index` brings what was read of it
+        // once; any other message is read now.
+        let brought = self
+            .prepared
+            .as_ref()
+            .filter(|p| p.messages.get(index) == Some(m))
+            .map(|p| p.brings[index].clone());
+        let brought = brought.unwrap_or_else(|| artifacts_of(m, &self.facts));
+        for (kind, label, text, id) in brought {
             self.add(kind, label, text, id);
         }
         self.refetch.on_message(m);
@@ -295,10 +348,7 @@ impl Observer for Retention {
 
 /// What `m` brings, in the order it is added: its extracted artifacts, then
 /// the `facts` its text holds, as (kind, label, text, source call id).
-fn artifacts_of(
-    m: &Message,
-    facts: &[(String, String)],
-) -> Vec<(ArtifactKind, String, String, Option<String>)> {
+fn artifacts_of(m: &Message, facts: &[(String, String)]) -> Vec<Brought> {
     let mut out: Vec<_> = extract::artifacts(m)
         .into_iter()
         .map(|(kind, text, id)| (kind, text.clone(), text, id))

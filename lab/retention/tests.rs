@@ -222,9 +222,12 @@ fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>) {
         ("port".to_string(), Position::ToolResult.fact()),
     ];
     let messages = session(turns);
+    // The first two share one preparation, as every policy's run of a
+    // session does.
+    let prepared = Retention::prepare(&messages, facts.clone());
     let mut observers = [
-        Retention::for_session(&messages, facts.clone()),
-        Retention::for_session(&messages, facts.clone()),
+        Retention::from_prepared(&prepared),
+        Retention::from_prepared(&prepared),
         Retention::with_facts(facts),
     ];
     let mut reference = Reference {
