@@ -31,34 +31,28 @@ pub struct MessageSize {
 impl MessageSize {
     /// Measure `m` with `counter`.
     pub fn of(m: &Message, counter: &dyn TokenCounter) -> MessageSize {
+        // One serialisation gives both the length and the key.
+        let text = crate::pyjson::dumps(m);
         MessageSize {
-            chars: crate::pyjson::dumps_len(m),
+            chars: text.chars().count(),
             tokens: counter.count_message(m),
-            key: key(m),
+            key: key_of_text(&text),
         }
     }
 }
 
-/// Feeds serialized JSON straight into a hasher, no string built.
-struct HashWriter(std::collections::hash_map::DefaultHasher);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// The prompt cache's key of a message: the hash of its Python JSON text
+/// (`json.dumps`, which [`MessageSize::of`] builds anyway), so equal
+/// messages share a key (the cache model compares prefixes by it) and
+/// different ones differ (the text is injective) up to a 64-bit collision.
+pub fn key(m: &Message) -> u64 {
+    key_of_text(&crate::pyjson::dumps(m))
 }
 
-/// The prompt cache's key of a message: the hash of its compact JSON, so
-/// equal messages share a key (the cache model compares prefixes by it).
-pub fn key(m: &Message) -> u64 {
-    let mut w = HashWriter(Default::default());
-    // A Message always serializes; a failure would only weaken the key.
-    let _ = serde_json::to_writer(&mut w, m);
-    w.0.finish()
+fn key_of_text(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(text.as_bytes());
+    h.finish()
 }
 
 /// `len(json.dumps(request, ensure_ascii=False))` from its messages' sizes:
