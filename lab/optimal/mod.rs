@@ -307,6 +307,7 @@ pub fn recall_at_end(messages: &[Message], facts: &[(String, String)], c: usize)
         tokens: &crate::tokens::Approx,
         envelope: 0,
         sizes: &[],
+        same: &[],
     };
     let mut retention = crate::retention::Retention::for_session(messages, facts.to_vec());
     let call = messages[..last]

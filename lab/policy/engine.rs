@@ -240,6 +240,12 @@ pub struct View<'a> {
     /// (measured once per distinct message); empty when the caller did not
     /// measure them.
     pub sizes: &'a [MessageSize],
+    /// Per message of the request, the position in the previous request of
+    /// a message equal to it (`==`), as the sizes memo found it; `None` for
+    /// a message new or changed since; empty when the caller did not
+    /// measure the request. Observers that keep something per message
+    /// (retention) reuse it by this map, so a call costs them what changed.
+    pub same: &'a [Option<usize>],
 }
 
 impl View<'_> {
@@ -571,6 +577,7 @@ impl Walk {
             tokens: env.tokens.as_ref(),
             envelope,
             sizes: self.memo.sizes(),
+            same: self.memo.reused(),
         };
         for o in observers.iter_mut() {
             let call = self.run.calls.len();

@@ -5,6 +5,7 @@
 //! [retention](crate::retention) with planted facts.
 
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::LabResult;
 use crate::message::Message;
@@ -12,7 +13,7 @@ use crate::policy::course::CoursePolicy;
 use crate::policy::engine::{replay_observed, Env, Observer, PolicyRun, Session};
 use crate::policy::{list, Policy};
 use crate::retention::planted::{plant, Position};
-use crate::retention::{Retention, RetentionReport};
+use crate::retention::{Prepared, Retention, RetentionReport};
 
 /// Every policy name `names` asks for: `all` expands to every policy.
 pub fn expand_names(names: &[String]) -> Vec<String> {
@@ -200,6 +201,33 @@ pub struct SessionSetup {
     /// How this session's runs are priced (its model's prices with
     /// [`Pricing::by_model`]); `None`: the measure's.
     pub pricing: Option<Pricing>,
+    /// The session planted for retention, made by the first policy's
+    /// retention run and shared by the others (and by clones of this set-up).
+    pub planted: PlantedOnce,
+}
+
+/// A session planted with retention's facts and its observers' shared
+/// preparation ([`Retention::prepare`]), made once per session: every
+/// policy's retention run replays the same planted session, and each
+/// used to plant it, extract its artifacts and build its automata again.
+#[derive(Debug, Clone, Default)]
+pub struct PlantedOnce(Arc<OnceLock<(Vec<Message>, Arc<Prepared>)>>);
+
+impl PlantedOnce {
+    /// The preparation for `messages` planted: the one made before when it
+    /// was made for the same session, else a new one.
+    fn get(&self, messages: &[Message]) -> Arc<Prepared> {
+        let make = || {
+            let (planted, facts) = plant(messages, &Position::ALL);
+            Retention::prepare(&planted, facts)
+        };
+        let (source, prepared) = self.0.get_or_init(|| (messages.to_vec(), make()));
+        if source.as_slice() == messages {
+            Arc::clone(prepared)
+        } else {
+            make()
+        }
+    }
 }
 
 /// What to measure besides the checker's verdict.
@@ -311,12 +339,12 @@ pub fn compare_set_up(
     }
     let retention = if measure.retention {
         let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
-        let (planted, facts) = plant(messages, &Position::ALL);
-        let mut retention = Retention::for_session(&planted, facts);
+        let prepared = setup.planted.get(messages);
+        let mut retention = Retention::from_prepared(&prepared);
         run_observed(
             policy.as_mut(),
             label,
-            &planted,
+            prepared.messages(),
             measure,
             setup,
             &mut [&mut retention],
@@ -569,6 +597,7 @@ pub fn set_up(
             dump: None,
             times_ms: crate::import::artefacts::times_without_product_artefacts(session),
             pricing,
+            planted: PlantedOnce::default(),
         },
         log,
     ))
@@ -1014,4 +1043,27 @@ pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
         optimal: &[],
         variants: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planted_session_is_shared_only_with_the_same_session() {
+        let a = vec![
+            Message::user_text("fix https://ex.am/a"),
+            Message::assistant(vec![crate::message::Block::Text {
+                text: "done".into(),
+            }]),
+        ];
+        let once = PlantedOnce::default();
+        let first = once.get(&a);
+        assert!(Arc::ptr_eq(&first, &once.clone().get(&a)));
+        assert_eq!(first.messages(), plant(&a, &Position::ALL).0);
+        let b = vec![Message::user_text("fix https://ex.am/b")];
+        let other = once.get(&b);
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(other.messages(), plant(&b, &Position::ALL).0);
+    }
 }

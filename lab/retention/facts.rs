@@ -182,23 +182,30 @@ impl FactLedger {
 
     /// A request was sent: judge every key it states.
     pub fn on_request(&mut self, call: usize, request: &[Message]) {
+        self.on_facts(call, facts_in(request).iter());
+    }
+
+    /// A request was sent whose prose states `facts`, in order (what
+    /// [`facts_in`] reads of it): judge every key it states.
+    pub fn on_facts<'a>(&mut self, call: usize, facts: impl Iterator<Item = &'a (String, String)>) {
         if self.keys.is_empty() {
             return;
         }
-        let mut held: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (k, v) in facts_in(request) {
-            if self.keys.contains_key(&k) {
+        let mut held: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (k, v) in facts {
+            if self.keys.contains_key(k) {
                 held.entry(k).or_default().push(v);
             }
         }
         let (mut mutated, mut stale) = (Vec::new(), Vec::new());
-        for (k, values) in &held {
+        for (&k, values) in &held {
             let h = &self.keys[k];
-            if let Some(wrong) = values.iter().find(|v| !h.values.contains(v)) {
+            let stated = |v: &&str| h.values.iter().any(|x| x == v);
+            if let Some(wrong) = values.iter().find(|v| !stated(v)) {
                 mutated.push(format!("{k}: held {wrong:?} (latest {:?})", h.latest));
             }
-            if !values.contains(&h.latest) {
-                if let Some(old) = values.iter().find(|v| h.values.contains(v)) {
+            if !values.contains(&h.latest.as_str()) {
+                if let Some(old) = values.iter().find(|v| stated(v)) {
                     stale.push(format!("{k}: held {old:?} (latest {:?})", h.latest));
                 }
             }

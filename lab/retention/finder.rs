@@ -3,7 +3,7 @@
 //! Rebuilding one automaton over every artifact seen so far at each request
 //! that brought a new one, then scanning the whole request with it,
 //! dominated a retention replay of a long session. A [`Finder`] prepared
-//! with the whole session ([`Finder::for_patterns`]) builds its automata
+//! with the whole session ([`Patterns::new`], shared by every run of the session) builds its automata
 //! once, over every artifact the session will bring, and reports a hit only
 //! for artifacts already registered: an Aho-Corasick overlapping search
 //! reports every occurrence of every pattern whatever the other patterns
@@ -16,7 +16,8 @@
 //! set grows (for an unprepared finder this is every artifact, which is the
 //! old behaviour).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 
@@ -28,23 +29,54 @@ pub type Key = (ArtifactKind, String);
 /// Finds registered artifacts in texts; see the module documentation.
 #[derive(Debug, Default)]
 pub struct Finder {
-    /// Foreseen key -> its pattern id (an index into `slot`).
-    foreseen: HashMap<Key, usize>,
+    /// The foreseen patterns and their automata, shared by every finder
+    /// prepared for the same session ([`Finder::sharing`]).
+    patterns: Arc<Patterns>,
     /// Pattern id -> artifact index, once registered.
     slot: Vec<Option<usize>>,
-    /// Foreseen patterns without a newline, and their pattern ids.
-    lines: Automaton,
-    /// Foreseen patterns with a newline, and their pattern ids.
-    multi: Automaton,
     /// Piece of a request -> the pattern ids of `lines` it holds.
     seen_pieces: HashMap<String, Vec<usize>>,
-    /// File path -> the pattern ids of `lines` its text holds.
-    seen_files: HashMap<String, Vec<usize>>,
+    /// File path -> the pattern ids of `lines` and of `multi` its text holds.
+    seen_files: HashMap<String, (Vec<usize>, Vec<usize>)>,
     /// Registered artifacts nobody foresaw: (artifact index, text).
     extra: Vec<(usize, String)>,
     /// The automaton over `extra`, and how many of them it covers.
     extra_matcher: Option<AhoCorasick>,
     extra_built: usize,
+}
+
+/// The foreseen patterns of a session and their automata: built once,
+/// read by every run's finder.
+#[derive(Debug, Default)]
+pub struct Patterns {
+    /// Foreseen key -> its pattern id (an index into a finder's `slot`).
+    foreseen: HashMap<Key, usize>,
+    /// Foreseen patterns without a newline, and their pattern ids.
+    lines: Automaton,
+    /// Foreseen patterns with a newline, and their pattern ids.
+    multi: Automaton,
+}
+
+impl Patterns {
+    /// Automata over `patterns` (the session's artifacts, duplicates
+    /// allowed: the first of a key is used).
+    pub fn new(patterns: Vec<Key>) -> Self {
+        let mut foreseen = HashMap::new();
+        let mut texts = Vec::new();
+        for key in patterns {
+            if let std::collections::hash_map::Entry::Vacant(e) = foreseen.entry(key) {
+                texts.push(e.key().1.clone());
+                e.insert(texts.len() - 1);
+            }
+        }
+        let (multi, lines): (Vec<usize>, Vec<usize>) =
+            (0..texts.len()).partition(|&i| texts[i].contains('\n'));
+        Patterns {
+            lines: Automaton::new(&texts, lines),
+            multi: Automaton::new(&texts, multi),
+            foreseen,
+        }
+    }
 }
 
 /// One automaton over some of the foreseen patterns.
@@ -81,74 +113,40 @@ impl Automaton {
 }
 
 impl Finder {
-    /// A finder whose automata cover `patterns` (the session's artifacts,
-    /// duplicates allowed: the first of a key is used).
-    pub fn for_patterns(patterns: Vec<Key>) -> Self {
-        let mut foreseen = HashMap::new();
-        let mut texts = Vec::new();
-        for key in patterns {
-            if let std::collections::hash_map::Entry::Vacant(e) = foreseen.entry(key) {
-                texts.push(e.key().1.clone());
-                e.insert(texts.len() - 1);
-            }
-        }
-        let (multi, lines): (Vec<usize>, Vec<usize>) =
-            (0..texts.len()).partition(|&i| texts[i].contains('\n'));
+    /// A finder over automata built before (by [`Patterns::new`]), with
+    /// nothing registered: one per run of the same session.
+    pub fn sharing(patterns: Arc<Patterns>) -> Self {
         Finder {
-            lines: Automaton::new(&texts, lines),
-            multi: Automaton::new(&texts, multi),
-            slot: vec![None; texts.len()],
-            foreseen,
+            slot: vec![None; patterns.foreseen.len()],
+            patterns,
             ..Finder::default()
         }
     }
 
     /// Artifact `index` with `key` is now known: later searches report it.
     pub fn register(&mut self, key: &Key, index: usize) {
-        match self.foreseen.get(key) {
+        match self.patterns.foreseen.get(key) {
             Some(&p) => self.slot[p] = Some(index),
             None => self.extra.push((index, key.1.clone())),
         }
     }
 
-    /// The registered artifacts found verbatim in the text of the file at `path`, which must be the
-    /// same at every call (the observer reads a file once): it is scanned
-    /// for foreseen artifacts once.
-    pub fn find_in_file(&mut self, path: &str, text: &str) -> BTreeSet<usize> {
+    /// The registered artifacts found verbatim in the text of the file at
+    /// `path`, sorted, each once. The text must be the same at every call
+    /// (the observer reads a file once): it is scanned for foreseen
+    /// artifacts once, and later calls only look up which of them are
+    /// registered by now.
+    pub fn find_in_file(&mut self, path: &str, text: &str) -> Vec<usize> {
         if !self.seen_files.contains_key(path) {
-            let hits = distinct(self.lines.hits(text));
-            self.seen_files.insert(path.to_string(), hits);
+            let lines = distinct(self.patterns.lines.hits(text));
+            let multi = distinct(self.patterns.multi.hits(text));
+            self.seen_files.insert(path.to_string(), (lines, multi));
         }
-        let foreseen = self.seen_files[path].clone();
-        self.resolve(foreseen, text)
-    }
-
-    /// The registered artifacts found verbatim in a request `text` made of pieces that end at
-    /// `ends`, each with a newline: each distinct piece is scanned once.
-    pub fn find_pieces(&mut self, text: &str, ends: &[usize]) -> BTreeSet<usize> {
-        let mut foreseen = Vec::new();
-        let mut start = 0;
-        for &end in ends {
-            let piece = &text[start..end];
-            start = end;
-            if !self.seen_pieces.contains_key(piece) {
-                let hits = distinct(self.lines.hits(piece));
-                self.seen_pieces.insert(piece.to_string(), hits);
-            }
-            foreseen.extend_from_slice(&self.seen_pieces[piece]);
-        }
-        let rest: Vec<usize> = self.lines.hits(&text[start..]).collect();
-        foreseen.extend(rest);
-        self.resolve(foreseen, text)
-    }
-
-    /// The registered artifacts among the foreseen pattern ids `lines_hits`,
-    /// plus those of the patterns with a newline and the unforeseen ones in `text`.
-    fn resolve(&mut self, lines_hits: Vec<usize>, text: &str) -> BTreeSet<usize> {
-        let mut out: BTreeSet<usize> = lines_hits
-            .into_iter()
-            .chain(self.multi.hits(text))
-            .filter_map(|p| self.slot[p])
+        let (lines, multi) = &self.seen_files[path];
+        let mut out: Vec<usize> = lines
+            .iter()
+            .chain(multi)
+            .filter_map(|&p| self.slot[p])
             .collect();
         self.refresh_extra();
         if let Some(m) = &self.extra_matcher {
@@ -157,7 +155,62 @@ impl Finder {
                     .map(|x| self.extra[x.pattern().as_usize()].0),
             );
         }
+        out.sort_unstable();
+        out.dedup();
         out
+    }
+
+    /// The foreseen patterns without a newline (registered or not) that a
+    /// `text` made of pieces ending at `ends`, each with a newline, holds:
+    /// pattern ids, sorted, each once. Each distinct piece is scanned once
+    /// over the finder's life. Such a pattern cannot span two pieces, so
+    /// the ids of a request are the union of its messages' ids.
+    pub fn lines_in(&mut self, text: &str, ends: &[usize]) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &end in ends {
+            let piece = &text[start..end];
+            start = end;
+            if !self.seen_pieces.contains_key(piece) {
+                let hits = distinct(self.patterns.lines.hits(piece));
+                self.seen_pieces.insert(piece.to_string(), hits);
+            }
+            out.extend_from_slice(&self.seen_pieces[piece]);
+        }
+        out.extend(self.patterns.lines.hits(&text[start..]));
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether [`Finder::mark_present`] needs the whole request's text:
+    /// patterns with a newline may span pieces and messages, and the
+    /// unforeseen ones were never split by line.
+    pub fn needs_whole_text(&self) -> bool {
+        self.patterns.multi.matcher.is_some() || !self.extra.is_empty()
+    }
+
+    /// Mark in `present` (indexed by artifact) the registered artifacts
+    /// among the pattern ids `lines` (from [`Finder::lines_in`] over the
+    /// request's pieces), and, in `whole` (the request's text, given when
+    /// [`Finder::needs_whole_text`]), those with a newline and the
+    /// unforeseen ones.
+    pub fn mark_present(
+        &mut self,
+        lines: impl Iterator<Item = usize>,
+        whole: Option<&str>,
+        present: &mut [bool],
+    ) {
+        let multi = whole.into_iter().flat_map(|t| self.patterns.multi.hits(t));
+        for i in lines.chain(multi).filter_map(|p| self.slot[p]) {
+            present[i] = true;
+        }
+        self.refresh_extra();
+        if let (Some(m), Some(text)) = (&self.extra_matcher, whole) {
+            for x in m.find_overlapping_iter(text) {
+                present[self.extra[x.pattern().as_usize()].0] = true;
+            }
+        }
     }
 
     /// Rebuild the automaton over every unforeseen artifact when one was added.
@@ -180,11 +233,27 @@ fn distinct(hits: impl Iterator<Item = usize>) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
+
+    /// The registered artifacts in a request `text` of pieces ending at `ends`.
+    fn find_pieces(f: &mut Finder, text: &str, ends: &[usize]) -> BTreeSet<usize> {
+        let lines = f.lines_in(text, ends);
+        let whole = f.needs_whole_text().then_some(text);
+        let mut present = vec![false; 8];
+        f.mark_present(lines.into_iter(), whole, &mut present);
+        (0..present.len()).filter(|&i| present[i]).collect()
+    }
+
+    /// A finder whose automata cover `patterns`.
+    fn for_patterns(patterns: Vec<Key>) -> Finder {
+        Finder::sharing(Arc::new(Patterns::new(patterns)))
+    }
 
     /// A whole text as one piece.
     fn find(f: &mut Finder, text: &str) -> BTreeSet<usize> {
-        f.find_pieces(text, &[text.len()])
+        find_pieces(f, text, &[text.len()])
     }
 
     fn key(text: &str) -> Key {
@@ -193,7 +262,7 @@ mod tests {
 
     #[test]
     fn only_registered_artifacts_are_reported_whatever_was_foreseen() {
-        let mut prepared = Finder::for_patterns(vec![key("abc"), key("bcd"), key("zz")]);
+        let mut prepared = for_patterns(vec![key("abc"), key("bcd"), key("zz")]);
         let mut plain = Finder::default();
         let text = "xabcdx zz";
         assert!(find(&mut prepared, text).is_empty());
@@ -216,7 +285,7 @@ mod tests {
 
     #[test]
     fn overlapping_and_repeated_occurrences_are_all_found() {
-        let mut f = Finder::for_patterns(vec![key("aa"), key("a"), key("aaa")]);
+        let mut f = for_patterns(vec![key("aa"), key("a"), key("aaa")]);
         for (i, t) in ["aa", "a", "aaa"].into_iter().enumerate() {
             f.register(&key(t), i);
         }
@@ -227,7 +296,7 @@ mod tests {
     #[test]
     fn pieces_find_what_the_whole_text_holds_even_across_pieces() {
         let keys = [key("alpha"), key("beta\ngamma"), key("delta")];
-        let mut prepared = Finder::for_patterns(keys.to_vec());
+        let mut prepared = for_patterns(keys.to_vec());
         let mut plain = Finder::default();
         for (i, k) in keys.iter().enumerate() {
             prepared.register(k, i);
@@ -237,16 +306,19 @@ mod tests {
         let ends = [11, 17, text.len()];
         for _ in 0..2 {
             // The second round reads every piece from the cache.
-            assert_eq!(prepared.find_pieces(text, &ends), BTreeSet::from([0, 1]));
+            assert_eq!(
+                find_pieces(&mut prepared, text, &ends),
+                BTreeSet::from([0, 1])
+            );
         }
-        assert_eq!(plain.find_pieces(text, &ends), BTreeSet::from([0, 1]));
+        assert_eq!(find_pieces(&mut plain, text, &ends), BTreeSet::from([0, 1]));
         assert_eq!(prepared.seen_pieces.len(), 3);
     }
 
     #[test]
     fn the_same_text_under_two_kinds_is_found_as_both() {
         let command = (ArtifactKind::Command, "ls".to_string());
-        let mut prepared = Finder::for_patterns(vec![key("ls"), command.clone()]);
+        let mut prepared = for_patterns(vec![key("ls"), command.clone()]);
         let mut plain = Finder::default();
         for f in [&mut prepared, &mut plain] {
             f.register(&command, 0);

@@ -15,20 +15,23 @@ pub mod extract;
 pub mod facts;
 mod finder;
 pub mod planted;
+mod reach;
 pub mod render;
+mod scan;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::compact::check::fingerprint;
 use crate::message::{Block, Content, Message};
-use crate::policy::check::{pointers_in_file, pointers_in_messages};
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::PolicyEvent;
 pub use extract::ArtifactKind;
-use finder::{Finder, Key};
+use finder::{Finder, Key, Patterns};
 
 /// Where an artifact stands at a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -85,18 +88,38 @@ pub struct Retention {
     index: HashMap<(ArtifactKind, String), usize>,
     facts: Vec<(String, String)>,
     finder: Finder,
-    /// File path -> (its content, artifact indices known found or not).
-    files: HashMap<String, FileScan>,
+    /// The last request's messages as read ([`scan`]).
+    scans: scan::Scans,
+    /// The files pointers reached ([`reach`]).
+    reach: reach::Reach,
     series: Vec<RecallPoint>,
     refetch: Refetch,
     keyed: facts::FactLedger,
+    /// The session this observer was prepared for, if it was.
+    prepared: Option<Arc<Prepared>>,
 }
 
-#[derive(Debug, Default)]
-struct FileScan {
-    text: String,
-    pointers: Vec<String>,
-    known: HashMap<usize, bool>,
+/// What a message brings: kind, label, verbatim text, source call id.
+type Brought = (ArtifactKind, String, String, Option<String>);
+
+/// What every retention run over one session shares, made once
+/// ([`Retention::prepare`]): the session, what each of its messages
+/// brings, and the automata over all of it. Every policy replays the same
+/// session; without it each run extracted every message's artifacts
+/// twice and built its own automata.
+#[derive(Debug)]
+pub struct Prepared {
+    messages: Vec<Message>,
+    facts: Vec<(String, String)>,
+    brings: Vec<Vec<Brought>>,
+    patterns: Arc<Patterns>,
+}
+
+impl Prepared {
+    /// The session it was prepared for.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
 }
 
 /// An earlier fetch: its call id and its result's fingerprint once it arrived.
@@ -175,14 +198,33 @@ impl Retention {
     /// one rebuilt at each request that brings new artifacts. The report is
     /// the same.
     pub fn for_session(messages: &[Message], facts: Vec<(String, String)>) -> Self {
-        let patterns = messages
+        Retention::from_prepared(&Retention::prepare(messages, facts))
+    }
+
+    /// What every [`Retention::from_prepared`] observer of a replay of
+    /// `messages` with `facts` shares.
+    pub fn prepare(messages: &[Message], facts: Vec<(String, String)>) -> Arc<Prepared> {
+        let brings: Vec<Vec<Brought>> = messages.iter().map(|m| artifacts_of(m, &facts)).collect();
+        let patterns = brings
             .iter()
-            .flat_map(|m| artifacts_of(m, &facts))
-            .map(|(kind, _, text, _)| (kind, text))
+            .flatten()
+            .map(|(kind, _, text, _)| (*kind, text.clone()))
             .collect();
-        Retention {
+        Arc::new(Prepared {
+            messages: messages.to_vec(),
             facts,
-            finder: Finder::for_patterns(patterns),
+            brings,
+            patterns: Arc::new(Patterns::new(patterns)),
+        })
+    }
+
+    /// [`Retention::for_session`] from a preparation shared with other
+    /// runs of the same session: the report is the same.
+    pub fn from_prepared(prepared: &Arc<Prepared>) -> Self {
+        Retention {
+            facts: prepared.facts.clone(),
+            finder: Finder::sharing(Arc::clone(&prepared.patterns)),
+            prepared: Some(Arc::clone(prepared)),
             ..Retention::default()
         }
     }
@@ -205,76 +247,29 @@ impl Retention {
         });
     }
 
-    /// Artifacts among `missing` held by files the request's pointers reach.
-    fn reachable(
-        &mut self,
-        request: &[Message],
-        missing: &[usize],
-        view: &View<'_>,
-    ) -> BTreeSet<usize> {
-        let mut out = BTreeSet::new();
-        if missing.is_empty() || view.rules.is_empty() {
-            return out;
+    /// Per artifact, whether it is present in the request the scans were
+    /// last updated with, and whether it is reachable (never both).
+    fn statuses(&mut self, request: &[Message], view: &View<'_>) -> (Vec<bool>, Vec<bool>) {
+        let n = self.artifacts.len();
+        let scans = self.scans.current();
+        let mut present = vec![false; n];
+        let whole = self
+            .finder
+            .needs_whole_text()
+            .then(|| request_text(request));
+        let lines = scans.iter().flat_map(|s| s.lines.iter().copied());
+        self.finder
+            .mark_present(lines, whole.as_deref(), &mut present);
+        let mut reachable = vec![false; n];
+        if present.iter().all(|&p| p) || view.rules.is_empty() {
+            return (present, reachable);
         }
         // The checker's walk: pointers block by block, then through files.
-        let mut frontier: Vec<String> = pointers_in_messages(view.rules, request)
-            .into_iter()
-            .collect();
-        let mut visited = HashSet::new();
-        while let Some(p) = frontier.pop() {
-            if !visited.insert(p.clone()) || view.storage.kind(Path::new(&p)).is_none() {
-                continue;
-            }
-            self.load(&p, view);
-            let unknown: Vec<usize> = missing
-                .iter()
-                .copied()
-                .filter(|i| !self.files[&p].known.contains_key(i))
-                .collect();
-            if !unknown.is_empty() {
-                let scan = self.files.get_mut(&p).expect("loaded above");
-                let hits = self.finder.find_in_file(&p, &scan.text);
-                for i in unknown {
-                    scan.known.insert(i, hits.contains(&i));
-                }
-            }
-            let scan = &self.files[&p];
-            out.extend(missing.iter().copied().filter(|i| scan.known[i]));
-            frontier.extend(scan.pointers.iter().cloned());
-        }
-        out
-    }
-
-    /// Read a pointed file once (files are written once; existence is checked
-    /// at every request).
-    fn load(&mut self, path: &str, view: &View<'_>) {
-        if self.files.contains_key(path) {
-            return;
-        }
-        let bytes = view.storage.read(Path::new(path)).unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        let pointers = pointers_in_file(view.rules, &text).into_iter().collect();
-        // Archives are JSON: their strings hold the artifacts escaped, so
-        // search the decoded strings too.
-        let mut decoded = String::new();
-        for line in text.lines() {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-                collect_strings(&v, &mut decoded);
-            }
-        }
-        let text = if decoded.is_empty() {
-            text
-        } else {
-            format!("{text}\n{decoded}")
-        };
-        self.files.insert(
-            path.to_string(),
-            FileScan {
-                text,
-                pointers,
-                known: HashMap::new(),
-            },
-        );
+        let pointers: BTreeSet<&String> = scans.iter().flat_map(|s| &s.pointers).collect();
+        let pointers = pointers.into_iter().cloned().collect();
+        self.reach
+            .mark(&mut self.finder, pointers, &present, &mut reachable, view);
+        (present, reachable)
     }
 
     /// The report, after the replay.
@@ -297,8 +292,16 @@ fn collect_strings(v: &serde_json::Value, out: &mut String) {
 }
 
 impl Observer for Retention {
-    fn on_message(&mut self, _index: usize, m: &Message) {
-        for (kind, label, text, id) in artifacts_of(m, &self.facts) {
+    fn on_message(&mut self, index: usize, m: &Message) {
+        // The prepared session's message `index` brings what was read of it
+        // once; any other message is read now.
+        let brought = self
+            .prepared
+            .as_ref()
+            .filter(|p| p.messages.get(index) == Some(m))
+            .map(|p| p.brings[index].clone());
+        let brought = brought.unwrap_or_else(|| artifacts_of(m, &self.facts));
+        for (kind, label, text, id) in brought {
             self.add(kind, label, text, id);
         }
         self.refetch.on_message(m);
@@ -313,18 +316,17 @@ impl Observer for Retention {
         events: &[PolicyEvent],
         view: &View<'_>,
     ) {
-        self.refetch.on_request(request, view);
-        self.keyed.on_request(call, request);
-        let (text, ends) = request_pieces(request);
-        let present = self.finder.find_pieces(&text, &ends);
-        let missing: Vec<usize> = (0..self.artifacts.len())
-            .filter(|i| !present.contains(i))
-            .collect();
-        let reachable = self.reachable(request, &missing, view);
+        self.scans.update(request, view, &mut self.finder);
+        let scans = self.scans.current();
+        self.refetch
+            .on_results(scans.iter().flat_map(|s| &s.results), view);
+        self.keyed
+            .on_facts(call, scans.iter().flat_map(|s| &s.facts));
+        let (present, reachable) = self.statuses(request, view);
         for (i, a) in self.artifacts.iter_mut().enumerate() {
-            a.status = if present.contains(&i) {
+            a.status = if present[i] {
                 Status::Present
-            } else if reachable.contains(&i) {
+            } else if reachable[i] {
                 Status::Reachable
             } else {
                 Status::Gone
@@ -334,21 +336,19 @@ impl Observer for Retention {
                 a.mechanisms = mechanisms(events, a.source_id.as_deref());
             }
         }
+        let count = |v: &[bool]| v.iter().filter(|&&x| x).count();
         self.series.push(RecallPoint {
             call,
             seen: self.artifacts.len(),
-            present: present.len(),
-            reachable: reachable.len(),
+            present: count(&present),
+            reachable: count(&reachable),
         });
     }
 }
 
 /// What `m` brings, in the order it is added: its extracted artifacts, then
 /// the `facts` its text holds, as (kind, label, text, source call id).
-fn artifacts_of(
-    m: &Message,
-    facts: &[(String, String)],
-) -> Vec<(ArtifactKind, String, String, Option<String>)> {
+fn artifacts_of(m: &Message, facts: &[(String, String)]) -> Vec<Brought> {
     let mut out: Vec<_> = extract::artifacts(m)
         .into_iter()
         .map(|(kind, text, id)| (kind, text.clone(), text, id))
@@ -438,10 +438,7 @@ impl Refetch {
     }
 
     fn on_request(&mut self, request: &[Message], view: &View<'_>) {
-        for t in self.to_count.drain(..) {
-            self.tokens += view.tokens.count(&t);
-        }
-        self.last_present = request
+        let results: Vec<(String, (u64, usize))> = request
             .iter()
             .flat_map(|m| m.blocks())
             .filter_map(|b| match b {
@@ -452,6 +449,20 @@ impl Refetch {
                 _ => None,
             })
             .collect();
+        self.on_results(results.iter(), view);
+    }
+
+    /// A request was sent whose tool results are `results`: (call id,
+    /// fingerprint of the content).
+    fn on_results<'a>(
+        &mut self,
+        results: impl Iterator<Item = &'a (String, (u64, usize))>,
+        view: &View<'_>,
+    ) {
+        for t in self.to_count.drain(..) {
+            self.tokens += view.tokens.count(&t);
+        }
+        self.last_present = results.cloned().collect();
     }
 }
 

@@ -31,34 +31,28 @@ pub struct MessageSize {
 impl MessageSize {
     /// Measure `m` with `counter`.
     pub fn of(m: &Message, counter: &dyn TokenCounter) -> MessageSize {
+        // One serialisation gives both the length and the key.
+        let text = crate::pyjson::dumps(m);
         MessageSize {
-            chars: crate::pyjson::dumps_len(m),
+            chars: text.chars().count(),
             tokens: counter.count_message(m),
-            key: key(m),
+            key: key_of_text(&text),
         }
     }
 }
 
-/// Feeds serialized JSON straight into a hasher, no string built.
-struct HashWriter(std::collections::hash_map::DefaultHasher);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// The prompt cache's key of a message: the hash of its Python JSON text
+/// (`json.dumps`, which [`MessageSize::of`] builds anyway), so equal
+/// messages share a key (the cache model compares prefixes by it) and
+/// different ones differ (the text is injective) up to a 64-bit collision.
+pub fn key(m: &Message) -> u64 {
+    key_of_text(&crate::pyjson::dumps(m))
 }
 
-/// The prompt cache's key of a message: the hash of its compact JSON, so
-/// equal messages share a key (the cache model compares prefixes by it).
-pub fn key(m: &Message) -> u64 {
-    let mut w = HashWriter(Default::default());
-    // A Message always serializes; a failure would only weaken the key.
-    let _ = serde_json::to_writer(&mut w, m);
-    w.0.finish()
+fn key_of_text(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(text.as_bytes());
+    h.finish()
 }
 
 /// `len(json.dumps(request, ensure_ascii=False))` from its messages' sizes:
@@ -78,6 +72,9 @@ pub fn request_tokens(sizes: &[MessageSize]) -> usize {
 #[derive(Debug, Default, Clone)]
 pub struct Memo {
     sizes: Vec<MessageSize>,
+    /// Per message of the last request, the position in the request
+    /// measured before it of the equal message whose sizes it took.
+    from: Vec<Option<usize>>,
 }
 
 impl Memo {
@@ -93,18 +90,34 @@ impl Memo {
         let known = self.sizes.len().min(previous.len());
         // How far the tail of `request` sits from the tail of `previous`.
         let shift = previous.len() as isize - request.len() as isize;
-        let reuse = |i: usize| -> Option<MessageSize> {
+        let reuse = |i: usize| -> Option<usize> {
             let m = &request[i];
-            let front = (i < known && previous[i] == *m).then(|| self.sizes[i]);
+            let front = (i < known && previous[i] == *m).then_some(i);
             front.or_else(|| {
                 let j = usize::try_from(i as isize + shift).ok()?;
-                (j != i && j < known && previous[j] == *m).then(|| self.sizes[j])
+                (j != i && j < known && previous[j] == *m).then_some(j)
             })
         };
-        let sizes: Vec<MessageSize> = (0..request.len())
-            .map(|i| reuse(i).unwrap_or_else(|| MessageSize::of(&request[i], counter)))
+        let from: Vec<Option<usize>> = (0..request.len()).map(reuse).collect();
+        let sizes: Vec<MessageSize> = from
+            .iter()
+            .enumerate()
+            .map(|(i, j)| {
+                j.map_or_else(|| MessageSize::of(&request[i], counter), |j| self.sizes[j])
+            })
             .collect();
         self.sizes = sizes;
+        self.from = from;
+    }
+
+    /// Per message of the last request measured, the position in the
+    /// request measured before it of a message equal to it (`==`), when
+    /// one was found at the same position or the same distance from the
+    /// end; `None` for a message measured afresh. Observers that keep
+    /// something per message reuse it by this map instead of comparing
+    /// the messages again.
+    pub fn reused(&self) -> &[Option<usize>] {
+        &self.from
     }
 
     /// The sizes of the last request measured, one per message.
@@ -131,7 +144,7 @@ mod tests {
         Message::tool_results(vec![(format!("t{i}"), format!("{text}\n\"{i}\""))])
     }
 
-    fn fresh(request: &[Message]) -> Vec<MessageSize> {
+    fn fresh_sizes(request: &[Message]) -> Vec<MessageSize> {
         request
             .iter()
             .map(|m| MessageSize::of(m, &Approx))
@@ -142,7 +155,7 @@ mod tests {
     fn request_figures_equal_the_whole_request_measured() {
         for n in 0..4 {
             let request: Vec<Message> = (0..n).map(|i| result(i, "ü x")).collect();
-            let sizes = fresh(&request);
+            let sizes = fresh_sizes(&request);
             assert_eq!(request_chars(&sizes), crate::pyjson::dumps_len(&request));
             assert_eq!(request_tokens(&sizes), Approx.count_messages(&request));
         }
@@ -171,9 +184,59 @@ mod tests {
                 _ => {}
             }
             memo.measure(&previous, &request, &Approx);
-            assert_eq!(memo.sizes(), &fresh(&request)[..], "step {step}");
+            assert_eq!(memo.sizes(), &fresh_sizes(&request)[..], "step {step}");
+            assert_eq!(memo.reused().len(), request.len());
+            let sent = previous.len().saturating_sub(1);
+            for (i, j) in memo.reused().iter().enumerate() {
+                if let Some(j) = *j {
+                    assert!(
+                        j < sent && previous[j] == request[i],
+                        "step {step} {i}->{j}"
+                    );
+                }
+            }
             previous = request;
             previous.push(Message::user_text("arrived after"));
+        }
+    }
+
+    /// As the engine calls it (the last request plus the messages that
+    /// arrived since), under a policy that edits its history in place or
+    /// replaces its front with a summary: only the message it changed and
+    /// the two that arrived are measured.
+    #[test]
+    fn only_changed_and_new_messages_are_measured() {
+        let mut memo = Memo::default();
+        let mut history = vec![Message::user_text("fix it")];
+        memo.measure(&[], &history, &Approx);
+        let mut seen = history.clone();
+        for m in [call(0), result(0, "a")] {
+            history.push(m.clone());
+            seen.push(m);
+        }
+        for step in 1..13 {
+            let changed = match step % 3 {
+                1 => {
+                    let at = history.len() - 3;
+                    history[at] = Message::user_text(format!("[cleared {step}]"));
+                    1
+                }
+                2 => {
+                    history.drain(..2);
+                    history[0] = Message::user_text(format!("summary {step}"));
+                    1
+                }
+                _ => 0,
+            };
+            memo.measure(&seen, &history, &Approx);
+            let fresh = memo.reused().iter().filter(|j| j.is_none()).count();
+            assert_eq!(fresh, changed + 2, "step {step}");
+            assert_eq!(memo.sizes(), &fresh_sizes(&history)[..], "step {step}");
+            seen = history.clone();
+            for m in [call(step), result(step, &"y".repeat(step))] {
+                history.push(m.clone());
+                seen.push(m);
+            }
         }
     }
 
