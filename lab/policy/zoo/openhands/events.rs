@@ -178,8 +178,68 @@ pub fn extend(stream: &mut Vec<Event>, history: &[Message], from: usize) {
     }));
 }
 
-/// `View.from_events`: every event not forgotten by a condensation, with the
-/// newest condensation's summary inserted at its offset.
+/// `View.from_events` kept between calls: the events of the stream no
+/// condensation forgot, as indices into the stream, and the newest
+/// condensation's summary.
+///
+/// Upstream builds the view from the whole stream at every step; done so
+/// here, a long run cloned every event of the stream and checked it against
+/// every condensation at every call. A condensation forgets events for good
+/// and the stream only grows, so the kept view changes only where the stream
+/// grew (each new event checked against every condensation, as upstream
+/// does) and where a new condensation forgets (its events leave once).
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Indices into the stream of the events no condensation forgot, in order.
+    kept: Vec<usize>,
+    /// The newest summary as an event, with its offset in the view.
+    summary: Option<(Event, usize)>,
+}
+
+impl Live {
+    /// Take in the events of `stream[from..]`, leaving out those `condensations` forgot.
+    pub fn grow(&mut self, stream: &[Event], from: usize, condensations: &[Condensation]) {
+        for (i, e) in stream.iter().enumerate().skip(from) {
+            if !condensations.iter().any(|c| c.forgotten.contains(e.id)) {
+                self.kept.push(i);
+            }
+        }
+    }
+
+    /// Apply condensation `c` (the newest): its events leave the view and its
+    /// summary, if any, replaces the previous one.
+    pub fn forget(&mut self, stream: &[Event], c: &Condensation) {
+        self.kept.retain(|&i| !c.forgotten.contains(stream[i].id));
+        if let Some((summary, offset)) = &c.summary {
+            let ev = Event {
+                id: NO_ID,
+                ev: Ev::Condensed(summary.clone()),
+            };
+            self.summary = Some((ev, *offset));
+        }
+    }
+
+    /// The stream was cleared (the history was replaced): no event is kept;
+    /// the summary, which comes from the condensations, stays.
+    pub fn clear(&mut self) {
+        self.kept.clear();
+    }
+
+    /// The view of `stream`: every event kept, with the newest summary
+    /// inserted at its offset.
+    pub fn view<'a>(&'a self, stream: &'a [Event]) -> Vec<&'a Event> {
+        let mut view: Vec<&Event> = Vec::with_capacity(self.kept.len() + 1);
+        view.extend(self.kept.iter().map(|&i| &stream[i]));
+        if let Some((summary, offset)) = &self.summary {
+            view.insert((*offset).min(view.len()), summary);
+        }
+        view
+    }
+}
+
+/// `View.from_events` on the whole stream: every event not forgotten by a
+/// condensation, with the newest condensation's summary inserted at its
+/// offset ([`Live`] keeps it between calls).
 pub fn view(events: &[Event], condensations: &[Condensation]) -> Vec<Event> {
     let mut kept: Vec<Event> = events
         .iter()
@@ -223,7 +283,7 @@ enum Out {
 /// max_message_chars)`: a tool result here, and an
 /// `AgentCondensationObservation` (summary or `<MASKED>`). The history keeps
 /// them whole, as upstream's event stream does.
-pub fn render(view: &[Event], history: &[Message], llm: LlmConfig) -> Vec<Message> {
+pub fn render(view: &[&Event], history: &[Message], llm: LlmConfig) -> Vec<Message> {
     let cut = |t: &str| truncate_content(t, llm.max_message_chars);
     let mut evs: Vec<&Ev> = view.iter().map(|e| &e.ev).collect();
     if !matches!(evs.first(), Some(Ev::System)) {
