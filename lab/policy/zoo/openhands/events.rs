@@ -14,7 +14,7 @@
 //! of that model response, each `tool_result` an observation answering it,
 //! and text blocks beside results one more user `MessageAction`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -333,29 +333,36 @@ pub fn render(view: &[&Event], history: &[Message], llm: LlmConfig) -> Vec<Messa
 /// order, without a pass over every pending response per event (responses
 /// whose results a condenser masked stay pending for good, so that pass
 /// made rendering quadratic in the history).
+///
+/// Kept in hash maps keyed by the history's own ids (not B-trees of copied
+/// strings): every masked response is added again at every call, so this
+/// was most of a long masking run.
 #[derive(Default)]
-struct Pending {
-    /// History index of each pending response, by the order it was seen.
-    order: BTreeMap<usize, usize>,
+struct Pending<'h> {
+    /// History index of every response added, by the order it was seen (a
+    /// removed one is never looked up again: its seen-order leaves `by_call`).
+    order: Vec<usize>,
     /// Seen-order of each pending response, by history index.
-    seen: BTreeMap<usize, usize>,
-    /// Pending responses (seen-order) calling each tool call id.
-    by_call: BTreeMap<String, BTreeSet<usize>>,
-    next: usize,
+    seen: HashMap<usize, usize>,
+    /// Pending responses (seen-order, ascending) calling each tool call id.
+    by_call: HashMap<&'h str, Vec<usize>>,
 }
 
-impl Pending {
+impl<'h> Pending<'h> {
     /// Add response `r` unless it is pending already; whether it was added.
-    fn add(&mut self, r: usize, history: &[Message]) -> bool {
+    fn add(&mut self, r: usize, history: &'h [Message]) -> bool {
         if self.seen.contains_key(&r) {
             return false;
         }
-        let n = self.next;
-        self.next += 1;
-        self.order.insert(n, r);
+        let n = self.order.len();
+        self.order.push(r);
         self.seen.insert(r, n);
         for c in history[r].tool_use_ids() {
-            self.by_call.entry(c.to_string()).or_default().insert(n);
+            let ns = self.by_call.entry(c).or_default();
+            // Seen-orders only grow: the newest goes last, once.
+            if ns.last() != Some(&n) {
+                ns.push(n);
+            }
         }
         true
     }
@@ -364,16 +371,15 @@ impl Pending {
     fn waiting_on(&self, call: &str) -> Vec<usize> {
         self.by_call
             .get(call)
-            .map(|ns| ns.iter().map(|n| self.order[n]).collect())
+            .map(|ns| ns.iter().map(|&n| self.order[n]).collect())
             .unwrap_or_default()
     }
 
     fn remove(&mut self, r: usize, history: &[Message]) {
         if let Some(n) = self.seen.remove(&r) {
-            self.order.remove(&n);
             for c in history[r].tool_use_ids() {
                 if let Some(ns) = self.by_call.get_mut(c) {
-                    ns.remove(&n);
+                    ns.retain(|&m| m != n);
                     if ns.is_empty() {
                         self.by_call.remove(c);
                     }
@@ -388,7 +394,7 @@ impl Pending {
         &mut self,
         candidates: &[usize],
         results: &mut BTreeMap<String, String>,
-        history: &[Message],
+        history: &'h [Message],
         out: &mut Vec<Out>,
     ) {
         for &r in candidates {

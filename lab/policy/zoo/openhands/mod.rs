@@ -143,6 +143,11 @@ pub fn conversation_window() -> Box<dyn Policy> {
 /// middle of an over-long text replaced by a marker; lengths in code points,
 /// as Python's `len`.
 pub fn truncate_content(content: &str, max_chars: usize) -> String {
+    // No more bytes than the limit: no more chars either, nothing to cut
+    // (spares a char vector per observation rendered).
+    if content.len() <= max_chars {
+        return content.to_string();
+    }
     let chars: Vec<char> = content.chars().collect();
     if chars.len() <= max_chars {
         return content.to_string();
