@@ -16,6 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use foldhash::fast::FixedState;
+
 use serde::{Deserialize, Serialize};
 
 use super::truncate_content;
@@ -334,18 +336,18 @@ pub fn render(view: &[&Event], history: &[Message], llm: LlmConfig) -> Vec<Messa
 /// whose results a condenser masked stay pending for good, so that pass
 /// made rendering quadratic in the history).
 ///
-/// Kept in hash maps keyed by the history's own ids (not B-trees of copied
-/// strings): every masked response is added again at every call, so this
-/// was most of a long masking run.
+/// Kept in hash maps (foldhash, no iteration) keyed by the history's own ids,
+/// not B-trees of copied strings: every masked response is added again at
+/// every call, so this was most of a long masking run.
 #[derive(Default)]
 struct Pending<'h> {
     /// History index of every response added, by the order it was seen (a
     /// removed one is never looked up again: its seen-order leaves `by_call`).
     order: Vec<usize>,
     /// Seen-order of each pending response, by history index.
-    seen: HashMap<usize, usize>,
+    seen: HashMap<usize, usize, FixedState>,
     /// Pending responses (seen-order, ascending) calling each tool call id.
-    by_call: HashMap<&'h str, Vec<usize>>,
+    by_call: HashMap<&'h str, Vec<usize>, FixedState>,
 }
 
 impl<'h> Pending<'h> {
