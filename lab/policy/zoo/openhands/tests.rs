@@ -324,7 +324,7 @@ fn observations_over_max_message_chars_are_cut_in_the_request() {
     // A summary over the limit is cut too (AgentCondensationObservation);
     // it follows the task, so `\n\n` comes first.
     let long_summary = "s".repeat(30_001);
-    let view = vec![Event {
+    let view = [Event {
         id: events::NO_ID,
         ev: Ev::Condensed(long_summary.clone()),
     }];
