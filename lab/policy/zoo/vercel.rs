@@ -266,6 +266,9 @@ fn drop_orphan_reasoning(blocks: &[Block], mut keep: Vec<bool>) -> Vec<bool> {
 pub struct Vercel {
     /// The options.
     pub config: PruneMessages,
+    /// The pruning kept between calls (upstream prunes afresh each step;
+    /// `kept` says why it is kept).
+    kept: Option<kept::Kept>,
 }
 
 /// `vercel-prune-messages`: reasoning before the last message and tool calls
@@ -281,6 +284,7 @@ pub fn prune_messages() -> Box<dyn Policy> {
             }],
             empty_messages: "remove".into(),
         },
+        kept: None,
     })
 }
 
@@ -332,10 +336,27 @@ impl Policy for Vercel {
         _ctx: &mut PolicyCtx<'_>,
     ) -> LabResult<Prepared> {
         let mut events = Vec::new();
-        let request = self.config.apply(history, &mut events)?;
+        if !kept::Kept::applies(&self.config) {
+            let request = self.config.apply(history, &mut events)?;
+            return Ok(Prepared { request, events });
+        }
+        let fits = |k: &kept::Kept| k.fits(&self.config, history.len());
+        if !self.kept.as_ref().is_some_and(fits) {
+            self.kept = Some(kept::Kept::new(&self.config));
+        }
+        let kept = self
+            .kept
+            .get_or_insert_with(|| kept::Kept::new(&self.config));
+        let request = kept.advance(history, &mut events)?;
         Ok(Prepared { request, events })
     }
+
+    fn history_replaced(&mut self) {
+        self.kept = None;
+    }
 }
+
+mod kept;
 
 #[cfg(test)]
 mod tests;

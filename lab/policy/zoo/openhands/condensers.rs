@@ -42,16 +42,14 @@ impl ObservationMasking {
     }
 
     /// The masked view (upstream returns a new `View`, no condensation event).
-    pub fn condense(&self, view: Vec<Event>) -> Vec<Event> {
+    pub fn condense<'a>(&self, view: &[&'a Event]) -> Vec<&'a Event> {
         let len = view.len();
-        view.into_iter()
+        let masked: &'a Event = &MASKED_EVENT;
+        view.iter()
             .enumerate()
-            .map(|(i, e)| {
+            .map(|(i, &e)| {
                 if e.ev.is_observation() && i + self.attention_window < len {
-                    Event {
-                        id: NO_ID,
-                        ev: Ev::Condensed(MASKED.into()),
-                    }
+                    masked
                 } else {
                     e
                 }
@@ -62,6 +60,12 @@ impl ObservationMasking {
 
 /// The masking placeholder, byte for byte.
 pub const MASKED: &str = "<MASKED>";
+
+/// The event a masked observation becomes (one, shared by every view).
+static MASKED_EVENT: std::sync::LazyLock<Event> = std::sync::LazyLock::new(|| Event {
+    id: NO_ID,
+    ev: Ev::Condensed(MASKED.into()),
+});
 
 /// `recent`: the first `keep_first` events and the newest up to `max_events`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,12 +97,12 @@ impl RecentEvents {
 
     /// `head + tail` exactly as upstream slices: `view[-0:]` is the whole
     /// view, and a view shorter than `max_events` repeats its head.
-    pub fn condense(&self, view: Vec<Event>) -> Vec<Event> {
+    pub fn condense<'a>(&self, view: &[&'a Event]) -> Vec<&'a Event> {
         let len = view.len() as i64;
         let head = &view[py_slice(view.len(), 0, self.keep_first as i64)];
         let tail_length = (self.max_events as i64 - head.len() as i64).max(0);
         let tail = &view[py_slice(view.len(), -tail_length, len)];
-        head.iter().chain(tail).cloned().collect()
+        head.iter().chain(tail).copied().collect()
     }
 }
 
@@ -143,7 +147,7 @@ impl AmortizedForgetting {
     }
 
     /// The condensation due on `view`, if any.
-    pub fn condensation(&self, view: &[Event]) -> LabResult<Option<Condensation>> {
+    pub fn condensation(&self, view: &[&Event]) -> LabResult<Option<Condensation>> {
         validate(self.keep_first, self.max_size)?;
         if view.len() <= self.max_size {
             return Ok(None);
@@ -208,7 +212,7 @@ impl LlmSummarizing {
     }
 
     /// The summary due on `view`, if any.
-    pub fn plan(&self, view: &[Event]) -> LabResult<Option<SummaryPlan>> {
+    pub fn plan(&self, view: &[&Event]) -> LabResult<Option<SummaryPlan>> {
         validate(self.keep_first, self.max_size)?;
         if view.len() <= self.max_size {
             return Ok(None);
@@ -222,7 +226,7 @@ impl LlmSummarizing {
         let forgotten: Vec<Event> = view[py_slice(view.len(), self.keep_first as i64, -from_tail)]
             .iter()
             .filter(|e| !matches!(e.ev, Ev::Condensed(_)))
-            .cloned()
+            .map(|&e| e.clone())
             .collect();
         if forgotten.is_empty() {
             return Ok(None);
@@ -272,7 +276,7 @@ impl Default for ConversationWindow {
 impl ConversationWindow {
     /// The condensation for `view` (upstream's `get_condensation`), `None`
     /// when it forgets nothing.
-    pub fn condensation(&self, view: &[Event]) -> Option<Condensation> {
+    pub fn condensation(&self, view: &[&Event]) -> Option<Condensation> {
         let system = view.iter().find(|e| matches!(e.ev, Ev::System));
         let first_user = view.iter().find(|e| matches!(e.ev, Ev::User(_)))?;
         let essential: BTreeSet<i64> = system

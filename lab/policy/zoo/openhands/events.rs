@@ -14,7 +14,9 @@
 //! of that model response, each `tool_result` an observation answering it,
 //! and text blocks beside results one more user `MessageAction`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use foldhash::fast::FixedState;
 
 use serde::{Deserialize, Serialize};
 
@@ -178,8 +180,68 @@ pub fn extend(stream: &mut Vec<Event>, history: &[Message], from: usize) {
     }));
 }
 
-/// `View.from_events`: every event not forgotten by a condensation, with the
-/// newest condensation's summary inserted at its offset.
+/// `View.from_events` kept between calls: the events of the stream no
+/// condensation forgot, as indices into the stream, and the newest
+/// condensation's summary.
+///
+/// Upstream builds the view from the whole stream at every step; done so
+/// here, a long run cloned every event of the stream and checked it against
+/// every condensation at every call. A condensation forgets events for good
+/// and the stream only grows, so the kept view changes only where the stream
+/// grew (each new event checked against every condensation, as upstream
+/// does) and where a new condensation forgets (its events leave once).
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Indices into the stream of the events no condensation forgot, in order.
+    kept: Vec<usize>,
+    /// The newest summary as an event, with its offset in the view.
+    summary: Option<(Event, usize)>,
+}
+
+impl Live {
+    /// Take in the events of `stream[from..]`, leaving out those `condensations` forgot.
+    pub fn grow(&mut self, stream: &[Event], from: usize, condensations: &[Condensation]) {
+        for (i, e) in stream.iter().enumerate().skip(from) {
+            if !condensations.iter().any(|c| c.forgotten.contains(e.id)) {
+                self.kept.push(i);
+            }
+        }
+    }
+
+    /// Apply condensation `c` (the newest): its events leave the view and its
+    /// summary, if any, replaces the previous one.
+    pub fn forget(&mut self, stream: &[Event], c: &Condensation) {
+        self.kept.retain(|&i| !c.forgotten.contains(stream[i].id));
+        if let Some((summary, offset)) = &c.summary {
+            let ev = Event {
+                id: NO_ID,
+                ev: Ev::Condensed(summary.clone()),
+            };
+            self.summary = Some((ev, *offset));
+        }
+    }
+
+    /// The stream was cleared (the history was replaced): no event is kept;
+    /// the summary, which comes from the condensations, stays.
+    pub fn clear(&mut self) {
+        self.kept.clear();
+    }
+
+    /// The view of `stream`: every event kept, with the newest summary
+    /// inserted at its offset.
+    pub fn view<'a>(&'a self, stream: &'a [Event]) -> Vec<&'a Event> {
+        let mut view: Vec<&Event> = Vec::with_capacity(self.kept.len() + 1);
+        view.extend(self.kept.iter().map(|&i| &stream[i]));
+        if let Some((summary, offset)) = &self.summary {
+            view.insert((*offset).min(view.len()), summary);
+        }
+        view
+    }
+}
+
+/// `View.from_events` on the whole stream: every event not forgotten by a
+/// condensation, with the newest condensation's summary inserted at its
+/// offset ([`Live`] keeps it between calls).
 pub fn view(events: &[Event], condensations: &[Condensation]) -> Vec<Event> {
     let mut kept: Vec<Event> = events
         .iter()
@@ -223,7 +285,7 @@ enum Out {
 /// max_message_chars)`: a tool result here, and an
 /// `AgentCondensationObservation` (summary or `<MASKED>`). The history keeps
 /// them whole, as upstream's event stream does.
-pub fn render(view: &[Event], history: &[Message], llm: LlmConfig) -> Vec<Message> {
+pub fn render(view: &[&Event], history: &[Message], llm: LlmConfig) -> Vec<Message> {
     let cut = |t: &str| truncate_content(t, llm.max_message_chars);
     let mut evs: Vec<&Ev> = view.iter().map(|e| &e.ev).collect();
     if !matches!(evs.first(), Some(Ev::System)) {
@@ -273,29 +335,36 @@ pub fn render(view: &[Event], history: &[Message], llm: LlmConfig) -> Vec<Messag
 /// order, without a pass over every pending response per event (responses
 /// whose results a condenser masked stay pending for good, so that pass
 /// made rendering quadratic in the history).
+///
+/// Kept in hash maps (foldhash, no iteration) keyed by the history's own ids,
+/// not B-trees of copied strings: every masked response is added again at
+/// every call, so this was most of a long masking run.
 #[derive(Default)]
-struct Pending {
-    /// History index of each pending response, by the order it was seen.
-    order: BTreeMap<usize, usize>,
+struct Pending<'h> {
+    /// History index of every response added, by the order it was seen (a
+    /// removed one is never looked up again: its seen-order leaves `by_call`).
+    order: Vec<usize>,
     /// Seen-order of each pending response, by history index.
-    seen: BTreeMap<usize, usize>,
-    /// Pending responses (seen-order) calling each tool call id.
-    by_call: BTreeMap<String, BTreeSet<usize>>,
-    next: usize,
+    seen: HashMap<usize, usize, FixedState>,
+    /// Pending responses (seen-order, ascending) calling each tool call id.
+    by_call: HashMap<&'h str, Vec<usize>, FixedState>,
 }
 
-impl Pending {
+impl<'h> Pending<'h> {
     /// Add response `r` unless it is pending already; whether it was added.
-    fn add(&mut self, r: usize, history: &[Message]) -> bool {
+    fn add(&mut self, r: usize, history: &'h [Message]) -> bool {
         if self.seen.contains_key(&r) {
             return false;
         }
-        let n = self.next;
-        self.next += 1;
-        self.order.insert(n, r);
+        let n = self.order.len();
+        self.order.push(r);
         self.seen.insert(r, n);
         for c in history[r].tool_use_ids() {
-            self.by_call.entry(c.to_string()).or_default().insert(n);
+            let ns = self.by_call.entry(c).or_default();
+            // Seen-orders only grow: the newest goes last, once.
+            if ns.last() != Some(&n) {
+                ns.push(n);
+            }
         }
         true
     }
@@ -304,16 +373,15 @@ impl Pending {
     fn waiting_on(&self, call: &str) -> Vec<usize> {
         self.by_call
             .get(call)
-            .map(|ns| ns.iter().map(|n| self.order[n]).collect())
+            .map(|ns| ns.iter().map(|&n| self.order[n]).collect())
             .unwrap_or_default()
     }
 
     fn remove(&mut self, r: usize, history: &[Message]) {
         if let Some(n) = self.seen.remove(&r) {
-            self.order.remove(&n);
             for c in history[r].tool_use_ids() {
                 if let Some(ns) = self.by_call.get_mut(c) {
-                    ns.remove(&n);
+                    ns.retain(|&m| m != n);
                     if ns.is_empty() {
                         self.by_call.remove(c);
                     }
@@ -328,7 +396,7 @@ impl Pending {
         &mut self,
         candidates: &[usize],
         results: &mut BTreeMap<String, String>,
-        history: &[Message],
+        history: &'h [Message],
         out: &mut Vec<Out>,
     ) {
         for &r in candidates {

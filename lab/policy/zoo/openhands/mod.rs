@@ -38,6 +38,16 @@ pub use condensers::{
 };
 use events::{Condensation, Ev, Event, LlmConfig};
 
+/// What the condenser made of one call's view.
+struct Condensed<'a> {
+    /// The view to render, when the condenser changed it (masking, recent).
+    view: Option<Vec<&'a Event>>,
+    /// The request, when the condenser rendered it already and the view stays.
+    request: Option<Vec<Message>>,
+    /// A new condensation: applied, then the view is taken again.
+    new: Option<Condensation>,
+}
+
 /// One condenser and its switches (upstream's `type` names).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -67,6 +77,8 @@ pub struct OpenHands {
     stream: Vec<Event>,
     /// History messages `stream` covers.
     streamed: usize,
+    /// The view of `stream` under `condensations`, kept between calls.
+    live: events::Live,
 }
 
 const UPSTREAM: &str = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0";
@@ -81,6 +93,7 @@ impl OpenHands {
             condensations: Vec::new(),
             stream: Vec::new(),
             streamed: 0,
+            live: events::Live::default(),
         }
     }
 }
@@ -130,6 +143,11 @@ pub fn conversation_window() -> Box<dyn Policy> {
 /// middle of an over-long text replaced by a marker; lengths in code points,
 /// as Python's `len`.
 pub fn truncate_content(content: &str, max_chars: usize) -> String {
+    // No more bytes than the limit: no more chars either, nothing to cut
+    // (spares a char vector per observation rendered).
+    if content.len() <= max_chars {
+        return content.to_string();
+    }
     let chars: Vec<char> = content.chars().collect();
     if chars.len() <= max_chars {
         return content.to_string();
@@ -162,75 +180,104 @@ fn source_messages(forgotten: &[Event], history: &[Message]) -> Vec<Message> {
     out
 }
 
-impl OpenHands {
-    /// Run the condenser on `view`; a new condensation is recorded in `self`.
-    fn condense(
-        &mut self,
-        view: Vec<Event>,
-        history: &[Message],
-        ctx: &mut PolicyCtx<'_>,
-        events: &mut Vec<PolicyEvent>,
-    ) -> LabResult<Vec<Event>> {
-        let new = match &self.condenser {
-            Condenser::ObservationMasking(m) => return Ok(masked(m, view, events)),
-            Condenser::Recent(r) => return Ok(kept_recent(r, view, events)),
-            Condenser::Amortized(a) => a.condensation(&view)?,
-            Condenser::ConversationWindow(w) => {
-                let request = events::render(&view, history, self.llm);
-                if ctx.tokens.count_messages(&request) <= w.context_window_tokens {
-                    return Ok(view);
-                }
-                w.condensation(&view)
-            }
-            Condenser::Llm(l) => summarised(l, &view, history, ctx, events)?,
-        };
-        if let Some(c) = new {
-            self.record(c, &view, events);
+/// Run `condenser` on `view`; a new condensation is reported in `events`
+/// and returned, to be recorded by the caller.
+fn condense<'a>(
+    condenser: &Condenser,
+    llm: LlmConfig,
+    view: &[&'a Event],
+    history: &[Message],
+    ctx: &mut PolicyCtx<'_>,
+    events: &mut Vec<PolicyEvent>,
+) -> LabResult<Condensed<'a>> {
+    let mut out = Condensed {
+        view: None,
+        request: None,
+        new: None,
+    };
+    out.new = match condenser {
+        Condenser::ObservationMasking(m) => {
+            out.view = Some(masked(m, view, events));
+            return Ok(out);
         }
-        Ok(view)
+        Condenser::Recent(r) => {
+            out.view = Some(kept_recent(r, view, events));
+            return Ok(out);
+        }
+        Condenser::Amortized(a) => a.condensation(view)?,
+        Condenser::ConversationWindow(w) => {
+            let request = events::render(view, history, llm);
+            if ctx.tokens.count_messages(&request) <= w.context_window_tokens {
+                // The view stays: this is the request sent.
+                out.request = Some(request);
+                return Ok(out);
+            }
+            w.condensation(view)
+        }
+        Condenser::Llm(l) => summarised(l, view, history, ctx, events)?,
+    };
+    if let Some(c) = &out.new {
+        report(c, view, events);
     }
+    Ok(out)
+}
 
-    /// Keep a new condensation, reported as a summary or as dropped events.
-    fn record(&mut self, c: Condensation, view: &[Event], events: &mut Vec<PolicyEvent>) {
-        let forgotten = view
-            .iter()
-            .filter(|e| e.id != events::NO_ID && c.forgotten.contains(e.id))
-            .count();
-        events.push(match c.summary {
-            Some(_) => PolicyEvent::Summarised {
-                replaced: forgotten,
-                kept: view.len() - forgotten,
-                archive: None,
-            },
-            None => PolicyEvent::Dropped {
-                messages: forgotten,
-                why: format!("events {} forgotten", c.forgotten),
-            },
-        });
-        self.condensations.push(c);
-    }
+/// Report a new condensation as a summary or as dropped events.
+fn report(c: &Condensation, view: &[&Event], events: &mut Vec<PolicyEvent>) {
+    let forgotten = view
+        .iter()
+        .filter(|e| e.id != events::NO_ID && c.forgotten.contains(e.id))
+        .count();
+    events.push(match c.summary {
+        Some(_) => PolicyEvent::Summarised {
+            replaced: forgotten,
+            kept: view.len() - forgotten,
+            archive: None,
+        },
+        None => PolicyEvent::Dropped {
+            messages: forgotten,
+            why: format!("events {} forgotten", c.forgotten),
+        },
+    });
 }
 
 /// Observation masking: the view with old observations masked, each masked
 /// one reported as cleared.
-fn masked(m: &ObservationMasking, view: Vec<Event>, events: &mut Vec<PolicyEvent>) -> Vec<Event> {
-    for (before, after) in view.iter().zip(m.condense(view.clone())) {
-        if let (Ev::Observation { call, .. }, Ev::Condensed(p)) = (&before.ev, after.ev) {
+fn masked<'a>(
+    m: &ObservationMasking,
+    view: &[&'a Event],
+    events: &mut Vec<PolicyEvent>,
+) -> Vec<&'a Event> {
+    let after = m.condense(view);
+    for (before, after) in view.iter().zip(&after) {
+        if let (Ev::Observation { call, .. }, Ev::Condensed(p)) = (&before.ev, &after.ev) {
             events.push(PolicyEvent::Cleared {
                 id: call.clone(),
                 part: "result",
-                placeholder: p,
+                placeholder: p.clone(),
             });
         }
     }
-    m.condense(view)
+    after
 }
 
 /// Recent events: the kept view, the events left out reported as dropped.
-fn kept_recent(r: &RecentEvents, view: Vec<Event>, events: &mut Vec<PolicyEvent>) -> Vec<Event> {
-    let kept = r.condense(view.clone());
+fn kept_recent<'a>(
+    r: &RecentEvents,
+    view: &[&'a Event],
+    events: &mut Vec<PolicyEvent>,
+) -> Vec<&'a Event> {
+    let kept = r.condense(view);
     let ids: std::collections::BTreeSet<i64> = kept.iter().map(|e| e.id).collect();
-    let gone = view.iter().filter(|e| !ids.contains(&e.id)).count();
+    // Without a summary the view's ids are stream positions, each once, and
+    // the kept events are view events: so the view holds exactly `ids.len()`
+    // of the kept ids, and a scan of a whole long view per call is not needed.
+    let unique = view.iter().all(|e| e.id != events::NO_ID);
+    let gone = if unique {
+        view.len() - ids.len()
+    } else {
+        view.iter().filter(|e| !ids.contains(&e.id)).count()
+    };
     if gone > 0 {
         events.push(PolicyEvent::Dropped {
             messages: gone,
@@ -245,7 +292,7 @@ fn kept_recent(r: &RecentEvents, view: Vec<Event>, events: &mut Vec<PolicyEvent>
 /// sent uncondensed).
 fn summarised(
     l: &LlmSummarizing,
-    view: &[Event],
+    view: &[&Event],
     history: &[Message],
     ctx: &mut PolicyCtx<'_>,
     events: &mut Vec<PolicyEvent>,
@@ -379,21 +426,26 @@ impl Policy for OpenHands {
         if history.len() < self.streamed {
             self.history_replaced();
         }
-        let mut stream = std::mem::take(&mut self.stream);
-        events::extend(&mut stream, history, self.streamed);
+        let from = self.stream.len();
+        events::extend(&mut self.stream, history, self.streamed);
         self.streamed = history.len();
-        let view = events::view(&stream, &self.condensations);
-        let condensed = self.condense(view, history, ctx, &mut evs);
-        let view = match condensed {
-            Ok(view) if self.condensations.is_empty() => view,
-            Ok(_) => events::view(&stream, &self.condensations),
-            Err(e) => {
-                self.stream = stream;
-                return Err(e);
+        self.live.grow(&self.stream, from, &self.condensations);
+        let view = self.live.view(&self.stream);
+        let out = condense(&self.condenser, self.llm, &view, history, ctx, &mut evs)?;
+        let request = match out {
+            Condensed { new: Some(c), .. } => {
+                drop(view);
+                self.live.forget(&self.stream, &c);
+                self.condensations.push(c);
+                events::render(&self.live.view(&self.stream), history, self.llm)
             }
+            Condensed {
+                request: Some(request),
+                ..
+            } => request,
+            Condensed { view: Some(v), .. } => events::render(&v, history, self.llm),
+            Condensed { .. } => events::render(&view, history, self.llm),
         };
-        self.stream = stream;
-        let request = events::render(&view, history, self.llm);
         Ok(Prepared {
             request,
             events: evs,
@@ -403,6 +455,7 @@ impl Policy for OpenHands {
     fn history_replaced(&mut self) {
         self.stream.clear();
         self.streamed = 0;
+        self.live.clear();
     }
 }
 

@@ -325,10 +325,11 @@ fn observations_over_max_message_chars_are_cut_in_the_request() {
     // A summary over the limit is cut too (AgentCondensationObservation);
     // it follows the task, so `\n\n` comes first.
     let long_summary = "s".repeat(30_001);
-    let view = vec![Event {
+    let view = [Event {
         id: events::NO_ID,
         ev: Ev::Condensed(long_summary.clone()),
     }];
+    let view: Vec<&Event> = view.iter().collect();
     let sent = events::render(&view, &steps(0), events::LlmConfig::default());
     let want = format!("\n\n{}", truncate_content(&long_summary, 30_000));
     assert!(sent[1].text() == want, "the summary is not cut");
@@ -348,4 +349,51 @@ fn the_stream_grown_call_by_call_equals_the_stream_of_the_whole_history() {
         }
     }
     assert!(stream.len() > 60, "{} events", stream.len());
+}
+
+/// The view kept between calls equals `View.from_events` of the whole stream
+/// at every call of a generated session, for each condenser that forgets
+/// (ranges, a summary at an offset, id sets), and after the history was
+/// replaced.
+#[test]
+fn the_kept_view_equals_the_whole_view_at_every_call() {
+    let session: Vec<Message> = crate::horizon::generate::Generator::new(5, 60_000).collect();
+    let condensers = [
+        Condenser::Amortized(AmortizedForgetting {
+            max_size: 20,
+            keep_first: 1,
+        }),
+        Condenser::Llm(LlmSummarizing {
+            keep_first: 1,
+            max_size: 20,
+            max_event_length: 10_000,
+        }),
+        Condenser::ConversationWindow(ConversationWindow {
+            context_window_tokens: 6_000,
+        }),
+    ];
+    for condenser in condensers {
+        let mut p = OpenHands::new("t", condenser);
+        let mut model = Scripted::replies((0..1000).map(|i| format!("summary {i}")));
+        let mut calls = 0;
+        for (k, m) in session.iter().enumerate() {
+            if m.role != Role::Assistant {
+                continue;
+            }
+            if k == session.len() / 2 {
+                p.history_replaced();
+            }
+            prepare(&mut p, &session[..k], &mut model);
+            calls += 1;
+            let kept: Vec<Event> = p.live.view(&p.stream).into_iter().cloned().collect();
+            let whole = events::view(&p.stream, &p.condensations);
+            assert!(
+                kept == whole,
+                "{:?}: the views differ before message {k}",
+                p.condenser
+            );
+        }
+        assert!(calls > 50, "{calls} calls");
+        assert!(p.condensations.len() > 3, "{:?}", p.condenser);
+    }
 }
