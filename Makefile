@@ -77,6 +77,8 @@ replay:
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --format markdown > reports/replay/README.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* --policy all --retention --cost --optimal --format markdown > reports/replay/policies.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* --policy claude-code --tokens claude --format markdown > reports/replay/products.md
+	{ echo; echo "## aider: its own \`> Tokens: N sent\` beside aider-chat-summary"; echo; \
+	  $(LAB) replay $(TRANSCRIPTS)/aider/* --policy aider-chat-summary --format markdown; } >> reports/replay/products.md
 	$(LAB) replay $(TRANSCRIPTS)/claude_code/* $(TRANSCRIPTS)/openai_format/* $(foreach p,$(FROZEN_POLICIES),--policy $(p) --policy frozen:$(p)) --retention --cost --format markdown > reports/replay/frozen.md
 	{ echo "# The break-even gate per price sheet"; echo; \
 	  for sc in $(GATE_SHEETS); do sheet=$${sc%%/*}; cache=$${sc##*/}; \

@@ -287,7 +287,10 @@ impl RecordedLog {
 /// prompt tokens less the messages sent with it, counted. `None` for other
 /// formats, without usage, or when the messages alone count more.
 fn task_prefix(session: &ImportedSession, counter: &dyn TokenCounter) -> Option<usize> {
-    if session.format != TranscriptFormat::RooCode {
+    if !matches!(
+        session.format,
+        TranscriptFormat::RooCode | TranscriptFormat::Aider
+    ) {
         return None;
     }
     let first = session.recorded_tokens.first()?;
@@ -335,6 +338,7 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         }
         TranscriptFormat::RooCode => Some(crate::policy::zoo::roo_code::NAME),
         TranscriptFormat::Goose => Some("goose-auto-compact"),
+        TranscriptFormat::Aider => Some("aider-chat-summary"),
         _ => None,
     }
 }

@@ -29,6 +29,7 @@ pub mod html;
 pub mod optimal;
 pub mod policies;
 pub mod product;
+pub mod product_counts;
 pub mod profiles;
 pub mod shard;
 pub mod stream;

@@ -442,6 +442,7 @@ pub fn replay_files_on(
             let one = replay_session(&session, &names, path_len, measure, dump, jobs)?;
             out.extend(one.runs);
             info.compactions.extend(one.compactions);
+            info.counts.extend(one.counts);
             info.envelopes.push(one.envelope);
         }
     }
@@ -455,6 +456,9 @@ pub struct SessionRuns {
     pub runs: Vec<Compared>,
     /// The product's real compactions, beside its own policy's.
     pub compactions: Vec<crate::replay::product::ProductCompaction>,
+    /// The product's own per-call counts beside its port's, where the log
+    /// records them and the port was replayed.
+    pub counts: Option<crate::replay::product_counts::CountSeries>,
     /// The session's envelope and where its size came from.
     pub envelope: crate::replay::envelope::EnvelopeNote,
 }
@@ -488,9 +492,12 @@ pub fn replay_session(
         &setup,
         jobs,
     )?;
+    let mut counts = None;
     for c in &runs {
         if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
             crate::replay::product::match_run(&mut compactions, &c.run);
+            let sized = setup.basis == Some(crate::replay::envelope::Basis::Recorded);
+            counts = crate::replay::product_counts::series(session, &c.run, sized);
         }
     }
     let envelope = crate::replay::envelope::EnvelopeNote {
@@ -505,6 +512,7 @@ pub fn replay_session(
     Ok(SessionRuns {
         runs,
         compactions,
+        counts,
         envelope,
     })
 }
@@ -558,6 +566,8 @@ pub struct Sessions {
     pub envelopes: Vec<crate::replay::envelope::EnvelopeNote>,
     /// Every real compaction, beside the product policy's counterpart.
     pub compactions: Vec<crate::replay::product::ProductCompaction>,
+    /// Each session's own per-call counts beside its port's.
+    pub counts: Vec<crate::replay::product_counts::CountSeries>,
 }
 
 /// A session's envelope and product, from its log's recorded usage where it has it.
@@ -873,6 +883,11 @@ pub fn render_optimal(
         s.push('\n');
         s.push_str(&real);
     }
+    let counts = crate::replay::product_counts::render(&info.counts, format);
+    if !counts.is_empty() {
+        s.push('\n');
+        s.push_str(&counts);
+    }
     s
 }
 
@@ -937,6 +952,9 @@ pub struct PoliciesJson<'a> {
     pub envelopes: &'a [crate::replay::envelope::EnvelopeNote],
     /// Each real compaction of the product, beside where its own policy fired.
     pub product_compactions: &'a [crate::replay::product::ProductCompaction],
+    /// Each session whose log records the product's own per-call count
+    /// (aider's `> Tokens: N sent`), beside its port's requests.
+    pub product_counts: &'a [crate::replay::product_counts::CountSeries],
     /// Per policy: the sessions and the mean, median and p95 of every
     /// counter over them (for a corpus, the only part filled).
     pub aggregate: Vec<super::aggregate::PolicyAggregate>,
@@ -1019,6 +1037,7 @@ fn render_json(
         recorded,
         envelopes: &info.envelopes,
         product_compactions: &info.compactions,
+        product_counts: &info.counts,
         aggregate: super::aggregate::of_records(out.iter().map(|c| {
             super::aggregate::SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref())
         })),
@@ -1038,6 +1057,7 @@ pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
         recorded: &[],
         envelopes: &[],
         product_compactions: &[],
+        product_counts: &[],
         aggregate: corpus.aggregate().rows(),
         corpus: Some(corpus),
         optimal: &[],

@@ -84,7 +84,7 @@ fn recorded_after(session: &ImportedSession, at: usize) -> Option<u64> {
 
 /// Calls at which `run` replaced its history with a summary: all of it
 /// (Claude Code), or all but the turns it keeps (Gemini CLI).
-fn fires(run: &PolicyRun) -> Vec<usize> {
+pub(crate) fn fires(run: &PolicyRun) -> Vec<usize> {
     let mut out: Vec<usize> = run
         .events
         .iter()

@@ -12,6 +12,7 @@ mod estimator_replay;
 mod optimal_cli;
 mod optimal_regret;
 mod product_compactions;
+mod product_counts;
 mod replay_corpus;
 mod replay_jobs;
 mod replay_real;
