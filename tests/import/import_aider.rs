@@ -7,20 +7,12 @@ use common::transcripts;
 
 use std::path::Path;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::{
     import_file_sessions, import_reader_sessions, DiagnosticKind, ImportOptions, ImportedSession,
     TranscriptFormat,
 };
 use ctxlab::message::Role;
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 /// Per session: (user messages, assistant messages, `> Tokens:` lines),
 /// counted with a line classifier of its own: `#### ` user, `> ` tool,

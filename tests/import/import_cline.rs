@@ -9,20 +9,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::artefacts::product_artefacts;
-use ctxlab::import::{import_file, DiagnosticKind, ImportOptions, TranscriptFormat};
+use ctxlab::import::{import_file, DiagnosticKind, TranscriptFormat};
 use ctxlab::replay::envelope::{envelope_for, session_product_policy, Basis, EnvelopeArg};
 use ctxlab::tokens::{Approx, TokenCounter};
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn roo_history() -> Vec<Value> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

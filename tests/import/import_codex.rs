@@ -7,20 +7,12 @@
 
 use std::path::Path;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::{
     import_reader, unpaired_ids, DiagnosticKind, ImportOptions, ImportedSession, TranscriptFormat,
 };
 use ctxlab::message::Role;
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn line(kind: &str, payload: Value) -> String {
     json!({"timestamp": "2025-10-29T00:59:38.317Z", "type": kind, "payload": payload}).to_string()

@@ -7,19 +7,11 @@
 
 use std::path::Path;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::{
     import_reader, unpaired_ids, DiagnosticKind, ImportOptions, ImportedSession, TranscriptFormat,
 };
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn import(
     text: &str,

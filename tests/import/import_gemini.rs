@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::artefacts::{product_artefacts, without_product_artefacts};
 use ctxlab::import::{
     import_file, import_reader, is_product_summary, unpaired_ids, DiagnosticKind, ImportOptions,
@@ -16,15 +17,6 @@ use ctxlab::import::{
 };
 use ctxlab::message::Role;
 use proptest::prelude::*;
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -7,14 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::LENIENT;
 use ctxlab::import::{import_file_sessions, DiagnosticKind, ImportOptions, TranscriptFormat};
 use rusqlite::Connection;
 use serde_json::Value;
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
 
 /// Upstream's `messages` table (`SessionStorage::create`, schema version 5).
 const MESSAGES_V5: &str = "CREATE TABLE messages (

@@ -6,6 +6,7 @@ use crate::common;
 
 use std::path::Path;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::{
     import_file, import_str, unpaired_ids, ActionShape, DiagnosticKind, ImportOptions,
     ImportedSession, TranscriptFormat,
@@ -14,15 +15,6 @@ use ctxlab::message::{Block, Message, Role};
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
 use ctxlab::policy::list;
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn reply(thought: &str, command: &str) -> Value {
     json!({"role": "assistant", "content": format!("THOUGHT: {thought}\n\n```bash\n{command}\n```"),

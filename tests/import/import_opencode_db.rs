@@ -8,16 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use ctxlab::import::{
-    import_file, import_file_sessions, DiagnosticKind, ImportOptions, TranscriptFormat,
-};
+use crate::common::LENIENT;
+use ctxlab::import::{import_file, import_file_sessions, DiagnosticKind, TranscriptFormat};
 use rusqlite::Connection;
 use serde_json::Value;
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
 
 /// Upstream's tables, as drizzle creates them (the columns the lab reads).
 const TABLES: &str = "

@@ -9,21 +9,13 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::{
-    import_file, opens_product_compaction, unpaired_ids, DiagnosticKind, ImportOptions,
-    ImportedSession, TranscriptFormat,
+    import_file, opens_product_compaction, unpaired_ids, DiagnosticKind, ImportedSession,
+    TranscriptFormat,
 };
 use proptest::prelude::*;
 use serde_json::Value;
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 const SESSION: &str = "session/global/ses_fixture0001.json";
 

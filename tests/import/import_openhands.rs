@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::artefacts::{product_artefacts, without_product_artefacts};
 use ctxlab::import::{
     import_file, import_reader, opens_product_compaction, unpaired_ids, DiagnosticKind,
@@ -16,15 +17,6 @@ use ctxlab::import::{
 use ctxlab::message::{Block, Role};
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import/fixtures/openhands/trajectory.json")

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::artefacts::product_artefacts;
 use ctxlab::import::{
     detect_format, import_file, opens_product_compaction, unpaired_ids, DiagnosticKind,
@@ -18,15 +19,6 @@ use ctxlab::import::{
 use ctxlab::message::Role;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import/fixtures/openhands_events")

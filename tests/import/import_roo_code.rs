@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use crate::common::{LENIENT, STRICT};
 use ctxlab::import::artefacts::{product_artefacts, without_product_artefacts};
 use ctxlab::import::{
     import_file, import_reader, opens_product_compaction, unpaired_ids, DiagnosticKind,
@@ -17,15 +18,6 @@ use ctxlab::import::{
 use ctxlab::message::Role;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-
-const LENIENT: ImportOptions = ImportOptions {
-    strict: false,
-    format: None,
-};
-const STRICT: ImportOptions = ImportOptions {
-    strict: true,
-    format: None,
-};
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import/fixtures/roo_code")
