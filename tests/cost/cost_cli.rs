@@ -126,6 +126,7 @@ fn policy_json_has_one_shape_whatever_the_flags() {
             "envelopes",
             "optimal",
             "product_compactions",
+            "product_counts",
             "recorded",
             "retention",
             "runs",
