@@ -438,17 +438,7 @@ impl Refetch {
     }
 
     fn on_request(&mut self, request: &[Message], view: &View<'_>) {
-        let results: Vec<(String, (u64, usize))> = request
-            .iter()
-            .flat_map(|m| m.blocks())
-            .filter_map(|b| match b {
-                Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } => Some((tool_use_id.clone(), fingerprint(content))),
-                _ => None,
-            })
-            .collect();
+        let results = scan::result_fingerprints(request);
         self.on_results(results.iter(), view);
     }
 

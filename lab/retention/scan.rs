@@ -50,17 +50,7 @@ impl MessageScan {
         } else {
             pointers_in_messages(view.rules, one).into_iter().collect()
         };
-        let results = m
-            .blocks()
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolResult {
-                    tool_use_id,
-                    content,
-                } => Some((tool_use_id.clone(), fingerprint(content))),
-                _ => None,
-            })
-            .collect();
+        let results = result_fingerprints(std::slice::from_ref(m));
         MessageScan {
             key,
             lines: finder.lines_in(&text, &ends),
@@ -105,4 +95,20 @@ impl Scans {
     pub fn current(&self) -> &[Arc<MessageScan>] {
         &self.last
     }
+}
+
+/// The tool results of `messages`: call id and the content's fingerprint,
+/// in order (what re-fetch demand compares between requests).
+pub(super) fn result_fingerprints(messages: &[Message]) -> Vec<(String, (u64, usize))> {
+    messages
+        .iter()
+        .flat_map(|m| m.blocks())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+            } => Some((tool_use_id.clone(), fingerprint(content))),
+            _ => None,
+        })
+        .collect()
 }
