@@ -26,14 +26,35 @@ pub struct PriceSheet {
     pub write_mult: f64,
     /// Multiplier on the input price for tokens read from the cache.
     pub read_mult: f64,
+    /// The higher tier a request is billed at when its prompt is long
+    /// (Gemini 2.5 Pro and 3 Pro above 200k tokens); `None` for a flat sheet.
+    pub long_context: Option<SheetTier>,
+}
+
+/// A sheet's long-context tier: every prompt token of a request whose
+/// prompt (uncached + written + read) exceeds `above_tokens` is billed at
+/// `input_per_mtok`, reads at `read_mult` of it; writes keep the sheet's
+/// `write_mult`, so they rise with input as the provider's table has them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SheetTier {
+    /// Prompt tokens above which the tier applies.
+    pub above_tokens: u64,
+    /// Dollars per million uncached input tokens in the tier.
+    pub input_per_mtok: f64,
+    /// Multiplier on the tier's input price for tokens read from the cache.
+    pub read_mult: f64,
 }
 
 impl PriceSheet {
     /// Dollars for one request's uncached, written and read tokens.
     pub fn dollars(&self, uncached: u64, written: u64, read: u64) -> f64 {
-        let weighted =
-            uncached as f64 + written as f64 * self.write_mult + read as f64 * self.read_mult;
-        weighted * self.input_per_mtok / 1e6
+        let prompt = uncached.saturating_add(written).saturating_add(read);
+        let (input, read_mult) = match self.long_context {
+            Some(t) if prompt > t.above_tokens => (t.input_per_mtok, t.read_mult),
+            _ => (self.input_per_mtok, self.read_mult),
+        };
+        let weighted = uncached as f64 + written as f64 * self.write_mult + read as f64 * read_mult;
+        weighted * input / 1e6
     }
 }
 
@@ -50,6 +71,7 @@ pub const SHEETS: &[PriceSheet] = &[
         input_per_mtok: 15.0,
         write_mult: 1.25,
         read_mult: 0.1,
+        long_context: None,
     },
     PriceSheet {
         name: "claude-sonnet-4.5-5m",
@@ -57,6 +79,7 @@ pub const SHEETS: &[PriceSheet] = &[
         input_per_mtok: 3.0,
         write_mult: 1.25,
         read_mult: 0.1,
+        long_context: None,
     },
     PriceSheet {
         name: "claude-sonnet-4.5-1h",
@@ -64,6 +87,7 @@ pub const SHEETS: &[PriceSheet] = &[
         input_per_mtok: 3.0,
         write_mult: 2.0,
         read_mult: 0.1,
+        long_context: None,
     },
     PriceSheet {
         name: "gpt-4o",
@@ -71,6 +95,7 @@ pub const SHEETS: &[PriceSheet] = &[
         input_per_mtok: 2.5,
         write_mult: 1.0,
         read_mult: 0.5,
+        long_context: None,
     },
     PriceSheet {
         name: "gpt-4.1",
@@ -78,6 +103,7 @@ pub const SHEETS: &[PriceSheet] = &[
         input_per_mtok: 2.0,
         write_mult: 1.0,
         read_mult: 0.25,
+        long_context: None,
     },
     PriceSheet {
         name: "gpt-5",
@@ -85,6 +111,7 @@ pub const SHEETS: &[PriceSheet] = &[
         input_per_mtok: 1.25,
         write_mult: 1.0,
         read_mult: 0.1,
+        long_context: None,
     },
 ];
 
@@ -108,6 +135,15 @@ pub fn sheet_of(m: &table::ModelPrice, one_hour: bool, date: &str) -> PriceSheet
         input_per_mtok: m.input,
         write_mult: if m.input > 0.0 { write / m.input } else { 0.0 },
         read_mult: m.read_mult(),
+        long_context: m.long_context.map(|lc| SheetTier {
+            above_tokens: lc.above_tokens,
+            input_per_mtok: lc.input,
+            read_mult: if lc.input > 0.0 {
+                lc.cache_read / lc.input
+            } else {
+                0.0
+            },
+        }),
     }
 }
 
@@ -230,6 +266,66 @@ mod tests {
         assert!((h.dollars(0, 1_000_000, 0) - 10.0).abs() < 1e-9);
         // Interned: the same name is the same allocation.
         assert!(std::ptr::eq(s.name, sheet_of(m, false, &t.date).name));
+    }
+
+    /// A replayed request is priced by its model's sheet exactly as a
+    /// recorded one by the model's entry: every model of the data file, on
+    /// prompts either side of any long-context tier, with 5-minute and
+    /// 1-hour writes.
+    #[test]
+    fn every_models_sheet_bills_the_prompt_side_as_its_entry_does() {
+        let t = table::PriceTable::builtin();
+        let splits = [
+            (1_000, 0, 0),
+            (150_000, 40_000, 10_000),
+            (0, 10_000, 190_001),
+        ];
+        for m in &t.models {
+            for one_hour in [false, true] {
+                let s = sheet_of(m, one_hour, &t.date);
+                for (uncached, written, read) in splits {
+                    let (write_5m, write_1h) = if one_hour { (0, written) } else { (written, 0) };
+                    let tokens = table::Tokens {
+                        uncached,
+                        write_5m,
+                        write_1h,
+                        read,
+                        output: 0,
+                    };
+                    let want = m.bill(&tokens).input_side;
+                    let got = s.dollars(uncached, written, read);
+                    assert!(
+                        (got - want).abs() < 1e-9,
+                        "{} {one_hour} {tokens:?}: {got} vs {want}",
+                        m.model
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_replayed_prompt_above_200k_is_billed_at_the_long_context_tier() {
+        let t = table::PriceTable::builtin();
+        let Some(table::Lookup::Priced(m)) = t.lookup("gemini-3-pro-preview") else {
+            panic!("no gemini 3 pro");
+        };
+        let s = sheet_of(m, false, &t.date);
+        let tier = s
+            .long_context
+            .expect("gemini 3 pro has a long-context tier");
+        assert_eq!(tier.above_tokens, 200_000);
+        // The same tokens cost more per token one past the threshold.
+        let at = s.dollars(200_000, 0, 0) / 200_000.0;
+        let past = s.dollars(200_001, 0, 0) / 200_001.0;
+        assert!((at - s.input_per_mtok / 1e6).abs() < 1e-15);
+        assert!((past - tier.input_per_mtok / 1e6).abs() < 1e-15);
+        assert!(past > at);
+        // A flat sheet has no tier.
+        assert!(sheet("claude-sonnet-4.5-5m")
+            .unwrap()
+            .long_context
+            .is_none());
     }
 
     #[test]
