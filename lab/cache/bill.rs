@@ -31,6 +31,11 @@ pub struct RecordedBill {
     pub prices: String,
     /// Per request, in log order.
     pub per_request: Vec<Bill>,
+    /// What the provider charged for these requests, where the log records
+    /// a charge for every one of them (a trajectory routed through
+    /// OpenRouter); `None` otherwise. The check of `dollars`: the list
+    /// prices recomputed against the provider's own bill.
+    pub charged: Option<f64>,
 }
 
 /// The tokens of a recorded request as billed: writes split by lifetime.
@@ -116,7 +121,16 @@ pub fn bill(
         models,
         prices: prices.label(),
         per_request,
+        charged: charged(recorded),
     })
+}
+
+/// The sum of the provider's charges, when every request records one.
+fn charged(recorded: &[RecordedRequest]) -> Option<f64> {
+    if recorded.is_empty() {
+        return None;
+    }
+    recorded.iter().map(|r| r.charged).sum()
 }
 
 #[cfg(test)]
@@ -142,6 +156,7 @@ mod tests {
                 cache_read_input_tokens: u.2,
             },
             billing,
+            charged: None,
         }
     }
 

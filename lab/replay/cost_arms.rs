@@ -24,8 +24,8 @@ use crate::cache::recorded::{validate, Validation};
 use crate::cache::session::{none_requests, RequestBuilder};
 use crate::cache::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
 use crate::error::{LabError, LabResult};
-use crate::import::{import_file, ImportOptions, ImportedSession, TranscriptFormat};
-use crate::tokens::recorded::{read_file, RecordedRequest};
+use crate::import::{import_file, ImportOptions, ImportedSession};
+use crate::tokens::recorded::RecordedRequest;
 use crate::tokens::Tokens;
 
 /// How to price.
@@ -187,10 +187,7 @@ pub fn run_cost(
     let mut rows = Vec::new();
     for f in files {
         let session = import_file(f, import)?;
-        let recorded = match session.format {
-            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => Some(read_file(f)?),
-            _ => None,
-        };
+        let recorded = crate::tokens::recorded::read_recorded(f, session.format)?;
         let source = source_name(&session);
         let options = session_options(options, recorded.as_deref(), &source)?;
         let log = crate::replay::envelope::RecordedLog::read(f, session.format)?;
@@ -478,13 +475,13 @@ pub fn render_cost(
             "{}\n\n{}\n{}",
             header(options),
             crate::render::table(&COLUMNS, body, true),
-            left_out(rows)
+            left_out(rows) + &charged_notes(rows)
         ),
         Format::Table => format!(
             "{}\n{}\n{}",
             header(options),
             crate::render::table(&COLUMNS, body, false),
-            left_out(rows)
+            left_out(rows) + &charged_notes(rows)
         ),
     }
 }
@@ -515,6 +512,29 @@ fn left_out(rows: &[CostRow]) -> String {
             )
         }))
     .collect()
+}
+
+/// One line per log that records what its provider charged: the charge
+/// beside the list-price recomputation of the same requests, so a reader
+/// sees whether the price data holds for that log.
+pub fn charged_notes(rows: &[CostRow]) -> String {
+    rows.iter()
+        .filter_map(|r| Some((r, r.billed.as_ref()?)))
+        .filter_map(|(r, b)| Some((r, b, b.charged?)))
+        .map(|(r, b, charged)| {
+            let off = if charged > 0.0 {
+                format!("{:+.2} %", (b.dollars - charged) / charged * 100.0)
+            } else {
+                "-".to_string()
+            };
+            format!(
+                "{}: the provider charged {charged:.4} for these {} requests (the log's `usage.cost`); list prices give {:.4} ({off})\n",
+                crate::render::cell_text(&r.source, false),
+                b.requests,
+                b.dollars
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

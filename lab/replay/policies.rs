@@ -570,6 +570,16 @@ pub struct Sessions {
     pub counts: Vec<crate::replay::product_counts::CountSeries>,
 }
 
+/// The model a mini-swe-agent trajectory on disk records for its replies
+/// (an archive member is not re-read: it keeps the measure's prices).
+fn trajectory_model(session: &crate::import::ImportedSession) -> LabResult<Option<String>> {
+    if session.format != crate::import::TranscriptFormat::MiniSweAgent || !session.source.is_file()
+    {
+        return Ok(None);
+    }
+    crate::tokens::recorded::trajectory::first_model(&session.source)
+}
+
 /// A session's envelope and product, from its log's recorded usage where it has it.
 pub fn set_up(
     session: &crate::import::ImportedSession,
@@ -592,7 +602,8 @@ pub fn set_up(
         })
     });
     let recorded = log.as_ref().map_or(&[][..], |l| &l.requests[..]);
-    let model = crate::cache::bill::session_model(recorded);
+    let traj_model = trajectory_model(session)?;
+    let model = crate::cache::bill::session_model(recorded).or(traj_model.as_deref());
     let at = crate::cache::bill::located(&session_file(session), recorded, model);
     let pricing = measure
         .pricing
@@ -646,22 +657,17 @@ pub fn recorded_usage(
     import: &crate::import::ImportOptions,
     pricing: &Pricing,
 ) -> LabResult<Vec<crate::replay::cost_arms::CostRow>> {
-    use crate::import::TranscriptFormat;
     let mut rows = Vec::new();
     for file in files {
         let format = match import.format {
             Some(f) => f,
             None => crate::import::detect_format(file, &head(file)?),
         };
-        if matches!(
-            format,
-            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
-        ) {
+        if let Some(recorded) = crate::tokens::recorded::read_recorded(file, format)? {
             let name = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let recorded = crate::tokens::recorded::read_file(file)?;
             // The prediction beside the usage is priced as the replays are.
             let model = crate::cache::bill::session_model(&recorded);
             let at = crate::cache::bill::located(&name, &recorded, model);
@@ -803,6 +809,7 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
             b.prices
         ));
     }
+    s.push_str(&crate::replay::cost_arms::charged_notes(recorded));
     for r in recorded.iter().filter(|r| r.billed.is_some()) {
         if let Some(c) = r.covers.as_ref().filter(|c| c.subagent > 0) {
             s.push_str(&format!(

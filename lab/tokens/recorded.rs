@@ -84,6 +84,25 @@ pub struct RecordedRequest {
     pub usage: Usage,
     /// Output tokens and the 1-hour share of the writes.
     pub billing: Billing,
+    /// What the provider charged for the call, in dollars, where the log
+    /// records it (OpenRouter's `usage.cost` in a mini-swe-agent
+    /// trajectory); Claude Code logs record no charge.
+    pub charged: Option<f64>,
+}
+
+/// The recorded requests of a transcript whose format records its API
+/// usage: a Claude Code log ([`read_file`]) or a mini-swe-agent trajectory
+/// ([`trajectory::read_trajectory`]); `None` for a format without usage.
+pub fn read_recorded(
+    path: &Path,
+    format: crate::import::TranscriptFormat,
+) -> LabResult<Option<Vec<RecordedRequest>>> {
+    use crate::import::TranscriptFormat as F;
+    match format {
+        F::ClaudeJsonl | F::ChatJson => read_file(path).map(Some),
+        F::MiniSweAgent => trajectory::read_trajectory(path).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Reads a Claude Code `.jsonl` log or `chat.json` array (through the
@@ -164,6 +183,7 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
                     .and_then(Value::as_u64)
                     .unwrap_or(0),
             },
+            charged: None,
         });
     }
     out
@@ -302,6 +322,7 @@ pub mod assemble;
 pub mod reminders;
 pub mod stop_hooks;
 pub mod thinking;
+pub mod trajectory;
 
 #[cfg(test)]
 mod tests;

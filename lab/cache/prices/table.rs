@@ -252,10 +252,13 @@ impl PriceTable {
         if self.not_models.iter().any(|m| m == model) {
             return Some(Lookup::NotAModel);
         }
-        self.models
-            .iter()
-            .find(|m| m.answers_to(model))
-            .map(Lookup::Priced)
+        let find = |id: &str| self.models.iter().find(|m| m.answers_to(id));
+        // A router names a provider's model `provider/model` (OpenRouter's
+        // `google/gemini-3-pro-preview`, LiteLLM's `gemini/…`): the model
+        // after the last `/` is the one priced, unless the table names the
+        // routed id itself.
+        let routed = || model.rsplit_once('/').and_then(|(_, m)| find(m));
+        find(model).or_else(routed).map(Lookup::Priced)
     }
 
     /// [`PriceTable::lookup`], or a usage error naming the model, the

@@ -18,6 +18,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         line: None,
         messages: messages.to_vec(),
         billing: Default::default(),
+        charged: None,
         usage: Usage {
             input_tokens: u.0,
             cache_creation_input_tokens: u.1,

@@ -30,6 +30,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             line: None,
             messages: messages.clone(),
             billing: Default::default(),
+            charged: None,
             usage: Usage {
                 input_tokens: total.round() as u64,
                 ..Usage::default()

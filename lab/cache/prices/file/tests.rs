@@ -191,3 +191,20 @@ fn an_unknown_model_is_a_usage_error_naming_model_source_and_fix() {
     assert!(text.contains("--prices FILE"), "{text}");
     assert_eq!(e.exit_code(), 2);
 }
+
+#[test]
+fn a_routers_provider_prefix_names_the_providers_model() {
+    let t = PriceTable::builtin();
+    // OpenRouter's id for Gemini 3 Pro is priced as Google's model.
+    assert_eq!(
+        priced(&t, "google/gemini-3-pro-preview").model,
+        "gemini-3-pro-preview"
+    );
+    assert_eq!(
+        priced(&t, "openrouter/google/gemini-3-pro-preview").model,
+        "gemini-3-pro-preview"
+    );
+    // A prefix does not make an unknown model known.
+    assert!(t.lookup("google/no-such-model").is_none());
+    assert!(t.lookup("no-such-model").is_none());
+}

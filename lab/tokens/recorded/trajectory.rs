@@ -1,0 +1,166 @@
+//! The API requests a mini-swe-agent trajectory records, with their usage
+//! and what the provider charged.
+//!
+//! mini-swe-agent keeps each reply's raw API response beside the message
+//! (`messages[i].extra.response`, LiteLLM's `ModelResponse`). Its `usage` is
+//! OpenAI-shaped: `prompt_tokens` counts every prompt token, cached ones
+//! included (`prompt_tokens_details.cached_tokens`), and `completion_tokens`
+//! the generated ones, reasoning included. A router adds what the call was
+//! charged: OpenRouter's `usage.cost`, in dollars. So each reply gives one
+//! [`RecordedRequest`]: uncached input = prompt − cached, cache reads =
+//! cached, no cache writes (an implicit cache bills none), output =
+//! completion, and `charged` = `cost` where the response has it.
+//!
+//! The messages a request sent are the trajectory's messages before its
+//! reply, as the importer reads them (the system prompt aside, as in every
+//! replay); the k-th reply with usage is the k-th assistant message.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{Billing, RecordedRequest, Usage};
+use crate::error::{LabError, LabResult};
+use crate::import::{import_file, ImportOptions};
+use crate::message::Role;
+
+/// The model that answered the trajectory's first reply with a recorded
+/// response (what a replay of it is priced at), without importing it;
+/// `None` when no reply records one.
+pub fn first_model(path: &Path) -> LabResult<Option<String>> {
+    let doc = parse(path)?;
+    let model = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|m| m.pointer("/extra/response/model").and_then(Value::as_str));
+    Ok(model.map(str::to_string))
+}
+
+fn parse(path: &Path) -> LabResult<Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LabError::io("reading a recorded trajectory", path, e))?;
+    parse_text(&text, path)
+}
+
+fn parse_text(text: &str, path: &Path) -> LabResult<Value> {
+    serde_json::from_str(text).map_err(|e| LabError::Input {
+        file: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: format!("not a JSON trajectory: {e}"),
+        fix: "pass a mini-swe-agent .traj.json as written by mini-swe-agent".into(),
+    })
+}
+
+/// Reads the requests of a mini-swe-agent `.traj.json`. A reply without a
+/// `usage` is left out (an older trajectory, or a step that never reached
+/// the model); a usage whose cached tokens exceed its prompt tokens is
+/// inconsistent (exit 3, naming the line of the response).
+pub fn read_trajectory(path: &Path) -> LabResult<Vec<RecordedRequest>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LabError::io("reading a recorded trajectory", path, e))?;
+    let doc = parse_text(&text, path)?;
+    let session = import_file(path, &ImportOptions::default())?;
+    let replies: Vec<usize> = session
+        .main
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::Assistant)
+        .map(|(i, _)| i)
+        .collect();
+    let raw = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    let assistants = raw
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+    for (k, m) in assistants.enumerate() {
+        let Some(response) = m.pointer("/extra/response") else {
+            continue;
+        };
+        let Some(request) = request_of(response, &text, path)? else {
+            continue;
+        };
+        let before = replies.get(k).copied().unwrap_or(session.main.len());
+        out.push(RecordedRequest {
+            messages: session.main[..before].to_vec(),
+            ..request
+        });
+    }
+    Ok(out)
+}
+
+/// One response's request, without its messages; `None` without usage.
+fn request_of(response: &Value, text: &str, path: &Path) -> LabResult<Option<RecordedRequest>> {
+    let Some(usage) = response.get("usage").filter(|u| u.is_object()) else {
+        return Ok(None);
+    };
+    let n = |p: &str| usage.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    let (prompt, cached) = (
+        n("/prompt_tokens"),
+        n("/prompt_tokens_details/cached_tokens"),
+    );
+    let id = response
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let (line, column) = position(text, &id);
+    if cached > prompt {
+        return Err(LabError::Input {
+            file: path.to_path_buf(),
+            line,
+            column,
+            message: format!(
+                "inconsistent usage: response `{id}` reports {cached} cached prompt tokens of {prompt} prompt tokens in all"
+            ),
+            fix: "the usage does not belong to this response (an edited log); repair the record or replay without --cost".into(),
+        });
+    }
+    Ok(Some(RecordedRequest {
+        id,
+        chain: String::new(),
+        sidechain: false,
+        model: response
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        at_ms: response
+            .get("created")
+            .and_then(Value::as_i64)
+            .map(|s| s.saturating_mul(1000)),
+        sent_ms: None,
+        messages: Vec::new(),
+        resent_units: 0.0,
+        prompts_after_stop_hook: 0,
+        line: (line > 0).then_some(line),
+        usage: Usage {
+            input_tokens: prompt - cached,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: cached,
+        },
+        billing: Billing {
+            output_tokens: n("/completion_tokens"),
+            cache_write_1h_tokens: 0,
+        },
+        charged: usage.get("cost").and_then(Value::as_f64),
+    }))
+}
+
+/// 1-based line and column of the first occurrence of `id` (0, 0 when empty
+/// or absent).
+fn position(text: &str, id: &str) -> (usize, usize) {
+    let Some(at) = (!id.is_empty()).then(|| text.find(id)).flatten() else {
+        return (0, 0);
+    };
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
