@@ -224,3 +224,26 @@ fn is_text_part(p: &Value) -> bool {
     p.get("type").and_then(Value::as_str) == Some("text")
         && p.get("text").is_some_and(Value::is_string)
 }
+
+/// One reply's raw API response, if it kept one, and the 1-based line and
+/// column of its message.
+pub type Response = (Option<Value>, (usize, usize));
+
+/// The raw API response each assistant message of a trajectory keeps
+/// (`extra.response`), with the 1-based line and column of its message, in
+/// order; a message without one gives `None`. Read by streaming, so a cut
+/// file yields the replies before the cut (the import reports the damage).
+pub fn responses(path: &std::path::Path) -> LabResult<Vec<Response>> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| crate::error::LabError::io("reading a trajectory", path, e))?;
+    let reader = std::io::BufReader::new(file);
+    let mut out = Vec::new();
+    for_each_element(reader, path, &["messages"], &[], |mut v, line, column| {
+        if v.get("role").and_then(Value::as_str) == Some("assistant") {
+            let response = v.pointer_mut("/extra/response").map(Value::take);
+            out.push((response, (line, column)));
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}

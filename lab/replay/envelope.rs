@@ -299,6 +299,34 @@ fn task_prefix(session: &ImportedSession, counter: &dyn TokenCounter) -> Option<
     first.sent.checked_sub(logged).map(|t| t as usize)
 }
 
+/// A mini-swe-agent trajectory's envelope from its first recorded reply:
+/// the prompt tokens its API response reports less the messages sent with
+/// it (everything before the first reply), counted. The system prompt is
+/// logged, so what remains is the difference between the provider's
+/// tokenizer and the run's counter on those messages plus what the log
+/// leaves out. `None` for other formats, a trajectory not on disk (an
+/// archive member), without usage, or when the messages alone count more.
+fn trajectory_prefix(
+    session: &ImportedSession,
+    counter: &dyn TokenCounter,
+) -> LabResult<Option<usize>> {
+    if session.format != TranscriptFormat::MiniSweAgent || !session.source.is_file() {
+        return Ok(None);
+    }
+    let Some(prompt) = crate::tokens::recorded::trajectory::first_prompt_tokens(&session.source)?
+    else {
+        return Ok(None);
+    };
+    let first_reply = session
+        .main
+        .iter()
+        .position(|m| m.role == crate::message::Role::Assistant)
+        .unwrap_or(session.main.len());
+    let system: usize = session.system.iter().map(|s| counter.count(s)).sum();
+    let logged = (counter.count_messages(&session.main[..first_reply]) + system) as u64;
+    Ok(prompt.checked_sub(logged).map(|t| t as usize + system))
+}
+
 /// The zoo policy that ports the product that wrote `session`: the format's
 /// ([`product_policy`]), except for a Cline task (a Roo Code / Cline
 /// history that Cline truncated): `cline-focus-chain` when the model
@@ -398,6 +426,9 @@ pub fn envelope_for(
                 });
             }
             if let Some(tokens) = task_prefix(session, counter) {
+                return Ok(fixed(tokens, Basis::Recorded));
+            }
+            if let Some(tokens) = trajectory_prefix(session, counter)? {
                 return Ok(fixed(tokens, Basis::Recorded));
             }
             if !session.system.is_empty() {

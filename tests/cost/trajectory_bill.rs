@@ -145,43 +145,53 @@ fn every_corpus_run_is_billed_as_the_provider_charged_it() {
 }
 
 /// A trajectory whose reply reports more cached than prompt tokens is
-/// refused at the line of that response, with a fix.
+/// refused at the line and column of that reply, with a fix.
 #[test]
-fn inconsistent_usage_names_the_line_of_the_response() {
+fn inconsistent_usage_names_the_line_of_the_reply() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.traj.json");
-    let doc = serde_json::json!({
-        "trajectory_format": "mini-swe-agent-1",
-        "info": {},
-        "messages": [
-            {"role": "system", "content": "You are a helpful assistant."},
-            {"role": "user", "content": "Fix the bug."},
-            {"role": "assistant", "content": "THOUGHT: look.\n\n```bash\nls\n```", "extra": {"response": {
-                "id": "gen-1", "model": "google/gemini-3-pro-preview",
-                "usage": {"prompt_tokens": 10, "completion_tokens": 3,
-                          "prompt_tokens_details": {"cached_tokens": 11}}}}},
-            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na\n</output>"}
-        ]
-    });
-    std::fs::write(&path, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let messages = [
+        serde_json::json!({"role": "system", "content": "You are a helpful assistant."}),
+        serde_json::json!({"role": "user", "content": "Fix the bug."}),
+        serde_json::json!({"role": "assistant", "content": "THOUGHT: look.\n\n```bash\nls\n```", "extra": {"response": {
+            "id": "gen-1", "model": "google/gemini-3-pro-preview",
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3,
+                      "prompt_tokens_details": {"cached_tokens": 11}}}}}),
+        serde_json::json!({"role": "user", "content": "<returncode>0</returncode>\n<output>\na\n</output>"}),
+    ];
+    // One message per line: the reply is on line 4.
+    let body: Vec<String> = messages.iter().map(|m| m.to_string()).collect();
+    let text = format!(
+        "{{\"trajectory_format\": \"mini-swe-agent-1\", \"info\": {{}}, \"messages\": [\n{}\n]}}\n",
+        body.join(",\n")
+    );
+    std::fs::write(&path, text).unwrap();
     let err = ctxlab::tokens::recorded::trajectory::read_trajectory(&path).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("bad.traj.json:"), "{text}");
+    assert!(text.contains("bad.traj.json:4:1"), "{text}");
     assert!(text.contains("11 cached prompt tokens of 10"), "{text}");
     assert_eq!(err.exit_code(), 3, "{text}");
-    let line: usize = text
-        .split("bad.traj.json:")
-        .nth(1)
-        .and_then(|t| t.split(':').next())
-        .and_then(|l| l.parse().ok())
-        .unwrap();
-    let want = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .position(|l| l.contains("gen-1"))
-        .unwrap()
-        + 1;
-    assert_eq!(line, want, "{text}");
+}
+
+/// A cut trajectory gives the replies before the cut (the import reports
+/// the damage), rather than failing the replay.
+#[test]
+fn a_cut_trajectory_gives_the_replies_before_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.traj.json");
+    let reply = serde_json::json!({"role": "assistant", "content": "THOUGHT: go.\n\n```bash\nls\n```",
+        "extra": {"response": {"id": "gen-1", "model": "google/gemini-3-pro-preview",
+            "usage": {"prompt_tokens": 100, "completion_tokens": 3}}}});
+    let text = format!(
+        "{{\"messages\": [{}, {}, {}, {{\"role\": \"user\", \"content\": \"<returncode>0</retur",
+        serde_json::json!({"role": "system", "content": "s"}),
+        serde_json::json!({"role": "user", "content": "Fix the bug."}),
+        reply
+    );
+    std::fs::write(&path, text).unwrap();
+    let r = ctxlab::tokens::recorded::trajectory::read_trajectory(&path).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].usage.input_tokens, 100);
 }
 
 /// The lab's reading of a well-formed reply: uncached = prompt − cached,

@@ -169,3 +169,40 @@ fn each_recorded_reply_anchors_the_products_count() {
     // Its summary, unframed, is the recorded answer the product's policy gets.
     assert_eq!(product_summaries(&session), vec!["y".repeat(800)]);
 }
+
+/// A mini-swe-agent trajectory whose first reply recorded `prompt` tokens.
+fn trajectory(prompt: u64) -> tempfile::NamedTempFile {
+    let doc = serde_json::json!({
+        "trajectory_format": "mini-swe-agent-1", "info": {},
+        "messages": [
+            {"role": "system", "content": "s".repeat(400)},
+            {"role": "user", "content": "t".repeat(800)},
+            {"role": "assistant", "content": "THOUGHT: go.\n\n```bash\nls\n```",
+             "extra": {"response": {"id": "gen-1", "model": "google/gemini-3-pro-preview",
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 9}}}},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na\n</output>"}
+        ]
+    });
+    let mut f = tempfile::Builder::new()
+        .suffix(".traj.json")
+        .tempfile()
+        .unwrap();
+    std::io::Write::write_all(&mut f, doc.to_string().as_bytes()).unwrap();
+    f
+}
+
+#[test]
+fn a_trajectorys_first_recorded_reply_sizes_its_envelope() {
+    let f = trajectory(1_000);
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let e = envelope_for(&session, None, EnvelopeArg::Auto, &Approx).unwrap();
+    assert_eq!(e.basis, Basis::Recorded);
+    // Recorded prompt less the task, counted: the system prompt and the rest.
+    let task = Approx.count_messages(&session.main[..1]);
+    assert_eq!(e.prefix.tokens, 1_000 - task);
+    // Fewer recorded tokens than the logged messages: the logged system prompt.
+    let f = trajectory(10);
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let e = envelope_for(&session, None, EnvelopeArg::Auto, &Approx).unwrap();
+    assert_eq!(e.basis, Basis::LoggedSystem);
+}

@@ -28,40 +28,28 @@ use crate::message::Role;
 /// response (what a replay of it is priced at), without importing it;
 /// `None` when no reply records one.
 pub fn first_model(path: &Path) -> LabResult<Option<String>> {
-    let doc = parse(path)?;
-    let model = doc
-        .get("messages")
-        .and_then(Value::as_array)
+    let responses = crate::import::mini_swe::responses(path)?;
+    Ok(responses
         .into_iter()
-        .flatten()
-        .find_map(|m| m.pointer("/extra/response/model").and_then(Value::as_str));
-    Ok(model.map(str::to_string))
+        .find_map(|(r, _)| r?.get("model").and_then(Value::as_str).map(str::to_string)))
 }
 
-fn parse(path: &Path) -> LabResult<Value> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LabError::io("reading a recorded trajectory", path, e))?;
-    parse_text(&text, path)
-}
-
-fn parse_text(text: &str, path: &Path) -> LabResult<Value> {
-    serde_json::from_str(text).map_err(|e| LabError::Input {
-        file: path.to_path_buf(),
-        line: e.line(),
-        column: e.column(),
-        message: format!("not a JSON trajectory: {e}"),
-        fix: "pass a mini-swe-agent .traj.json as written by mini-swe-agent".into(),
-    })
+/// The prompt tokens the trajectory's first reply with a recorded usage
+/// reports (the request that carried the system prompt and the task);
+/// `None` when no reply records one.
+pub fn first_prompt_tokens(path: &Path) -> LabResult<Option<u64>> {
+    let responses = crate::import::mini_swe::responses(path)?;
+    Ok(responses
+        .into_iter()
+        .find_map(|(r, _)| r?.pointer("/usage/prompt_tokens").and_then(Value::as_u64)))
 }
 
 /// Reads the requests of a mini-swe-agent `.traj.json`. A reply without a
 /// `usage` is left out (an older trajectory, or a step that never reached
 /// the model); a usage whose cached tokens exceed its prompt tokens is
-/// inconsistent (exit 3, naming the line of the response).
+/// inconsistent (exit 3, naming the line of the reply).
 pub fn read_trajectory(path: &Path) -> LabResult<Vec<RecordedRequest>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LabError::io("reading a recorded trajectory", path, e))?;
-    let doc = parse_text(&text, path)?;
+    let responses = crate::import::mini_swe::responses(path)?;
     let session = import_file(path, &ImportOptions::default())?;
     let replies: Vec<usize> = session
         .main
@@ -70,20 +58,14 @@ pub fn read_trajectory(path: &Path) -> LabResult<Vec<RecordedRequest>> {
         .filter(|(_, m)| m.role == Role::Assistant)
         .map(|(i, _)| i)
         .collect();
-    let raw = doc
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
     let mut out = Vec::new();
-    let assistants = raw
-        .iter()
-        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
-    for (k, m) in assistants.enumerate() {
-        let Some(response) = m.pointer("/extra/response") else {
-            continue;
-        };
-        let Some(request) = request_of(response, &text, path)? else {
+    for (k, (response, at)) in responses.iter().enumerate() {
+        let Some(request) = response
+            .as_ref()
+            .map(|r| request_of(r, at, path))
+            .transpose()?
+            .flatten()
+        else {
             continue;
         };
         let before = replies.get(k).copied().unwrap_or(session.main.len());
@@ -96,7 +78,11 @@ pub fn read_trajectory(path: &Path) -> LabResult<Vec<RecordedRequest>> {
 }
 
 /// One response's request, without its messages; `None` without usage.
-fn request_of(response: &Value, text: &str, path: &Path) -> LabResult<Option<RecordedRequest>> {
+fn request_of(
+    response: &Value,
+    (line, column): &(usize, usize),
+    path: &Path,
+) -> LabResult<Option<RecordedRequest>> {
     let Some(usage) = response.get("usage").filter(|u| u.is_object()) else {
         return Ok(None);
     };
@@ -110,12 +96,11 @@ fn request_of(response: &Value, text: &str, path: &Path) -> LabResult<Option<Rec
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let (line, column) = position(text, &id);
     if cached > prompt {
         return Err(LabError::Input {
             file: path.to_path_buf(),
-            line,
-            column,
+            line: *line,
+            column: *column,
             message: format!(
                 "inconsistent usage: response `{id}` reports {cached} cached prompt tokens of {prompt} prompt tokens in all"
             ),
@@ -139,7 +124,7 @@ fn request_of(response: &Value, text: &str, path: &Path) -> LabResult<Option<Rec
         messages: Vec::new(),
         resent_units: 0.0,
         prompts_after_stop_hook: 0,
-        line: (line > 0).then_some(line),
+        line: Some(*line),
         usage: Usage {
             input_tokens: prompt - cached,
             cache_creation_input_tokens: 0,
@@ -151,16 +136,4 @@ fn request_of(response: &Value, text: &str, path: &Path) -> LabResult<Option<Rec
         },
         charged: usage.get("cost").and_then(Value::as_f64),
     }))
-}
-
-/// 1-based line and column of the first occurrence of `id` (0, 0 when empty
-/// or absent).
-fn position(text: &str, id: &str) -> (usize, usize) {
-    let Some(at) = (!id.is_empty()).then(|| text.find(id)).flatten() else {
-        return (0, 0);
-    };
-    let before = &text[..at];
-    let line = before.matches('\n').count() + 1;
-    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    (line, column)
 }
