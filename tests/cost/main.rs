@@ -14,3 +14,4 @@ mod optimal;
 mod prices_cli;
 mod recorded_dollars;
 mod same_base;
+mod subagents;
