@@ -225,14 +225,7 @@ fn conversation_rows(
     };
     let mut rows = session_rows(session, names, &replay, &options)?;
     if let Some(l) = log {
-        let conversation = crate::replay::subagents::conversation(session);
-        rows.extend(recorded_rows(
-            &session.label,
-            &conversation,
-            &l.requests,
-            &l.left_out,
-            &options,
-        )?);
+        rows.extend(recorded_rows(session, &l.requests, &l.left_out, &options)?);
     }
     Ok(rows)
 }
@@ -341,29 +334,29 @@ fn builder_name(t: Tokens) -> String {
     t.counter().name().to_string()
 }
 
-/// The two recorded arms of one conversation of a Claude Code log (its
-/// main chain, or a subagent replayed as a session of its own) over
-/// `requests`, that conversation's recorded requests; `left_out`, the
+/// The two recorded arms of `session`, one conversation of a Claude Code
+/// log (its main chain, or a subagent replayed as a session of its own),
+/// over `requests`, that conversation's recorded requests; `left_out`, the
 /// log's subagent requests in no conversation's rows, named beside. A
-/// request whose model has no price refuses the log.
+/// request whose model has no price refuses the log (the error names the
+/// file and line).
 pub fn recorded_rows(
-    source: &str,
-    conversation: &str,
+    session: &ImportedSession,
     requests: &[RecordedRequest],
     left_out: &[RecordedRequest],
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
-    let main = requests;
+    let (file, source) = (source_name(session), session.label.as_str());
     let covers = Coverage {
-        conversation: conversation.to_string(),
-        requests: main.len(),
+        conversation: crate::replay::subagents::conversation(session),
+        requests: requests.len(),
         left_out: left_out.len(),
         // `+ 0.0`: an empty sum is -0.0, printed as such.
-        left_out_billed: bill(source, left_out, &options.prices)?.dollars + 0.0,
+        left_out_billed: bill(&file, left_out, &options.prices)?.dollars + 0.0,
     };
-    let billed = bill(source, main, &options.prices)?;
-    let (model, validation) = validate(main, &options.provider, &options.sheet);
-    let usage = usage_report(main, &model, &validation, &billed);
+    let billed = bill(&file, requests, &options.prices)?;
+    let (model, validation) = validate(requests, &options.provider, &options.sheet);
+    let usage = usage_report(requests, &model, &validation, &billed);
     // Both recorded rows count a break as a collapsed read, the only break
     // the recorded usage can show.
     let mut model = model;

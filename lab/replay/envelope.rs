@@ -256,8 +256,27 @@ impl RecordedLog {
         let log = Self::read(&session.source, session.format)?;
         Ok(match (log, session.subagent) {
             (Some(mut l), Some(_)) => l.subagents(std::slice::from_ref(session)).pop(),
-            (l, _) => l,
+            (Some(l), None) => Some(l.own_main(session)),
+            (None, _) => None,
         })
+    }
+
+    /// The log of `session`'s main conversation: as read, unless the log
+    /// has no main chain and the import replays one of its sidechains in
+    /// its place (`main_from_sidechain`): then that sidechain's requests,
+    /// the rest still [`RecordedLog::left_out`].
+    pub fn own_main(mut self, session: &ImportedSession) -> RecordedLog {
+        if session.main_from_sidechain.is_none() {
+            return self;
+        }
+        let mut own = self.subagents(std::slice::from_ref(session));
+        match own.pop() {
+            Some(mut main) => {
+                main.left_out = self.left_out;
+                main
+            }
+            None => self,
+        }
     }
 
     /// This log without its requests (the text and ids shared).

@@ -536,8 +536,7 @@ pub fn replay_logged(
     };
     let recorded = match (&setup.pricing, &log) {
         (Some(p), Some(l)) => crate::replay::cost_arms::recorded_rows(
-            &session.label,
-            &crate::replay::subagents::conversation(session),
+            session,
             &l.requests,
             &l.left_out,
             &p.options(),

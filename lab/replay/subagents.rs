@@ -47,7 +47,8 @@ pub fn sessions_of(
 ) -> LabResult<Vec<LoggedSession>> {
     let mut out = Vec::new();
     for session in crate::import::import_file_sessions(file, import)? {
-        let mut log = RecordedLog::read(&session.source, session.format)?;
+        let read = RecordedLog::read(&session.source, session.format)?;
+        let mut log = read.map(|l| l.own_main(&session));
         let subs = match (&mut log, which.main_chain_only) {
             (Some(l), false) => {
                 let sessions = session.subagent_sessions();
@@ -69,10 +70,13 @@ pub fn sessions_of(
 }
 
 /// Whose requests a session's recorded rows cover: `main chain`, or
-/// `subagent N`.
+/// `subagent N` (`subagent N (no main chain)` for the sidechain a log of
+/// subagents only replays as its main conversation).
 pub fn conversation(session: &ImportedSession) -> String {
-    match session.subagent {
-        Some(n) => format!("subagent {n}"),
-        None => "main chain".to_string(),
+    match (session.subagent, session.main_from_sidechain) {
+        (Some(n), _) => format!("subagent {n}"),
+        // A log of subagents only replays its longest in place of a main chain.
+        (None, Some(k)) => format!("subagent {} (no main chain)", k + 1),
+        (None, None) => "main chain".to_string(),
     }
 }

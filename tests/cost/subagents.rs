@@ -216,6 +216,22 @@ fn main_chain_and_subagent_rows_together_are_the_whole_bill() {
         .map(|r| r["report"]["requests"].as_array().unwrap().len())
         .collect();
     assert_eq!(nones, [4, 3, 2]);
+    // --optimal schedules each session, the subagents too, and bounds each run.
+    let opt = none_json(&file, &["--optimal"]);
+    let optima: Vec<&str> = opt["optimal"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        optima,
+        ["s.jsonl", "s.jsonl › subagent 1", "s.jsonl › subagent 2"],
+        "{opt}"
+    );
+    for c in opt["cost"].as_array().unwrap() {
+        assert!(c["regret"]["bound"].is_number(), "{c}");
+    }
     // --main-chain-only: one session, the subagents named beside.
     let only = none_json(&file, &["--main-chain-only"]);
     assert_eq!(replayed(&only), [("s.jsonl".to_string(), 4)]);
@@ -280,4 +296,75 @@ fn on_the_shared_logs_every_request_is_in_one_conversation() {
         }
     }
     assert!(subagents > 0, "no shared log has a subagent");
+}
+
+/// A corpus (a directory) streams each subagent after its log, as a named
+/// file's replay does; `--main-chain-only` leaves them out there too.
+#[test]
+fn a_corpus_streams_the_subagents_after_their_log() {
+    let dir = tempfile::tempdir().unwrap();
+    common::write(dir.path(), "s.jsonl", &common::jsonl(&log()));
+    let d = dir.path().to_str().unwrap();
+    let sessions = |extra: &[&str]| -> Vec<(String, u64)> {
+        let mut args = vec!["replay", d, "--policy", "none", "--format", "jsonl"];
+        args.extend_from_slice(extra);
+        common::lab_ok(&args)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let name = v["session"].as_str().unwrap().to_string();
+                (name, v["calls"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    assert_eq!(
+        sessions(&[]),
+        [
+            ("s.jsonl".to_string(), 4),
+            ("s.jsonl › subagent 1".to_string(), 3),
+            ("s.jsonl › subagent 2".to_string(), 2),
+        ]
+    );
+    assert_eq!(
+        sessions(&["--main-chain-only"]),
+        [("s.jsonl".to_string(), 4)]
+    );
+}
+
+/// A log of subagents only (a sub-agent's own file): its longest sidechain
+/// is replayed as the main conversation, on that sidechain's own requests
+/// and envelope; the other is a subagent session; together the whole bill.
+#[test]
+fn a_log_of_subagents_only_replays_each_on_its_own_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut records = conversation(Some("explore"), "claude-haiku-4-5-20251001", 3, 9_000);
+    records.extend(conversation(
+        Some("review"),
+        "claude-haiku-4-5-20251001",
+        2,
+        11_000,
+    ));
+    let file = common::write(dir.path(), "s.jsonl", &common::jsonl(&records));
+    let (requests, dollars) = whole_bill(&file);
+    let v = none_json(&file, &[]);
+    let (n, billed, left_out) = recorded_sum(&v);
+    assert_eq!((n, left_out), (requests, 0), "{v}");
+    assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
+    assert_eq!(
+        replayed(&v),
+        [
+            ("s.jsonl".to_string(), 3),
+            ("s.jsonl › subagent 2".to_string(), 2),
+        ]
+    );
+    let conversations: Vec<&str> = v["recorded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["arm"] == "recorded-usage")
+        .map(|r| r["covers"]["conversation"].as_str().unwrap())
+        .collect();
+    assert_eq!(conversations, ["subagent 1 (no main chain)", "subagent 2"]);
+    let first = v["envelopes"][0]["tokens"].as_u64().unwrap();
+    assert!(first > 8_000 && first < 9_007, "{v}");
 }
