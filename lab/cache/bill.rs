@@ -57,8 +57,16 @@ pub fn tokens_of(r: &RecordedRequest) -> Tokens {
 /// The session's model: the one that answered most main-chain requests
 /// (the first seen on a tie); subagent and side calls do not count.
 pub fn session_model(recorded: &[RecordedRequest]) -> Option<&str> {
+    conversation_model(recorded.iter().filter(|r| !r.sidechain))
+}
+
+/// The model that answered most of one conversation's `requests` (the
+/// first seen on a tie): a subagent's, over its own requests.
+pub fn conversation_model<'a>(
+    requests: impl IntoIterator<Item = &'a RecordedRequest>,
+) -> Option<&'a str> {
     let mut counts: Vec<(&str, usize)> = Vec::new();
-    for r in recorded.iter().filter(|r| !r.sidechain) {
+    for r in requests {
         match counts.iter_mut().find(|(m, _)| *m == r.model) {
             Some((_, n)) => *n += 1,
             None => counts.push((&r.model, 1)),
@@ -213,6 +221,11 @@ mod tests {
             Some("claude-haiku-4-5-20251001")
         );
         assert_eq!(session_model(&[]), None);
+        // A subagent's own requests name its model.
+        assert_eq!(
+            conversation_model(&recorded[3..]),
+            Some("claude-haiku-4-5-20251001")
+        );
     }
 
     #[test]

@@ -667,6 +667,7 @@ impl Records {
             let built = self.run(plan.msgs, keep_side, sink)?;
             if keep_side {
                 session.sidechains.push(built.msgs);
+                session.sidechain_origins.push(built.origins.clone());
                 side_origins.push(built.origins);
             }
         }

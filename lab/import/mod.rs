@@ -89,6 +89,7 @@ pub mod trajectories;
 mod claude_records;
 mod readback;
 mod stream;
+mod subagents;
 
 pub(crate) use repair::repair_pairs;
 
@@ -440,6 +441,15 @@ pub struct ImportedSession {
     pub main_from_sidechain: Option<usize>,
     /// Sidechain conversations (Claude Code sub-agents), one per chain root, in file order.
     pub sidechains: Vec<Vec<Message>>,
+    /// Where each sidechain's messages came from (parallel to `sidechains`):
+    /// a subagent replayed as a session of its own needs its lines (to pair
+    /// replies with recorded requests), times and recorded sizes.
+    pub(crate) sidechain_origins: Vec<Vec<Origin>>,
+    /// For a subagent replayed as a session of its own
+    /// ([`ImportedSession::subagent_sessions`]): its number among the log's
+    /// subagent conversations, from 1 in file order; `None` for a log's
+    /// main conversation and every other session.
+    pub subagent: Option<usize>,
     /// Non-sidechain chains not reachable from the main leaf (e.g. an earlier
     /// conversation in the same file), in file order.
     pub detached: Vec<Vec<Message>>,
@@ -555,6 +565,8 @@ impl ImportedSession {
             main_sent_chars: Vec::new(),
             main_from_sidechain: None,
             sidechains: Vec::new(),
+            sidechain_origins: Vec::new(),
+            subagent: None,
             detached: Vec::new(),
             real_compactions: Vec::new(),
             real_compaction_meta: Vec::new(),

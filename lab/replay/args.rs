@@ -105,6 +105,13 @@ pub struct ReplayArgs {
     /// replaying: prints what the whole run prints, byte for byte.
     #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["policy", "profile", "shard"])]
     pub merge: Vec<std::path::PathBuf>,
+    /// With --policy or --cost: replay a Claude Code log's main chain only.
+    /// By default each of its subagent conversations is replayed too, as a
+    /// session of its own (`FILE › subagent N`: its own envelope, model and
+    /// recorded rows), since the recorded bill includes them; with this
+    /// flag the subagents' requests are only named beside the recorded rows.
+    #[arg(long)]
+    pub main_chain_only: bool,
     /// Print prompt-cache cost per session × arm (none, profiles, recorded); with
     /// --policy, the cost of every policy beside its loss counters.
     #[arg(long)]
@@ -203,6 +210,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
             sheet: a.sheet,
             prices: a.prices,
             envelope: a.envelope,
+            conversations: conversations(a.main_chain_only),
         };
         return cost_arms::cli(&args, &options, &import, format);
     }
@@ -275,6 +283,7 @@ fn replay_policies(
         envelope: a.envelope,
         dump: a.dump.map(|d| (d, a.wire)),
         exec_timeout: a.exec_timeout,
+        conversations: conversations(a.main_chain_only),
     };
     let outputs = super::Outputs {
         plot: a.plot,
@@ -296,6 +305,11 @@ fn replay_policies(
     super::replay_command(
         &a.files, &policies, a.path_len, import, measure, outputs, format,
     )
+}
+
+/// Which conversations of a Claude Code log `--main-chain-only` leaves.
+fn conversations(main_chain_only: bool) -> super::subagents::Conversations {
+    super::subagents::Conversations { main_chain_only }
 }
 
 /// `--exec-timeout`: a positive number of seconds, at most a day.

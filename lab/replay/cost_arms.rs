@@ -24,7 +24,7 @@ use crate::cache::recorded::{validate, Validation};
 use crate::cache::session::{none_requests, RequestBuilder};
 use crate::cache::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
 use crate::error::{LabError, LabResult};
-use crate::import::{import_file, ImportOptions, ImportedSession};
+use crate::import::{ImportOptions, ImportedSession};
 use crate::tokens::recorded::RecordedRequest;
 use crate::tokens::Tokens;
 
@@ -48,6 +48,9 @@ pub struct CostOptions {
     /// The fixed prefix the replayed arms carry (`--envelope`).
     #[serde(skip)]
     pub envelope: crate::replay::envelope::EnvelopeArg,
+    /// Which conversations of a Claude Code log are priced: by default the
+    /// main chain and each subagent as a session of its own.
+    pub conversations: crate::replay::subagents::Conversations,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
@@ -61,6 +64,7 @@ impl Default for CostOptions {
             prices: PriceTable::builtin(),
             by_model: false,
             envelope: Default::default(),
+            conversations: Default::default(),
         }
     }
 }
@@ -95,6 +99,8 @@ pub struct CostArgs {
     pub prices: Option<PathBuf>,
     /// `--envelope`: the fixed prefix of the replayed arms.
     pub envelope: crate::replay::envelope::EnvelopeArg,
+    /// `--main-chain-only`: leave the subagents out.
+    pub conversations: crate::replay::subagents::Conversations,
 }
 
 /// `lab replay … --cost`: prices every arm and renders the rows.
@@ -110,6 +116,7 @@ pub fn cli(
         prices: load_prices(args.prices.as_deref())?,
         by_model: args.sheet.is_none(),
         envelope: args.envelope,
+        conversations: args.conversations,
         ..CostOptions::default()
     }
     .with_sheet(args.sheet.as_deref().unwrap_or(prices::DEFAULT_SHEET))?;
@@ -151,17 +158,22 @@ pub struct CostRow {
     pub covers: Option<Coverage>,
 }
 
-/// Which recorded requests a row covers: the main chain, as a replay of
-/// the session sends it; the subagents' conversations are left out (replay
-/// each as a session of its own) and their bill is given beside.
+/// Which recorded requests a row covers: one conversation's, the same
+/// requests a replay of that conversation sends (the main chain, or one
+/// subagent replayed as a session of its own).
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Coverage {
-    /// Main-chain requests in the row.
-    pub main_chain: usize,
-    /// Subagent (sidechain) requests of the log not in the row.
-    pub subagent: usize,
+    /// Whose requests: `main chain`, or `subagent N` (the log's subagent
+    /// conversations numbered from 1 in file order).
+    pub conversation: String,
+    /// Requests in the row.
+    pub requests: usize,
+    /// Subagent requests of the log in no recorded row: every one with
+    /// `--main-chain-only`, else those that pair with no subagent message
+    /// the import kept. Named on the main chain's rows (0 on a subagent's).
+    pub left_out: usize,
     /// What those were billed, output included, each at its model's price.
-    pub subagent_billed: f64,
+    pub left_out_billed: f64,
 }
 
 /// Prices every arm of every file.
@@ -186,28 +198,67 @@ pub fn run_cost(
     };
     let mut rows = Vec::new();
     for f in files {
-        let session = import_file(f, import)?;
-        let recorded = crate::tokens::recorded::read_recorded(f, session.format)?;
-        let source = source_name(&session);
-        let options = session_options(options, recorded.as_deref(), &source)?;
-        let log = crate::replay::envelope::RecordedLog::read(f, session.format)?;
-        let counter = options.tokens.counter();
-        let envelope = crate::replay::envelope::envelope_for(
-            &session,
-            log.as_ref(),
-            options.envelope,
-            counter.as_ref(),
-        )?;
-        let replay = ReplayOptions {
-            cost_envelope: envelope.prefix.tokens as u64,
-            ..replay.clone()
-        };
-        rows.extend(session_rows(&session, &names, &replay, &options)?);
-        if let Some(recorded) = recorded {
-            rows.extend(recorded_rows(&source, &recorded, &options)?);
+        for logged in crate::replay::subagents::sessions_of(f, import, options.conversations)? {
+            rows.extend(conversation_rows(&logged, &names, &replay, options)?);
         }
     }
     Ok(rows)
+}
+
+/// Every arm of one session (a log's main chain or one of its subagents),
+/// and its recorded rows when its log records usage.
+fn conversation_rows(
+    logged: &crate::replay::subagents::LoggedSession,
+    names: &[&str],
+    replay: &ReplayOptions,
+    options: &CostOptions,
+) -> LabResult<Vec<CostRow>> {
+    let (session, log) = (&logged.session, logged.log.as_ref());
+    let trajectory = trajectory_requests(session)?;
+    let recorded = log.map(|l| &l.requests[..]).or(trajectory.as_deref());
+    let options = session_options(options, recorded, &source_name(session))?;
+    let counter = options.tokens.counter();
+    let envelope =
+        crate::replay::envelope::envelope_for(session, log, options.envelope, counter.as_ref())?;
+    let replay = ReplayOptions {
+        cost_envelope: envelope.prefix.tokens as u64,
+        ..replay.clone()
+    };
+    let mut rows = session_rows(session, names, &replay, &options)?;
+    rows.extend(own_recorded_rows(
+        session,
+        log,
+        trajectory.as_deref(),
+        &options,
+    )?);
+    Ok(rows)
+}
+
+/// The recorded requests of a mini-swe-agent trajectory on disk (its
+/// replies' API responses); `None` for any other session, and for an
+/// archive member, which is not re-read.
+pub fn trajectory_requests(session: &ImportedSession) -> LabResult<Option<Vec<RecordedRequest>>> {
+    if session.format != crate::import::TranscriptFormat::MiniSweAgent || !session.source.is_file()
+    {
+        return Ok(None);
+    }
+    crate::tokens::recorded::trajectory::read_trajectory(&session.source).map(Some)
+}
+
+/// The recorded rows of a session on its own requests: its conversation's
+/// in a Claude Code log (`log`), else a trajectory's (`trajectory`); none
+/// for a format that records no usage.
+pub fn own_recorded_rows(
+    session: &ImportedSession,
+    log: Option<&crate::replay::envelope::RecordedLog>,
+    trajectory: Option<&[RecordedRequest]>,
+    options: &CostOptions,
+) -> LabResult<Vec<CostRow>> {
+    match (log, trajectory) {
+        (Some(l), _) => recorded_rows(session, &l.requests, &l.left_out, options),
+        (None, Some(t)) => recorded_rows(session, t, &[], options),
+        (None, None) => Ok(Vec::new()),
+    }
 }
 
 /// With [`CostOptions::by_model`], the options for one log: its session
@@ -218,7 +269,7 @@ fn session_options(
     recorded: Option<&[RecordedRequest]>,
     source: &str,
 ) -> LabResult<CostOptions> {
-    let model = recorded.and_then(crate::cache::bill::session_model);
+    let model = recorded.and_then(crate::cache::bill::conversation_model);
     let mut o = options.clone();
     if options.by_model {
         let at = crate::cache::bill::located(source, recorded.unwrap_or_default(), model);
@@ -263,7 +314,7 @@ fn session_rows(
     replay: &ReplayOptions,
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
-    let source = source_name(session);
+    let source = session.label.clone();
     let mut builder = RequestBuilder::new(options.tokens, replay.cost_envelope);
     let row = |arm: &str, report| CostRow {
         source: source.clone(),
@@ -314,25 +365,29 @@ fn builder_name(t: Tokens) -> String {
     t.counter().name().to_string()
 }
 
-/// The two recorded arms of a Claude Code log, over its main chain (the
-/// requests a replay shares); a request whose model has no price refuses
-/// the log.
+/// The two recorded arms of `session`, one conversation of a Claude Code
+/// log (its main chain, or a subagent replayed as a session of its own),
+/// over `requests`, that conversation's recorded requests; `left_out`, the
+/// log's subagent requests in no conversation's rows, named beside. A
+/// request whose model has no price refuses the log (the error names the
+/// file and line).
 pub fn recorded_rows(
-    source: &str,
-    recorded: &[RecordedRequest],
+    session: &ImportedSession,
+    requests: &[RecordedRequest],
+    left_out: &[RecordedRequest],
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
-    let (main, side): (Vec<RecordedRequest>, Vec<RecordedRequest>) =
-        recorded.iter().cloned().partition(|r| !r.sidechain);
+    let (file, source) = (source_name(session), session.label.as_str());
     let covers = Coverage {
-        main_chain: main.len(),
-        subagent: side.len(),
+        conversation: crate::replay::subagents::conversation(session),
+        requests: requests.len(),
+        left_out: left_out.len(),
         // `+ 0.0`: an empty sum is -0.0, printed as such.
-        subagent_billed: bill(source, &side, &options.prices)?.dollars + 0.0,
+        left_out_billed: bill(&file, left_out, &options.prices)?.dollars + 0.0,
     };
-    let billed = bill(source, &main, &options.prices)?;
-    let (model, validation) = validate(&main, &options.provider, &options.sheet);
-    let usage = usage_report(&main, &model, &validation, &billed);
+    let billed = bill(&file, requests, &options.prices)?;
+    let (model, validation) = validate(requests, &options.provider, &options.sheet);
+    let usage = usage_report(requests, &model, &validation, &billed);
     // Both recorded rows count a break as a collapsed read, the only break
     // the recorded usage can show.
     let mut model = model;
@@ -399,7 +454,7 @@ pub fn header(options: &CostOptions) -> String {
         sheet
     };
     format!(
-        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {replayed}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output · requests: replayed arms, the main chain's model calls; recorded arms, the log's main-chain requests",
+        "tokens: {} (recorded arms: API tokens; their breaks are collapsed reads) · cache: {} · prices: {replayed}, prompt side only; recorded-usage: each request at its own model's price ({}), dollars = prompt side, billed = with output · requests: a replayed arm, its session's model calls (a log's main chain, or one subagent as a session of its own, `FILE › subagent N`); a recorded arm, the same conversation's recorded requests",
         options.tokens.counter().name(),
         options.provider.name(),
         options.prices.label()
@@ -500,18 +555,23 @@ fn left_out(rows: &[CostRow]) -> String {
                 r.envelope_tokens
             )
         });
-    envelopes.chain(rows.iter()
+    let left_out = rows
+        .iter()
         .filter(|r| r.billed.is_some())
-        .filter_map(|r| Some((r, r.covers.as_ref().filter(|c| c.subagent > 0)?)))
-        .map(|(r, c)| {
-            format!(
-                "{}: {} subagent requests left out of the recorded rows (billed {:.4} with output); replay each subagent as a session of its own\n",
-                crate::render::cell_text(&r.source, false),
-                c.subagent,
-                c.subagent_billed
-            )
-        }))
-    .collect()
+        .filter_map(|r| Some((r, r.covers.as_ref().filter(|c| c.left_out > 0)?)))
+        .map(|(r, c)| left_out_line(&r.source, c));
+    envelopes.chain(left_out).collect()
+}
+
+/// The note under a table for a log whose recorded rows leave subagent
+/// requests out.
+pub fn left_out_line(source: &str, c: &Coverage) -> String {
+    format!(
+        "{}: {} subagent requests in no recorded row (billed {:.4} with output): left out by --main-chain-only, or paired with no subagent message the import kept\n",
+        crate::render::cell_text(source, false),
+        c.left_out,
+        c.left_out_billed
+    )
 }
 
 /// One line per log that records what its provider charged: the charge

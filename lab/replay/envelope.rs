@@ -17,6 +17,7 @@
 //! Every size is an estimate: reports say so beside numbers that include it.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -157,22 +158,29 @@ fn product_default(format: TranscriptFormat) -> Option<Default_> {
         .find(|p| p.formats.iter().any(|f| f == format.name()))
 }
 
-/// A Claude Code log read for its usage: the requests of its main agent and
-/// the release that wrote it.
+/// A Claude Code log read for its usage: the requests of one conversation
+/// (the main agent's, or one subagent's) and the release that wrote it.
 #[derive(Debug, Clone)]
 pub struct RecordedLog {
     /// The file.
     pub path: std::path::PathBuf,
-    /// Its text (to locate a request for an error).
-    text: String,
-    /// Main-agent requests with usage, in log order.
+    /// Its text (to locate a request for an error), shared by the logs of
+    /// its conversations.
+    text: Arc<str>,
+    /// The conversation's requests with usage, in log order: the main
+    /// agent's as read, one subagent's after [`RecordedLog::subagents`].
     pub requests: Vec<RecordedRequest>,
+    /// Subagent (sidechain) requests no replayed conversation holds, in log
+    /// order: every one as read; after [`RecordedLog::subagents`], those
+    /// that pair with no subagent session; none in a subagent's log.
+    pub left_out: Vec<RecordedRequest>,
     /// The Claude Code release of the first main-agent record that names one.
     pub version: Option<String>,
     /// The response id (`message.id`) of each record that carries one, by
-    /// the record's 1-based line: a reply the importer split or merged is
-    /// paired with its request by id, whichever of its records it starts on.
-    reply_ids: std::collections::HashMap<usize, String>,
+    /// the record's 1-based line, sidechain records included: a reply the
+    /// importer split or merged is paired with its request by id, whichever
+    /// of its records it starts on.
+    reply_ids: Arc<std::collections::HashMap<usize, String>>,
 }
 
 impl RecordedLog {
@@ -192,10 +200,9 @@ impl RecordedLog {
             .filter(|r| r.get("isSidechain").and_then(serde_json::Value::as_bool) != Some(true))
             .find_map(|r| r.get("version").and_then(serde_json::Value::as_str))
             .map(str::to_string);
-        let requests = crate::tokens::recorded::requests_placed(&records, &lines)
+        let (left_out, requests) = crate::tokens::recorded::requests_placed(&records, &lines)
             .into_iter()
-            .filter(|r| !r.sidechain)
-            .collect();
+            .partition(|r| r.sidechain);
         let reply_ids = records
             .iter()
             .zip(&lines)
@@ -208,14 +215,83 @@ impl RecordedLog {
             .collect();
         Ok(Some(RecordedLog {
             path: path.to_path_buf(),
-            text,
+            text: text.into(),
             requests,
+            left_out,
             version,
-            reply_ids,
+            reply_ids: Arc::new(reply_ids),
         }))
     }
 
-    /// The model of the first main-agent request.
+    /// The log of each of `sessions` (this log's subagent sessions,
+    /// [`ImportedSession::subagent_sessions`]), in order: the sidechain
+    /// requests that answered its messages, paired by the response id of
+    /// each message's first record. What pairs with none stays in
+    /// [`RecordedLog::left_out`].
+    pub fn subagents(&mut self, sessions: &[ImportedSession]) -> Vec<RecordedLog> {
+        sessions
+            .iter()
+            .map(|s| {
+                let ids: std::collections::HashSet<&str> = s
+                    .main_lines
+                    .iter()
+                    .filter_map(|l| self.reply_ids.get(l).map(String::as_str))
+                    .collect();
+                let (requests, rest) = std::mem::take(&mut self.left_out)
+                    .into_iter()
+                    .partition(|r| ids.contains(r.id.as_str()));
+                self.left_out = rest;
+                RecordedLog {
+                    requests,
+                    left_out: Vec::new(),
+                    ..self.clone_shallow()
+                }
+            })
+            .collect()
+    }
+
+    /// The recorded usage of `session`'s own conversation: the main
+    /// agent's requests, or for a subagent session its own ([`RecordedLog::subagents`]).
+    pub fn of_session(session: &ImportedSession) -> LabResult<Option<RecordedLog>> {
+        let log = Self::read(&session.source, session.format)?;
+        Ok(match (log, session.subagent) {
+            (Some(mut l), Some(_)) => l.subagents(std::slice::from_ref(session)).pop(),
+            (Some(l), None) => Some(l.own_main(session)),
+            (None, _) => None,
+        })
+    }
+
+    /// The log of `session`'s main conversation: as read, unless the log
+    /// has no main chain and the import replays one of its sidechains in
+    /// its place (`main_from_sidechain`): then that sidechain's requests,
+    /// the rest still [`RecordedLog::left_out`].
+    pub fn own_main(mut self, session: &ImportedSession) -> RecordedLog {
+        if session.main_from_sidechain.is_none() {
+            return self;
+        }
+        let mut own = self.subagents(std::slice::from_ref(session));
+        match own.pop() {
+            Some(mut main) => {
+                main.left_out = self.left_out;
+                main
+            }
+            None => self,
+        }
+    }
+
+    /// This log without its requests (the text and ids shared).
+    fn clone_shallow(&self) -> RecordedLog {
+        RecordedLog {
+            path: self.path.clone(),
+            text: Arc::clone(&self.text),
+            requests: Vec::new(),
+            left_out: Vec::new(),
+            version: self.version.clone(),
+            reply_ids: Arc::clone(&self.reply_ids),
+        }
+    }
+
+    /// The model of the conversation's first request.
     pub fn model(&self) -> Option<&str> {
         self.requests.first().map(|r| r.model.as_str())
     }

@@ -33,12 +33,13 @@ pub mod product_counts;
 pub mod profiles;
 pub mod shard;
 pub mod stream;
+pub mod subagents;
 pub mod variants;
 pub mod wire;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
-use policies::{recorded_usage, replay_files_on, Compared, Measure};
+use policies::{replay_files_on, Compared, Measure};
 
 /// What a policy replay writes besides what it prints, and on how many
 /// threads it runs.
@@ -93,12 +94,7 @@ pub fn replay_command(
         return stream_corpus(&inputs, names, path_len, import, &measure, &outputs, format);
     }
     let files = &crate::import::corpus::plain_files(files)?;
-    let pricing = measure.pricing.clone();
     let (out, sessions) = replay_files_on(files, names, path_len, import, &measure, outputs.jobs)?;
-    let recorded = match &pricing {
-        Some(p) => recorded_usage(files, import, p)?,
-        None => Vec::new(),
-    };
     if let Some(path) = outputs.plot {
         write_plot(&path, &out)?;
     }
@@ -111,7 +107,11 @@ pub fn replay_command(
         None => crate::optimal::render::OptimalPart::default(),
     };
     Ok(policies::render_optimal(
-        &out, &recorded, &sessions, &optimal, format,
+        &out,
+        &sessions.recorded,
+        &sessions,
+        &optimal,
+        format,
     ))
 }
 

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::policies::{set_up, Compared, Measure};
+use super::policies::{set_up_logged, Compared, Measure};
 use crate::error::{LabError, LabResult};
 use crate::optimal::render::{optimum, OptimalPart, Optimum, Planted, Regret};
 use crate::optimal::Problem;
@@ -55,8 +55,10 @@ pub fn compute(
         ..OptimalPart::default()
     };
     for file in files {
-        for session in crate::import::import_file_sessions(file, import)? {
-            let (setup, _) = set_up(&session, measure)?;
+        // The same sessions as the runs: a log's subagents too.
+        for logged in crate::replay::subagents::sessions_of(file, import, measure.conversations)? {
+            let session = logged.session;
+            let setup = set_up_logged(&session, logged.log.as_ref(), measure)?;
             let messages = crate::import::artefacts::without_product_artefacts(&session);
             let (planted, facts) = crate::retention::planted::plant(
                 &messages,

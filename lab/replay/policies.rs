@@ -150,6 +150,7 @@ impl Pricing {
             prices: self.prices.clone(),
             by_model: self.by_model,
             envelope: Default::default(),
+            conversations: Default::default(),
         }
     }
 
@@ -246,6 +247,9 @@ pub struct Measure {
     /// `--exec-timeout`: how long an external policy may take per answer
     /// (`None`: [`crate::policy::exec::DEFAULT_TIMEOUT`]).
     pub exec_timeout: Option<std::time::Duration>,
+    /// Which conversations of a Claude Code log are replayed: by default
+    /// the main chain and each subagent as a session of its own.
+    pub conversations: crate::replay::subagents::Conversations,
 }
 
 /// One session under one policy.
@@ -436,14 +440,17 @@ pub fn replay_files_on(
     let mut info = Sessions::default();
     let mut taken = Vec::new();
     for file in files {
-        // A trajectory array holds one session per trajectory; each is replayed.
-        for session in crate::import::import_file_sessions(file, import)? {
+        // A trajectory array holds one session per trajectory, a Claude
+        // Code log its subagents beside its main chain; each is replayed.
+        let sessions = crate::replay::subagents::sessions_of(file, import, measure.conversations)?;
+        for crate::replay::subagents::LoggedSession { session, log } in sessions {
             let dump = dump_for(&session, measure, &mut taken);
-            let one = replay_session(&session, &names, path_len, measure, dump, jobs)?;
+            let one = replay_logged(&session, log, &names, path_len, measure, dump, jobs)?;
             out.extend(one.runs);
             info.compactions.extend(one.compactions);
             info.counts.extend(one.counts);
             info.envelopes.push(one.envelope);
+            info.recorded.extend(one.recorded);
         }
     }
     Ok((out, info))
@@ -461,6 +468,9 @@ pub struct SessionRuns {
     pub counts: Option<crate::replay::product_counts::CountSeries>,
     /// The session's envelope and where its size came from.
     pub envelope: crate::replay::envelope::EnvelopeNote,
+    /// Priced, for a log that records its usage: the recorded rows on the
+    /// session's own requests (`recorded-usage`, `recorded-model`).
+    pub recorded: Vec<crate::replay::cost_arms::CostRow>,
 }
 
 /// Replay one imported session under every policy of `names` (already
@@ -476,7 +486,22 @@ pub fn replay_session(
     dump: Option<crate::replay::dump::DumpTarget>,
     jobs: usize,
 ) -> LabResult<SessionRuns> {
-    let (mut setup, log) = set_up(session, measure)?;
+    let log = crate::replay::envelope::RecordedLog::of_session(session)?;
+    replay_logged(session, log, names, path_len, measure, dump, jobs)
+}
+
+/// [`replay_session`] with the session's recorded usage already read
+/// (`log`: its own conversation's requests).
+pub fn replay_logged(
+    session: &crate::import::ImportedSession,
+    log: Option<crate::replay::envelope::RecordedLog>,
+    names: &[String],
+    path_len: usize,
+    measure: &Measure,
+    dump: Option<crate::replay::dump::DumpTarget>,
+    jobs: usize,
+) -> LabResult<SessionRuns> {
+    let mut setup = set_up_logged(session, log.as_ref(), measure)?;
     let messages = crate::import::artefacts::without_product_artefacts(session);
     if let Some(target) = dump {
         crate::replay::dump::write_export(&target, &messages)?;
@@ -509,11 +534,27 @@ pub fn replay_session(
             .clone()
             .unwrap_or(crate::replay::envelope::Basis::None),
     };
+    let recorded = match &setup.pricing {
+        Some(p) => {
+            let trajectory = match log {
+                Some(_) => None,
+                None => crate::replay::cost_arms::trajectory_requests(session)?,
+            };
+            crate::replay::cost_arms::own_recorded_rows(
+                session,
+                log.as_ref(),
+                trajectory.as_deref(),
+                &p.options(),
+            )?
+        }
+        None => Vec::new(),
+    };
     Ok(SessionRuns {
         runs,
         compactions,
         counts,
         envelope,
+        recorded,
     })
 }
 
@@ -568,6 +609,8 @@ pub struct Sessions {
     pub compactions: Vec<crate::replay::product::ProductCompaction>,
     /// Each session's own per-call counts beside its port's.
     pub counts: Vec<crate::replay::product_counts::CountSeries>,
+    /// Priced: each session's recorded rows on its own requests.
+    pub recorded: Vec<crate::replay::cost_arms::CostRow>,
 }
 
 /// The model a mini-swe-agent trajectory on disk records for its replies
@@ -585,15 +628,21 @@ pub fn set_up(
     session: &crate::import::ImportedSession,
     measure: &Measure,
 ) -> LabResult<(SessionSetup, Option<crate::replay::envelope::RecordedLog>)> {
-    let log = crate::replay::envelope::RecordedLog::read(&session.source, session.format)?;
+    let log = crate::replay::envelope::RecordedLog::of_session(session)?;
+    Ok((set_up_logged(session, log.as_ref(), measure)?, log))
+}
+
+/// [`set_up`] from the recorded usage of the session's own conversation
+/// (`log`): a subagent's envelope, product model and prices are its own.
+pub fn set_up_logged(
+    session: &crate::import::ImportedSession,
+    log: Option<&crate::replay::envelope::RecordedLog>,
+    measure: &Measure,
+) -> LabResult<SessionSetup> {
     let counter = measure.tokens.counter();
-    let envelope = crate::replay::envelope::envelope_for(
-        session,
-        log.as_ref(),
-        measure.envelope,
-        counter.as_ref(),
-    )?;
-    let product = log.as_ref().and_then(|l| {
+    let envelope =
+        crate::replay::envelope::envelope_for(session, log, measure.envelope, counter.as_ref())?;
+    let product = log.and_then(|l| {
         Some(Product {
             model: l.model()?.to_string(),
             version: l.version.clone(),
@@ -601,27 +650,24 @@ pub fn set_up(
             summaries: crate::replay::envelope::product_summaries(session),
         })
     });
-    let recorded = log.as_ref().map_or(&[][..], |l| &l.requests[..]);
+    let recorded = log.map_or(&[][..], |l| &l.requests[..]);
     let traj_model = trajectory_model(session)?;
-    let model = crate::cache::bill::session_model(recorded).or(traj_model.as_deref());
+    let model = crate::cache::bill::conversation_model(recorded).or(traj_model.as_deref());
     let at = crate::cache::bill::located(&session_file(session), recorded, model);
     let pricing = measure
         .pricing
         .as_ref()
         .map(|p| p.for_session(model, &at))
         .transpose()?;
-    Ok((
-        SessionSetup {
-            prefix: envelope.prefix,
-            basis: Some(envelope.basis),
-            product,
-            dump: None,
-            times_ms: crate::import::artefacts::times_without_product_artefacts(session),
-            pricing,
-            planted: PlantedOnce::default(),
-        },
-        log,
-    ))
+    Ok(SessionSetup {
+        prefix: envelope.prefix,
+        basis: Some(envelope.basis),
+        product,
+        dump: None,
+        times_ms: crate::import::artefacts::times_without_product_artefacts(session),
+        pricing,
+        planted: PlantedOnce::default(),
+    })
 }
 
 /// The session's file name, as error messages and tables name it.
@@ -647,37 +693,6 @@ pub fn check_plot(plot: bool, policy: bool, cost: bool) -> LabResult<()> {
         )),
         _ => Ok(()),
     }
-}
-
-/// For each file that records its API usage (Claude Code logs), the
-/// recorded usage (`recorded-usage`) and the cache model's prediction for the
-/// same requests (`recorded-model`, with the per-request comparison).
-pub fn recorded_usage(
-    files: &[PathBuf],
-    import: &crate::import::ImportOptions,
-    pricing: &Pricing,
-) -> LabResult<Vec<crate::replay::cost_arms::CostRow>> {
-    let mut rows = Vec::new();
-    for file in files {
-        let format = match import.format {
-            Some(f) => f,
-            None => crate::import::detect_format(file, &head(file)?),
-        };
-        if let Some(recorded) = crate::tokens::recorded::read_recorded(file, format)? {
-            let name = file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // The prediction beside the usage is priced as the replays are.
-            let model = crate::cache::bill::session_model(&recorded);
-            let at = crate::cache::bill::located(&name, &recorded, model);
-            let options = pricing.for_session(model, &at)?.options();
-            rows.extend(crate::replay::cost_arms::recorded_rows(
-                &name, &recorded, &options,
-            )?);
-        }
-    }
-    Ok(rows)
 }
 
 /// The first 64 KiB of a file, for format detection.
@@ -790,8 +805,9 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
         r.provider, out[0].run.tokenizer
     );
     s.push_str(
-        "requests: a replayed row counts the model calls of the session's main chain as replayed \
-         (the product's own compaction calls left out); a recorded row, the log's main-chain requests\n",
+        "requests: a replayed row counts its session's model calls as replayed (a log's main chain, \
+         the product's own compaction calls left out, or one subagent as a session of its own, \
+         `FILE › subagent N`); a recorded row, the same conversation's recorded requests\n",
     );
     if out
         .iter()
@@ -811,13 +827,8 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
     }
     s.push_str(&crate::replay::cost_arms::charged_notes(recorded));
     for r in recorded.iter().filter(|r| r.billed.is_some()) {
-        if let Some(c) = r.covers.as_ref().filter(|c| c.subagent > 0) {
-            s.push_str(&format!(
-                "{}: {} subagent requests left out of the recorded rows (billed {:.4} with output); replay each subagent as a session of its own\n",
-                crate::render::cell_text(&r.source, false),
-                c.subagent,
-                c.subagent_billed
-            ));
+        if let Some(c) = r.covers.as_ref().filter(|c| c.left_out > 0) {
+            s.push_str(&crate::replay::cost_arms::left_out_line(&r.source, c));
         }
     }
     s

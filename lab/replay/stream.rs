@@ -233,6 +233,15 @@ fn read_sessions(
                     return Ok(());
                 }
             };
+            // A Claude Code log's subagents follow it, sessions of their own
+            // (each reads its own requests from the log again).
+            let sessions = sessions.into_iter().flat_map(|s| {
+                let subs = match measure.conversations.main_chain_only {
+                    true => Vec::new(),
+                    false => s.subagent_sessions(),
+                };
+                std::iter::once(s).chain(subs)
+            });
             for s in sessions {
                 // The same per-session replay as named files get: the
                 // envelope, the product's artefacts removed, dumps (named

@@ -82,6 +82,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         tokens: crate::tokens::Tokens::Approx,
         dump: None,
         exec_timeout: None,
+        conversations: Default::default(),
     };
     let messages = session();
     crate::policy::list::names()

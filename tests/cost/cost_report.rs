@@ -156,9 +156,7 @@ fn the_plot_draws_every_policy_and_needs_cost() {
 /// table has its row.
 #[test]
 fn every_policy_is_priced_on_every_shared_session() {
-    use ctxlab::replay::policies::{
-        recorded_usage, render_with_recorded, replay_files, Measure, Pricing,
-    };
+    use ctxlab::replay::policies::{render_with_recorded, replay_files_product, Measure, Pricing};
     let Some(dir) = common::transcripts() else {
         return;
     };
@@ -180,10 +178,16 @@ fn every_policy_is_priced_on_every_shared_session() {
     };
     let measure = Measure {
         pricing: Some(pricing.clone()),
+        // The subagents run the same engine; every policy on them too
+        // would double this test's time (tests/cost/subagents.rs replays them).
+        conversations: ctxlab::replay::subagents::Conversations {
+            main_chain_only: true,
+        },
         ..Measure::default()
     };
     let import = Default::default();
-    let out = replay_files(&files, &["all".to_string()], 160, &import, measure).unwrap();
+    let (out, info) =
+        replay_files_product(&files, &["all".to_string()], 160, &import, measure).unwrap();
     let names = ctxlab::policy::list::names();
     assert!(names.contains(&"course-main") && names.contains(&"none"));
     assert!(out.len() >= files.len() * names.len());
@@ -194,7 +198,7 @@ fn every_policy_is_priced_on_every_shared_session() {
         assert!(r.input_tokens > 0 && r.dollars > 0.0, "{who}");
         assert!(r.breaks_per_turn.is_finite(), "{who}");
     }
-    let recorded = recorded_usage(&files, &import, &pricing).unwrap();
+    let recorded = info.recorded;
     let logs = files
         .iter()
         .filter(|f| f.starts_with(dir.join("claude_code")));

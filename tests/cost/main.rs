@@ -14,4 +14,5 @@ mod optimal;
 mod prices_cli;
 mod recorded_dollars;
 mod same_base;
+mod subagents;
 mod trajectory_bill;

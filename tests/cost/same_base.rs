@@ -1,7 +1,8 @@
 //! Replayed and recorded rows on the same base: a replay of a Claude Code
 //! log is priced at the model that answered its main chain (not one sheet
 //! for every session), and the recorded rows beside it cover that main
-//! chain only, the subagents' requests named and billed apart.
+//! chain; each subagent is a session of its own with its own rows, or with
+//! `--main-chain-only` its requests are named and billed apart.
 
 use crate::common;
 use serde_json::{json, Value};
@@ -82,23 +83,49 @@ fn a_replay_is_priced_at_its_session_model_unless_a_sheet_is_named() {
 }
 
 #[test]
-fn recorded_rows_cover_the_main_chain_and_name_what_they_leave_out() {
+fn recorded_rows_cover_one_conversation_each_and_name_what_they_leave_out() {
     let dir = tempfile::tempdir().unwrap();
     let file = common::write(
         dir.path(),
         "s.jsonl",
         &common::jsonl(&log("claude-sonnet-4-5-20250929", 4)),
     );
+    // By default the subagent is a session of its own, priced at its model.
     let v = replay_json(&file, &[]);
-    let replayed = v["cost"][0]["requests"].as_array().unwrap().len();
-    assert_eq!(replayed, 4);
+    let cost = v["cost"].as_array().unwrap();
+    assert_eq!(cost.len(), 2, "{v}");
+    assert_eq!(cost[0]["requests"].as_array().unwrap().len(), 4);
+    assert_eq!(cost[1]["session"], "s.jsonl › subagent 1");
+    assert_eq!(cost[1]["sheet"]["name"], "claude-haiku-4-5-20251001");
+    assert_eq!(cost[1]["requests"].as_array().unwrap().len(), 1);
+    let recorded = v["recorded"].as_array().unwrap();
+    assert_eq!(recorded.len(), 4, "{v}");
+    for row in recorded {
+        let covers = &row["covers"];
+        let subagent = row["source"] == "s.jsonl › subagent 1";
+        let (conversation, requests) = if subagent {
+            ("subagent 1", 1)
+        } else {
+            ("main chain", 4)
+        };
+        assert_eq!(covers["conversation"], conversation, "{row}");
+        assert_eq!(covers["requests"], requests, "{row}");
+        assert_eq!(covers["left_out"], 0, "{row}");
+        assert_eq!(
+            row["report"]["requests"].as_array().unwrap().len(),
+            requests
+        );
+    }
+    // With --main-chain-only the subagent's requests are named beside.
+    let v = replay_json(&file, &["--main-chain-only"]);
+    assert_eq!(v["cost"].as_array().unwrap().len(), 1, "{v}");
     for row in v["recorded"].as_array().unwrap() {
         let covers = &row["covers"];
-        assert_eq!(covers["main_chain"], 4, "{row}");
-        assert_eq!(covers["subagent"], 1, "{row}");
-        assert_eq!(row["report"]["requests"].as_array().unwrap().len(), 4);
+        assert_eq!(covers["conversation"], "main chain", "{row}");
+        assert_eq!(covers["requests"], 4, "{row}");
+        assert_eq!(covers["left_out"], 1, "{row}");
         // Haiku 4.5: 900 input tokens at $1/M and 20 output at $5/M.
-        let billed = covers["subagent_billed"].as_f64().unwrap();
+        let billed = covers["left_out_billed"].as_f64().unwrap();
         assert!(
             (billed - (900.0 + 20.0 * 5.0) / 1e6).abs() < 1e-12,
             "{billed}"
@@ -110,10 +137,11 @@ fn recorded_rows_cover_the_main_chain_and_name_what_they_leave_out() {
         "--policy",
         "none",
         "--cost",
+        "--main-chain-only",
     ]);
     assert!(table.contains("requests"), "{table}");
     assert!(
-        table.contains("s.jsonl: 1 subagent requests left out of the recorded rows"),
+        table.contains("s.jsonl: 1 subagent requests in no recorded row"),
         "{table}"
     );
 }

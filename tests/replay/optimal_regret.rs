@@ -23,6 +23,11 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
             // bound must be priced the same way.
             by_model: true,
         }),
+        // Every policy on the subagents too would multiply this test's
+        // time; tests/cost/subagents.rs checks their regret.
+        conversations: ctxlab::replay::subagents::Conversations {
+            main_chain_only: true,
+        },
         ..Measure::default()
     };
     let args = OptimalArgs {

@@ -91,7 +91,17 @@ fn replay_plots(file: &Path, dir: &Path, dollars: bool) {
         assert_eq!(code, 0, "{f}: {err}");
         let svg = std::fs::read_to_string(&out).unwrap();
         let p = assert_readable(&format!("{f} dollars"), &svg);
-        assert_eq!(p.series, ctxlab::policy::list::names().len(), "{f}");
+        // Every policy highlighted once per session: a Claude Code log's
+        // subagents are sessions of their own.
+        let sessions =
+            ctxlab::replay::subagents::sessions_of(file, &Default::default(), Default::default())
+                .unwrap()
+                .len();
+        assert_eq!(
+            p.series,
+            ctxlab::policy::list::names().len() * sessions,
+            "{f}"
+        );
     }
 }
 

@@ -1,0 +1,82 @@
+//! Each subagent conversation of a Claude Code log replayed as a session of
+//! its own, beside the main chain.
+//!
+//! The provider billed a subagent's requests as it billed the main
+//! chain's; a subagent has its own system prompt, tools and often its own
+//! model (Haiku). So a replay that is to be compared with the bill replays
+//! the main chain and every subagent apart
+//! ([`crate::import::ImportedSession::subagent_sessions`]): each with its
+//! own envelope from its own first recorded request, its calls paired with
+//! its recorded requests by response id ([`RecordedLog::subagents`]),
+//! priced at the model that answered most of them, and its recorded rows
+//! on those requests. `--main-chain-only` replays the main chain alone and
+//! names the subagents' requests and bill beside its recorded rows.
+
+use std::path::Path;
+
+use super::envelope::RecordedLog;
+use crate::error::LabResult;
+use crate::import::{ImportOptions, ImportedSession};
+
+/// Which conversations of a log are replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Conversations {
+    /// `--main-chain-only`: the main chain alone, the subagents' requests
+    /// named beside its recorded rows. Default off: the bill includes the
+    /// subagents, so a product-true replay replays them too.
+    pub main_chain_only: bool,
+}
+
+/// One session to replay, with the recorded usage of its own requests
+/// (`None` for a format that records none).
+#[derive(Debug, Clone)]
+pub struct LoggedSession {
+    /// The imported session (a subagent's has [`ImportedSession::subagent`]).
+    pub session: ImportedSession,
+    /// Its conversation's recorded requests.
+    pub log: Option<RecordedLog>,
+}
+
+/// The sessions of `file` to replay: each session it holds, each followed
+/// (unless `which` says the main chain only) by its subagents as sessions
+/// of their own; a log's requests are read once and shared out among them.
+pub fn sessions_of(
+    file: &Path,
+    import: &ImportOptions,
+    which: Conversations,
+) -> LabResult<Vec<LoggedSession>> {
+    let mut out = Vec::new();
+    for session in crate::import::import_file_sessions(file, import)? {
+        let read = RecordedLog::read(&session.source, session.format)?;
+        let mut log = read.map(|l| l.own_main(&session));
+        let subs = match (&mut log, which.main_chain_only) {
+            (Some(l), false) => {
+                let sessions = session.subagent_sessions();
+                let logs = l.subagents(&sessions);
+                sessions
+                    .into_iter()
+                    .zip(logs.into_iter().map(Some))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        out.push(LoggedSession { session, log });
+        out.extend(
+            subs.into_iter()
+                .map(|(session, log)| LoggedSession { session, log }),
+        );
+    }
+    Ok(out)
+}
+
+/// Whose requests a session's recorded rows cover: `main chain`, or
+/// `subagent N` (`subagent N (no main chain)` for the sidechain a log of
+/// subagents only replays as its main conversation).
+pub fn conversation(session: &ImportedSession) -> String {
+    match (session.subagent, session.main_from_sidechain) {
+        (Some(n), _) => format!("subagent {n}"),
+        // A log of subagents only replays its longest in place of a main chain.
+        (None, Some(k)) => format!("subagent {} (no main chain)", k + 1),
+        (None, None) => "main chain".to_string(),
+    }
+}
