@@ -157,6 +157,7 @@ mod tests {
             },
             billing,
             charged: None,
+            implicit_cache: false,
         }
     }
 
