@@ -165,6 +165,7 @@ mod tests {
             },
             billing,
             charged: None,
+            implicit_cache: false,
         }
     }
 

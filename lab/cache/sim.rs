@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::prices::PriceSheet;
-use super::provider::{Anthropic, OpenAi, Provider};
+use super::provider::{Anthropic, Provider};
 use super::{BreakAt, BreakCause, CacheRequest, RequestCost};
 
 /// What the previous request of a stream left behind.
@@ -64,9 +64,16 @@ impl Cache {
             .find(|&i| alive(self.covered.get(&keys[i]), r.at_ms));
         let access = match self.provider {
             Provider::Anthropic(a) => self.anthropic(&a, r, &keys, &cum),
-            Provider::OpenAi(o) => self.automatic(&o, &keys, &cum, lcp_seg, r.at_ms),
-            // Gemini's implicit caching reads and writes as OpenAI's does.
-            Provider::Gemini(g) => self.automatic(&g.as_automatic(), &keys, &cum, lcp_seg, r.at_ms),
+            Provider::OpenAi(o) => {
+                let read = lcp_seg.map_or(0, |i| o.hit_tokens(cum[i]));
+                self.automatic(o.min_tokens, read, &keys, &cum, r.at_ms)
+            }
+            // Gemini's implicit caching writes as OpenAI's does and reads
+            // whole blocks.
+            Provider::Gemini(g) => {
+                let read = lcp_seg.map_or(0, |i| g.hit_tokens(cum[i]));
+                self.automatic(g.min_tokens, read, &keys, &cum, r.at_ms)
+            }
         };
         let (broke, break_at, expired, payback) = self.judge(r, &keys, total, sheet);
         self.previous.insert(
@@ -148,26 +155,26 @@ impl Cache {
         }
     }
 
-    /// Automatic prefix caching: read the live prefix, cache all that was sent.
+    /// Automatic prefix caching: read `read` tokens of the live prefix
+    /// (the provider's hit rule), cache all that was sent.
     fn automatic(
         &mut self,
-        o: &OpenAi,
+        min_tokens: u64,
+        read: u64,
         keys: &[u64],
         cum: &[u64],
-        lcp: Option<usize>,
         now: Option<i64>,
     ) -> Access {
-        let access = self.openai(o, cum, lcp);
+        let access = Self::written(min_tokens, read, cum);
         if let Some(end) = access.cached_end {
             self.cover(keys, end, now);
         }
         access
     }
 
-    fn openai(&mut self, o: &OpenAi, cum: &[u64], lcp: Option<usize>) -> Access {
+    fn written(min_tokens: u64, read: u64, cum: &[u64]) -> Access {
         let total = cum.last().copied().unwrap_or(0);
-        let read = lcp.map_or(0, |i| o.hit_tokens(cum[i]));
-        if total < o.min_tokens || cum.is_empty() {
+        if total < min_tokens || cum.is_empty() {
             return Access {
                 read,
                 cached_end: None,

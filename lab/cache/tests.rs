@@ -195,11 +195,11 @@ fn a_models_minimum_prefix_decides_what_is_cached() {
     assert_eq!(new.family(), "anthropic");
 }
 
-/// Gemini's implicit caching reads the exact live prefix (no 128-token
-/// steps) and bills a write as plain input; an explicit cache's storage is
-/// priced per token-hour.
+/// Gemini's implicit caching reads the live prefix in whole 2,017-token
+/// blocks (not OpenAI's 128-token steps) and bills a write as plain input;
+/// an explicit cache's storage is priced per token-hour.
 #[test]
-fn gemini_reads_the_exact_prefix_and_bills_no_write_premium() {
+fn gemini_reads_whole_blocks_and_bills_no_write_premium() {
     let table = prices::table::PriceTable::builtin();
     let Some(prices::table::Lookup::Priced(flash)) = table.lookup("gemini-2.5-flash") else {
         panic!("no gemini-2.5-flash");
@@ -209,11 +209,12 @@ fn gemini_reads_the_exact_prefix_and_bills_no_write_premium() {
     assert_eq!(gemini.name(), "gemini-implicit-ttl300s");
     assert_eq!(gemini.family(), flash.provider);
     let r = cost(&growing(3), &gemini, &sheet);
-    // 2,500 then 3,000 sent: the second reads all 2,500 (OpenAI would
-    // read 2,432, a multiple of 128 past 1,024) and writes its 500.
-    assert_eq!(r.requests[1].cache_read_tokens, 2_500);
-    assert_eq!(r.requests[1].cache_write_tokens, 500);
-    let dollars = (500.0 * 0.30 + 2_500.0 * 0.03) / 1e6;
+    // 2,500 then 3,000 sent: the second reads the one whole block of the
+    // 2,500 (OpenAI would read 2,432, a multiple of 128 past 1,024) and
+    // writes the rest.
+    assert_eq!(r.requests[1].cache_read_tokens, 2_017);
+    assert_eq!(r.requests[1].cache_write_tokens, 983);
+    let dollars = (983.0 * 0.30 + 2_017.0 * 0.03) / 1e6;
     assert!((r.requests[1].dollars - dollars).abs() < 1e-12);
     let openai = cost(&growing(3), &Provider::OpenAi(OpenAi::default()), &sheet);
     assert_eq!(openai.requests[1].cache_read_tokens, 2_432);

@@ -104,13 +104,22 @@ pub fn dollars(p: &Provider, sheet: &PriceSheet, r: &Request, best: Reuse) -> (f
             let uncached = r.tokens - read - write;
             (sheet.dollars(uncached, write, read), hit)
         }
-        Provider::OpenAi(o) => (automatic(o, sheet, r, best), false),
-        Provider::Gemini(g) => (automatic(&g.as_automatic(), sheet, r, best), false),
+        Provider::OpenAi(o) => (
+            automatic(o.min_tokens, |t| o.hit_tokens(t), sheet, r, best),
+            false,
+        ),
+        Provider::Gemini(g) => (
+            automatic(g.min_tokens, |t| g.hit_tokens(t), sheet, r, best),
+            false,
+        ),
     }
 }
 
+/// Automatic caching with the provider's hit rule `hit` (tokens read of a
+/// live shared prefix) and minimum cached prompt `min_tokens`.
 fn automatic(
-    o: &crate::cache::provider::OpenAi,
+    min_tokens: u64,
+    hit: impl Fn(u64) -> u64,
     sheet: &PriceSheet,
     r: &Request,
     best: Reuse,
@@ -120,10 +129,10 @@ fn automatic(
             tokens,
             covered: true,
             expires,
-        } if alive(expires, r.at) => o.hit_tokens(tokens),
+        } if alive(expires, r.at) => hit(tokens),
         _ => 0,
     };
-    if r.tokens < o.min_tokens {
+    if r.tokens < min_tokens {
         return sheet.dollars(r.tokens, 0, 0);
     }
     sheet.dollars(0, r.tokens - read, read)

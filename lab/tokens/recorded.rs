@@ -82,6 +82,11 @@ pub struct RecordedRequest {
     pub line: Option<usize>,
     /// What the API reported.
     pub usage: Usage,
+    /// The provider caches implicitly, so every prompt token, the uncached
+    /// `input_tokens` included, is prefix a later request can read (a
+    /// mini-swe-agent trajectory); false where `input_tokens` is the tail
+    /// after the last cache breakpoint (Claude Code).
+    pub implicit_cache: bool,
     /// Output tokens and the 1-hour share of the writes.
     pub billing: Billing,
     /// What the provider charged for the call, in dollars, where the log
@@ -176,6 +181,7 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
             messages,
             line: lines.get(i).copied(),
             usage,
+            implicit_cache: false,
             billing: Billing {
                 output_tokens: outputs.get(id).copied().unwrap_or(0),
                 cache_write_1h_tokens: r

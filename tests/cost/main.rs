@@ -9,6 +9,7 @@ mod common;
 mod cache_props;
 mod cost_cli;
 mod cost_report;
+mod gemini_cache;
 mod message_times;
 mod optimal;
 mod prices_cli;

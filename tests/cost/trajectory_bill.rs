@@ -34,7 +34,7 @@ fn list_price(model: &str) -> [(f64, f64, f64); 2] {
 }
 
 /// The corpus unpacked into a temporary directory, or why not.
-fn unpacked() -> Option<(tempfile::TempDir, Vec<PathBuf>)> {
+pub(crate) fn unpacked() -> Option<(tempfile::TempDir, Vec<PathBuf>)> {
     let dir = common::transcripts()?.join("corpus");
     let archive = std::fs::read_dir(&dir)
         .ok()?

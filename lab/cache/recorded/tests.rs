@@ -19,6 +19,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         messages: messages.to_vec(),
         billing: Default::default(),
         charged: None,
+        implicit_cache: false,
         usage: Usage {
             input_tokens: u.0,
             cache_creation_input_tokens: u.1,
@@ -228,4 +229,54 @@ fn a_prompt_after_a_stop_hook_reads_back_only_the_system_prompt_when_the_rule_is
     let (_, default) = validate(&prompt_after(true), &provider, sheet());
     assert_eq!(default.series[2].predicted_read, 42_000);
     assert!(!default.series[2].predicted_rewrite);
+}
+
+/// Implicit-cache requests (a trajectory's): the whole previous prompt is
+/// cached, read in whole blocks, on the backend (chain) that served it.
+fn implicit(
+    chain: &str,
+    at_min: i64,
+    messages: &[Message],
+    prompt: u64,
+    read: u64,
+) -> RecordedRequest {
+    RecordedRequest {
+        implicit_cache: true,
+        ..req(chain, at_min, messages, (prompt - read, 0, read))
+    }
+}
+
+#[test]
+fn an_implicit_cache_reads_whole_blocks_of_the_previous_prompt_on_its_backend() {
+    let m: Vec<Message> = (0..5)
+        .map(|i| Message::user_text(format!("message {i} ").repeat(50)))
+        .collect();
+    let gemini = Provider::Gemini(crate::cache::provider::Gemini {
+        min_tokens: 2_048,
+        ..Default::default()
+    });
+    let run = [
+        implicit("vertex", 0, &m[..1], 4_500, 0),
+        implicit("vertex", 1, &m[..3], 5_000, 4_034),
+        implicit("studio", 2, &m[..5], 6_200, 0),
+    ];
+    let (_, v) = validate(&run, &gemini, sheet());
+    // 4,500 tokens cached hold two 2,017-token blocks; the other backend
+    // holds none.
+    let reads: Vec<u64> = v.series.iter().map(|c| c.predicted_read).collect();
+    assert_eq!(reads, vec![0, 4_034, 0]);
+    // Only reads are compared: the model's writes (billed as input) are
+    // not recorded by an implicit cache.
+    assert_eq!(v.within_5pct, 3, "{v:?}");
+    // Sized by the cached tokens alone (a Claude Code log's reading), the
+    // first prompt would leave nothing cacheable.
+    let tail: Vec<RecordedRequest> = run
+        .iter()
+        .map(|r| RecordedRequest {
+            implicit_cache: false,
+            ..r.clone()
+        })
+        .collect();
+    let (_, v) = validate(&tail, &gemini, sheet());
+    assert_eq!(v.series[1].predicted_read, 0);
 }

@@ -31,6 +31,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             messages: messages.clone(),
             billing: Default::default(),
             charged: None,
+            implicit_cache: false,
             usage: Usage {
                 input_tokens: total.round() as u64,
                 ..Usage::default()

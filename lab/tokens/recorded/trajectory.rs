@@ -109,7 +109,7 @@ fn request_of(
     }
     Ok(Some(RecordedRequest {
         id,
-        chain: String::new(),
+        chain: backend(response),
         sidechain: false,
         model: response
             .get("model")
@@ -130,10 +130,27 @@ fn request_of(
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: cached,
         },
+        implicit_cache: true,
         billing: Billing {
             output_tokens: n("/completion_tokens"),
             cache_write_1h_tokens: 0,
         },
         charged: usage.get("cost").and_then(Value::as_f64),
     }))
+}
+
+/// The backend that served the call, as the router names it (OpenRouter's
+/// `provider`: `Google` for Vertex, `Google AI Studio`), or empty. Each
+/// backend keeps its own implicit cache, so it is the request's chain: a
+/// call routed to the other backend reads nothing its sibling cached. In
+/// the shared Gemini 3 Pro corpus, 460 of the 463 calls that were the first
+/// to reach their backend in a run read nothing although the run had sent
+/// cacheable prompts elsewhere, and the block rule predicts 16,605 reads
+/// within 5 % with one cache per backend against 15,101 with one per run.
+fn backend(response: &Value) -> String {
+    response
+        .get("provider")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
