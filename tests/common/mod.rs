@@ -56,6 +56,21 @@ pub fn lab_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `lab replay FILE --policy none --cost --format json EXTRA…`, parsed.
+pub fn replay_none_cost_json(file: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--cost",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&lab_ok(&args)).unwrap()
+}
+
 /// The shared real transcripts: next to the repository, or where
 /// `CTXLAB_TRANSCRIPTS` says (a worktree one level deeper has no
 /// `../shared`). `None`, with a printed skip message, when absent (CI may

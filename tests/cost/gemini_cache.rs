@@ -24,14 +24,7 @@ fn within_5pct(recorded: &[RecordedRequest], provider: &Provider, table: &PriceT
     let sheet = prices::sheet_of(m, false, &table.date);
     let provider = provider.with_min_tokens(m.min_cache_tokens);
     let (_, v) = validate(recorded, &provider, &sheet);
-    let reads = v
-        .series
-        .iter()
-        .filter(|c| {
-            let want = c.recorded.cache_read_input_tokens;
-            c.predicted_read.abs_diff(want) as f64 <= 0.05 * want as f64
-        })
-        .count();
+    let reads = reads_within_5pct(&v);
     // The row's own count compares only the read of an implicit cache.
     assert_eq!(v.within_5pct, reads);
     reads
@@ -75,14 +68,7 @@ fn gemini_reads_are_predicted_better_than_before() {
             &old_min,
             &old_sheet(&recorded, &table),
         );
-        old += v
-            .series
-            .iter()
-            .filter(|c| {
-                let want = c.recorded.cache_read_input_tokens;
-                c.predicted_read.abs_diff(want) as f64 <= 0.05 * want as f64
-            })
-            .count();
+        old += reads_within_5pct(&v);
     }
     eprintln!("{calls} calls: predicted read within 5 % on {good} now, {old} before");
     assert_eq!(calls, 20_163);
@@ -97,4 +83,15 @@ fn old_sheet(recorded: &[RecordedRequest], table: &PriceTable) -> prices::PriceS
         panic!("no price for {}", recorded[0].model);
     };
     prices::sheet_of(m, false, &table.date)
+}
+
+/// Calls whose predicted read is within 5 % of the recorded one.
+fn reads_within_5pct(v: &ctxlab::cache::recorded::Validation) -> usize {
+    v.series
+        .iter()
+        .filter(|c| {
+            let want = c.recorded.cache_read_input_tokens;
+            c.predicted_read.abs_diff(want) as f64 <= 0.05 * want as f64
+        })
+        .count()
 }

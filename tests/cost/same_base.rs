@@ -43,20 +43,6 @@ fn log(model: &str, turns: usize) -> Vec<Value> {
     out
 }
 
-fn replay_json(file: &std::path::Path, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "replay",
-        file.to_str().unwrap(),
-        "--policy",
-        "none",
-        "--cost",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    serde_json::from_str(&common::lab_ok(&args)).unwrap()
-}
-
 #[test]
 fn a_replay_is_priced_at_its_session_model_unless_a_sheet_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -65,12 +51,12 @@ fn a_replay_is_priced_at_its_session_model_unless_a_sheet_is_named() {
         "s.jsonl",
         &common::jsonl(&log("claude-sonnet-4-5-20250929", 4)),
     );
-    let v = replay_json(&sonnet, &[]);
+    let v = common::replay_none_cost_json(&sonnet, &[]);
     let sheet = &v["cost"][0]["sheet"];
     assert_eq!(sheet["name"], "claude-sonnet-4-5-20250929", "{sheet}");
     // Sonnet 4.5's list input price, not the default sheet's Opus price.
     assert_eq!(sheet["input_per_mtok"].as_f64(), Some(3.0), "{sheet}");
-    let named = replay_json(&sonnet, &["--sheet", "claude-opus-4.1-5m"]);
+    let named = common::replay_none_cost_json(&sonnet, &["--sheet", "claude-opus-4.1-5m"]);
     assert_eq!(named["cost"][0]["sheet"]["name"], "claude-opus-4.1-5m");
     // The cache model's prediction beside the usage is priced as the replay.
     let model = named["recorded"]
@@ -91,7 +77,7 @@ fn recorded_rows_cover_one_conversation_each_and_name_what_they_leave_out() {
         &common::jsonl(&log("claude-sonnet-4-5-20250929", 4)),
     );
     // By default the subagent is a session of its own, priced at its model.
-    let v = replay_json(&file, &[]);
+    let v = common::replay_none_cost_json(&file, &[]);
     let cost = v["cost"].as_array().unwrap();
     assert_eq!(cost.len(), 2, "{v}");
     assert_eq!(cost[0]["requests"].as_array().unwrap().len(), 4);
@@ -117,7 +103,7 @@ fn recorded_rows_cover_one_conversation_each_and_name_what_they_leave_out() {
         );
     }
     // With --main-chain-only the subagent's requests are named beside.
-    let v = replay_json(&file, &["--main-chain-only"]);
+    let v = common::replay_none_cost_json(&file, &["--main-chain-only"]);
     assert_eq!(v["cost"].as_array().unwrap().len(), 1, "{v}");
     for row in v["recorded"].as_array().unwrap() {
         let covers = &row["covers"];

@@ -106,20 +106,6 @@ fn replayed(v: &Value) -> Vec<(String, usize)> {
         .collect()
 }
 
-fn none_json(file: &Path, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "replay",
-        file.to_str().unwrap(),
-        "--policy",
-        "none",
-        "--cost",
-        "--format",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    serde_json::from_str(&common::lab_ok(&args)).unwrap()
-}
-
 /// Every subagent session's assistant messages pair, by response id, with
 /// distinct recorded requests of that subagent, all of them.
 fn assert_paired(logged: &LoggedSession, what: &str) {
@@ -151,7 +137,7 @@ fn main_chain_and_subagent_rows_together_are_the_whole_bill() {
     let file = common::write(dir.path(), "s.jsonl", &common::jsonl(&log()));
     let (requests, dollars) = whole_bill(&file);
     assert_eq!(requests, 9);
-    let v = none_json(&file, &[]);
+    let v = common::replay_none_cost_json(&file, &[]);
     let (n, billed, left_out) = recorded_sum(&v);
     assert_eq!((n, left_out), (requests, 0), "{v}");
     assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
@@ -217,7 +203,7 @@ fn main_chain_and_subagent_rows_together_are_the_whole_bill() {
         .collect();
     assert_eq!(nones, [4, 3, 2]);
     // --optimal schedules each session, the subagents too, and bounds each run.
-    let opt = none_json(&file, &["--optimal"]);
+    let opt = common::replay_none_cost_json(&file, &["--optimal"]);
     let optima: Vec<&str> = opt["optimal"]
         .as_array()
         .unwrap()
@@ -233,7 +219,7 @@ fn main_chain_and_subagent_rows_together_are_the_whole_bill() {
         assert!(c["regret"]["bound"].is_number(), "{c}");
     }
     // --main-chain-only: one session, the subagents named beside.
-    let only = none_json(&file, &["--main-chain-only"]);
+    let only = common::replay_none_cost_json(&file, &["--main-chain-only"]);
     assert_eq!(replayed(&only), [("s.jsonl".to_string(), 4)]);
     let (n, billed, left_out) = recorded_sum(&only);
     assert_eq!((n, left_out), (4, 5), "{only}");
@@ -280,7 +266,7 @@ fn on_the_shared_logs_every_request_is_in_one_conversation() {
         // Debug builds take minutes to replay the larger logs.
         let small = std::fs::metadata(f).is_ok_and(|m| m.len() < 1_500_000);
         if sessions.len() > 1 && (small || !cfg!(debug_assertions)) {
-            let v = none_json(f, &[]);
+            let v = common::replay_none_cost_json(f, &[]);
             let counts: std::collections::HashMap<String, usize> =
                 replayed(&v).into_iter().collect();
             for row in v["recorded"].as_array().unwrap() {
@@ -346,7 +332,7 @@ fn a_log_of_subagents_only_replays_each_on_its_own_requests() {
     ));
     let file = common::write(dir.path(), "s.jsonl", &common::jsonl(&records));
     let (requests, dollars) = whole_bill(&file);
-    let v = none_json(&file, &[]);
+    let v = common::replay_none_cost_json(&file, &[]);
     let (n, billed, left_out) = recorded_sum(&v);
     assert_eq!((n, left_out), (requests, 0), "{v}");
     assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
