@@ -107,13 +107,44 @@ pub struct EnvelopeNote {
     pub tokens: usize,
     /// Tokens after each product compaction (estimates).
     pub after_compaction: Vec<usize>,
+    /// At the last recorded reply of the session (logs with recorded
+    /// usage): what the API counted beyond the envelope and the run
+    /// counter's estimate of the logged history, and that count. The
+    /// first is what the product sent that its log does not show (Claude
+    /// Code's attachments and reminders, which its logs keep none of) plus
+    /// the estimator's error: how far a replay of the log falls short of
+    /// the request the product really sent.
+    pub unlogged_at_last: Option<Unlogged>,
     /// Where they came from.
     #[serde(flatten)]
     pub basis: Basis,
 }
 
+/// What a log does not show at its last recorded request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Unlogged {
+    /// Recorded count minus envelope minus the estimate of the logged
+    /// history (negative when the estimate is the larger).
+    pub tokens: i64,
+    /// The recorded count (prompt tokens plus the reply's output).
+    pub of: usize,
+}
+
+/// The unlogged remainder at the last anchored reply of `prefix`: the
+/// last conversation's envelope is the one after the product's last
+/// compaction, since the last reply is in that conversation.
+pub fn unlogged_at_last(prefix: &Prefix) -> Option<Unlogged> {
+    let (_, last) = prefix.anchors.iter().next_back()?;
+    let envelope = prefix.after(prefix.after_compaction.len());
+    let tokens = last.recorded as i64 - last.logged as i64 - envelope as i64;
+    Some(Unlogged {
+        tokens,
+        of: last.recorded,
+    })
+}
+
 /// One line per session with an envelope: its size and source, marked as
-/// the estimate it is.
+/// the estimate it is, and what its log does not show at its last request.
 pub fn render_notes(notes: &[EnvelopeNote]) -> String {
     let mut s = String::new();
     for n in notes.iter().filter(|n| n.basis != Basis::None) {
@@ -124,13 +155,27 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
             format!(", after the product's compactions {}", sizes.join(", "))
         };
         s.push_str(&format!(
-            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request\n",
+            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}\n",
             n.session,
             n.tokens,
-            n.basis.label()
+            n.basis.label(),
+            n.unlogged_at_last.map(unlogged_text).unwrap_or_default()
         ));
     }
     s
+}
+
+/// The clause on what the log does not show at its last request.
+fn unlogged_text(u: Unlogged) -> String {
+    let share = if u.of > 0 {
+        u.tokens as f64 / u.of as f64 * 100.0
+    } else {
+        0.0
+    };
+    format!(
+        "; at its last recorded request {:+} of {} tokens ({share:+.1} %) are in neither the log nor the estimate",
+        u.tokens, u.of
+    )
 }
 
 /// One product's default.

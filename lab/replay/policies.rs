@@ -529,6 +529,7 @@ pub fn replay_logged(
         session: session.label.clone(),
         tokens: setup.prefix.tokens,
         after_compaction: setup.prefix.after_compaction.clone(),
+        unlogged_at_last: crate::replay::envelope::unlogged_at_last(&setup.prefix),
         basis: setup
             .basis
             .clone()

@@ -131,12 +131,23 @@ fn notes_mark_the_size_as_an_estimate() {
         session: "s.jsonl".into(),
         tokens: 21_000,
         after_compaction: vec![44_000],
+        unlogged_at_last: None,
         basis: Basis::Recorded,
     };
     assert_eq!(
-        render_notes(&[note]),
+        render_notes(std::slice::from_ref(&note)),
         "envelope of s.jsonl: 21000 tokens, after the product's compactions 44000 (estimate; recorded usage), sent before every request\n"
     );
+    let note = EnvelopeNote {
+        unlogged_at_last: Some(Unlogged {
+            tokens: 8_000,
+            of: 160_000,
+        }),
+        ..note
+    };
+    assert!(render_notes(&[note]).ends_with(
+        "sent before every request; at its last recorded request +8000 of 160000 tokens (+5.0 %) are in neither the log nor the estimate\n"
+    ));
 }
 
 #[test]
@@ -205,4 +216,25 @@ fn a_trajectorys_first_recorded_reply_sizes_its_envelope() {
     let session = import_file(f.path(), &ImportOptions::default()).unwrap();
     let e = envelope_for(&session, None, EnvelopeArg::Auto, &Approx).unwrap();
     assert_eq!(e.basis, Basis::LoggedSystem);
+}
+
+/// At the last recorded reply, what the log does not show is the recorded
+/// count less the conversation's envelope and the logged history: here
+/// only the reply's output, which the estimate of its text undercounts.
+#[test]
+fn the_unlogged_remainder_is_measured_at_the_last_recorded_reply() {
+    let f = log(5_000, Some(9_000));
+    let e = envelope(&f, EnvelopeArg::Auto).unwrap();
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let last = Approx.count_message(&session.main[3]) as i64;
+    let u = unlogged_at_last(&e.prefix).unwrap();
+    assert_eq!(u.of, 9_005);
+    // 9,005 - (summary + reply) - (9,000 - summary) = 5 - reply.
+    assert_eq!(u.tokens, 5 - last);
+    // No recorded usage, no measure.
+    let plain = Prefix {
+        tokens: 100,
+        ..Prefix::default()
+    };
+    assert_eq!(unlogged_at_last(&plain), None);
 }
