@@ -214,7 +214,7 @@ fn conversation_rows(
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
     let (session, log) = (&logged.session, logged.log.as_ref());
-    let trajectory = trajectory_requests(session)?;
+    let trajectory = crate::tokens::recorded::trajectory::requests(session)?;
     let recorded = log.map(|l| &l.requests[..]).or(trajectory.as_deref());
     let options = session_options(options, recorded, &source_name(session))?;
     let counter = options.tokens.counter();
@@ -232,17 +232,6 @@ fn conversation_rows(
         &options,
     )?);
     Ok(rows)
-}
-
-/// The recorded requests of a mini-swe-agent trajectory on disk (its
-/// replies' API responses); `None` for any other session, and for an
-/// archive member, which is not re-read.
-pub fn trajectory_requests(session: &ImportedSession) -> LabResult<Option<Vec<RecordedRequest>>> {
-    if session.format != crate::import::TranscriptFormat::MiniSweAgent || !session.source.is_file()
-    {
-        return Ok(None);
-    }
-    crate::tokens::recorded::trajectory::read_trajectory(&session.source).map(Some)
 }
 
 /// The recorded rows of a session on its own requests: its conversation's

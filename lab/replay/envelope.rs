@@ -431,11 +431,7 @@ fn trajectory_prefix(
     session: &ImportedSession,
     counter: &dyn TokenCounter,
 ) -> LabResult<Option<usize>> {
-    if session.format != TranscriptFormat::MiniSweAgent || !session.source.is_file() {
-        return Ok(None);
-    }
-    let Some(prompt) = crate::tokens::recorded::trajectory::first_prompt_tokens(&session.source)?
-    else {
+    let Some(prompt) = crate::tokens::recorded::trajectory::first_prompt_tokens(session)? else {
         return Ok(None);
     };
     let first_reply = session

@@ -539,7 +539,7 @@ pub fn replay_logged(
         Some(p) => {
             let trajectory = match log {
                 Some(_) => None,
-                None => crate::replay::cost_arms::trajectory_requests(session)?,
+                None => crate::tokens::recorded::trajectory::requests(session)?,
             };
             crate::replay::cost_arms::own_recorded_rows(
                 session,
@@ -614,16 +614,6 @@ pub struct Sessions {
     pub recorded: Vec<crate::replay::cost_arms::CostRow>,
 }
 
-/// The model a mini-swe-agent trajectory on disk records for its replies
-/// (an archive member is not re-read: it keeps the measure's prices).
-fn trajectory_model(session: &crate::import::ImportedSession) -> LabResult<Option<String>> {
-    if session.format != crate::import::TranscriptFormat::MiniSweAgent || !session.source.is_file()
-    {
-        return Ok(None);
-    }
-    crate::tokens::recorded::trajectory::first_model(&session.source)
-}
-
 /// A session's envelope and product, from its log's recorded usage where it has it.
 pub fn set_up(
     session: &crate::import::ImportedSession,
@@ -652,7 +642,7 @@ pub fn set_up_logged(
         })
     });
     let recorded = log.map_or(&[][..], |l| &l.requests[..]);
-    let traj_model = trajectory_model(session)?;
+    let traj_model = crate::tokens::recorded::trajectory::first_model(session)?;
     let model = crate::cache::bill::conversation_model(recorded).or(traj_model.as_deref());
     let at = crate::cache::bill::located(&session_file(session), recorded, model);
     let pricing = measure

@@ -95,21 +95,6 @@ pub struct RecordedRequest {
     pub charged: Option<f64>,
 }
 
-/// The recorded requests of a transcript whose format records its API
-/// usage: a Claude Code log ([`read_file`]) or a mini-swe-agent trajectory
-/// ([`trajectory::read_trajectory`]); `None` for a format without usage.
-pub fn read_recorded(
-    path: &Path,
-    format: crate::import::TranscriptFormat,
-) -> LabResult<Option<Vec<RecordedRequest>>> {
-    use crate::import::TranscriptFormat as F;
-    match format {
-        F::ClaudeJsonl | F::ChatJson => read_file(path).map(Some),
-        F::MiniSweAgent => trajectory::read_trajectory(path).map(Some),
-        _ => Ok(None),
-    }
-}
-
 /// Reads a Claude Code `.jsonl` log or `chat.json` array (through the
 /// importer's reader, [`crate::import::log_records`]) and returns its
 /// requests in log order. Requests without usage (or with all-zero usage,

@@ -21,13 +21,24 @@ use serde_json::Value;
 
 use super::{Billing, RecordedRequest, Usage};
 use crate::error::{LabError, LabResult};
-use crate::import::{import_file, ImportOptions};
+use crate::import::{import_file, ImportOptions, ImportedSession, TranscriptFormat};
 use crate::message::Role;
 
+/// The file of `session` when it is a mini-swe-agent trajectory read from
+/// disk; `None` for any other session and for an archive member, which is
+/// not re-read (it keeps the measure's prices and envelope rules).
+pub fn on_disk(session: &ImportedSession) -> Option<&Path> {
+    (session.format == TranscriptFormat::MiniSweAgent && session.source.is_file())
+        .then_some(session.source.as_path())
+}
+
 /// The model that answered the trajectory's first reply with a recorded
-/// response (what a replay of it is priced at), without importing it;
-/// `None` when no reply records one.
-pub fn first_model(path: &Path) -> LabResult<Option<String>> {
+/// response (what a replay of it is priced at); `None` when no reply
+/// records one, or `session` is no trajectory on disk.
+pub fn first_model(session: &ImportedSession) -> LabResult<Option<String>> {
+    let Some(path) = on_disk(session) else {
+        return Ok(None);
+    };
     let responses = crate::import::mini_swe::responses(path)?;
     Ok(responses
         .into_iter()
@@ -36,21 +47,37 @@ pub fn first_model(path: &Path) -> LabResult<Option<String>> {
 
 /// The prompt tokens the trajectory's first reply with a recorded usage
 /// reports (the request that carried the system prompt and the task);
-/// `None` when no reply records one.
-pub fn first_prompt_tokens(path: &Path) -> LabResult<Option<u64>> {
+/// `None` when no reply records one, or `session` is no trajectory on disk.
+pub fn first_prompt_tokens(session: &ImportedSession) -> LabResult<Option<u64>> {
+    let Some(path) = on_disk(session) else {
+        return Ok(None);
+    };
     let responses = crate::import::mini_swe::responses(path)?;
     Ok(responses
         .into_iter()
         .find_map(|(r, _)| r?.pointer("/usage/prompt_tokens").and_then(Value::as_u64)))
 }
 
-/// Reads the requests of a mini-swe-agent `.traj.json`. A reply without a
-/// `usage` is left out (an older trajectory, or a step that never reached
-/// the model); a usage whose cached tokens exceed its prompt tokens is
-/// inconsistent (exit 3, naming the line of the reply).
+/// Reads the requests of a mini-swe-agent `.traj.json` (imported here;
+/// [`requests`] reuses a session already imported).
 pub fn read_trajectory(path: &Path) -> LabResult<Vec<RecordedRequest>> {
+    requests_with(&import_file(path, &ImportOptions::default())?, path)
+}
+
+/// The recorded requests of `session`, a trajectory on disk, its messages
+/// as imported; `None` for any other session.
+pub fn requests(session: &ImportedSession) -> LabResult<Option<Vec<RecordedRequest>>> {
+    on_disk(session)
+        .map(|path| requests_with(session, path))
+        .transpose()
+}
+
+/// Each reply's request, its messages those of `session` before the reply.
+/// A reply without a `usage` is left out (an older trajectory, or a step
+/// that never reached the model); a usage whose cached tokens exceed its
+/// prompt tokens is inconsistent (exit 3, naming the line of the reply).
+fn requests_with(session: &ImportedSession, path: &Path) -> LabResult<Vec<RecordedRequest>> {
     let responses = crate::import::mini_swe::responses(path)?;
-    let session = import_file(path, &ImportOptions::default())?;
     let replies: Vec<usize> = session
         .main
         .iter()
