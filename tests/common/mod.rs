@@ -58,15 +58,15 @@ pub fn lab_ok(args: &[&str]) -> String {
 
 /// `lab replay FILE --policy none --cost --format json EXTRA…`, parsed.
 pub fn replay_none_cost_json(file: &Path, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec![
-        "replay",
-        file.to_str().unwrap(),
-        "--policy",
-        "none",
-        "--cost",
-        "--format",
-        "json",
-    ];
+    replay_cost_json(file, &["--policy", "none"], extra)
+}
+
+/// `lab replay FILE ARMS… --cost --format json EXTRA…`, parsed (`ARMS`:
+/// `--policy P` or `--profile P`).
+pub fn replay_cost_json(file: &Path, arms: &[&str], extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["replay", file.to_str().unwrap()];
+    args.extend_from_slice(arms);
+    args.extend_from_slice(&["--cost", "--format", "json"]);
     args.extend_from_slice(extra);
     serde_json::from_str(&lab_ok(&args)).unwrap()
 }

@@ -35,16 +35,7 @@ fn records(times: bool) -> Vec<Value> {
 }
 
 fn expiries(file: &std::path::Path) -> u64 {
-    let out = common::lab_ok(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--policy",
-        "none",
-        "--cost",
-        "--format",
-        "json",
-    ]);
-    let v: Value = serde_json::from_str(&out).unwrap();
+    let v = common::replay_none_cost_json(file, &[]);
     v["cost"][0]["expiries"].as_u64().unwrap()
 }
 

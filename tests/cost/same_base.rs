@@ -208,16 +208,11 @@ fn the_cost_arms_and_the_policy_replay_price_alike() {
         if !policy["product_compactions"].as_array().unwrap().is_empty() {
             continue;
         }
-        let arms: Value = serde_json::from_str(&common::lab_ok(&[
-            "replay",
-            path,
-            "--profile",
-            "course-main",
-            "--cost",
-            "--format",
-            "json",
-        ]))
-        .unwrap();
+        let arms = common::replay_cost_json(
+            std::path::Path::new(path),
+            &["--profile", "course-main"],
+            &[],
+        );
         for name in ["none", "course-main"] {
             let p = policy["cost"]
                 .as_array()

@@ -137,10 +137,7 @@ fn main_chain_and_subagent_rows_together_are_the_whole_bill() {
     let file = common::write(dir.path(), "s.jsonl", &common::jsonl(&log()));
     let (requests, dollars) = whole_bill(&file);
     assert_eq!(requests, 9);
-    let v = common::replay_none_cost_json(&file, &[]);
-    let (n, billed, left_out) = recorded_sum(&v);
-    assert_eq!((n, left_out), (requests, 0), "{v}");
-    assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
+    let v = replayed_as_the_whole_bill(&file);
     assert_eq!(
         replayed(&v),
         [
@@ -179,16 +176,7 @@ fn main_chain_and_subagent_rows_together_are_the_whole_bill() {
         }
     }
     // The cost arms replay the same sessions, with the same recorded rows.
-    let arms: Value = serde_json::from_str(&common::lab_ok(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--profile",
-        "course-main",
-        "--cost",
-        "--format",
-        "json",
-    ]))
-    .unwrap();
+    let arms = common::replay_cost_json(&file, &["--profile", "course-main"], &[]);
     let rows = arms["rows"].as_array().unwrap();
     let covered: usize = rows
         .iter()
@@ -331,11 +319,7 @@ fn a_log_of_subagents_only_replays_each_on_its_own_requests() {
         11_000,
     ));
     let file = common::write(dir.path(), "s.jsonl", &common::jsonl(&records));
-    let (requests, dollars) = whole_bill(&file);
-    let v = common::replay_none_cost_json(&file, &[]);
-    let (n, billed, left_out) = recorded_sum(&v);
-    assert_eq!((n, left_out), (requests, 0), "{v}");
-    assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
+    let v = replayed_as_the_whole_bill(&file);
     assert_eq!(
         replayed(&v),
         [
@@ -353,4 +337,15 @@ fn a_log_of_subagents_only_replays_each_on_its_own_requests() {
     assert_eq!(conversations, ["subagent 1 (no main chain)", "subagent 2"]);
     let first = v["envelopes"][0]["tokens"].as_u64().unwrap();
     assert!(first > 8_000 && first < 9_007, "{v}");
+}
+
+/// `none` replayed with cost: its recorded rows cover every request of the
+/// log, none left out, and add up to the whole bill. The replay's JSON.
+fn replayed_as_the_whole_bill(file: &Path) -> Value {
+    let (requests, dollars) = whole_bill(file);
+    let v = common::replay_none_cost_json(file, &[]);
+    let (n, billed, left_out) = recorded_sum(&v);
+    assert_eq!((n, left_out), (requests, 0), "{v}");
+    assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
+    v
 }
