@@ -56,6 +56,26 @@ pub fn lab_ok(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The one real compaction of `file`, replayed under `policy` (the
+/// product's own), as the replay reports it beside the policy's counterpart.
+pub fn the_product_compaction(
+    file: &Path,
+    policy: &str,
+) -> ctxlab::replay::product::ProductCompaction {
+    let (_, info) = ctxlab::replay::policies::replay_files_product(
+        &[file.to_path_buf()],
+        &[policy.to_string()],
+        160,
+        &Default::default(),
+        Default::default(),
+    )
+    .unwrap();
+    let [c] = info.compactions.as_slice() else {
+        panic!("{:?}", info.compactions)
+    };
+    c.clone()
+}
+
 /// `lab replay FILE --policy none --cost --format json EXTRA…`, parsed.
 pub fn replay_none_cost_json(file: &Path, extra: &[&str]) -> serde_json::Value {
     replay_cost_json(file, &["--policy", "none"], extra)

@@ -89,17 +89,7 @@ fn clines_deleted_range_is_a_real_compaction_of_what_it_dropped() {
     assert!(product_artefacts(&s).is_empty());
     // No port of the plain truncation in the zoo.
     assert_eq!(session_product_policy(&s), None);
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        std::slice::from_ref(&p),
-        &["cline-focus-chain".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [row] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let row = crate::common::the_product_compaction(&p, "cline-focus-chain");
     // Three replies (1, 3, 5) before it.
     assert_eq!((row.call, row.policy.as_deref()), (3, None));
 }

@@ -216,17 +216,7 @@ fn the_compaction_is_set_beside_the_codex_cli_port() {
     assert!(ctxlab::import::opens_product_compaction(&s, 8));
     // The summary goes for a replay; the turns around it stay.
     assert_eq!(ctxlab::import::artefacts::product_artefacts(&s), [8]);
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[p],
-        &["codex-cli".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = crate::common::the_product_compaction(&p, "codex-cli");
     assert_eq!(c.policy.as_deref(), Some("codex-cli"));
     // Four model calls before it (3 calls and the answer); the first token
     // count after it is the second turn's first call.

@@ -99,24 +99,14 @@ fn the_compression_checkpoint_is_a_real_compaction() {
 
 #[test]
 fn the_replay_sets_the_port_beside_the_compression() {
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[fixture("session.jsonl")],
-        &["gemini-cli".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&fixture("session.jsonl"), "gemini-cli");
     assert_eq!(c.policy.as_deref(), Some("gemini-cli"));
     // Five replies before the summary; the first after it recorded 2500.
     assert_eq!((c.call, c.recorded_after), (5, Some(2500)));
     // Half of a 1M-token window is never reached by so short a session.
     assert_eq!(c.policy_call, None);
     let table =
-        ctxlab::replay::product::render(&info.compactions, ctxlab::render::Format::Markdown);
+        ctxlab::replay::product::render(std::slice::from_ref(&c), ctxlab::render::Format::Markdown);
     assert!(table.contains("gemini-cli fired @call"), "{table}");
 }
 

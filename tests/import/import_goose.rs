@@ -92,17 +92,7 @@ fn the_agent_only_summary_after_hidden_originals_is_a_real_compaction() {
 
 #[test]
 fn the_replay_sets_the_port_beside_the_compaction() {
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[fixture()],
-        &["goose-auto-compact".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&fixture(), "goose-auto-compact");
     assert_eq!(c.policy.as_deref(), Some("goose-auto-compact"));
     assert_eq!(c.trigger.as_deref(), Some("auto"));
     // Five replies before the summary.

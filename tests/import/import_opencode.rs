@@ -99,17 +99,7 @@ fn the_compaction_part_and_its_summary_are_a_real_compaction() {
 
 #[test]
 fn the_replay_sets_the_port_beside_the_compaction() {
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[fixture()],
-        &["opencode".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&fixture(), "opencode");
     assert_eq!(c.policy.as_deref(), Some("opencode"));
     assert_eq!(c.trigger.as_deref(), Some("auto"));
     // Five replies before the prompt; the summary call's own count is the

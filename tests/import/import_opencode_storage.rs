@@ -87,17 +87,7 @@ fn the_compaction_part_is_a_real_compaction_beside_the_port() {
     assert_eq!(s.real_compaction_meta[0].trigger.as_deref(), Some("auto"));
     assert!(opens_product_compaction(&s, 11));
     assert_eq!(ctxlab::import::artefacts::product_artefacts(&s), [11, 12]);
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[storage().join(SESSION)],
-        &["opencode".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&storage().join(SESSION), "opencode");
     assert_eq!(c.policy.as_deref(), Some("opencode"));
     assert_eq!((c.call, c.recorded_after), (5, Some(2100)));
 }

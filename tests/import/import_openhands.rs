@@ -91,17 +91,7 @@ fn the_condensation_summary_is_a_real_compaction() {
 
 #[test]
 fn the_replay_sets_the_port_beside_the_condensation() {
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[fixture()],
-        &["openhands-llm-summarizing".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&fixture(), "openhands-llm-summarizing");
     assert_eq!(c.policy.as_deref(), Some("openhands-llm-summarizing"));
     // Three responses before it; the first after it recorded 1500 prompt tokens.
     assert_eq!((c.call, c.recorded_after), (3, Some(1500)));

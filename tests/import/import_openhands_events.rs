@@ -127,17 +127,7 @@ fn the_condensation_summary_is_a_real_compaction_beside_the_port() {
     assert!(opens_product_compaction(&s, at));
     assert_eq!(product_artefacts(&s), [at]);
     let first = event_files(&fixture_dir())[0].clone();
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[first],
-        &["openhands-llm-summarizing".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&first, "openhands-llm-summarizing");
     assert_eq!(c.policy.as_deref(), Some("openhands-llm-summarizing"));
     // Two responses came before it.
     assert_eq!(c.call, 2);

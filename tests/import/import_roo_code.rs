@@ -109,17 +109,7 @@ fn without_ui_messages_the_size_before_is_unknown_and_a_broken_one_is_named() {
 
 #[test]
 fn the_replay_sets_the_port_beside_the_condense() {
-    let (_, info) = ctxlab::replay::policies::replay_files_product(
-        &[fixture()],
-        &["roo-code-auto-condense".to_string()],
-        160,
-        &Default::default(),
-        Default::default(),
-    )
-    .unwrap();
-    let [c] = info.compactions.as_slice() else {
-        panic!("{:?}", info.compactions)
-    };
+    let c = common::the_product_compaction(&fixture(), "roo-code-auto-condense");
     assert_eq!(c.policy.as_deref(), Some("roo-code-auto-condense"));
     assert_eq!(c.pre_tokens, Some(151234));
     // Three replies before the summary; the history records no usage.
