@@ -52,6 +52,17 @@ pub enum Block {
         /// Media type or a short description of the source.
         source: String,
     },
+    /// Content the product sent with this message that its log does not
+    /// keep (a Claude Code attachment: an @-mentioned file, a changed file's
+    /// diff), known only by its size: every counter counts it as `tokens`.
+    /// Replays add it where recorded usage shows it (`replay::unlogged`);
+    /// it travels with its message and goes when a policy drops that.
+    Unlogged {
+        /// What the product attached, as the lab inferred it.
+        what: String,
+        /// Its size in the run's counter's tokens, sized from recorded usage.
+        tokens: usize,
+    },
 }
 
 /// Message content: a plain string or a list of blocks.
@@ -248,6 +259,12 @@ impl Message {
     }
 }
 
+/// The text a wire format shows for [`Block::Unlogged`] content: what it
+/// was and its size, since its words are not known.
+pub fn unlogged_text(what: &str, tokens: usize) -> String {
+    format!("[{what}: {tokens} tokens the log does not keep]")
+}
+
 /// One block as [`Message::write_pyjson`] writes it.
 fn write_block(out: &mut Vec<u8>, block: &Block) {
     use crate::pyjson::write_str;
@@ -278,6 +295,10 @@ fn write_block(out: &mut Vec<u8>, block: &Block) {
             field(out, br#"{"type": "thinking", "thinking": "#, thinking)
         }
         Block::Image { source } => field(out, br#"{"type": "image", "source": "#, source),
+        Block::Unlogged { what, tokens } => {
+            field(out, br#"{"type": "unlogged", "what": "#, what);
+            out.extend_from_slice(format!(r#", "tokens": {tokens}"#).as_bytes());
+        }
     }
     out.push(b'}');
 }
@@ -403,6 +424,7 @@ pub fn message_chars(message: &Message) -> usize {
     const TOOL_RESULT: usize = object_overhead(&["type", "tool_use_id", "content"], "tool_result");
     const THINKING: usize = object_overhead(&["type", "thinking"], "thinking");
     const IMAGE: usize = object_overhead(&["type", "source"], "image");
+    const UNLOGGED: usize = object_overhead(&["type", "what", "tokens"], "unlogged");
     let frame = match message.role {
         Role::User => USER,
         Role::Assistant => ASSISTANT,
@@ -427,6 +449,10 @@ pub fn message_chars(message: &Message) -> usize {
                         } => TOOL_RESULT + json_str_chars(tool_use_id) + json_str_chars(content),
                         Block::Thinking { thinking } => THINKING + json_str_chars(thinking),
                         Block::Image { source } => IMAGE + json_str_chars(source),
+                        // The size is a number: its digits, not quoted.
+                        Block::Unlogged { what, tokens } => {
+                            UNLOGGED + json_str_chars(what) + tokens.to_string().len() - 2
+                        }
                     })
                     .sum::<usize>()
         }

@@ -109,7 +109,7 @@ pub fn items(messages: &[Message]) -> Vec<(usize, Item<'_>)> {
                 Block::Thinking { .. } => Item::Reasoning,
                 Block::ToolUse { id, .. } => Item::FunctionCall(id),
                 Block::ToolResult { tool_use_id, .. } => Item::FunctionCallOutput(tool_use_id),
-                Block::Text { .. } | Block::Image { .. } => {
+                Block::Text { .. } | Block::Image { .. } | Block::Unlogged { .. } => {
                     // A run of content blocks is one message item.
                     if !in_message {
                         out.push((i, Item::Message(m.role)));

@@ -84,6 +84,9 @@ fn openai(m: &Message) -> Vec<Value> {
         match b {
             Block::Text { text: t } => text.push(t),
             Block::Image { source } => text.push(format!("[image: {source}]")),
+            Block::Unlogged { what, tokens } => {
+                text.push(crate::message::unlogged_text(&what, tokens))
+            }
             Block::Thinking { .. } => {}
             Block::ToolUse { id, name, input } => calls.push(json!({
                 "id": id,

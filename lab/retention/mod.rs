@@ -174,6 +174,8 @@ fn request_pieces(request: &[Message]) -> (String, Vec<usize>) {
                             out.push('\n');
                         }
                         Block::ToolUse { input, .. } => collect_strings(input, &mut out),
+                        // Its content is not known: nothing to find in it.
+                        Block::Unlogged { .. } => {}
                     }
                     ends.push(out.len());
                 }

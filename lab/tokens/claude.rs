@@ -65,6 +65,9 @@ pub struct Features {
     pub messages: f64,
     /// Image blocks (fixed cost, not fitted).
     pub images: f64,
+    /// Tokens of [`Block::Unlogged`] content, already in Claude tokens
+    /// (sized from recorded usage; not fitted).
+    pub declared: f64,
 }
 
 impl Features {
@@ -97,6 +100,7 @@ impl Features {
             Block::ToolResult { content, .. } => self.units[2] += units(content),
             Block::Thinking { thinking } => self.units[4] += units(thinking),
             Block::Image { .. } => self.images += 1.0,
+            Block::Unlogged { tokens, .. } => self.declared += *tokens as f64,
         }
     }
 
@@ -110,7 +114,9 @@ impl Features {
     pub fn tokens(&self, k: &Coefficients) -> f64 {
         let w = k.as_array();
         let v = self.vector();
-        v.iter().zip(w).map(|(x, c)| x * c).sum::<f64>() + self.images * IMAGE_TOKENS as f64
+        v.iter().zip(w).map(|(x, c)| x * c).sum::<f64>()
+            + self.images * IMAGE_TOKENS as f64
+            + self.declared
     }
 }
 

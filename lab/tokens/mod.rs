@@ -39,6 +39,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
             Block::ToolResult { content, .. } => self.count(content),
             Block::Thinking { thinking } => self.count(thinking),
             Block::Image { .. } => IMAGE_TOKENS,
+            Block::Unlogged { tokens, .. } => *tokens,
         }
     }
 

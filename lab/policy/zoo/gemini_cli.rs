@@ -178,6 +178,9 @@ fn as_gemini(m: &Message, name_of: &dyn Fn(&str) -> String) -> serde_json::Value
                     "id": tool_use_id, "name": name_of(tool_use_id), "response": { "output": content }
                 } }),
                 Block::Image { source } => json!({ "inlineData": { "mimeType": source } }),
+                Block::Unlogged { what, tokens } => {
+                    json!({ "text": crate::message::unlogged_text(what, *tokens) })
+                }
             })
             .collect(),
     };

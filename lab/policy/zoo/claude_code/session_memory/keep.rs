@@ -65,6 +65,7 @@ fn block_tokens(b: &Block) -> usize {
         Block::Text { text } => rough_tokens(text),
         Block::ToolResult { content, .. } => rough_tokens(content),
         Block::Image { .. } => IMAGE_MAX_TOKEN_SIZE,
+        Block::Unlogged { tokens, .. } => *tokens,
         Block::Thinking { thinking } => rough_tokens(thinking),
         // `name + jsonStringify(input)`: the name and the compact JSON.
         Block::ToolUse { name, input, .. } => rough_tokens(&format!("{name}{input}")),
