@@ -198,7 +198,13 @@ pub fn run_cost(
     };
     let mut rows = Vec::new();
     for f in files {
-        for logged in crate::replay::subagents::sessions_of(f, import, options.conversations)? {
+        for logged in crate::replay::subagents::replayed_sessions(
+            f,
+            import,
+            options.conversations,
+            options.envelope,
+            options.tokens,
+        )? {
             rows.extend(conversation_rows(&logged, &names, &replay, options)?);
         }
     }

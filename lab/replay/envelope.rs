@@ -115,6 +115,10 @@ pub struct EnvelopeNote {
     /// the estimator's error: how far a replay of the log falls short of
     /// the request the product really sent.
     pub unlogged_at_last: Option<Unlogged>,
+    /// What the replay put back of it at the messages that carried it
+    /// ([`crate::replay::unlogged`]): how many attachments, how many tokens
+    /// (estimates, sized from recorded usage).
+    pub put_back: crate::replay::unlogged::PutBack,
     /// Where they came from.
     #[serde(flatten)]
     pub basis: Basis,
@@ -155,14 +159,33 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
             format!(", after the product's compactions {}", sizes.join(", "))
         };
         s.push_str(&format!(
-            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}\n",
+            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}{}\n",
             n.session,
             n.tokens,
             n.basis.label(),
+            put_back_text(n.put_back),
             n.unlogged_at_last.map(unlogged_text).unwrap_or_default()
         ));
     }
     s
+}
+
+/// The clause on the attachments put back, when there are any.
+fn put_back_text(p: crate::replay::unlogged::PutBack) -> String {
+    let shells = match p.shell_reminders {
+        0 => String::new(),
+        n => format!("; {n} background-shell reminders rebuilt from the log"),
+    };
+    let attachments = match p.attachments {
+        0 => String::new(),
+        n => format!(
+            "; {n} attachment{} the log does not keep put back at the messages that carried {} ({} tokens, estimate from recorded usage)",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" },
+            p.tokens
+        ),
+    };
+    shells + &attachments
 }
 
 /// The clause on what the log does not show at its last request.

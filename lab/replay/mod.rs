@@ -34,6 +34,7 @@ pub mod profiles;
 pub mod shard;
 pub mod stream;
 pub mod subagents;
+pub mod unlogged;
 pub mod variants;
 pub mod wire;
 

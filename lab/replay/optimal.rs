@@ -56,7 +56,13 @@ pub fn compute(
     };
     for file in files {
         // The same sessions as the runs: a log's subagents too.
-        for logged in crate::replay::subagents::sessions_of(file, import, measure.conversations)? {
+        for logged in crate::replay::subagents::replayed_sessions(
+            file,
+            import,
+            measure.conversations,
+            measure.envelope,
+            measure.tokens,
+        )? {
             let session = logged.session;
             let setup = set_up_logged(&session, logged.log.as_ref(), measure)?;
             let messages = crate::import::artefacts::without_product_artefacts(&session);

@@ -442,7 +442,13 @@ pub fn replay_files_on(
     for file in files {
         // A trajectory array holds one session per trajectory, a Claude
         // Code log its subagents beside its main chain; each is replayed.
-        let sessions = crate::replay::subagents::sessions_of(file, import, measure.conversations)?;
+        let sessions = crate::replay::subagents::replayed_sessions(
+            file,
+            import,
+            measure.conversations,
+            measure.envelope,
+            measure.tokens,
+        )?;
         for crate::replay::subagents::LoggedSession { session, log } in sessions {
             let dump = dump_for(&session, measure, &mut taken);
             let one = replay_logged(&session, log, &names, path_len, measure, dump, jobs)?;
@@ -530,6 +536,7 @@ pub fn replay_logged(
         tokens: setup.prefix.tokens,
         after_compaction: setup.prefix.after_compaction.clone(),
         unlogged_at_last: crate::replay::envelope::unlogged_at_last(&setup.prefix),
+        put_back: crate::replay::unlogged::PutBack::of(&session.main),
         basis: setup
             .basis
             .clone()

@@ -69,6 +69,30 @@ pub fn sessions_of(
     Ok(out)
 }
 
+/// [`sessions_of`] as a replay sends them: with `--envelope auto`, what
+/// each log leaves out is put back where its recorded usage shows it
+/// ([`super::unlogged`]), counted with `tokens`' counter.
+pub fn replayed_sessions(
+    file: &Path,
+    import: &ImportOptions,
+    which: Conversations,
+    envelope: super::envelope::EnvelopeArg,
+    tokens: crate::tokens::Tokens,
+) -> LabResult<Vec<LoggedSession>> {
+    let mut sessions = sessions_of(file, import, which)?;
+    if envelope == super::envelope::EnvelopeArg::Auto {
+        let counter = tokens.counter();
+        for s in &mut sessions {
+            if let Some(log) = &s.log {
+                let recorded = |line| Some(log.request_at_line(line)?.usage.total());
+                let release = log.version.as_deref();
+                super::unlogged::put_back(&mut s.session, release, &recorded, counter.as_ref());
+            }
+        }
+    }
+    Ok(sessions)
+}
+
 /// Whose requests a session's recorded rows cover: `main chain`, or
 /// `subagent N` (`subagent N (no main chain)` for the sidechain a log of
 /// subagents only replays as its main conversation).

@@ -5,7 +5,10 @@
 //! compaction from the product's summary on); every request but each
 //! conversation's first (the anchor of the envelope) is scored against the
 //! recorded prompt tokens of the request that produced its reply (paired by
-//! response id): |messages + envelope − recorded| / recorded.
+//! response id): |messages + envelope − recorded| / recorded. As in every
+//! replay, what the log leaves out is put back where recorded usage shows
+//! it at a message that carried an attachment (`replay::unlogged`); the
+//! request that sized one is its anchor and is not scored either.
 //!
 //! Target: cumulative error ≤ 3 % median, ≤ 8 % p95. Pinned below as
 //! measured; notes/cost.md has the figures and why the p95 is missed.
@@ -13,16 +16,37 @@
 use crate::common;
 
 use ctxlab::import::{import_file, ImportOptions};
+use ctxlab::message::Role;
 use ctxlab::policy::engine::{replay, Env, Prefix, Session};
 use ctxlab::replay::envelope::{envelope_for, EnvelopeArg, RecordedLog};
+use ctxlab::replay::unlogged::put_back;
 use ctxlab::tokens::claude::Claude;
 use ctxlab::tokens::fit::{fit_without, load_dir, Spread};
 
-/// Held-out errors of one session, or why it was not scored.
-fn session_errors(dir: &std::path::Path, name: &str, counter: Claude) -> Result<Vec<f64>, String> {
+/// Held-out errors of one session and the attachments put back in it, or
+/// why it was not scored.
+fn session_errors(
+    dir: &std::path::Path,
+    name: &str,
+    counter: Claude,
+) -> Result<(Vec<f64>, usize), String> {
     let path = dir.join(name);
-    let imported = import_file(&path, &ImportOptions::default()).unwrap();
+    let mut imported = import_file(&path, &ImportOptions::default()).unwrap();
     let log = RecordedLog::read(&path, imported.format).unwrap().unwrap();
+    // What the log leaves out, put back where recorded usage shows it, as
+    // every replay does; the request that sized an attachment is its
+    // anchor, as the first one is the envelope's, and is not scored.
+    let recorded = |line| Some(log.request_at_line(line)?.usage.total());
+    let found = put_back(&mut imported, log.version.as_deref(), &recorded, &counter);
+    let anchored: Vec<usize> = found
+        .iter()
+        .filter_map(|a| {
+            (a.at..imported.main.len()).find(|&k| imported.main[k].role == Role::Assistant)
+        })
+        .collect();
+    if !found.is_empty() {
+        eprintln!("{name}: {found:?}");
+    }
     let envelope = envelope_for(&imported, Some(&log), EnvelopeArg::Auto, &counter).unwrap();
     let mut bounds = vec![0];
     bounds.extend(imported.real_compactions.iter().copied());
@@ -49,6 +73,7 @@ fn session_errors(dir: &std::path::Path, name: &str, counter: Claude) -> Result<
         let paired: Vec<(usize, f64)> = run
             .calls
             .iter()
+            .filter(|c| !anchored.contains(&(w[0] + c.at)))
             .filter_map(|c| {
                 let line = imported.main_lines.get(w[0] + c.at)?;
                 let r = log.request_at_line(*line)?;
@@ -69,7 +94,7 @@ fn session_errors(dir: &std::path::Path, name: &str, counter: Claude) -> Result<
             errors.push((sent as f64 - y).abs() / y);
         }
     }
-    Ok(errors)
+    Ok((errors, found.len()))
 }
 
 #[test]
@@ -81,16 +106,22 @@ fn held_out_on_the_replays_own_requests_with_the_envelope() {
     let sessions = load_dir(&dir).unwrap();
     let mut all = Vec::new();
     let mut skipped = Vec::new();
+    let mut put_back = 0;
     for (i, s) in sessions.iter().enumerate() {
         let counter = Claude {
             coefficients: fit_without(&sessions, i),
         };
         match session_errors(&dir, &s.name, counter) {
-            Ok(e) => {
+            Ok((e, n)) => {
+                put_back += n;
                 let spread = Spread::of(&e);
                 eprintln!(
-                    "{}: n {} median {:.4} p95 {:.4}",
-                    s.name, spread.n, spread.median, spread.p95
+                    "{}: n {} median {:.4} p95 {:.4}, over 8 %: {}",
+                    s.name,
+                    spread.n,
+                    spread.median,
+                    spread.p95,
+                    e.iter().filter(|&&x| x > 0.08).count()
                 );
                 all.extend(e);
             }
@@ -106,13 +137,18 @@ fn held_out_on_the_replays_own_requests_with_the_envelope() {
         pooled.n, pooled.median, pooled.p95
     );
     // Measured 2026-12-05, every session scored (calls paired with their
-    // recorded requests by the reply's response id): median 2.8 % (target
-    // met), p95 21.1 % (missed: Claude Code attaches @-mentioned files and
-    // file-change reminders without logging them; dotclaude jumps 12k and
-    // 42k tokens at two prompts that mention files, socialaize grows twice
-    // as fast as its logged messages after its first compaction).
-    assert_eq!(pooled.n, 821);
+    // recorded requests by the reply's response id), golfgod's eight
+    // background shells reminded of before every later call, and 15
+    // attachments put back (dotclaude 3 @-mentions and 4 partial reads,
+    // socialaize 6 working-tree rewrites, claude-agentic-framework 2
+    // subagent returns): median 1.6 % (target met), p95 9.7 % (missed; 21.1 %
+    // with neither; 48 requests over 8 %, 40 allowed): session-share's 35
+    // (steps no cause explains, and a resume that rebuilds its context from
+    // the log) and socialaize's 13 (a commit and a worktree set-up whose
+    // steps no cause explains) are left.
+    assert_eq!(pooled.n, 806);
+    assert_eq!(put_back, 15);
     assert!(pooled.median <= 0.03, "{pooled:?}");
-    assert!((pooled.p95 - 0.2106).abs() < 0.005, "{pooled:?}");
+    assert!((pooled.p95 - 0.0965).abs() < 0.005, "{pooled:?}");
     assert!(skipped.is_empty(), "{skipped:?}");
 }

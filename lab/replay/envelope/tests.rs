@@ -132,6 +132,7 @@ fn notes_mark_the_size_as_an_estimate() {
         tokens: 21_000,
         after_compaction: vec![44_000],
         unlogged_at_last: None,
+        put_back: Default::default(),
         basis: Basis::Recorded,
     };
     assert_eq!(
@@ -145,8 +146,19 @@ fn notes_mark_the_size_as_an_estimate() {
         }),
         ..note
     };
-    assert!(render_notes(&[note]).ends_with(
+    assert!(render_notes(std::slice::from_ref(&note)).ends_with(
         "sent before every request; at its last recorded request +8000 of 160000 tokens (+5.0 %) are in neither the log nor the estimate\n"
+    ));
+    let note = EnvelopeNote {
+        put_back: crate::replay::unlogged::PutBack {
+            attachments: 2,
+            tokens: 9_500,
+            shell_reminders: 0,
+        },
+        ..note
+    };
+    assert!(render_notes(&[note]).contains(
+        "sent before every request; 2 attachments the log does not keep put back at the messages that carried them (9500 tokens, estimate from recorded usage); at its last"
     ));
 }
 

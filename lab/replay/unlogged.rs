@@ -1,0 +1,351 @@
+//! What Claude Code sent with a message and did not log, put back where
+//! recorded usage shows it.
+//!
+//! Before each model call Claude Code computes *attachments* and sends them
+//! as `isMeta` user content after the prompt or the tool results; the 2.x
+//! logs keep none of them (Claude Code 2.0.21 `cli.js`; `notes/cost.md`,
+//! "What the Claude Code logs leave out"). Their words are gone, but each
+//! shows as a step in recorded usage: the request that carried it grew by
+//! more than the messages the log added since the request before. So at a
+//! message where the product's code attaches content — a prompt that
+//! @-mentions a path, the results of a shell command that rewrote the
+//! working tree, a partial Read (the changed-file diff is the rest of the
+//! file), a subagent's return (its edits come back as changed files) — a
+//! step of at least [`MIN_STEP`] is that content: an [`Block::Unlogged`] of the
+//! step's size joins the message, in the run's counter's tokens, as the
+//! envelope does for the fixed prefix. It stays in every later request, and
+//! goes with its message when a policy drops or summarises that.
+//!
+//! A step at any other message is left alone: the rule adds nothing the
+//! product's code would not have sent, and a step below [`MIN_STEP`] (the
+//! drift of one call) is never taken for an attachment.
+//!
+//! One attachment's words the log does determine: the reminder Claude Code
+//! sends for each background shell ([`shell_reminders`]). Those are put
+//! back as the text they were, before any step is sized.
+
+use crate::import::ImportedSession;
+use crate::message::{Block, Content, Message, Role};
+use crate::tokens::TokenCounter;
+
+/// The smallest step taken for an attachment, in tokens: above the largest
+/// one-call growth beyond the estimate at a message without a cause in the
+/// shared logs (about 900 tokens: golfgod's calls with five background
+/// shells, before their reminders were rebuilt).
+pub const MIN_STEP: usize = 1_000;
+
+/// Why the product attached content at a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// A prompt names a path with `@` (`at_mentioned_files`).
+    AtMention,
+    /// A shell command rewrote the working tree (a git checkout, stash,
+    /// pull…): files read before come back as changed.
+    TreeRewrite,
+    /// A Read with an offset or a limit: the rest of the file comes back as
+    /// changed on a later check.
+    PartialRead,
+    /// A subagent returned: the files it edited come back as changed.
+    SubagentReturn,
+}
+
+impl Cause {
+    /// The name an [`Block::Unlogged`] carries.
+    pub fn what(self) -> &'static str {
+        match self {
+            Cause::AtMention => "@-mentioned files",
+            Cause::TreeRewrite => "files the command changed",
+            Cause::PartialRead => "rest of a partly read file",
+            Cause::SubagentReturn => "files the subagent changed",
+        }
+    }
+}
+
+/// Content put back at one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Attachment {
+    /// Index in the session's `main` of the message it joins.
+    pub at: usize,
+    /// Its size in the run's counter's tokens.
+    pub tokens: usize,
+    /// Why the product attached it.
+    pub cause: Cause,
+}
+
+/// The recorded prompt tokens of the request that produced the reply
+/// starting on a 1-based line of the log (`None`: no recorded request).
+pub type Recorded<'a> = &'a dyn Fn(usize) -> Option<u64>;
+
+/// The attachments of `session` that its recorded usage (`recorded`)
+/// shows, counted with `counter`: conversation by conversation (a real
+/// compaction starts a new one), the step between two paired requests
+/// beyond what the log added, where a message between them has a
+/// [`Cause`].
+pub fn attachments(
+    session: &ImportedSession,
+    recorded: Recorded,
+    counter: &dyn TokenCounter,
+) -> Vec<Attachment> {
+    let starts: Vec<usize> = session.real_compaction_meta.iter().map(|c| c.at).collect();
+    let mut out = Vec::new();
+    // Tokens of the messages before `i` from the conversation's start
+    // (attachments found so far included), and the last paired reply with
+    // its residual: recorded prompt tokens minus that count.
+    let mut logged = 0usize;
+    let mut last: Option<(usize, i64)> = None;
+    for (i, m) in session.main.iter().enumerate() {
+        if starts.contains(&i) {
+            (logged, last) = (0, None);
+        }
+        if let Some(recorded) = paired(session, recorded, i) {
+            let mut residual = recorded as i64 - logged as i64;
+            if let Some((p, before)) = last {
+                if let Some(a) = attachment(&session.main, p, i, residual - before) {
+                    logged += a.tokens;
+                    residual -= a.tokens as i64;
+                    out.push(a);
+                }
+            }
+            last = Some((i, residual));
+        }
+        logged += counter.count_message(m);
+    }
+    out
+}
+
+/// The recorded prompt tokens of the request that produced reply `i`.
+fn paired(session: &ImportedSession, recorded: Recorded, i: usize) -> Option<u64> {
+    if session.main[i].role != Role::Assistant {
+        return None;
+    }
+    recorded(*session.main_lines.get(i)?)
+}
+
+/// The attachment a `step` between the requests of replies `p` and `i`
+/// shows: at the last user message before `i`, when the step is at least
+/// [`MIN_STEP`] and a message from `p` on has a cause.
+fn attachment(main: &[Message], p: usize, i: usize, step: i64) -> Option<Attachment> {
+    let tokens = usize::try_from(step).ok().filter(|&s| s >= MIN_STEP)?;
+    let cause = main[p..i].iter().filter_map(cause).min()?;
+    let at = (p + 1..i).rev().find(|&k| main[k].role == Role::User)?;
+    Some(Attachment { at, tokens, cause })
+}
+
+/// Why the product would attach content after `m`, if it would.
+fn cause(m: &Message) -> Option<Cause> {
+    match m.role {
+        Role::User if !m.is_tool_result() && mentions_a_path(&m.text()) => Some(Cause::AtMention),
+        Role::User => None,
+        Role::Assistant => m.blocks().iter().filter_map(call_cause).min(),
+    }
+}
+
+fn call_cause(b: &Block) -> Option<Cause> {
+    let Block::ToolUse { name, input, .. } = b else {
+        return None;
+    };
+    let str_of = |k: &str| input.get(k).and_then(serde_json::Value::as_str);
+    match name.as_str() {
+        "Bash" if crate::tokens::recorded::reminders::rewrites_worktree(str_of("command")?) => {
+            Some(Cause::TreeRewrite)
+        }
+        "Read" if input.get("offset").is_some() || input.get("limit").is_some() => {
+            Some(Cause::PartialRead)
+        }
+        "Task" | "Agent" => Some(Cause::SubagentReturn),
+        _ => None,
+    }
+}
+
+/// Whether a prompt names a path with `@` as Claude Code's at-mention
+/// parser reads one: an `@` at the start or after white space, followed by
+/// a quote or a path character. Command output Claude Code wraps in tags
+/// (`<command-name>`…) is not a prompt.
+fn mentions_a_path(text: &str) -> bool {
+    if text.starts_with('<') {
+        return false;
+    }
+    let mut before = ' ';
+    for (k, c) in text.char_indices() {
+        if c == '@' && before.is_whitespace() {
+            let next = text[k + 1..].chars().next();
+            if next.is_some_and(|n| n == '"' || n.is_alphanumeric() || "~./_-".contains(n)) {
+                return true;
+            }
+        }
+        before = c;
+    }
+    false
+}
+
+/// Puts back what `session`'s log leaves out, as every replay of it sends
+/// it: the background-shell reminders of the Claude Code `release` that
+/// wrote it, then the attachments its recorded usage shows (counted with
+/// `counter`), which it returns.
+pub fn put_back(
+    session: &mut ImportedSession,
+    release: Option<&str>,
+    recorded: Recorded,
+    counter: &dyn TokenCounter,
+) -> Vec<Attachment> {
+    for (at, text) in shell_reminders(&session.main, Buffer::of(release)) {
+        if let Some(m) = session.main.get_mut(at) {
+            push_block(m, Block::Text { text });
+        }
+    }
+    let found = attachments(session, recorded, counter);
+    attach(&mut session.main, &found);
+    found
+}
+
+/// What a background shell's result says before its id.
+const STARTED: &str = "Command running in background with ID: ";
+
+/// What reading a background shell's output does to its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffer {
+    /// Emptied: the reminders stop at the first read (Claude Code 1.x:
+    /// 1.0.98 `cli.js` clears `stdout` as it hands it to BashOutput, and a
+    /// second read returns nothing, claude-code-viewer lines 395 and 398).
+    Emptied,
+    /// Kept: every read returns the whole output again, so the reminders
+    /// never stop (Claude Code 2.x: golfgod, 2.0.22, lines 17094 and 17294).
+    Kept,
+}
+
+impl Buffer {
+    /// The behaviour of a release (`2.0.22`); the newer one when unknown.
+    pub fn of(release: Option<&str>) -> Buffer {
+        let major = release.and_then(|r| r.split('.').next()?.parse::<u32>().ok());
+        match major {
+            Some(0 | 1) => Buffer::Emptied,
+            _ => Buffer::Kept,
+        }
+    }
+}
+
+/// Claude Code's background-shell reminders (the `background_shell_status`
+/// attachment, `background_task_status` in 1.x): before each call, one
+/// for every shell whose output buffer is not empty. A shell's buffer is
+/// empty in the results that start it, then filled; so a shell is reminded
+/// of before every call after those results, until a BashOutput read
+/// empties its buffer where `buffer` says reads do (later output is not in
+/// the log, and not guessed). Only the conversation that started a shell is
+/// reminded of it. Returned as (index of the user message before the call,
+/// the reminder's text), in order.
+pub fn shell_reminders(main: &[Message], buffer: Buffer) -> Vec<(usize, String)> {
+    let mut commands: std::collections::HashMap<&str, &str> = Default::default();
+    let mut started: Vec<(String, &str)> = Vec::new();
+    let mut out = Vec::new();
+    for (k, m) in main.iter().enumerate() {
+        if m.role == Role::User {
+            let reminders = started.iter().map(|(id, c)| (k, shell_reminder(id, c)));
+            out.extend(reminders);
+        }
+        for b in m.blocks() {
+            match b {
+                Block::ToolUse { id, name, input } => match (name.as_str(), buffer) {
+                    ("Bash", _) => {
+                        let background = input.get("run_in_background") == Some(&true.into());
+                        if let (true, Some(c)) =
+                            (background, input.get("command").and_then(|c| c.as_str()))
+                        {
+                            commands.insert(id, c);
+                        }
+                    }
+                    ("BashOutput", Buffer::Emptied) => {
+                        let read = input.get("bash_id").and_then(|i| i.as_str());
+                        started.retain(|(id, _)| Some(id.as_str()) != read);
+                    }
+                    _ => {}
+                },
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                } => {
+                    let shell = content.strip_prefix(STARTED).map(str::trim);
+                    if let (Some(shell), Some(c)) = (shell, commands.get(tool_use_id.as_str())) {
+                        started.push((shell.to_string(), c));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// How a background-shell reminder opens.
+const SHELL_REMINDER: &str = "<system-reminder>\nBackground Bash ";
+
+/// Whether `text` is a background-shell reminder [`put_back`] rebuilt.
+pub fn is_shell_reminder(text: &str) -> bool {
+    text.starts_with(SHELL_REMINDER)
+}
+
+/// The reminder's text as Claude Code writes it: its parts joined by
+/// spaces, wrapped as a system reminder.
+fn shell_reminder(id: &str, command: &str) -> String {
+    format!(
+        "{SHELL_REMINDER}{id} (command: {command}) (status: running) Has new output available. You can check its output using the BashOutput tool.\n</system-reminder>"
+    )
+}
+
+/// `main` with each attachment joined to its message as an
+/// [`Block::Unlogged`] block after its content.
+pub fn attach(main: &mut [Message], attachments: &[Attachment]) {
+    for a in attachments {
+        if let Some(m) = main.get_mut(a.at) {
+            let block = Block::Unlogged {
+                what: a.cause.what().to_string(),
+                tokens: a.tokens,
+            };
+            push_block(m, block);
+        }
+    }
+}
+
+/// `block` after the content of `m` (a plain-text message becomes a text
+/// block and the new one).
+fn push_block(m: &mut Message, block: Block) {
+    match &mut m.content {
+        Content::Blocks(b) => b.push(block),
+        Content::Text(t) => {
+            let text = std::mem::take(t);
+            m.content = Content::Blocks(vec![Block::Text { text }, block]);
+        }
+    }
+}
+
+/// Attachments a replay put back into a session's messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct PutBack {
+    /// [`Block::Unlogged`] blocks.
+    pub attachments: usize,
+    /// Their tokens, in the run's counter.
+    pub tokens: usize,
+    /// Background-shell reminders rebuilt from the log (text blocks).
+    pub shell_reminders: usize,
+}
+
+impl PutBack {
+    /// The unlogged blocks of `messages`.
+    pub fn of(messages: &[Message]) -> PutBack {
+        let mut out = PutBack::default();
+        for b in messages.iter().flat_map(|m| m.blocks()) {
+            match b {
+                Block::Unlogged { tokens, .. } => {
+                    out.attachments += 1;
+                    out.tokens += tokens;
+                }
+                Block::Text { text } if is_shell_reminder(text) => out.shell_reminders += 1,
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

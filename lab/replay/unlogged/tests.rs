@@ -1,0 +1,217 @@
+use super::*;
+use crate::import::{import_file, ImportOptions};
+use crate::replay::envelope::RecordedLog;
+use crate::tokens::Approx;
+use serde_json::json;
+
+/// A Claude Code log: a prompt, a first reply (calling `call` when given,
+/// answered by a result), a second user message `second` (a prompt when
+/// there is no call), and a second reply whose request recorded `grew`
+/// tokens more than the first one's beyond what the log added.
+fn log(call: Option<serde_json::Value>, second: &str, grew: u64) -> tempfile::NamedTempFile {
+    let usage =
+        |n: u64| json!({"input_tokens": 10, "cache_read_input_tokens": n - 10, "output_tokens": 5});
+    let mut first = vec![json!({"type": "text", "text": "looking"})];
+    let second_content = match &call {
+        Some(c) => {
+            first.push(
+                json!({"type": "tool_use", "id": "t1", "name": c["name"], "input": c["input"]}),
+            );
+            json!([{"type": "tool_result", "tool_use_id": "t1", "content": second}])
+        }
+        None => json!(second),
+    };
+    let first_reply = crate::message::Message::assistant(vec![Block::Text {
+        text: "looking".into(),
+    }]);
+    // What the log adds between the two requests, as the rule counts it.
+    let session_probe = |content: serde_json::Value| {
+        let mut m: Vec<Message> = vec![first_reply.clone()];
+        if let Some(c) = &call {
+            m[0] = Message::assistant(vec![
+                Block::Text {
+                    text: "looking".into(),
+                },
+                Block::ToolUse {
+                    id: "t1".into(),
+                    name: c["name"].as_str().unwrap().into(),
+                    input: c["input"].clone(),
+                },
+            ]);
+        }
+        let user: Message =
+            serde_json::from_value(json!({"role": "user", "content": content})).unwrap();
+        m.push(match user.content {
+            Content::Blocks(_) => Message::tool_results(vec![("t1".into(), second.into())]),
+            Content::Text(t) => Message::user_text(t),
+        });
+        Approx.count_messages(&m) as u64
+    };
+    let prompt = "p".repeat(400);
+    let t1 = 3_000 + Approx.count(&prompt) as u64;
+    let t2 = t1 + session_probe(second_content.clone()) + grew;
+    let lines = [
+        json!({"type": "user", "uuid": "u1", "parentUuid": null, "isSidechain": false, "version": "2.0.21",
+            "message": {"role": "user", "content": prompt}}),
+        json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "isSidechain": false,
+            "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                "content": first, "usage": usage(t1)}}),
+        json!({"type": "user", "uuid": "u2", "parentUuid": "a1", "isSidechain": false,
+            "message": {"role": "user", "content": second_content}}),
+        json!({"type": "assistant", "uuid": "a2", "parentUuid": "u2", "isSidechain": false,
+            "message": {"id": "msg_2", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "done"}], "usage": usage(t2)}}),
+    ];
+    let mut f = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .unwrap();
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::io::Write::write_all(&mut f, text.join("\n").as_bytes()).unwrap();
+    f
+}
+
+fn found(f: &tempfile::NamedTempFile) -> (ImportedSession, Vec<Attachment>) {
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let l = RecordedLog::read(f.path(), session.format)
+        .unwrap()
+        .unwrap();
+    let recorded = |line| Some(l.request_at_line(line)?.usage.total());
+    let a = attachments(&session, &recorded, &Approx);
+    (session, a)
+}
+
+#[test]
+fn a_step_at_a_prompt_that_mentions_a_path_is_the_mentioned_file() {
+    let f = log(None, "now fix @agents/plan.md please", 6_000);
+    let (mut session, a) = found(&f);
+    assert_eq!(
+        a,
+        vec![Attachment {
+            at: 2,
+            tokens: 6_000,
+            cause: Cause::AtMention
+        }]
+    );
+    // Joined to the prompt, after its text; counted as its size.
+    let before = Approx.count_message(&session.main[2]);
+    attach(&mut session.main, &a);
+    assert_eq!(Approx.count_message(&session.main[2]), before + 6_000);
+    assert_eq!(session.main[2].text(), "now fix @agents/plan.md please");
+    assert_eq!(
+        PutBack::of(&session.main),
+        PutBack {
+            attachments: 1,
+            tokens: 6_000,
+            shell_reminders: 0
+        }
+    );
+}
+
+#[test]
+fn a_step_without_a_cause_or_below_the_floor_is_left_alone() {
+    // No @-mention: the step is the estimator's, not an attachment.
+    assert!(found(&log(None, "now fix the plan please", 6_000))
+        .1
+        .is_empty());
+    // An e-mail address is not a mention.
+    assert!(found(&log(None, "mail me@example.com", 6_000)).1.is_empty());
+    // A mention, but a step of one call's drift.
+    assert!(found(&log(None, "look at @plan.md", MIN_STEP as u64 - 1))
+        .1
+        .is_empty());
+}
+
+#[test]
+fn tool_calls_that_bring_files_back_have_their_causes() {
+    let cases = [
+        (
+            json!({"name": "Read", "input": {"file_path": "/a.rs", "limit": 40}}),
+            Some(Cause::PartialRead),
+        ),
+        (
+            json!({"name": "Read", "input": {"file_path": "/a.rs"}}),
+            None,
+        ),
+        (
+            json!({"name": "Bash", "input": {"command": "git checkout main"}}),
+            Some(Cause::TreeRewrite),
+        ),
+        (
+            json!({"name": "Bash", "input": {"command": "git checkout -b new"}}),
+            None,
+        ),
+        (
+            json!({"name": "Task", "input": {"prompt": "edit"}}),
+            Some(Cause::SubagentReturn),
+        ),
+    ];
+    for (call, cause) in cases {
+        let (_, a) = found(&log(Some(call.clone()), "ok", 4_000));
+        assert_eq!(a.first().map(|a| a.cause), cause, "{call}");
+        if cause.is_some() {
+            assert_eq!((a[0].at, a[0].tokens), (2, 4_000), "{call}");
+        }
+    }
+}
+
+#[test]
+fn mentions_are_read_as_claude_code_reads_them() {
+    assert!(mentions_a_path("@README.md"));
+    assert!(mentions_a_path("see @\"files 3/\" now"));
+    assert!(mentions_a_path("in @scripts I want"));
+    assert!(!mentions_a_path("a @ sign"));
+    assert!(!mentions_a_path("user@host"));
+    assert!(!mentions_a_path("<command-name>@x</command-name>"));
+}
+
+#[test]
+fn each_background_shell_is_reminded_of_before_every_later_call() {
+    let call = |id: &str, command: &str, background: bool| {
+        Message::assistant(vec![Block::ToolUse {
+            id: id.into(),
+            name: "Bash".into(),
+            input: json!({"command": command, "run_in_background": background}),
+        }])
+    };
+    let main = vec![
+        Message::user_text("start the server"),
+        call("t1", "npm run dev", true),
+        Message::tool_results(vec![(
+            "t1".into(),
+            "Command running in background with ID: 56ffa1".into(),
+        )]),
+        call("t2", "ls", false),
+        Message::tool_results(vec![("t2".into(), "a b".into())]),
+        Message::assistant(vec![Block::Text { text: "up".into() }]),
+        Message::user_text("thanks"),
+    ];
+    let r = shell_reminders(&main, Buffer::Kept);
+    // Not with the result that started it (its output was empty then).
+    assert_eq!(r.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec![4, 6]);
+    assert_eq!(
+        r[0].1,
+        "<system-reminder>\nBackground Bash 56ffa1 (command: npm run dev) (status: running) Has new output available. You can check its output using the BashOutput tool.\n</system-reminder>"
+    );
+    let mut put = main.clone();
+    for (k, text) in &r {
+        push_block(&mut put[*k], Block::Text { text: text.clone() });
+    }
+    assert_eq!(PutBack::of(&put).shell_reminders, 2);
+    // A command run in the foreground is never reminded of.
+    let mut fg = main.clone();
+    fg[1] = call("t1", "npm run dev", false);
+    assert!(shell_reminders(&fg, Buffer::Kept).is_empty());
+    // Where a read empties the buffer, the reminders stop at the first read.
+    let mut read = main.clone();
+    read[3] = Message::assistant(vec![Block::ToolUse {
+        id: "t2".into(),
+        name: "BashOutput".into(),
+        input: json!({"bash_id": "56ffa1"}),
+    }]);
+    assert!(shell_reminders(&read, Buffer::Emptied).is_empty());
+    assert_eq!(shell_reminders(&read, Buffer::Kept).len(), 2);
+    assert_eq!(Buffer::of(Some("1.0.98")), Buffer::Emptied);
+    assert_eq!(Buffer::of(Some("2.0.22")), Buffer::Kept);
+    assert_eq!(Buffer::of(None), Buffer::Kept);
+}
