@@ -90,6 +90,9 @@ pub struct Panel {
     pub marks: Vec<Mark>,
     /// Height of the plot area in pixels; 0 for the default.
     pub height: f64,
+    /// An x range of its own (its own data), instead of the figure's shared
+    /// one: for panels of different sessions, whose calls differ in number.
+    pub own_x: bool,
 }
 
 /// A whole figure.
@@ -99,7 +102,8 @@ pub struct Figure {
     pub title: String,
     /// X axis label, with its unit.
     pub x_label: String,
-    /// Panels, top to bottom; they share the x range.
+    /// Panels, top to bottom; they share the x range, except a panel
+    /// with [`Panel::own_x`].
     pub panels: Vec<Panel>,
     /// Provenance caption: the command, profile and tokenizer that made it.
     pub caption: String,
@@ -136,8 +140,19 @@ impl Frame {
 
 /// The SVG text of a figure. Pure: the same figure gives the same bytes.
 pub fn svg(fig: &Figure) -> String {
-    let (xmin, xmax) = x_range(fig);
-    let xt = ticks(xmin, xmax);
+    let (xmin, xmax) = x_range(fig.panels.iter().filter(|p| !p.own_x));
+    let shared = ticks(xmin, xmax);
+    let xts: Vec<Ticks> = fig
+        .panels
+        .iter()
+        .map(|p| match p.own_x {
+            true => {
+                let (lo, hi) = x_range(std::iter::once(p));
+                ticks(lo, hi)
+            }
+            false => shared,
+        })
+        .collect();
     let yts: Vec<Ticks> = fig.panels.iter().map(y_ticks).collect();
     let widest_tick = yts
         .iter()
@@ -178,8 +193,9 @@ pub fn svg(fig: &Figure) -> String {
         fx(left),
         esc(&fig.title)
     );
-    for (i, ((p, &y0), yt)) in fig.panels.iter().zip(&tops).zip(&yts).enumerate() {
-        panel(&mut s, i, p, y0, &xt, yt, &frame);
+    let placed = fig.panels.iter().zip(&tops).zip(yts.iter().zip(&xts));
+    for (i, ((p, &y0), (yt, xt))) in placed.enumerate() {
+        panel(&mut s, i, p, y0, xt, yt, &frame);
         legend(&mut s, p, y0, frame.legend_x);
     }
     let _ = writeln!(
@@ -683,8 +699,9 @@ fn whole_ticks_for_counts(t: Ticks, p: &Panel) -> Ticks {
     }
 }
 
-fn x_range(fig: &Figure) -> (f64, f64) {
-    let xs = fig.panels.iter().flat_map(|p| {
+/// The x range of `panels`: every point, event and mark.
+fn x_range<'a>(panels: impl Iterator<Item = &'a Panel>) -> (f64, f64) {
+    let xs = panels.flat_map(|p| {
         p.series
             .iter()
             .flat_map(|s| s.points.iter().map(|q| q.0))

@@ -70,19 +70,29 @@ pub fn cumulative_dollars(report: &CostReport) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Small multiples: per session (in first-seen order), one panel per
-/// policy group (whole families, [`super::family`]), its policies highlighted, every other policy in grey.
-fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
-    use super::family::{group, style_index, GROUPS};
-    let mut sessions: Vec<&str> = Vec::new();
+/// The sessions of `rows` in first-seen order, and how many calls each
+/// made under its longest-running policy.
+fn sessions(rows: &[PolicyCost]) -> Vec<(&str, usize)> {
+    let mut out: Vec<(&str, usize)> = Vec::new();
     for p in rows {
-        if !sessions.contains(&p.session.as_str()) {
-            sessions.push(&p.session);
+        let calls = p.report.requests.len();
+        match out.iter_mut().find(|(s, _)| *s == p.session) {
+            Some((_, n)) => *n = (*n).max(calls),
+            None => out.push((&p.session, calls)),
         }
     }
+    out
+}
+
+/// Small multiples: per session of more than one call (in first-seen
+/// order; a single point is no curve), one panel per policy group (whole
+/// families, [`super::family`]), its policies highlighted, every other
+/// policy in grey; each session's panels span its own calls.
+fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
+    use super::family::{group, style_index, GROUPS};
     let names: Vec<&str> = rows.iter().map(|p| p.policy.as_str()).collect();
     let mut out = Vec::new();
-    for s in sessions {
+    for (s, _) in sessions(rows).into_iter().filter(|&(_, n)| n > 1) {
         let of_session: Vec<&PolicyCost> = rows.iter().filter(|p| p.session == s).collect();
         for g in GROUPS {
             if !of_session.iter().any(|p| group(&p.policy) == g) {
@@ -102,6 +112,7 @@ fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
                 title: format!("session {s} · {g}"),
                 y_label: "cumulative cost (dollars)".into(),
                 series,
+                own_x: true,
                 ..Panel::default()
             });
         }
@@ -111,12 +122,18 @@ fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
 
 /// The plot: cumulative dollars over model calls, one line per policy, one
 /// panel per session and policy family; `command` names what made it in the
-/// caption.
+/// caption, beside the sessions of one call it does not draw.
 pub fn dollars_svg(rows: &[PolicyCost], command: &str) -> String {
+    let single = sessions(rows).iter().filter(|&&(_, n)| n <= 1).count();
+    let not_drawn = match single {
+        0 => String::new(),
+        1 => " · 1 session of one call not drawn".to_string(),
+        n => format!(" · {n} sessions of one call not drawn"),
+    };
     crate::plot::svg(&Figure {
         title: "cumulative prompt cost over model calls, per policy".into(),
         x_label: "model call (count)".into(),
         panels: panels(rows),
-        caption: format!("{command} · {}", pricing_line(rows)),
+        caption: format!("{command} · {}{not_drawn}", pricing_line(rows)),
     })
 }

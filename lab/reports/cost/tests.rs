@@ -91,3 +91,47 @@ fn the_plot_has_a_panel_per_session_and_a_line_per_policy() {
     assert!(svg.contains(">cumulative cost (dollars)<"));
     assert_eq!(svg, dollars_svg(&rows, "test"));
 }
+
+#[test]
+fn a_session_of_one_call_is_named_not_drawn_and_each_session_spans_its_own_calls() {
+    let mut rows = priced("long");
+    let mut short = priced("short");
+    let mut single = priced("single");
+    for p in &mut short {
+        p.report.requests.truncate(3);
+    }
+    for p in &mut single {
+        p.report.requests.truncate(1);
+    }
+    rows.extend(short);
+    rows.extend(single);
+    let svg = dollars_svg(&rows, "test");
+    assert!(
+        !svg.contains(">session single"),
+        "a single point is no curve"
+    );
+    assert!(svg.contains("· 1 session of one call not drawn"));
+    // The short session's panel ends at its own last call (3), not at the
+    // long one's: its x ticks stop before the long session's.
+    let ticks_of = |title: &str| -> Vec<f64> {
+        let from = svg.find(title).unwrap();
+        let panel = &svg[from..];
+        let end = panel[1..].find(">session ").map_or(panel.len(), |e| e + 1);
+        panel[..end]
+            .lines()
+            .filter(|l| l.starts_with("<text") && l.contains(r#"text-anchor="middle">"#))
+            .filter_map(|l| {
+                l.rsplit('>')
+                    .nth(1)?
+                    .trim_end_matches("</text")
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    };
+    let long = ticks_of(">session long · baseline and course<");
+    let short = ticks_of(">session short · baseline and course<");
+    assert!(long.len() > 1 && short.len() > 1, "{long:?} {short:?}");
+    assert_eq!(short.last(), Some(&3.0), "{short:?}");
+    assert!(long.last() > Some(&20.0), "{long:?}");
+}
