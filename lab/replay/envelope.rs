@@ -660,4 +660,4 @@ pub fn anchors(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -25,6 +25,11 @@ fn log(total: u64, compacted: Option<u64>) -> tempfile::NamedTempFile {
                     "content": [{"type": "text", "text": "go on"}], "usage": usage(after)}}),
         ]);
     }
+    jsonl(&lines)
+}
+
+/// `lines` as a Claude Code log (JSON Lines) in a temporary file.
+pub(crate) fn jsonl(lines: &[serde_json::Value]) -> tempfile::NamedTempFile {
     let mut f = tempfile::Builder::new()
         .suffix(".jsonl")
         .tempfile()

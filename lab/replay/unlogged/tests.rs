@@ -62,13 +62,7 @@ fn log(call: Option<serde_json::Value>, second: &str, grew: u64) -> tempfile::Na
             "message": {"id": "msg_2", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
                 "content": [{"type": "text", "text": "done"}], "usage": usage(t2)}}),
     ];
-    let mut f = tempfile::Builder::new()
-        .suffix(".jsonl")
-        .tempfile()
-        .unwrap();
-    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    std::io::Write::write_all(&mut f, text.join("\n").as_bytes()).unwrap();
-    f
+    crate::replay::envelope::tests::jsonl(&lines)
 }
 
 fn found(f: &tempfile::NamedTempFile) -> (ImportedSession, Vec<Attachment>) {
