@@ -34,6 +34,10 @@ use crate::tokens::TokenCounter;
 /// shells, before their reminders were rebuilt).
 pub const MIN_STEP: usize = 1_000;
 
+/// The largest step taken for an attachment, in tokens: past any model's
+/// context window, so a larger one is a corrupt log's, not content.
+pub const MAX_STEP: usize = 10_000_000;
+
 /// Why the product attached content at a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,19 +103,25 @@ pub fn attachments(
             (logged, last) = (0, None);
         }
         if let Some(recorded) = paired(session, recorded, i) {
-            let mut residual = recorded as i64 - logged as i64;
+            // Saturating: a corrupt log's huge numbers must not overflow.
+            let mut residual = signed(recorded).saturating_sub(signed(logged));
             if let Some((p, before)) = last {
-                if let Some(a) = attachment(&session.main, p, i, residual - before) {
-                    logged += a.tokens;
-                    residual -= a.tokens as i64;
+                let step = residual.saturating_sub(before);
+                if let Some(a) = attachment(&session.main, p, i, step) {
+                    logged = logged.saturating_add(a.tokens);
+                    residual = residual.saturating_sub(signed(a.tokens));
                     out.push(a);
                 }
             }
             last = Some((i, residual));
         }
-        logged += counter.count_message(m);
+        logged = logged.saturating_add(counter.count_message(m));
     }
     out
+}
+
+fn signed(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
 }
 
 /// The recorded prompt tokens of the request that produced reply `i`.
@@ -123,10 +133,11 @@ fn paired(session: &ImportedSession, recorded: Recorded, i: usize) -> Option<u64
 }
 
 /// The attachment a `step` between the requests of replies `p` and `i`
-/// shows: at the last user message before `i`, when the step is at least
-/// [`MIN_STEP`] and a message from `p` on has a cause.
+/// shows: at the last user message before `i`, when the step is from
+/// [`MIN_STEP`] to [`MAX_STEP`] and a message from `p` on has a cause.
 fn attachment(main: &[Message], p: usize, i: usize, step: i64) -> Option<Attachment> {
-    let tokens = usize::try_from(step).ok().filter(|&s| s >= MIN_STEP)?;
+    let tokens = usize::try_from(step).ok();
+    let tokens = tokens.filter(|s| (MIN_STEP..=MAX_STEP).contains(s))?;
     let cause = main[p..i].iter().filter_map(cause).min()?;
     let at = (p + 1..i).rev().find(|&k| main[k].role == Role::User)?;
     Some(Attachment { at, tokens, cause })
@@ -199,6 +210,12 @@ pub fn put_back(
     found
 }
 
+/// The most background-shell reminders rebuilt for one session: each is
+/// about 60 tokens, so this is six million tokens of them, past what any
+/// real session sends; a log that starts thousands of shells gets no more,
+/// rather than a replay that runs out of memory.
+pub const MAX_REMINDERS: usize = 100_000;
+
 /// What a background shell's result says before its id.
 const STARTED: &str = "Command running in background with ID: ";
 
@@ -233,15 +250,16 @@ impl Buffer {
 /// empties its buffer where `buffer` says reads do (later output is not in
 /// the log, and not guessed). Only the conversation that started a shell is
 /// reminded of it. Returned as (index of the user message before the call,
-/// the reminder's text), in order.
+/// the reminder's text), in order; at most [`MAX_REMINDERS`].
 pub fn shell_reminders(main: &[Message], buffer: Buffer) -> Vec<(usize, String)> {
     let mut commands: std::collections::HashMap<&str, &str> = Default::default();
     let mut started: Vec<(String, &str)> = Vec::new();
     let mut out = Vec::new();
     for (k, m) in main.iter().enumerate() {
         if m.role == Role::User {
+            let room = MAX_REMINDERS.saturating_sub(out.len());
             let reminders = started.iter().map(|(id, c)| (k, shell_reminder(id, c)));
-            out.extend(reminders);
+            out.extend(reminders.take(room));
         }
         for b in m.blocks() {
             match b {

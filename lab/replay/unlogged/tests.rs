@@ -110,6 +110,10 @@ fn a_step_without_a_cause_or_below_the_floor_is_left_alone() {
         .is_empty());
     // An e-mail address is not a mention.
     assert!(found(&log(None, "mail me@example.com", 6_000)).1.is_empty());
+    // A corrupt log's step, past any context window, is not content.
+    assert!(found(&log(None, "look at @plan.md", u64::MAX / 4))
+        .1
+        .is_empty());
     // A mention, but a step of one call's drift.
     assert!(found(&log(None, "look at @plan.md", MIN_STEP as u64 - 1))
         .1
@@ -208,4 +212,25 @@ fn each_background_shell_is_reminded_of_before_every_later_call() {
     assert_eq!(Buffer::of(Some("1.0.98")), Buffer::Emptied);
     assert_eq!(Buffer::of(Some("2.0.22")), Buffer::Kept);
     assert_eq!(Buffer::of(None), Buffer::Kept);
+}
+
+#[test]
+fn a_log_of_thousands_of_shells_gets_a_bounded_number_of_reminders() {
+    let mut main = Vec::new();
+    for k in 0..400 {
+        let id = format!("t{k}");
+        main.push(Message::assistant(vec![Block::ToolUse {
+            id: id.clone(),
+            name: "Bash".into(),
+            input: json!({"command": "yes", "run_in_background": true}),
+        }]));
+        main.push(Message::tool_results(vec![(
+            id,
+            format!("Command running in background with ID: s{k}"),
+        )]));
+    }
+    // 400 shells over 400 result messages: 79,800 reminders unbounded.
+    assert_eq!(shell_reminders(&main, Buffer::Kept).len(), 79_800);
+    main.extend(main.clone());
+    assert_eq!(shell_reminders(&main, Buffer::Kept).len(), MAX_REMINDERS);
 }
