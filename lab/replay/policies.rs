@@ -480,20 +480,22 @@ pub struct SessionRuns {
 }
 
 /// Replay one imported session under every policy of `names` (already
-/// expanded and checked): with its envelope, without the product's
-/// compaction artefacts (every policy decides for itself), dumped to `dump`
-/// ([`dump_for`]). The policies run on `jobs` threads, their runs in
-/// `names` order.
+/// expanded and checked): as sent ([`crate::replay::subagents::as_sent`]),
+/// with its envelope, without the product's compaction artefacts (every
+/// policy decides for itself), dumped to `dump` ([`dump_for`]). The
+/// policies run on `jobs` threads, their runs in `names` order.
 pub fn replay_session(
-    session: &crate::import::ImportedSession,
+    mut session: crate::import::ImportedSession,
     names: &[String],
     path_len: usize,
     measure: &Measure,
     dump: Option<crate::replay::dump::DumpTarget>,
     jobs: usize,
 ) -> LabResult<SessionRuns> {
-    let log = crate::replay::envelope::RecordedLog::of_session(session)?;
-    replay_logged(session, log, names, path_len, measure, dump, jobs)
+    let log = crate::replay::envelope::RecordedLog::of_session(&session)?;
+    let (envelope, tokens) = (measure.envelope, measure.tokens);
+    crate::replay::subagents::as_sent(&mut session, log.as_ref(), envelope, tokens);
+    replay_logged(&session, log, names, path_len, measure, dump, jobs)
 }
 
 /// [`replay_session`] with the session's recorded usage already read

@@ -122,7 +122,7 @@ pub fn run(
         |push| read_sessions(inputs, import, measure, how.shard, push),
         |(index, s, dump)| {
             let one = crate::compact::root::with_backend(backend, || {
-                replay_session(&s, &names, path_len, measure, dump, 1)
+                replay_session(s, &names, path_len, measure, dump, 1)
             });
             (index, one)
         },

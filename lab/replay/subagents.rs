@@ -80,17 +80,29 @@ pub fn replayed_sessions(
     tokens: crate::tokens::Tokens,
 ) -> LabResult<Vec<LoggedSession>> {
     let mut sessions = sessions_of(file, import, which)?;
-    if envelope == super::envelope::EnvelopeArg::Auto {
-        let counter = tokens.counter();
-        for s in &mut sessions {
-            if let Some(log) = &s.log {
-                let recorded = |line| Some(log.request_at_line(line)?.usage.total());
-                let release = log.version.as_deref();
-                super::unlogged::put_back(&mut s.session, release, &recorded, counter.as_ref());
-            }
-        }
+    for s in &mut sessions {
+        as_sent(&mut s.session, s.log.as_ref(), envelope, tokens);
     }
     Ok(sessions)
+}
+
+/// `session` as a replay sends it: with `--envelope auto`, what its
+/// conversation's `log` leaves out put back where the recorded usage shows
+/// it ([`super::unlogged`]), counted with `tokens`' counter. Every replay
+/// path calls it: named files through [`replayed_sessions`], a corpus
+/// session by session.
+pub fn as_sent(
+    session: &mut ImportedSession,
+    log: Option<&RecordedLog>,
+    envelope: super::envelope::EnvelopeArg,
+    tokens: crate::tokens::Tokens,
+) {
+    let Some(log) = log.filter(|_| envelope == super::envelope::EnvelopeArg::Auto) else {
+        return;
+    };
+    let recorded = |line| Some(log.request_at_line(line)?.usage.total());
+    let counter = tokens.counter();
+    super::unlogged::put_back(session, log.version.as_deref(), &recorded, counter.as_ref());
 }
 
 /// Whose requests a session's recorded rows cover: `main chain`, or

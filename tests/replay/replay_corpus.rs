@@ -220,3 +220,38 @@ fn a_reader_that_closes_the_stream_ends_it_quietly() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(!err.contains("error"), "{err}");
 }
+
+/// A Claude Code log replayed as a corpus is sent as the same file named:
+/// with what its log leaves out put back (golfgod's background-shell
+/// reminders), so its requests are the same size either way.
+#[test]
+fn a_corpus_session_is_sent_as_the_named_file_is() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let name = "golfgod__chat@c2f506b.json";
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("corpus");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::copy(dir.join("claude_code").join(name), root.join(name)).unwrap();
+    let args = ["--policy", "none", "--format", "json"];
+    let corpus: serde_json::Value =
+        serde_json::from_str(&ok(
+            &[&["replay", root.to_str().unwrap()], &args[..]].concat()
+        ))
+        .unwrap();
+    let file = root.join(name);
+    let named: serde_json::Value =
+        serde_json::from_str(&ok(
+            &[&["replay", file.to_str().unwrap()], &args[..]].concat()
+        ))
+        .unwrap();
+    let record = &corpus["corpus"]["records"][0]["records"][0];
+    let calls = named["runs"][0]["calls"].as_array().unwrap();
+    let last = calls.last().unwrap();
+    let peak = calls.iter().map(|c| c["chars"].as_u64().unwrap()).max();
+    assert_eq!(record["last_tokens"], last["tokens"]);
+    assert_eq!(record["peak_chars"].as_u64(), peak);
+    // The reminders are in both: the named replay says so.
+    assert!(named["envelopes"][0]["put_back"]["shell_reminders"].as_u64() > Some(0));
+}
