@@ -29,10 +29,27 @@ pub fn install_signal_handler() {
             // Keep the registry locked until exit: a worker that wants a new
             // temp dir or temp file blocks before creating it.
             let live = live();
-            remove_all(&live);
+            remove_until_quiet(&live);
             std::process::exit(INTERRUPTED);
         });
     });
+}
+
+/// [`remove_all`] until two passes 10 ms apart find nothing left (at most
+/// about a second): a worker that already held its temp dir may still be
+/// creating the run's directories in it, and would put back a dir removed
+/// once (seen under load in CI).
+fn remove_until_quiet(paths: &BTreeSet<PathBuf>) {
+    let mut quiet = 0;
+    for _ in 0..100 {
+        let any = paths.iter().any(|p| p.exists());
+        remove_all(paths);
+        quiet = if any { 0 } else { quiet + 1 };
+        if quiet == 2 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Remove every registered temp dir and temp file (retrying a dir that a
