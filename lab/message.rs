@@ -170,6 +170,14 @@ impl Message {
         }
     }
 
+    /// Drops the [`Block::Unlogged`] blocks (what a product resumed from
+    /// its log no longer sends).
+    pub fn drop_unlogged(&mut self) {
+        if let Content::Blocks(b) = &mut self.content {
+            b.retain(|b| !matches!(b, Block::Unlogged { .. }));
+        }
+    }
+
     /// Ids of the `tool_use` blocks of an assistant message (course: `has_tool_use`).
     pub fn tool_use_ids(&self) -> Vec<&str> {
         if self.role != Role::Assistant {

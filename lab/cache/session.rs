@@ -152,13 +152,25 @@ pub fn starts_turn(m: &Message) -> bool {
 }
 
 /// The no-compaction arm: before every assistant message of `main`, the
-/// whole history so far.
-pub fn none_requests(main: &[Message], builder: &mut RequestBuilder) -> Vec<CacheRequest> {
+/// whole history so far; from each message of `resumes` on (where the
+/// product resumed from its log), without the content the log does not keep.
+pub fn none_requests(
+    main: &[Message],
+    resumes: &[usize],
+    builder: &mut RequestBuilder,
+) -> Vec<CacheRequest> {
     let mut turn = 0;
     let mut out = Vec::new();
+    // A copy only once a resume changes the history.
+    let mut resumed: Option<Vec<Message>> = None;
     for (i, m) in main.iter().enumerate() {
+        if resumes.contains(&i) {
+            let history = resumed.get_or_insert_with(|| main.to_vec());
+            history[..i].iter_mut().for_each(Message::drop_unlogged);
+        }
         if m.role == Role::Assistant {
-            out.push(builder.request(&main[..i], turn));
+            let history = resumed.as_deref().unwrap_or(main);
+            out.push(builder.request(&history[..i], turn));
         }
         turn += starts_turn(m) as usize;
     }
@@ -175,7 +187,7 @@ mod tests {
     fn the_none_arm_sends_the_whole_history_and_never_breaks() {
         let main = synthetic_main(6, 2_000);
         let mut b = RequestBuilder::new(Tokens::Approx, 1_500);
-        let reqs = none_requests(&main, &mut b);
+        let reqs = none_requests(&main, &[], &mut b);
         assert_eq!(reqs.len(), 7);
         assert_eq!(reqs[1].segments.len(), 4);
         let r = cost(

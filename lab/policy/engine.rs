@@ -87,6 +87,12 @@ pub struct Prefix {
     /// reply's index in the replayed messages (logs with recorded usage);
     /// the product's own policy sees the anchor of the last reply.
     pub anchors: std::collections::BTreeMap<usize, Anchor>,
+    /// Messages, by index in the replayed messages, before which the
+    /// product resumed from its log: a resumed process rebuilds its
+    /// context from what the log keeps, so content the log does not keep
+    /// ([`Block::Unlogged`](crate::message::Block::Unlogged)) is not sent
+    /// again from there on.
+    pub resumes: Vec<usize>,
 }
 
 /// The product's own count after a recorded reply: what the API reported
@@ -463,6 +469,9 @@ fn drive<M: Borrow<Message>>(
     for (i, m) in messages.enumerate() {
         let m = m?;
         let m = m.borrow();
+        if env.prefix.resumes.contains(&i) {
+            walk.resume();
+        }
         if m.role == Role::Assistant {
             let now_ms = head.times_ms.and_then(|t| t.get(i).copied().flatten());
             if let Err(e) = walk.model_call(policy, env, observers, i, now_ms) {
@@ -605,6 +614,16 @@ impl Walk {
         self.is_product_policy
             .then(|| env.prefix.anchors.get(&last.at).copied())
             .flatten()
+    }
+
+    /// The product resumed from its log: what the log does not keep is
+    /// gone from the history. What the model last saw stays as it was (the
+    /// memo's sizes describe it), so the next request measures afresh the
+    /// messages that lost content.
+    fn resume(&mut self) {
+        for m in &mut self.history {
+            m.drop_unlogged();
+        }
     }
 
     /// Recorded message `i` arrives: into the ledger, the history and what

@@ -200,6 +200,8 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
         cost_tokens: None,
         cost_envelope: 0,
         scale_to_real: a.scale_to_real,
+        // Each session's own, set where its log is read (`cost_arms`).
+        resumes: Vec::new(),
     };
     if a.cost {
         let args = cost_arms::CostArgs {

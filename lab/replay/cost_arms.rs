@@ -228,6 +228,8 @@ fn conversation_rows(
         crate::replay::envelope::envelope_for(session, log, options.envelope, counter.as_ref())?;
     let replay = ReplayOptions {
         cost_envelope: envelope.prefix.tokens as u64,
+        // The arms replay every message of `main`, artefacts included.
+        resumes: log.map(|l| l.resumed_before(session)).unwrap_or_default(),
         ..replay.clone()
     };
     let mut rows = session_rows(session, names, &replay, &options)?;
@@ -324,7 +326,7 @@ fn session_rows(
     };
     let answers = session.main.iter().enumerate();
     let none = stamped(
-        none_requests(&session.main, &mut builder),
+        none_requests(&session.main, &replay.resumes, &mut builder),
         answers.filter_map(|(i, m)| (m.role == crate::message::Role::Assistant).then_some(i)),
         session,
     );

@@ -185,7 +185,14 @@ fn put_back_text(p: crate::replay::unlogged::PutBack) -> String {
             p.tokens
         ),
     };
-    shells + &attachments
+    let resumes = match p.resumes {
+        0 => String::new(),
+        n => format!(
+            "; dropped again at {n} resume{} (the product rebuilt its context from the log)",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    shells + &attachments + &resumes
 }
 
 /// The clause on what the log does not show at its last request.
@@ -244,6 +251,10 @@ pub struct RecordedLog {
     pub left_out: Vec<RecordedRequest>,
     /// The Claude Code release of the first main-agent record that names one.
     pub version: Option<String>,
+    /// The 1-based lines of the main-agent records that mark a resume of
+    /// the session (the `SessionStart` hook with the `resume` matcher); none in
+    /// a subagent's log.
+    pub resumes: Vec<usize>,
     /// The response id (`message.id`) of each record that carries one, by
     /// the record's 1-based line, sidechain records included: a reply the
     /// importer split or merged is paired with its request by id, whichever
@@ -268,6 +279,12 @@ impl RecordedLog {
             .filter(|r| r.get("isSidechain").and_then(serde_json::Value::as_bool) != Some(true))
             .find_map(|r| r.get("version").and_then(serde_json::Value::as_str))
             .map(str::to_string);
+        let resumes = records
+            .iter()
+            .zip(&lines)
+            .filter(|(r, _)| marks_resume(r))
+            .map(|(_, &line)| line)
+            .collect();
         let (left_out, requests) = crate::tokens::recorded::requests_placed(&records, &lines)
             .into_iter()
             .partition(|r| r.sidechain);
@@ -287,8 +304,22 @@ impl RecordedLog {
             requests,
             left_out,
             version,
+            resumes,
             reply_ids: Arc::new(reply_ids),
         }))
+    }
+
+    /// The messages of `session` (indices in its `main`) before which the
+    /// product resumed from this log: the first message logged after each
+    /// resume record, once each.
+    pub fn resumed_before(&self, session: &ImportedSession) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .resumes
+            .iter()
+            .filter_map(|&r| session.main_lines.iter().position(|&l| l > r))
+            .collect();
+        out.dedup();
+        out
     }
 
     /// The log of each of `sessions` (this log's subagent sessions,
@@ -355,6 +386,7 @@ impl RecordedLog {
             requests: Vec::new(),
             left_out: Vec::new(),
             version: self.version.clone(),
+            resumes: Vec::new(),
             reply_ids: Arc::clone(&self.reply_ids),
         }
     }
@@ -430,6 +462,28 @@ impl RecordedLog {
 /// `api_req_started` usage the importer put on the reply it produced): its
 /// prompt tokens less the messages sent with it, counted. `None` for other
 /// formats, without usage, or when the messages alone count more.
+/// Whether a record marks a resume of the main conversation: the
+/// `SessionStart` hook with the `resume` matcher, which Claude Code runs as
+/// a resumed process starts (2.1: a `progress` record, `hook_progress`
+/// with `hookName` `SessionStart:resume`; 1.x: a `system` record naming
+/// the hook). A resume with no hook record is not seen.
+fn marks_resume(record: &serde_json::Value) -> bool {
+    const HOOK: &str = "SessionStart:resume";
+    let str_at = |p: &str| record.pointer(p).and_then(serde_json::Value::as_str);
+    if record
+        .get("isSidechain")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+    {
+        return false;
+    }
+    match str_at("/type") {
+        Some("progress") => str_at("/data/hookName").is_some_and(|h| h.starts_with(HOOK)),
+        Some("system") => str_at("/content").is_some_and(|c| c.contains(HOOK)),
+        _ => false,
+    }
+}
+
 fn task_prefix(session: &ImportedSession, counter: &dyn TokenCounter) -> Option<usize> {
     if !matches!(
         session.format,
@@ -526,6 +580,7 @@ pub fn envelope_for(
             after_compaction: Vec::new(),
             product_policy: product_policy.clone(),
             anchors: Default::default(),
+            resumes: Vec::new(),
         },
         basis,
     };
@@ -561,6 +616,7 @@ pub fn envelope_for(
                         after_compaction: after,
                         product_policy,
                         anchors: anchors(session, l, counter),
+                        resumes: replayed_resumes(session, l),
                     },
                     basis: Basis::Recorded,
                 });
@@ -618,13 +674,25 @@ pub fn product_summaries(session: &ImportedSession) -> Vec<String> {
         .collect()
 }
 
+/// The resumes of `session`'s `log` by index in the replayed messages
+/// (the session without its compaction artefacts), as the engine reads
+/// them ([`Prefix::resumes`]).
+fn replayed_resumes(session: &ImportedSession, log: &RecordedLog) -> Vec<usize> {
+    let dropped = crate::import::artefacts::product_artefacts(session);
+    log.resumed_before(session)
+        .into_iter()
+        .map(|i| i - dropped.iter().filter(|&&d| d < i).count())
+        .collect()
+}
+
 /// What the product itself counted after each recorded reply of the main
 /// chain, keyed by the reply's index in the replayed messages (the session
 /// without its compaction artefacts). A reply is paired with the recorded
 /// request that produced it by the response id of the record it starts on,
 /// so a request on an abandoned branch pairs with nothing. `logged` counts the
 /// product's history as the log shows it: from its last compaction's summary
-/// on (artefacts included), else from the start.
+/// on (artefacts included), else from the start; content the log does not
+/// keep counts until a resume.
 pub fn anchors(
     session: &ImportedSession,
     log: &RecordedLog,
@@ -634,13 +702,19 @@ pub fn anchors(
         log.requests.iter().map(|r| (r.id.as_str(), r)).collect();
     let dropped = crate::import::artefacts::product_artefacts(session);
     let starts: Vec<usize> = session.real_compaction_meta.iter().map(|c| c.at).collect();
+    let resumes = log.resumed_before(session);
     let mut out = std::collections::BTreeMap::new();
-    let (mut replayed, mut logged) = (0, 0);
+    let (mut replayed, mut logged, mut unlogged) = (0, 0usize, 0);
     for (i, m) in session.main.iter().enumerate() {
         if starts.contains(&i) {
-            logged = 0;
+            (logged, unlogged) = (0, 0);
+        }
+        if resumes.contains(&i) {
+            logged = logged.saturating_sub(unlogged);
+            unlogged = 0;
         }
         logged += counter.count_message(m);
+        unlogged += crate::replay::unlogged::unlogged_tokens(m);
         if dropped.binary_search(&i).is_ok() {
             continue;
         }

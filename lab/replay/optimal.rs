@@ -65,7 +65,16 @@ pub fn compute(
         )? {
             let session = logged.session;
             let setup = set_up_logged(&session, logged.log.as_ref(), measure)?;
-            let messages = crate::import::artefacts::without_product_artefacts(&session);
+            let mut messages = crate::import::artefacts::without_product_artefacts(&session);
+            // A resume drops what was put back before it, and a run sends it
+            // only until then: the bound never sends it, so it stays below
+            // every run (less tight on a resumed log, never above).
+            if let Some(&last) = setup.prefix.resumes.last() {
+                let before = last.min(messages.len());
+                messages[..before]
+                    .iter_mut()
+                    .for_each(crate::message::Message::drop_unlogged);
+            }
             let (planted, facts) = crate::retention::planted::plant(
                 &messages,
                 &crate::retention::planted::Position::ALL,

@@ -538,7 +538,10 @@ pub fn replay_logged(
         tokens: setup.prefix.tokens,
         after_compaction: setup.prefix.after_compaction.clone(),
         unlogged_at_last: crate::replay::envelope::unlogged_at_last(&setup.prefix),
-        put_back: crate::replay::unlogged::PutBack::of(&session.main),
+        put_back: crate::replay::unlogged::PutBack {
+            resumes: setup.prefix.resumes.len(),
+            ..crate::replay::unlogged::PutBack::of(&session.main)
+        },
         basis: setup
             .basis
             .clone()

@@ -95,6 +95,9 @@ pub struct ReplayOptions {
     /// (its real budget) instead of every size at `scale`; sessions without
     /// a real compaction keep `scale`.
     pub scale_to_real: bool,
+    /// Messages (indices in `main`) before which the product resumed from
+    /// its log ([`engine::Prefix::resumes`]); none by default.
+    pub resumes: Vec<usize>,
 }
 
 impl Default for ReplayOptions {
@@ -105,6 +108,7 @@ impl Default for ReplayOptions {
             cost_tokens: None,
             cost_envelope: 0,
             scale_to_real: false,
+            resumes: Vec::new(),
         }
     }
 }
@@ -429,6 +433,7 @@ fn replay_core(
         sent: main.sent,
     };
     let mut env = Env::default();
+    env.prefix.resumes = options.resumes.clone();
     let run = engine::replay_stream(
         &mut policy,
         source,

@@ -102,7 +102,9 @@ pub fn as_sent(
     };
     let recorded = |line| Some(log.request_at_line(line)?.usage.total());
     let counter = tokens.counter();
-    super::unlogged::put_back(session, log.version.as_deref(), &recorded, counter.as_ref());
+    let resumes = log.resumed_before(session);
+    let release = log.version.as_deref();
+    super::unlogged::put_back(session, release, &recorded, &resumes, counter.as_ref());
 }
 
 /// Whose requests a session's recorded rows cover: `main chain`, or

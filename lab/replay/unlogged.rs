@@ -16,9 +16,19 @@
 //! envelope does for the fixed prefix. It stays in every later request, and
 //! goes with its message when a policy drops or summarises that.
 //!
-//! A step at any other message is left alone: the rule adds nothing the
-//! product's code would not have sent, and a step below [`MIN_STEP`] (the
-//! drift of one call) is never taken for an attachment.
+//! A step at any other message is taken only when it is larger than
+//! everything the log added since the request before
+//! ([`Cause::Unattributed`]): no error in counting what the log added can
+//! make that, and Claude Code checks every file it has read before every
+//! call, so a file a hook, a formatter or the user changed comes back at
+//! any message (a `git commit` whose hooks rewrote files, in one shared
+//! log). A step below [`MIN_STEP`] (the drift of one call) is never taken.
+//!
+//! A resumed Claude Code process rebuilds its context from the log (the
+//! `SessionStart` hook's `resume` record marks it), so from a resume on
+//! nothing put back before it is sent, and no shell started before it is
+//! reminded of: the engine drops the [`Block::Unlogged`] blocks there
+//! (`Prefix::resumes`), and the steps after it are measured without them.
 //!
 //! One attachment's words the log does determine: the reminder Claude Code
 //! sends for each background shell ([`shell_reminders`]). Those are put
@@ -29,9 +39,9 @@ use crate::message::{Block, Content, Message, Role};
 use crate::tokens::TokenCounter;
 
 /// The smallest step taken for an attachment, in tokens: above the largest
-/// one-call growth beyond the estimate at a message without a cause in the
-/// shared logs (about 900 tokens: golfgod's calls with five background
-/// shells, before their reminders were rebuilt).
+/// one-call growth beyond the estimate in the shared logs that is not
+/// content (about 900 tokens: golfgod's calls with five background shells,
+/// before their reminders were rebuilt).
 pub const MIN_STEP: usize = 1_000;
 
 /// The largest step taken for an attachment, in tokens: past any model's
@@ -52,6 +62,11 @@ pub enum Cause {
     PartialRead,
     /// A subagent returned: the files it edited come back as changed.
     SubagentReturn,
+    /// No message names a cause, but the step is larger than everything
+    /// the log added since the request before, so no counting error of
+    /// that can make it: content only recorded usage shows (a file a hook,
+    /// a formatter or the user changed comes back before any call).
+    Unattributed,
 }
 
 impl Cause {
@@ -62,6 +77,7 @@ impl Cause {
             Cause::TreeRewrite => "files the command changed",
             Cause::PartialRead => "rest of a partly read file",
             Cause::SubagentReturn => "files the subagent changed",
+            Cause::Unattributed => "content only recorded usage shows",
         }
     }
 }
@@ -85,35 +101,54 @@ pub type Recorded<'a> = &'a dyn Fn(usize) -> Option<u64>;
 /// shows, counted with `counter`: conversation by conversation (a real
 /// compaction starts a new one), the step between two paired requests
 /// beyond what the log added, where a message between them has a
-/// [`Cause`].
+/// [`Cause`] or the step is larger than that. Before each message of
+/// `resumes` the product resumed from its log, so what was put back before
+/// is no longer sent.
 pub fn attachments(
     session: &ImportedSession,
     recorded: Recorded,
+    resumes: &[usize],
     counter: &dyn TokenCounter,
 ) -> Vec<Attachment> {
     let starts: Vec<usize> = session.real_compaction_meta.iter().map(|c| c.at).collect();
     let mut out = Vec::new();
     // Tokens of the messages before `i` from the conversation's start
-    // (attachments found so far included), and the last paired reply with
-    // its residual: recorded prompt tokens minus that count.
-    let mut logged = 0usize;
-    let mut last: Option<(usize, i64)> = None;
+    // (attachments found so far included, `sent` of them), and the last
+    // paired reply with its residual: recorded prompt tokens minus that
+    // count.
+    let (mut logged, mut sent) = (0usize, 0usize);
+    let mut last: Option<Paired> = None;
     for (i, m) in session.main.iter().enumerate() {
         if starts.contains(&i) {
-            (logged, last) = (0, None);
+            (logged, sent, last) = (0, 0, None);
+        }
+        if resumes.contains(&i) {
+            // No longer sent: the recorded count drops by it, and so does
+            // the count of what the next request carries.
+            logged = logged.saturating_sub(sent);
+            last = last.map(|p| p.without(sent));
+            sent = 0;
         }
         if let Some(recorded) = paired(session, recorded, i) {
             // Saturating: a corrupt log's huge numbers must not overflow.
             let mut residual = signed(recorded).saturating_sub(signed(logged));
-            if let Some((p, before)) = last {
-                let step = residual.saturating_sub(before);
-                if let Some(a) = attachment(&session.main, p, i, step) {
+            if let Some(p) = last {
+                let step = Step {
+                    tokens: residual.saturating_sub(p.residual),
+                    added: logged.saturating_sub(p.logged),
+                };
+                if let Some(a) = attachment(&session.main, p.at, i, step) {
                     logged = logged.saturating_add(a.tokens);
+                    sent = sent.saturating_add(a.tokens);
                     residual = residual.saturating_sub(signed(a.tokens));
                     out.push(a);
                 }
             }
-            last = Some((i, residual));
+            last = Some(Paired {
+                at: i,
+                residual,
+                logged,
+            });
         }
         logged = logged.saturating_add(counter.count_message(m));
     }
@@ -132,13 +167,50 @@ fn paired(session: &ImportedSession, recorded: Recorded, i: usize) -> Option<u64
     recorded(*session.main_lines.get(i)?)
 }
 
+/// A reply paired with its recorded request.
+#[derive(Clone, Copy)]
+struct Paired {
+    /// Its index in `main`.
+    at: usize,
+    /// Recorded prompt tokens minus the count of the messages before it.
+    residual: i64,
+    /// That count.
+    logged: usize,
+}
+
+impl Paired {
+    /// The same request after `gone` tokens of its messages went: its
+    /// residual stays (it did send them), but what the log adds after it
+    /// is counted from the messages that are left.
+    fn without(self, gone: usize) -> Paired {
+        Paired {
+            logged: self.logged.saturating_sub(gone),
+            ..self
+        }
+    }
+}
+
+/// Growth between two paired requests.
+struct Step {
+    /// Recorded growth beyond the count of what the log added.
+    tokens: i64,
+    /// The count of what the log added.
+    added: usize,
+}
+
 /// The attachment a `step` between the requests of replies `p` and `i`
 /// shows: at the last user message before `i`, when the step is from
-/// [`MIN_STEP`] to [`MAX_STEP`] and a message from `p` on has a cause.
-fn attachment(main: &[Message], p: usize, i: usize, step: i64) -> Option<Attachment> {
-    let tokens = usize::try_from(step).ok();
+/// [`MIN_STEP`] to [`MAX_STEP`] and a message from `p` on has a cause, or,
+/// with none, when the step is larger than what the log added
+/// ([`Cause::Unattributed`]).
+fn attachment(main: &[Message], p: usize, i: usize, step: Step) -> Option<Attachment> {
+    let tokens = usize::try_from(step.tokens).ok();
     let tokens = tokens.filter(|s| (MIN_STEP..=MAX_STEP).contains(s))?;
-    let cause = main[p..i].iter().filter_map(cause).min()?;
+    let cause = match main[p..i].iter().filter_map(cause).min() {
+        Some(c) => c,
+        None if tokens > step.added => Cause::Unattributed,
+        None => return None,
+    };
     let at = (p + 1..i).rev().find(|&k| main[k].role == Role::User)?;
     Some(Attachment { at, tokens, cause })
 }
@@ -193,19 +265,21 @@ fn mentions_a_path(text: &str) -> bool {
 /// Puts back what `session`'s log leaves out, as every replay of it sends
 /// it: the background-shell reminders of the Claude Code `release` that
 /// wrote it, then the attachments its recorded usage shows (counted with
-/// `counter`), which it returns.
+/// `counter`), which it returns. `resumes`: the messages before which the
+/// product resumed from its log.
 pub fn put_back(
     session: &mut ImportedSession,
     release: Option<&str>,
     recorded: Recorded,
+    resumes: &[usize],
     counter: &dyn TokenCounter,
 ) -> Vec<Attachment> {
-    for (at, text) in shell_reminders(&session.main, Buffer::of(release)) {
+    for (at, text) in shell_reminders(&session.main, Buffer::of(release), resumes) {
         if let Some(m) = session.main.get_mut(at) {
             push_block(m, Block::Text { text });
         }
     }
-    let found = attachments(session, recorded, counter);
+    let found = attachments(session, recorded, resumes, counter);
     attach(&mut session.main, &found);
     found
 }
@@ -250,12 +324,21 @@ impl Buffer {
 /// empties its buffer where `buffer` says reads do (later output is not in
 /// the log, and not guessed). Only the conversation that started a shell is
 /// reminded of it. Returned as (index of the user message before the call,
-/// the reminder's text), in order; at most [`MAX_REMINDERS`].
-pub fn shell_reminders(main: &[Message], buffer: Buffer) -> Vec<(usize, String)> {
+/// the reminder's text), in order; at most [`MAX_REMINDERS`]. A resumed
+/// process (before each message of `resumes`) runs none of the shells
+/// started before.
+pub fn shell_reminders(
+    main: &[Message],
+    buffer: Buffer,
+    resumes: &[usize],
+) -> Vec<(usize, String)> {
     let mut commands: std::collections::HashMap<&str, &str> = Default::default();
     let mut started: Vec<(String, &str)> = Vec::new();
     let mut out = Vec::new();
     for (k, m) in main.iter().enumerate() {
+        if resumes.contains(&k) {
+            started.clear();
+        }
         if m.role == Role::User {
             let room = MAX_REMINDERS.saturating_sub(out.len());
             let reminders = started.iter().map(|(id, c)| (k, shell_reminder(id, c)));
@@ -310,6 +393,17 @@ fn shell_reminder(id: &str, command: &str) -> String {
     )
 }
 
+/// The tokens of the [`Block::Unlogged`] blocks of `m`.
+pub fn unlogged_tokens(m: &Message) -> usize {
+    m.blocks()
+        .iter()
+        .map(|b| match b {
+            Block::Unlogged { tokens, .. } => *tokens,
+            _ => 0,
+        })
+        .sum()
+}
+
 /// `main` with each attachment joined to its message as an
 /// [`Block::Unlogged`] block after its content.
 pub fn attach(main: &mut [Message], attachments: &[Attachment]) {
@@ -345,6 +439,8 @@ pub struct PutBack {
     pub tokens: usize,
     /// Background-shell reminders rebuilt from the log (text blocks).
     pub shell_reminders: usize,
+    /// Resumes, at each of which what was put back before is dropped.
+    pub resumes: usize,
 }
 
 impl PutBack {

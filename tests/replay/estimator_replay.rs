@@ -7,11 +7,12 @@
 //! recorded prompt tokens of the request that produced its reply (paired by
 //! response id): |messages + envelope − recorded| / recorded. As in every
 //! replay, what the log leaves out is put back where recorded usage shows
-//! it at a message that carried an attachment (`replay::unlogged`); the
+//! it (`replay::unlogged`: at a message that carried an attachment, or a
+//! step larger than all the log added), and dropped again at a resume; the
 //! request that sized one is its anchor and is not scored either.
 //!
-//! Target: cumulative error ≤ 3 % median, ≤ 8 % p95. Pinned below as
-//! measured; notes/cost.md has the figures and why the p95 is missed.
+//! Target: cumulative error ≤ 3 % median, ≤ 8 % p95. Met and pinned below
+//! as measured; notes/cost.md has the figures.
 
 use crate::common;
 
@@ -37,7 +38,14 @@ fn session_errors(
     // every replay does; the request that sized an attachment is its
     // anchor, as the first one is the envelope's, and is not scored.
     let recorded = |line| Some(log.request_at_line(line)?.usage.total());
-    let found = put_back(&mut imported, log.version.as_deref(), &recorded, &counter);
+    let resumes = log.resumed_before(&imported);
+    let found = put_back(
+        &mut imported,
+        log.version.as_deref(),
+        &recorded,
+        &resumes,
+        &counter,
+    );
     let anchored: Vec<usize> = found
         .iter()
         .filter_map(|a| {
@@ -59,6 +67,12 @@ fn session_errors(
             tokens: Box::new(counter),
             prefix: Prefix {
                 tokens: envelope.prefix.after(j),
+                // A resume drops what was put back before it.
+                resumes: resumes
+                    .iter()
+                    .filter(|&&r| (w[0]..w[1]).contains(&r))
+                    .map(|r| r - w[0])
+                    .collect(),
                 ..Prefix::default()
             },
             ..Env::default()
@@ -70,14 +84,13 @@ fn session_errors(
             times_ms: None,
         };
         let run = replay(none.as_mut(), session, &mut env).unwrap();
-        let paired: Vec<(usize, f64)> = run
+        let paired: Vec<(usize, usize, f64)> = run
             .calls
             .iter()
-            .filter(|c| !anchored.contains(&(w[0] + c.at)))
             .filter_map(|c| {
                 let line = imported.main_lines.get(w[0] + c.at)?;
                 let r = log.request_at_line(*line)?;
-                Some((c.tokens + c.envelope, r.usage.total() as f64))
+                Some((w[0] + c.at, c.tokens + c.envelope, r.usage.total() as f64))
             })
             .collect();
         // A reply the importer split in two makes two calls of one request;
@@ -90,8 +103,10 @@ fn session_errors(
             ));
         }
         // The first request anchors the envelope: not scored.
-        for (sent, y) in paired.into_iter().skip(1) {
-            errors.push((sent as f64 - y).abs() / y);
+        for (at, sent, y) in paired.into_iter().skip(1) {
+            if !anchored.contains(&at) {
+                errors.push((sent as f64 - y).abs() / y);
+            }
         }
     }
     Ok((errors, found.len()))
@@ -133,22 +148,26 @@ fn held_out_on_the_replays_own_requests_with_the_envelope() {
     }
     let pooled = Spread::of(&all);
     eprintln!(
-        "pooled: n {} median {:.4} p95 {:.4}; not scored: {skipped:?}",
+        "pooled: n {} median {:.4} p95 {:.4}, put back {put_back}; not scored: {skipped:?}",
         pooled.n, pooled.median, pooled.p95
     );
     // Measured 2026-12-05, every session scored (calls paired with their
     // recorded requests by the reply's response id), golfgod's eight
-    // background shells reminded of before every later call, and 15
-    // attachments put back (dotclaude 3 @-mentions and 4 partial reads,
-    // socialaize 6 working-tree rewrites, claude-agentic-framework 2
-    // subagent returns): median 1.6 % (target met), p95 9.7 % (missed; 21.1 %
-    // with neither; 48 requests over 8 %, 40 allowed): session-share's 35
-    // (steps no cause explains, and a resume that rebuilds its context from
-    // the log) and socialaize's 13 (a commit and a worktree set-up whose
-    // steps no cause explains) are left.
-    assert_eq!(pooled.n, 806);
-    assert_eq!(put_back, 15);
+    // background shells reminded of before every later call, and 26
+    // attachments put back: 15 at a cause (dotclaude 3 @-mentions and 4
+    // partial reads, socialaize 6 working-tree rewrites,
+    // claude-agentic-framework 2 subagent returns) and 11 unattributed,
+    // each a step larger than all the log added since the request before
+    // (socialaize 2: a commit, a worktree set-up; session-share 6; templar
+    // 3, beside its formatting hooks); session-share's put-back dropped at
+    // its three resumes. Median 1.5 %, p95 4.0 % (target met; 21.1 % with
+    // none of it, 9.7 % with causes only). Left over 8 %: session-share's 5
+    // requests after its resumes, 15-25 % over: the resumed process sent no
+    // thinking and about 10k tokens less than the log holds.
+    assert_eq!(pooled.n, 795);
+    assert_eq!(put_back, 26);
     assert!(pooled.median <= 0.03, "{pooled:?}");
-    assert!((pooled.p95 - 0.0965).abs() < 0.005, "{pooled:?}");
+    assert!(pooled.p95 <= 0.08, "{pooled:?}");
+    assert!((pooled.p95 - 0.0396).abs() < 0.005, "{pooled:?}");
     assert!(skipped.is_empty(), "{skipped:?}");
 }

@@ -159,11 +159,22 @@ fn notes_mark_the_size_as_an_estimate() {
             attachments: 2,
             tokens: 9_500,
             shell_reminders: 0,
+            resumes: 0,
+        },
+        ..note
+    };
+    assert!(render_notes(std::slice::from_ref(&note)).contains(
+        "sent before every request; 2 attachments the log does not keep put back at the messages that carried them (9500 tokens, estimate from recorded usage); at its last"
+    ));
+    let note = EnvelopeNote {
+        put_back: crate::replay::unlogged::PutBack {
+            resumes: 3,
+            ..note.put_back
         },
         ..note
     };
     assert!(render_notes(&[note]).contains(
-        "sent before every request; 2 attachments the log does not keep put back at the messages that carried them (9500 tokens, estimate from recorded usage); at its last"
+        "(9500 tokens, estimate from recorded usage); dropped again at 3 resumes (the product rebuilt its context from the log); at its last"
     ));
 }
 

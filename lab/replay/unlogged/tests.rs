@@ -71,7 +71,7 @@ fn found(f: &tempfile::NamedTempFile) -> (ImportedSession, Vec<Attachment>) {
         .unwrap()
         .unwrap();
     let recorded = |line| Some(l.request_at_line(line)?.usage.total());
-    let a = attachments(&session, &recorded, &Approx);
+    let a = attachments(&session, &recorded, &[], &Approx);
     (session, a)
 }
 
@@ -97,19 +97,41 @@ fn a_step_at_a_prompt_that_mentions_a_path_is_the_mentioned_file() {
         PutBack {
             attachments: 1,
             tokens: 6_000,
-            shell_reminders: 0
+            shell_reminders: 0,
+            resumes: 0
         }
     );
 }
 
 #[test]
-fn a_step_without_a_cause_or_below_the_floor_is_left_alone() {
-    // No @-mention: the step is the estimator's, not an attachment.
-    assert!(found(&log(None, "now fix the plan please", 6_000))
-        .1
-        .is_empty());
-    // An e-mail address is not a mention.
-    assert!(found(&log(None, "mail me@example.com", 6_000)).1.is_empty());
+fn a_step_without_a_cause_is_taken_only_past_all_the_log_added() {
+    // No cause, but 6,000 tokens more than a short prompt: no counting
+    // error of the prompt makes that, so it is content.
+    let a = found(&log(None, "now fix the plan please", 6_000)).1;
+    let unattributed = Attachment {
+        at: 2,
+        tokens: 6_000,
+        cause: Cause::Unattributed,
+    };
+    assert_eq!(a, vec![unattributed]);
+    // An e-mail address is not a mention: the same step is unattributed.
+    assert_eq!(
+        found(&log(None, "mail me@example.com", 6_000)).1[0].cause,
+        Cause::Unattributed
+    );
+    // A step smaller than what the log added may be the estimator's.
+    let long = "fix it ".repeat(2_000);
+    assert!(found(&log(None, &long, 1_500)).1.is_empty());
+    // The same step at a cause is an attachment.
+    let mentioned = format!("{long} @plan.md");
+    assert_eq!(
+        found(&log(None, &mentioned, 1_500)).1[0].cause,
+        Cause::AtMention
+    );
+}
+
+#[test]
+fn a_step_below_the_floor_or_past_any_window_is_left_alone() {
     // A corrupt log's step, past any context window, is not content.
     assert!(found(&log(None, "look at @plan.md", u64::MAX / 4))
         .1
@@ -125,31 +147,30 @@ fn tool_calls_that_bring_files_back_have_their_causes() {
     let cases = [
         (
             json!({"name": "Read", "input": {"file_path": "/a.rs", "limit": 40}}),
-            Some(Cause::PartialRead),
+            Cause::PartialRead,
         ),
         (
             json!({"name": "Read", "input": {"file_path": "/a.rs"}}),
-            None,
+            Cause::Unattributed,
         ),
         (
             json!({"name": "Bash", "input": {"command": "git checkout main"}}),
-            Some(Cause::TreeRewrite),
+            Cause::TreeRewrite,
         ),
         (
             json!({"name": "Bash", "input": {"command": "git checkout -b new"}}),
-            None,
+            Cause::Unattributed,
         ),
         (
             json!({"name": "Task", "input": {"prompt": "edit"}}),
-            Some(Cause::SubagentReturn),
+            Cause::SubagentReturn,
         ),
     ];
     for (call, cause) in cases {
         let (_, a) = found(&log(Some(call.clone()), "ok", 4_000));
-        assert_eq!(a.first().map(|a| a.cause), cause, "{call}");
-        if cause.is_some() {
-            assert_eq!((a[0].at, a[0].tokens), (2, 4_000), "{call}");
-        }
+        // A call with no cause of its own leaves the step unattributed.
+        let got: Vec<(usize, usize, Cause)> = a.iter().map(|a| (a.at, a.tokens, a.cause)).collect();
+        assert_eq!(got, vec![(2, 4_000, cause)], "{call}");
     }
 }
 
@@ -184,7 +205,7 @@ fn each_background_shell_is_reminded_of_before_every_later_call() {
         Message::assistant(vec![Block::Text { text: "up".into() }]),
         Message::user_text("thanks"),
     ];
-    let r = shell_reminders(&main, Buffer::Kept);
+    let r = shell_reminders(&main, Buffer::Kept, &[]);
     // Not with the result that started it (its output was empty then).
     assert_eq!(r.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec![4, 6]);
     assert_eq!(
@@ -199,7 +220,7 @@ fn each_background_shell_is_reminded_of_before_every_later_call() {
     // A command run in the foreground is never reminded of.
     let mut fg = main.clone();
     fg[1] = call("t1", "npm run dev", false);
-    assert!(shell_reminders(&fg, Buffer::Kept).is_empty());
+    assert!(shell_reminders(&fg, Buffer::Kept, &[]).is_empty());
     // Where a read empties the buffer, the reminders stop at the first read.
     let mut read = main.clone();
     read[3] = Message::assistant(vec![Block::ToolUse {
@@ -207,8 +228,8 @@ fn each_background_shell_is_reminded_of_before_every_later_call() {
         name: "BashOutput".into(),
         input: json!({"bash_id": "56ffa1"}),
     }]);
-    assert!(shell_reminders(&read, Buffer::Emptied).is_empty());
-    assert_eq!(shell_reminders(&read, Buffer::Kept).len(), 2);
+    assert!(shell_reminders(&read, Buffer::Emptied, &[]).is_empty());
+    assert_eq!(shell_reminders(&read, Buffer::Kept, &[]).len(), 2);
     assert_eq!(Buffer::of(Some("1.0.98")), Buffer::Emptied);
     assert_eq!(Buffer::of(Some("2.0.22")), Buffer::Kept);
     assert_eq!(Buffer::of(None), Buffer::Kept);
@@ -230,7 +251,114 @@ fn a_log_of_thousands_of_shells_gets_a_bounded_number_of_reminders() {
         )]));
     }
     // 400 shells over 400 result messages: 79,800 reminders unbounded.
-    assert_eq!(shell_reminders(&main, Buffer::Kept).len(), 79_800);
+    assert_eq!(shell_reminders(&main, Buffer::Kept, &[]).len(), 79_800);
     main.extend(main.clone());
-    assert_eq!(shell_reminders(&main, Buffer::Kept).len(), MAX_REMINDERS);
+    assert_eq!(
+        shell_reminders(&main, Buffer::Kept, &[]).len(),
+        MAX_REMINDERS
+    );
+}
+
+/// A Claude Code log of three prompts and replies, with a `SessionStart`
+/// resume hook record before the third prompt.
+fn resumed_log() -> tempfile::NamedTempFile {
+    let usage = json!({"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5});
+    let mut lines = Vec::new();
+    let mut parent = serde_json::Value::Null;
+    for (k, prompt) in ["start", "look at @a.md", "and at @b.md"]
+        .iter()
+        .enumerate()
+    {
+        if k == 2 {
+            lines.push(json!({"type": "progress", "isSidechain": false,
+                "data": {"type": "hook_progress", "hookName": "SessionStart:resume"}}));
+        }
+        let (u, a) = (format!("u{k}"), format!("a{k}"));
+        lines.push(
+            json!({"type": "user", "uuid": u, "parentUuid": parent, "isSidechain": false,
+            "version": "2.1.14", "message": {"role": "user", "content": prompt}}),
+        );
+        lines.push(json!({"type": "assistant", "uuid": a, "parentUuid": u, "isSidechain": false,
+            "message": {"id": format!("msg_{k}"), "role": "assistant", "model": "claude-opus-4-5-20251101",
+                "content": [{"type": "text", "text": "ok"}], "usage": usage}}));
+        parent = json!(a);
+    }
+    crate::replay::envelope::tests::jsonl(&lines)
+}
+
+#[test]
+fn a_resume_drops_what_was_put_back_before_it() {
+    let f = resumed_log();
+    let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+    let l = RecordedLog::read(f.path(), session.format)
+        .unwrap()
+        .unwrap();
+    let resumes = l.resumed_before(&session);
+    assert_eq!(resumes, vec![4], "the third prompt follows the resume");
+    // Recorded: an envelope, the logged messages, 6,000 tokens attached at
+    // the second prompt, gone after the resume, and 3,000 at the third.
+    let before = |i: usize| Approx.count_messages(&session.main[..i]) as u64;
+    let sizes: std::collections::HashMap<usize, u64> = [
+        (1, 2_000 + before(1)),
+        (3, 2_000 + before(3) + 6_000),
+        (5, 2_000 + before(5) + 3_000),
+    ]
+    .into_iter()
+    .map(|(i, n)| (session.main_lines[i], n))
+    .collect();
+    let recorded = |line| sizes.get(&line).copied();
+    let with = attachments(&session, &recorded, &resumes, &Approx);
+    let tokens: Vec<(usize, usize)> = with.iter().map(|a| (a.at, a.tokens)).collect();
+    assert_eq!(tokens, vec![(2, 6_000), (4, 3_000)]);
+    // Not knowing of the resume, the third step reads as 3,000 fewer.
+    let without = attachments(&session, &recorded, &[], &Approx);
+    assert_eq!(without.len(), 1);
+
+    // The engine drops the put-back block at the resume: the third
+    // request is the logged messages and the new attachment only.
+    let mut main = session.main.clone();
+    attach(&mut main, &with);
+    let mut env = crate::policy::engine::Env {
+        tokens: Box::new(Approx),
+        prefix: crate::policy::engine::Prefix {
+            resumes: resumes.clone(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut none = crate::policy::list::make("none").unwrap();
+    let s = crate::policy::engine::Session {
+        name: "resumed",
+        messages: &main,
+        times_ms: None,
+    };
+    let run = crate::policy::engine::replay(none.as_mut(), s, &mut env).unwrap();
+    let sent: Vec<u64> = run.calls.iter().map(|c| c.tokens as u64).collect();
+    assert_eq!(sent, vec![before(1), before(3) + 6_000, before(5) + 3_000]);
+}
+
+#[test]
+fn a_resumed_process_reminds_of_no_shell_started_before() {
+    let main = vec![
+        Message::user_text("start the server"),
+        Message::assistant(vec![Block::ToolUse {
+            id: "t1".into(),
+            name: "Bash".into(),
+            input: json!({"command": "npm run dev", "run_in_background": true}),
+        }]),
+        Message::tool_results(vec![(
+            "t1".into(),
+            "Command running in background with ID: 56ffa1".into(),
+        )]),
+        Message::assistant(vec![Block::Text { text: "up".into() }]),
+        Message::user_text("thanks"),
+        Message::assistant(vec![Block::Text { text: "ok".into() }]),
+        Message::user_text("again"),
+    ];
+    assert_eq!(shell_reminders(&main, Buffer::Kept, &[]).len(), 2);
+    let after: Vec<usize> = shell_reminders(&main, Buffer::Kept, &[6])
+        .iter()
+        .map(|(k, _)| *k)
+        .collect();
+    assert_eq!(after, vec![4]);
 }
