@@ -171,11 +171,14 @@ impl Message {
     }
 
     /// Drops the [`Block::Unlogged`] blocks (what a product resumed from
-    /// its log no longer sends).
-    pub fn drop_unlogged(&mut self) {
-        if let Content::Blocks(b) = &mut self.content {
-            b.retain(|b| !matches!(b, Block::Unlogged { .. }));
-        }
+    /// its log no longer sends); whether there were any.
+    pub fn drop_unlogged(&mut self) -> bool {
+        let Content::Blocks(b) = &mut self.content else {
+            return false;
+        };
+        let before = b.len();
+        b.retain(|b| !matches!(b, Block::Unlogged { .. }));
+        b.len() != before
     }
 
     /// Ids of the `tool_use` blocks of an assistant message (course: `has_tool_use`).

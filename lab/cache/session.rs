@@ -166,7 +166,9 @@ pub fn none_requests(
     for (i, m) in main.iter().enumerate() {
         if resumes.contains(&i) {
             let history = resumed.get_or_insert_with(|| main.to_vec());
-            history[..i].iter_mut().for_each(Message::drop_unlogged);
+            for m in &mut history[..i] {
+                m.drop_unlogged();
+            }
         }
         if m.role == Role::Assistant {
             let history = resumed.as_deref().unwrap_or(main);

@@ -469,8 +469,8 @@ fn drive<M: Borrow<Message>>(
     for (i, m) in messages.enumerate() {
         let m = m?;
         let m = m.borrow();
-        if env.prefix.resumes.contains(&i) {
-            walk.resume();
+        if env.prefix.resumes.contains(&i) && walk.resume() {
+            policy.resumed();
         }
         if m.role == Role::Assistant {
             let now_ms = head.times_ms.and_then(|t| t.get(i).copied().flatten());
@@ -617,13 +617,15 @@ impl Walk {
     }
 
     /// The product resumed from its log: what the log does not keep is
-    /// gone from the history. What the model last saw stays as it was (the
-    /// memo's sizes describe it), so the next request measures afresh the
-    /// messages that lost content.
-    fn resume(&mut self) {
+    /// gone from the history; whether any was. What the model last saw
+    /// stays as it was (the memo's sizes describe it), so the next request
+    /// measures afresh the messages that lost content.
+    fn resume(&mut self) -> bool {
+        let mut changed = false;
         for m in &mut self.history {
-            m.drop_unlogged();
+            changed |= m.drop_unlogged();
         }
+        changed
     }
 
     /// Recorded message `i` arrives: into the ledger, the history and what

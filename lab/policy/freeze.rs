@@ -132,6 +132,10 @@ impl Policy for Frozen {
         Ok(prepared)
     }
 
+    fn resumed(&mut self) {
+        self.inner.resumed();
+    }
+
     forward_to_inner!();
 }
 

@@ -217,6 +217,14 @@ impl Policy for Gated {
         Ok(prepared)
     }
 
+    fn resumed(&mut self) {
+        // The wrapped policy's history loses what the engine's lost.
+        for m in &mut self.own {
+            m.drop_unlogged();
+        }
+        self.inner.resumed();
+    }
+
     forward_to_inner!();
 }
 

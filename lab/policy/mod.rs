@@ -385,6 +385,15 @@ pub trait Policy: Send {
     /// drops it here; the others keep nothing and ignore this.
     fn history_replaced(&mut self) {}
 
+    /// The product resumed from its log before the next call: the engine
+    /// dropped from the history what the log does not keep
+    /// ([`Block::Unlogged`](crate::message::Block::Unlogged)). A design
+    /// that keeps a copy of the history drops it there too; by default the
+    /// history counts as replaced.
+    fn resumed(&mut self) {
+        self.history_replaced();
+    }
+
     /// What the design works on, so that a replay can say when a session
     /// has nothing of it (the policy then equals `none`). Most designs can
     /// act on any message; those that touch only tool output or reasoning

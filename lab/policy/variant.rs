@@ -150,6 +150,10 @@ impl Policy for Variant {
         self.inner.prepare(history, ctx)
     }
 
+    fn resumed(&mut self) {
+        self.inner.resumed();
+    }
+
     forward_to_inner!();
 }
 

@@ -458,10 +458,6 @@ impl RecordedLog {
     }
 }
 
-/// A Roo Code / Cline task's envelope from its first recorded request (the
-/// `api_req_started` usage the importer put on the reply it produced): its
-/// prompt tokens less the messages sent with it, counted. `None` for other
-/// formats, without usage, or when the messages alone count more.
 /// Whether a record marks a resume of the main conversation: the
 /// `SessionStart` hook with the `resume` matcher, which Claude Code runs as
 /// a resumed process starts (2.1: a `progress` record, `hook_progress`
@@ -484,6 +480,10 @@ fn marks_resume(record: &serde_json::Value) -> bool {
     }
 }
 
+/// A Roo Code / Cline task's envelope from its first recorded request (the
+/// `api_req_started` usage the importer put on the reply it produced): its
+/// prompt tokens less the messages sent with it, counted. `None` for other
+/// formats, without usage, or when the messages alone count more.
 fn task_prefix(session: &ImportedSession, counter: &dyn TokenCounter) -> Option<usize> {
     if !matches!(
         session.format,

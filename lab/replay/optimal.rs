@@ -71,9 +71,9 @@ pub fn compute(
             // every run (less tight on a resumed log, never above).
             if let Some(&last) = setup.prefix.resumes.last() {
                 let before = last.min(messages.len());
-                messages[..before]
-                    .iter_mut()
-                    .for_each(crate::message::Message::drop_unlogged);
+                for m in &mut messages[..before] {
+                    m.drop_unlogged();
+                }
             }
             let (planted, facts) = crate::retention::planted::plant(
                 &messages,

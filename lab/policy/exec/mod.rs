@@ -324,6 +324,12 @@ impl Policy for Exec {
         Ok(Prepared { request, events })
     }
 
+    fn history_replaced(&mut self) {
+        // The process's copy is stale: the next `prepare` resends it whole
+        // (a resume too, by default).
+        self.synced = 0;
+    }
+
     fn errors_are_fatal(&self) -> bool {
         true
     }

@@ -326,15 +326,29 @@ fn a_resume_drops_what_was_put_back_before_it() {
         },
         ..Default::default()
     };
-    let mut none = crate::policy::list::make("none").unwrap();
-    let s = crate::policy::engine::Session {
-        name: "resumed",
-        messages: &main,
-        times_ms: None,
-    };
-    let run = crate::policy::engine::replay(none.as_mut(), s, &mut env).unwrap();
-    let sent: Vec<u64> = run.calls.iter().map(|c| c.tokens as u64).collect();
-    assert_eq!(sent, vec![before(1), before(3) + 6_000, before(5) + 3_000]);
+    // Designs that keep a copy of the history (an edited copy, a wrapped
+    // policy's own) drop it there too: none of them acts on this session.
+    let keeping = [
+        "none",
+        "langchain-clear-tool-uses",
+        "anthropic-clear-tool-uses",
+        "vercel-prune-messages",
+        "openhands-observation-masking",
+        "frozen:langchain-clear-tool-uses",
+        "gated:vercel-prune-messages",
+    ];
+    for name in keeping {
+        let mut policy = crate::policy::list::make(name).unwrap();
+        let s = crate::policy::engine::Session {
+            name: "resumed",
+            messages: &main,
+            times_ms: None,
+        };
+        let run = crate::policy::engine::replay(policy.as_mut(), s, &mut env).unwrap();
+        let sent: Vec<u64> = run.calls.iter().map(|c| c.tokens as u64).collect();
+        let expected = vec![before(1), before(3) + 6_000, before(5) + 3_000];
+        assert_eq!(sent, expected, "{name}");
+    }
 }
 
 #[test]
