@@ -53,7 +53,9 @@ pub enum Request {
         root: String,
         /// The policy's history is the first `keep` messages of the history
         /// it held after its last answer (its rewrite, or what it was sent),
-        /// then `append`. Always 0 in `full` mode.
+        /// then `append`. Always 0 in `full` mode, and after the lab changed
+        /// messages the process holds (a resume of the product drops the
+        /// `unlogged` blocks put back before it).
         keep: usize,
         /// Messages after the first `keep` (the whole history in `full` mode).
         append: Vec<Message>,
