@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: run build test lint fmt bench readme schemas memtools exec-examples reports reports-check selftest replay
+.PHONY: ci bench-build run build test lint fmt bench readme schemas memtools exec-examples reports reports-check selftest replay
 
 ## build: the release binary, with cargo's progress (the first build takes a while)
 build:
@@ -15,14 +15,14 @@ run: build
 
 ## test: the whole test suite (snapshots are compared, never rewritten)
 test:
-	INSTA_UPDATE=no $(CARGO) test --all-targets --locked
-	$(CARGO) test --doc --locked
+	INSTA_UPDATE=no $(CARGO) test --workspace --all-targets --locked
+	$(CARGO) test --workspace --doc --locked
 
 ## lint: formatting and clippy, warnings are errors
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets --locked -- -D warnings
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked --quiet
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked --quiet
 
 fmt:
 	$(CARGO) fmt --all
@@ -35,6 +35,17 @@ bench:
 	$(CARGO) bench --locked --bench exec
 	$(CARGO) bench --locked --bench optimal
 	$(CARGO) bench --locked --bench horizon
+	sh scripts/bench_build.sh
+
+## bench-build: clean build time of the workspace's crates, and the rebuild after touching one zoo port (names the crates it rebuilt; fails if one below the zoo was)
+bench-build:
+	sh scripts/bench_build.sh
+
+## ci: what .ci/run runs once its tools are installed: lint, the tests, every scenario, the reports check, the self-check
+ci: lint test
+	$(LAB) run scenarios/*.json scenarios/hunt/*.json scenarios/memory/*.json > /dev/null
+	$(LAB) reports --check reports/
+	$(LAB) selftest
 
 ## schemas: regenerate lab/schemas/NAME.schema.json, the JSON Schemas of the JSON outputs, from the types
 schemas:
@@ -52,7 +63,7 @@ selftest:
 exec-examples:
 	sh scripts/exec_examples.sh
 
-## memtools: install the third-party memory-tool implementations at pinned versions (target/memtools, needs PyPI) and record their lab memcheck cards in lab/memory/tool/recorded.json; never run by CI
+## memtools: install the third-party memory-tool implementations at pinned versions (target/memtools, needs PyPI) and record their lab memcheck cards in lab/course/memory/tool/recorded.json; never run by CI
 memtools: build
 	LAB=target/release/lab sh scripts/memtools.sh
 

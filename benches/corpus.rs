@@ -171,7 +171,7 @@ fn main() {
         .unwrap_or(if full { 1000 } else { 3 });
     let tmp = tempfile::tempdir().unwrap();
     corpus(tmp.path(), &shapes, n);
-    let policies = ctxlab::policy::list::names().len();
+    let policies = ctxlab::zoo::list::names().len();
     println!(
         "corpus replay: {n} generated sessions (shapes of {} shared ones, seed 7) × {policies} policies, --cost --retention",
         shapes.len()

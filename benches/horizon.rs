@@ -33,7 +33,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if full { 10_000_000 } else { 100_000 });
-    let names: Vec<String> = ctxlab::policy::list::names()
+    let names: Vec<String> = ctxlab::zoo::list::names()
         .into_iter()
         .map(String::from)
         .collect();

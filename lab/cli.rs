@@ -294,8 +294,8 @@ pub const POLICIES_END: &str = "<!-- policies:end -->";
 /// The policy-table block of GUIDE.md: every policy with its source and deliberate differences.
 pub fn policies_block() -> LabResult<String> {
     let mut infos = Vec::new();
-    for name in crate::policy::list::names() {
-        infos.push(crate::policy::list::make(name)?.info());
+    for name in crate::zoo::list::names() {
+        infos.push(crate::zoo::list::make(name)?.info());
     }
     Ok(format!(
         "{POLICIES_BEGIN}\n{}{POLICIES_END}",
@@ -440,8 +440,8 @@ fn dispatch(cli: Cli) -> LabResult<String> {
 /// `lab policies`: every policy's card.
 fn policies(format: Format) -> LabResult<String> {
     let mut infos = Vec::new();
-    for name in crate::policy::list::names() {
-        infos.push(crate::policy::list::make(name)?.info());
+    for name in crate::zoo::list::names() {
+        infos.push(crate::zoo::list::make(name)?.info());
     }
     Ok(crate::policy::render::policies(&infos, format))
 }

@@ -19,8 +19,8 @@ const TABLES: &[&[Experiment]] = &[
     crate::interlock::experiments::EXPERIMENTS,
     crate::interlock::loading::EXPERIMENTS,
     crate::interlock::threads::EXPERIMENTS,
-    crate::policy::experiments::agents::EXPERIMENTS,
-    crate::policy::experiments::summaries::EXPERIMENTS,
+    crate::zoo::experiments::agents::EXPERIMENTS,
+    crate::zoo::experiments::summaries::EXPERIMENTS,
 ];
 
 /// Every experiment, table by table, in a stable order.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Install the third-party memory-tool implementations at pinned versions and
-# record their `lab memcheck` cards in lab/memory/tool/recorded.json (which
+# record their `lab memcheck` cards in lab/course/memory/tool/recorded.json (which
 # `make reports` renders into reports/memory_tools.md). Needs python3 with
 # venv and network access to PyPI; CI never runs it. Run from the repository
 # root: `make memtools`.
@@ -9,7 +9,7 @@ set -eu
 LAB=${LAB:-target/release/lab}
 DIR=${CTXLAB_MEMTOOLS:-target/memtools}
 ROOT=$(pwd)
-OUT=lab/memory/tool/recorded.json
+OUT=lab/course/memory/tool/recorded.json
 
 if ! command -v python3 >/dev/null 2>&1; then
     echo "memtools: python3 is absent; nothing installed or recorded" >&2

@@ -218,7 +218,7 @@ pub fn parse_expect(text: &str) -> Result<Expect, (String, String)> {
             ),
             None => (1.0, rhs),
         };
-        crate::policy::list::check(policy).map_err(|_| {
+        crate::zoo::list::check(policy).map_err(|_| {
             (
                 format!("unknown policy {policy:?} in {text:?}"),
                 "name a policy of `lab policies`".to_string(),

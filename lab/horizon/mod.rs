@@ -29,7 +29,9 @@
 //!   ([`RefetchDemand`]: later calls that fetch again what the policy had
 //!   removed from the request) sampled every [`SAMPLE_TOKENS`] appended.
 
-pub mod generate;
+// The seeded session generator lives with the other session sources
+// (`ctxlab-import`), so the zoo's tests can use it too.
+pub use crate::import::generate;
 pub mod render;
 
 use std::cell::Cell;
@@ -292,7 +294,7 @@ fn run_spilled(
     limit: usize,
     deadline: Option<std::time::Instant>,
 ) -> LabResult<PolicyHorizon> {
-    let mut policy = crate::policy::list::make(spec)?;
+    let mut policy = crate::zoo::list::make(spec)?;
     let name = policy.info().name;
     let mut gauge = Gauge::new(&name, limit);
     let stop = gauge.stop.clone();
@@ -372,12 +374,12 @@ pub struct HorizonArgs {
 /// The policies `list` names (`all` for every one), each checked.
 pub fn policy_specs(list: &str) -> LabResult<Vec<String>> {
     if list.trim() == "all" {
-        return Ok(crate::policy::list::names()
+        return Ok(crate::zoo::list::names()
             .into_iter()
             .map(String::from)
             .collect());
     }
-    let specs = crate::policy::list::split_specs(&[list.to_string()]);
+    let specs = crate::zoo::list::split_specs(&[list.to_string()]);
     if specs.is_empty() {
         return Err(LabError::usage(
             "--policy names no policy",
@@ -391,7 +393,7 @@ pub fn policy_specs(list: &str) -> LabResult<Vec<String>> {
                 "name a built-in policy or a variant of one (see `lab policies`)",
             ));
         }
-        crate::policy::list::check(s)?;
+        crate::zoo::list::check(s)?;
     }
     Ok(specs)
 }

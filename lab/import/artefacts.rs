@@ -150,7 +150,7 @@ pub fn times_without_product_artefacts(session: &ImportedSession) -> Option<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::{import_str, ImportOptions, TranscriptFormat};
+    use crate::{import_str, ImportOptions, TranscriptFormat};
 
     fn rec(uuid: &str, parent: Option<&str>, kind: &str, content: serde_json::Value) -> String {
         serde_json::json!({

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::engine::PolicyRun;
 use super::validity::Provider;
 use super::PolicyInfo;
-use crate::render::{json, table, Format};
+use ctxlab_core::render::{json, table, Format};
 
 /// Every policy with its source and constants.
 pub fn policies(infos: &[PolicyInfo], format: Format) -> String {
@@ -197,7 +197,7 @@ pub fn runs(runs: &[PolicyRun], format: Format) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Source, Unit};
+    use crate::{Source, Unit};
 
     #[test]
     fn a_bar_in_a_difference_is_escaped_once_and_keeps_the_row_whole() {

@@ -303,7 +303,7 @@ fn replay_policies(
             limit: a.optimal_limit,
         }),
     };
-    let policies = crate::policy::list::split_specs(&a.policy);
+    let policies = crate::zoo::list::split_specs(&a.policy);
     super::replay_command(
         &a.files, &policies, a.path_len, import, measure, outputs, format,
     )

@@ -539,7 +539,7 @@ pub fn session_product_policy(session: &ImportedSession) -> Option<&'static str>
             .iter()
             .any(|b| matches!(b, crate::message::Block::ToolUse { name, .. } if name == "summarize_task"))
     });
-    summarised.then_some(crate::policy::zoo::cline_focus_chain::NAME)
+    summarised.then_some(crate::zoo::cline_focus_chain::NAME)
 }
 
 /// The zoo policy that ports the product that writes `format`: its
@@ -547,18 +547,18 @@ pub fn session_product_policy(session: &ImportedSession) -> Option<&'static str>
 pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
     match format {
         TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => {
-            Some(crate::policy::zoo::claude_code::NAME)
+            Some(crate::zoo::claude_code::NAME)
         }
-        TranscriptFormat::GeminiCli => Some(crate::policy::zoo::gemini_cli::NAME),
+        TranscriptFormat::GeminiCli => Some(crate::zoo::gemini_cli::NAME),
         TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage => {
-            Some(crate::policy::zoo::opencode::NAME)
+            Some(crate::zoo::opencode::NAME)
         }
-        TranscriptFormat::CodexRollout => Some(crate::policy::zoo::codex_cli::NAME),
+        TranscriptFormat::CodexRollout => Some(crate::zoo::codex_cli::NAME),
         // The condenser that writes summaries; the others only forget.
         TranscriptFormat::OpenHands | TranscriptFormat::OpenHandsEvents => {
             Some("openhands-llm-summarizing")
         }
-        TranscriptFormat::RooCode => Some(crate::policy::zoo::roo_code::NAME),
+        TranscriptFormat::RooCode => Some(crate::zoo::roo_code::NAME),
         TranscriptFormat::Goose => Some("goose-auto-compact"),
         TranscriptFormat::Aider => Some("aider-chat-summary"),
         _ => None,
@@ -651,7 +651,7 @@ pub fn envelope_for(
 /// Claude Code puts around a summary (the port puts the same frame back).
 /// Only Claude Code logs: other products' summaries are framed otherwise.
 pub fn product_summaries(session: &ImportedSession) -> Vec<String> {
-    use crate::policy::zoo::claude_code::{SUMMARY_CLOSE, SUMMARY_OPEN};
+    use crate::zoo::claude_code::{SUMMARY_CLOSE, SUMMARY_OPEN};
     if !matches!(
         session.format,
         TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson

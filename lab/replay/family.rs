@@ -52,7 +52,7 @@ pub fn family(name: &str) -> String {
     if name.starts_with(crate::policy::exec::PREFIX) {
         return "external".into();
     }
-    match crate::policy::list::make(name) {
+    match crate::zoo::list::make(name) {
         Ok(p) => p.info().family.to_string(),
         Err(_) => group(name).to_string(),
     }
@@ -62,7 +62,7 @@ pub fn family(name: &str) -> String {
 /// its colour, marker and dash are the same in every plot (unlisted names
 /// after the list, by their order in `names`).
 pub fn style_index(name: &str, names: &[&str]) -> usize {
-    let list = crate::policy::list::names();
+    let list = crate::zoo::list::names();
     match list.iter().position(|n| n.eq_ignore_ascii_case(name)) {
         Some(i) => i,
         None => list.len() + names.iter().position(|n| *n == name).unwrap_or(0),
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn every_group_has_at_most_seven_policies_and_whole_families() {
-        let names = crate::policy::list::names();
+        let names = crate::zoo::list::names();
         for g in GROUPS {
             let n = names.iter().filter(|p| group(p) == g).count();
             assert!((1..=7).contains(&n), "{g}: {n}");

@@ -11,9 +11,10 @@ use crate::error::LabResult;
 use crate::message::Message;
 use crate::policy::course::CoursePolicy;
 use crate::policy::engine::{replay_observed, Env, Observer, PolicyRun, Session};
-use crate::policy::{list, Policy};
+use crate::policy::Policy;
 use crate::retention::planted::{plant, Position};
 use crate::retention::{Prepared, Retention, RetentionReport};
+use crate::zoo::list;
 
 /// Every policy name `names` asks for: `all` expands to every policy.
 pub fn expand_names(names: &[String]) -> Vec<String> {
@@ -100,14 +101,12 @@ fn make_base(
     product: Option<&Product>,
 ) -> LabResult<Box<dyn Policy>> {
     let lower = name.to_ascii_lowercase();
-    if let Some(p) = product.filter(|_| lower == crate::policy::zoo::claude_code::NAME) {
-        return Ok(Box::new(
-            crate::policy::zoo::claude_code::ClaudeCode::for_product(
-                &p.model,
-                p.version.as_deref(),
-                p.reattached_in_prefix,
-            ),
-        ));
+    if let Some(p) = product.filter(|_| lower == crate::zoo::claude_code::NAME) {
+        return Ok(Box::new(crate::zoo::claude_code::ClaudeCode::for_product(
+            &p.model,
+            p.version.as_deref(),
+            p.reattached_in_prefix,
+        )));
     }
     if lower == "seed" || CoursePolicy::names().contains(&lower.as_str()) {
         let ref_id = messages

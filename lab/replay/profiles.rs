@@ -543,28 +543,9 @@ pub fn scale_to_real(session: &ImportedSession, profile_name: &str) -> LabResult
     Ok(Some(scale.max(0.001)))
 }
 
-/// A synthetic main conversation for benchmarks and tests: one user prompt,
-/// then `turns` rounds of one tool call whose result is `result_chars` chars
-/// (cycling 1x, 2x, 3x), then a closing assistant text. No transcript data.
-pub fn synthetic_main(turns: usize, result_chars: usize) -> Vec<Message> {
-    let mut m = vec![Message::user_text("synthetic task")];
-    for t in 0..turns {
-        let id = format!("toolu_syn_{t:06}");
-        m.push(Message::assistant(vec![Block::ToolUse {
-            id: id.clone(),
-            name: "bash".into(),
-            input: serde_json::json!({ "turn": t }),
-        }]));
-        m.push(Message::tool_results(vec![(
-            id,
-            "x".repeat(result_chars * (1 + t % 3)),
-        )]));
-    }
-    m.push(Message::assistant(vec![Block::Text {
-        text: "done".into(),
-    }]));
-    m
-}
+// The synthetic main conversation lives with the generated sessions, so
+// the measures' tests below this crate can use it too.
+pub use crate::import::generate::synthetic_main;
 
 /// Replay every session under every profile (sessions outer, profiles inner).
 pub fn replay_all(

@@ -107,7 +107,7 @@ pub fn run(
     }
     let names = expand_names(names);
     for n in &names {
-        crate::policy::list::check(n)?;
+        crate::zoo::list::check(n)?;
     }
     let mut agg = Aggregate::default();
     // The JSON object carries every replayed session's records (a few

@@ -85,7 +85,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         conversations: Default::default(),
     };
     let messages = session();
-    crate::policy::list::names()
+    crate::zoo::list::names()
         .into_iter()
         .map(|name| {
             compare_one(

@@ -127,7 +127,7 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
     use std::io::IsTerminal;
     // A comma inside a variant's JSON value does not separate policies.
     let args = &SweepArgs {
-        policy: crate::policy::list::split_specs(&args.policy),
+        policy: crate::zoo::list::split_specs(&args.policy),
         ..args.clone()
     };
     if let (false, Some(vary)) = (args.policy.is_empty(), &args.vary) {

@@ -173,7 +173,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
     }
     let names = crate::replay::policies::expand_names(names);
     for n in &names {
-        crate::policy::list::check(n)?;
+        crate::zoo::list::check(n)?;
     }
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::compact::root::current_backend();
@@ -242,7 +242,7 @@ pub fn render(rows: &[Row], format: Format) -> String {
 /// shrink it (drop rounds, then halve sizes) while the damage stays.
 /// Returns the shrunk rounds and their row, or `None` when none was found.
 pub fn hunt(policy: &str, seed: u64, tries: usize) -> LabResult<Option<(Vec<Round>, Row)>> {
-    crate::policy::list::make(policy)?;
+    crate::zoo::list::make(policy)?;
     for s in seed..seed.saturating_add(tries as u64) {
         let rs = rounds(s);
         let row = run(policy, s, &rs)?;

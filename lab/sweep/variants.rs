@@ -185,7 +185,7 @@ pub fn run(
     }
     let names = specs(policy, &axes);
     for n in &names {
-        crate::policy::list::check(n)?;
+        crate::zoo::list::check(n)?;
     }
     let (rows, label) = match sessions {
         Sessions::Files(files) => (on_files(&names, files, jobs)?, format!("{} real session files (envelope from recorded usage; dollars priced on the default sheet: estimates)", files.len())),

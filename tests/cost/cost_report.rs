@@ -131,7 +131,7 @@ fn the_plot_draws_every_policy_and_needs_cost() {
     let (code, _, err) = lab(&["replay", &f, "--policy", "all", "--cost", "--plot", p]);
     assert_eq!(code, 0, "{err}");
     let svg = std::fs::read_to_string(&plot).unwrap();
-    for name in ctxlab::policy::list::names() {
+    for name in ctxlab::zoo::list::names() {
         assert!(svg.contains(&format!(">{name}")), "{name} missing");
     }
     assert!(svg.contains("claude-opus-4-1-20250805 as of 2026-12-04"));
@@ -188,7 +188,7 @@ fn every_policy_is_priced_on_every_shared_session() {
     let import = Default::default();
     let (out, info) =
         replay_files_product(&files, &["all".to_string()], 160, &import, measure).unwrap();
-    let names = ctxlab::policy::list::names();
+    let names = ctxlab::zoo::list::names();
     assert!(names.contains(&"course-main") && names.contains(&"none"));
     assert!(out.len() >= files.len() * names.len());
     for c in &out {

@@ -165,7 +165,9 @@ fn paths_in(text: &str) -> Vec<(Vec<String>, Vec<String>)> {
             i += 1;
         } else if t == "use" && !after_sep {
             i = tree(&toks, i + 1, Vec::new(), &mut found);
-        } else if matches!(t, "crate" | "super" | "self") && !after_sep {
+        } else if (matches!(t, "crate" | "super" | "self") || t.starts_with("ctxlab_"))
+            && !after_sep
+        {
             i = tree(&toks, i, Vec::new(), &mut found);
         } else {
             i += 1;
@@ -253,16 +255,144 @@ fn tokens(text: &str) -> Vec<String> {
     out
 }
 
-/// Resolve a path named in module `here` to the deepest known module.
+/// One crate of the workspace as the module tree the code names: the
+/// folder it lives in, the path its root has in that tree (`import` for
+/// `ctxlab-import`, nothing for the ground floor's modules), its modules
+/// that stand at the top of the tree instead (`tokens`), and the lower
+/// crates' modules its root brings in under their old names.
+struct CrateDir {
+    dir: PathBuf,
+    prefix: Vec<String>,
+    hoisted: Vec<String>,
+    /// Folders under `dir` that are other crates (the binary crate's `lab/`).
+    skip: Vec<PathBuf>,
+    aliases: BTreeMap<String, Vec<String>>,
+}
+
+impl CrateDir {
+    /// The module path a file of this crate has in the whole tree.
+    fn module_of(&self, file: &Path) -> Vec<String> {
+        self.place(module_of(&self.dir, file))
+    }
+
+    /// A path from this crate's root, as the whole tree names it.
+    fn place(&self, inner: Vec<String>) -> Vec<String> {
+        match inner.first() {
+            Some(first) if self.hoisted.contains(first) => inner,
+            _ => [self.prefix.clone(), inner].concat(),
+        }
+    }
+}
+
+/// The workspace's crates, ground first, as `ctxlab`'s root re-exports
+/// them (`lab/lib.rs`). `tests/house/crates.rs` checks this list against
+/// `cargo metadata`.
+pub const CRATES: &[(&str, &str, &str, &[&str])] = &[
+    ("ctxlab-core", "lab/core", "", &[]),
+    (
+        "ctxlab-import",
+        "lab/import",
+        "import",
+        &["tokens", "generate"],
+    ),
+    ("ctxlab-course", "lab/course", "", &[]),
+    ("ctxlab-policy", "lab/policy", "policy", &[]),
+    ("ctxlab-zoo", "lab/zoo", "zoo", &[]),
+    ("ctxlab-measure", "lab/measure", "", &[]),
+    ("ctxlab", "lab", "", &[]),
+];
+
+/// Where `ctxlab_x::a::b` sits in the whole tree.
+fn extern_path(path: &[String]) -> Option<Vec<String>> {
+    let name = path.first()?.replace('_', "-");
+    let (_, _, prefix, hoisted) = CRATES.iter().find(|c| c.0 == name)?;
+    let rest: Vec<String> = path[1..].to_vec();
+    let prefix: Vec<String> = prefix
+        .split("::")
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect();
+    Some(match rest.first() {
+        Some(f) if hoisted.contains(&f.as_str()) => rest,
+        _ => [prefix, rest].concat(),
+    })
+}
+
+/// The names a crate root brings in from lower crates: `use ctxlab_core::{a, b};`,
+/// `use ctxlab_import::tokens;`, `use ctxlab_policy as policy;` (and `pub use`).
+fn aliases(lib: &str) -> BTreeMap<String, Vec<String>> {
+    let toks = tokens(&strip(lib));
+    let mut out = BTreeMap::new();
+    let mut i = 0;
+    while i < toks.len() {
+        if toks[i] == "use" && toks.get(i + 1).is_some_and(|t| t.starts_with("ctxlab_")) {
+            let krate = toks[i + 1].clone();
+            if toks.get(i + 2).is_some_and(|t| t == "as") {
+                if let (Some(name), Some(p)) = (toks.get(i + 3), extern_path(&[krate])) {
+                    out.insert(name.clone(), p);
+                }
+            } else {
+                let mut leaves = Vec::new();
+                tree(&toks, i + 1, Vec::new(), &mut leaves);
+                for l in leaves {
+                    if let (Some(name), Some(p)) = (l.last(), extern_path(&l)) {
+                        out.insert(name.clone(), p);
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Every crate of the workspace under `root`, from [`CRATES`].
+fn workspace(root: &Path) -> Vec<CrateDir> {
+    let split = |p: &str| -> Vec<String> {
+        p.split("::")
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    CRATES
+        .iter()
+        .map(|(_, dir, prefix, hoisted)| {
+            let dir = root.join(dir);
+            let skip = CRATES
+                .iter()
+                .map(|c| root.join(c.1))
+                .filter(|d| d != &dir && d.starts_with(&dir))
+                .collect();
+            let lib = std::fs::read_to_string(dir.join("lib.rs")).unwrap();
+            CrateDir {
+                aliases: aliases(&lib),
+                dir,
+                prefix: split(prefix),
+                hoisted: hoisted.iter().map(|h| h.to_string()).collect(),
+                skip,
+            }
+        })
+        .collect()
+}
+
+/// Resolve a path named in module `here` of crate `c` to the deepest known module.
 fn resolve(
+    c: &CrateDir,
     here: &[String],
     path: &[String],
     modules: &BTreeSet<Vec<String>>,
 ) -> Option<Vec<String>> {
-    let mut abs: Vec<String> = match path.first()?.as_str() {
-        "crate" => Vec::new(),
-        "self" => here.to_vec(),
-        "super" => here.to_vec(),
+    let (mut abs, mut rest): (Vec<String>, &[String]) = match path.first()?.as_str() {
+        "crate" => match path.get(1) {
+            Some(first) if c.aliases.contains_key(first) => (c.aliases[first].clone(), &path[2..]),
+            Some(_) => (c.place(vec![path[1].clone()]), &path[2..]),
+            None => return None,
+        },
+        "self" | "super" => (here.to_vec(), path),
+        first if first.starts_with("ctxlab_") => {
+            let p = extern_path(&path[..2.min(path.len())])?;
+            (p, &path[2.min(path.len())..])
+        }
         first => {
             // A bare first segment is a child module of `here`, or external.
             let mut child = here.to_vec();
@@ -270,10 +400,9 @@ fn resolve(
             if !modules.contains(&child) {
                 return None;
             }
-            here.to_vec()
+            (here.to_vec(), path)
         }
     };
-    let mut rest = path;
     while let Some(seg) = rest.first() {
         match seg.as_str() {
             "crate" | "self" => rest = &rest[1..],
@@ -283,6 +412,14 @@ fn resolve(
             }
             _ => break,
         }
+    }
+    if !modules.contains(&abs) && !abs.is_empty() {
+        // A crate's root module (`import`) is a module too.
+        let mut a = abs.clone();
+        while !a.is_empty() && !modules.contains(&a) {
+            a.pop();
+        }
+        abs = a;
     }
     for seg in rest {
         abs.push(seg.clone());
@@ -294,26 +431,55 @@ fn resolve(
     Some(abs)
 }
 
+/// The module graph of one crate tree under `root` (the synthetic tests).
 fn graph(root: &Path) -> Graph {
-    let mut files = Vec::new();
-    rust_files(root, &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(root, f)).collect();
+    graph_of(&[CrateDir {
+        dir: root.to_path_buf(),
+        prefix: Vec::new(),
+        hoisted: Vec::new(),
+        skip: Vec::new(),
+        aliases: BTreeMap::new(),
+    }])
+}
+
+/// The module graph of the whole workspace, every crate placed where the
+/// code names it.
+fn workspace_graph() -> Graph {
+    graph_of(&workspace(Path::new(env!("CARGO_MANIFEST_DIR"))))
+}
+
+fn graph_of(crates: &[CrateDir]) -> Graph {
+    let mut per_crate: Vec<(&CrateDir, Vec<PathBuf>)> = Vec::new();
+    let mut modules: BTreeSet<Vec<String>> = BTreeSet::new();
+    for c in crates {
+        let mut files = Vec::new();
+        rust_files(&c.dir, &mut files);
+        files.retain(|f| !c.skip.iter().any(|s| f.starts_with(s)));
+        modules.extend(files.iter().map(|f| c.module_of(f)));
+        per_crate.push((c, files));
+    }
     let mut g = Graph::new();
-    for f in &files {
-        let here = module_of(root, f);
-        let text = strip(&std::fs::read_to_string(f).unwrap());
-        for (inline, p) in paths_in(&text) {
-            if here.iter().chain(&inline).any(|m| m == "tests") {
-                continue;
+    for (c, files) in &per_crate {
+        for f in files {
+            let here = c.module_of(f);
+            let text = strip(&std::fs::read_to_string(f).unwrap());
+            for (inline, p) in paths_in(&text) {
+                if here
+                    .iter()
+                    .chain(&inline)
+                    .any(|m| m == "tests" || m.ends_with("_tests"))
+                {
+                    continue;
+                }
+                let at = [here.clone(), inline].concat();
+                let Some(to) = resolve(c, &at, &p, &modules) else {
+                    continue;
+                };
+                if to.starts_with(&here) || to.is_empty() {
+                    continue;
+                }
+                g.entry(here.join("::")).or_default().insert(to.join("::"));
             }
-            let at = [here.clone(), inline].concat();
-            let Some(to) = resolve(&at, &p, &modules) else {
-                continue;
-            };
-            if to.starts_with(&here) || to.is_empty() {
-                continue;
-            }
-            g.entry(here.join("::")).or_default().insert(to.join("::"));
         }
     }
     g
@@ -361,8 +527,7 @@ const BEING_SPLIT: &[&str] = &[];
 
 #[test]
 fn lab_modules_import_one_way() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab");
-    let found = circles(&graph(&root));
+    let found = circles(&workspace_graph());
     let shown: BTreeSet<String> = found
         .iter()
         .map(|c| format!("{} -> {}", c.join(" -> "), c[0]))
@@ -505,9 +670,8 @@ fn layers(g: &Graph) -> Vec<BTreeSet<String>> {
 /// test above when no single pair of files closes it.
 #[test]
 fn folders_import_one_way() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab");
     let mut loops = Vec::new();
-    for (parent, g) in folded(&graph(&root)) {
+    for (parent, g) in folded(&workspace_graph()) {
         for c in circles(&g) {
             loops.push(format!("in `{parent}`: {} -> {}", c.join(" -> "), c[0]));
         }
@@ -523,8 +687,7 @@ fn folders_import_one_way() {
 /// reads in a dozen floors from storage to the command line.
 #[test]
 fn the_crate_stands_on_at_most_twelve_layers() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("lab");
-    let folded = folded(&graph(&root));
+    let folded = folded(&workspace_graph());
     let top = folded.get("").cloned().unwrap_or_default();
     assert!(
         circles(&top).is_empty(),

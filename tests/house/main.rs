@@ -9,6 +9,7 @@ mod common;
 mod cli;
 mod cli_inputs;
 mod comments_cite_no_issues;
+mod crates;
 mod import_graph;
 mod readme_examples;
 mod schemas;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use ctxlab::import::corpus::{expand, for_each_member, render, summarise, CorpusSummary, Item};
 use ctxlab::import::{ActionShape, ImportOptions};
 use ctxlab::policy::engine::{replay, Env, Session};
-use ctxlab::policy::list;
 use ctxlab::render::Format;
+use ctxlab::zoo::list;
 use serde_json::{json, Value};
 
 /// A mini-swe-agent trajectory of `steps` actions.

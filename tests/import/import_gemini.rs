@@ -85,7 +85,7 @@ fn the_compression_checkpoint_is_a_real_compaction() {
     // The port writes the same acknowledgement.
     assert_eq!(
         ctxlab::import::gemini::COMPRESSION_ACK,
-        ctxlab::policy::zoo::gemini_cli::ACK
+        ctxlab::zoo::gemini_cli::ACK
     );
     // The history before it is all there: the first prompt opens main.
     assert!(s.main[0].text().contains("Find where the config is read."));

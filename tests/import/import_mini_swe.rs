@@ -13,7 +13,7 @@ use ctxlab::import::{
 };
 use ctxlab::message::{Block, Message, Role};
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
-use ctxlab::policy::list;
+use ctxlab::zoo::list;
 use serde_json::{json, Value};
 
 fn reply(thought: &str, command: &str) -> Value {

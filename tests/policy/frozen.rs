@@ -10,7 +10,7 @@ use ctxlab::cache::observe::CostObserver;
 use ctxlab::cache::{prices, CostReport, Provider};
 use ctxlab::message::Message;
 use ctxlab::policy::engine::{replay_observed, Env, PolicyRun, Session};
-use ctxlab::policy::list::make;
+use ctxlab::zoo::list::make;
 
 /// `spec` replayed on `messages`, priced on Anthropic's 5-minute sheet.
 pub fn priced(spec: &str, messages: &[Message]) -> (PolicyRun, CostReport) {

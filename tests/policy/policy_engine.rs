@@ -9,8 +9,9 @@ use ctxlab::message::{Block, Message};
 use ctxlab::policy::course::CoursePolicy;
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
 use ctxlab::policy::validity::{Kind, Provider};
-use ctxlab::policy::{list, Policy};
+use ctxlab::policy::Policy;
 use ctxlab::replay::profiles::{replay_with, ReplayOptions, DEFAULT_PATH_LEN};
+use ctxlab::zoo::list;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
 

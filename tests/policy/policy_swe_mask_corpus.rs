@@ -16,7 +16,8 @@ use ctxlab::import::corpus::{for_each_member, Compression, Item};
 use ctxlab::import::{ImportOptions, ImportedSession};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay_observed, Env, Observer, Session, View};
-use ctxlab::policy::{list, PolicyEvent};
+use ctxlab::policy::PolicyEvent;
+use ctxlab::zoo::list;
 use serde_json::Value;
 
 const CORPUS: &str = "corpus/mini-swe-agent__gemini-3-pro-swebench-verified-500.tar.xz";

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use ctxlab::policy::experiments::agents::EXPERIMENTS;
+use ctxlab::zoo::experiments::agents::EXPERIMENTS;
 
 #[test]
 fn every_fault_row_is_caught_and_its_baseline_is_clean() {

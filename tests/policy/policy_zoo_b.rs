@@ -14,7 +14,8 @@ use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay, Env, PolicyRun, Session};
 use ctxlab::policy::validity::Violation;
-use ctxlab::policy::{list, responses, Policy};
+use ctxlab::policy::{responses, Policy};
+use ctxlab::zoo::list;
 use serde_json::json;
 
 const POLICIES: &[&str] = &[
@@ -242,7 +243,7 @@ fn every_request_is_valid_on_every_real_transcript() {
 /// request stays valid.
 #[test]
 fn roo_code_with_a_small_window_stays_valid() {
-    use ctxlab::policy::zoo::roo_code::{AutoCondense, RooCode};
+    use ctxlab::zoo::roo_code::{AutoCondense, RooCode};
     // 0 % turns condensing off: the sliding window alone.
     let small = |percent: f64| {
         RooCode::new(AutoCondense {
@@ -272,7 +273,7 @@ fn roo_code_with_a_small_window_stays_valid() {
 /// request stays valid, and retention cuts fewer times than auto.
 #[test]
 fn openai_realtime_with_a_small_limit_stays_valid() {
-    use ctxlab::policy::zoo::openai_realtime::{Mode, Realtime, Truncation};
+    use ctxlab::zoo::openai_realtime::{Mode, Realtime, Truncation};
     let small = |truncation: Mode| {
         Realtime::new(Truncation {
             truncation,

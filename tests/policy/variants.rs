@@ -137,18 +137,15 @@ fn policies_with_a_table_of_switches_take_variants() {
         "openhands-observation-masking:max_message_chars=1000",
     ] {
         let base = spec.split(':').next().unwrap();
-        let default = ctxlab::policy::list::make(base).unwrap().info();
-        let variant = ctxlab::policy::list::make(spec).unwrap().info();
+        let default = ctxlab::zoo::list::make(base).unwrap().info();
+        let variant = ctxlab::zoo::list::make(spec).unwrap().info();
         assert_eq!(variant.name, spec);
         assert_ne!(
             variant.constants, default.constants,
             "{spec} changed nothing it lists"
         );
         let unknown = format!("{base}:no_such_constant=1");
-        let err = ctxlab::policy::list::make(&unknown)
-            .err()
-            .unwrap()
-            .to_string();
+        let err = ctxlab::zoo::list::make(&unknown).err().unwrap().to_string();
         assert!(err.contains("known: "), "{unknown}: {err}");
     }
 }

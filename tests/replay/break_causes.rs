@@ -17,7 +17,8 @@ use ctxlab::cache::{prices, BreakCause, Provider};
 use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::message::Message;
 use ctxlab::policy::engine::{replay_observed, Env, Observer, Prefix, Session, View};
-use ctxlab::policy::{list, PolicyEvent};
+use ctxlab::policy::PolicyEvent;
+use ctxlab::zoo::list;
 
 /// Designs whose view is rebuilt from the history each call and can change
 /// a message they sent without recording an event (found by this test).

@@ -77,7 +77,7 @@ fn session_errors(
             },
             ..Env::default()
         };
-        let mut none = ctxlab::policy::list::make("none").unwrap();
+        let mut none = ctxlab::zoo::list::make("none").unwrap();
         let session = Session {
             name,
             messages: &imported.main[w[0]..w[1]],

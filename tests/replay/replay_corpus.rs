@@ -36,7 +36,7 @@ fn two_hundred_sessions_print_one_short_aggregate_table() {
     let out = ok(&["replay", &root, "--policy", "all"]);
     let lines = out.lines().count();
     assert!(lines <= 60, "{lines} lines:\n{out}");
-    let names = ctxlab::policy::list::names();
+    let names = ctxlab::zoo::list::names();
     for n in &names {
         let row = out
             .lines()
@@ -188,7 +188,7 @@ fn a_corpus_plot_draws_each_policys_cost_distribution() {
     let p = ctxlab::plot::check::check(&svg);
     assert!(p.is_empty(), "{p:#?}");
     // Every policy highlighted once, in its group's panel.
-    assert_eq!(p.series, ctxlab::policy::list::names().len());
+    assert_eq!(p.series, ctxlab::zoo::list::names().len());
     assert!(svg.contains("empirical CDF") && svg.contains(">sessions at or below (%)<"));
     // Each ECDF rises to every session: 12 steps end at 100 %.
     let none = svg

@@ -69,7 +69,7 @@ fn a_corpus_replay_with_cost_and_retention_is_the_same_for_every_jobs() {
         "--format",
         "jsonl",
     ]);
-    let names = ctxlab::policy::list::names();
+    let names = ctxlab::zoo::list::names();
     assert_eq!(lines.lines().count(), 7 * names.len());
     // Records come in corpus order, each session's in policy order.
     let first: Vec<String> = lines
@@ -110,7 +110,7 @@ fn named_sessions_replay_their_policies_in_parallel_with_the_same_output() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
         v["runs"].as_array().unwrap().len(),
-        2 * ctxlab::policy::list::names().len()
+        2 * ctxlab::zoo::list::names().len()
     );
 }
 

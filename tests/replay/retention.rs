@@ -326,7 +326,7 @@ fn every_policy_has_retention_on_real_sessions() {
         },
     )
     .unwrap();
-    assert_eq!(out.len(), files.len() * ctxlab::policy::list::names().len());
+    assert_eq!(out.len(), files.len() * ctxlab::zoo::list::names().len());
     for c in &out {
         let r = c.retention.as_ref().unwrap();
         assert!(r.artifacts > 0, "{} {}", c.run.session, c.run.policy);
@@ -346,7 +346,7 @@ fn every_policy_has_retention_on_real_sessions() {
 #[test]
 fn the_frontier_report_marks_exactly_the_dominated_policies() {
     let rows = ctxlab::reports::frontier::frontier_rows().unwrap();
-    assert_eq!(rows.len(), ctxlab::policy::list::names().len());
+    assert_eq!(rows.len(), ctxlab::zoo::list::names().len());
     let none = rows.iter().find(|r| r.policy == "none").unwrap();
     assert_eq!(none.artifact_recall, 1.0);
     assert_eq!(none.retention.refetch_calls, 0);
@@ -385,7 +385,7 @@ fn retention_changes_no_cost_and_no_loss_counter() {
         ..plain.clone()
     };
     let mut compared = 0;
-    for name in ctxlab::policy::list::names() {
+    for name in ctxlab::zoo::list::names() {
         let a = compare_one("g", &messages, name, 160, &plain).unwrap();
         let b = compare_one("g", &messages, name, 160, &with).unwrap();
         assert!(a.retention.is_none() && b.retention.is_some(), "{name}");

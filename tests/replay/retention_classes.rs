@@ -9,10 +9,11 @@ use ctxlab::import::{import_file_sessions, ImportOptions};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay_observed, Env, Session};
 use ctxlab::policy::{
-    list, PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
+    PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
 };
 use ctxlab::retention::facts::FactClasses;
 use ctxlab::retention::Retention;
+use ctxlab::zoo::list;
 use serde_json::json;
 
 /// A test design: from call `at` on, everything but the last `keep`

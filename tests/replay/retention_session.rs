@@ -9,9 +9,9 @@ use common::{transcript_files, transcripts};
 use ctxlab::import::{import_file_sessions, ImportOptions};
 use ctxlab::message::{Block, Message};
 use ctxlab::policy::engine::{replay_observed, Env, Session};
-use ctxlab::policy::list;
 use ctxlab::retention::planted::{plant, Position};
 use ctxlab::retention::{Retention, RetentionReport};
+use ctxlab::zoo::list;
 use serde_json::json;
 
 /// Both observers on one replay of `messages` under `policy`.

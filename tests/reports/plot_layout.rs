@@ -53,11 +53,11 @@ fn the_reports_plots_are_readable() {
         let p = assert_readable(name, svg);
         if name == "cost.svg" {
             // Every policy is drawn highlighted once, in a panel of its family.
-            assert_eq!(p.series, ctxlab::policy::list::names().len(), "{name}");
+            assert_eq!(p.series, ctxlab::zoo::list::names().len(), "{name}");
         }
         if name == "frontier.svg" {
             // Every policy is named in the key.
-            for n in ctxlab::policy::list::names() {
+            for n in ctxlab::zoo::list::names() {
                 assert!(
                     svg.contains(&format!("  {n}")),
                     "{name}: {n} not in the key"
@@ -97,11 +97,7 @@ fn replay_plots(file: &Path, dir: &Path, dollars: bool) {
             ctxlab::replay::subagents::sessions_of(file, &Default::default(), Default::default())
                 .unwrap()
                 .len();
-        assert_eq!(
-            p.series,
-            ctxlab::policy::list::names().len() * sessions,
-            "{f}"
-        );
+        assert_eq!(p.series, ctxlab::zoo::list::names().len() * sessions, "{f}");
     }
 }
 

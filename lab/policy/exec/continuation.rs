@@ -14,7 +14,7 @@
 //!   new, which a `summarised` or `repaired` event must account for.
 
 use crate::message::{Block, Message};
-use crate::policy::PolicyEvent;
+use crate::PolicyEvent;
 
 /// Why a list is not a continuation: the 0-based index of the offending
 /// message in the new list and what is wrong with it.

@@ -7,24 +7,24 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use crate::policy::{PointerRule, PolicyEvent, Unit};
+use crate::{PointerRule, PolicyEvent, Unit};
 
 /// The protocol's name and version.
 pub const PROTOCOL: &str = "ctxlab.policy/1";
 
 /// The JSON Schema of a line ctxlab writes (`hello` or `prepare`).
 pub fn request_schema() -> serde_json::Value {
-    crate::render::schema_of::<Request>()
+    ctxlab_core::render::schema_of::<Request>()
 }
 
 /// The JSON Schema of the answer to `hello`.
 pub fn hello_schema() -> serde_json::Value {
-    crate::render::input_schema_of::<Hello>()
+    ctxlab_core::render::input_schema_of::<Hello>()
 }
 
 /// The JSON Schema of the answer to a `prepare`.
 pub fn answer_schema() -> serde_json::Value {
-    crate::render::input_schema_of::<Answer>()
+    ctxlab_core::render::input_schema_of::<Answer>()
 }
 
 /// A line ctxlab writes: first a `hello`, then a `prepare` before each

@@ -19,7 +19,7 @@ fn log(total: u64, compacted: Option<u64>) -> tempfile::NamedTempFile {
             serde_json::json!({"type": "system", "subtype": "compact_boundary", "uuid": "b", "parentUuid": null,
                 "logicalParentUuid": "a1", "isSidechain": false, "compactMetadata": {"trigger": "auto", "preTokens": total + 5}}),
             serde_json::json!({"type": "user", "uuid": "s1", "parentUuid": "b", "isSidechain": false, "isCompactSummary": true,
-                "message": {"role": "user", "content": format!("{}{}", crate::policy::zoo::claude_code::SUMMARY_OPEN, "y".repeat(800))}}),
+                "message": {"role": "user", "content": format!("{}{}", crate::zoo::claude_code::SUMMARY_OPEN, "y".repeat(800))}}),
             serde_json::json!({"type": "assistant", "uuid": "a2", "parentUuid": "s1", "isSidechain": false,
                 "message": {"id": "msg_after", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
                     "content": [{"type": "text", "text": "go on"}], "usage": usage(after)}}),

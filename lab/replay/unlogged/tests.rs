@@ -338,7 +338,7 @@ fn a_resume_drops_what_was_put_back_before_it() {
         "gated:vercel-prune-messages",
     ];
     for name in keeping {
-        let mut policy = crate::policy::list::make(name).unwrap();
+        let mut policy = crate::zoo::list::make(name).unwrap();
         let s = crate::policy::engine::Session {
             name: "resumed",
             messages: &main,

@@ -13,7 +13,7 @@
 // as they are; only their logging and telemetry imports are stubbed, and
 // `sanitizeFilenamePart` and `SHELL_TOOL_NAME` are cut from upstream's files.
 // The histories and the digest are rebuilt identically by
-// lab/policy/zoo/gemini_cli_mask/tests.rs: long texts are compared by
+// lab/zoo/gemini_cli_mask/tests.rs: long texts are compared by
 // length, FNV-1a 64 of their UTF-8 bytes, and their first and last 200
 // characters; the temporary directory becomes {ROOT} and each file name's
 // random suffix {R}.

@@ -8,7 +8,7 @@
 //     node tests/golden/gemini-cli/generate.mjs > tests/golden/gemini-cli/expected.json
 //
 // The history and the digest below are rebuilt identically by
-// lab/policy/zoo/gemini_cli/tests.rs; long texts are compared by length,
+// lab/zoo/gemini_cli/tests.rs; long texts are compared by length,
 // FNV-1a 64 of their UTF-8 bytes, and their first and last 200 characters.
 
 import fs from 'node:fs';

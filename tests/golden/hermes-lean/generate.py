@@ -15,7 +15,7 @@ and executed in one namespace with agent/compression_marker.py; only
 The code of `_lean_recovery_stub`, `_synthetic_user_row`,
 `_build_recovery_footer`, `_build_anchor_index` and their constants is that
 of upstream's stored agent/context_compressor.py that
-lab/policy/zoo/hermes_lean follows (comments and docstrings are wrapped
+lab/zoo/hermes_lean follows (comments and docstrings are wrapped
 differently); `_build_verbatim_user_section` there cuts long messages with
 " …[truncated]" where this package uses `elide`, so the transcript's user
 messages stay under both limits (the cut is tested in Rust, derived).

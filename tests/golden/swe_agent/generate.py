@@ -6,7 +6,7 @@ Not run by CI. Needs python3 with pydantic v2 (nothing else; no network):
     git -C the-complexity-trap show 1b07decf4ca4b5d722d25a57810fe18a2d8b60fb:sweagent/agent/history_processors.py > /tmp/hp_study.py
     python3 tests/golden/swe_agent/generate.py /tmp/hp_upstream.py /tmp/hp_study.py > tests/golden/swe_agent/expected.json
 
-It builds a scripted history (the same one `lab/policy/zoo/swe_agent/tests.rs`
+It builds a scripted history (the same one `lab/zoo/swe_agent/tests.rs`
 builds), converts it to SWE-agent's history items (a system message first,
 the task as the first observation, one `tool` observation per result), runs
 each configuration's processors before every model call exactly as the agent
