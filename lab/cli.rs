@@ -197,7 +197,7 @@ pub enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Embedded path length to hunt at.
-        #[arg(long, default_value_t = registry::LONG_PATH, value_parser = crate::compact::root::parse_path_len)]
+        #[arg(long, default_value_t = registry::LONG_PATH, value_parser = crate::storage::root::parse_path_len)]
         path_len: usize,
         /// Random seed of the search.
         #[arg(long, default_value_t = 0)]
@@ -347,7 +347,7 @@ fn splice_block(
 pub fn run(cli: Cli) -> LabResult<String> {
     // `--fs` is an option of this run: every root the command opens on
     // this thread, and every worker it spawns, takes it from this scope.
-    crate::compact::root::with_backend(cli.fs, || dispatch(cli))
+    crate::storage::root::with_backend(cli.fs, || dispatch(cli))
 }
 
 fn dispatch(cli: Cli) -> LabResult<String> {
@@ -576,7 +576,7 @@ fn write_readme(path: &std::path::Path) -> LabResult<String> {
         return Ok(format!("unchanged {}\n", path.display()));
     }
     // Temp file + rename: an interrupted write never leaves half a file.
-    crate::compact::root::cleanup::write_replacing(path, new.as_bytes())
+    crate::storage::root::cleanup::write_replacing(path, new.as_bytes())
         .map_err(|e| LabError::io("replacing", path, e))?;
     Ok(format!("updated {}\n", path.display()))
 }
@@ -666,7 +666,7 @@ fn run_scenarios(files: &[std::path::PathBuf], format: Format) -> LabResult<Stri
 fn run_scenario(f: &std::path::Path) -> LabResult<crate::scenario::RunReport> {
     let text = crate::input::read_text(f, "a scenario")?;
     if crate::memory::scenario::is_memory_scenario(&text) {
-        let backend = crate::compact::root::current_backend();
+        let backend = crate::storage::root::current_backend();
         let (counters, failures) = crate::memory::scenario::run_scenario_text(f, &text, backend)?;
         let name = f
             .file_stem()
@@ -703,7 +703,7 @@ fn hunt_policy(
     };
     let messages = crate::sweep::policies::session(&rounds);
     let text = serde_json::to_string_pretty(&messages).expect("messages serialise") + "\n";
-    crate::compact::root::cleanup::write_replacing(&out, text.as_bytes())
+    crate::storage::root::cleanup::write_replacing(&out, text.as_bytes())
         .map_err(|e| LabError::io("writing the session", &out, e))?;
     Ok(format!(
         "hunt: {policy} damages seed {} shrunk to {} rounds: lost {}, pointer lost {}, dangling {}, invalid requests {}\nwrote {} (replay: lab replay {} --policy {policy})\n",

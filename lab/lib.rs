@@ -15,7 +15,7 @@
 //! metadata`):
 //!
 //! 1. `ctxlab-core` (`lab/core/`): [`message`], [`storage`], [`error`],
-//!    [`render`], [`plot`], [`counters`], [`input`], [`process`], [`jobs`],
+//!    [`render`], [`plot`], [`counters`], [`fingerprint`], [`input`], [`process`], [`jobs`],
 //!    [`shard`], [`progress`], [`scan`], [`pyjson`], [`registry`], [`alloc`].
 //! 2. `ctxlab-import` (`lab/import/`): [`import`], every log format into the
 //!    message model, generated sessions ([`import::generate`]) and
@@ -53,8 +53,8 @@
 //! `ctxlab-import`.
 
 pub use ctxlab_core::{
-    alloc, counters, error, input, jobs, message, plot, process, progress, pyjson, registry,
-    render, scan, shard, storage,
+    alloc, counters, error, fingerprint, input, jobs, message, plot, process, progress, pyjson,
+    registry, render, scan, shard, storage,
 };
 pub use ctxlab_course::{compact, memory, report, scenario};
 pub use ctxlab_import as import;

@@ -170,7 +170,7 @@ pub fn command(args: &CheckArgs) -> LabResult<String> {
     let verdicts = run(&check)?;
     if let Some(path) = &args.junit {
         let xml = junit::render(&check.path, &verdicts);
-        crate::compact::root::cleanup::write_replacing(path, xml.as_bytes())
+        crate::storage::root::cleanup::write_replacing(path, xml.as_bytes())
             .map_err(|e| LabError::io("writing the JUnit report", path, e))?;
     }
     let misses: Vec<String> = verdicts

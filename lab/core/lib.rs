@@ -22,6 +22,8 @@
 //!   cells, counts and JSON.
 //! - [`plot`]: the one plotting module: series in, an SVG string out.
 //! - [`progress`]: progress on stderr, drawn only when it is a terminal.
+//! - [`fingerprint`]: a text's identity (a fixed-seed hash and the
+//!   length) without keeping the text.
 //! - [`scan`]: byte scans of long texts for the next byte that needs
 //!   attention.
 //! - [`shard`]: `--shard i/n` (the items whose index is `i` mod `n`) and
@@ -43,6 +45,7 @@
 pub mod alloc;
 pub mod counters;
 pub mod error;
+pub mod fingerprint;
 pub mod input;
 pub mod jobs;
 pub mod message;

@@ -17,7 +17,7 @@
 // The ground floor's modules under the names this crate's code has always
 // used (`crate::storage::…`); private, so they are no part of this API.
 use ctxlab_core::{
-    counters, error, input, message, process, pyjson, registry, render, scan, storage,
+    counters, error, fingerprint, input, message, process, pyjson, registry, render, scan, storage,
 };
 
 pub mod compact;

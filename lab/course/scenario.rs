@@ -240,14 +240,14 @@ impl Scenario {
         if let Some(bad) = self
             .path_len
             .iter()
-            .find(|l| crate::compact::root::validate_path_len(**l).is_err())
+            .find(|l| crate::storage::root::validate_path_len(**l).is_err())
         {
             return Err(input_err(
                 file,
                 locate(text, "path_len"),
                 format!(
                     "field `path_len`: {}",
-                    crate::compact::root::validate_path_len(*bad).unwrap_err()
+                    crate::storage::root::validate_path_len(*bad).unwrap_err()
                 ),
                 "use lengths within the bounds, e.g. [60, 160]",
             ));
@@ -420,6 +420,6 @@ pub fn run_file(file: &Path) -> LabResult<RunReport> {
 pub fn write_file(file: &Path, sc: &Scenario) -> LabResult<()> {
     let mut text = serde_json::to_string_pretty(sc).expect("scenarios serialise");
     text.push('\n');
-    crate::compact::root::cleanup::write_replacing(file, text.as_bytes())
+    crate::storage::root::cleanup::write_replacing(file, text.as_bytes())
         .map_err(|e| LabError::io("writing a scenario", file, e))
 }

@@ -283,7 +283,7 @@ pub fn run_policy_until(
     // Designs archive their context at every compaction: over millions of
     // tokens, gigabytes a memory store would hold (the same bytes and
     // paths, spilled to a temp file).
-    crate::compact::root::with_spill(|| run_spilled(spec, seed, tokens, limit, deadline))
+    crate::storage::root::with_spill(|| run_spilled(spec, seed, tokens, limit, deadline))
 }
 
 /// [`run_policy_until`] inside its spill scope.
@@ -413,7 +413,7 @@ pub fn command(args: &HorizonArgs) -> LabResult<String> {
     let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
     let report = run(&specs, args.seed, args.tokens, args.limit, jobs)?;
     if let Some(path) = &args.plot {
-        crate::compact::root::cleanup::write_replacing(
+        crate::storage::root::cleanup::write_replacing(
             path,
             render::svg(&report, "lab horizon").as_bytes(),
         )

@@ -8,13 +8,12 @@
 //! - [`optimal`]: the cheapest compaction schedule of a session, a lower
 //!   bound every policy's dollars are compared with (regret).
 //!
-//! Stands on `ctxlab-core`, `ctxlab-import`, `ctxlab-course` and
+//! Stands on `ctxlab-core`, `ctxlab-import` and
 //! `ctxlab-policy`, never on a port: a change to the zoo rebuilds none of it.
 
 // The lower crates' modules under the names this crate's code has always
 // used (`crate::policy::…`); private, so they are no part of this API.
-use ctxlab_core::{error, message, render, storage};
-use ctxlab_course::compact;
+use ctxlab_core::{error, fingerprint, message, render, storage};
 use ctxlab_import::tokens;
 use ctxlab_policy as policy;
 

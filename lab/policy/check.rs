@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::PointerRule;
-use crate::compact::check::fingerprint;
+use crate::fingerprint::fingerprint;
 use crate::message::{for_each_text, Block, Message, Thinking};
 use crate::storage::{FileKind, Storage};
 

@@ -55,7 +55,9 @@ macro_rules! forward_to_inner {
 // The lower crates' modules under the names this crate's code has always
 // used (`crate::message::…`); private, so they are no part of this API.
 // (`ctxlab_core::render` is named in full: `render` here is this crate's own.)
-use ctxlab_core::{counters, error, input, message, process, pyjson, registry, storage};
+use ctxlab_core::{
+    counters, error, fingerprint, input, message, process, pyjson, registry, storage,
+};
 use ctxlab_course::compact;
 use ctxlab_import as import;
 use ctxlab_import::tokens;
@@ -441,5 +443,5 @@ pub trait Policy: Send {
 
 /// Where a policy writes inside a run's storage: `<run root>/<policy name>`.
 pub fn policy_root(run_root: &Path, name: &str) -> PathBuf {
-    run_root.join(&*crate::compact::root::safe_id(name, 64))
+    run_root.join(&*crate::storage::root::safe_id(name, 64))
 }

@@ -34,7 +34,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
     /// Exact length of the embedded result path.
-    #[arg(long, default_value_t = profiles::DEFAULT_PATH_LEN, value_parser = crate::compact::root::parse_path_len)]
+    #[arg(long, default_value_t = profiles::DEFAULT_PATH_LEN, value_parser = crate::storage::root::parse_path_len)]
     pub path_len: usize,
     /// Treat every damage diagnostic (cut line, dangling tool_use, unknown record) as an error.
     #[arg(long)]

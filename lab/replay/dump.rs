@@ -140,7 +140,7 @@ pub struct DumpTarget {
 /// `[A-Za-z0-9._-]` as `_`, at most 200 chars), without leading dots so it
 /// is neither `.` nor `..` nor hidden; `fallback` when nothing is left.
 fn file_name(name: &str, fallback: &str) -> String {
-    let safe = crate::compact::root::safe_id(name, 200);
+    let safe = crate::storage::root::safe_id(name, 200);
     match safe.trim_start_matches('.') {
         "" => fallback.to_string(),
         rest => rest.to_string(),

@@ -50,7 +50,7 @@ pub fn write(
     scored: &[Scored],
     command: &str,
 ) -> crate::error::LabResult<()> {
-    crate::compact::root::cleanup::write_replacing(path, page(runs, scored, command).as_bytes())
+    crate::storage::root::cleanup::write_replacing(path, page(runs, scored, command).as_bytes())
         .map_err(|e| crate::error::LabError::io("writing the HTML report", path, e))
 }
 

@@ -152,7 +152,7 @@ fn stream_corpus(
                     "add --cost",
                 )
             })?;
-        crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+        crate::storage::root::cleanup::write_replacing(path, svg.as_bytes())
             .map_err(|e| LabError::io("writing the plot", path, e))?;
     }
     Ok(String::new())
@@ -194,7 +194,7 @@ pub fn merge_command(
 pub fn write_plot(path: &std::path::Path, runs: &[Compared]) -> LabResult<()> {
     let rows = policy_costs(runs);
     let svg = dollars_svg(&rows, "lab replay --policy … --cost");
-    crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+    crate::storage::root::cleanup::write_replacing(path, svg.as_bytes())
         .map_err(|e| LabError::io("writing the plot", path, e))
 }
 

@@ -583,12 +583,12 @@ fn run_policies(
     jobs: usize,
 ) -> LabResult<Vec<Compared>> {
     // Course policies build their roots on the backend of the starting thread.
-    let backend = crate::compact::root::current_backend();
+    let backend = crate::storage::root::current_backend();
     crate::jobs::try_collect(
         jobs.min(names.len()),
         |push| names.iter().all(push),
         |name: &String| {
-            crate::compact::root::with_backend(backend, || {
+            crate::storage::root::with_backend(backend, || {
                 compare_set_up(label, messages, name, path_len, measure, setup)
             })
         },

@@ -776,7 +776,7 @@ pub fn command(cmd: &ReplayCommand) -> LabResult<String> {
     }
     if let Some(path) = &cmd.plot {
         let svg = render_svg(&run.reports);
-        crate::compact::root::cleanup::write_replacing(path, svg.as_bytes())
+        crate::storage::root::cleanup::write_replacing(path, svg.as_bytes())
             .map_err(|e| LabError::io("writing the plot", path, e))?;
     }
     let out = if run.reports.is_empty() {

@@ -116,12 +116,12 @@ pub fn run(
     let mut records = Vec::new();
     let mut failed = None;
     // Course policies build their roots on the backend of the starting thread.
-    let backend = crate::compact::root::current_backend();
+    let backend = crate::storage::root::current_backend();
     let read = crate::jobs::ordered(
         how.jobs,
         |push| read_sessions(inputs, import, measure, how.shard, push),
         |(index, s, dump)| {
-            let one = crate::compact::root::with_backend(backend, || {
+            let one = crate::storage::root::with_backend(backend, || {
                 replay_session(s, &names, path_len, measure, dump, 1)
             });
             (index, one)

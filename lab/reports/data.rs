@@ -162,7 +162,7 @@ pub fn write_files(dir: &Path, files: &[(String, String)]) -> LabResult<String> 
     let mut out = String::new();
     for (name, text) in files {
         let path = dir.join(name);
-        crate::compact::root::cleanup::write_replacing(&path, text.as_bytes())
+        crate::storage::root::cleanup::write_replacing(&path, text.as_bytes())
             .map_err(|e| LabError::io("writing a report", &path, e))?;
         out += &format!("wrote {}\n", path.display());
     }

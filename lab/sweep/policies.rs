@@ -176,7 +176,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
         crate::zoo::list::check(n)?;
     }
     // Course policies build their roots on the backend of the starting thread.
-    let backend = crate::compact::root::current_backend();
+    let backend = crate::storage::root::current_backend();
     crate::jobs::try_collect(
         jobs,
         |push| {
@@ -185,7 +185,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
                 .all(|name| (0..seeds).all(|seed| push((name, seed))))
         },
         |(name, seed): (&String, u64)| {
-            crate::compact::root::with_backend(backend, || run(name, seed, &rounds(seed)))
+            crate::storage::root::with_backend(backend, || run(name, seed, &rounds(seed)))
         },
     )
 }

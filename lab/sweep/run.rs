@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use super::{Shard, SweepSpec};
 use crate::compact::config::{self, Config};
 use crate::compact::probe;
-use crate::compact::root::{current_backend, with_backend};
 use crate::compact::session::{Action, Call, Script, Turn};
 use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
+use crate::storage::root::{current_backend, with_backend};
 use crate::storage::Backend;
 
 /// The recorded counters of one cell.

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{ALL_SWITCHES, MAX_CELLS};
 use crate::compact::config;
-use crate::compact::root::validate_path_len;
 use crate::error::{LabError, LabResult};
+use crate::storage::root::validate_path_len;
 
 /// The two values a switch takes in a sweep, in factor order.
 pub fn levels(switch: &str) -> [&'static str; 2] {

@@ -13,9 +13,7 @@
 
 // The lower crates' modules under the names this crate's code has always
 // used (`crate::policy::…`); private, so they are no part of this API.
-#[cfg(test)]
-use ctxlab_core::storage;
-use ctxlab_core::{counters, error, message, pyjson, registry};
+use ctxlab_core::{counters, error, message, pyjson, registry, storage};
 use ctxlab_course::compact;
 use ctxlab_import::tokens;
 use ctxlab_policy as policy;

@@ -24,6 +24,7 @@
 mod disk;
 mod faults;
 mod mem;
+pub mod root;
 mod spill;
 
 use std::io;

@@ -22,7 +22,6 @@ pub mod micro;
 pub mod pairs;
 pub mod persist;
 pub mod probe;
-pub mod root;
 pub mod session;
 pub mod snip;
 pub mod summary;
@@ -31,8 +30,8 @@ use serde::Serialize;
 
 use crate::error::LabResult;
 use crate::message::{estimate_chars, Message};
+pub use crate::storage::root::LabRoot;
 pub use config::{Config, Constants, Profile, StepOrder, Switches};
-pub use root::LabRoot;
 pub use summary::Summarizer;
 
 /// What a step did; the checker and the reports read these.

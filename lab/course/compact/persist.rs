@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
-use super::root::safe_id;
 use super::{Compactor, Event, Step};
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message, Role};
+use crate::storage::root::safe_id;
 
 /// Prefix of a step-3 placeholder that keeps its pointer.
 pub const SAVED_PREFIX: &str = "[Earlier tool result saved at ";

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::compact::check::fingerprint;
+use crate::fingerprint::fingerprint;
 use crate::message::{Block, Content, Message};
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::PolicyEvent;

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use super::finder::Finder;
-use crate::compact::check::fingerprint;
+use crate::fingerprint::fingerprint;
 use crate::message::{Block, Message};
 use crate::policy::check::pointers_in_messages;
 use crate::policy::engine::View;

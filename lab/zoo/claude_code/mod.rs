@@ -253,7 +253,7 @@ impl ClaudeCode {
             }
             let path = dir.join(format!(
                 "{}.txt",
-                crate::compact::root::safe_id(tool_use_id, 120)
+                crate::storage::root::safe_id(tool_use_id, 120)
             ));
             let written = ctx
                 .storage
