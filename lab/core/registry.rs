@@ -1,6 +1,6 @@
 //! The experiment registry: the types of a row and of its verdict.
 //!
-//! The list of rows is [`crate::experiments`], one floor up: it gathers the rows each mechanism declares
+//! The list of rows is `ctxlab::experiments` (the binary crate), one floor up: it gathers the rows each mechanism declares
 //! next to its code (`compact/experiments.rs`, `memory/experiments.rs`), which
 //! import these types, so the dependencies flow one way: types <- rows <- list.
 //! The same list drives `lab list`, `lab break ID`, `lab selftest`, the

@@ -17,33 +17,40 @@ pub const GROUPS: [&str; 8] = [
     "OpenAI API",
 ];
 
-/// The group of policy `name` (case-insensitive); unknown names go with
-/// the coding agents.
+/// The group of each family (`PolicyInfo::family`, the product a policy
+/// ports): a new port of a listed product lands in its product's panel
+/// with no edit here. A family not listed goes with the coding agents.
+const FAMILY_GROUPS: &[(&str, usize)] = &[
+    ("baseline", 0),
+    ("course", 0),
+    ("Claude Code", 1),
+    ("Codex CLI", 2),
+    ("Gemini CLI", 2),
+    ("Amp", 2),
+    ("SWE-agent", 4),
+    ("OpenHands", 5),
+    ("Anthropic API", 6),
+    ("LangChain", 6),
+    ("Vercel AI SDK", 6),
+    // Its own group since a third OpenAI policy made "APIs and
+    // frameworks" eight.
+    ("OpenAI API", 7),
+];
+
+/// The group of policy `name` (case-insensitive), from its family in the
+/// policy list; names the list does not know (an external process, a
+/// mistyped name) go with the coding agents.
 pub fn group(name: &str) -> &'static str {
-    let n = name.to_ascii_lowercase();
-    let starts = |p: &[&str]| p.iter().any(|x| n.starts_with(x));
-    if n == "none"
-        || n == "seed"
-        || crate::policy::course::CoursePolicy::names().contains(&n.as_str())
-    {
-        GROUPS[0]
-    } else if starts(&["claude-code"]) {
-        GROUPS[1]
-    } else if starts(&["codex-", "gemini-cli", "amp-"]) {
-        GROUPS[2]
-    } else if starts(&["swe-agent"]) {
-        GROUPS[4]
-    } else if starts(&["openhands"]) {
-        GROUPS[5]
-    } else if starts(&["openai-"]) {
-        // Its own group since a third OpenAI policy made "APIs and
-        // frameworks" eight.
-        GROUPS[7]
-    } else if starts(&["anthropic-", "langchain-", "vercel-"]) {
-        GROUPS[6]
-    } else {
-        GROUPS[3]
+    if name.starts_with(crate::policy::exec::PREFIX) {
+        // Building an external policy would start its process.
+        return GROUPS[3];
     }
+    let family = crate::zoo::list::make(name).map(|p| p.info().family);
+    let g = family
+        .ok()
+        .and_then(|f| FAMILY_GROUPS.iter().find(|(n, _)| *n == f))
+        .map_or(3, |(_, g)| *g);
+    GROUPS[g]
 }
 
 /// The family of policy `name` (`PolicyInfo::family`: the product or
