@@ -177,6 +177,10 @@ pub enum Command {
         /// line; `lab schema export`).
         #[arg(long, value_name = "OUT")]
         export: Option<std::path::PathBuf>,
+        /// Print every session's demands instead: each point where a later
+        /// model call uses earlier content, with its source message.
+        #[arg(long, conflicts_with = "export")]
+        demands: bool,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -378,6 +382,18 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             files,
             strict,
             format_in,
+            demands: true,
+            format,
+            ..
+        }) => crate::import::demands::command(
+            &files,
+            &crate::import::ImportOptions::from_flags(strict, &format_in)?,
+            format,
+        ),
+        Some(Command::Import {
+            files,
+            strict,
+            format_in,
             export: Some(out),
             ..
         }) => {
@@ -390,6 +406,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             format_in,
             export: None,
             format,
+            ..
         }) => crate::import::command(
             &files,
             &crate::import::ImportOptions::from_flags(strict, &format_in)?,

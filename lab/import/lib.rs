@@ -73,6 +73,7 @@ pub mod chat_json;
 pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
+pub mod demands;
 pub mod gemini;
 pub mod goose;
 pub mod goose_db;

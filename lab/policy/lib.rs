@@ -73,6 +73,7 @@ pub mod none;
 pub mod render;
 pub mod responses;
 pub mod shape;
+pub mod side_calls;
 pub mod validity;
 pub mod variant;
 

@@ -312,10 +312,13 @@ pub fn compare_set_up(
     // retention plants its facts in a second run of a fresh policy, so
     // measuring it never changes what it sits beside.
     let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
+    // Priced, every summary the policy asks for is a request of its own.
+    let side = crate::policy::side_calls::SideCalls::default();
     let mut cost = crate::cache::observe::CostObserver::new(
         setup.prefix.tokens as u64,
         setup.times_ms.as_deref(),
-    );
+    )
+    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(name));
     let mut dumper = setup
         .dump
         .clone()
@@ -335,6 +338,7 @@ pub fn compare_set_up(
         measure,
         setup,
         &mut observers,
+        measure.pricing.is_some().then_some(&side),
     )?;
     if let Some(d) = dumper {
         // Only a run that ended well puts its dump in place.
@@ -351,6 +355,7 @@ pub fn compare_set_up(
             measure,
             setup,
             &mut [&mut retention],
+            None,
         )?;
         Some(retention.finish())
     } else {
@@ -363,11 +368,15 @@ pub fn compare_set_up(
             .pricing
             .as_ref()
             .or(measure.pricing.as_ref())
-            .map(|p| cost.finish(&p.provider, &p.sheet)),
+            .map(|p| {
+                let output = crate::cache::compaction::output_per_mtok(&p.sheet, &p.prices);
+                cost.finish_with_output(&p.provider, &p.sheet, output)
+            }),
     })
 }
 
-/// One engine run of `messages` under `policy` with the session's prefix.
+/// One engine run of `messages` under `policy` with the session's prefix;
+/// the policy's summary calls logged in `side` when given.
 fn run_observed(
     policy: &mut dyn Policy,
     label: &str,
@@ -375,6 +384,7 @@ fn run_observed(
     measure: &Measure,
     setup: &SessionSetup,
     observers: &mut [&mut dyn Observer],
+    side: Option<&crate::policy::side_calls::SideCalls>,
 ) -> LabResult<PolicyRun> {
     let session = Session {
         name: label,
@@ -390,6 +400,16 @@ fn run_observed(
     if !summaries.is_empty() && setup.prefix.product_policy.as_deref() == Some(&policy.info().name)
     {
         env.model = Box::new(crate::policy::model::Recorded::new(summaries.to_vec()));
+    }
+    if let Some(log) = side {
+        let model = std::mem::replace(
+            &mut env.model,
+            Box::new(crate::policy::model::Scripted::default()),
+        );
+        env.model = Box::new(crate::policy::side_calls::Recording::new(
+            model,
+            log.clone(),
+        ));
     }
     replay_observed(policy, session, &mut env, observers)
 }
@@ -722,6 +742,7 @@ fn cost_table(
         .filter_map(|(i, c)| c.cost.as_ref().map(|r| (i, c, r)))
         .map(|(i, c, r)| {
             let mut row = cost_cells(&c.run.session, &c.run.policy, r, r.sheet.name, None);
+            row.insert(4, r.compaction_calls.to_string());
             if with_regret {
                 row.push(regret.get(i).cloned().flatten().map_or("-".into(), |g| {
                     format!("{:.4} (r>={:.3})", g.dollars, g.floor)
@@ -737,6 +758,8 @@ fn cost_table(
         };
         let billed = r.billed.as_ref().map(|b| b.dollars);
         let mut row = cost_cells(&r.source, &r.arm, &r.report, prices, billed);
+        // The recorded requests are the product's own, its compactions among them.
+        row.insert(4, "-".to_string());
         if with_regret {
             row.push("-".into());
         }
@@ -747,6 +770,7 @@ fn cost_table(
         "policy",
         "prices",
         "requests",
+        "compaction calls",
         "input tokens",
         "cache read",
         "cache write",
@@ -825,6 +849,17 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
              each request at its own model's price ({}): dollars = prompt side, billed = with output; \
              recorded-model: the cache model on the same requests\n",
             b.prices
+        ));
+    }
+    if out
+        .iter()
+        .any(|c| c.cost.as_ref().is_some_and(|r| r.compaction_calls > 0))
+    {
+        s.push_str(&format!(
+            "compaction calls: each summary a policy asked for, priced as a request of its own before the call it preceded, \
+             as its product sends it ({}), its output tokens counted by the run's counter (an estimate) at the model's output price; \
+             included in requests and dollars\n",
+            crate::cache::compaction::PATH
         ));
     }
     s.push_str(&crate::replay::cost_arms::charged_notes(recorded));

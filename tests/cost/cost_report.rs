@@ -194,7 +194,12 @@ fn every_policy_is_priced_on_every_shared_session() {
     for c in &out {
         let who = format!("{} {}", c.run.session, c.run.policy);
         let r = c.cost.as_ref().unwrap_or_else(|| panic!("{who}: no cost"));
-        assert_eq!(r.requests.len(), c.run.calls.len(), "{who}");
+        // Each summary call is a priced request of its own.
+        assert_eq!(
+            r.requests.len(),
+            c.run.calls.len() + r.compaction_calls,
+            "{who}"
+        );
         assert!(r.input_tokens > 0 && r.dollars > 0.0, "{who}");
         assert!(r.breaks_per_turn.is_finite(), "{who}");
     }

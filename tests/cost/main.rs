@@ -7,6 +7,7 @@
 mod common;
 
 mod cache_props;
+mod compaction_calls;
 mod cost_cli;
 mod cost_report;
 mod gemini_cache;

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod demand_labels;
 mod import_aider;
 mod import_cline;
 mod import_codex;

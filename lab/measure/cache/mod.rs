@@ -31,6 +31,7 @@
 //! requests with a token counter before calling [`cost`].
 
 pub mod bill;
+pub mod compaction;
 pub mod observe;
 pub mod prices;
 pub mod provider;
@@ -238,8 +239,26 @@ pub struct RequestCost {
     /// For a break that shrank the request (a compaction): cached turns after
     /// which the saving repays the rewrite.
     pub payback_turns: Option<f64>,
-    /// Dollars under the sheet.
+    /// Dollars under the sheet (a compaction call's output included).
     pub dollars: f64,
+    /// A policy's summary request, sent before the model call of its turn
+    /// ([`compaction`]); not serialized when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub compaction: bool,
+    /// Output tokens priced with the request: a compaction call's summary,
+    /// counted by the run's counter (an estimate); 0 for a replayed call,
+    /// whose recorded reply is the same whatever the policy (not
+    /// serialized when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub output_tokens: u64,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// What a sequence of requests cost.
@@ -269,6 +288,14 @@ pub struct CostReport {
     pub expiries: usize,
     /// Median payback over the compactions, if any.
     pub payback_turns_median: Option<f64>,
+    /// Requests that were a policy's summary call ([`compaction`]); not
+    /// serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compaction_calls: usize,
+    /// Output tokens priced (the compaction calls' summaries); not
+    /// serialized when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub output_tokens: u64,
     /// The per-request series.
     pub requests: Vec<RequestCost>,
 }
@@ -306,6 +333,8 @@ pub fn summarize(provider: String, sheet: PriceSheet, requests: Vec<RequestCost>
         breaks_per_turn: breaks as f64 / turns.len().max(1) as f64,
         expiries: requests.iter().filter(|r| r.expired).count(),
         payback_turns_median: paybacks.get(paybacks.len() / 2).copied(),
+        compaction_calls: requests.iter().filter(|r| r.compaction).count(),
+        output_tokens: sum(|r| r.output_tokens),
         requests,
     }
 }

@@ -12,10 +12,12 @@
 //! request is labelled with the policy events of that call, so a break's
 //! `break_at.label` names the event that caused it.
 
+use super::compaction::Shape;
 use super::session::{starts_turn, RequestBuilder};
 use super::{cost, BreakCause, CacheRequest, CostReport, PriceSheet, Provider};
 use crate::message::Message;
 use crate::policy::engine::{event_kind, Observer, View};
+use crate::policy::side_calls::SideCalls;
 use crate::policy::PolicyEvent;
 use crate::tokens::Tokens;
 
@@ -26,6 +28,14 @@ pub struct CostObserver {
     times_ms: Option<Vec<Option<u64>>>,
     requests: Vec<CacheRequest>,
     turn: usize,
+    /// The policy's summary calls and how its product sends them, when
+    /// they are priced ([`CostObserver::with_side_calls`]).
+    side: Option<(SideCalls, &'static Shape)>,
+    /// Each priced compaction call: its index in `requests`, its output tokens.
+    compactions: Vec<(usize, u64)>,
+    /// The conversation's last request in `requests` (compaction calls
+    /// are not its previous request).
+    last_main: Option<usize>,
 }
 
 impl CostObserver {
@@ -37,7 +47,18 @@ impl CostObserver {
             times_ms: times_ms.map(<[_]>::to_vec),
             requests: Vec::new(),
             turn: 0,
+            side: None,
+            compactions: Vec::new(),
+            last_main: None,
         }
+    }
+
+    /// Prices the summary calls `log` receives (the policy's model wrapped
+    /// in [`crate::policy::side_calls::Recording`]) as requests sent in
+    /// `shape`, before the model call they preceded.
+    pub fn with_side_calls(mut self, log: SideCalls, shape: &'static Shape) -> CostObserver {
+        self.side = Some((log, shape));
+        self
     }
 
     /// The requests seen so far.
@@ -47,7 +68,43 @@ impl CostObserver {
 
     /// The run priced: [`cost`] of its requests.
     pub fn finish(&self, provider: &Provider, sheet: &PriceSheet) -> CostReport {
-        cost(&self.requests, provider, sheet)
+        self.finish_with_output(provider, sheet, None)
+    }
+
+    /// [`CostObserver::finish`] with the compaction calls' output priced
+    /// at `output_per_mtok` dollars per million tokens (`None`: unpriced).
+    pub fn finish_with_output(
+        &self,
+        provider: &Provider,
+        sheet: &PriceSheet,
+        output_per_mtok: Option<f64>,
+    ) -> CostReport {
+        let report = cost(&self.requests, provider, sheet);
+        if self.compactions.is_empty() {
+            return report;
+        }
+        super::compaction::settle(report, &self.compactions, output_per_mtok)
+    }
+
+    /// The summary calls made before this request, as requests.
+    fn side_requests(&mut self, view: &View<'_>, at_ms: Option<i64>) {
+        let Some((log, shape)) = &self.side else {
+            return;
+        };
+        let envelope = self.builder.system_tokens();
+        for call in log.drain() {
+            let (mut r, output) = super::compaction::request(
+                &call,
+                shape,
+                &mut self.builder,
+                self.turn,
+                view.tokens,
+                envelope,
+            );
+            r.at_ms = at_ms;
+            self.compactions.push((self.requests.len(), output));
+            self.requests.push(r);
+        }
     }
 }
 
@@ -123,6 +180,14 @@ impl Observer for CostObserver {
         events: &[PolicyEvent],
         view: &View<'_>,
     ) {
+        let time = self
+            .times_ms
+            .as_ref()
+            .and_then(|t| t.get(at).copied().flatten());
+        let at_ms = time.and_then(|t| i64::try_from(t).ok());
+        // Summary calls went out before this request, behind the prefix
+        // the conversation had then (a product's compaction switches it).
+        self.side_requests(view, at_ms);
         // The replay's fixed prefix is the system segment, cached first.
         if view.envelope > 0 {
             self.builder.set_system_tokens(view.envelope as u64);
@@ -133,12 +198,11 @@ impl Observer for CostObserver {
             self.builder
                 .request_counted(request, self.turn, view.tokens)
         };
-        let time = self
-            .times_ms
-            .as_ref()
-            .and_then(|t| t.get(at).copied().flatten());
-        r.at_ms = time.and_then(|t| i64::try_from(t).ok());
-        let prev = self.requests.last().map(|p| &p.segments[..]).unwrap_or(&[]);
+        r.at_ms = at_ms;
+        let prev = self
+            .last_main
+            .map(|i| &self.requests[i].segments[..])
+            .unwrap_or(&[]);
         if events.is_empty() {
             // The engine's requests all come from the policy: a message it
             // changed without an event was re-derived.
@@ -161,6 +225,7 @@ impl Observer for CostObserver {
             }
             r.call_cause = Some(call_cause(events));
         }
+        self.last_main = Some(self.requests.len());
         self.requests.push(r);
     }
 }

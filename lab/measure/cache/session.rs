@@ -47,6 +47,11 @@ impl RequestBuilder {
         }
     }
 
+    /// Tokens of the system segment every request starts with.
+    pub fn system_tokens(&self) -> u64 {
+        self.system.tokens
+    }
+
     /// The tokenizer's report name.
     pub fn tokenizer(&self) -> &'static str {
         self.counter.name()

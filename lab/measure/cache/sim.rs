@@ -100,6 +100,8 @@ impl Cache {
             expired,
             payback_turns: payback,
             dollars: sheet.dollars(uncached, access.write, access.read),
+            compaction: false,
+            output_tokens: 0,
         }
     }
 
