@@ -74,6 +74,7 @@ pub mod render;
 pub mod responses;
 pub mod shape;
 pub mod side_calls;
+pub mod spec;
 pub mod validity;
 pub mod variant;
 

@@ -75,7 +75,7 @@ impl ModelRole for Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::model::Scripted;
+    use crate::model::Scripted;
 
     #[test]
     fn every_call_is_logged_once_with_its_answer_or_failure() {

@@ -69,7 +69,7 @@ impl VariantSummary {
 pub fn summaries(out: &[Priced<'_>]) -> Vec<VariantSummary> {
     let mut specs: Vec<(&str, &str)> = Vec::new();
     for c in out {
-        if let Some((_, base)) = crate::zoo::list::unwrap(c.policy) {
+        if let Some((_, base)) = crate::policy::spec::unwrap(c.policy) {
             if !specs.contains(&(c.policy, base)) {
                 specs.push((c.policy, base));
             }

@@ -6,6 +6,7 @@ use crate as zoo;
 use crate::error::{LabError, LabResult};
 use crate::policy::course::CoursePolicy;
 use crate::policy::none::NoCompaction;
+use crate::policy::spec::unwrap;
 use crate::policy::Policy;
 
 /// A constructor of a policy with its upstream defaults.
@@ -162,17 +163,6 @@ pub fn split_specs(values: &[String]) -> Vec<String> {
 /// Is `spec` a wrapper of another spec (`frozen:P`, `gated:P`)?
 fn is_wrapped(spec: &str) -> bool {
     unwrap(spec).is_some()
-}
-
-/// A wrapped spec's wrapper and the spec it wraps: `frozen:P` is
-/// `("frozen", P)`, `gated@SHEET:P` is `("gated@SHEET", P)`; `None` for
-/// any other spec (a variant's `NAME:KEY=VALUE` included).
-pub fn unwrap(spec: &str) -> Option<(&str, &str)> {
-    if let Some(inner) = spec.strip_prefix(crate::policy::freeze::PREFIX) {
-        return Some((&spec[..crate::policy::freeze::PREFIX.len() - 1], inner));
-    }
-    let (_, inner) = crate::policy::gate::parse(spec)?;
-    Some((&spec[..spec.len() - inner.len() - 1], inner))
 }
 
 /// The policy called `name`, with its upstream defaults.

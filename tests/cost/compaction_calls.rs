@@ -72,7 +72,7 @@ fn claude_code_pays_one_request_per_compaction_at_the_forks_price() {
     let (input, output, write, read) = prices_of(cr.sheet.name.trim_end_matches(" (1h writes)"));
     // The stand-in summary prompt, counted as the approximate counter
     // counts (a char is a quarter token, rounded up).
-    let prompt = ctxlab::policy::zoo::claude_code::SUMMARY_PROMPT
+    let prompt = ctxlab::zoo::claude_code::SUMMARY_PROMPT
         .chars()
         .count()
         .div_ceil(4) as u64;

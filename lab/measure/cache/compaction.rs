@@ -137,14 +137,9 @@ pub fn shapes() -> &'static Shapes {
     SHAPES.get_or_init(|| parse(PATH, DATA).expect("the built-in shapes parse (tested)"))
 }
 
-/// The base policy of a spec: wrappers (`frozen:`, `gated:`) and a
-/// variant's overrides (`NAME:KEY=VALUE`) removed.
+/// The base policy of a spec (see [`crate::policy::spec::base`]).
 pub fn base_policy(spec: &str) -> &str {
-    let mut spec = spec;
-    while let Some((_, inner)) = crate::policy::list::unwrap(spec) {
-        spec = inner;
-    }
-    spec.split_once(':').map_or(spec, |(base, _)| base)
+    crate::policy::spec::base(spec)
 }
 
 /// The shape `spec`'s summary requests are sent in.
@@ -262,11 +257,7 @@ mod tests {
     fn the_built_in_shapes_parse_and_name_real_policies() {
         let s = shapes();
         for p in &s.policies {
-            assert!(
-                crate::policy::list::check(&p.policy).is_ok(),
-                "{}",
-                p.policy
-            );
+            assert!(ctxlab_zoo::list::check(&p.policy).is_ok(), "{}", p.policy);
             assert!(
                 p.source.contains('@'),
                 "{}: a source names repo@commit",
