@@ -78,6 +78,7 @@ pub mod opencode_db;
 pub mod opencode_storage;
 pub mod openhands;
 pub mod openhands_events;
+pub mod pi;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
@@ -155,6 +156,9 @@ pub enum TranscriptFormat {
     Goose,
     /// A Roo Code or Cline task's `api_conversation_history.json`, Roo's condense summaries real compactions.
     RooCode,
+    /// A Pi coding agent session (`session` header, then one entry per line;
+    /// a list or a tree of entries), its `compaction` entries real compactions.
+    Pi,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -190,6 +194,7 @@ impl TranscriptFormat {
             TranscriptFormat::OpenHandsEvents => "openhands_events",
             TranscriptFormat::RooCode => "roo_code",
             TranscriptFormat::Goose => "goose",
+            TranscriptFormat::Pi => "pi",
         }
     }
 
@@ -219,9 +224,10 @@ impl TranscriptFormat {
             "openhands_events" => Ok(TranscriptFormat::OpenHandsEvents),
             "roo_code" => Ok(TranscriptFormat::RooCode),
             "goose" => Ok(TranscriptFormat::Goose),
+            "pi" => Ok(TranscriptFormat::Pi),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi",
             )),
         }
     }
@@ -381,6 +387,12 @@ pub struct RealCompaction {
     /// to a request sent without them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<[usize; 2]>,
+    /// The `main` index of the first message the product kept after it,
+    /// where the log names it (Pi's `firstKeptEntryIndex` /
+    /// `firstKeptEntryId`): its context after the compaction is the summary,
+    /// `main[first_kept..at]`, then what follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_kept: Option<usize>,
 }
 
 impl RealCompaction {
@@ -918,6 +930,7 @@ pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
                     | TranscriptFormat::OpenHandsEvents
                     | TranscriptFormat::RooCode
                     | TranscriptFormat::Goose
+                    | TranscriptFormat::Pi
             ) && session.real_compactions.contains(&at))
     })
 }
@@ -1043,6 +1056,7 @@ fn sessions<R: BufRead>(
         TranscriptFormat::OpenHandsEvents => openhands_events::read(&mut session, &mut sink)?,
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::Pi => pi::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

@@ -47,6 +47,8 @@
 //!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
 //!   is an SQLite database (goose's `sessions.db`; opencode's `opencode.db`
 //!   is told apart by its tables when read);
+//! * JSON Lines whose first line is a Pi `SessionHeader` (`type:
+//!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`];
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -196,6 +198,14 @@ fn is_goose_line(map: &serde_json::Map<String, Value>) -> bool {
             && map.get("content").is_some_and(Value::is_array))
 }
 
+/// A Pi session's first line: its `SessionHeader` (`type: session`, an
+/// `id` and the `cwd` it ran in).
+fn is_pi_header(map: &serde_json::Map<String, Value>) -> bool {
+    map.get("type").and_then(Value::as_str) == Some("session")
+        && map.get("id").is_some_and(Value::is_string)
+        && map.get("cwd").is_some_and(Value::is_string)
+}
+
 /// mini-swe-agent's `save_traj` shape, in whitespace-free text.
 fn is_mini_swe_agent(compact: &str) -> bool {
     compact.starts_with("{\"info\":{\"exit_status\"")
@@ -236,6 +246,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
+        if is_pi_header(&map) {
+            return Some(TranscriptFormat::Pi);
+        }
         if is_goose_line(&map) {
             return Some(TranscriptFormat::Goose);
         }

@@ -561,6 +561,7 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         TranscriptFormat::RooCode => Some(crate::policy::zoo::roo_code::NAME),
         TranscriptFormat::Goose => Some("goose-auto-compact"),
         TranscriptFormat::Aider => Some("aider-chat-summary"),
+        TranscriptFormat::Pi => Some(crate::policy::zoo::pi::NAME),
         _ => None,
     }
 }

@@ -21,6 +21,7 @@ pub mod openai_realtime;
 pub mod openai_server_compaction;
 pub mod opencode;
 pub mod openhands;
+pub mod pi;
 pub mod roo_code;
 pub mod swe_agent;
 pub mod vercel;
