@@ -67,6 +67,7 @@ pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
 pub mod gemini;
+pub mod gemini_contents;
 pub mod goose;
 pub mod goose_db;
 mod lines;
@@ -159,6 +160,9 @@ pub enum TranscriptFormat {
     /// A Pi coding agent session (`session` header, then one entry per line;
     /// a list or a tree of entries), its `compaction` entries real compactions.
     Pi,
+    /// A Gemini CLI saved chat or checkpoint: a history of Gemini API
+    /// `contents` (`{role: user|model, parts}`), bare or under `history`.
+    GeminiContents,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -195,6 +199,7 @@ impl TranscriptFormat {
             TranscriptFormat::RooCode => "roo_code",
             TranscriptFormat::Goose => "goose",
             TranscriptFormat::Pi => "pi",
+            TranscriptFormat::GeminiContents => "gemini_contents",
         }
     }
 
@@ -225,9 +230,10 @@ impl TranscriptFormat {
             "roo_code" => Ok(TranscriptFormat::RooCode),
             "goose" => Ok(TranscriptFormat::Goose),
             "pi" => Ok(TranscriptFormat::Pi),
+            "gemini_contents" => Ok(TranscriptFormat::GeminiContents),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents",
             )),
         }
     }
@@ -487,6 +493,9 @@ pub struct ImportedSession {
     /// The product's own per-call token counts, where its log records them
     /// (aider's `> Tokens: N sent, M received.` lines), in file order.
     pub recorded_tokens: Vec<aider::RecordedTokens>,
+    /// Indices in `main` of messages holding a tool output the product
+    /// itself masked (Gemini CLI's `<tool_output_masked>`), ascending.
+    pub product_masked: Vec<usize>,
     /// The main conversation left in its file ([`import_file_sessions_lazily`]):
     /// `main` is then empty and [`ImportedSession::main_messages`] reads it.
     pub(crate) lazy_main: Option<Arc<LazyMain>>,
@@ -589,6 +598,7 @@ impl ImportedSession {
             stats: FileStats::default(),
             action_shape: ActionShape::ToolCalls,
             recorded_tokens: Vec::new(),
+            product_masked: Vec::new(),
             lazy_main: None,
         }
     }
@@ -1057,6 +1067,7 @@ fn sessions<R: BufRead>(
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Pi => pi::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::GeminiContents => gemini_contents::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

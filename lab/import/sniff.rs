@@ -47,6 +47,9 @@
 //!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
 //!   is an SQLite database (goose's `sessions.db`; opencode's `opencode.db`
 //!   is told apart by its tables when read);
+//! * an array of Gemini API `contents` (`parts` lists, `user` / `model`
+//!   roles, no `content` key), bare or as `{"history": [...]}`, is a Gemini
+//!   CLI saved chat ([`TranscriptFormat::GeminiContents`]);
 //! * JSON Lines whose first line is a Pi `SessionHeader` (`type:
 //!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`];
 //! * text starting with `# aider chat started at` is aider's chat log
@@ -156,9 +159,18 @@ fn is_roo_code(compact: &str) -> bool {
         )
 }
 
+/// Gemini API `contents`: a `parts` list beside a `user` or `model` role.
+fn is_gemini_contents(compact: &str) -> bool {
+    compact.contains("\"parts\":[")
+        && (compact.contains("\"role\":\"model\"") || compact.contains("\"role\":\"user\""))
+        && !compact.contains("\"content\":")
+}
+
 fn array_kind(compact: &str) -> TranscriptFormat {
     if compact.contains("\"traj\":[") {
         TranscriptFormat::Trajectories
+    } else if is_gemini_contents(compact) {
+        TranscriptFormat::GeminiContents
     } else if has_any(compact, CLAUDE_KEYS) {
         TranscriptFormat::ChatJson
     } else if is_openhands_event(compact) {
@@ -229,6 +241,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     }
     if is_gemini_cli(&c) {
         return Some(TranscriptFormat::GeminiCli);
+    }
+    if c.starts_with("{\"history\":[") && is_gemini_contents(&c) {
+        return Some(TranscriptFormat::GeminiContents);
     }
     if c.starts_with("{\"info\":{") && c.contains("\"id\":\"ses_") {
         return Some(TranscriptFormat::OpenCode);

@@ -549,7 +549,9 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => {
             Some(crate::policy::zoo::claude_code::NAME)
         }
-        TranscriptFormat::GeminiCli => Some(crate::policy::zoo::gemini_cli::NAME),
+        TranscriptFormat::GeminiCli | TranscriptFormat::GeminiContents => {
+            Some(crate::policy::zoo::gemini_cli::NAME)
+        }
         TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage => {
             Some(crate::policy::zoo::opencode::NAME)
         }

@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 16] = [
+const FORMATS: [&str; 17] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -136,6 +136,7 @@ const FORMATS: [&str; 16] = [
     "roo_code",
     "goose",
     "pi",
+    "gemini_contents",
 ];
 
 proptest! {

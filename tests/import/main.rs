@@ -13,6 +13,7 @@ mod import_corpus;
 mod import_damage;
 mod import_done_when;
 mod import_gemini;
+mod import_gemini_contents;
 mod import_goose;
 mod import_goose_db;
 mod import_lazy;
