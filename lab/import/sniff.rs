@@ -407,4 +407,22 @@ mod tests {
         let cline = br#"[{"role":"user","content":[{"type":"text","text":"t"}]}]"#;
         assert_eq!(sniff(cline), Some(Anthropic));
     }
+
+    #[test]
+    fn pi_sessions_and_gemini_contents_are_told_apart() {
+        let pi = b"{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/w\"}\n{\"type\":\"message\"}\n";
+        assert_eq!(sniff(pi), Some(Pi));
+        // A Claude Code record with a `type` but no `cwd` header stays Claude's.
+        let claude = b"{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"user\"}\n";
+        assert_eq!(sniff(claude), Some(ClaudeJsonl));
+        let bare = b"[\n  {\n    \"role\": \"user\",\n    \"parts\": [{\"text\": \"hi\"}]\n  }\n]";
+        assert_eq!(sniff(bare), Some(GeminiContents));
+        let saved = b"{\n  \"history\": [\n    {\"role\": \"model\", \"parts\": []}\n  ],\n  \"authType\": \"x\"\n}";
+        assert_eq!(sniff(saved), Some(GeminiContents));
+        // SWE-agent's `history` of chat messages is still OpenAI's.
+        assert_eq!(
+            sniff(b"{\"history\": [{\"role\": \"user\", \"content\": \"x\"}]}"),
+            Some(OpenAi)
+        );
+    }
 }
