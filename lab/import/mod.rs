@@ -20,6 +20,8 @@
 //! | OpenHands trajectory (an array of serialized events, or `{"trajectory": [...]}`), its `condensation` summaries real compactions | `.json` (sniffed) | [`openhands`] |
 //! | Roo Code / Cline task history (`api_conversation_history.json`: Anthropic-shaped messages with `ts`), Roo's `isSummary` messages real compactions | `.json` (sniffed) | [`roo_code`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
+//! | Pi coding agent session (`session` header, then entries: a list, or a tree with `id` / `parentId`), its `compaction` entries real compactions | `.jsonl` (sniffed) | [`pi`] |
+//! | Gemini CLI saved chat or checkpoint (Gemini API `contents`, bare or under `history`), its `<state_snapshot>` turns real compactions | `.json` (sniffed) | [`gemini_contents`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.

@@ -363,7 +363,7 @@ mod tests {
             config: PiCompaction {
                 reserve_tokens: 100,
                 keep_recent_tokens: 150,
-                context_window: 600,
+                context_window: 400,
                 ..PiCompaction::default()
             },
             ..Pi::default()
@@ -379,12 +379,16 @@ mod tests {
             h.push(Message::user_text(format!("task {i}")));
             h.extend(step(i));
         }
+        // Approx: a step is 2 + 100 tokens, a task 2; the last reply's
+        // usage is 316 > 400 - 100. The cut: 316 - 108 >= 150 at the reply of
+        // step 1, so the kept tail starts at task 2 (the turn of step 2's reply).
         let got = run(&mut p, &mut h);
         assert_eq!(got.events.len(), 1, "{:?}", got.events);
         assert!(crate::import::pi::is_summary(&got.request[0]));
         assert!(got.request[0].text().contains("first"));
         let kept = &got.request[1..];
-        assert!(kept[0].role == Role::User && !kept[0].is_tool_result());
+        assert_eq!(kept[0], Message::user_text("task 2"));
+        assert_eq!(kept.len(), 6);
         assert!(kept.len() < h.len());
         assert_eq!(kept, &h[h.len() - kept.len()..]);
         assert!(crate::policy::validity::check(&got.request).is_empty());
