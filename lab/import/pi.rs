@@ -37,7 +37,10 @@
 //! `main` is the whole session in file order;
 //! [`RealCompaction::first_kept`](super::RealCompaction::first_kept) is the
 //! `main` index of the first kept entry's message and `pre_tokens` the
-//! entry's `tokensBefore`. The log does not record whether it was
+//! entry's `tokensBefore`. A reply whose tool calls the compaction cut
+//! off (Pi compacted at its `message_end`, before running them) has them
+//! answered with `[missing result]` in a message of its own before the
+//! summary. The log does not record whether it was
 //! automatic, so `trigger` stays unset. Pi's context after it is the
 //! summary, the kept messages before the entry, then what follows.
 //!
@@ -231,6 +234,8 @@ pub(crate) fn read<R: BufRead>(
                     let msg = format!("compaction names a first kept entry ({}) that holds no message before it; the summary is kept", first.unwrap_or(0));
                     sink.report(e.line, 1, DiagnosticKind::InvalidRecord, msg)?;
                 }
+                b.flush();
+                answer_cut_calls(&mut b, e.line, sink)?;
                 b.push(summary_message(summary), e.line);
                 b.compactions.push(Found {
                     summary_line: e.line,
@@ -291,6 +296,39 @@ pub(crate) fn read<R: BufRead>(
             });
         }
     }
+    Ok(())
+}
+
+/// A compaction that cut a reply's tool calls off (the reply is the last
+/// message before it): each call is answered with `[missing result]` in a
+/// message of its own, before the summary. The repair would put them into
+/// the next user message, the summary, which a policy replay drops with
+/// the product's artefacts, leaving the calls unanswered.
+fn answer_cut_calls(b: &mut Build, line: usize, sink: &mut Sink<'_>) -> LabResult<()> {
+    let Some(last) = b.main.last().filter(|m| m.role == Role::Assistant) else {
+        return Ok(());
+    };
+    let ids: Vec<String> = last
+        .tool_use_ids()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    for id in &ids {
+        let msg = format!(
+            "tool_use `{id}` has no tool_result; synthesized \"{}\"",
+            super::MISSING_RESULT
+        );
+        sink.report(line, 1, DiagnosticKind::DanglingToolUse, msg)?;
+    }
+    let results = ids
+        .into_iter()
+        .map(|id| (id, super::MISSING_RESULT.to_string()))
+        .collect();
+    b.main.push(Message::tool_results(results));
+    b.origins.push(Origin::default());
     Ok(())
 }
 

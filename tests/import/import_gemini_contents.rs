@@ -37,7 +37,7 @@ fn a_saved_chat_is_a_gemini_session_with_its_calls_paired() {
     // The failed edit's result is its error.
     let last_result = s.main[8].blocks();
     assert!(
-        matches!(&last_result[..], [Block::ToolResult { content, .. }] if content == "old_string not found")
+        matches!(last_result, [Block::ToolResult { content, .. }] if content == "old_string not found")
     );
 }
 
