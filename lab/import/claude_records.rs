@@ -632,6 +632,7 @@ impl Records {
                     .get(&(o.line, o.column))
                     .map(|(trigger, pre_tokens)| RealCompaction {
                         dropped: None,
+                        first_kept: None,
                         at: i,
                         trigger: trigger.clone(),
                         pre_tokens: *pre_tokens,

@@ -220,6 +220,7 @@ impl Rollout {
         session.real_compactions.push(at);
         session.real_compaction_meta.push(RealCompaction {
             dropped: None,
+            first_kept: None,
             at,
             trigger,
             pre_tokens: None,

@@ -690,6 +690,7 @@ fn mark_compactions(session: &mut ImportedSession, summary_lines: &[usize]) {
             session.real_compactions.push(at);
             session.real_compaction_meta.push(RealCompaction {
                 dropped: None,
+                first_kept: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

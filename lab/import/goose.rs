@@ -292,6 +292,7 @@ fn mark_compactions(session: &mut ImportedSession, lines: &[usize]) {
         session.real_compactions.push(at);
         session.real_compaction_meta.push(RealCompaction {
             dropped: None,
+            first_kept: None,
             at,
             trigger: Some(if manual { "manual" } else { "auto" }.to_string()),
             pre_tokens: None,

@@ -20,6 +20,8 @@
 //! | OpenHands trajectory (an array of serialized events, or `{"trajectory": [...]}`), its `condensation` summaries real compactions | `.json` (sniffed) | [`openhands`] |
 //! | Roo Code / Cline task history (`api_conversation_history.json`: Anthropic-shaped messages with `ts`), Roo's `isSummary` messages real compactions | `.json` (sniffed) | [`roo_code`] |
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
+//! | Pi coding agent session (`session` header, then entries: a list, or a tree with `id` / `parentId`), its `compaction` entries real compactions | `.jsonl` (sniffed) | [`pi`] |
+//! | Gemini CLI saved chat or checkpoint (Gemini API `contents`, bare or under `history`), its `<state_snapshot>` turns real compactions | `.json` (sniffed) | [`gemini_contents`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.
@@ -75,6 +77,7 @@ pub mod codex;
 pub mod corpus;
 pub mod demands;
 pub mod gemini;
+pub mod gemini_contents;
 pub mod goose;
 pub mod goose_db;
 mod lines;
@@ -86,6 +89,7 @@ pub mod opencode_db;
 pub mod opencode_storage;
 pub mod openhands;
 pub mod openhands_events;
+pub mod pi;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
@@ -163,6 +167,12 @@ pub enum TranscriptFormat {
     Goose,
     /// A Roo Code or Cline task's `api_conversation_history.json`, Roo's condense summaries real compactions.
     RooCode,
+    /// A Pi coding agent session (`session` header, then one entry per line;
+    /// a list or a tree of entries), its `compaction` entries real compactions.
+    Pi,
+    /// A Gemini CLI saved chat or checkpoint: a history of Gemini API
+    /// `contents` (`{role: user|model, parts}`), bare or under `history`.
+    GeminiContents,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -198,6 +208,8 @@ impl TranscriptFormat {
             TranscriptFormat::OpenHandsEvents => "openhands_events",
             TranscriptFormat::RooCode => "roo_code",
             TranscriptFormat::Goose => "goose",
+            TranscriptFormat::Pi => "pi",
+            TranscriptFormat::GeminiContents => "gemini_contents",
         }
     }
 
@@ -227,9 +239,11 @@ impl TranscriptFormat {
             "openhands_events" => Ok(TranscriptFormat::OpenHandsEvents),
             "roo_code" => Ok(TranscriptFormat::RooCode),
             "goose" => Ok(TranscriptFormat::Goose),
+            "pi" => Ok(TranscriptFormat::Pi),
+            "gemini_contents" => Ok(TranscriptFormat::GeminiContents),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents",
             )),
         }
     }
@@ -389,6 +403,12 @@ pub struct RealCompaction {
     /// to a request sent without them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<[usize; 2]>,
+    /// The `main` index of the first message the product kept after it,
+    /// where the log names it (Pi's `firstKeptEntryIndex` /
+    /// `firstKeptEntryId`): its context after the compaction is the summary,
+    /// `main[first_kept..at]`, then what follows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_kept: Option<usize>,
 }
 
 impl RealCompaction {
@@ -483,6 +503,9 @@ pub struct ImportedSession {
     /// The product's own per-call token counts, where its log records them
     /// (aider's `> Tokens: N sent, M received.` lines), in file order.
     pub recorded_tokens: Vec<aider::RecordedTokens>,
+    /// Indices in `main` of messages holding a tool output the product
+    /// itself masked (Gemini CLI's `<tool_output_masked>`), ascending.
+    pub product_masked: Vec<usize>,
     /// The main conversation left in its file ([`import_file_sessions_lazily`]):
     /// `main` is then empty and [`ImportedSession::main_messages`] reads it.
     pub(crate) lazy_main: Option<Arc<LazyMain>>,
@@ -585,6 +608,7 @@ impl ImportedSession {
             stats: FileStats::default(),
             action_shape: ActionShape::ToolCalls,
             recorded_tokens: Vec::new(),
+            product_masked: Vec::new(),
             lazy_main: None,
         }
     }
@@ -926,6 +950,7 @@ pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
                     | TranscriptFormat::OpenHandsEvents
                     | TranscriptFormat::RooCode
                     | TranscriptFormat::Goose
+                    | TranscriptFormat::Pi
             ) && session.real_compactions.contains(&at))
     })
 }
@@ -1051,6 +1076,8 @@ fn sessions<R: BufRead>(
         TranscriptFormat::OpenHandsEvents => openhands_events::read(&mut session, &mut sink)?,
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::Pi => pi::read(reader, &mut session, &mut sink)?,
+        TranscriptFormat::GeminiContents => gemini_contents::read(reader, &mut session, &mut sink)?,
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

@@ -393,6 +393,7 @@ fn mark_compactions(session: &mut ImportedSession, prompts: &[(Pos, bool)]) {
             let trigger = Some(if auto { "auto" } else { "manual" }.to_string());
             session.real_compaction_meta.push(RealCompaction {
                 dropped: None,
+                first_kept: None,
                 at,
                 trigger,
                 pre_tokens: None,

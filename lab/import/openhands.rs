@@ -380,6 +380,7 @@ fn mark_compactions(session: &mut ImportedSession, condensations: &[(Pos, String
             session.real_compactions.push(at);
             session.real_compaction_meta.push(RealCompaction {
                 dropped: None,
+                first_kept: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

@@ -205,6 +205,7 @@ fn mark_summaries(
         session.real_compactions.push(at);
         session.real_compaction_meta.push(RealCompaction {
             dropped: None,
+            first_kept: None,
             at,
             trigger: None,
             pre_tokens: s.id.as_ref().and_then(|id| pre_tokens.get(id).copied()),
@@ -234,6 +235,7 @@ fn mark_truncations(
             trigger: Some("truncation".into()),
             pre_tokens: c.before,
             dropped: Some([first, last]),
+            first_kept: None,
         });
     }
 }

@@ -47,6 +47,11 @@
 //!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
 //!   is an SQLite database (goose's `sessions.db`; opencode's `opencode.db`
 //!   is told apart by its tables when read);
+//! * an array of Gemini API `contents` (`parts` lists, `user` / `model`
+//!   roles, no `content` key), bare or as `{"history": [...]}`, is a Gemini
+//!   CLI saved chat ([`TranscriptFormat::GeminiContents`]);
+//! * JSON Lines whose first line is a Pi `SessionHeader` (`type:
+//!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`];
 //! * text starting with `# aider chat started at` is aider's chat log
 //!   ([`TranscriptFormat::Aider`]);
 //! * anything else is undecided (`None`): the extension decides.
@@ -154,9 +159,18 @@ fn is_roo_code(compact: &str) -> bool {
         )
 }
 
+/// Gemini API `contents`: a `parts` list beside a `user` or `model` role.
+fn is_gemini_contents(compact: &str) -> bool {
+    compact.contains("\"parts\":[")
+        && (compact.contains("\"role\":\"model\"") || compact.contains("\"role\":\"user\""))
+        && !compact.contains("\"content\":")
+}
+
 fn array_kind(compact: &str) -> TranscriptFormat {
     if compact.contains("\"traj\":[") {
         TranscriptFormat::Trajectories
+    } else if is_gemini_contents(compact) {
+        TranscriptFormat::GeminiContents
     } else if has_any(compact, CLAUDE_KEYS) {
         TranscriptFormat::ChatJson
     } else if is_openhands_event(compact) {
@@ -196,6 +210,14 @@ fn is_goose_line(map: &serde_json::Map<String, Value>) -> bool {
             && map.get("content").is_some_and(Value::is_array))
 }
 
+/// A Pi session's first line: its `SessionHeader` (`type: session`, an
+/// `id` and the `cwd` it ran in).
+fn is_pi_header(map: &serde_json::Map<String, Value>) -> bool {
+    map.get("type").and_then(Value::as_str) == Some("session")
+        && map.get("id").is_some_and(Value::is_string)
+        && map.get("cwd").is_some_and(Value::is_string)
+}
+
 /// mini-swe-agent's `save_traj` shape, in whitespace-free text.
 fn is_mini_swe_agent(compact: &str) -> bool {
     compact.starts_with("{\"info\":{\"exit_status\"")
@@ -220,6 +242,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     if is_gemini_cli(&c) {
         return Some(TranscriptFormat::GeminiCli);
     }
+    if c.starts_with("{\"history\":[") && is_gemini_contents(&c) {
+        return Some(TranscriptFormat::GeminiContents);
+    }
     if c.starts_with("{\"info\":{") && c.contains("\"id\":\"ses_") {
         return Some(TranscriptFormat::OpenCode);
     }
@@ -236,6 +261,9 @@ fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
     let line_end = text.iter().position(|&b| b == b'\n');
     let first = &text[..line_end.unwrap_or(text.len())];
     if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
+        if is_pi_header(&map) {
+            return Some(TranscriptFormat::Pi);
+        }
         if is_goose_line(&map) {
             return Some(TranscriptFormat::Goose);
         }
@@ -378,5 +406,23 @@ mod tests {
         assert_eq!(sniff(sorted), Some(RooCode));
         let cline = br#"[{"role":"user","content":[{"type":"text","text":"t"}]}]"#;
         assert_eq!(sniff(cline), Some(Anthropic));
+    }
+
+    #[test]
+    fn pi_sessions_and_gemini_contents_are_told_apart() {
+        let pi = b"{\"type\":\"session\",\"id\":\"s\",\"timestamp\":\"t\",\"cwd\":\"/w\"}\n{\"type\":\"message\"}\n";
+        assert_eq!(sniff(pi), Some(Pi));
+        // A Claude Code record with a `type` but no `cwd` header stays Claude's.
+        let claude = b"{\"type\":\"session\",\"id\":\"s\"}\n{\"type\":\"user\"}\n";
+        assert_eq!(sniff(claude), Some(ClaudeJsonl));
+        let bare = b"[\n  {\n    \"role\": \"user\",\n    \"parts\": [{\"text\": \"hi\"}]\n  }\n]";
+        assert_eq!(sniff(bare), Some(GeminiContents));
+        let saved = b"{\n  \"history\": [\n    {\"role\": \"model\", \"parts\": []}\n  ],\n  \"authType\": \"x\"\n}";
+        assert_eq!(sniff(saved), Some(GeminiContents));
+        // SWE-agent's `history` of chat messages is still OpenAI's.
+        assert_eq!(
+            sniff(b"{\"history\": [{\"role\": \"user\", \"content\": \"x\"}]}"),
+            Some(OpenAi)
+        );
     }
 }

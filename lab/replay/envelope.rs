@@ -549,7 +549,9 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => {
             Some(crate::zoo::claude_code::NAME)
         }
-        TranscriptFormat::GeminiCli => Some(crate::zoo::gemini_cli::NAME),
+        TranscriptFormat::GeminiCli | TranscriptFormat::GeminiContents => {
+            Some(crate::zoo::gemini_cli::NAME)
+        }
         TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage => {
             Some(crate::zoo::opencode::NAME)
         }
@@ -561,6 +563,7 @@ pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
         TranscriptFormat::RooCode => Some(crate::zoo::roo_code::NAME),
         TranscriptFormat::Goose => Some("goose-auto-compact"),
         TranscriptFormat::Aider => Some("aider-chat-summary"),
+        TranscriptFormat::Pi => Some(crate::zoo::pi::NAME),
         _ => None,
     }
 }

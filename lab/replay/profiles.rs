@@ -502,6 +502,7 @@ fn finish(
             .iter()
             .map(|&at| RealCompaction {
                 dropped: None,
+                first_kept: None,
                 at,
                 trigger: None,
                 pre_tokens: None,

@@ -15,6 +15,7 @@
 // used (`crate::policy::…`); private, so they are no part of this API.
 use ctxlab_core::{counters, error, message, pyjson, registry, storage};
 use ctxlab_course::compact;
+use ctxlab_import as import;
 use ctxlab_import::tokens;
 use ctxlab_policy as policy;
 
@@ -39,6 +40,7 @@ pub mod openai_realtime;
 pub mod openai_server_compaction;
 pub mod opencode;
 pub mod openhands;
+pub mod pi;
 pub mod roo_code;
 pub mod swe_agent;
 pub mod vercel;

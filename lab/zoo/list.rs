@@ -58,6 +58,7 @@ pub fn zoo() -> Vec<(&'static str, Make)> {
         ("langchain-clear-tool-uses", zoo::langchain::clear_tool_uses),
         ("vercel-prune-messages", zoo::vercel::prune_messages),
         ("goose-auto-compact", zoo::goose::auto_compact),
+        (zoo::pi::NAME, zoo::pi::auto_compact),
         (zoo::hermes_lean::NAME, zoo::hermes_lean::make),
         (zoo::jev_drop_tools::NAME, zoo::jev_drop_tools::make),
         (zoo::amp_handoff::NAME, zoo::amp_handoff::make),

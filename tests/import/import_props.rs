@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 15] = [
+const FORMATS: [&str; 17] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -135,6 +135,8 @@ const FORMATS: [&str; 15] = [
     "openhands_events",
     "roo_code",
     "goose",
+    "pi",
+    "gemini_contents",
 ];
 
 proptest! {

@@ -160,7 +160,7 @@ fn zoo() -> Vec<&'static str> {
 /// uncompacted history (the `none` baseline) does not already break
 /// (recorded sessions can reuse a call id; a policy is not to blame for
 /// that), and no pointer the model sees dangles.
-fn all_valid(name: &str, messages: &[Message]) {
+pub(crate) fn all_valid(name: &str, messages: &[Message]) {
     let base = run("none", name, messages);
     let baseline = broken_rules(&base);
     let mut with_responses = None;
