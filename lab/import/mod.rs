@@ -64,6 +64,7 @@ pub mod anthropic;
 pub mod artefacts;
 pub mod chat_json;
 pub mod claude_jsonl;
+pub mod claude_trace;
 pub mod codex;
 pub mod corpus;
 pub mod gemini;
@@ -155,6 +156,9 @@ pub enum TranscriptFormat {
     Goose,
     /// A Roo Code or Cline task's `api_conversation_history.json`, Roo's condense summaries real compactions.
     RooCode,
+    /// A claude-trace wire capture (request/response pairs with the full
+    /// body, [`claude_trace`]): one session per conversation.
+    ClaudeTrace,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -190,6 +194,7 @@ impl TranscriptFormat {
             TranscriptFormat::OpenHandsEvents => "openhands_events",
             TranscriptFormat::RooCode => "roo_code",
             TranscriptFormat::Goose => "goose",
+            TranscriptFormat::ClaudeTrace => "claude_trace",
         }
     }
 
@@ -219,9 +224,10 @@ impl TranscriptFormat {
             "openhands_events" => Ok(TranscriptFormat::OpenHandsEvents),
             "roo_code" => Ok(TranscriptFormat::RooCode),
             "goose" => Ok(TranscriptFormat::Goose),
+            "claude_trace" => Ok(TranscriptFormat::ClaudeTrace),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, claude_trace",
             )),
         }
     }
@@ -1043,6 +1049,8 @@ fn sessions<R: BufRead>(
         TranscriptFormat::OpenHandsEvents => openhands_events::read(&mut session, &mut sink)?,
         TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
+        // One session per conversation of the capture.
+        TranscriptFormat::ClaudeTrace => return claude_trace::sessions(reader, source, options),
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

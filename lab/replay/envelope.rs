@@ -119,6 +119,10 @@ pub struct EnvelopeNote {
     /// ([`crate::replay::unlogged`]): how many attachments, how many tokens
     /// (estimates, sized from recorded usage).
     pub put_back: crate::replay::unlogged::PutBack,
+    /// What the replay read of the log's recorded usage, for a log that
+    /// records it ([`super::anchor`]); `None` for one that records none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<super::anchor::Anchor>,
     /// Where they came from.
     #[serde(flatten)]
     pub basis: Basis,
@@ -159,12 +163,15 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
             format!(", after the product's compactions {}", sizes.join(", "))
         };
         s.push_str(&format!(
-            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}{}\n",
+            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}{}{}\n",
             n.session,
             n.tokens,
             n.basis.label(),
             put_back_text(n.put_back),
-            n.unlogged_at_last.map(unlogged_text).unwrap_or_default()
+            n.unlogged_at_last.map(unlogged_text).unwrap_or_default(),
+            n.anchor
+                .map(|a| format!("; {}", a.label()))
+                .unwrap_or_default()
         ));
     }
     s
@@ -260,6 +267,9 @@ pub struct RecordedLog {
     /// importer split or merged is paired with its request by id, whichever
     /// of its records it starts on.
     reply_ids: Arc<std::collections::HashMap<usize, String>>,
+    /// What a replay may read of this log's usage: `Recorded` as read;
+    /// [`RecordedLog::anchored`] with `None` keeps the first request alone.
+    pub anchor: super::anchor::Anchor,
 }
 
 impl RecordedLog {
@@ -306,6 +316,7 @@ impl RecordedLog {
             version,
             resumes,
             reply_ids: Arc::new(reply_ids),
+            anchor: super::anchor::Anchor::Recorded,
         }))
     }
 
@@ -388,7 +399,24 @@ impl RecordedLog {
             version: self.version.clone(),
             resumes: Vec::new(),
             reply_ids: Arc::clone(&self.reply_ids),
+            anchor: self.anchor,
         }
+    }
+
+    /// This log as a replay under `anchor` may read it: whole under
+    /// `Recorded`; under `None` its first request alone (whose size a
+    /// counterfactual of the session shares) and its resume records (hook
+    /// records, not usage), so nothing later can be read by mistake.
+    pub fn anchored(&self, anchor: super::anchor::Anchor) -> std::borrow::Cow<'_, RecordedLog> {
+        if anchor.reads_usage() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        std::borrow::Cow::Owned(RecordedLog {
+            requests: self.requests.iter().take(1).cloned().collect(),
+            resumes: self.resumes.clone(),
+            anchor,
+            ..self.clone_shallow()
+        })
     }
 
     /// The model of the conversation's first request.
@@ -698,6 +726,10 @@ pub fn anchors(
     log: &RecordedLog,
     counter: &dyn TokenCounter,
 ) -> std::collections::BTreeMap<usize, Anchor> {
+    if !log.anchor.reads_usage() {
+        // The product's own count at a reply is recorded usage.
+        return Default::default();
+    }
     let by_id: std::collections::HashMap<&str, &RecordedRequest> =
         log.requests.iter().map(|r| (r.id.as_str(), r)).collect();
     let dropped = crate::import::artefacts::product_artefacts(session);

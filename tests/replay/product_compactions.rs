@@ -19,6 +19,10 @@ fn compactions(file: &str) -> Option<Vec<ProductCompaction>> {
     let path = dir.join("claude_code").join(file);
     let measure = Measure {
         tokens: ctxlab::tokens::Tokens::Claude,
+        // Today's reproduction: the port reads the product's counts.
+        anchor: ctxlab::replay::anchor::AnchorArg::from_flag(Some(
+            ctxlab::replay::anchor::Anchor::Recorded,
+        )),
         ..Measure::default()
     };
     let (_, info) = replay_files_product(
@@ -154,6 +158,10 @@ fn without_the_envelope_the_port_fires_far_later_or_never() {
     let measure = Measure {
         tokens: ctxlab::tokens::Tokens::Claude,
         envelope: ctxlab::replay::envelope::EnvelopeArg::None,
+        // Today's reproduction: the port reads the product's counts.
+        anchor: ctxlab::replay::anchor::AnchorArg::from_flag(Some(
+            ctxlab::replay::anchor::Anchor::Recorded,
+        )),
         ..Measure::default()
     };
     let (_, info) = replay_files_product(
@@ -178,6 +186,10 @@ fn restored(
     let measure = Measure {
         tokens: ctxlab::tokens::Tokens::Claude,
         envelope,
+        // Today's reproduction: the port reads the product's counts.
+        anchor: ctxlab::replay::anchor::AnchorArg::from_flag(Some(
+            ctxlab::replay::anchor::Anchor::Recorded,
+        )),
         ..Measure::default()
     };
     let (runs, _) = replay_files_product(
