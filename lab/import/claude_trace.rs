@@ -169,12 +169,18 @@ impl Capture {
 }
 
 /// Whether `head` (a file's first bytes) looks like a claude-trace
-/// capture: its first line is an object with `request` and `logged_at`.
+/// capture: its first line opens a `request` object whose `method` and
+/// `url` come before the body, as the proxy writes them (`logged_at` ends
+/// the line, often past the bytes sniffed).
 pub fn sniff(head: &[u8]) -> bool {
     let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let text = String::from_utf8_lossy(first);
     let t = text.trim_start();
-    t.starts_with("{\"request\":") && t.contains("\"logged_at\"")
+    let Some(request) = t.strip_prefix("{\"request\":{") else {
+        return false;
+    };
+    let before_body = request.split("\"body\":").next().unwrap_or_default();
+    before_body.contains("\"method\":") && before_body.contains("\"url\":")
 }
 
 /// Reads the capture at `path`.

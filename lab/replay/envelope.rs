@@ -156,8 +156,15 @@ pub fn unlogged_at_last(prefix: &Prefix) -> Option<Unlogged> {
 pub fn render_notes(notes: &[EnvelopeNote]) -> String {
     let mut s = String::new();
     for n in notes.iter().filter(|n| n.basis != Basis::None) {
+        let predicted = n.anchor == Some(super::anchor::Anchor::None);
         let after = if n.after_compaction.is_empty() {
             String::new()
+        } else if predicted {
+            let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
+            format!(
+                ", after a compaction {} (the product's default envelope, envelope_defaults.json)",
+                sizes.join(", ")
+            )
         } else {
             let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
             format!(", after the product's compactions {}", sizes.join(", "))
@@ -633,14 +640,25 @@ pub fn envelope_for(
         }
         EnvelopeArg::Auto => {
             if let Some((l, r)) = first {
-                let after = l
-                    .after_compactions()
-                    .into_iter()
-                    .map(|a| l.prefix_of(a, counter))
-                    .collect::<LabResult<Vec<_>>>()?;
+                let tokens = l.prefix_of(r, counter)?;
+                let after = if l.anchor.reads_usage() {
+                    l.after_compactions()
+                        .into_iter()
+                        .map(|a| l.prefix_of(a, counter))
+                        .collect::<LabResult<Vec<_>>>()?
+                } else {
+                    // Predicted: what survives a whole-history compaction is
+                    // the product's fixed envelope (system prompt and tools),
+                    // not the rest of the first request, which is history
+                    // (a continued session's, in socialaize 163k tokens) and
+                    // is summarised with it. The port re-attaches files itself.
+                    product_default(session.format)
+                        .map(|d| vec![d.tokens.min(tokens)])
+                        .unwrap_or_default()
+                };
                 return Ok(Envelope {
                     prefix: Prefix {
-                        tokens: l.prefix_of(r, counter)?,
+                        tokens,
                         after_compaction: after,
                         product_policy,
                         anchors: anchors(session, l, counter),

@@ -668,7 +668,10 @@ pub fn set_up_logged(
         Some(Product {
             model: l.model()?.to_string(),
             version: l.version.clone(),
-            reattached_in_prefix: !envelope.prefix.after_compaction.is_empty(),
+            // Only a recorded prefix after a compaction holds what the
+            // product re-attached; a predicted one is its fixed envelope.
+            reattached_in_prefix: measure.anchor.anchor.reads_usage()
+                && !envelope.prefix.after_compaction.is_empty(),
             summaries: crate::replay::envelope::product_summaries(session),
         })
     });

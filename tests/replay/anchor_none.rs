@@ -144,3 +144,32 @@ fn anchor_on_a_profile_replay_is_refused() {
     assert!(out.is_empty());
     assert!(err.contains("--anchor"), "{err}");
 }
+
+#[test]
+fn a_check_file_carries_the_anchor() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.json"),
+        serde_json::to_string(&common::tool_session(4, 1)).unwrap(),
+    )
+    .unwrap();
+    let check = |anchor: &str| {
+        let body = format!(
+            "sessions = [\"s.json\"]\npolicies = [\"none\"]\nanchor = \"{anchor}\"\nexpect = [\"invalid_requests == 0\"]\n"
+        );
+        let path = dir.path().join("check.toml");
+        std::fs::write(&path, body).unwrap();
+        common::lab(&["check", path.to_str().unwrap()])
+    };
+    // An unknown anchor: the file's line and the names to use.
+    let (code, _, err) = check("sideways");
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("check.toml:3:") && err.contains("none or recorded"),
+        "{err}"
+    );
+    // A named anchor on a session that records no usage: a usage error.
+    let (code, out, err) = check("recorded");
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty() && err.contains("records none"), "{err}");
+}
