@@ -1,5 +1,5 @@
-//! What a replay of a log with recorded usage may read of that usage: the
-//! two anchors of issue 47.
+//! What a replay of a log with recorded usage may read of that usage: two
+//! anchors, one to reproduce a recorded bill and one to predict.
 //!
 //! A replay of a Claude Code log can reproduce the recorded bill by reading
 //! the answer from the log (the envelope after each compaction, the
@@ -32,8 +32,8 @@ use crate::import::ImportedSession;
 pub enum Anchor {
     /// Reproduce: the envelope after each product compaction, the
     /// product's own count at every recorded reply and the attachments its
-    /// log leaves out are read from the recorded usage (the replay before
-    /// issue 47, kept byte for byte).
+    /// log leaves out are read from the recorded usage (the replay as it
+    /// was before the anchor existed, kept byte for byte).
     Recorded,
     /// Predict: nothing is read from recorded usage but the first request's
     /// size (a counterfactual of the same session shares it). The default of

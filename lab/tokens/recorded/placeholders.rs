@@ -3,8 +3,8 @@
 //! Claude Code writes a response's records as its blocks stream, each with
 //! the `usage` the stream had reported so far; 2.0.x logs often keep only
 //! the count of the stream's first event (`output_tokens` 1, 2 or 11) for a
-//! reply whose logged content is hundreds of tokens (issue 47: 85 of 124
-//! requests in one held-out log). Such a count is not the reply's size: a
+//! reply whose logged content is hundreds of tokens (85 of 124 requests
+//! in one held-out log). Such a count is not the reply's size: a
 //! trigger that adds it, or a bill that prices it, is short by the reply.
 //!
 //! A recorded count is a placeholder when it is far below the size of the
