@@ -288,7 +288,11 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     assert_eq!(
         calls,
         [
-            ("claude-agentic-framework__chat@7df973d.json", 126, Some(142)),
+            (
+                "claude-agentic-framework__chat@7df973d.json",
+                126,
+                Some(142)
+            ),
             ("claude-code-config-9246a0c1__socialaize.jsonl", 1, Some(1)),
             ("claude-code-config-9246a0c1__socialaize.jsonl", 66, None),
             ("golfgod__chat@c2f506b.json", 77, Some(75)),
