@@ -169,7 +169,7 @@ pub enum Command {
         #[arg(long)]
         strict: bool,
         /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents).
+        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents, claude_trace).
         #[arg(long, value_name = "FORMAT")]
         format_in: Option<String>,
         /// Also write every session's normalised messages to OUT (JSON

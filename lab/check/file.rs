@@ -5,6 +5,7 @@
 //! sessions = ["sessions/*.jsonl"]          # files, directories, globs; relative to this file
 //! policies = ["claude-code", "codex-cli"]  # built-in policies (`lab policies`)
 //! tokens = "claude"                        # optional: approx (default), o200k, cl100k, claude
+//! anchor = "none"                          # optional: none (default), recorded (`lab replay --anchor`)
 //! expect = [
 //!   "invalid_requests == 0",
 //!   "lost_forever == 0",
@@ -27,6 +28,8 @@ struct Raw {
     policies: Vec<String>,
     #[serde(default)]
     tokens: Option<String>,
+    #[serde(default)]
+    anchor: Option<String>,
     expect: Vec<String>,
 }
 
@@ -108,6 +111,9 @@ pub struct CheckFile {
     pub policies: Vec<String>,
     /// The token counter.
     pub tokens: crate::tokens::Tokens,
+    /// What the replay reads of recorded usage (`anchor = "…"`; as
+    /// `lab replay --anchor`).
+    pub anchor: crate::replay::anchor::AnchorArg,
     /// The expectations.
     pub expect: Vec<Expect>,
 }
@@ -147,6 +153,23 @@ impl CheckFile {
                 })?
             }
         };
+        let anchor = match raw.anchor.as_deref() {
+            None => crate::replay::anchor::AnchorArg::default(),
+            Some(a) => {
+                let anchor = <crate::replay::anchor::Anchor as clap::ValueEnum>::from_str(a, true)
+                    .map_err(|_| {
+                        let (line, column) = find(text, a);
+                        input(
+                            path,
+                            line,
+                            column,
+                            &format!("unknown anchor {a:?}"),
+                            "use none or recorded",
+                        )
+                    })?;
+                crate::replay::anchor::AnchorArg::from_flag(Some(anchor))
+            }
+        };
         let mut expect = Vec::new();
         for e in &raw.expect {
             expect.push(parse_expect(e).map_err(|(message, fix)| {
@@ -168,6 +191,7 @@ impl CheckFile {
             sessions: raw.sessions.iter().map(|s| dir.join(s)).collect(),
             policies: raw.policies,
             tokens,
+            anchor,
             expect,
         })
     }

@@ -206,6 +206,7 @@ pub fn run(check: &CheckFile) -> LabResult<Vec<Verdict>> {
             .then(pricing)
             .transpose()?,
         tokens: check.tokens,
+        anchor: check.anchor,
         ..Measure::default()
     };
     let path_len = crate::replay::profiles::DEFAULT_PATH_LEN;

@@ -73,6 +73,7 @@ pub mod anthropic;
 pub mod artefacts;
 pub mod chat_json;
 pub mod claude_jsonl;
+pub mod claude_trace;
 pub mod codex;
 pub mod corpus;
 pub mod demands;
@@ -173,6 +174,9 @@ pub enum TranscriptFormat {
     /// A Gemini CLI saved chat or checkpoint: a history of Gemini API
     /// `contents` (`{role: user|model, parts}`), bare or under `history`.
     GeminiContents,
+    /// A claude-trace wire capture (request/response pairs with the full
+    /// body, [`claude_trace`]): one session per conversation.
+    ClaudeTrace,
 }
 
 /// How the recorded harness wrote its actions, so an export can restore it.
@@ -210,6 +214,7 @@ impl TranscriptFormat {
             TranscriptFormat::Goose => "goose",
             TranscriptFormat::Pi => "pi",
             TranscriptFormat::GeminiContents => "gemini_contents",
+            TranscriptFormat::ClaudeTrace => "claude_trace",
         }
     }
 
@@ -241,9 +246,10 @@ impl TranscriptFormat {
             "goose" => Ok(TranscriptFormat::Goose),
             "pi" => Ok(TranscriptFormat::Pi),
             "gemini_contents" => Ok(TranscriptFormat::GeminiContents),
+            "claude_trace" => Ok(TranscriptFormat::ClaudeTrace),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents",
+                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents, claude_trace",
             )),
         }
     }
@@ -1078,6 +1084,8 @@ fn sessions<R: BufRead>(
         TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::Pi => pi::read(reader, &mut session, &mut sink)?,
         TranscriptFormat::GeminiContents => gemini_contents::read(reader, &mut session, &mut sink)?,
+        // One session per conversation of the capture.
+        TranscriptFormat::ClaudeTrace => return claude_trace::sessions(reader, source, options),
     }
     sink.finish_into(&mut session);
     Ok(vec![session])

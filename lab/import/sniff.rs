@@ -235,6 +235,10 @@ fn is_gemini_cli(compact: &str) -> bool {
 }
 
 fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
+    // Before the others: a captured request body holds any format's keys.
+    if super::claude_trace::sniff(text) {
+        return Some(TranscriptFormat::ClaudeTrace);
+    }
     let c = compact(text);
     if is_mini_swe_agent(&c) {
         return Some(TranscriptFormat::MiniSweAgent);

@@ -52,7 +52,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
     /// Read every file as this format instead of detecting it
-    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code).
+    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code, claude_trace).
     #[arg(long, value_name = "FORMAT")]
     pub format_in: Option<String>,
     /// Replay each session at its real budget: the profile's limit alone is
@@ -76,6 +76,13 @@ pub struct ReplayArgs {
     /// call, and `DIR/SESSION/messages.jsonl`; `lab schema dump`).
     #[arg(long, value_name = "DIR", requires = "policy")]
     pub dump: Option<std::path::PathBuf>,
+    /// What the replay reads of a log's recorded usage: `none` (the
+    /// default) predicts, reading nothing after the first request's size;
+    /// `recorded` reproduces, reading the product's counts, the envelope
+    /// after each compaction and the attachments the log leaves out from
+    /// its usage. Refused (exit 2) on a log that records no usage.
+    #[arg(long, value_enum, value_name = "none|recorded")]
+    pub anchor: Option<super::anchor::Anchor>,
     /// The request shape of --dump: the session's own (`auto`), or a provider's.
     #[arg(long, value_enum, default_value_t, requires = "dump")]
     pub wire: super::wire::WireChoice,
@@ -186,6 +193,13 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
             "add --cost to size and price with it, or replay with --policy NAME",
         ));
     }
+    if a.anchor.is_some() && !a.cost {
+        // A profile replay reads no recorded usage: the flag would do nothing.
+        return Err(LabError::usage(
+            "--anchor chooses what a --policy or --cost replay reads of recorded usage; a --profile replay reads none",
+            "add --cost, or replay with --policy NAME --anchor …",
+        ));
+    }
     if a.retention {
         // Retention is an observer of the policy engine; a profile replay
         // would otherwise drop the flag without a word.
@@ -213,6 +227,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
             prices: a.prices,
             envelope: a.envelope,
             conversations: conversations(a.main_chain_only),
+            anchor: super::anchor::AnchorArg::from_flag(a.anchor),
         };
         return cost_arms::cli(&args, &options, &import, format);
     }
@@ -286,6 +301,7 @@ fn replay_policies(
         dump: a.dump.map(|d| (d, a.wire)),
         exec_timeout: a.exec_timeout,
         conversations: conversations(a.main_chain_only),
+        anchor: super::anchor::AnchorArg::from_flag(a.anchor),
     };
     let outputs = super::Outputs {
         plot: a.plot,

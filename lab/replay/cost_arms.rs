@@ -51,6 +51,10 @@ pub struct CostOptions {
     /// Which conversations of a Claude Code log are priced: by default the
     /// main chain and each subagent as a session of its own.
     pub conversations: crate::replay::subagents::Conversations,
+    /// `--anchor`: what the replayed arms read of recorded usage (the
+    /// recorded rows read it all: they are the bill).
+    #[serde(serialize_with = "crate::replay::anchor::serialize_anchor")]
+    pub anchor: crate::replay::anchor::AnchorArg,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
@@ -65,6 +69,7 @@ impl Default for CostOptions {
             by_model: false,
             envelope: Default::default(),
             conversations: Default::default(),
+            anchor: Default::default(),
         }
     }
 }
@@ -101,6 +106,8 @@ pub struct CostArgs {
     pub envelope: crate::replay::envelope::EnvelopeArg,
     /// `--main-chain-only`: leave the subagents out.
     pub conversations: crate::replay::subagents::Conversations,
+    /// `--anchor`.
+    pub anchor: crate::replay::anchor::AnchorArg,
 }
 
 /// `lab replay … --cost`: prices every arm and renders the rows.
@@ -117,6 +124,7 @@ pub fn cli(
         by_model: args.sheet.is_none(),
         envelope: args.envelope,
         conversations: args.conversations,
+        anchor: args.anchor,
         ..CostOptions::default()
     }
     .with_sheet(args.sheet.as_deref().unwrap_or(prices::DEFAULT_SHEET))?;
@@ -174,6 +182,9 @@ pub struct Coverage {
     pub left_out: usize,
     /// What those were billed, output included, each at its model's price.
     pub left_out_billed: f64,
+    /// Their prompt side alone (uncached input, cache writes and reads),
+    /// as the rows beside them count: what adds to a replayed row's dollars.
+    pub left_out_prompt: f64,
 }
 
 /// Prices every arm of every file.
@@ -204,6 +215,7 @@ pub fn run_cost(
             options.conversations,
             options.envelope,
             options.tokens,
+            options.anchor,
         )? {
             rows.extend(conversation_rows(&logged, &names, &replay, options)?);
         }
@@ -224,8 +236,13 @@ fn conversation_rows(
     let recorded = log.map(|l| &l.requests[..]).or(trajectory.as_deref());
     let options = session_options(options, recorded, &source_name(session))?;
     let counter = options.tokens.counter();
-    let envelope =
-        crate::replay::envelope::envelope_for(session, log, options.envelope, counter.as_ref())?;
+    let predicted = log.map(|l| l.anchored(options.anchor.anchor));
+    let envelope = crate::replay::envelope::envelope_for(
+        session,
+        predicted.as_deref(),
+        options.envelope,
+        counter.as_ref(),
+    )?;
     let replay = ReplayOptions {
         cost_envelope: envelope.prefix.tokens as u64,
         // The arms replay every message of `main`, artefacts included.
@@ -375,12 +392,14 @@ pub fn recorded_rows(
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
     let (file, source) = (source_name(session), session.label.as_str());
+    let left_bill = bill(&file, left_out, &options.prices)?;
     let covers = Coverage {
         conversation: crate::replay::subagents::conversation(session),
         requests: requests.len(),
         left_out: left_out.len(),
         // `+ 0.0`: an empty sum is -0.0, printed as such.
-        left_out_billed: bill(&file, left_out, &options.prices)?.dollars + 0.0,
+        left_out_billed: left_bill.dollars + 0.0,
+        left_out_prompt: left_bill.input_dollars + 0.0,
     };
     let billed = bill(&file, requests, &options.prices)?;
     let (model, validation) = validate(requests, &options.provider, &options.sheet);
@@ -527,13 +546,13 @@ pub fn render_cost(
             "{}\n\n{}\n{}",
             header(options),
             crate::render::table(&COLUMNS, body, true),
-            left_out(rows) + &charged_notes(rows)
+            left_out(rows) + &charged_notes(rows) + &placeholder_notes(rows)
         ),
         Format::Table => format!(
             "{}\n{}\n{}",
             header(options),
             crate::render::table(&COLUMNS, body, false),
-            left_out(rows) + &charged_notes(rows)
+            left_out(rows) + &charged_notes(rows) + &placeholder_notes(rows)
         ),
     }
 }
@@ -564,11 +583,33 @@ fn left_out(rows: &[CostRow]) -> String {
 /// requests out.
 pub fn left_out_line(source: &str, c: &Coverage) -> String {
     format!(
-        "{}: {} subagent requests in no recorded row (billed {:.4} with output): left out by --main-chain-only, or paired with no subagent message the import kept\n",
+        "{}: {} subagent requests in no recorded row ({:.4} prompt side, as the rows beside; billed {:.4} with output): left out by --main-chain-only, or paired with no subagent message the import kept\n",
         crate::render::cell_text(source, false),
         c.left_out,
+        c.left_out_prompt,
         c.left_out_billed
     )
+}
+
+/// One line per recorded row whose requests record stream placeholders
+/// for their output: the billed figure is then a lower bound, and the bill
+/// with their output estimated from the replies' content is given beside
+/// it, marked estimated.
+pub fn placeholder_notes(rows: &[CostRow]) -> String {
+    rows.iter()
+        .filter_map(|r| Some((r, r.billed.as_ref()?)))
+        .filter_map(|(r, b)| Some((r, b, b.estimated_output?)))
+        .map(|(r, b, e)| {
+            format!(
+                "{}: {} of {} requests record a stream placeholder for output_tokens (far below the reply's logged content), so billed with output {:.4} is a lower bound; with their output estimated from the content (Claude estimator): {:.4} (estimated)\n",
+                crate::render::cell_text(&r.source, false),
+                e.placeholders,
+                b.requests,
+                b.dollars,
+                e.dollars
+            )
+        })
+        .collect()
 }
 
 /// One line per log that records what its provider charged: the charge

@@ -119,6 +119,10 @@ pub struct EnvelopeNote {
     /// ([`crate::replay::unlogged`]): how many attachments, how many tokens
     /// (estimates, sized from recorded usage).
     pub put_back: crate::replay::unlogged::PutBack,
+    /// What the replay read of the log's recorded usage, for a log that
+    /// records it ([`super::anchor`]); `None` for one that records none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<super::anchor::Anchor>,
     /// Where they came from.
     #[serde(flatten)]
     pub basis: Basis,
@@ -152,19 +156,29 @@ pub fn unlogged_at_last(prefix: &Prefix) -> Option<Unlogged> {
 pub fn render_notes(notes: &[EnvelopeNote]) -> String {
     let mut s = String::new();
     for n in notes.iter().filter(|n| n.basis != Basis::None) {
+        let predicted = n.anchor == Some(super::anchor::Anchor::None);
         let after = if n.after_compaction.is_empty() {
             String::new()
+        } else if predicted {
+            let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
+            format!(
+                ", after a compaction {} (the product's default envelope, envelope_defaults.json)",
+                sizes.join(", ")
+            )
         } else {
             let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
             format!(", after the product's compactions {}", sizes.join(", "))
         };
         s.push_str(&format!(
-            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}{}\n",
+            "envelope of {}: {} tokens{after} (estimate; {}), sent before every request{}{}{}\n",
             n.session,
             n.tokens,
             n.basis.label(),
             put_back_text(n.put_back),
-            n.unlogged_at_last.map(unlogged_text).unwrap_or_default()
+            n.unlogged_at_last.map(unlogged_text).unwrap_or_default(),
+            n.anchor
+                .map(|a| format!("; {}", a.label()))
+                .unwrap_or_default()
         ));
     }
     s
@@ -260,6 +274,9 @@ pub struct RecordedLog {
     /// importer split or merged is paired with its request by id, whichever
     /// of its records it starts on.
     reply_ids: Arc<std::collections::HashMap<usize, String>>,
+    /// What a replay may read of this log's usage: `Recorded` as read;
+    /// [`RecordedLog::anchored`] with `None` keeps the first request alone.
+    pub anchor: super::anchor::Anchor,
 }
 
 impl RecordedLog {
@@ -306,6 +323,7 @@ impl RecordedLog {
             version,
             resumes,
             reply_ids: Arc::new(reply_ids),
+            anchor: super::anchor::Anchor::Recorded,
         }))
     }
 
@@ -388,7 +406,24 @@ impl RecordedLog {
             version: self.version.clone(),
             resumes: Vec::new(),
             reply_ids: Arc::clone(&self.reply_ids),
+            anchor: self.anchor,
         }
+    }
+
+    /// This log as a replay under `anchor` may read it: whole under
+    /// `Recorded`; under `None` its first request alone (whose size a
+    /// counterfactual of the session shares) and its resume records (hook
+    /// records, not usage), so nothing later can be read by mistake.
+    pub fn anchored(&self, anchor: super::anchor::Anchor) -> std::borrow::Cow<'_, RecordedLog> {
+        if anchor.reads_usage() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        std::borrow::Cow::Owned(RecordedLog {
+            requests: self.requests.iter().take(1).cloned().collect(),
+            resumes: self.resumes.clone(),
+            anchor,
+            ..self.clone_shallow()
+        })
     }
 
     /// The model of the conversation's first request.
@@ -608,14 +643,25 @@ pub fn envelope_for(
         }
         EnvelopeArg::Auto => {
             if let Some((l, r)) = first {
-                let after = l
-                    .after_compactions()
-                    .into_iter()
-                    .map(|a| l.prefix_of(a, counter))
-                    .collect::<LabResult<Vec<_>>>()?;
+                let tokens = l.prefix_of(r, counter)?;
+                let after = if l.anchor.reads_usage() {
+                    l.after_compactions()
+                        .into_iter()
+                        .map(|a| l.prefix_of(a, counter))
+                        .collect::<LabResult<Vec<_>>>()?
+                } else {
+                    // Predicted: what survives a whole-history compaction is
+                    // the product's fixed envelope (system prompt and tools),
+                    // not the rest of the first request, which is history
+                    // (a continued session's, in socialaize 163k tokens) and
+                    // is summarised with it. The port re-attaches files itself.
+                    product_default(session.format)
+                        .map(|d| vec![d.tokens.min(tokens)])
+                        .unwrap_or_default()
+                };
                 return Ok(Envelope {
                     prefix: Prefix {
-                        tokens: l.prefix_of(r, counter)?,
+                        tokens,
                         after_compaction: after,
                         product_policy,
                         anchors: anchors(session, l, counter),
@@ -701,6 +747,10 @@ pub fn anchors(
     log: &RecordedLog,
     counter: &dyn TokenCounter,
 ) -> std::collections::BTreeMap<usize, Anchor> {
+    if !log.anchor.reads_usage() {
+        // The product's own count at a reply is recorded usage.
+        return Default::default();
+    }
     let by_id: std::collections::HashMap<&str, &RecordedRequest> =
         log.requests.iter().map(|r| (r.id.as_str(), r)).collect();
     let dropped = crate::import::artefacts::product_artefacts(session);

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use crate::error::{LabError, LabResult};
 
 pub mod aggregate;
+pub mod anchor;
 mod args;
 pub mod breaks;
 pub mod cost_arms;
@@ -23,6 +24,7 @@ pub mod distribution;
 pub mod dollars;
 pub mod dump;
 pub mod envelope;
+pub mod envelope_table;
 pub mod family;
 pub mod frontier_plot;
 pub mod html;
@@ -96,12 +98,16 @@ pub fn replay_command(
     }
     let files = &crate::import::corpus::plain_files(files)?;
     let (out, sessions) = replay_files_on(files, names, path_len, import, &measure, outputs.jobs)?;
+    // Each caption says which anchor the runs used.
+    let anchor = measure.anchor.anchor.label();
     if let Some(path) = outputs.plot {
-        write_plot(&path, &out)?;
+        let title = format!("lab replay --policy … --cost; {anchor}");
+        write_plot_titled(&path, &out, &title)?;
     }
     if let Some(path) = outputs.html {
         let scored = frontier_plot::scored(&out);
-        html::write(&path, &out, &scored, "lab replay --policy … --html")?;
+        let title = format!("lab replay --policy … --html; {anchor}");
+        html::write(&path, &out, &scored, &title)?;
     }
     let optimal = match outputs.optimal {
         Some(args) => optimal::compute(files, import, &measure, args, &out)?,
@@ -145,13 +151,16 @@ fn stream_corpus(
     let agg = stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
     if let Some(path) = &outputs.plot {
         // A corpus is drawn as distributions: per policy, the cost of its sessions.
-        let svg = distribution::ecdf_svg(&agg, "lab replay CORPUS --policy … --cost --plot")
-            .ok_or_else(|| {
-                LabError::usage(
-                    "--plot draws session costs and no session was priced",
-                    "add --cost",
-                )
-            })?;
+        let title = format!(
+            "lab replay CORPUS --policy … --cost --plot; {}",
+            measure.anchor.anchor.label()
+        );
+        let svg = distribution::ecdf_svg(&agg, &title).ok_or_else(|| {
+            LabError::usage(
+                "--plot draws session costs and no session was priced",
+                "add --cost",
+            )
+        })?;
         crate::storage::root::cleanup::write_replacing(path, svg.as_bytes())
             .map_err(|e| LabError::io("writing the plot", path, e))?;
     }
@@ -192,8 +201,13 @@ pub fn merge_command(
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`
 /// (replacing FILE whole, never half-written).
 pub fn write_plot(path: &std::path::Path, runs: &[Compared]) -> LabResult<()> {
+    write_plot_titled(path, runs, "lab replay --policy … --cost")
+}
+
+/// [`write_plot`] under the caption `title` (the command and its anchor).
+pub fn write_plot_titled(path: &std::path::Path, runs: &[Compared], title: &str) -> LabResult<()> {
     let rows = policy_costs(runs);
-    let svg = dollars_svg(&rows, "lab replay --policy … --cost");
+    let svg = dollars_svg(&rows, title);
     crate::storage::root::cleanup::write_replacing(path, svg.as_bytes())
         .map_err(|e| LabError::io("writing the plot", path, e))
 }

@@ -62,6 +62,7 @@ pub fn compute(
             measure.conversations,
             measure.envelope,
             measure.tokens,
+            measure.anchor,
         )? {
             let session = logged.session;
             let setup = set_up_logged(&session, logged.log.as_ref(), measure)?;

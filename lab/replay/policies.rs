@@ -150,6 +150,7 @@ impl Pricing {
             by_model: self.by_model,
             envelope: Default::default(),
             conversations: Default::default(),
+            anchor: Default::default(),
         }
     }
 
@@ -249,6 +250,8 @@ pub struct Measure {
     /// Which conversations of a Claude Code log are replayed: by default
     /// the main chain and each subagent as a session of its own.
     pub conversations: crate::replay::subagents::Conversations,
+    /// `--anchor`: what the replay reads of a log's recorded usage.
+    pub anchor: crate::replay::anchor::AnchorArg,
 }
 
 /// One session under one policy.
@@ -467,6 +470,7 @@ pub fn replay_files_on(
             measure.conversations,
             measure.envelope,
             measure.tokens,
+            measure.anchor,
         )?;
         for crate::replay::subagents::LoggedSession { session, log } in sessions {
             let dump = dump_for(&session, measure, &mut taken);
@@ -513,7 +517,9 @@ pub fn replay_session(
 ) -> LabResult<SessionRuns> {
     let log = crate::replay::envelope::RecordedLog::of_session(&session)?;
     let (envelope, tokens) = (measure.envelope, measure.tokens);
-    crate::replay::subagents::as_sent(&mut session, log.as_ref(), envelope, tokens);
+    measure.anchor.check(&session, log.is_some())?;
+    let anchor = measure.anchor.anchor;
+    crate::replay::subagents::as_sent(&mut session, log.as_ref(), envelope, tokens, anchor);
     replay_logged(&session, log, names, path_len, measure, dump, jobs)
 }
 
@@ -544,6 +550,11 @@ pub fn replay_logged(
         &setup,
         jobs,
     )?;
+    // Scored against the whole log; the anchor says what the port read.
+    let anchor = log.as_ref().map(|_| measure.anchor.anchor);
+    for c in &mut compactions {
+        c.anchor = anchor;
+    }
     let mut counts = None;
     for c in &runs {
         if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
@@ -561,6 +572,7 @@ pub fn replay_logged(
             resumes: setup.prefix.resumes.len(),
             ..crate::replay::unlogged::PutBack::of(&session.main)
         },
+        anchor,
         basis: setup
             .basis
             .clone()
@@ -662,13 +674,23 @@ pub fn set_up_logged(
     measure: &Measure,
 ) -> LabResult<SessionSetup> {
     let counter = measure.tokens.counter();
-    let envelope =
-        crate::replay::envelope::envelope_for(session, log, measure.envelope, counter.as_ref())?;
+    // The prediction reads the log as the anchor allows; the recorded
+    // rows and the scores beside it read the whole log (`replay_logged`).
+    let predicted = log.map(|l| l.anchored(measure.anchor.anchor));
+    let envelope = crate::replay::envelope::envelope_for(
+        session,
+        predicted.as_deref(),
+        measure.envelope,
+        counter.as_ref(),
+    )?;
     let product = log.and_then(|l| {
         Some(Product {
             model: l.model()?.to_string(),
             version: l.version.clone(),
-            reattached_in_prefix: !envelope.prefix.after_compaction.is_empty(),
+            // Only a recorded prefix after a compaction holds what the
+            // product re-attached; a predicted one is its fixed envelope.
+            reattached_in_prefix: measure.anchor.anchor.reads_usage()
+                && !envelope.prefix.after_compaction.is_empty(),
             summaries: crate::replay::envelope::product_summaries(session),
         })
     });
@@ -863,6 +885,7 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
         ));
     }
     s.push_str(&crate::replay::cost_arms::charged_notes(recorded));
+    s.push_str(&crate::replay::cost_arms::placeholder_notes(recorded));
     for r in recorded.iter().filter(|r| r.billed.is_some()) {
         if let Some(c) = r.covers.as_ref().filter(|c| c.left_out > 0) {
             s.push_str(&crate::replay::cost_arms::left_out_line(&r.source, c));

@@ -34,6 +34,12 @@ pub struct ProductCompaction {
     pub policy_call: Option<usize>,
     /// Its request at that call: messages plus envelope (an estimate).
     pub policy_after: Option<usize>,
+    /// What the port's replay read of the recorded usage (a log that
+    /// records it): under `none` the port predicts, under `recorded` it
+    /// reads the product's counts and sizes, and the difference beside the
+    /// recorded request is then partly an identity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<super::anchor::Anchor>,
 }
 
 /// The real compactions of `session` whose summary is in the log (a session
@@ -65,6 +71,7 @@ pub fn compactions(session: &ImportedSession, log: Option<&RecordedLog>) -> Vec<
             policy: super::envelope::session_product_policy(session).map(str::to_string),
             policy_call: None,
             policy_after: None,
+            anchor: None,
         })
         .collect()
 }
@@ -166,7 +173,29 @@ pub fn render(rows: &[ProductCompaction], format: Format) -> String {
         "\nreal compactions: the product's own (recorded; the recorded arm keeps them), beside {policy} replaying the session without them; \
          its next request = messages + envelope, an estimate\n"
     ));
+    s.push_str(&anchors_note(rows));
     s
+}
+
+/// The line saying what each row's replay read of recorded usage: one
+/// clause when every anchored row used the same anchor, else per session.
+fn anchors_note(rows: &[ProductCompaction]) -> String {
+    let mut used: Vec<(&str, super::anchor::Anchor)> = rows
+        .iter()
+        .filter_map(|r| Some((r.session.as_str(), r.anchor?)))
+        .collect();
+    used.dedup();
+    let mut kinds: Vec<super::anchor::Anchor> = used.iter().map(|(_, a)| *a).collect();
+    kinds.sort_by_key(|a| a.name());
+    kinds.dedup();
+    match kinds.as_slice() {
+        [] => String::new(),
+        [one] => format!("replayed under {}\n", one.label()),
+        _ => used
+            .iter()
+            .map(|(s, a)| format!("{s} replayed under {}\n", a.label()))
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +213,7 @@ mod tests {
             policy: Some("gemini-cli".into()),
             policy_call: None,
             policy_after: None,
+            anchor: None,
         }
     }
 

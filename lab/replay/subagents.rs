@@ -71,36 +71,53 @@ pub fn sessions_of(
 
 /// [`sessions_of`] as a replay sends them: with `--envelope auto`, what
 /// each log leaves out is put back where its recorded usage shows it
-/// ([`super::unlogged`]), counted with `tokens`' counter.
+/// (`anchor` permitting, [`super::unlogged`]), counted with `tokens`'
+/// counter. A named `anchor` on a session without recorded usage is
+/// refused (exit 2).
 pub fn replayed_sessions(
     file: &Path,
     import: &ImportOptions,
     which: Conversations,
     envelope: super::envelope::EnvelopeArg,
     tokens: crate::tokens::Tokens,
+    anchor: super::anchor::AnchorArg,
 ) -> LabResult<Vec<LoggedSession>> {
     let mut sessions = sessions_of(file, import, which)?;
     for s in &mut sessions {
-        as_sent(&mut s.session, s.log.as_ref(), envelope, tokens);
+        anchor.check(&s.session, s.log.is_some())?;
+        as_sent(
+            &mut s.session,
+            s.log.as_ref(),
+            envelope,
+            tokens,
+            anchor.anchor,
+        );
     }
     Ok(sessions)
 }
 
 /// `session` as a replay sends it: with `--envelope auto`, what its
-/// conversation's `log` leaves out put back where the recorded usage shows
-/// it ([`super::unlogged`]), counted with `tokens`' counter. Every replay
-/// path calls it: named files through [`replayed_sessions`], a corpus
-/// session by session.
+/// conversation's `log` leaves out put back: the background-shell
+/// reminders rebuilt from the log's text, and under `Anchor::Recorded` the
+/// attachments its recorded usage shows ([`super::unlogged`]), counted with
+/// `tokens`' counter. Every replay path calls it: named files through
+/// [`replayed_sessions`], a corpus session by session.
 pub fn as_sent(
     session: &mut ImportedSession,
     log: Option<&RecordedLog>,
     envelope: super::envelope::EnvelopeArg,
     tokens: crate::tokens::Tokens,
+    anchor: super::anchor::Anchor,
 ) {
     let Some(log) = log.filter(|_| envelope == super::envelope::EnvelopeArg::Auto) else {
         return;
     };
-    let recorded = |line| Some(log.request_at_line(line)?.usage.total());
+    let log = log.anchored(anchor);
+    // Under `None` no step between two recorded requests is read.
+    let recorded = |line| {
+        let r = log.request_at_line(line).filter(|_| anchor.reads_usage())?;
+        Some(r.usage.total())
+    };
     let counter = tokens.counter();
     let resumes = log.resumed_before(session);
     let release = log.version.as_deref();

@@ -83,6 +83,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         dump: None,
         exec_timeout: None,
         conversations: Default::default(),
+        anchor: Default::default(),
     };
     let messages = session();
     crate::zoo::list::names()

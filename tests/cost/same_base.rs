@@ -116,6 +116,9 @@ fn recorded_rows_cover_one_conversation_each_and_name_what_they_leave_out() {
             (billed - (900.0 + 20.0 * 5.0) / 1e6).abs() < 1e-12,
             "{billed}"
         );
+        // Prompt side, as the rows beside it: the 900 input tokens alone.
+        let prompt = covers["left_out_prompt"].as_f64().unwrap();
+        assert!((prompt - 900.0 / 1e6).abs() < 1e-12, "{prompt}");
     }
     let table = common::lab_ok(&[
         "replay",
@@ -127,7 +130,9 @@ fn recorded_rows_cover_one_conversation_each_and_name_what_they_leave_out() {
     ]);
     assert!(table.contains("requests"), "{table}");
     assert!(
-        table.contains("s.jsonl: 1 subagent requests in no recorded row"),
+        table.contains(
+            "s.jsonl: 1 subagent requests in no recorded row (0.0009 prompt side, as the rows beside; billed 0.0010 with output)"
+        ),
         "{table}"
     );
 }

@@ -3,6 +3,7 @@
 //! One test binary per area (each file below is a module of it), so the
 //! crate is linked once per area rather than once per file.
 
+mod anchor_none;
 mod break_causes;
 mod check;
 #[path = "../common/mod.rs"]
@@ -11,6 +12,7 @@ mod dump;
 mod estimator_replay;
 mod optimal_cli;
 mod optimal_regret;
+mod output_placeholders;
 mod product_compactions;
 mod product_counts;
 mod replay_corpus;
@@ -22,3 +24,4 @@ mod replay_shard;
 mod retention;
 mod retention_classes;
 mod retention_session;
+mod wire_envelopes;

@@ -50,6 +50,22 @@ pub struct Billing {
     /// lifetime (`cache_creation.ephemeral_1h_input_tokens`); logs without
     /// the split wrote with the default 5-minute lifetime.
     pub cache_write_1h_tokens: u64,
+    /// Where `output_tokens` is a stream placeholder ([`placeholders`]):
+    /// the reply's logged content counted with the Claude estimator, an
+    /// estimate of what was generated. `None` where the count is real.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_estimate: Option<u64>,
+}
+
+impl Billing {
+    /// The output to price: the estimate where the recorded count is a
+    /// placeholder (with `true`: estimated), else the recorded count.
+    pub fn best_output(&self) -> (u64, bool) {
+        match self.output_estimate {
+            Some(e) => (e, true),
+            None => (self.output_tokens, false),
+        }
+    }
 }
 
 /// One recorded request.
@@ -130,6 +146,9 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
         .filter_map(|r| Some((str_of(r, "uuid")?, r)))
         .collect();
     let outputs = output_tokens(records);
+    // Claude Code's output: the Claude estimator judges placeholders.
+    let estimates =
+        placeholders::outputs(records, crate::tokens::Tokens::Claude.counter().as_ref());
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for (i, r) in records.iter().enumerate() {
@@ -173,6 +192,10 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
                     .pointer("/message/usage/cache_creation/ephemeral_1h_input_tokens")
                     .and_then(Value::as_u64)
                     .unwrap_or(0),
+                output_estimate: estimates
+                    .get(id)
+                    .filter(|o| o.placeholder())
+                    .map(|o| o.counted as u64),
             },
             charged: None,
         });
@@ -310,6 +333,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 pub mod assemble;
+pub mod placeholders;
 pub mod reminders;
 pub mod stop_hooks;
 pub mod thinking;

@@ -36,6 +36,22 @@ pub struct RecordedBill {
     /// OpenRouter); `None` otherwise. The check of `dollars`: the list
     /// prices recomputed against the provider's own bill.
     pub charged: Option<f64>,
+    /// Where requests record a stream placeholder for their output
+    /// ([`crate::tokens::recorded::placeholders`]): the bill with their
+    /// output estimated from the content. `dollars` is then a lower bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_output: Option<EstimatedOutput>,
+}
+
+/// The bill with placeholder outputs estimated from the replies' content.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct EstimatedOutput {
+    /// Requests whose recorded output is a placeholder.
+    pub placeholders: usize,
+    /// Output tokens over every request, placeholders estimated.
+    pub output_tokens: u64,
+    /// Dollars with output, placeholders estimated (an estimate).
+    pub dollars: f64,
 }
 
 /// The tokens of a recorded request as billed: writes split by lifetime.
@@ -98,6 +114,8 @@ pub fn bill(
 ) -> LabResult<RecordedBill> {
     let mut models: Vec<String> = Vec::new();
     let mut per_request = Vec::with_capacity(recorded.len());
+    // Placeholder outputs: how many, and the dollars their estimates add.
+    let mut estimated = (0usize, 0.0f64);
     for r in recorded {
         // Located only on the error path: the first request of an unpriced
         // model is the one `located` names.
@@ -111,6 +129,16 @@ pub fn bill(
         };
         if !models.contains(&r.model) {
             models.push(r.model.clone());
+        }
+        if let (Lookup::Priced(m), (output, true)) = (lookup, r.billing.best_output()) {
+            estimated.0 += 1;
+            estimated.1 += m
+                .bill(&Tokens {
+                    output,
+                    ..tokens_of(r)
+                })
+                .output
+                - b.output;
         }
         per_request.push(b);
     }
@@ -130,6 +158,14 @@ pub fn bill(
         prices: prices.label(),
         per_request,
         charged: charged(recorded),
+        estimated_output: (estimated.0 > 0).then(|| EstimatedOutput {
+            placeholders: estimated.0,
+            output_tokens: recorded
+                .iter()
+                .map(|r| r.billing.best_output().0)
+                .fold(0, u64::saturating_add),
+            dollars: input_dollars + output_dollars + estimated.1,
+        }),
     })
 }
 
@@ -179,6 +215,7 @@ mod tests {
                 Billing {
                     output_tokens: 1_000_000,
                     cache_write_1h_tokens: 0,
+                    output_estimate: None,
                 },
             ),
             // Opus 4.6: 1M written, 400k of it for an hour ($3.75 + $4), 1M read ($0.50).
@@ -188,6 +225,7 @@ mod tests {
                 Billing {
                     output_tokens: 0,
                     cache_write_1h_tokens: 400_000,
+                    output_estimate: None,
                 },
             ),
             req("<synthetic>", (0, 0, 0), Billing::default()),

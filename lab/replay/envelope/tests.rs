@@ -133,6 +133,7 @@ fn without_usage_the_logged_system_prompt_or_the_product_default_is_used() {
 #[test]
 fn notes_mark_the_size_as_an_estimate() {
     let note = EnvelopeNote {
+        anchor: None,
         session: "s.jsonl".into(),
         tokens: 21_000,
         after_compaction: vec![44_000],
@@ -145,6 +146,7 @@ fn notes_mark_the_size_as_an_estimate() {
         "envelope of s.jsonl: 21000 tokens, after the product's compactions 44000 (estimate; recorded usage), sent before every request\n"
     );
     let note = EnvelopeNote {
+        anchor: None,
         unlogged_at_last: Some(Unlogged {
             tokens: 8_000,
             of: 160_000,
@@ -155,6 +157,7 @@ fn notes_mark_the_size_as_an_estimate() {
         "sent before every request; at its last recorded request +8000 of 160000 tokens (+5.0 %) are in neither the log nor the estimate\n"
     ));
     let note = EnvelopeNote {
+        anchor: None,
         put_back: crate::replay::unlogged::PutBack {
             attachments: 2,
             tokens: 9_500,
@@ -167,6 +170,7 @@ fn notes_mark_the_size_as_an_estimate() {
         "sent before every request; 2 attachments the log does not keep put back at the messages that carried them (9500 tokens, estimate from recorded usage); at its last"
     ));
     let note = EnvelopeNote {
+        anchor: None,
         put_back: crate::replay::unlogged::PutBack {
             resumes: 3,
             ..note.put_back

@@ -278,7 +278,8 @@ fn output_is_the_responses_largest_count_and_1h_writes_are_split_out() {
         reqs[0].billing,
         Billing {
             output_tokens: 180,
-            cache_write_1h_tokens: 60
+            cache_write_1h_tokens: 60,
+            output_estimate: None,
         }
     );
     // Without the split, every write is a 5-minute one.

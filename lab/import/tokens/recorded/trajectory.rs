@@ -161,6 +161,7 @@ fn request_of(
         billing: Billing {
             output_tokens: n("/completion_tokens"),
             cache_write_1h_tokens: 0,
+            output_estimate: None,
         },
         charged: usage.get("cost").and_then(Value::as_f64),
     }))
