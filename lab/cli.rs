@@ -473,6 +473,7 @@ fn memcheck(
     }
     let wait = std::time::Duration::from_secs(timeout.max(1));
     for cmd in execs {
+        crate::memory::tool::external::preflight(cmd, wait)?;
         let make = |_: crate::storage::Shared, root: &std::path::Path| {
             External::start(cmd, root, wait).map(|t| Box::new(t) as Box<dyn MemoryTool>)
         };

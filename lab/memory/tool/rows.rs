@@ -80,6 +80,7 @@ pub fn rows() -> Vec<Row> {
     let mut v = traversal_rows();
     v.extend(link_rows());
     v.extend(edit_rows());
+    v.extend(super::race::rows());
     v.push(huge_file_row());
     v.push(Row {
         id: "full-disk-edit",
@@ -107,8 +108,9 @@ pub fn rows() -> Vec<Row> {
             ..FaultPlan::default()
         }),
         kill: false,
+        race: None,
     });
-    v.push(super::kill::row());
+    v.extend(super::kill::rows());
     v
 }
 
@@ -143,6 +145,7 @@ fn huge_file_row() -> Row {
         writers: 1,
         fault: None,
         kill: false,
+        race: None,
     }
 }
 
@@ -186,6 +189,7 @@ fn traversal_rows() -> Vec<Row> {
         writers: 1,
         fault: None,
         kill: false,
+        race: None,
     };
     vec![
         row(
@@ -261,6 +265,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "link-out-view",
@@ -272,6 +277,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "link-out-listing",
@@ -286,6 +292,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "link-file-out-edit",
@@ -303,6 +310,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
     ]
 }
@@ -327,6 +335,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "rename-out",
@@ -343,6 +352,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "replace-none",
@@ -354,6 +364,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "replace-two",
@@ -365,6 +376,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "insert-past-end",
@@ -382,6 +394,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "insert-works",
@@ -399,6 +412,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "rename-works",
@@ -418,6 +432,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "lost-update",
@@ -447,6 +462,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 2,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "view-range-out",
@@ -463,6 +479,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "create-existing",
@@ -477,6 +494,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "delete-root",
@@ -492,6 +510,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
     ]
 }
@@ -507,6 +526,9 @@ fn replace(old: &str, new: &str) -> Command {
 /// Run one row in a fresh sandbox under `tmp`; `in_process` says whether
 /// the implementation can run on a fault backend.
 pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
+    if let Some(race) = row.race {
+        return super::race::run(race, make, in_process, tmp);
+    }
     if row.kill {
         return super::kill::run(row, make, in_process, tmp);
     }
@@ -559,17 +581,18 @@ pub fn card(
     make: &Maker<'_>,
     in_process: bool,
 ) -> LabResult<Card> {
-    // A private directory for the run's sandboxes, removed at the end.
-    let run = tempfile::Builder::new()
-        .prefix("ctxlab-memcheck-")
-        .tempdir()
-        .map_err(|e| LabError::io("creating the run directory", std::env::temp_dir(), e))?;
+    // A private directory for the run's sandboxes, removed at the end and
+    // on Ctrl-C / SIGTERM (which also kill the tool's process group).
+    let run = crate::compact::root::cleanup::TempRoot::new("ctxlab-memcheck-")?;
     let mut out = Vec::new();
     for row in rows {
-        out.push((
-            row.id.to_string(),
-            run_row(row, make, in_process, run.path())?,
-        ));
+        let verdict = run_row(row, make, in_process, run.path())?;
+        // A process that crashed, hung or broke the protocol is reported
+        // once, with exit 3, not as `failed` on every row after it.
+        if let (false, Verdict::Failed(what)) = (in_process, &verdict) {
+            return Err(super::external::unusable(name, Some(row.id), what));
+        }
+        out.push((row.id.to_string(), verdict));
     }
     Ok(Card {
         implementation: name.into(),
