@@ -227,8 +227,8 @@ pub enum Command {
     /// against ctxlab's reference and any implementation you bring; exit 1
     /// when a row does not hold.
     Memcheck {
-        /// Built-in implementations: `reference` (ctxlab's), `naive` and
-        /// `cached` (deliberately broken ones). Default: `reference` unless
+        /// Built-in implementations: `reference` (ctxlab's), `naive`,
+        /// `cached` and `prefix` (deliberately broken ones). Default: `reference` unless
         /// `--exec` is given.
         #[arg(long = "builtin", value_name = "NAME")]
         builtins: Vec<String>,
@@ -465,7 +465,7 @@ fn memcheck(
         let make = rows::builtin(name).ok_or_else(|| {
             LabError::usage(
                 format!("unknown memory-tool implementation {name:?}"),
-                "use --builtin reference, naive or cached, or --exec CMD",
+                "use --builtin reference, naive, cached or prefix, or --exec CMD",
             )
         })?;
         let select = format!("--builtin {name}");

@@ -42,6 +42,11 @@ fn naive_expected() -> BTreeMap<&'static str, &'static str> {
         ("create-existing", "lost"),
         ("full-disk-edit", "torn"),
         ("huge-file", "wrong"),
+        ("traversal-sibling-prefix", "escaped"),
+        ("root-case", "wrong"),
+        ("root-unicode", "escaped"),
+        ("link-hard-out", "escaped"),
+        ("full-disk-create", "torn"),
         ("kill-create", "torn"),
         ("kill-str_replace", "torn"),
         ("kill-insert", "torn"),
@@ -435,5 +440,53 @@ fn four_reference_processes_at_once_keep_every_acknowledged_edit() {
     for r in rows::rows().into_iter().filter(|r| r.race.is_some()) {
         let v = rows::run_row(&r, &make, false, tmp.path()).unwrap();
         assert_eq!(v, Verdict::Held, "{}", r.id);
+    }
+}
+
+/// The most common wrong containment fix (resolve `..`, then compare the
+/// text with the root's) refuses `/memories/../pwn.md` but lets
+/// `/memories/../memories_evil/x.md` out: `traversal-sibling-prefix`
+/// catches it, naming the file written outside; the reference holds.
+#[test]
+fn a_string_prefix_containment_check_is_caught_by_the_sibling_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = rows::builtin("prefix").unwrap();
+    match rows::run_row(
+        &row("traversal-sibling-prefix"),
+        prefix.as_ref(),
+        true,
+        tmp.path(),
+    )
+    .unwrap()
+    {
+        Verdict::Escaped(d) => assert!(d.contains("memories_evil/x.md"), "{d}"),
+        v => panic!("prefix: {v:?}"),
+    }
+    for id in [
+        "traversal-dotdot",
+        "traversal-deep",
+        "view-dotdot",
+        "root-case",
+    ] {
+        assert_eq!(
+            rows::run_row(&row(id), prefix.as_ref(), true, tmp.path())
+                .unwrap()
+                .name(),
+            if id == "root-case" { "wrong" } else { "held" },
+            "prefix {id}"
+        );
+    }
+    let reference = rows::builtin("reference").unwrap();
+    for id in [
+        "traversal-sibling-prefix",
+        "root-case",
+        "root-unicode",
+        "link-hard-out",
+    ] {
+        assert_eq!(
+            rows::run_row(&row(id), reference.as_ref(), true, tmp.path()).unwrap(),
+            Verdict::Held,
+            "reference {id}"
+        );
     }
 }

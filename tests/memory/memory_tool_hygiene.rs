@@ -239,3 +239,26 @@ fn sigterm_kills_the_tool_s_group_and_removes_the_sandbox() {
         left_in(tmp.path())
     );
 }
+
+/// `make memtools` with an install directory it cannot use stops at once,
+/// saying so, before installing or recording anything.
+#[test]
+fn memtools_fails_loudly_on_an_unusable_install_directory() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("SKIP: python3 is absent (the script needs it first)");
+        return;
+    }
+    let out = Command::new("sh")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("scripts/memtools.sh")
+        .env("CTXLAB_MEMTOOLS", "/proc/ctxlab-no-such-dir")
+        .env("LAB", "/bin/false")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/proc/ctxlab-no-such-dir cannot be created"),
+        "{err}"
+    );
+}

@@ -118,6 +118,8 @@ pub(super) enum Plant {
     File(&'static str, &'static str),
     /// A symlink under the root to a path under `outside/`.
     LinkOut(&'static str, &'static str),
+    /// A hard link under the root to a file under `outside/` (disk only).
+    HardLinkOut(&'static str, &'static str),
 }
 
 /// A row: what it does, what it plants, its commands and its expectation.
@@ -381,6 +383,10 @@ fn plant(s: &Sandbox, plants: &[Plant]) -> LabResult<()> {
                 }
                 s.fs.write(&f, text.as_bytes())
                     .map_err(io("planting", &f))?;
+            }
+            Plant::HardLinkOut(rel, target) => {
+                let l = s.root.join(rel);
+                std::fs::hard_link(out.join(target), &l).map_err(io("planting a hard link", &l))?;
             }
             Plant::LinkOut(rel, target) => {
                 let l = s.root.join(rel);

@@ -15,11 +15,13 @@
 //! - [`rows`]: the faults and attacks, each with the outcome the
 //!   documentation requires, and the judge.
 
+pub mod contain;
 pub mod external;
 pub mod harness;
 pub mod kill;
 pub mod lock;
 pub mod naive;
+pub mod prefix;
 pub mod race;
 pub mod reference;
 pub mod rows;

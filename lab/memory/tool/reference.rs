@@ -9,7 +9,9 @@
 //!   `/memoriesX` to `X` inside its root); any `..` component, a NUL and a
 //!   component over 255 bytes are refused before anything is touched;
 //! - a symlink anywhere on the path is refused when it resolves outside the
-//!   root (the SDK resolves and compares the same way);
+//!   root (the SDK resolves and compares the same way), and a regular file
+//!   with more than one link (a hard link, maybe to a file outside) is
+//!   refused (the SDK reads and writes through it);
 //! - a directory's size in a listing is `-` (the SDK prints the file
 //!   system's own directory size, which differs between file systems);
 //! - every writing command holds the store lock ([`super::lock`]), so
@@ -58,7 +60,25 @@ impl Reference {
             full.push(c);
             self.no_link_out(&full)?;
         }
+        if self.hard_linked(&full) {
+            return Err(format!(
+                "Path {path} would escape /memories directory via a hard link"
+            ));
+        }
         Ok(full)
+    }
+
+    /// A regular file with another name somewhere (a hard link) may be a
+    /// file outside the root: reading or editing it in place would read or
+    /// write that file. Only a disk has hard links.
+    fn hard_linked(&self, p: &Path) -> bool {
+        #[cfg(unix)]
+        if self.fs.backend() == crate::storage::Backend::Disk {
+            use std::os::unix::fs::MetadataExt;
+            return std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+        }
+        let _ = p;
+        false
     }
 
     /// A symlink at `p` must resolve inside the root.

@@ -78,6 +78,7 @@ fn first_line(t: &str) -> &str {
 /// Every row, in report order.
 pub fn rows() -> Vec<Row> {
     let mut v = traversal_rows();
+    v.extend(super::contain::rows());
     v.extend(link_rows());
     v.extend(edit_rows());
     v.extend(super::race::rows());
@@ -101,6 +102,37 @@ pub fn rows() -> Vec<Row> {
             }
             Some(t) => Verdict::Torn(format!("a.md holds {} bytes of neither text", t.len())),
             None => Verdict::Lost("a.md is gone".into()),
+        },
+        writers: 1,
+        fault: Some(FaultPlan {
+            free_bytes: Some(0),
+            ..FaultPlan::default()
+        }),
+        kill: false,
+        race: None,
+    });
+    v.push(Row {
+        id: "full-disk-create",
+        what: "create a 16 KiB memory while the disk is full",
+        requires: "refused with no part left, or stored whole",
+        plants: &[Plant::File("a.md", "alpha\n")],
+        commands: |_| vec![create("/memories/big.md", &"BETA".repeat(FULL_DISK_REPEAT))],
+        expect: |s, r| match s.file("big.md") {
+            None if r.last().is_some_and(|r| !r.is_error()) => {
+                Verdict::Lost("acknowledged, but big.md is missing".into())
+            }
+            None => Verdict::Held,
+            Some(t) if t == "BETA".repeat(FULL_DISK_REPEAT) => Verdict::Held,
+            Some(t) if r.last().is_some_and(|r| !r.is_error()) => Verdict::Torn(format!(
+                "acknowledged, but big.md holds {} of {} bytes",
+                t.len(),
+                4 * FULL_DISK_REPEAT
+            )),
+            Some(t) => Verdict::Torn(format!(
+                "refused, but a part is left: big.md holds {} of {} bytes",
+                t.len(),
+                4 * FULL_DISK_REPEAT
+            )),
         },
         writers: 1,
         fault: Some(FaultPlan {
@@ -616,6 +648,11 @@ pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
         })),
         "naive" => Some(Box::new(move |fs, root| {
             super::naive::Naive::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "prefix" => Some(Box::new(move |fs, root| {
+            super::prefix::Prefix::new(fs, root)
                 .map(|t| Box::new(t) as Box<dyn MemoryTool>)
                 .map_err(fail)
         })),
