@@ -769,8 +769,10 @@ pub fn report(cards: &[Card]) -> String {
          pinned versions and records in `lab/memory/tool/recorded.json`. A row is `held` \
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
-         `full-disk-edit` runs a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
-         `kill-mid-edit` sends a process SIGKILL at 32 points of its edit, so where a kill lands is timing.\n\n{}",
+         `full-disk-*` run a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
+         `kill-*` kill a process (SIGKILL to its group) once a request is written and once its answer is read, \
+         and the built-ins at every storage operation; `race-*` run 2 or 4 sessions at once on one root \
+         (the built-ins under seeded schedules, a process's sessions released together each round).\n\n{}",
         render(cards, crate::render::Format::Markdown)
     )
 }
