@@ -64,7 +64,9 @@ echo "$IMPLS" | while IFS='|' read -r name kind req adapter; do
     # Exit 1 means a row did not hold: that is a finding, not a failure
     # here. Exit 3 (the process misbehaved) stops the recording loudly.
     status=0
-    "$LAB" memcheck --exec "$cmd" --format json > "$tmp/one.json" || status=$?
+    # A fresh interpreter per row (and four at once in the race rows) on a
+    # loaded machine: a generous per-command timeout, MEMTOOLS_TIMEOUT to change it.
+    "$LAB" memcheck --exec "$cmd" --timeout "${MEMTOOLS_TIMEOUT:-60}" --format json > "$tmp/one.json" || status=$?
     if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
         echo "memtools: lab memcheck failed on $name (exit $status); nothing recorded" >&2
         exit 1
