@@ -231,8 +231,8 @@ pub enum Command {
     /// against ctxlab's reference and any implementation you bring; exit 1
     /// when a row does not hold.
     Memcheck {
-        /// Built-in implementations: `reference` (ctxlab's), `naive` and
-        /// `cached` (deliberately broken ones). Default: `reference` unless
+        /// Built-in implementations: `reference` (ctxlab's), `naive`,
+        /// `cached` and `prefix` (deliberately broken ones). Default: `reference` unless
         /// `--exec` is given.
         #[arg(long = "builtin", value_name = "NAME")]
         builtins: Vec<String>,
@@ -482,7 +482,7 @@ fn memcheck(
         let make = rows::builtin(name).ok_or_else(|| {
             LabError::usage(
                 format!("unknown memory-tool implementation {name:?}"),
-                "use --builtin reference, naive or cached, or --exec CMD",
+                "use --builtin reference, naive, cached or prefix, or --exec CMD",
             )
         })?;
         let select = format!("--builtin {name}");
@@ -490,6 +490,7 @@ fn memcheck(
     }
     let wait = std::time::Duration::from_secs(timeout.max(1));
     for cmd in execs {
+        crate::memory::tool::external::preflight(cmd, wait)?;
         let make = |_: crate::storage::Shared, root: &std::path::Path| {
             External::start(cmd, root, wait).map(|t| Box::new(t) as Box<dyn MemoryTool>)
         };

@@ -7,9 +7,19 @@
 set -eu
 
 LAB=${LAB:-target/release/lab}
-DIR=${CTXLAB_MEMTOOLS:-target/memtools}
 ROOT=$(pwd)
+DIR=${CTXLAB_MEMTOOLS:-target/memtools}
+# The install directory, absolute (CTXLAB_MEMTOOLS may be either).
+case $DIR in
+/*) ABS=$DIR ;;
+*) ABS=$ROOT/$DIR ;;
+esac
 OUT=lab/course/memory/tool/recorded.json
+
+if ! mkdir -p "$ABS" 2>/dev/null || ! [ -w "$ABS" ]; then
+    echo "memtools: the install directory $ABS cannot be created or written; set CTXLAB_MEMTOOLS to a writable directory" >&2
+    exit 1
+fi
 
 if ! command -v python3 >/dev/null 2>&1; then
     echo "memtools: python3 is absent; nothing installed or recorded" >&2
@@ -28,15 +38,17 @@ install() {
     case $kind in
     pip)
         first=${req%% *}
-        dir="$DIR/$name-${first##*==}"
+        dir="$ABS/$name-${first##*==}"
         # shellcheck disable=SC2086 # several requirements, split on purpose
-        [ -x "$dir/bin/python" ] || { python3 -m venv "$dir" && "$dir/bin/pip" install --quiet $req; }
-        echo "$ROOT/$dir/bin/python $ROOT/$adapter" ;;
+        [ -x "$dir/bin/python" ] || { python3 -m venv "$dir" >&2 && "$dir/bin/pip" install --quiet $req >&2; } || {
+            echo "memtools: installing $req into $dir failed" >&2; return 1; }
+        echo "$dir/bin/python $ROOT/$adapter" ;;
     npm)
         command -v node >/dev/null 2>&1 || { echo "memtools: node is absent; $name skipped" >&2; return 1; }
-        dir="$DIR/$name-${req##*@}"
-        [ -d "$dir/node_modules" ] || { mkdir -p "$dir" && (cd "$dir" && npm init -y >/dev/null && npm install --silent "$req"); }
-        echo "MEMTOOL_NODE_MODULES=$ROOT/$dir/node_modules node $ROOT/$adapter" ;;
+        dir="$ABS/$name-${req##*@}"
+        [ -d "$dir/node_modules" ] || { mkdir -p "$dir" && (cd "$dir" && npm init -y >/dev/null && npm install --silent "$req" >&2); } || {
+            echo "memtools: installing $req into $dir failed" >&2; return 1; }
+        echo "MEMTOOL_NODE_MODULES=$dir/node_modules node $ROOT/$adapter" ;;
     esac
 }
 
@@ -44,9 +56,21 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf '[' > "$tmp/cards.json"
 echo "$IMPLS" | while IFS='|' read -r name kind req adapter; do
-    cmd=$(install "$name" "$kind" "$req" "$adapter") || continue
-    # Exit 1 means a row did not hold: that is a finding, not a failure here.
-    "$LAB" memcheck --exec "$cmd" --format json > "$tmp/one.json" || [ $? -eq 1 ]
+    # An install that fails stops the recording (node absent: skipped, said).
+    if ! cmd=$(install "$name" "$kind" "$req" "$adapter"); then
+        command -v node >/dev/null 2>&1 || [ "$kind" != npm ] || continue
+        exit 1
+    fi
+    # Exit 1 means a row did not hold: that is a finding, not a failure
+    # here. Exit 3 (the process misbehaved) stops the recording loudly.
+    status=0
+    # A fresh interpreter per row (and four at once in the race rows) on a
+    # loaded machine: a generous per-command timeout, MEMTOOLS_TIMEOUT to change it.
+    "$LAB" memcheck --exec "$cmd" --timeout "${MEMTOOLS_TIMEOUT:-60}" --format json > "$tmp/one.json" || status=$?
+    if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
+        echo "memtools: lab memcheck failed on $name (exit $status); nothing recorded" >&2
+        exit 1
+    fi
     # Name the implementation by its package and version; paths relative to the repository.
     python3 - "$tmp/one.json" "$name ($req)" "$ROOT/" > "$tmp/part.json" <<'PY'
 import json, sys
@@ -54,6 +78,8 @@ card = json.load(open(sys.argv[1]))[0]
 card["implementation"] = sys.argv[2]
 # Run from the repository root, "$PWD/..." names the same install again.
 card["select"] = card["select"].replace(sys.argv[3], "$PWD/").replace("'", '"')
+if all(isinstance(r[1], dict) and r[1].get("verdict") == "failed" for r in card["rows"]):
+    sys.exit("memtools: every row failed for %s; nothing recorded" % sys.argv[2])
 for row in card["rows"]:
     if isinstance(row[1], dict) and "detail" in row[1]:
         row[1]["detail"] = row[1]["detail"].replace(sys.argv[3], "")

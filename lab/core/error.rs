@@ -42,6 +42,17 @@ pub enum LabError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// The data was written and kept, but a file derived from it (a memory
+    /// store's index) could not be rewritten (a full disk): exit 5, so a
+    /// caller can tell "nothing lost, rebuild later" from a failed write.
+    Kept {
+        /// What was kept and what failed after it.
+        context: String,
+        /// The derived file that failed.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     /// A run did not meet its stated expectations (scenario, selftest).
     Expectation {
         /// One line per broken expectation.
@@ -109,6 +120,7 @@ impl LabError {
             LabError::Usage { .. } => 2,
             LabError::Input { .. } | LabError::Refused { .. } => 3,
             LabError::Io { .. } => 4,
+            LabError::Kept { .. } => 5,
             // The gravest of them, so one bad file among good ones still fails the command.
             LabError::Several(errors) => errors.iter().map(LabError::exit_code).max().unwrap_or(1),
         }
@@ -151,6 +163,15 @@ impl fmt::Display for LabError {
                 path,
                 source,
             } => write!(f, "error: {context}: {}: {source}", path.display()),
+            LabError::Kept {
+                context,
+                path,
+                source,
+            } => write!(
+                f,
+                "error: {context}: {}: {source}\n  kept: nothing was lost; free space and the next open rebuilds it",
+                path.display()
+            ),
             LabError::Several(errors) => {
                 let n = errors.len();
                 for (k, e) in errors.iter().enumerate() {

@@ -6,12 +6,20 @@
 //! share one answer to what a process may do wrong: exit, hang past the
 //! timeout, print a line that is too long or not UTF-8, or leave children
 //! behind. The process leads its own process group, and the whole group is
-//! killed when the [`LineProcess`] is dropped.
+//! killed when the [`LineProcess`] is dropped, or by [`kill_live_groups`]
+//! (the Ctrl-C / SIGTERM handler calls it: a signal runs no `Drop`).
+//!
+//! Every wait is bounded by the timeout: writing a request happens on a
+//! writer thread (a process that never reads its input cannot block the
+//! caller on a full pipe), and reading keeps at most one answer line of at
+//! most [`MAX_LINE_BYTES`] waiting (a process that floods its output is
+//! stopped by the pipe, not buffered without end).
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,11 +29,30 @@ pub const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes of standard error kept (its tail says why a process died).
 const STDERR_TAIL: usize = 4096;
 
+/// Process groups of the live [`LineProcess`]es, for [`kill_live_groups`].
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    // Every mutation is one insert or remove: a poisoned set is still consistent.
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// SIGKILL the process group of every live [`LineProcess`] (for a signal
+/// handler, which runs no `Drop`). Their leaders are reaped by the exit.
+pub fn kill_live_groups() {
+    for pgid in live_groups().iter() {
+        kill_pgid(*pgid);
+    }
+}
+
 /// A running `sh -c CMD` spoken to line by line.
 pub struct LineProcess {
     cmd: String,
     child: Child,
-    stdin: Option<ChildStdin>,
+    /// Lines to write, to the writer thread; `None` once closed.
+    writer: Option<Sender<Vec<u8>>>,
+    /// The writer thread's outcome of each line.
+    written: Receiver<std::io::Result<()>>,
     lines: Receiver<Result<String, String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     timeout: Duration,
@@ -61,16 +88,25 @@ impl LineProcess {
         let (Some(stdout), Some(stderr_pipe)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(format!("cannot start `{cmd}`: its output is not a pipe"));
         };
-        let stdin = child.stdin.take();
+        if let Ok(pgid) = i32::try_from(child.id()) {
+            live_groups().insert(pgid);
+        }
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let tail = stderr.clone();
         std::thread::spawn(move || keep_tail(stderr_pipe, &tail));
-        let (tx, lines) = std::sync::mpsc::channel();
+        // One line in flight: a flooding process blocks on its own pipe.
+        let (tx, lines) = std::sync::mpsc::sync_channel(0);
         std::thread::spawn(move || read_lines(stdout, tx));
+        let (writer, to_write) = std::sync::mpsc::channel::<Vec<u8>>();
+        let (done, written) = std::sync::mpsc::channel();
+        if let Some(stdin) = child.stdin.take() {
+            std::thread::spawn(move || write_lines(stdin, &to_write, &done));
+        }
         Ok(LineProcess {
             cmd: cmd.into(),
             child,
-            stdin,
+            writer: Some(writer),
+            written,
             lines,
             stderr,
             timeout,
@@ -87,17 +123,33 @@ impl LineProcess {
         self.timeout
     }
 
-    /// Write `line` and a newline; the error says what the process did.
+    /// Write `line` and a newline within the timeout; the error says what
+    /// the process did. After a timeout the line may still be half written:
+    /// the caller must give up on the process (drop or kill it).
     pub fn send(&mut self, line: &str) -> Result<(), String> {
-        let stdin = self.stdin.as_mut().ok_or("its input is closed")?;
-        stdin
-            .write_all(line.as_bytes())
-            .and_then(|()| stdin.write_all(b"\n"))
-            .and_then(|()| stdin.flush())
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::BrokenPipe => "exited before reading the request".to_string(),
-                _ => format!("stopped reading its input ({e})"),
-            })
+        let writer = self.writer.as_ref().ok_or("its input is closed")?;
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        writer
+            .send(bytes)
+            .map_err(|_| "exited before reading the request".to_string())?;
+        match self.written.recv_timeout(self.timeout) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                Err("exited before reading the request".into())
+            }
+            Ok(Err(e)) => Err(format!("stopped reading its input ({e})")),
+            Err(RecvTimeoutError::Timeout) => {
+                // Nothing more may be written after a half-written line.
+                self.writer = None;
+                Err(format!(
+                    "did not read its request within {} s (it never reads its input, or is stuck)",
+                    self.timeout.as_secs_f64()
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err("exited before reading the request".into()),
+        }
     }
 
     /// The next answer line, without its line end.
@@ -145,36 +197,69 @@ impl LineProcess {
         kill_group(&self.child);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.forget_group();
+    }
+
+    /// The process's pid (its group id: it leads its own group).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn forget_group(&self) {
+        if let Ok(pgid) = i32::try_from(self.child.id()) {
+            live_groups().remove(&pgid);
+        }
     }
 }
 
 impl Drop for LineProcess {
     fn drop(&mut self) {
         // Close its input first so a well-behaved process can exit; then make sure.
-        self.stdin.take();
+        self.writer.take();
         kill_group(&self.child);
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.forget_group();
     }
 }
 
 /// SIGKILL to the child's process group (it leads its own, see
 /// [`LineProcess::start`]). Only a group id above 1 is ever signalled:
 /// `kill(-1)` would reach every process the user may signal.
-#[cfg(unix)]
 fn kill_group(child: &Child) {
     if let Ok(pgid) = i32::try_from(child.id()) {
-        if pgid > 1 {
-            // SAFETY: kill(2) takes plain integers and touches no memory.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
+        kill_pgid(pgid);
+    }
+}
+
+#[cfg(unix)]
+fn kill_pgid(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) takes plain integers and touches no memory.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
         }
     }
 }
 
 #[cfg(not(unix))]
-fn kill_group(_: &Child) {}
+fn kill_pgid(_: i32) {}
+
+/// Write each line to the process's input, reporting each outcome; ends
+/// when the lines stop coming (input closed) or a write fails.
+fn write_lines(
+    mut stdin: ChildStdin,
+    lines: &Receiver<Vec<u8>>,
+    done: &Sender<std::io::Result<()>>,
+) {
+    while let Ok(line) = lines.recv() {
+        let r = stdin.write_all(&line).and_then(|()| stdin.flush());
+        let failed = r.is_err();
+        if done.send(r).is_err() || failed {
+            return;
+        }
+    }
+}
 
 /// Keep the last [`STDERR_TAIL`] bytes the process writes on stderr.
 fn keep_tail(mut err: impl Read, tail: &Mutex<Vec<u8>>) {
@@ -191,7 +276,7 @@ fn keep_tail(mut err: impl Read, tail: &Mutex<Vec<u8>>) {
 }
 
 /// Forward each answer line (capped) to the channel until end of output.
-fn read_lines(out: impl Read, tx: std::sync::mpsc::Sender<Result<String, String>>) {
+fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>) {
     let mut reader = BufReader::new(out);
     loop {
         let mut buf = Vec::new();

@@ -19,3 +19,4 @@ mod memory_session;
 mod memory_snapshots;
 mod memory_store;
 mod memory_tool;
+mod memory_tool_hygiene;

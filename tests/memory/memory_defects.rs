@@ -226,7 +226,8 @@ fn a_save_whose_index_rewrite_fails_says_the_memory_was_kept() {
     // Room for the memory file, not for the index after it.
     let (fs, store) = full_store(text.len() as u64 + 10);
     let e = store.save(&m).unwrap_err();
-    assert_eq!(e.exit_code(), 4);
+    assert_eq!(e.exit_code(), 5, "the documented code for kept data");
+    assert!(e.to_string().contains("kept: nothing was lost"), "{e}");
     let msg = e.to_string();
     assert!(
         msg.contains("\"tabs\" was written to tabs.md and is kept"),
@@ -409,4 +410,51 @@ fn a_missing_seed_store_is_an_input_error_at_its_field() {
         "{err}"
     );
     assert!(err.contains("fix:"), "{err}");
+}
+
+/// A seed store whose consolidation died midway (its journal still there,
+/// one memory already deleted) is recovered when the sandbox's store opens,
+/// as the real store would be: the deleted memory is back.
+#[test]
+fn a_seed_store_carries_its_journal_and_is_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    std::fs::create_dir_all(&store).unwrap();
+    let good = |name: &str| {
+        format!(
+            "---\nname: {name}\ndescription: about {name}\ntype: user\n---\n\nBody of {name}.\n"
+        )
+    };
+    std::fs::write(store.join("tabs.md"), good("tabs")).unwrap();
+    let journal = serde_json::json!({
+        "schema": "ctxlab.memory-journal/1",
+        "before": {"tabs.md": good("tabs"), "quotes.md": good("quotes")},
+        "writes": {}
+    });
+    std::fs::write(
+        store.join(".consolidation-journal.json"),
+        journal.to_string(),
+    )
+    .unwrap();
+    let scenario = crate::common::write(
+        dir.path(),
+        "journal.json",
+        r#"{"schema": "ctxlab.memory-scenario/1", "seed_store": "store",
+            "sessions": [{"turns": [{"user": "hi", "assistant": "ok"}]}],
+            "expect": {"store_size": 2}}"#,
+    );
+    let out = crate::common::lab_command()
+        .args(["run", scenario.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        store.join(".consolidation-journal.json").exists(),
+        "the seed store was written"
+    );
 }

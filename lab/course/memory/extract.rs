@@ -265,7 +265,7 @@ fn gate_and_write(
     let saved = match store.save(&m) {
         Ok(file) => Ok(file),
         Err(LabError::Refused { message, .. }) => return Ok(Err(Rejection::Refused(message))),
-        Err(e @ LabError::Io { .. }) => {
+        Err(e @ (LabError::Io { .. } | LabError::Kept { .. })) => {
             let why = e.to_string().trim_start_matches("error: ").to_string();
             *stopped = Some(why.clone());
             match store.written(&m)? {

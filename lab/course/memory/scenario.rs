@@ -331,7 +331,7 @@ fn run_in(
 const MAX_SEED_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Copy the memory files (`*.md`, not hidden, not the index; regular files
-/// only, symlinks skipped) of `store` into `into`, before the store opens,
+/// only, symlinks skipped) and the consolidation journal of `store` into `into`, before the store opens,
 /// so opening it quarantines, recovers and indexes them as it would the
 /// real one. Reads only: the store on disk is never written.
 fn copy_seed_store(
@@ -363,9 +363,11 @@ fn copy_seed_store(
     let mut names: Vec<std::ffi::OsString> = entries.flatten().map(|e| e.file_name()).collect();
     names.sort();
     for name in names {
+        // The journal too: a pass that died in the real store is recovered
+        // when the sandbox's store opens, as it would be there.
         let Some(n) = name
             .to_str()
-            .filter(|n| super::store::is_memory_file_name(n))
+            .filter(|n| super::store::is_memory_file_name(n) || *n == super::journal::JOURNAL_FILE)
         else {
             continue;
         };

@@ -501,12 +501,13 @@ impl Store {
     ///
     /// The memory is durable once its file is written: when the index
     /// rewrite after it fails (a full disk), the error says the memory was
-    /// kept, since the index is derived and the next open rebuilds it.
+    /// kept ([`LabError::Kept`], exit 5), since the index is derived and
+    /// the next open rebuilds it.
     pub fn save(&self, m: &Memory) -> LabResult<String> {
         let file = self.write_file(m)?;
         if self.switches.rebuild_index {
             self.rebuild_index().map_err(|e| match e {
-                LabError::Io { path, source, .. } => LabError::Io {
+                LabError::Io { path, source, .. } => LabError::Kept {
                     context: format!(
                         "memory {:?} was written to {file} and is kept; rewriting the index \
                          failed (it is rebuilt from the files when the store next opens)",

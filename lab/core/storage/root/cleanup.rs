@@ -29,6 +29,9 @@ pub fn install_signal_handler() {
             // Keep the registry locked until exit: a worker that wants a new
             // temp dir or temp file blocks before creating it.
             let live = live();
+            // External processes (memory tools, policies) lead their own
+            // process groups, so the terminal's Ctrl-C never reaches them.
+            crate::process::kill_live_groups();
             remove_until_quiet(&live);
             std::process::exit(INTERRUPTED);
         });

@@ -1,9 +1,11 @@
 //! Any memory-tool implementation a user brings, as a process speaking the
 //! `ctxlab.memtool/1` JSON Lines protocol on its standard input and output.
 //!
-//! ctxlab starts `sh -c CMD` in the row's sandbox with `CTXLAB_MEMTOOL_ROOT`
-//! set to the directory `/memories` names, then writes one request per line
-//! and reads one answer per line:
+//! ctxlab starts `sh -c CMD` in the directory `lab memcheck` was started in
+//! (so `--exec "python3 my_memory_tool.py"` finds the script), in its own
+//! process group, with `CTXLAB_MEMTOOL_ROOT` set to the directory
+//! `/memories` names, then writes one request per line and reads one answer
+//! per line:
 //!
 //! ```text
 //! -> {"protocol":"ctxlab.memtool/1","id":1,"root":"/tmp/…/memories","input":{"command":"view","path":"/memories"}}
@@ -13,9 +15,15 @@
 //!
 //! `input` is the tool input exactly as the API sends it; `result` is the
 //! text a tool returns, `error` the text of a tool error (`is_error: true`).
-//! A process that exits, stays silent past the timeout, or answers with
-//! anything else fails the row with the command it was running; it is killed
-//! when the row ends. Schema: `lab schema memtool-request`, `memtool-answer`.
+//! A process that exits, does not read a request or stays silent past the
+//! timeout, answers a line over [`crate::process::MAX_LINE_BYTES`], or
+//! answers anything else fails with the command it was running and the last
+//! line of its stderr; it is killed (its whole group) when the row ends.
+//! `lab memcheck` first sends one `view /memories` ([`preflight`]) and ends
+//! with exit 3 when that fails, and ends the same way at the first row an
+//! external implementation fails: a broken process is reported once, not
+//! as `failed` on every row. Schema: `lab schema memtool-request`,
+//! `memtool-answer`.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -75,10 +83,14 @@ pub struct External {
 }
 
 impl External {
-    /// Start `cmd` for a sandbox whose root is `root`.
+    /// Start `cmd` for a sandbox whose root is `root`, in the current
+    /// directory (a relative command resolves where the user typed it).
     pub fn start(cmd: &str, root: &Path, timeout: Duration) -> Result<External, Failure> {
-        let cwd = root.parent().unwrap_or(root);
-        let process = LineProcess::start(cmd, cwd, &[("CTXLAB_MEMTOOL_ROOT", root)], timeout)
+        let here = std::env::current_dir().map_err(|e| Failure {
+            message: format!("cannot start `{cmd}`: the current directory is unusable ({e})"),
+            fix: "run lab memcheck from a directory that exists".into(),
+        })?;
+        let process = LineProcess::start(cmd, &here, &[("CTXLAB_MEMTOOL_ROOT", root)], timeout)
             .map_err(|message| Failure {
                 message,
                 fix: "check the command line given to --exec".into(),
@@ -138,11 +150,60 @@ impl MemoryTool for External {
         answer.map_err(|what| self.failure(command, what))
     }
 
-    fn kill_during(&mut self, command: &Command, after: std::time::Duration) {
-        if self.send(command).is_ok() {
-            std::thread::sleep(after);
+    fn kill_during(&mut self, command: &Command, at: super::KillPoint) -> Option<Reply> {
+        let mut answer = None;
+        if let Ok(id) = self.send(command) {
+            if at == super::KillPoint::Answered {
+                answer = self.receive(id).ok();
+            }
         }
         self.process.kill();
+        answer
+    }
+}
+
+/// Start `cmd` once on an empty root and send it `view /memories`: a
+/// command that cannot start, exits at once, never reads, hangs, floods or
+/// breaks the protocol ends `lab memcheck` here with exit 3, naming the
+/// command, the last line of its stderr and the fix. Takes at most twice
+/// `timeout` (the write, then the answer).
+pub fn preflight(cmd: &str, timeout: Duration) -> crate::error::LabResult<()> {
+    let dir = crate::storage::root::cleanup::TempRoot::new("ctxlab-memcheck-")?;
+    let root = dir.path().join("memories");
+    std::fs::create_dir(&root)
+        .map_err(|e| crate::error::LabError::io("creating the preflight root", &root, e))?;
+    let probe = Command::View {
+        path: "/memories".into(),
+        view_range: None,
+    };
+    let answer = External::start(cmd, &root, timeout).and_then(|mut t| t.execute(&probe));
+    match answer {
+        Ok(_) => Ok(()),
+        Err(f) => Err(unusable(
+            cmd,
+            None,
+            &f.message
+                .replace(&dir.path().display().to_string(), "$SANDBOX"),
+        )),
+    }
+}
+
+/// The error that ends `lab memcheck` when an external implementation
+/// misbehaves (exit 3): what it did (on `row`, when a row was running) and
+/// the fix.
+pub fn unusable(cmd: &str, row: Option<&str>, what: &str) -> crate::error::LabError {
+    let here = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".into());
+    let on = row.map(|r| format!(" on row {r}")).unwrap_or_default();
+    crate::error::LabError::Refused {
+        message: format!("memory tool `{cmd}` misbehaved{on}: {what}"),
+        fix: format!(
+            "check that `sh -c {cmd:?}` runs from {here} (relative paths resolve there), reads one \
+             request line at a time from stdin and answers each with one line \
+             {{\"id\": N, \"result\": \"…\"}} or {{\"id\": N, \"error\": \"…\"}} on stdout \
+             (protocol {PROTOCOL}, `lab schema memtool-request`); raise --timeout if it is only slow"
+        ),
     }
 }
 

@@ -118,6 +118,8 @@ pub(super) enum Plant {
     File(&'static str, &'static str),
     /// A symlink under the root to a path under `outside/`.
     LinkOut(&'static str, &'static str),
+    /// A hard link under the root to a file under `outside/` (disk only).
+    HardLinkOut(&'static str, &'static str),
 }
 
 /// A row: what it does, what it plants, its commands and its expectation.
@@ -137,9 +139,12 @@ pub struct Row {
     /// at once); command `i` goes to instance `i` mod `writers`.
     pub writers: usize,
     /// The last command is killed mid-way ([`super::kill`]): in process at
-    /// every operation it makes in turn, a process by SIGKILL at a series
-    /// of delays.
+    /// every operation it makes in turn, a process by SIGKILL at each
+    /// [`super::KillPoint`].
     pub kill: bool,
+    /// Sessions at once on one root ([`super::race`]): the row's own
+    /// commands and judge are unused.
+    pub race: Option<super::race::Race>,
 }
 
 /// Bytes of the huge memory: far past any memory a model writes, well
@@ -168,8 +173,8 @@ pub type Maker<'a> = dyn Fn(Shared, &Path) -> Result<Box<dyn MemoryTool>, Failur
 pub struct Faults {
     /// The implementation's storage under this plan (in process).
     pub plan: Option<FaultPlan>,
-    /// The last command given through [`MemoryTool::kill_during`], dying this long after.
-    pub kill: Option<std::time::Duration>,
+    /// The last command given through [`MemoryTool::kill_during`], dying there.
+    pub kill: Option<super::KillPoint>,
     /// Fill the disk under `tmp` once the row has planted its files (a
     /// size-limited tmpfs there: [`super::tmpfs`] passes its filler).
     pub fill_disk: Option<fn(&Path) -> LabResult<()>>,
@@ -260,7 +265,7 @@ fn commands(
     s: &Sandbox,
     make: &Maker<'_>,
     tool_fs: Shared,
-    kill: Option<std::time::Duration>,
+    kill: Option<super::KillPoint>,
     ops: &mut dyn FnMut() -> u64,
 ) -> Result<Done, Verdict> {
     let mut tools = Vec::new();
@@ -284,8 +289,12 @@ fn commands(
         let started = std::time::Instant::now();
         if i + 1 == list.len() {
             done.before_last = ops();
-            if let Some(after) = kill {
-                tool.kill_during(c, after);
+            if let Some(at) = kill {
+                match tool.kill_during(c, at) {
+                    Some(Reply::Ok(t)) => replies.push(Reply::Ok(plain(&t))),
+                    Some(Reply::Error(t)) => replies.push(Reply::Error(plain(&t))),
+                    None => {}
+                }
                 break;
             }
         }
@@ -369,8 +378,15 @@ fn plant(s: &Sandbox, plants: &[Plant]) -> LabResult<()> {
         match *p {
             Plant::File(rel, text) => {
                 let f = s.root.join(rel);
+                if let Some(dir) = f.parent() {
+                    s.fs.create_dir_all(dir).map_err(io("planting", dir))?;
+                }
                 s.fs.write(&f, text.as_bytes())
                     .map_err(io("planting", &f))?;
+            }
+            Plant::HardLinkOut(rel, target) => {
+                let l = s.root.join(rel);
+                std::fs::hard_link(out.join(target), &l).map_err(io("planting a hard link", &l))?;
             }
             Plant::LinkOut(rel, target) => {
                 let l = s.root.join(rel);

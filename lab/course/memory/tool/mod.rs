@@ -15,10 +15,14 @@
 //! - [`rows`]: the faults and attacks, each with the outcome the
 //!   documentation requires, and the judge.
 
+pub mod contain;
 pub mod external;
 pub mod harness;
 pub mod kill;
+pub mod lock;
 pub mod naive;
+pub mod prefix;
+pub mod race;
 pub mod reference;
 pub mod rows;
 pub mod tmpfs;
@@ -113,16 +117,32 @@ pub struct Failure {
 }
 
 /// An implementation of the memory tool under test. Each row gets a fresh
-/// one on a fresh sandbox.
-pub trait MemoryTool {
+/// one on a fresh sandbox (one per session: the race rows run sessions on
+/// threads, hence `Send`).
+pub trait MemoryTool: Send {
     /// Run one command.
     fn execute(&mut self, command: &Command) -> Result<Reply, Failure>;
 
-    /// Run `command` and die `after` it was given, whatever it was doing
-    /// (the `kill-mid-edit` row). A process is sent SIGKILL; an in-process
+    /// Run `command` and die at `at`, whatever it was doing (the `kill-*`
+    /// rows). A process is sent SIGKILL (its group); an in-process
     /// implementation is killed by its storage's fault plan instead (at
     /// every operation in turn), so by default this only runs the command.
-    fn kill_during(&mut self, command: &Command, after: std::time::Duration) {
-        let _ = (self.execute(command), after);
+    /// Returns the answer when one was read before the kill (a process at
+    /// [`KillPoint::Answered`]); an in-process run returns none, since a
+    /// killed implementation answers nothing.
+    fn kill_during(&mut self, command: &Command, at: KillPoint) -> Option<Reply> {
+        let _ = (self.execute(command), at);
+        None
     }
+}
+
+/// Where a process is killed during a command: points ctxlab controls,
+/// never a delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillPoint {
+    /// As soon as the whole request line is written to its input.
+    Sent,
+    /// As soon as its whole answer line is read: an edit it acknowledged
+    /// must be whole on disk.
+    Answered,
 }

@@ -9,9 +9,17 @@
 //!   `/memoriesX` to `X` inside its root); any `..` component, a NUL and a
 //!   component over 255 bytes are refused before anything is touched;
 //! - a symlink anywhere on the path is refused when it resolves outside the
-//!   root (the SDK resolves and compares the same way);
+//!   root (the SDK resolves and compares the same way), and a regular file
+//!   with more than one link (a hard link, maybe to a file outside) is
+//!   refused (the SDK reads and writes through it);
 //! - a directory's size in a listing is `-` (the SDK prints the file
-//!   system's own directory size, which differs between file systems).
+//!   system's own directory size, which differs between file systems);
+//! - every writing command holds the store lock ([`super::lock`]), so
+//!   sessions running at once never lose each other's acknowledged edits
+//!   (the SDK reads, edits and writes back unlocked);
+//! - `create` writes a temporary file and renames it into place (the SDK
+//!   writes the file in place, so a kill or a full disk mid-create leaves
+//!   part of it).
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +60,25 @@ impl Reference {
             full.push(c);
             self.no_link_out(&full)?;
         }
+        if self.hard_linked(&full) {
+            return Err(format!(
+                "Path {path} would escape /memories directory via a hard link"
+            ));
+        }
         Ok(full)
+    }
+
+    /// A regular file with another name somewhere (a hard link) may be a
+    /// file outside the root: reading or editing it in place would read or
+    /// write that file. Only a disk has hard links.
+    fn hard_linked(&self, p: &Path) -> bool {
+        #[cfg(unix)]
+        if self.fs.backend() == crate::storage::Backend::Disk {
+            use std::os::unix::fs::MetadataExt;
+            return std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.nlink() > 1);
+        }
+        let _ = p;
+        false
     }
 
     /// A symlink at `p` must resolve inside the root.
@@ -138,28 +164,24 @@ impl Reference {
         }
     }
 
+    /// Whole or not at all: a temporary file renamed into place, under the
+    /// lock (so no other session creates the same path between the check
+    /// and the rename).
     fn create(&self, path: &str, text: &str) -> Answer {
         let full = self.resolve(path)?;
+        let _lock = super::lock::acquire(&self.fs, &self.root)?;
+        if self.fs.kind(&full).is_some() {
+            return Err(format!("File {path} already exists"));
+        }
         if let Some(parent) = full.parent() {
             self.fs.create_dir_all(parent).map_err(|e| e.to_string())?;
         }
-        match self.fs.write_new(&full, text.as_bytes()) {
-            Ok(()) => {
-                let _ = self.fs.sync(&full);
-                Ok(format!("File created successfully at: {path}"))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                Err(format!("File {path} already exists"))
-            }
-            Err(e) => {
-                // A partial file (no space) must not stay behind.
-                let _ = self.fs.remove_file(&full);
-                Err(e.to_string())
-            }
-        }
+        self.write(&full, text)?;
+        Ok(format!("File created successfully at: {path}"))
     }
 
     fn str_replace(&self, path: &str, old: &str, new: &str) -> Answer {
+        let _lock = super::lock::acquire(&self.fs, &self.root)?;
         let (full, content) = self.existing_file(path)?;
         let count = py_count(&content, old);
         if count == 0 {
@@ -188,6 +210,7 @@ impl Reference {
     }
 
     fn insert(&self, path: &str, at: i64, text: &str) -> Answer {
+        let _lock = super::lock::acquire(&self.fs, &self.root)?;
         let (full, content) = self.existing_file(path)?;
         let mut lines = crate::compact::course::splitlines(&content);
         let n = lines.len();
@@ -210,6 +233,7 @@ impl Reference {
         if path == "/memories" {
             return Err("Cannot delete the /memories directory itself".into());
         }
+        let _lock = super::lock::acquire(&self.fs, &self.root)?;
         match self.fs.kind(&full) {
             None => Err(format!("The path {path} does not exist")),
             Some(FileKind::Dir) => self.remove_tree(&full),
@@ -234,6 +258,7 @@ impl Reference {
     fn rename(&self, old: &str, new: &str) -> Answer {
         let from = self.resolve(old)?;
         let to = self.resolve(new)?;
+        let _lock = super::lock::acquire(&self.fs, &self.root)?;
         if self.fs.kind(&to).is_some() {
             return Err(format!("The destination {new} already exists"));
         }

@@ -78,8 +78,10 @@ fn first_line(t: &str) -> &str {
 /// Every row, in report order.
 pub fn rows() -> Vec<Row> {
     let mut v = traversal_rows();
+    v.extend(super::contain::rows());
     v.extend(link_rows());
     v.extend(edit_rows());
+    v.extend(super::race::rows());
     v.push(huge_file_row());
     v.push(Row {
         id: "full-disk-edit",
@@ -107,8 +109,40 @@ pub fn rows() -> Vec<Row> {
             ..FaultPlan::default()
         }),
         kill: false,
+        race: None,
     });
-    v.push(super::kill::row());
+    v.push(Row {
+        id: "full-disk-create",
+        what: "create a 16 KiB memory while the disk is full",
+        requires: "refused with no part left, or stored whole",
+        plants: &[Plant::File("a.md", "alpha\n")],
+        commands: |_| vec![create("/memories/big.md", &"BETA".repeat(FULL_DISK_REPEAT))],
+        expect: |s, r| match s.file("big.md") {
+            None if r.last().is_some_and(|r| !r.is_error()) => {
+                Verdict::Lost("acknowledged, but big.md is missing".into())
+            }
+            None => Verdict::Held,
+            Some(t) if t == "BETA".repeat(FULL_DISK_REPEAT) => Verdict::Held,
+            Some(t) if r.last().is_some_and(|r| !r.is_error()) => Verdict::Torn(format!(
+                "acknowledged, but big.md holds {} of {} bytes",
+                t.len(),
+                4 * FULL_DISK_REPEAT
+            )),
+            Some(t) => Verdict::Torn(format!(
+                "refused, but a part is left: big.md holds {} of {} bytes",
+                t.len(),
+                4 * FULL_DISK_REPEAT
+            )),
+        },
+        writers: 1,
+        fault: Some(FaultPlan {
+            free_bytes: Some(0),
+            ..FaultPlan::default()
+        }),
+        kill: false,
+        race: None,
+    });
+    v.extend(super::kill::rows());
     v
 }
 
@@ -143,6 +177,7 @@ fn huge_file_row() -> Row {
         writers: 1,
         fault: None,
         kill: false,
+        race: None,
     }
 }
 
@@ -186,6 +221,7 @@ fn traversal_rows() -> Vec<Row> {
         writers: 1,
         fault: None,
         kill: false,
+        race: None,
     };
     vec![
         row(
@@ -261,6 +297,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "link-out-view",
@@ -272,6 +309,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "link-out-listing",
@@ -286,6 +324,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "link-file-out-edit",
@@ -303,6 +342,7 @@ fn link_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
     ]
 }
@@ -327,6 +367,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "rename-out",
@@ -343,6 +384,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "replace-none",
@@ -354,6 +396,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "replace-two",
@@ -365,6 +408,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "insert-past-end",
@@ -382,6 +426,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "insert-works",
@@ -399,6 +444,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "rename-works",
@@ -418,6 +464,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "lost-update",
@@ -447,6 +494,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 2,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "view-range-out",
@@ -463,6 +511,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "create-existing",
@@ -477,6 +526,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
         Row {
             id: "delete-root",
@@ -492,6 +542,7 @@ fn edit_rows() -> Vec<Row> {
             writers: 1,
             fault: None,
             kill: false,
+            race: None,
         },
     ]
 }
@@ -507,6 +558,9 @@ fn replace(old: &str, new: &str) -> Command {
 /// Run one row in a fresh sandbox under `tmp`; `in_process` says whether
 /// the implementation can run on a fault backend.
 pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
+    if let Some(race) = row.race {
+        return super::race::run(race, make, in_process, tmp);
+    }
     if row.kill {
         return super::kill::run(row, make, in_process, tmp);
     }
@@ -559,17 +613,18 @@ pub fn card(
     make: &Maker<'_>,
     in_process: bool,
 ) -> LabResult<Card> {
-    // A private directory for the run's sandboxes, removed at the end.
-    let run = tempfile::Builder::new()
-        .prefix("ctxlab-memcheck-")
-        .tempdir()
-        .map_err(|e| LabError::io("creating the run directory", std::env::temp_dir(), e))?;
+    // A private directory for the run's sandboxes, removed at the end and
+    // on Ctrl-C / SIGTERM (which also kill the tool's process group).
+    let run = crate::storage::root::cleanup::TempRoot::new("ctxlab-memcheck-")?;
     let mut out = Vec::new();
     for row in rows {
-        out.push((
-            row.id.to_string(),
-            run_row(row, make, in_process, run.path())?,
-        ));
+        let verdict = run_row(row, make, in_process, run.path())?;
+        // A process that crashed, hung or broke the protocol is reported
+        // once, with exit 3, not as `failed` on every row after it.
+        if let (false, Verdict::Failed(what)) = (in_process, &verdict) {
+            return Err(super::external::unusable(name, Some(row.id), what));
+        }
+        out.push((row.id.to_string(), verdict));
     }
     Ok(Card {
         implementation: name.into(),
@@ -593,6 +648,11 @@ pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
         })),
         "naive" => Some(Box::new(move |fs, root| {
             super::naive::Naive::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "prefix" => Some(Box::new(move |fs, root| {
+            super::prefix::Prefix::new(fs, root)
                 .map(|t| Box::new(t) as Box<dyn MemoryTool>)
                 .map_err(fail)
         })),
@@ -709,8 +769,10 @@ pub fn report(cards: &[Card]) -> String {
          pinned versions and records in `lab/memory/tool/recorded.json`. A row is `held` \
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
-         `full-disk-edit` runs a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
-         `kill-mid-edit` sends a process SIGKILL at 32 points of its edit, so where a kill lands is timing.\n\n{}",
+         `full-disk-*` run a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
+         `kill-*` kill a process (SIGKILL to its group) once a request is written and once its answer is read, \
+         and the built-ins at every storage operation; `race-*` run 2 or 4 sessions at once on one root \
+         (the built-ins under seeded schedules, a process's sessions released together each round).\n\n{}",
         render(cards, crate::render::Format::Markdown)
     )
 }
