@@ -71,6 +71,7 @@ pub mod goose;
 pub mod goose_db;
 mod lines;
 pub mod log_records;
+pub mod member_source;
 pub mod mini_swe;
 pub mod openai;
 pub mod opencode;

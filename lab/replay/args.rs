@@ -87,7 +87,7 @@ pub struct ReplayArgs {
     /// aggregate row per policy.
     #[arg(long, requires = "policy")]
     pub per_session: bool,
-    /// With --policy: worker threads [default: every core]. A corpus's
+    /// With --policy: worker threads [default: every core; at most 256]. A corpus's
     /// sessions (a bounded window at a time) or each named session's
     /// policies run in parallel; the output is the same bytes for every N.
     #[arg(long, value_name = "N", value_parser = crate::jobs::parse_jobs, requires = "policy")]
