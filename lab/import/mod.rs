@@ -66,6 +66,7 @@ pub mod chat_json;
 pub mod claude_jsonl;
 pub mod codex;
 pub mod corpus;
+pub mod format_list;
 pub mod gemini;
 pub mod goose;
 pub mod goose_db;
@@ -222,7 +223,7 @@ impl TranscriptFormat {
             "goose" => Ok(TranscriptFormat::Goose),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose",
+                format!("use one of {}", format_list::names(", ")),
             )),
         }
     }

@@ -75,7 +75,16 @@ impl TokenCounter for OpenAi {
         if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
             return n;
         }
-        let n = self.bpe().encode_ordinary(text).len();
+        // Segment by segment past 64 KiB: one huge regex piece would
+        // overflow tiktoken's regex stack and panic ([`super::pieces`]).
+        let n = if text.len() > super::pieces::SEGMENT_BYTES {
+            super::pieces::segments(text)
+                .into_iter()
+                .map(|s| self.bpe().encode_ordinary(s).len())
+                .sum()
+        } else {
+            self.bpe().encode_ordinary(text).len()
+        };
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
             // Bounded: a long replay must not hold every text it ever saw.
@@ -103,6 +112,21 @@ fn content_hash(s: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_run_of_one_character_of_40_mb_is_counted_without_a_panic() {
+        use crate::tokens::TokenCounter as _;
+        let text = "a".repeat(40 * 1024 * 1024);
+        for c in [super::OpenAi::O200K, super::OpenAi::CL100K] {
+            let n = c.count(&text);
+            // Long runs of one letter merge into multi-letter tokens.
+            assert!(n > 0 && n < text.len() / 2, "{}: {n}", c.name());
+        }
+        // Prose is counted exactly across the segment cuts.
+        let prose = "the quick brown fox jumps over the lazy dog ".repeat(5000);
+        let c = super::OpenAi::O200K;
+        assert_eq!(c.count(&prose), c.bpe().encode_ordinary(&prose).len());
+    }
+
     use super::*;
 
     // Reference counts from OpenAI's Python tiktoken 0.14 given the same rank

@@ -127,3 +127,45 @@ fn jobs_past_the_cap_are_a_usage_error() {
     let (code, _, err) = lab(&["sweep", "--jobs", "100000"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn help_lists_every_format_from_the_table_guide_lists() {
+    let names = ctxlab::import::format_list::names("|");
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md"))
+        .unwrap();
+    assert!(
+        guide.contains(&format!("`--format-in {names}`")),
+        "GUIDE lists the formats of format_list::ALL"
+    );
+    for args in [&["replay", "--help"][..], &["import", "--help"]] {
+        let help = crate::common::lab_ok(args);
+        for f in ctxlab::import::format_list::ALL {
+            assert!(help.contains(f.name()), "{args:?} lacks {}", f.name());
+        }
+        assert!(!help.contains("with --profile only"), "{help}");
+    }
+    let help = crate::common::lab_ok(&["replay", "--help"]);
+    assert!(help.contains("with --policy and --profile alike"), "{help}");
+}
+
+#[test]
+fn the_sweep_header_counts_sessions_not_files() {
+    let Some(t) = crate::common::transcripts() else {
+        return;
+    };
+    // One log, five subagents: six sessions.
+    let f = t.join("claude_code/claude-code-viewer__fe5e1c67.jsonl");
+    let out = crate::common::lab_ok(&[
+        "sweep",
+        "--policy",
+        "claude-code",
+        "--vary",
+        "autocompact_buffer=5000..10000:5000",
+        "--sessions",
+        f.to_str().unwrap(),
+    ]);
+    let header = out.lines().next().unwrap();
+    assert!(header.contains("varied on 6 real sessions from 1 file ("), "{header}");
+    let row = out.lines().find(|l| l.contains("│ 5000 ")).unwrap();
+    assert!(row.contains("┆ 6 "), "the table's count: {row}");
+}

@@ -1,0 +1,58 @@
+//! Every transcript format, in one table: `--format-in`'s help of `lab
+//! replay` and `lab import`, the error for an unknown name, and GUIDE.md's
+//! list (held to it by a test) are all made from [`ALL`].
+
+use super::TranscriptFormat;
+
+/// Every format `--format-in` names, in the order the docs list them.
+pub const ALL: [TranscriptFormat; 15] = [
+    TranscriptFormat::ClaudeJsonl,
+    TranscriptFormat::ChatJson,
+    TranscriptFormat::Anthropic,
+    TranscriptFormat::OpenAi,
+    TranscriptFormat::Trajectories,
+    TranscriptFormat::MiniSweAgent,
+    TranscriptFormat::Aider,
+    TranscriptFormat::CodexRollout,
+    TranscriptFormat::GeminiCli,
+    TranscriptFormat::OpenCode,
+    TranscriptFormat::OpenCodeStorage,
+    TranscriptFormat::OpenHands,
+    TranscriptFormat::OpenHandsEvents,
+    TranscriptFormat::RooCode,
+    TranscriptFormat::Goose,
+];
+
+/// Every format's name joined by `sep`.
+pub fn names(sep: &str) -> String {
+    ALL.map(TranscriptFormat::name).join(sep)
+}
+
+/// The help of `--format-in`.
+pub fn format_in_help() -> String {
+    format!(
+        "Read every file as this format instead of detecting it ({})",
+        names(", ")
+    )
+}
+
+/// The help of the inputs of `lab replay` and `lab import`.
+pub fn inputs_help() -> String {
+    format!(
+        "Transcript files, or corpora of them: a directory (read recursively), a quoted glob, \
+         or a tar archive (.tar, .tar.xz, .tar.gz) of sessions in any format, read one \
+         session at a time, with --policy and --profile alike. Formats, sniffed from the \
+         content: {}",
+        names(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_name_reads_back_as_its_format() {
+        for f in super::ALL {
+            assert_eq!(super::TranscriptFormat::from_name(f.name()).unwrap(), f);
+        }
+    }
+}
