@@ -83,6 +83,7 @@ pub mod openhands_events;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
+pub mod sqlite_check;
 mod task_ui;
 pub mod text_action;
 pub mod times;

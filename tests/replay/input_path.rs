@@ -131,8 +131,8 @@ fn jobs_past_the_cap_are_a_usage_error() {
 #[test]
 fn help_lists_every_format_from_the_table_guide_lists() {
     let names = ctxlab::import::format_list::names("|");
-    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md"))
-        .unwrap();
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md")).unwrap();
     assert!(
         guide.contains(&format!("`--format-in {names}`")),
         "GUIDE lists the formats of format_list::ALL"
@@ -165,7 +165,10 @@ fn the_sweep_header_counts_sessions_not_files() {
         f.to_str().unwrap(),
     ]);
     let header = out.lines().next().unwrap();
-    assert!(header.contains("varied on 6 real sessions from 1 file ("), "{header}");
+    assert!(
+        header.contains("varied on 6 real sessions from 1 file ("),
+        "{header}"
+    );
     let row = out.lines().find(|l| l.contains("│ 5000 ")).unwrap();
     assert!(row.contains("┆ 6 "), "the table's count: {row}");
 }
