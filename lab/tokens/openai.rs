@@ -75,15 +75,17 @@ impl TokenCounter for OpenAi {
         if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
             return n;
         }
-        // Segment by segment past 64 KiB: one huge regex piece would
-        // overflow tiktoken's regex stack and panic ([`super::pieces`]).
-        let n = if text.len() > super::pieces::SEGMENT_BYTES {
-            super::pieces::segments(text)
-                .into_iter()
-                .map(|s| self.bpe().encode_ordinary(s).len())
-                .sum()
-        } else {
+        // Segment by segment: one huge regex piece would overflow
+        // tiktoken's regex stack and panic ([`super::pieces`]).
+        let segments = match text.len() > super::pieces::RUN_BYTES {
+            true => super::pieces::segments(text),
+            false => vec![text],
+        };
+        let n = if segments.len() == 1 {
             self.bpe().encode_ordinary(text).len()
+        } else {
+            // Through the memo: equal cuts of a long run are counted once.
+            segments.into_iter().map(|s| self.count(s)).sum()
         };
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
