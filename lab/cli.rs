@@ -168,9 +168,7 @@ pub enum Command {
         /// Treat every damage diagnostic as an error.
         #[arg(long)]
         strict: bool,
-        /// Read every file as this format instead of detecting it
-        /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents, claude_trace).
-        #[arg(long, value_name = "FORMAT")]
+        #[arg(long, value_name = "FORMAT", help = crate::import::format_list::format_in_help())]
         format_in: Option<String>,
         /// Also write every session's normalised messages to OUT (JSON
         /// Lines, one message per line with its session, index and source

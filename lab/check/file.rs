@@ -11,7 +11,11 @@
 //!   "lost_forever == 0",
 //!   "dollars <= 1.2 * none",               # against another policy on the same session
 //! ]
+//! min_calls = 1                            # optional: model calls each session needs (0: none needed)
+//! allow_damage = false                     # optional: import damage fails the check unless true
 //! ```
+//!
+//! Every key and metric, with units: [`super::metrics`].
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +35,10 @@ struct Raw {
     #[serde(default)]
     anchor: Option<String>,
     expect: Vec<String>,
+    #[serde(default)]
+    min_calls: Option<u64>,
+    #[serde(default)]
+    allow_damage: bool,
 }
 
 /// A comparison.
@@ -92,7 +100,7 @@ pub enum Bound {
 pub struct Expect {
     /// As written.
     pub text: String,
-    /// The metric (see [`super::METRICS`]).
+    /// The metric (see [`super::metrics::METRICS`]).
     pub metric: String,
     /// The comparison.
     pub op: Op,
@@ -116,6 +124,11 @@ pub struct CheckFile {
     pub anchor: crate::replay::anchor::AnchorArg,
     /// The expectations.
     pub expect: Vec<Expect>,
+    /// Model calls each session must have (`min_calls`, default 1). At 0
+    /// a check of no sessions, or of sessions of no calls, may pass.
+    pub min_calls: u64,
+    /// `allow_damage = true`: import damage is a warning, not a failure.
+    pub allow_damage: bool,
 }
 
 impl CheckFile {
@@ -134,7 +147,7 @@ impl CheckFile {
                 line,
                 column,
                 e.message(),
-                "see `lab check --help` for the file's keys",
+                "`lab check --help` lists every key and metric",
             )
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -177,6 +190,24 @@ impl CheckFile {
                 input(path, line, column, &message, &fix)
             })?);
         }
+        for p in &raw.policies {
+            if p.eq_ignore_ascii_case("all") {
+                continue;
+            }
+            for one in crate::zoo::list::split_specs(std::slice::from_ref(p)) {
+                crate::zoo::list::check(&one).map_err(|e| {
+                    let (line, column) = find(text, &format!("\"{p}\""));
+                    let (message, _) = e.parts();
+                    input(
+                        path,
+                        line,
+                        column + 1,
+                        &format!("in `policies`: {message}"),
+                        "name a policy of `lab policies` (a variant, or exec:CMD)",
+                    )
+                })?;
+            }
+        }
         if raw.policies.is_empty() || expect.is_empty() {
             return Err(input(
                 path,
@@ -193,6 +224,8 @@ impl CheckFile {
             tokens,
             anchor,
             expect,
+            min_calls: raw.min_calls.unwrap_or(1),
+            allow_damage: raw.allow_damage,
         })
     }
 }
@@ -223,8 +256,8 @@ pub fn parse_expect(text: &str) -> Result<Expect, (String, String)> {
         .ok_or_else(|| (format!("no comparison in {text:?}"), fix()))?;
     let metric = text[..at].trim();
     let rhs = text[at + sym.len()..].trim();
-    if !super::METRICS.iter().any(|(m, _)| *m == metric) {
-        let known: Vec<&str> = super::METRICS.iter().map(|(m, _)| *m).collect();
+    if super::metrics::find(metric).is_none() {
+        let known: Vec<&str> = super::metrics::METRICS.iter().map(|m| m.name).collect();
         return Err((
             format!("unknown metric {metric:?}"),
             format!("use one of: {}", known.join(", ")),

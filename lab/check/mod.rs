@@ -20,48 +20,13 @@ use crate::render::Format;
 use crate::replay::policies::{Compared, Measure, Pricing};
 
 pub mod file;
+pub mod gate;
 pub mod junit;
+pub mod metrics;
 
 pub use file::{Bound, CheckFile, Expect};
 
-/// Every metric an expectation can name, with what it measures. Cost
-/// metrics price with the built-in Anthropic model and prices (estimates
-/// where the token counter is); retention metrics plant facts in a
-/// separate run.
-pub const METRICS: &[(&str, &str)] = &[
-    ("invalid_requests", "requests that break a provider rule"),
-    (
-        "lost_forever",
-        "tool results neither in context nor held anywhere",
-    ),
-    (
-        "pointer_lost",
-        "results held that nothing in context leads to",
-    ),
-    ("dangling_pointers", "pointers whose target does not exist"),
-    ("orphans", "files nothing in context reaches"),
-    (
-        "ended_by_error",
-        "1 when the policy failed and the run ended there",
-    ),
-    ("calls", "model calls"),
-    ("peak_chars", "the largest request, in chars"),
-    (
-        "peak_tokens",
-        "the largest request, in tokens (estimate unless a provider tokenizer)",
-    ),
-    ("events", "the policy's events"),
-    ("dollars", "prompt-cache dollars of the session (estimate)"),
-    ("breaks", "prompt-cache prefix breaks"),
-    (
-        "artifact_recall",
-        "share of artifacts the model can still reach (0..1)",
-    ),
-    (
-        "refetch_calls",
-        "calls that re-fetch something compacted away",
-    ),
-];
+pub use metrics::METRICS;
 
 fn needs_cost(e: &Expect) -> bool {
     matches!(e.metric.as_str(), "dollars" | "breaks")
@@ -88,18 +53,29 @@ pub fn metric(c: &Compared, metric: &str) -> Option<f64> {
         "events" => n(c.run.events.len() as u64),
         "dollars" => c.cost.as_ref().map(|r| r.dollars),
         "breaks" => c.cost.as_ref().map(|r| r.breaks as f64),
-        "artifact_recall" => c.retention.as_ref().map(|r| r.artifact_recall),
+        // Percent, as every other output shows it.
+        "artifact_recall" => c.retention.as_ref().map(|r| r.artifact_recall * 100.0),
         "refetch_calls" => c.retention.as_ref().map(|r| r.refetch_calls as f64),
         _ => None,
     }
 }
 
-/// The first call a metric points at, where it has one.
+/// The call a metric points at, where it has one: the first invalid
+/// request, the call a failed policy ended before, the largest request, or
+/// for what a policy's changes cause (losses, events, cost, retention) the
+/// call before which it first changed the history.
 fn first_call(c: &Compared, metric: &str) -> Option<usize> {
+    let calls = &c.run.calls;
+    let peak = |f: fn(&crate::policy::engine::CallRecord) -> usize| {
+        (0..calls.len()).max_by_key(|&i| (f(&calls[i]), std::cmp::Reverse(i)))
+    };
     match metric {
-        "invalid_requests" => c.run.calls.iter().position(|k| !k.violations.is_empty()),
-        "ended_by_error" => c.run.ended_by_error.as_ref().map(|_| c.run.calls.len()),
-        _ => None,
+        "invalid_requests" => calls.iter().position(|k| !k.violations.is_empty()),
+        "ended_by_error" => c.run.ended_by_error.as_ref().map(|_| calls.len()),
+        "peak_chars" => peak(|k| k.chars),
+        "peak_tokens" => peak(|k| k.tokens),
+        "calls" => None,
+        _ => c.run.events.first().map(|(at, _)| *at),
     }
 }
 
@@ -125,13 +101,18 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// One line for a miss.
+    /// One line for a miss: session, policy, call, metric, what it was
+    /// and the bound, in the metric's unit.
     pub fn miss_line(&self) -> String {
-        let call = self.call.map(|c| format!(" call {c}:")).unwrap_or_default();
+        let call = self
+            .call
+            .map_or("whole session".to_string(), |c| format!("call {c}"));
+        let unit = metrics::find(&self.metric).map_or("", |m| m.unit.name());
         format!(
-            "{} under {}:{call} `{}` failed: got {}, bound {}",
+            "{} under {}, {call}: {}: `{}` failed: got {}, bound {} ({unit})",
             self.session,
             self.policy,
+            self.metric,
             self.expect,
             num(self.got),
             num(self.want)
@@ -149,8 +130,9 @@ fn num(x: f64) -> String {
 
 /// Arguments of `lab check`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = metrics::help_text())]
 pub struct CheckArgs {
-    /// The check file (TOML: sessions, policies, expect; see GUIDE.md "lab check").
+    /// The check file (TOML: sessions, policies, expect; keys and metrics below).
     pub file: PathBuf,
     /// Also write the verdicts as JUnit XML here (replaced whole).
     #[arg(long, value_name = "FILE")]
@@ -167,28 +149,49 @@ pub fn command(args: &CheckArgs) -> LabResult<String> {
         crate::input::output_parent_exists(path, "--junit")?;
     }
     let check = CheckFile::read(&args.file)?;
-    let verdicts = run(&check)?;
+    let outcome = run(&check)?;
+    let verdicts = &outcome.verdicts;
     if let Some(path) = &args.junit {
-        let xml = junit::render(&check.path, &verdicts);
+        let xml = junit::render(&check.path, verdicts);
         crate::storage::root::cleanup::write_replacing(path, xml.as_bytes())
             .map_err(|e| LabError::io("writing the JUnit report", path, e))?;
     }
-    let misses: Vec<String> = verdicts
-        .iter()
-        .filter(|v| !v.holds)
-        .map(Verdict::miss_line)
-        .collect();
-    if misses.is_empty() {
-        Ok(render(&verdicts, args.format))
+    if check.allow_damage {
+        for d in &outcome.damage {
+            eprintln!("warning: {d}");
+        }
+    }
+    let mut failures = outcome.gaps.clone();
+    failures.extend(verdicts.iter().filter(|v| !v.holds).map(Verdict::miss_line));
+    let table = render_outcome(&outcome, args.format);
+    if failures.is_empty() {
+        Ok(table)
     } else {
-        Err(LabError::Expectation { failures: misses })
+        // The table first, so a failing CI log shows what was measured.
+        use std::io::Write as _;
+        let _ = std::io::stdout().write_all(table.as_bytes());
+        Err(LabError::Expectation { failures })
     }
 }
 
+/// What a check found: its verdicts, the sessions they rest on, the import
+/// damage, and what is missing for the check to pass on data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// Every verdict, session by session, policy by policy.
+    pub verdicts: Vec<Verdict>,
+    /// Every session replayed, with its model calls.
+    pub sessions: Vec<gate::Session>,
+    /// Import damage, one line each (a failure unless `allow_damage`).
+    pub damage: Vec<String>,
+    /// Why the check fails besides its misses: no sessions, too few
+    /// calls, damage ([`gate::Gathered::gaps`]).
+    pub gaps: Vec<String>,
+}
+
 /// Every verdict of `check`, session by session, policy by policy,
-/// expectation by expectation.
-pub fn run(check: &CheckFile) -> LabResult<Vec<Verdict>> {
-    let files = crate::import::corpus::plain_files(&check.sessions)?;
+/// expectation by expectation, with what they rest on.
+pub fn run(check: &CheckFile) -> LabResult<Outcome> {
     let mut names = check.policies.clone();
     for e in &check.expect {
         if let Bound::Policy { policy, .. } = &e.bound {
@@ -211,8 +214,13 @@ pub fn run(check: &CheckFile) -> LabResult<Vec<Verdict>> {
     };
     let path_len = crate::replay::profiles::DEFAULT_PATH_LEN;
     let import = crate::import::ImportOptions::default();
-    let runs = crate::replay::policies::replay_files(&files, &names, path_len, &import, measure)?;
-    Ok(judge(check, &runs))
+    let got = gate::gather(&check.sessions, &names, path_len, &import, &measure)?;
+    Ok(Outcome {
+        verdicts: judge(check, &got.runs),
+        gaps: got.gaps(check.min_calls, check.allow_damage, &check.path),
+        sessions: got.sessions,
+        damage: got.damage,
+    })
 }
 
 fn pricing() -> LabResult<Pricing> {
@@ -262,6 +270,23 @@ fn judge(check: &CheckFile, runs: &[Compared]) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// A check's outcome as a table (or JSON: the whole [`Outcome`]).
+pub fn render_outcome(outcome: &Outcome, format: Format) -> String {
+    if format == Format::Json {
+        return crate::render::json(outcome);
+    }
+    let mut s = render(&outcome.verdicts, format);
+    let calls: usize = outcome.sessions.iter().map(|x| x.calls).sum();
+    let n = outcome.sessions.len();
+    s.push_str(&format!(
+        "{n} session{} ({calls} model calls), {} import damage line{}\n",
+        if n == 1 { "" } else { "s" },
+        outcome.damage.len(),
+        if outcome.damage.len() == 1 { "" } else { "s" },
+    ));
+    s
 }
 
 /// The verdicts as a table (or JSON).

@@ -1,5 +1,6 @@
 //! The lab's one error type. Every variant names what was wrong, where, and the fix.
 
+mod io_fix;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -162,7 +163,12 @@ impl fmt::Display for LabError {
                 context,
                 path,
                 source,
-            } => write!(f, "error: {context}: {}: {source}", path.display()),
+            } => write!(
+                f,
+                "error: {context}: {}: {source}\n  fix: {}",
+                path.display(),
+                io_fix::fix(source.kind())
+            ),
             LabError::Kept {
                 context,
                 path,

@@ -5,6 +5,7 @@
 //! dropped (editors on Windows write one). Positions count characters, not
 //! bytes, so a column matches what an editor shows.
 
+pub mod outputs;
 use std::io::Read;
 use std::path::Path;
 
@@ -23,6 +24,12 @@ fn refused(file: &Path, message: String, fix: &str) -> LabError {
         fix: fix.to_string(),
     }
 }
+
+/// Longest line of a line-per-record log, 64 MiB: the largest tool result
+/// of the shared sessions is a few MiB, and parsing one record takes many
+/// times its size in memory (a 200 MB line peaked at 6 GB), so a longer
+/// line is refused with its line number instead.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest transcript imported, 1 GiB: real session logs run to hundreds of
 /// megabytes, and the importer streams them.

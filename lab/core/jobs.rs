@@ -24,10 +24,20 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// `--jobs N`: a whole number of threads, 1 or more.
+/// Most `--jobs` accepted, 256: each job is a thread with its own stack
+/// and a window of [`WINDOW_PER_JOB`] sessions in memory, so a mistyped
+/// `--jobs 99999` would ask for more memory than a machine has; no machine
+/// this runs on gains from more threads than that.
+pub const MAX_JOBS: usize = 256;
+
+/// `--jobs N`: a whole number of threads, 1 to [`MAX_JOBS`].
 pub fn parse_jobs(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
+        Ok(n) if (1..=MAX_JOBS).contains(&n) => Ok(n),
+        Ok(n) if n > MAX_JOBS => Err(format!(
+            "{n} threads is more than the {MAX_JOBS} allowed: each holds sessions in memory (default: every core, {})",
+            default_jobs()
+        )),
         _ => Err(format!(
             "{s:?} is not a number of threads: use a whole number, 1 or more (default: every core, {})",
             default_jobs()
@@ -281,6 +291,11 @@ mod tests {
         assert_eq!(parse_jobs("3"), Ok(3));
         for bad in ["0", "-1", "x", ""] {
             assert!(parse_jobs(bad).unwrap_err().contains("1 or more"), "{bad}");
+        }
+        assert_eq!(parse_jobs("256"), Ok(MAX_JOBS));
+        for big in ["257", "99999", "18446744073709551615"] {
+            let e = parse_jobs(big).unwrap_err();
+            assert!(e.contains("more than the 256 allowed"), "{big}: {e}");
         }
     }
 }

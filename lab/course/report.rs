@@ -36,6 +36,18 @@ pub fn degradation(baseline: &Counters, broken: &Counters) -> String {
         .join("; ")
 }
 
+/// Why a break shows nothing on its probe, and where it is caught: a
+/// safeguard removed alone is covered by another one on these sessions;
+/// `lab hunt` finds the session where it is not (`lab list` says what
+/// catches it).
+fn quiet_break(id: &str) -> String {
+    format!(
+        " at these lengths: another safeguard still covers the removed one on this probe; \
+         it is caught where none does, on the session `lab hunt --break {id}` finds \
+         (scenarios/hunt/)"
+    )
+}
+
 /// Render one verdict.
 pub fn verdict(v: &Verdict, format: Format) -> String {
     if format == Format::Json {
@@ -70,7 +82,10 @@ pub fn verdict(v: &Verdict, format: Format) -> String {
                 ]
             })
             .collect();
-        let reading = degradation(&cell.baseline, &cell.broken);
+        let mut reading = degradation(&cell.baseline, &cell.broken);
+        if reading.starts_with('(') && v.kind == crate::registry::Kind::Break {
+            reading += &quiet_break(&v.id);
+        }
         if md {
             out += &format!(
                 "**{}**\n\n{}\n\n{}: {}\n\n",

@@ -66,7 +66,11 @@ struct Row {
 /// `path` opened read-only (never written, whatever happens).
 pub(crate) fn open(path: &Path) -> LabResult<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    Connection::open_with_flags(path, flags).map_err(|e| not_goose(path, &e.to_string()))
+    let db =
+        Connection::open_with_flags(path, flags).map_err(|e| not_goose(path, &e.to_string()))?;
+    // Damage named before any row is read (a bad page can hide rows).
+    super::sqlite_check::check(&db, path)?;
+    Ok(db)
 }
 
 /// The `messages` table's columns; an error when it lacks goose's.

@@ -77,12 +77,14 @@ pub mod claude_trace;
 pub mod codex;
 pub mod corpus;
 pub mod demands;
+pub mod format_list;
 pub mod gemini;
 pub mod gemini_contents;
 pub mod goose;
 pub mod goose_db;
 mod lines;
 pub mod log_records;
+pub mod member_source;
 pub mod mini_swe;
 pub mod openai;
 pub mod opencode;
@@ -94,6 +96,7 @@ pub mod pi;
 mod repair;
 pub mod roo_code;
 pub mod sniff;
+pub mod sqlite_check;
 mod task_ui;
 pub mod text_action;
 pub mod times;
@@ -249,7 +252,7 @@ impl TranscriptFormat {
             "claude_trace" => Ok(TranscriptFormat::ClaudeTrace),
             other => Err(LabError::usage(
                 format!("unknown transcript format `{other}`"),
-                "use one of claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, opencode_storage, openhands, openhands_events, roo_code, goose, pi, gemini_contents, claude_trace",
+                format!("use one of {}", format_list::names(", ")),
             )),
         }
     }

@@ -8,7 +8,10 @@
 //! first line is dropped. A line that is not JSON is an error naming its line
 //! and column, unless it is the file's last line and ends inside a value: the
 //! log was cut while being written, and the read stops before it
-//! ([`LinesEnd::truncated`]). Only one line is held at a time.
+//! ([`LinesEnd::truncated`]). Only one line is held at a time, and a line
+//! longer than [`crate::input::MAX_LINE_BYTES`] is refused with its line
+//! number before it is held whole: parsing a record takes many times its
+//! size in memory, so one huge line must not decide the process's peak.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -59,11 +62,14 @@ pub(crate) fn for_each<R: BufRead, T>(
     let (mut line, mut offset) = (0usize, 0u64);
     loop {
         buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+        let cap = crate::input::MAX_LINE_BYTES;
+        let n = read_line_capped(&mut reader, &mut buf, cap)
             .map_err(|e| LabError::io("reading transcript", source, e))?;
         if n == 0 {
             return Ok(end);
+        }
+        if buf.len() > cap {
+            return Err(line_too_long(source, line + 1, cap));
         }
         let line_start = offset;
         offset += n as u64;
@@ -101,6 +107,52 @@ pub(crate) fn for_each<R: BufRead, T>(
     }
 }
 
+/// One line into `buf` (its newline kept), as `read_until` does, but
+/// stopping once `buf` holds more than `cap` bytes. Returns the bytes read.
+fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut n = 0;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(n);
+        }
+        let (done, used) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (true, i + 1),
+            None => (false, available.len()),
+        };
+        buf.extend_from_slice(&available[..used]);
+        reader.consume(used);
+        n += used;
+        if done || buf.len() > cap {
+            return Ok(n);
+        }
+    }
+}
+
+fn line_too_long(source: &Path, line: usize, cap: usize) -> LabError {
+    LabError::Input {
+        file: source.to_path_buf(),
+        line,
+        column: 1,
+        message: format!(
+            "a record line of more than {} MiB; ctxlab reads one record at a time and \
+             holds at most this much of one",
+            cap / (1024 * 1024)
+        ),
+        fix: "a single record this large is not a transcript record: check the file, or split \
+              the record's content"
+            .to_string(),
+    }
+}
+
 /// Nothing follows in `reader`.
 fn at_end<R: BufRead>(reader: &mut R, source: &Path) -> LabResult<bool> {
     Ok(reader
@@ -134,6 +186,48 @@ mod tests {
         comments: true,
         fix: "repair it",
     };
+
+    #[test]
+    fn a_line_is_read_up_to_its_cap_and_no_further() {
+        let text = b"ab\ncdefgh\nij";
+        let mut r = &text[..];
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 4).unwrap(), 3);
+        assert_eq!(buf, b"ab\n");
+        buf.clear();
+        // The second line is cut once it passes 4 bytes (a 1-byte reader
+        // buffer would stop at 5; a slice hands the whole rest at once).
+        read_line_capped(&mut r, &mut buf, 4).unwrap();
+        assert!(buf.len() > 4 && !buf.contains(&b'i'), "{buf:?}");
+        let mut r = std::io::BufReader::with_capacity(2, &text[3..]);
+        buf.clear();
+        read_line_capped(&mut r, &mut buf, 4).unwrap();
+        assert_eq!(buf, b"cdefgh", "stops at the first read past the cap");
+        let mut r = &text[10..];
+        buf.clear();
+        assert_eq!(read_line_capped(&mut r, &mut buf, 4).unwrap(), 2);
+        assert_eq!(buf, b"ij");
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_refused_with_its_line_number() {
+        let mut text = b"{\"type\":\"user\"}\n\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', crate::input::MAX_LINE_BYTES + 10));
+        let e = for_each(
+            &text[..],
+            Path::new("big.jsonl"),
+            RULES,
+            |b| serde_json::from_slice::<serde_json::Value>(b),
+            |_, _| Ok(()),
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("big.jsonl:3:1: a record line of more than 64 MiB"),
+            "{msg}"
+        );
+    }
 
     fn read(text: &str) -> LabResult<(Vec<(usize, usize)>, LinesEnd)> {
         let mut places = Vec::new();

@@ -21,6 +21,12 @@ pub fn read(path: &Path) -> LabResult<Vec<Value>> {
 
 /// [`read`], with the 1-based line where each record starts.
 pub fn read_placed(path: &Path) -> LabResult<(Vec<Value>, Vec<usize>)> {
+    // A member of a tar archive (`ARCHIVE[MEMBER]`) is read back from it.
+    if !path.exists() && super::member_source::split(path).is_some() {
+        let text = super::member_source::read_text(path)
+            .map_err(|e| LabError::io("reading a recorded session", path, e))?;
+        return from_reader_placed(text.as_bytes(), path);
+    }
     let file = std::fs::File::open(path)
         .map_err(|e| LabError::io("reading a recorded session", path, e))?;
     from_reader_placed(std::io::BufReader::new(file), path)

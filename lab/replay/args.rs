@@ -10,10 +10,8 @@ use super::{cost_arms, policies, profiles};
 /// Arguments of `lab replay`.
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
-    /// Transcript files, or corpora of them: a directory (read
-    /// recursively), a quoted glob, or a tar archive (.tar, .tar.xz,
-    /// .tar.gz; with --profile only), read one session at a time.
-    #[arg(required_unless_present = "merge")]
+    /// Transcript files or corpora (the formats: `--help`).
+    #[arg(required_unless_present = "merge", long_help = crate::import::format_list::inputs_help())]
     pub files: Vec<std::path::PathBuf>,
     /// Profiles to replay under (repeatable or comma separated; default: every profile).
     #[arg(long, value_delimiter = ',')]
@@ -51,9 +49,7 @@ pub struct ReplayArgs {
     /// Markdown shows all, JSON carries every field).
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
-    /// Read every file as this format instead of detecting it
-    /// (claude_jsonl, chat_json, anthropic, openai, trajectories, mini_swe_agent, aider, codex_rollout, gemini_cli, opencode, openhands, roo_code, claude_trace).
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", help = crate::import::format_list::format_in_help())]
     pub format_in: Option<String>,
     /// Replay each session at its real budget: the profile's limit alone is
     /// scaled to the size the session had when it really compacted
@@ -94,7 +90,7 @@ pub struct ReplayArgs {
     /// aggregate row per policy.
     #[arg(long, requires = "policy")]
     pub per_session: bool,
-    /// With --policy: worker threads [default: every core]. A corpus's
+    /// With --policy: worker threads [default: every core; at most 256]. A corpus's
     /// sessions (a bounded window at a time) or each named session's
     /// policies run in parallel; the output is the same bytes for every N.
     #[arg(long, value_name = "N", value_parser = crate::jobs::parse_jobs, requires = "policy")]

@@ -288,7 +288,7 @@ impl RecordedLog {
         ) {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(path)
+        let text = crate::import::member_source::read_text(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
         let (records, lines) = crate::tokens::recorded::parse_records(path, &text)?;
         let version = records

@@ -473,6 +473,11 @@ pub fn replay_files_on(
             measure.anchor,
         )?;
         for crate::replay::subagents::LoggedSession { session, log } in sessions {
+            // Damage is never dropped silently: the import's warnings, as
+            // `lab import` prints them (a subagent's are its log's).
+            if session.subagent.is_none() {
+                warn_damage(&session);
+            }
             let dump = dump_for(&session, measure, &mut taken);
             let one = replay_logged(&session, log, &names, path_len, measure, dump, jobs)?;
             out.extend(one.runs);
@@ -740,9 +745,20 @@ pub fn check_plot(plot: bool, policy: bool, cost: bool) -> LabResult<()> {
 }
 
 /// The first 64 KiB of a file, for format detection.
+/// The import's diagnostics of `session` on stderr, one `warning:` line
+/// each, as `lab import` prints them.
+pub fn warn_damage(session: &crate::import::ImportedSession) {
+    for d in session.diagnostic_lines() {
+        eprintln!("warning: {d}");
+    }
+}
+
 pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
     use std::io::Read;
     let mut buf = Vec::new();
+    // Opening a FIFO blocks until a writer comes: refuse it (and devices)
+    // here as the importer does.
+    crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
     std::fs::File::open(path)
         .and_then(|f| f.take(64 * 1024).read_to_end(&mut buf))
         .map_err(|e| crate::error::LabError::io("reading transcript", path, e))?;

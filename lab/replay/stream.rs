@@ -243,6 +243,9 @@ fn read_sessions(
                 std::iter::once(s).chain(subs)
             });
             for s in sessions {
+                if s.subagent.is_none() {
+                    super::policies::warn_damage(&s);
+                }
                 // The same per-session replay as named files get: the
                 // envelope, the product's artefacts removed, dumps (named
                 // by every session before, so each shard names them alike).

@@ -159,11 +159,14 @@ fn registry_verdicts() -> LabResult<Vec<crate::reports::verdicts::RowVerdict>> {
 /// a rename so a reader never sees half a file. Returns one line per file.
 pub fn write_files(dir: &Path, files: &[(String, String)]) -> LabResult<String> {
     std::fs::create_dir_all(dir).map_err(|e| LabError::io("creating the reports dir", dir, e))?;
+    // All or none: a directory that refuses one file keeps every old one.
+    let all: Vec<(std::path::PathBuf, Vec<u8>)> = files
+        .iter()
+        .map(|(name, text)| (dir.join(name), text.clone().into_bytes()))
+        .collect();
+    crate::input::outputs::write_all_or_none(&all, "a report")?;
     let mut out = String::new();
-    for (name, text) in files {
-        let path = dir.join(name);
-        crate::storage::root::cleanup::write_replacing(&path, text.as_bytes())
-            .map_err(|e| LabError::io("writing a report", &path, e))?;
+    for (path, _) in &all {
         out += &format!("wrote {}\n", path.display());
     }
     Ok(out)

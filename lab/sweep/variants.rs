@@ -188,8 +188,23 @@ pub fn run(
         crate::zoo::list::check(n)?;
     }
     let (rows, label) = match sessions {
-        Sessions::Files(files) => (on_files(&names, files, jobs)?, format!("{} real session files (envelope from recorded usage; dollars priced on the default sheet: estimates)", files.len())),
-        Sessions::Seeds(n) => (on_seeds(&names, *n, jobs)?, format!("generated sessions of seeds 0..{n} (not priced)")),
+        Sessions::Files(files) => {
+            let rows = on_files(&names, files, jobs)?;
+            // A file can hold many sessions (subagents, a trajectory
+            // array): count the sessions replayed, not the files.
+            let n = rows.first().map_or(0, |r| r.sessions);
+            let label = format!(
+                "{n} real session{} from {} file{} (envelope from recorded usage; dollars priced on the default sheet: estimates)",
+                if n == 1 { "" } else { "s" },
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+            );
+            (rows, label)
+        }
+        Sessions::Seeds(n) => (
+            on_seeds(&names, *n, jobs)?,
+            format!("generated sessions of seeds 0..{n} (not priced)"),
+        ),
     };
     let rows: Vec<VariantRow> = rows
         .into_iter()

@@ -156,3 +156,23 @@ fn replayed_arms_take_the_session_model_unless_a_sheet_is_named() {
     assert!(out.contains("prices: gpt-5 as of 2025-11-24"), "{out}");
     assert!(none_row(&out) == "none | gpt-5", "{out}");
 }
+
+#[test]
+fn random_bytes_as_prices_are_bad_input_with_a_position_and_a_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "s.jsonl", &log("claude-opus-4-6"));
+    // Bytes a random file starts with: a valid first line, then a byte
+    // that is not UTF-8.
+    let noise = write(dir.path(), "noise.bin", b"{\n  \"a\x9f\x00\xff\xfe\x13");
+    let (code, out, err) = lab(&[
+        "replay",
+        f.to_str().unwrap(),
+        "--cost",
+        "--prices",
+        noise.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("noise.bin:2:5: not UTF-8"), "{err}");
+    assert!(err.contains("fix:"), "{err}");
+}

@@ -23,6 +23,14 @@ fn d2_prints_no_observable_difference_at_both_path_lengths() {
         2,
         "{out}"
     );
+    // Each says why, and where D2 is caught (`lab list` says it is).
+    assert_eq!(
+        out.matches("another safeguard still covers the removed one")
+            .count(),
+        2,
+        "{out}"
+    );
+    assert!(out.contains("`lab hunt --break D2` finds"), "{out}");
 }
 
 #[test]

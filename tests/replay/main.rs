@@ -6,10 +6,12 @@
 mod anchor_none;
 mod break_causes;
 mod check;
+mod check_gate;
 #[path = "../common/mod.rs"]
 mod common;
 mod dump;
 mod estimator_replay;
+mod input_path;
 mod optimal_cli;
 mod optimal_regret;
 mod output_placeholders;

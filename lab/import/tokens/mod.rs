@@ -11,6 +11,7 @@ use crate::message::{Block, Content, Message};
 pub mod claude;
 pub mod fit;
 pub mod openai;
+pub mod pieces;
 pub mod recorded;
 pub mod sizes;
 

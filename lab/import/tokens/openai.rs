@@ -75,7 +75,18 @@ impl TokenCounter for OpenAi {
         if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
             return n;
         }
-        let n = self.bpe().encode_ordinary(text).len();
+        // Segment by segment: one huge regex piece would overflow
+        // tiktoken's regex stack and panic ([`super::pieces`]).
+        let segments = match text.len() > super::pieces::RUN_BYTES {
+            true => super::pieces::segments(text),
+            false => vec![text],
+        };
+        let n = if segments.len() == 1 {
+            self.bpe().encode_ordinary(text).len()
+        } else {
+            // Through the memo: equal cuts of a long run are counted once.
+            segments.into_iter().map(|s| self.count(s)).sum()
+        };
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
             // Bounded: a long replay must not hold every text it ever saw.
@@ -103,6 +114,21 @@ fn content_hash(s: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_run_of_one_character_of_40_mb_is_counted_without_a_panic() {
+        use crate::tokens::TokenCounter as _;
+        let text = "a".repeat(40 * 1024 * 1024);
+        for c in [super::OpenAi::O200K, super::OpenAi::CL100K] {
+            let n = c.count(&text);
+            // Long runs of one letter merge into multi-letter tokens.
+            assert!(n > 0 && n < text.len() / 2, "{}: {n}", c.name());
+        }
+        // Prose is counted exactly across the segment cuts.
+        let prose = "the quick brown fox jumps over the lazy dog ".repeat(5000);
+        let c = super::OpenAi::O200K;
+        assert_eq!(c.count(&prose), c.bpe().encode_ordinary(&prose).len());
+    }
+
     use super::*;
 
     // Reference counts from OpenAI's Python tiktoken 0.14 given the same rank

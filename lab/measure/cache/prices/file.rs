@@ -6,12 +6,13 @@
 use std::path::Path;
 
 use super::table::{bad_file, input_error, PriceTable};
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 
 /// Reads the price file at `path`.
 pub fn load(path: &Path) -> LabResult<PriceTable> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LabError::io("reading a price file", path, e))?;
+    // The shared reader: a FIFO or device refused, invalid UTF-8 (random
+    // bytes) exit 3 with its line and column and a fix.
+    let text = crate::input::read_text(path, "a price file")?;
     parse(path, &text)
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::cache::prices::table::{Lookup, ModelPrice, Tokens, BUILTIN_PATH};
+use crate::error::LabError;
 
 fn priced<'a>(t: &'a PriceTable, model: &str) -> &'a ModelPrice {
     match t.lookup(model) {

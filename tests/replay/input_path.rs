@@ -1,0 +1,174 @@
+//! `lab replay --policy` reads its inputs as every command does: tar
+//! archives of any format, the same refusals (a FIFO), the same damage
+//! reporting, and `--jobs` bounded.
+
+use std::path::Path;
+
+use crate::common::lab;
+
+#[test]
+fn a_tar_of_claude_code_logs_replays_as_its_files_do() {
+    let Some(t) = crate::common::transcripts() else {
+        return;
+    };
+    let logs = t.join("claude_code");
+    let names = [
+        "claude-code-config-73752f2f__dotclaude.jsonl",
+        "claude-code-viewer__fe5e1c67.jsonl",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let unpacked = dir.path().join("logs");
+    std::fs::create_dir(&unpacked).unwrap();
+    let tar_path = dir.path().join("logs.tar");
+    let mut b = tar::Builder::new(std::fs::File::create(&tar_path).unwrap());
+    for n in names {
+        b.append_path_with_name(logs.join(n), n).unwrap();
+        std::fs::copy(logs.join(n), unpacked.join(n)).unwrap();
+    }
+    b.finish().unwrap();
+    drop(b);
+    let args = [
+        "--policy",
+        "none,claude-code",
+        "--cost",
+        "--format",
+        "jsonl",
+    ];
+    let run = |input: &Path| {
+        let mut a = vec!["replay", input.to_str().unwrap()];
+        a.extend(args);
+        let (code, out, err) = lab(&a);
+        assert_eq!(code, 0, "{}: {err}", input.display());
+        out
+    };
+    let from_tar = run(&tar_path);
+    let from_dir = run(&unpacked);
+    assert!(!from_tar.is_empty());
+    // The same records: recorded usage read back from the archive member.
+    let strip = |s: &str| -> Vec<serde_json::Value> {
+        s.lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("session");
+                v
+            })
+            .collect()
+    };
+    assert_eq!(strip(&from_tar), strip(&from_dir));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_on_the_policy_path_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("s.jsonl");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("SKIP: mkfifo not available");
+        return;
+    }
+    let mut child = crate::common::lab_command()
+        .args(["replay", fifo.to_str().unwrap(), "--policy", "none"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("lab replay --policy waited on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(3), "{err}");
+    assert!(err.contains("FIFO"), "{err}");
+}
+
+#[test]
+fn import_damage_reaches_stderr_on_the_policy_path() {
+    let Some(t) = crate::common::transcripts() else {
+        return;
+    };
+    let bytes = std::fs::read(t.join("claude_code/claude-code-viewer__fe5e1c67.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = crate::common::write(dir.path(), "cut.jsonl", &bytes[..300_000]);
+    let whole = crate::common::write(dir.path(), "whole.jsonl", &bytes);
+    let (code, _, err) = lab(&["replay", cut.to_str().unwrap(), "--policy", "none"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: ") && err.contains("cut.jsonl:153:"),
+        "{err}"
+    );
+    assert!(err.contains(": truncated:"), "{err}");
+    let (code, _, err) = lab(&["replay", whole.to_str().unwrap(), "--policy", "none"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("truncated"), "the intact log is clean: {err}");
+}
+
+#[test]
+fn jobs_past_the_cap_are_a_usage_error() {
+    let (code, _, err) = lab(&[
+        "replay",
+        "Cargo.toml",
+        "--policy",
+        "none",
+        "--jobs",
+        "99999",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than the 256 allowed"), "{err}");
+    let (code, _, err) = lab(&["sweep", "--jobs", "100000"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn help_lists_every_format_from_the_table_guide_lists() {
+    let names = ctxlab::import::format_list::names("|");
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md")).unwrap();
+    assert!(
+        guide.contains(&format!("`--format-in {names}`")),
+        "GUIDE lists the formats of format_list::ALL"
+    );
+    for args in [&["replay", "--help"][..], &["import", "--help"]] {
+        let help = crate::common::lab_ok(args);
+        for f in ctxlab::import::format_list::ALL {
+            assert!(help.contains(f.name()), "{args:?} lacks {}", f.name());
+        }
+        assert!(!help.contains("with --profile only"), "{help}");
+    }
+    let help = crate::common::lab_ok(&["replay", "--help"]);
+    assert!(help.contains("with --policy and --profile alike"), "{help}");
+}
+
+#[test]
+fn the_sweep_header_counts_sessions_not_files() {
+    let Some(t) = crate::common::transcripts() else {
+        return;
+    };
+    // One log, five subagents: six sessions.
+    let f = t.join("claude_code/claude-code-viewer__fe5e1c67.jsonl");
+    let out = crate::common::lab_ok(&[
+        "sweep",
+        "--policy",
+        "claude-code",
+        "--vary",
+        "autocompact_buffer=5000..10000:5000",
+        "--sessions",
+        f.to_str().unwrap(),
+    ]);
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.contains("varied on 6 real sessions from 1 file ("),
+        "{header}"
+    );
+    let row = out.lines().find(|l| l.contains("│ 5000 ")).unwrap();
+    assert!(row.contains("┆ 6 "), "the table's count: {row}");
+}
