@@ -67,7 +67,11 @@ fn every_constant_in_the_profiles_is_in_the_sources_list() {
             };
             let name = rest.split(':').next().unwrap().trim();
             seen += 1;
-            assert!(listed(name), "{}: `{name}` has no source or assumption in sources::RULES", path.display());
+            assert!(
+                listed(name),
+                "{}: `{name}` has no source or assumption in sources::RULES",
+                path.display()
+            );
         }
     }
     assert!(seen >= 14, "only {seen} constants found");
@@ -77,9 +81,18 @@ fn every_constant_in_the_profiles_is_in_the_sources_list() {
 fn every_switch_of_every_profile_is_in_the_sources_list() {
     let switches = [
         ("AddOnly", serde_json::to_value(AddOnly::default()).unwrap()),
-        ("GitBacked", serde_json::to_value(GitBacked::default()).unwrap()),
-        ("Versioned", serde_json::to_value(Versioned::default()).unwrap()),
-        ("TwoStage", serde_json::to_value(TwoStage::default()).unwrap()),
+        (
+            "GitBacked",
+            serde_json::to_value(GitBacked::default()).unwrap(),
+        ),
+        (
+            "Versioned",
+            serde_json::to_value(Versioned::default()).unwrap(),
+        ),
+        (
+            "TwoStage",
+            serde_json::to_value(TwoStage::default()).unwrap(),
+        ),
         (
             "MemoryToolStore",
             serde_json::to_value(MemoryToolStore::default()).unwrap(),
@@ -117,9 +130,15 @@ fn every_design_states_what_acknowledged_means_with_its_source() {
             .find(|r| r.name == "ack")
             .unwrap_or_else(|| panic!("{} has no ack rule", p.name()));
         assert!(matches!(ack.basis, Basis::Source { .. }), "{ack:?}");
-        assert!(named(p.name()).acknowledgement.contains('['), "{}", p.name());
+        assert!(
+            named(p.name()).acknowledgement.contains('['),
+            "{}",
+            p.name()
+        );
     }
-    assert!(named("two-stage").acknowledgement.starts_with("nothing is acknowledged"));
+    assert!(named("two-stage")
+        .acknowledgement
+        .starts_with("nothing is acknowledged"));
 }
 
 #[test]
@@ -179,7 +198,11 @@ fn no_intact_acknowledging_profile_loses_an_acknowledged_memory_at_a_kill() {
         assert_eq!(r.losing_at_restart, 0, "{}: {r:?}", m.profile);
         assert_eq!(r.losing_after_consolidation, 0, "{}: {r:?}", m.profile);
     }
-    assert_eq!(named("two-stage").kill.acknowledged, 0, "Codex acknowledges nothing");
+    assert_eq!(
+        named("two-stage").kill.acknowledged,
+        0,
+        "Codex acknowledges nothing"
+    );
     assert!(named("git-backed").kill.acknowledged > 0);
 }
 
@@ -198,7 +221,12 @@ fn codex_regenerating_memory_md_in_place_regresses_recall_until_the_next_consoli
     assert_eq!(atomic.regressed, 0, "{atomic:?}");
     // The intact acknowledging designs never regress at a kill.
     for name in ["git-backed", "versioned", "memory-tool"] {
-        assert_eq!(named(name).kill.regressed, 0, "{name}: {:?}", named(name).kill);
+        assert_eq!(
+            named(name).kill.regressed,
+            0,
+            "{name}: {:?}",
+            named(name).kill
+        );
     }
 }
 
@@ -207,8 +235,14 @@ fn mem0_6911_an_add_whose_insert_failed_is_acknowledged_and_lost() {
     // mem0ai/mem0#6911, #7201: the failed insert is returned as ADD.
     for kind in [FaultKind::IoError, FaultKind::FullDisk] {
         let r = fault_points(&AddOnly::default(), kind);
-        assert!(r.losing_at_restart > 0 && r.lost_at_restart > 0, "{kind:?}: {r:?}");
-        assert_eq!(r.losing_after_consolidation, r.losing_at_restart, "no consolidation repairs it");
+        assert!(
+            r.losing_at_restart > 0 && r.lost_at_restart > 0,
+            "{kind:?}: {r:?}"
+        );
+        assert_eq!(
+            r.losing_after_consolidation, r.losing_at_restart,
+            "no consolidation repairs it"
+        );
         let fixed = fault_points(
             &AddOnly {
                 ack_failed_inserts: false,
@@ -228,13 +262,19 @@ fn letta_recovery_keeps_uncommitted_edits_and_a_reset_loses_them() {
         ..GitBacked::default()
     };
     let kept = kill_points(&late_commits);
-    assert_eq!(kept.losing_at_restart, 0, "git pull --ff-only keeps them: {kept:?}");
+    assert_eq!(
+        kept.losing_at_restart, 0,
+        "git pull --ff-only keeps them: {kept:?}"
+    );
     let reset = kill_points(&GitBacked {
         reset_on_start: true,
         ..late_commits
     });
     assert!(reset.losing_at_restart > 0, "{reset:?}");
-    assert!(reset.lost_at_restart >= reset.losing_at_restart, "{reset:?}");
+    assert!(
+        reset.lost_at_restart >= reset.losing_at_restart,
+        "{reset:?}"
+    );
 }
 
 #[test]
@@ -251,7 +291,11 @@ fn intact_acknowledging_profiles_lose_nothing_at_an_io_error_or_a_full_disk() {
 #[test]
 fn a_superseded_fact_is_gone_after_the_consolidations_each_design_needs() {
     let gone = |name: &str| named(name).stale.gone_after;
-    assert_eq!(gone("add-only"), None, "ADD only: both facts are kept, by design");
+    assert_eq!(
+        gone("add-only"),
+        None,
+        "ADD only: both facts are kept, by design"
+    );
     assert_eq!(gone("git-backed"), Some(1));
     assert_eq!(gone("versioned"), Some(0), "an edit replaces the line");
     assert_eq!(gone("two-stage"), Some(1));
@@ -385,9 +429,15 @@ fn the_report_table_is_a_pure_function_of_the_results() {
 fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
     use ctxlab::memory::profiles::repro::{reproductions, Verdict};
     let rows = reproductions();
-    let mem0 = rows.iter().find(|r| r.issue.starts_with("mem0ai/mem0#6911")).unwrap();
+    let mem0 = rows
+        .iter()
+        .find(|r| r.issue.starts_with("mem0ai/mem0#6911"))
+        .unwrap();
     // The issue reports ADD returned for never-persisted memories: the run shows it.
-    assert!(matches!(&mem0.verdict, Verdict::Reproduced(how) if how.contains("returned as ADD")), "{mem0:?}");
+    assert!(
+        matches!(&mem0.verdict, Verdict::Reproduced(how) if how.contains("returned as ADD")),
+        "{mem0:?}"
+    );
     assert!(mem0.command.contains("memory_profiles::mem0_6911"));
     // The rows the profiles cannot show say what they would need, with no command.
     for r in rows.iter().filter(|r| !r.issue.starts_with("mem0ai")) {

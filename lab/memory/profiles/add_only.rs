@@ -124,9 +124,9 @@ impl StoreProfile for AddOnly {
 
     fn not_applicable(&self, measure: super::Measure) -> Option<&'static str> {
         match measure {
-            super::Measure::LostUpdates => Some(
-                "no write reads before it writes: every memory is a new record",
-            ),
+            super::Measure::LostUpdates => {
+                Some("no write reads before it writes: every memory is a new record")
+            }
             super::Measure::Limits => Some("no documented limit"),
         }
     }

@@ -309,9 +309,7 @@ impl Job for Dreamer {
         };
         // `git merge $BRANCH`: one step, as git holds `index.lock` for it.
         let now = head(fs, root)?;
-        if self.profile.parent_check
-            && now != base
-            && Self::conflicts(fs, root, base, now, &texts)?
+        if self.profile.parent_check && now != base && Self::conflicts(fs, root, base, now, &texts)?
         {
             // `git merge --abort`: main is left as it was, nothing is kept.
             self.outcome = Some(false);

@@ -248,7 +248,13 @@ pub fn fault_points(p: &dyn StoreProfile, kind: FaultKind) -> FaultReport {
     }
     let ops = clean.ops();
     // The event operation `k` belongs to: recall must keep what it showed before it.
-    let event_of = |k: u64| bounds.iter().skip(1).position(|b| *b >= k).unwrap_or(script.len());
+    let event_of = |k: u64| {
+        bounds
+            .iter()
+            .skip(1)
+            .position(|b| *b >= k)
+            .unwrap_or(script.len())
+    };
     let before = shown_before(p, &script);
     let root = Path::new(ROOT);
     let mut r = FaultReport {

@@ -62,7 +62,8 @@ pub struct Rule {
 
 const MEM0_MIGRATION: &str = "docs.mem0.ai/migration/platform-v2-to-v3 (mem0ai/mem0 docs/migration/platform-v2-to-v3.mdx), read 2026-12-04: \"Memory mutations: ADD only\", \"both facts are preserved\"";
 const MEM0_6911: &str = "mem0ai/mem0#6911 (open, 2026-08-11) and #7201 (open, 2026-09-01): a failed fallback insert stays in `records` and is returned as {\"event\": \"ADD\"}; fix PRs #6913, #7066, #7215, #7216 not merged";
-const LETTA_GIT: &str = "letta-ai/letta-code @ f49354352014aadc347bad4a33982c4be832983c : src/agent/memory-git.ts";
+const LETTA_GIT: &str =
+    "letta-ai/letta-code @ f49354352014aadc347bad4a33982c4be832983c : src/agent/memory-git.ts";
 const LETTA_REFLECTION: &str = "letta-ai/letta-code @ 00f074335e6d2c889026d6644aa6a11a2faf88d7 : src/agent/subagents/builtin/reflection.md";
 const LETTA_DOCS: &str =
     "docs.letta.com/concepts/memfs and /letta-code/memfs, read 2026-12-04: consolidation \"when the context window is compacted\"";
@@ -388,6 +389,12 @@ pub const RULES: &[Rule] = &[
         },
     },
     // ---- the measures ----
+    Rule {
+        profile: "measures",
+        name: "PROFILES",
+        says: "the registry: every profile at its defaults, one line each",
+        basis: Basis::Lab { why: "which designs the measures run" },
+    },
     Rule {
         profile: "measures",
         name: "ROOT",

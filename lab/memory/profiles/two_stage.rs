@@ -209,7 +209,12 @@ impl StoreProfile for TwoStage {
     /// held is released (its lease has lapsed: an assumption, the lab has
     /// no clock).
     fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
-        for dir in [root.to_path_buf(), summaries(root), rollouts(root), rows(root)] {
+        for dir in [
+            root.to_path_buf(),
+            summaries(root),
+            rollouts(root),
+            rows(root),
+        ] {
             remove_temps(fs, &dir)?;
         }
         if fs.exists(&root.join(LOCK)) {
