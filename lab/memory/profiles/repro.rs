@@ -32,7 +32,8 @@ pub struct Repro {
     pub verdict: Verdict,
 }
 
-/// Mem0 #6911 / #7201: an I/O error at every storage operation of the
+/// Mem0's failed inserts returned as ADD (https://github.com/mem0ai/mem0/issues/6911 ):
+/// an I/O error at every storage operation of the
 /// scripted sessions on the add-only profile as the SDK ships.
 fn mem0_6911() -> Verdict {
     let r = fault_points(&AddOnly::default(), FaultKind::IoError);
