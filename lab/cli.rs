@@ -370,7 +370,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
         Some(Command::List { format }) => Ok(report::list(&experiments::all(), format)),
         Some(Command::Policies { format }) => policies(format),
         Some(Command::MemoryDesigns { format }) => {
-            Ok(crate::memory::profiles::sources::render(format))
+            Ok(crate::memory::profiles::repro::listing(format))
         }
         Some(Command::Drift {
             passes,

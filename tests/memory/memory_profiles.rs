@@ -143,10 +143,12 @@ fn every_design_states_what_acknowledged_means_with_its_source() {
 
 #[test]
 fn the_memory_designs_listing_is_snapshotted() {
-    let table = sources::render(ctxlab::render::Format::Table);
+    let table = ctxlab::memory::profiles::repro::listing(ctxlab::render::Format::Table);
     insta::assert_snapshot!("memory_designs_listing", table);
-    let json: serde_json::Value =
-        serde_json::from_str(&sources::render(ctxlab::render::Format::Json)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&ctxlab::memory::profiles::repro::listing(
+        ctxlab::render::Format::Json,
+    ))
+    .unwrap();
     assert_eq!(json["rules"].as_array().unwrap().len(), RULES.len());
     let repro = &json["reproductions"][0];
     assert_eq!(repro["issue"], "mem0ai/mem0#6911, #7201");

@@ -97,3 +97,82 @@ pub fn render(rows: &[Repro], markdown: bool) -> String {
         .collect();
     crate::render::table(&["issue", "reports", "verdict", "command"], body, markdown)
 }
+
+/// What `lab memory-designs --format json` prints.
+#[derive(Debug, Serialize)]
+pub struct Listing {
+    /// Every constant, switch and rule.
+    pub rules: &'static [super::sources::Rule],
+    /// The upstream issues as rows, with computed verdicts.
+    pub reproductions: Vec<super::repro::Repro>,
+}
+
+/// `lab memory-designs`: every rule with its basis, then the upstream
+/// issues the profiles reproduce.
+pub fn listing(format: crate::render::Format) -> String {
+    use crate::render::{json, table, Format};
+    let reproductions = reproductions();
+    if format == Format::Json {
+        return json(&Listing {
+            rules: super::sources::RULES,
+            reproductions,
+        });
+    }
+    let rows = super::sources::RULES
+        .iter()
+        .map(|r| {
+            let (kind, basis) = match r.basis {
+                super::sources::Basis::Source { cite } => ("source".to_string(), cite.to_string()),
+                super::sources::Basis::Assumption {
+                    why,
+                    changes_result,
+                    on_by_default,
+                } => (
+                    format!(
+                        "assumption ({}, {})",
+                        if on_by_default { "on" } else { "off" },
+                        if changes_result {
+                            "changes a result"
+                        } else {
+                            "changes no result"
+                        }
+                    ),
+                    why.to_string(),
+                ),
+                super::sources::Basis::StandIn {
+                    why,
+                    changes_result,
+                } => (
+                    format!(
+                        "stand-in ({})",
+                        if changes_result {
+                            "changes a result"
+                        } else {
+                            "changes no result"
+                        }
+                    ),
+                    why.to_string(),
+                ),
+                super::sources::Basis::Lab { why } => {
+                    ("lab parameter".to_string(), why.to_string())
+                }
+            };
+            vec![
+                r.profile.to_string(),
+                r.name.to_string(),
+                r.says.to_string(),
+                kind,
+                basis,
+            ]
+        })
+        .collect();
+    let mut s = table(
+        &["profile", "rule", "says", "basis", "source or reason"],
+        rows,
+        format == Format::Markdown,
+    );
+    s.push_str("\nUpstream issues as rows:\n\n");
+    s.push_str(&render(&reproductions, format == Format::Markdown));
+    s.push('\n');
+    s
+}

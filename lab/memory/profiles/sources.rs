@@ -2,7 +2,7 @@
 //! that says it (repository @ commit : path, or a documentation page and the
 //! date it was read), an assumption of the lab's (named, with whether it
 //! changes a result and whether it is on by default), or a parameter of the
-//! lab's own measures. `lab memory-designs` prints this list; a test checks
+//! lab's own measures. `lab memory-designs` prints this list (`super::repro::listing`); a test checks
 //! that every constant and switch under `lab/memory/profiles/` is in it.
 //!
 //! An assumption that changes a result is off by default: the profile's
@@ -452,84 +452,4 @@ pub fn acknowledgement(profile: &str) -> String {
             _ => r.says.to_string(),
         })
         .unwrap_or_else(|| "not stated".into())
-}
-
-/// What `lab memory-designs --format json` prints.
-#[derive(Debug, Serialize)]
-pub struct Listing {
-    /// Every constant, switch and rule.
-    pub rules: &'static [Rule],
-    /// The upstream issues as rows, with computed verdicts.
-    pub reproductions: Vec<super::repro::Repro>,
-}
-
-/// `lab memory-designs`: every rule with its basis, then the upstream
-/// issues the profiles reproduce.
-pub fn render(format: crate::render::Format) -> String {
-    use crate::render::{json, table, Format};
-    let reproductions = super::repro::reproductions();
-    if format == Format::Json {
-        return json(&Listing {
-            rules: RULES,
-            reproductions,
-        });
-    }
-    let rows = RULES
-        .iter()
-        .map(|r| {
-            let (kind, basis) = match r.basis {
-                Basis::Source { cite } => ("source".to_string(), cite.to_string()),
-                Basis::Assumption {
-                    why,
-                    changes_result,
-                    on_by_default,
-                } => (
-                    format!(
-                        "assumption ({}, {})",
-                        if on_by_default { "on" } else { "off" },
-                        if changes_result {
-                            "changes a result"
-                        } else {
-                            "changes no result"
-                        }
-                    ),
-                    why.to_string(),
-                ),
-                Basis::StandIn {
-                    why,
-                    changes_result,
-                } => (
-                    format!(
-                        "stand-in ({})",
-                        if changes_result {
-                            "changes a result"
-                        } else {
-                            "changes no result"
-                        }
-                    ),
-                    why.to_string(),
-                ),
-                Basis::Lab { why } => ("lab parameter".to_string(), why.to_string()),
-            };
-            vec![
-                r.profile.to_string(),
-                r.name.to_string(),
-                r.says.to_string(),
-                kind,
-                basis,
-            ]
-        })
-        .collect();
-    let mut s = table(
-        &["profile", "rule", "says", "basis", "source or reason"],
-        rows,
-        format == Format::Markdown,
-    );
-    s.push_str("\nUpstream issues as rows:\n\n");
-    s.push_str(&super::repro::render(
-        &reproductions,
-        format == Format::Markdown,
-    ));
-    s.push('\n');
-    s
 }
