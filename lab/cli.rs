@@ -120,6 +120,13 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// List every constant and rule of the memory designs (store profiles)
+    /// with its source, or marked as an assumption, a stand-in or a lab parameter.
+    MemoryDesigns {
+        /// Output format (JSON: an array of objects with `profile`, `name`, `says`, `basis`).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Multi-pass drift: what survives k successive compactions under
     /// regenerated summaries, anchored summaries and masking.
     Drift {
@@ -364,6 +371,9 @@ fn dispatch(cli: Cli) -> LabResult<String> {
         Some(Command::Break { ids, run }) => run_breaks(&ids, &run),
         Some(Command::List { format }) => Ok(report::list(&experiments::all(), format)),
         Some(Command::Policies { format }) => policies(format),
+        Some(Command::MemoryDesigns { format }) => {
+            Ok(crate::memory::profiles::repro::listing(format))
+        }
         Some(Command::Drift {
             passes,
             capacity,

@@ -1,32 +1,67 @@
 //! `memory_profiles`: every store profile (other memory designs on the
-//! same fault machinery) through the four measures of
-//! [`crate::memory::profiles::measures`], one row a profile.
+//! same fault machinery) through the measures of
+//! [`crate::memory::profiles::measures`], one row a profile. A measure that
+//! cannot fail for a design says "n/a" and why, never 0.
 
 use super::{Cell, Table};
-use crate::memory::profiles::measures::{Measured, GROWTH_SESSIONS, STALE_CONSOLIDATIONS};
+use crate::memory::profiles::measures::{
+    FaultReport, Measured, GROWTH_SESSIONS, STALE_CONSOLIDATIONS,
+};
 
 /// A count that the design has no notion of shows `-`.
 fn opt(n: Option<u64>) -> Cell {
     n.map_or(Cell::Text("-".into()), Cell::Int)
 }
 
+/// Points losing an acknowledged fact right after the restart, and after
+/// one clean consolidation; n/a for a design that acknowledges nothing.
+fn acked(r: &FaultReport) -> [Cell; 2] {
+    if r.acknowledged == 0 {
+        let na = || Cell::Text("n/a: acknowledges nothing".into());
+        return [na(), na()];
+    }
+    [
+        Cell::Text(format!(
+            "{}/{} ({} facts)",
+            r.losing_at_restart, r.points, r.lost_at_restart
+        )),
+        Cell::Text(format!("{}/{}", r.losing_after_consolidation, r.points)),
+    ]
+}
+
+/// The three cells of one fault row.
+fn fault(r: &FaultReport) -> [Cell; 3] {
+    let [at, after] = acked(r);
+    [
+        at,
+        after,
+        Cell::Text(format!("{}/{}", r.regressed, r.points)),
+    ]
+}
+
 /// The table, a pure function of the measured profiles.
 pub fn memory_profiles_table(results: &[Measured]) -> Table {
-    let columns = [
-        "profile",
-        "kill points losing",
-        "acknowledged lost",
-        "stale gone after",
-        "bytes",
-        "files",
-        "versions",
-        "refused",
-        "first refusal",
-        "sessions over a limit",
-        "interleavings losing",
-        "updates lost",
-        "design",
-    ];
+    let mut columns = vec!["profile".to_string()];
+    for f in ["kill", "I/O error", "full disk"] {
+        columns.push(format!("{f}: acknowledged lost at restart"));
+        columns.push(format!("{f}: after a consolidation"));
+        columns.push(format!("{f}: recall regressed at restart"));
+    }
+    columns.extend(
+        [
+            "stale gone after",
+            "bytes",
+            "files",
+            "versions",
+            "refused",
+            "first refusal",
+            "sessions over a limit",
+            "interleavings losing",
+            "acknowledged means",
+            "design",
+        ]
+        .map(String::from),
+    );
     let rows = results
         .iter()
         .map(|m| {
@@ -34,32 +69,41 @@ pub fn memory_profiles_table(results: &[Measured]) -> Table {
                 Some(n) => format!("{n} consolidation(s)"),
                 None => format!("survives {}", m.stale.consolidations),
             };
-            vec![
-                Cell::Text(m.profile.clone()),
-                Cell::Text(format!("{}/{}", m.kill.losing, m.kill.points)),
-                Cell::Int(m.kill.lost),
+            let over = match &m.growth.limits_not_applicable {
+                Some(why) => Cell::Text(format!("n/a: {why}")),
+                None => Cell::Int(m.growth.over_limit),
+            };
+            let lu = &m.lost_updates;
+            let lost = match &lu.not_applicable {
+                Some(why) => format!("n/a: {why}"),
+                None if lu.acknowledged == 0 => "n/a: acknowledges nothing".into(),
+                None => format!("{}/{} ({} facts)", lu.losing, lu.interleavings, lu.lost),
+            };
+            let mut row = vec![Cell::Text(m.profile.clone())];
+            row.extend(fault(&m.kill));
+            row.extend(fault(&m.io_error));
+            row.extend(fault(&m.full_disk));
+            row.extend([
                 Cell::Text(stale),
                 Cell::Int(m.growth.bytes),
                 Cell::Int(m.growth.files),
                 opt(m.growth.versions),
                 Cell::Int(m.growth.refused),
                 opt(m.growth.first_refusal),
-                Cell::Int(m.growth.over_limit),
-                Cell::Text(format!(
-                    "{}/{}",
-                    m.lost_updates.losing, m.lost_updates.interleavings
-                )),
-                Cell::Int(m.lost_updates.lost),
+                over,
+                Cell::Text(lost),
+                Cell::Text(m.acknowledgement.clone()),
                 Cell::Text(m.design.clone()),
-            ]
+            ]);
+            row
         })
         .collect();
     Table {
         name: "memory_profiles".into(),
         title: format!(
-            "Memory designs as store profiles: kill points losing an acknowledged memory, stale fact after up to {STALE_CONSOLIDATIONS} consolidations, store after {GROWTH_SESSIONS} generated sessions, lost updates between two concurrent consolidators"
+            "Memory designs as store profiles: a kill, an I/O error or a full disk at every storage operation (recall read right after the restart and after one consolidation), stale fact after up to {STALE_CONSOLIDATIONS} consolidations, store after {GROWTH_SESSIONS} generated sessions, lost updates between two concurrent consolidators"
         ),
-        columns: columns.iter().map(|c| c.to_string()).collect(),
+        columns,
         rows,
     }
 }

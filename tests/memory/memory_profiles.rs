@@ -1,16 +1,18 @@
-//! Store profiles (add-only, git-backed, versioned, two-stage, memory-tool) through the
-//! four measures: each intact profile is clean where its design says it
-//! should be, and a deliberately broken variant per measure is caught by
-//! the counter that measure names.
+//! Store profiles (add-only, git-backed, versioned, two-stage, memory-tool)
+//! through the measures: every constant and rule has a source or is named
+//! an assumption; each intact profile is clean where its design says it
+//! should be; a deliberately broken variant per measure is caught by the
+//! counter that measure names; a measure a design cannot fail says n/a.
 
 use std::sync::OnceLock;
 
 use ctxlab::memory::profiles::add_only::AddOnly;
 use ctxlab::memory::profiles::git_backed::GitBacked;
 use ctxlab::memory::profiles::measures::{
-    self, growth, kill_points, lost_updates, stale, Measured,
+    self, fault_points, growth, kill_points, lost_updates, stale, FaultKind, Measured,
 };
 use ctxlab::memory::profiles::memory_tool::MemoryToolStore;
+use ctxlab::memory::profiles::sources::{self, Basis, RULES};
 use ctxlab::memory::profiles::two_stage::TwoStage;
 use ctxlab::memory::profiles::versioned::{self, Versioned};
 use ctxlab::memory::profiles::{merged, profiles};
@@ -24,6 +26,10 @@ fn all() -> &'static [Measured] {
 
 fn named(name: &str) -> &'static Measured {
     all().iter().find(|m| m.profile == name).unwrap()
+}
+
+fn listed(name: &str) -> bool {
+    RULES.iter().any(|r| r.name == name)
 }
 
 #[test]
@@ -42,21 +48,131 @@ fn the_registry_holds_every_profile_with_distinct_names() {
 }
 
 #[test]
-fn switches_default_to_the_documented_design_and_refuse_unknown_fields() {
+fn every_constant_in_the_profiles_is_in_the_sources_list() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/memory/profiles");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "sources.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines() {
+            let t = line.trim_start();
+            let Some(rest) = ["pub const ", "pub(crate) const ", "const "]
+                .iter()
+                .find_map(|p| t.strip_prefix(p))
+            else {
+                continue;
+            };
+            let name = rest.split(':').next().unwrap().trim();
+            seen += 1;
+            assert!(
+                listed(name),
+                "{}: `{name}` has no source or assumption in sources::RULES",
+                path.display()
+            );
+        }
+    }
+    assert!(seen >= 14, "only {seen} constants found");
+}
+
+#[test]
+fn every_switch_of_every_profile_is_in_the_sources_list() {
+    let switches = [
+        ("AddOnly", serde_json::to_value(AddOnly::default()).unwrap()),
+        (
+            "GitBacked",
+            serde_json::to_value(GitBacked::default()).unwrap(),
+        ),
+        (
+            "Versioned",
+            serde_json::to_value(Versioned::default()).unwrap(),
+        ),
+        (
+            "TwoStage",
+            serde_json::to_value(TwoStage::default()).unwrap(),
+        ),
+        (
+            "MemoryToolStore",
+            serde_json::to_value(MemoryToolStore::default()).unwrap(),
+        ),
+    ];
+    for (ty, value) in switches {
+        for (field, _) in value.as_object().unwrap() {
+            let name = format!("{ty}.{field}");
+            assert!(listed(&name), "switch `{name}` is not in sources::RULES");
+        }
+    }
+}
+
+#[test]
+fn an_assumption_that_changes_a_result_is_off_by_default() {
+    for r in RULES {
+        if let Basis::Assumption {
+            changes_result: true,
+            on_by_default,
+            ..
+        } = r.basis
+        {
+            assert!(!on_by_default, "{} {} is on by default", r.profile, r.name);
+        }
+    }
+    // The one such switch today: Mem0's unverified top-10 dedup.
+    assert!(!AddOnly::default().dedup);
+}
+
+#[test]
+fn every_design_states_what_acknowledged_means_with_its_source() {
+    for p in profiles() {
+        let ack = sources::of(p.name())
+            .into_iter()
+            .find(|r| r.name == "ack")
+            .unwrap_or_else(|| panic!("{} has no ack rule", p.name()));
+        assert!(matches!(ack.basis, Basis::Source { .. }), "{ack:?}");
+        assert!(
+            named(p.name()).acknowledgement.contains('['),
+            "{}",
+            p.name()
+        );
+    }
+    assert!(named("two-stage")
+        .acknowledgement
+        .starts_with("nothing is acknowledged"));
+}
+
+#[test]
+fn the_memory_designs_listing_is_snapshotted() {
+    let table = ctxlab::memory::profiles::repro::listing(ctxlab::render::Format::Table);
+    insta::assert_snapshot!("memory_designs_listing", table);
+    let json: serde_json::Value = serde_json::from_str(&ctxlab::memory::profiles::repro::listing(
+        ctxlab::render::Format::Json,
+    ))
+    .unwrap();
+    assert_eq!(json["rules"].as_array().unwrap().len(), RULES.len());
+    let repro = &json["reproductions"][0];
+    assert_eq!(repro["issue"], "mem0ai/mem0#6911, #7201");
+    assert_eq!(repro["verdict"]["kind"], "reproduced", "{repro}");
+}
+
+#[test]
+fn switches_default_to_the_sourced_design_and_refuse_unknown_fields() {
     assert_eq!(
         serde_json::from_str::<GitBacked>("{}").unwrap(),
         GitBacked::default()
     );
-    assert!(GitBacked::default().commit_every_edit && GitBacked::default().parent_check);
+    let g = GitBacked::default();
+    assert!(g.commit_every_edit && g.parent_check && !g.reset_on_start);
     assert_eq!(
         serde_json::from_str::<TwoStage>("{}").unwrap(),
         TwoStage::default()
     );
+    assert!(!TwoStage::default().atomic_regeneration);
     assert_eq!(
         serde_json::from_str::<Versioned>("{}").unwrap(),
         Versioned::default()
     );
-    assert!(AddOnly::default().dedup);
+    assert!(AddOnly::default().ack_failed_inserts);
     let e = serde_json::from_str::<Versioned>(r#"{"limits": false}"#).unwrap_err();
     assert!(e.to_string().contains("unknown field `limits`"), "{e}");
 }
@@ -77,29 +193,111 @@ fn a_ninth_store_in_one_session_is_refused() {
 }
 
 #[test]
-fn no_intact_profile_loses_an_acknowledged_memory_at_any_kill_point() {
+fn no_intact_acknowledging_profile_loses_an_acknowledged_memory_at_a_kill() {
     for m in all() {
         let r = &m.kill;
         assert!(r.points > 10, "{}: {r:?}", m.profile);
-        assert_eq!(r.losing, 0, "{}: {r:?}", m.profile);
+        assert_eq!(r.losing_at_restart, 0, "{}: {r:?}", m.profile);
+        assert_eq!(r.losing_after_consolidation, 0, "{}: {r:?}", m.profile);
+    }
+    assert_eq!(
+        named("two-stage").kill.acknowledged,
+        0,
+        "Codex acknowledges nothing"
+    );
+    assert!(named("git-backed").kill.acknowledged > 0);
+}
+
+#[test]
+fn codex_regenerating_memory_md_in_place_regresses_recall_until_the_next_consolidation() {
+    // Upstream: MEMORY.md removed, then rewritten in place. Right after a
+    // kill in that window recall has lost what it showed; a consolidation
+    // from the state-database rows repairs it.
+    let r = &named("two-stage").kill;
+    assert!(r.regressed > 0, "{r:?}");
+    assert!(r.samples[0].starts_with("point "), "{r:?}");
+    let atomic = kill_points(&TwoStage {
+        atomic_regeneration: true,
+        ..TwoStage::default()
+    });
+    assert_eq!(atomic.regressed, 0, "{atomic:?}");
+    // The intact acknowledging designs never regress at a kill.
+    for name in ["git-backed", "versioned", "memory-tool"] {
+        assert_eq!(
+            named(name).kill.regressed,
+            0,
+            "{name}: {:?}",
+            named(name).kill
+        );
     }
 }
 
 #[test]
-fn acknowledging_an_edit_before_its_commit_loses_it_at_kill_points() {
-    let broken = GitBacked {
+fn mem0_6911_an_add_whose_insert_failed_is_acknowledged_and_lost() {
+    // mem0ai/mem0#6911, #7201: the failed insert is returned as ADD.
+    for kind in [FaultKind::IoError, FaultKind::FullDisk] {
+        let r = fault_points(&AddOnly::default(), kind);
+        assert!(
+            r.losing_at_restart > 0 && r.lost_at_restart > 0,
+            "{kind:?}: {r:?}"
+        );
+        assert_eq!(
+            r.losing_after_consolidation, r.losing_at_restart,
+            "no consolidation repairs it"
+        );
+        let fixed = fault_points(
+            &AddOnly {
+                ack_failed_inserts: false,
+                ..AddOnly::default()
+            },
+            kind,
+        );
+        assert_eq!(fixed.losing_at_restart, 0, "{kind:?}: {fixed:?}");
+    }
+    assert!(named("add-only").io_error.losing_at_restart > 0);
+}
+
+#[test]
+fn letta_recovery_keeps_uncommitted_edits_and_a_reset_loses_them() {
+    let late_commits = GitBacked {
         commit_every_edit: false,
         ..GitBacked::default()
     };
-    let r = kill_points(&broken);
-    assert!(r.losing > 0 && r.lost >= r.losing, "{r:?}");
-    assert!(r.samples[0].starts_with("point "), "{r:?}");
+    let kept = kill_points(&late_commits);
+    assert_eq!(
+        kept.losing_at_restart, 0,
+        "git pull --ff-only keeps them: {kept:?}"
+    );
+    let reset = kill_points(&GitBacked {
+        reset_on_start: true,
+        ..late_commits
+    });
+    assert!(reset.losing_at_restart > 0, "{reset:?}");
+    assert!(
+        reset.lost_at_restart >= reset.losing_at_restart,
+        "{reset:?}"
+    );
+}
+
+#[test]
+fn intact_acknowledging_profiles_lose_nothing_at_an_io_error_or_a_full_disk() {
+    for name in ["git-backed", "versioned", "memory-tool"] {
+        let m = named(name);
+        for r in [&m.io_error, &m.full_disk] {
+            assert!(r.points > 10, "{name}: {r:?}");
+            assert_eq!(r.losing_at_restart, 0, "{name}: {r:?}");
+        }
+    }
 }
 
 #[test]
 fn a_superseded_fact_is_gone_after_the_consolidations_each_design_needs() {
     let gone = |name: &str| named(name).stale.gone_after;
-    assert_eq!(gone("add-only"), None, "ADD only: both facts are kept");
+    assert_eq!(
+        gone("add-only"),
+        None,
+        "ADD only: both facts are kept, by design"
+    );
     assert_eq!(gone("git-backed"), Some(1));
     assert_eq!(gone("versioned"), Some(0), "an edit replaces the line");
     assert_eq!(gone("two-stage"), Some(1));
@@ -131,6 +329,7 @@ fn the_versioned_store_refuses_past_its_limits_and_never_ends_past_one() {
     assert_eq!(r.sessions, 1_000);
     assert!(r.refused > 0, "the journal passes 100 KB: {r:?}");
     assert_eq!(r.over_limit, 0, "{r:?}");
+    assert_eq!(r.limits_not_applicable, None);
     assert!(r.versions.unwrap() > 2_000, "{r:?}");
 }
 
@@ -150,12 +349,15 @@ fn a_versioned_store_without_its_limits_ends_sessions_past_them() {
 }
 
 #[test]
-fn add_only_growth_counts_every_new_fact_and_dedup_skips_repeats() {
+fn add_only_keeps_every_repeat_and_the_assumed_dedup_skips_them() {
     let kept = &named("add-only").growth;
-    let repeats = growth(&AddOnly { dedup: false });
-    // Two new facts a session (the build step, the journal line) plus the one repeated fact.
-    assert_eq!(kept.files, 2_001, "{kept:?}");
-    assert_eq!(repeats.files, 3_000, "{repeats:?}");
+    let dedup = growth(&AddOnly {
+        dedup: true,
+        ..AddOnly::default()
+    });
+    // Three facts a session; the repeated one is skipped only with dedup.
+    assert_eq!(kept.files, 3_000, "{kept:?}");
+    assert_eq!(dedup.files, 2_001, "{dedup:?}");
     assert_eq!(kept.versions, None);
 }
 
@@ -169,7 +371,7 @@ fn intact_consolidators_lose_no_update_in_any_interleaving() {
 }
 
 #[test]
-fn writers_without_a_precondition_or_a_parent_check_lose_updates() {
+fn writers_without_a_precondition_or_a_merge_check_lose_updates() {
     let versioned = lost_updates(&Versioned {
         precondition: false,
         ..Versioned::default()
@@ -187,6 +389,32 @@ fn writers_without_a_precondition_or_a_parent_check_lose_updates() {
 }
 
 #[test]
+fn a_measure_a_design_cannot_fail_says_na_never_zero() {
+    let table = ctxlab::reports::memory_profiles::memory_profiles_table(all());
+    let col = |name: &str| table.columns.iter().position(|c| c == name).unwrap();
+    let row = |p: &str| {
+        table
+            .rows
+            .iter()
+            .find(|r| matches!(&r[0], ctxlab::reports::Cell::Text(t) if t == p))
+            .unwrap()
+    };
+    let text = |c: &ctxlab::reports::Cell| match c {
+        ctxlab::reports::Cell::Text(t) => t.clone(),
+        other => format!("{other:?}"),
+    };
+    let kill = col("kill: acknowledged lost at restart");
+    assert!(text(&row("two-stage")[kill]).starts_with("n/a: "));
+    let lost = col("interleavings losing");
+    for p in ["add-only", "two-stage", "memory-tool"] {
+        assert!(text(&row(p)[lost]).starts_with("n/a: "), "{p}");
+    }
+    assert!(text(&row("git-backed")[lost]).starts_with("0/"));
+    let over = col("sessions over a limit");
+    assert!(text(&row("git-backed")[over]).starts_with("n/a: "));
+}
+
+#[test]
 fn the_report_table_is_a_pure_function_of_the_results() {
     let table = ctxlab::reports::memory_profiles::memory_profiles_table(all());
     assert_eq!(table.rows.len(), 5);
@@ -197,4 +425,25 @@ fn the_report_table_is_a_pure_function_of_the_results() {
         .unwrap()
         .1;
     insta::assert_snapshot!("memory_profiles_table", md);
+}
+
+#[test]
+fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
+    use ctxlab::memory::profiles::repro::{reproductions, Verdict};
+    let rows = reproductions();
+    let mem0 = rows
+        .iter()
+        .find(|r| r.issue.starts_with("mem0ai/mem0#6911"))
+        .unwrap();
+    // The issue reports ADD returned for never-persisted memories: the run shows it.
+    assert!(
+        matches!(&mem0.verdict, Verdict::Reproduced(how) if how.contains("returned as ADD")),
+        "{mem0:?}"
+    );
+    assert!(mem0.command.contains("memory_profiles::mem0_6911"));
+    // The rows the profiles cannot show say what they would need, with no command.
+    for r in rows.iter().filter(|r| !r.issue.starts_with("mem0ai")) {
+        assert!(matches!(r.verdict, Verdict::NotModelled(_)), "{r:?}");
+        assert_eq!(r.command, "-");
+    }
 }

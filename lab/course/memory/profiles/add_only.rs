@@ -1,14 +1,16 @@
 //! Mem0 v3: ADD-only memory. Extraction adds new memories and never updates
-//! or deletes one ("Memory mutations: ADD only — nothing is overwritten or
-//! deleted"; "When information changes ... both facts are preserved"),
-//! and a memory whose hash is already stored is skipped. There is no
-//! consolidation pass: recall sees every fact ever added.
+//! or deletes one ("Memory mutations: ADD only"; "both facts are
+//! preserved"): there is no consolidation pass, and which fact is current
+//! is settled by retrieval ranking, not by a rewrite. Recall here shows
+//! every fact ever added.
 //!
-//! Read in Mem0's v2-to-v3 migration page (docs/migration/platform-v2-to-v3.mdx:
-//! "Single-pass ADD-only (one LLM call)") and the review of `Memory.add()`
-//! at mem0ai/mem0 a3154d59 ("skip hash duplicates, insert records, write
-//! ADD history"). Here each memory is one file named by the hash of its
-//! line, written atomically.
+//! What the caller is told: `Memory.add()` returns an ADD event per
+//! extracted memory, and the open-source SDK returns it even for a record
+//! whose insert failed (https://github.com/mem0ai/mem0/issues/6911 and
+//! https://github.com/mem0ai/mem0/issues/7201; switch
+//! `ack_failed_inserts`). Every rule's source is in [`super::sources`].
+//! Here each memory is one file named by the hash of its line, written
+//! atomically (a record is inserted whole).
 
 use std::io;
 use std::path::Path;
@@ -18,40 +20,78 @@ use serde::{Deserialize, Serialize};
 use super::{lines_in_files, read_opt, remove_temps, sha256_hex, Ack, Fact, Job, StoreProfile};
 use crate::storage::{atomic_write, Shared};
 
-/// The design's switches. `Default`: as documented.
+/// Search results a new memory's hash is compared against when `dedup` is
+/// on (an assumption: see [`super::sources`]).
+pub const DEDUP_SEARCH_LIMIT: usize = 10;
+
+/// The design's switches. `Default`: as the sources describe it, with every
+/// unverified assumption that changes a result off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AddOnly {
-    /// A memory whose hash is stored already is skipped (Mem0's hash
-    /// dedup); `false` stores every repeat as a new memory.
+    /// A memory whose hash equals one of the [`DEDUP_SEARCH_LIMIT`] most
+    /// similar stored memories is skipped. Off by default: unverified.
     pub dedup: bool,
+    /// A failed insert is still returned as ADD (the SDK as reported in
+    /// https://github.com/mem0ai/mem0/issues/6911 ); `false`: the proposed
+    /// fix (no ADD for it).
+    pub ack_failed_inserts: bool,
 }
 
 impl Default for AddOnly {
     fn default() -> Self {
-        AddOnly { dedup: true }
+        AddOnly {
+            dedup: false,
+            ack_failed_inserts: true,
+        }
     }
 }
 
 impl AddOnly {
-    /// The file of one memory: its hash, or a sequence number without dedup.
-    fn file(&self, fs: &Shared, root: &Path, fact: &Fact) -> String {
-        let line = fact.line();
-        if self.dedup {
-            return format!("mem-{}.md", &sha256_hex(line.as_bytes())[..16]);
-        }
+    /// The file of one memory: a hash of its line and its position, so a
+    /// repeat is a new record unless dedup finds it.
+    fn file(fs: &Shared, root: &Path, fact: &Fact) -> String {
         let n = fs.list(root).map_or(0, |l| l.len());
-        format!("mem-{n:08}.md")
+        let h = sha256_hex(format!("{n}\n{}", fact.line()).as_bytes());
+        format!("mem-{n:08}-{}.md", &h[..8])
+    }
+
+    /// Whether one of the [`DEDUP_SEARCH_LIMIT`] best matches (same key
+    /// first, then newest) holds exactly this line.
+    fn duplicate(fs: &Shared, root: &Path, fact: &Fact) -> io::Result<bool> {
+        let mut stored = Vec::new();
+        for name in fs.list(root).unwrap_or_default() {
+            if let Some(text) = read_opt(fs, &root.join(&name))? {
+                stored.push((name, text));
+            }
+        }
+        stored.reverse();
+        let key = format!("- {}: ", fact.key);
+        stored.sort_by_key(|(_, t)| !t.starts_with(&key));
+        let line = format!("{}\n", fact.line());
+        Ok(stored
+            .iter()
+            .take(DEDUP_SEARCH_LIMIT)
+            .any(|(_, t)| *t == line))
     }
 
     fn add(&self, fs: &Shared, root: &Path, fact: &Fact) -> io::Result<Ack> {
-        fs.create_dir_all(root)?;
-        let path = root.join(self.file(fs, root, fact));
-        if read_opt(fs, &path)?.is_some() {
-            return Ok(Ack::Stored);
+        let inserted = (|| {
+            fs.create_dir_all(root)?;
+            if self.dedup && Self::duplicate(fs, root, fact)? {
+                return Ok(());
+            }
+            let path = root.join(Self::file(fs, root, fact));
+            atomic_write(fs.as_ref(), &path, format!("{}\n", fact.line()).as_bytes())
+        })();
+        match inserted {
+            Ok(()) => Ok(Ack::Stored),
+            // The reported SDK logs the failed insert and still returns ADD.
+            Err(e) if self.ack_failed_inserts && e.kind() != io::ErrorKind::Interrupted => {
+                Ok(Ack::Stored)
+            }
+            Err(e) => Err(e),
         }
-        atomic_write(fs.as_ref(), &path, format!("{}\n", fact.line()).as_bytes())?;
-        Ok(Ack::Stored)
     }
 }
 
@@ -61,7 +101,7 @@ impl StoreProfile for AddOnly {
     }
 
     fn design(&self) -> &'static str {
-        "Mem0 v3: ADD only, no update or delete, hash duplicates skipped, no consolidation [vendor docs.mem0.ai migration v2->v3]"
+        "Mem0 v3: ADD only, no update or delete, no consolidation (current = retrieval ranking) [vendor docs.mem0.ai migration v2->v3; mem0ai/mem0#6911, #7201]"
     }
 
     fn remember(&self, fs: &Shared, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
@@ -82,6 +122,15 @@ impl StoreProfile for AddOnly {
 
     fn versions(&self, _: &Shared, _: &Path) -> Option<u64> {
         None
+    }
+
+    fn not_applicable(&self, measure: super::Measure) -> Option<&'static str> {
+        match measure {
+            super::Measure::LostUpdates => {
+                Some("no write reads before it writes: every memory is a new record")
+            }
+            super::Measure::Limits => Some("no documented limit"),
+        }
     }
 
     fn consolidator(&self, _: &str, facts: Vec<Fact>) -> Box<dyn Job> {

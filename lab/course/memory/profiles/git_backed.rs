@@ -1,19 +1,20 @@
 //! Letta MemFS: the agent's memory is a directory of Markdown files in a
-//! git repository, every edit a commit; "dreaming" subagents consolidate
-//! memory after a number of steps "or when the context window is
-//! compacted" (docs.letta.com/concepts/memfs, /letta-code/memfs). When the
-//! harness starts it pulls (re-clones) the repository, so an edit that was
-//! never committed is gone: a reported Letta Code 0.27.8 bug is exactly an
-//! edit acknowledged without its commit, lost on the next start.
+//! git repository; every memory write is committed before it returns
+//! (`commitMemoryWrite`), and a write is refused while the repository is
+//! dirty. Reflection subagents consolidate memory "when the context window
+//! is compacted": each edits a worktree on its own branch, commits there,
+//! and merges into main, aborting the merge on a conflict it cannot
+//! resolve. On start-up the harness runs `git pull --ff-only`, which keeps
+//! uncommitted edits; its reset to the remote runs only on unrelated
+//! history and refuses a dirty repository. Sources: [`super::sources`]
+//! (letta-ai/letta-code `src/agent/memory-git.ts`,
+//! `src/agent/subagents/builtin/reflection.md`).
 //!
 //! Here the repository is an in-process commit log on the storage layer:
 //! content-addressed blobs in `.git/objects/` (whole files, neither
 //! compressed nor packed), one file per commit in `.git/commits/` (its
-//! whole tree), and `.git/HEAD` naming the last
-//! commit, replaced atomically. A consolidator works in its own clone and
-//! publishes like a push: refused when HEAD moved since it read (git's
-//! `HEAD.lock` makes the check and the update one step), then it re-reads
-//! and merges again.
+//! whole tree), and `.git/HEAD` naming the last commit, replaced
+//! atomically. There is no remote: the push after the turn is not modelled.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -27,20 +28,19 @@ use super::{
 };
 use crate::storage::{atomic_write, Shared};
 
-/// Times a consolidator re-reads and merges after a refused publish before
-/// it gives up (and acknowledges nothing).
-pub const PUBLISH_RETRIES: u32 = 3;
-
 /// The design's switches. `Default`: as documented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GitBacked {
     /// Every edit is committed before it is acknowledged; `false`: edits
-    /// are committed only at the next consolidation (the reported bug).
+    /// are committed only at the next consolidation.
     pub commit_every_edit: bool,
-    /// A publish is refused when HEAD moved since the consolidator read it
-    /// (a non-fast-forward push); `false`: it overwrites (a forced push).
+    /// A reflection's merge sees main moved since its worktree's base (and
+    /// aborts on a conflict); `false`: its files are copied over main.
     pub parent_check: bool,
+    /// Recovery resets the working tree to HEAD, dropping uncommitted edits
+    /// (the broken variant); `false`: `git pull --ff-only` keeps them.
+    pub reset_on_start: bool,
 }
 
 impl Default for GitBacked {
@@ -48,6 +48,7 @@ impl Default for GitBacked {
         GitBacked {
             commit_every_edit: true,
             parent_check: true,
+            reset_on_start: false,
         }
     }
 }
@@ -144,6 +145,16 @@ impl GitBacked {
         }
         commit(fs, root, n, &changes)
     }
+
+    /// Whether the working tree differs from HEAD (`git status --porcelain`).
+    fn dirty(fs: &Shared, root: &Path) -> io::Result<bool> {
+        let at_head = tree_at(fs, root, head(fs, root)?)?;
+        let tree = working_tree(fs, root)?;
+        Ok(tree.len() != at_head.len()
+            || tree
+                .iter()
+                .any(|(t, text)| at_head.get(t) != Some(&sha256_hex(text.as_bytes()))))
+    }
 }
 
 impl StoreProfile for GitBacked {
@@ -152,11 +163,16 @@ impl StoreProfile for GitBacked {
     }
 
     fn design(&self) -> &'static str {
-        "Letta MemFS: Markdown files in git, every edit a commit, consolidation when the context is compacted, a pull on start [official docs.letta.com/concepts/memfs]"
+        "Letta MemFS: Markdown files in git, every memory write a commit, reflection in a worktree merged into main (abort on conflict) when the context is compacted, `git pull --ff-only` on start [src letta-ai/letta-code memory-git.ts, reflection.md; official docs.letta.com/concepts/memfs]"
     }
 
     fn remember(&self, fs: &Shared, root: &Path, _: &str, fact: &Fact) -> io::Result<Ack> {
         fs.create_dir_all(root)?;
+        if self.commit_every_edit && Self::dirty(fs, root)? {
+            return Ok(Ack::Refused(
+                "Memory repo has uncommitted changes. Commit, discard, or sync them before using memory tools.".into(),
+            ));
+        }
         let path = root.join(format!("{}.md", fact.topic));
         let mut text = read_opt(fs, &path)?.unwrap_or_default();
         text.push_str(&format!("{}\n", fact.line()));
@@ -183,8 +199,10 @@ impl StoreProfile for GitBacked {
         self.commit_dirty(fs, root)
     }
 
-    /// The harness's pull on start: the working tree is reset to HEAD, and
-    /// a commit that never reached HEAD is dropped.
+    /// The harness's `git pull --ff-only` on start: temp files and a commit
+    /// that never reached HEAD go (git would leave an unreferenced object),
+    /// uncommitted edits stay. `reset_on_start`: the working tree is reset
+    /// to HEAD instead.
     fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
         for dir in [root.to_path_buf(), git(root), git(root).join("commits")] {
             remove_temps(fs, &dir)?;
@@ -194,6 +212,9 @@ impl StoreProfile for GitBacked {
         while fs.exists(&commit_path(root, orphan)) {
             fs.remove_file(&commit_path(root, orphan))?;
             orphan += 1;
+        }
+        if !self.reset_on_start {
+            return Ok(());
         }
         let at_head = tree_at(fs, root, n)?;
         for (topic, text) in working_tree(fs, root)? {
@@ -221,31 +242,34 @@ impl StoreProfile for GitBacked {
         head(fs, root).ok()
     }
 
+    fn not_applicable(&self, measure: super::Measure) -> Option<&'static str> {
+        (measure == super::Measure::Limits).then_some("no documented limit")
+    }
+
     fn consolidator(&self, _: &str, facts: Vec<Fact>) -> Box<dyn Job> {
         Box::new(Dreamer {
             profile: *self,
             facts,
             base: None,
-            retries: 0,
             outcome: None,
         })
     }
 }
 
-/// A dreaming subagent writing its thread's facts: read HEAD in its own
-/// clone, merge, publish.
+/// A reflection writing its thread's facts: commit them in a worktree
+/// branched at HEAD, then merge the branch into main.
 struct Dreamer {
     profile: GitBacked,
     facts: Vec<Fact>,
-    /// HEAD when it read, and the texts it will publish.
+    /// The worktree's base commit, and the texts committed on its branch.
     base: Option<(u64, Vec<(String, String)>)>,
-    retries: u32,
-    /// `Some(true)`: published; `Some(false)`: gave up.
+    /// `Some(true)`: merged; `Some(false)`: the merge was aborted.
     outcome: Option<bool>,
 }
 
 impl Dreamer {
-    fn read(&self, fs: &Shared, root: &Path) -> io::Result<(u64, Vec<(String, String)>)> {
+    /// `git worktree add` at HEAD, the edits, and the branch's commit.
+    fn worktree(&self, fs: &Shared, root: &Path) -> io::Result<(u64, Vec<(String, String)>)> {
         let n = head(fs, root)?;
         let at_head = tree_at(fs, root, n)?;
         let mut texts: BTreeMap<String, String> = BTreeMap::new();
@@ -263,22 +287,33 @@ impl Dreamer {
         }
         Ok((n, texts.into_iter().collect()))
     }
+
+    /// Whether main changed one of the branch's files since the base.
+    fn conflicts(
+        fs: &Shared,
+        root: &Path,
+        base: u64,
+        now: u64,
+        texts: &[(String, String)],
+    ) -> io::Result<bool> {
+        let (then, main) = (tree_at(fs, root, base)?, tree_at(fs, root, now)?);
+        Ok(texts.iter().any(|(t, _)| then.get(t) != main.get(t)))
+    }
 }
 
 impl Job for Dreamer {
     fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
         let Some((base, texts)) = self.base.take() else {
-            self.base = Some(self.read(fs, root)?);
+            self.base = Some(self.worktree(fs, root)?);
             return Ok(false);
         };
+        // `git merge $BRANCH`: one step, as git holds `index.lock` for it.
         let now = head(fs, root)?;
-        if self.profile.parent_check && now != base {
-            self.retries += 1;
-            if self.retries > PUBLISH_RETRIES {
-                self.outcome = Some(false);
-                return Ok(true);
-            }
-            return Ok(false);
+        if self.profile.parent_check && now != base && Self::conflicts(fs, root, base, now, &texts)?
+        {
+            // `git merge --abort`: main is left as it was, nothing is kept.
+            self.outcome = Some(false);
+            return Ok(true);
         }
         for (topic, text) in &texts {
             atomic_write(

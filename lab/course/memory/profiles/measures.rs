@@ -1,10 +1,13 @@
-//! The four measures every profile runs through, each a checker returning
-//! data on the storage layer's in-memory backend:
+//! The measures every profile runs through, each a checker returning data
+//! on the storage layer's in-memory backend:
 //!
-//! - [`kill_points`]: a kill after every storage operation of a scripted
-//!   pair of sessions (the write in flight keeping half its bytes), then
-//!   the profile's recovery on the next open and one clean consolidation:
-//!   does recall still show every acknowledged fact?
+//! - [`fault_points`]: a fault at every storage operation of a scripted
+//!   pair of sessions: a kill (the write in flight keeping half its bytes),
+//!   an I/O error, or a full disk from that operation on. Then the
+//!   profile's recovery on the next open and recall, read right after the
+//!   restart (before any consolidation) and again after one clean
+//!   consolidation: does recall still show every acknowledged fact, and
+//!   every fact it showed before the fault?
 //! - [`stale`]: a fact planted, superseded, then consolidations until the
 //!   old value is gone from recall (or it survives them all).
 //! - [`growth`]: 1,000 generated sessions, a consolidation after each (a
@@ -32,18 +35,46 @@ const MAX_KILL_POINTS: u64 = 400;
 /// Most schedules enumerated: far more than two consolidators make.
 const MAX_SCHEDULES: usize = 20_000;
 
-/// What [`kill_points`] found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct KillReport {
-    /// Kill points tried (every operation of a clean run).
+/// Which fault [`fault_points`] injects at each operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The process dies after the operation before it; the write in flight
+    /// keeps half its bytes.
+    Kill,
+    /// The operation fails once with an I/O error; the process goes on.
+    IoError,
+    /// From the operation on, the disk is full; the process goes on, and
+    /// the next start finds space again.
+    FullDisk,
+}
+
+/// What [`fault_points`] found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FaultReport {
+    /// The fault injected.
+    pub fault: FaultKind,
+    /// Fault points tried (every operation of a clean run).
     pub points: u64,
-    /// Points after which an acknowledged fact was missing from recall.
-    pub losing: u64,
-    /// Acknowledged facts missing, summed over the points.
-    pub lost: u64,
-    /// A few losing points (`point N: key`).
+    /// Facts the clean run acknowledges (0: the design acknowledges
+    /// nothing, and the acknowledged-loss counts below do not apply).
+    pub acknowledged: u64,
+    /// Points after which recall, read right after the restart, misses an
+    /// acknowledged fact.
+    pub losing_at_restart: u64,
+    /// Acknowledged facts missing right after the restart, summed.
+    pub lost_at_restart: u64,
+    /// Points after which recall still misses one after a clean consolidation.
+    pub losing_after_consolidation: u64,
+    /// Points after which recall right after the restart misses a fact it
+    /// showed before the fault (acknowledged or not).
+    pub regressed: u64,
+    /// A few losing or regressing points (`point N: key`).
     pub samples: Vec<String>,
 }
+
+/// What a kill at every point found (the kill row of [`fault_points`]).
+pub type KillReport = FaultReport;
 
 /// What [`stale`] found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -72,6 +103,8 @@ pub struct GrowthReport {
     pub first_refusal: Option<u64>,
     /// Sessions that ended with the store past a documented limit.
     pub over_limit: u64,
+    /// Why no session can end past a limit (the design documents none).
+    pub limits_not_applicable: Option<String>,
     /// The first such state, described.
     pub over_limit_sample: Option<String>,
 }
@@ -81,11 +114,16 @@ pub struct GrowthReport {
 pub struct LostUpdateReport {
     /// Interleavings of the two consolidators' steps enumerated.
     pub interleavings: u64,
+    /// Facts acknowledged, summed over the interleavings (0: the design
+    /// acknowledges nothing, and the losses below do not apply).
+    pub acknowledged: u64,
     /// Interleavings after which a fact either consolidator acknowledged
     /// was missing from recall.
     pub losing: u64,
     /// Acknowledged facts missing, summed over the interleavings.
     pub lost: u64,
+    /// Why no update can be lost in this design.
+    pub not_applicable: Option<String>,
     /// A few losing schedules (`ABBA: key`).
     pub samples: Vec<String>,
 }
@@ -116,11 +154,13 @@ fn fresh() -> Shared {
     Arc::new(MemFs::new())
 }
 
-/// Run `script` until its first error; the facts acknowledged so far.
-fn run_script(p: &dyn StoreProfile, fs: &Shared, script: &[Event]) -> Vec<Fact> {
+/// Run `script`; the facts acknowledged, and the index of the first event
+/// that failed. A kill ends the run; any other error ends only its event.
+fn run_script(p: &dyn StoreProfile, fs: &Shared, script: &[Event]) -> (Vec<Fact>, Option<usize>) {
     let root = Path::new(ROOT);
     let mut acked = Vec::new();
-    for e in script {
+    let mut failed = None;
+    for (i, e) in script.iter().enumerate() {
         let done = match e {
             Event::Remember(thread, f) => p.remember(fs, root, thread, f).map(|a| {
                 if a == Ack::Stored {
@@ -129,11 +169,14 @@ fn run_script(p: &dyn StoreProfile, fs: &Shared, script: &[Event]) -> Vec<Fact> 
             }),
             Event::Consolidate => p.consolidate(fs, root),
         };
-        if done.is_err() {
-            break;
+        if let Err(err) = done {
+            failed.get_or_insert(i);
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                break;
+            }
         }
     }
-    acked
+    (acked, failed)
 }
 
 /// Keys whose newest acknowledged value recall does not show. A value
@@ -145,7 +188,11 @@ fn missing(acked: &[Fact], recalled: &[(String, String)], written: &[Fact]) -> V
         .filter(|k| {
             let newest = acked.iter().rev().find(|f| f.key == *k);
             let after = newest
-                .and_then(|n| written.iter().rposition(|f| f == n))
+                .and_then(|n| {
+                    written
+                        .iter()
+                        .rposition(|f| f.key == n.key && f.value == n.value)
+                })
                 .map_or(&[][..], |i| &written[i + 1..]);
             let fine: Vec<&String> = newest
                 .into_iter()
@@ -160,16 +207,28 @@ fn missing(acked: &[Fact], recalled: &[(String, String)], written: &[Fact]) -> V
         .collect()
 }
 
-/// The next open after a kill, one clean consolidation, then recall.
-fn reopen(p: &dyn StoreProfile, fs: &Shared) -> std::io::Result<Vec<(String, String)>> {
-    let root = Path::new(ROOT);
-    p.recover(fs, root)?;
-    p.consolidate(fs, root)?;
-    p.recall(fs, root)
+/// The facts recall shows after each prefix of `script` in a clean run
+/// (`[0]`: before any event).
+fn shown_before(p: &dyn StoreProfile, script: &[Event]) -> Vec<Vec<Fact>> {
+    let fs = fresh();
+    let mut out = vec![Vec::new()];
+    for n in 1..=script.len() {
+        let _ = run_script(p, &fs, &script[n - 1..n]);
+        let shown = p.recall(&fs, Path::new(ROOT)).unwrap_or_default();
+        out.push(
+            shown
+                .into_iter()
+                .map(|(k, v)| Fact::new("", &k, &v))
+                .collect(),
+        );
+    }
+    out
 }
 
-/// A kill after every operation of `kill_script`, each on a fresh store.
-pub fn kill_points(p: &dyn StoreProfile) -> KillReport {
+/// A fault of `kind` at every operation of `kill_script`, each on a fresh
+/// store; recall read right after the next open's recovery, and again
+/// after one clean consolidation.
+pub fn fault_points(p: &dyn StoreProfile, kind: FaultKind) -> FaultReport {
     let script = kill_script();
     let written: Vec<Fact> = script
         .iter()
@@ -178,33 +237,97 @@ pub fn kill_points(p: &dyn StoreProfile) -> KillReport {
             Event::Consolidate => None,
         })
         .collect();
-    let mut r = KillReport::default();
-    for k in 1..=MAX_KILL_POINTS {
+    // A clean run event by event: what it acknowledges, and the operation
+    // count after each event (which event a fault point falls in).
+    let clean = Arc::new(Faulty::new(fresh(), FaultPlan::default()));
+    let mut clean_acked = Vec::new();
+    let mut bounds = vec![0];
+    for e in script.chunks(1) {
+        clean_acked.extend(run_script(p, &(clean.clone() as Shared), e).0);
+        bounds.push(clean.ops());
+    }
+    let ops = clean.ops();
+    // The event operation `k` belongs to: recall must keep what it showed before it.
+    let event_of = |k: u64| {
+        bounds
+            .iter()
+            .skip(1)
+            .position(|b| *b >= k)
+            .unwrap_or(script.len())
+    };
+    let before = shown_before(p, &script);
+    let root = Path::new(ROOT);
+    let mut r = FaultReport {
+        fault: kind,
+        points: 0,
+        acknowledged: clean_acked.len() as u64,
+        losing_at_restart: 0,
+        lost_at_restart: 0,
+        losing_after_consolidation: 0,
+        regressed: 0,
+        samples: Vec::new(),
+    };
+    for k in 1..=ops.min(MAX_KILL_POINTS) {
         let disk = fresh();
-        let plan = FaultPlan {
-            kill_after: Some(k),
-            torn_kill: true,
-            ..FaultPlan::default()
+        let plan = match kind {
+            FaultKind::Kill => FaultPlan {
+                kill_after: Some(k - 1),
+                torn_kill: true,
+                ..FaultPlan::default()
+            },
+            FaultKind::IoError => FaultPlan {
+                io_error_at: Some(k),
+                ..FaultPlan::default()
+            },
+            FaultKind::FullDisk => FaultPlan {
+                free_bytes: Some(u64::MAX / 2),
+                full_at: Some(k),
+                ..FaultPlan::default()
+            },
         };
         let faulty = Arc::new(Faulty::new(disk.clone(), plan));
-        let acked = run_script(p, &(faulty.clone() as Shared), &script);
-        if !faulty.killed() {
-            break;
-        }
+        let (acked, _) = run_script(p, &(faulty.clone() as Shared), &script);
         r.points += 1;
-        let gone = match reopen(p, &disk) {
-            Ok(recalled) => missing(&acked, &recalled, &written),
-            Err(e) => vec![format!("the next open failed: {e}")],
+        let at_restart = p.recover(&disk, root).and_then(|()| p.recall(&disk, root));
+        let (gone, regressed) = match at_restart {
+            Ok(recalled) => (
+                missing(&acked, &recalled, &written),
+                missing(&before[event_of(k)], &recalled, &written),
+            ),
+            Err(e) => (vec![format!("the next open failed: {e}")], vec![]),
         };
+        let after = p
+            .consolidate(&disk, root)
+            .and_then(|()| p.recall(&disk, root))
+            .map(|recalled| missing(&acked, &recalled, &written))
+            .unwrap_or_else(|e| vec![format!("the consolidation after the restart failed: {e}")]);
         if !gone.is_empty() {
-            r.losing += 1;
-            r.lost += gone.len() as u64;
-            if r.samples.len() < 3 {
-                r.samples.push(format!("point {k}: {}", gone.join(", ")));
+            r.losing_at_restart += 1;
+            r.lost_at_restart += gone.len() as u64;
+        }
+        if !after.is_empty() {
+            r.losing_after_consolidation += 1;
+        }
+        if !regressed.is_empty() {
+            r.regressed += 1;
+        }
+        if (!gone.is_empty() || !regressed.is_empty()) && r.samples.len() < 3 {
+            let mut s = format!("point {k}:");
+            if !gone.is_empty() {
+                s.push_str(&format!(" lost {}", gone.join(", ")));
             }
+            if !regressed.is_empty() {
+                s.push_str(&format!(" regressed {}", regressed.join(", ")));
+            }
+            r.samples.push(s);
         }
     }
     r
+}
+
+/// A kill after every operation of `kill_script` (see [`fault_points`]).
+pub fn kill_points(p: &dyn StoreProfile) -> FaultReport {
+    fault_points(p, FaultKind::Kill)
 }
 
 /// Plant a fact, supersede it, and count consolidations until recall no
@@ -281,6 +404,7 @@ pub fn growth(p: &dyn StoreProfile) -> GrowthReport {
     }
     (r.bytes, r.files) = size(&fs, root);
     r.versions = p.versions(&fs, root);
+    r.limits_not_applicable = p.not_applicable(super::Measure::Limits).map(str::to_string);
     r
 }
 
@@ -326,7 +450,7 @@ fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Shared, Vec<Fact>,
     let fs = fresh();
     let root = Path::new(ROOT);
     let seed = Fact::new("project", "build", "make");
-    let _ = p.remember(&fs, root, "t000001", &seed);
+    let seed_acked = matches!(p.remember(&fs, root, "t000001", &seed), Ok(Ack::Stored));
     let _ = p.consolidate(&fs, root);
     let mut jobs: Vec<_> = concurrent_facts()
         .into_iter()
@@ -339,7 +463,7 @@ fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Shared, Vec<Fact>,
             done[j] = jobs[j].step(&fs, root).unwrap_or(true);
         }
     }
-    let mut acked = vec![seed];
+    let mut acked: Vec<Fact> = [seed].into_iter().filter(|_| seed_acked).collect();
     for j in &jobs {
         acked.extend(j.acknowledged());
     }
@@ -350,7 +474,12 @@ fn run_schedule(p: &dyn StoreProfile, schedule: &[usize]) -> (Shared, Vec<Fact>,
 /// Every interleaving of two consolidators' steps, each replayed on a
 /// fresh store; then one clean consolidation and recall.
 pub fn lost_updates(p: &dyn StoreProfile) -> LostUpdateReport {
-    let mut r = LostUpdateReport::default();
+    let mut r = LostUpdateReport {
+        not_applicable: p
+            .not_applicable(super::Measure::LostUpdates)
+            .map(str::to_string),
+        ..LostUpdateReport::default()
+    };
     let mut stack: Vec<Vec<usize>> = vec![Vec::new()];
     while let Some(schedule) = stack.pop() {
         let (fs, acked, open) = run_schedule(p, &schedule);
@@ -363,6 +492,7 @@ pub fn lost_updates(p: &dyn StoreProfile) -> LostUpdateReport {
             continue;
         }
         r.interleavings += 1;
+        r.acknowledged += acked.len() as u64;
         let root = Path::new(ROOT);
         let recalled = p
             .consolidate(&fs, root)
@@ -391,8 +521,14 @@ pub struct Measured {
     pub profile: String,
     /// Its design in one line, with its source.
     pub design: String,
-    /// [`kill_points`].
-    pub kill: KillReport,
+    /// What "acknowledged" means for it, with the source.
+    pub acknowledgement: String,
+    /// [`fault_points`] with a kill at every point.
+    pub kill: FaultReport,
+    /// [`fault_points`] with an I/O error at every point.
+    pub io_error: FaultReport,
+    /// [`fault_points`] with the disk full from every point on.
+    pub full_disk: FaultReport,
     /// [`stale`].
     pub stale: StaleReport,
     /// [`growth`].
@@ -406,7 +542,10 @@ pub fn measure(p: &dyn StoreProfile) -> Measured {
     Measured {
         profile: p.name().to_string(),
         design: p.design().to_string(),
+        acknowledgement: super::sources::acknowledgement(p.name()),
         kill: kill_points(p),
+        io_error: fault_points(p, FaultKind::IoError),
+        full_disk: fault_points(p, FaultKind::FullDisk),
         stale: stale(p),
         growth: growth(p),
         lost_updates: lost_updates(p),

@@ -104,6 +104,15 @@ impl StoreProfile for MemoryToolStore {
         None
     }
 
+    fn not_applicable(&self, measure: super::Measure) -> Option<&'static str> {
+        match measure {
+            super::Measure::LostUpdates => Some(
+                "each command is one indivisible step of the reference implementation; `lab memcheck` measures the lost update between sessions",
+            ),
+            super::Measure::Limits => Some("no documented limit"),
+        }
+    }
+
     fn consolidator(&self, _: &str, facts: Vec<Fact>) -> Box<dyn Job> {
         Box::new(Session {
             profile: *self,

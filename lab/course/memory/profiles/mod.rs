@@ -19,7 +19,8 @@
 //! - [`memory_tool`]: Anthropic's client-side memory tool on ctxlab's
 //!   reference implementation, the model's own commands as the writes.
 //!
-//! [`measures`] holds the four checkers every profile runs through.
+//! [`measures`] holds the checkers every profile runs through; [`sources`]
+//! names where every constant and rule comes from (`lab memory-designs`).
 //! Consolidation is scripted (deterministic, no model), as the lab's other
 //! model roles are.
 
@@ -27,6 +28,8 @@ pub mod add_only;
 pub mod git_backed;
 pub mod measures;
 pub mod memory_tool;
+pub mod repro;
+pub mod sources;
 pub mod two_stage;
 pub mod versioned;
 
@@ -80,6 +83,9 @@ pub enum Ack {
     Stored,
     /// Refused with this error (a documented limit): nothing was stored.
     Refused(String),
+    /// The design tells its caller nothing (Codex: the session only writes
+    /// its rollout; stage 1 runs at a later start-up).
+    NotAcknowledged,
 }
 
 /// A consolidation (or any multi-step memory job) cut into steps, so two of
@@ -118,6 +124,20 @@ pub trait StoreProfile {
     /// A consolidation carrying one thread's new facts, as a [`Job`]: what
     /// two sessions ending at once run concurrently.
     fn consolidator(&self, thread: &str, facts: Vec<Fact>) -> Box<dyn Job>;
+    /// Why `measure` cannot fail for this design, where it cannot (the
+    /// table then says "n/a" with this reason, never 0).
+    fn not_applicable(&self, _measure: Measure) -> Option<&'static str> {
+        None
+    }
+}
+
+/// A measure a design may be unable to fail, by construction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// Lost updates between two concurrent consolidators.
+    LostUpdates,
+    /// Sessions ending past a documented limit.
+    Limits,
 }
 
 /// Every profile at its documented defaults: one registration line each.

@@ -1,16 +1,19 @@
-//! Codex memories: stage 1 keeps one output per thread
-//! (`rollout_summaries/<thread_id>.md`) and rebuilds `raw_memories.md`
-//! from the most recent ones ("latest first"), pruning the summaries it no
-//! longer retains; stage 2, under a global consolidation lock, integrates
-//! them into `MEMORY.md` and must "prefer newer guidance by default"
-//! (openai/codex, `codex-rs/core/src/memories/mod.rs` and `storage.rs`,
-//! `codex-rs/core/templates/memories/consolidation.md`). Codex's stage 2
-//! is a model; here it is scripted: one value per key, the newest.
+//! Codex memories (openai/codex `codex-rs/core/src/memories/`): a session
+//! only writes its rollout and is told nothing about memory. At a later
+//! start-up, stage 1 extracts each idle rollout into a row of the state
+//! database (the record); stage 2 claims the global job (a lease in the
+//! same database), regenerates `rollout_summaries/` and `raw_memories.md`
+//! from the newest [`MAX_RAW_MEMORIES_FOR_GLOBAL`] rows, removes
+//! `MEMORY.md` (`wipe_consolidation_outputs`) and has its consolidation
+//! agent write it again, "prefer newer guidance by default". Files are
+//! written with `tokio::fs::write`, in place, not atomically. Codex's stage
+//! 2 is a model; here it is scripted: one value per key, the newest, from
+//! the retained rows. Recall reads `MEMORY.md`. Sources: [`super::sources`].
 //!
-//! Stage-1 outputs are the evidence ("treat phase-1 artifacts as immutable
-//! evidence"), `MEMORY.md` is derived from them, and recall reads
-//! `MEMORY.md`. A fact counts as acknowledged once its thread's summary is
-//! written.
+//! Not modelled: `memory_summary.md` and its 5,000-token injection cap, the
+//! lease's clock (a start-up within the hour of a killed holder would skip
+//! stage 2: https://github.com/openai/codex/issues/23129 ), the 12-hour
+//! idle rule before stage 1.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -26,20 +29,27 @@ pub const MAX_RAW_MEMORIES_FOR_GLOBAL: usize = 1_024;
 pub const ROLLOUT_SUMMARIES_SUBDIR: &str = "rollout_summaries";
 /// Merged stage-1 outputs (openai/codex `memories::artifacts`).
 pub const RAW_MEMORIES_FILENAME: &str = "raw_memories.md";
-/// Stage 2's output (openai/codex `memories::layout`).
+/// Stage 2's output (openai/codex `memories::storage`).
 pub const MEMORY_REGISTRY_FILENAME: &str = "MEMORY.md";
+/// Lease on the global stage-2 job, seconds (openai/codex `memories::phase_two`):
+/// a killed holder's claim lapses after it.
+pub const PHASE_TWO_JOB_LEASE_SECONDS: u64 = 3_600;
 
+/// The global stage-2 claim (a row of the state database upstream).
 const LOCK: &str = ".consolidation.lock";
 
-/// The design's switches. `Default`: as documented.
+/// The design's switches. `Default`: as the source does it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TwoStage {
     /// Stage 2 keeps the newest value of a key; `false`: the oldest.
     pub prefer_newer: bool,
-    /// Stage 2 runs under the global consolidation lock (a second
-    /// consolidator leaves its input for the next run); `false`: both run.
+    /// Stage 2 runs under the global job claim (a second claimant leaves
+    /// its input for the next run); `false`: both run.
     pub consolidation_lock: bool,
+    /// `MEMORY.md` is written atomically without the removal first;
+    /// `false` (upstream): removed, then rewritten in place.
+    pub atomic_regeneration: bool,
 }
 
 impl Default for TwoStage {
@@ -47,6 +57,7 @@ impl Default for TwoStage {
         TwoStage {
             prefer_newer: true,
             consolidation_lock: true,
+            atomic_regeneration: false,
         }
     }
 }
@@ -55,58 +66,117 @@ fn summaries(root: &Path) -> PathBuf {
     root.join(ROLLOUT_SUMMARIES_SUBDIR)
 }
 
-/// What stage 2 writes: `raw_memories.md` and `MEMORY.md`, and the
-/// summaries it prunes.
+fn rollouts(root: &Path) -> PathBuf {
+    root.join("sessions")
+}
+
+/// The stage-1 rows of the state database, one file a thread.
+fn rows(root: &Path) -> PathBuf {
+    root.join("state").join("stage1_outputs")
+}
+
+/// What stage 2 writes.
 struct Stage2 {
+    summaries: Vec<(String, String)>,
     raw: String,
     memory: String,
     prune: Vec<String>,
 }
 
-impl TwoStage {
-    /// Read the stage-1 outputs and the current `MEMORY.md`; decide.
-    fn plan(&self, fs: &Shared, root: &Path) -> io::Result<Stage2> {
-        let mut threads = fs.list(&summaries(root)).unwrap_or_default();
-        threads.retain(|n| n.ends_with(".md") && !crate::storage::is_temp_name(n));
-        let keep_from = threads.len().saturating_sub(MAX_RAW_MEMORIES_FOR_GLOBAL);
-        let prune = threads[..keep_from].to_vec();
-        let mut raw =
-            String::from("# Raw Memories\n\nMerged stage-1 raw memories (latest first):\n\n");
-        let mut lines =
-            lines_of(&read_opt(fs, &root.join(MEMORY_REGISTRY_FILENAME))?.unwrap_or_default());
-        let mut texts = Vec::new();
-        for name in &threads[keep_from..] {
-            let text = read_opt(fs, &summaries(root).join(name))?.unwrap_or_default();
-            lines.extend(lines_of(&text));
-            texts.push((name.trim_end_matches(".md").to_string(), text));
-        }
-        for (thread, text) in texts.iter().rev() {
-            raw.push_str(&format!("## Thread `{thread}`\n\n{text}\n"));
-        }
-        let memory = render_lines(&merged(&lines, self.prefer_newer));
-        Ok(Stage2 { raw, memory, prune })
-    }
+fn listed(fs: &Shared, dir: &Path) -> Vec<String> {
+    let mut names = fs.list(dir).unwrap_or_default();
+    names.retain(|n| n.ends_with(".md") && !crate::storage::is_temp_name(n));
+    names
+}
 
-    fn write(&self, fs: &Shared, root: &Path, s: &Stage2) -> io::Result<()> {
-        atomic_write(
-            fs.as_ref(),
-            &root.join(RAW_MEMORIES_FILENAME),
-            s.raw.as_bytes(),
-        )?;
-        atomic_write(
-            fs.as_ref(),
-            &root.join(MEMORY_REGISTRY_FILENAME),
-            s.memory.as_bytes(),
-        )?;
-        for name in &s.prune {
-            fs.remove_file(&summaries(root).join(name))?;
+impl TwoStage {
+    /// Stage 1 at start-up: every rollout whose row differs becomes a row.
+    fn stage1(&self, fs: &Shared, root: &Path) -> io::Result<()> {
+        for name in listed(fs, &rollouts(root)) {
+            let Some(text) = read_opt(fs, &rollouts(root).join(&name))? else {
+                continue;
+            };
+            let row = rows(root).join(&name);
+            if read_opt(fs, &row)?.as_deref() != Some(text.as_str()) {
+                fs.create_dir_all(&rows(root))?;
+                atomic_write(fs.as_ref(), &row, text.as_bytes())?;
+            }
         }
         Ok(())
     }
 
-    fn stage1(&self, fs: &Shared, root: &Path, thread: &str, facts: &[Fact]) -> io::Result<()> {
+    /// Read the newest rows; decide what stage 2 writes.
+    fn plan(&self, fs: &Shared, root: &Path) -> io::Result<Stage2> {
+        let threads = listed(fs, &rows(root));
+        let keep_from = threads.len().saturating_sub(MAX_RAW_MEMORIES_FOR_GLOBAL);
+        let retained = &threads[keep_from..];
+        let prune = listed(fs, &summaries(root))
+            .into_iter()
+            .filter(|n| !retained.contains(n))
+            .collect();
+        let mut raw =
+            String::from("# Raw Memories\n\nMerged stage-1 raw memories (latest first):\n\n");
+        let mut lines = Vec::new();
+        let mut texts = Vec::new();
+        for name in retained {
+            let text = read_opt(fs, &rows(root).join(name))?.unwrap_or_default();
+            lines.extend(lines_of(&text));
+            texts.push((name.clone(), text));
+        }
+        for (thread, text) in texts.iter().rev() {
+            let thread = thread.trim_end_matches(".md");
+            raw.push_str(&format!("## Thread `{thread}`\n\n{text}\n"));
+        }
+        let memory = render_lines(&merged(&lines, self.prefer_newer));
+        Ok(Stage2 {
+            summaries: texts,
+            raw,
+            memory,
+            prune,
+        })
+    }
+
+    fn write(&self, fs: &Shared, root: &Path, s: &Stage2) -> io::Result<()> {
         fs.create_dir_all(&summaries(root))?;
-        let path = summaries(root).join(format!("{thread}.md"));
+        for name in &s.prune {
+            fs.remove_file(&summaries(root).join(name))?;
+        }
+        let memory = root.join(MEMORY_REGISTRY_FILENAME);
+        if self.atomic_regeneration {
+            for (name, text) in &s.summaries {
+                let path = summaries(root).join(name);
+                if read_opt(fs, &path)?.as_deref() != Some(text.as_str()) {
+                    atomic_write(fs.as_ref(), &path, text.as_bytes())?;
+                }
+            }
+            atomic_write(
+                fs.as_ref(),
+                &root.join(RAW_MEMORIES_FILENAME),
+                s.raw.as_bytes(),
+            )?;
+            return atomic_write(fs.as_ref(), &memory, s.memory.as_bytes());
+        }
+        for (name, text) in &s.summaries {
+            // Upstream rewrites every retained summary; an unchanged one is
+            // skipped here (same bytes, fewer operations over 1,000 sessions).
+            let path = summaries(root).join(name);
+            if read_opt(fs, &path)?.as_deref() != Some(text.as_str()) {
+                fs.write(&path, text.as_bytes())?;
+            }
+        }
+        fs.write(&root.join(RAW_MEMORIES_FILENAME), s.raw.as_bytes())?;
+        // `wipe_consolidation_outputs`, then the agent writes it again.
+        match fs.remove_file(&memory) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        fs.write(&memory, s.memory.as_bytes())
+    }
+
+    /// The session's rollout gains its facts.
+    fn rollout(&self, fs: &Shared, root: &Path, thread: &str, facts: &[Fact]) -> io::Result<()> {
+        fs.create_dir_all(&rollouts(root))?;
+        let path = rollouts(root).join(format!("{thread}.md"));
         let mut text = read_opt(fs, &path)?.unwrap_or_default();
         for f in facts {
             text.push_str(&format!("{}\n", f.line()));
@@ -121,24 +191,33 @@ impl StoreProfile for TwoStage {
     }
 
     fn design(&self) -> &'static str {
-        "Codex memories: stage-1 summary per thread, stage 2 under a global lock merges into MEMORY.md preferring newer guidance, 1,024 raw memories kept [src openai/codex codex-rs/core/src/memories]"
+        "Codex memories: no acknowledgement; at a later start-up stage 1 turns rollouts into state-database rows, stage 2 under a lease regenerates the files and removes then rewrites MEMORY.md, preferring newer guidance, 1,024 rows kept [src openai/codex@1f39b57 codex-rs/core/src/memories]"
     }
 
     fn remember(&self, fs: &Shared, root: &Path, thread: &str, fact: &Fact) -> io::Result<Ack> {
-        self.stage1(fs, root, thread, std::slice::from_ref(fact))?;
-        Ok(Ack::Stored)
+        self.rollout(fs, root, thread, std::slice::from_ref(fact))?;
+        Ok(Ack::NotAcknowledged)
     }
 
+    /// The next start-up: stage 1, then stage 2.
     fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()> {
+        self.stage1(fs, root)?;
         let s = self.plan(fs, root)?;
         self.write(fs, root, &s)
     }
 
-    /// The next start: temp files go, and a lock a killed consolidator
-    /// held is released (Codex's lease expires after an hour).
+    /// The next start: temp files go, and a claim a killed consolidator
+    /// held is released (its lease has lapsed: an assumption, the lab has
+    /// no clock).
     fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
-        remove_temps(fs, root)?;
-        remove_temps(fs, &summaries(root))?;
+        for dir in [
+            root.to_path_buf(),
+            summaries(root),
+            rollouts(root),
+            rows(root),
+        ] {
+            remove_temps(fs, &dir)?;
+        }
         if fs.exists(&root.join(LOCK)) {
             fs.remove_file(&root.join(LOCK))?;
         }
@@ -155,18 +234,27 @@ impl StoreProfile for TwoStage {
         None
     }
 
+    fn not_applicable(&self, measure: super::Measure) -> Option<&'static str> {
+        match measure {
+            super::Measure::LostUpdates => {
+                Some("nothing is acknowledged; MEMORY.md is regenerated from the rows")
+            }
+            super::Measure::Limits => Some("no documented limit on the rows or files"),
+        }
+    }
+
     fn consolidator(&self, thread: &str, facts: Vec<Fact>) -> Box<dyn Job> {
         Box::new(Consolidator {
             profile: *self,
             thread: thread.to_string(),
             facts,
-            phase: Phase::Stage1,
-            stored: false,
+            phase: Phase::Rollout,
         })
     }
 }
 
 enum Phase {
+    Rollout,
     Stage1,
     Lock,
     Read,
@@ -174,28 +262,30 @@ enum Phase {
     Unlock,
 }
 
-/// A session's end: its stage-1 output, then stage 2 (under the lock).
+/// A session's rollout, then the next start-up's stage 1 and stage 2.
 struct Consolidator {
     profile: TwoStage,
     thread: String,
     facts: Vec<Fact>,
     phase: Phase,
-    stored: bool,
 }
 
 impl Job for Consolidator {
     fn step(&mut self, fs: &Shared, root: &Path) -> io::Result<bool> {
         let p = &self.profile;
         match std::mem::replace(&mut self.phase, Phase::Unlock) {
+            Phase::Rollout => {
+                p.rollout(fs, root, &self.thread, &self.facts)?;
+                self.phase = Phase::Stage1;
+            }
             Phase::Stage1 => {
-                p.stage1(fs, root, &self.thread, &self.facts)?;
-                self.stored = true;
+                p.stage1(fs, root)?;
                 self.phase = Phase::Lock;
             }
             Phase::Lock if !p.consolidation_lock => self.phase = Phase::Read,
             Phase::Lock => match fs.write_new(&root.join(LOCK), self.thread.as_bytes()) {
                 Ok(()) => self.phase = Phase::Read,
-                // Another consolidation runs: this input waits for the next.
+                // Another consolidation holds the claim: this input waits.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(true),
                 Err(e) => return Err(e),
             },
@@ -211,11 +301,8 @@ impl Job for Consolidator {
         Ok(false)
     }
 
+    /// Codex tells the session nothing.
     fn acknowledged(&self) -> Vec<Fact> {
-        if self.stored {
-            self.facts.clone()
-        } else {
-            Vec::new()
-        }
+        Vec::new()
     }
 }

@@ -4,8 +4,15 @@
 //! version" (platform.claude.com/docs/en/managed-agents/memory). An update
 //! may carry a `content_sha256` precondition: on a mismatch the request
 //! fails with `memory_precondition_failed_error` (HTTP 409), unless the
-//! stored memory already is exactly the requested content (200); the
-//! client re-reads and retries (API reference, `BetaManagedAgentsContentSha256Precondition`).
+//! stored memory already is exactly the requested content (200) (API
+//! reference, `BetaManagedAgentsContentSha256Precondition`). A writer
+//! refused with 409 reports the fact as not kept: no source gives a retry
+//! count, so none is invented.
+//!
+//! Acknowledged here means the API's 200 to an update. The agent's own path
+//! is the mount (`/mnt/memory/`), where a file write returns before the
+//! worker syncs it to the store; that path is not modelled. Sources:
+//! [`super::sources`].
 //!
 //! The limits are the documented ones, each refused here before anything
 //! is written. The store has no consolidation pass of its own (the
@@ -22,8 +29,8 @@ use super::{
 };
 use crate::storage::{atomic_write, Shared};
 
-/// Memory stores one session may attach ("max 8 stores per session":
-/// docs.rs claude-api 0.5.3, `managed_agents::memory_stores`).
+/// Memory stores one session may attach ("A session accepts up to 8 memory
+/// stores": platform.claude.com managed-agents/self-hosted-sandboxes-memory).
 pub const MAX_STORES_PER_SESSION: usize = 8;
 /// Memories one store holds ("A memory store can hold up to 2,000
 /// memories": docs.aws.amazon.com, Bedrock Claude Managed Agents, memory stores).
@@ -34,9 +41,6 @@ pub const MAX_VERSIONS_PER_STORE: usize = 250_000;
 /// tokens)": docs.rs claude-api; read as 100 KiB, as the Alibaba Cloud
 /// port of the same API states 102,400 UTF-8 bytes).
 pub const MAX_MEMORY_BYTES: usize = 100 * 1024;
-
-/// Times a writer re-reads and retries after a 409 before it gives up.
-pub const PRECONDITION_RETRIES: u32 = 3;
 
 /// The design's switches. `Default`: as documented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,7 +218,6 @@ impl StoreProfile for Versioned {
             facts,
             at: 0,
             read: None,
-            retries: 0,
             kept: Vec::new(),
         })
     }
@@ -228,7 +231,6 @@ struct Writer {
     at: usize,
     /// The hash and the text it read of the current fact's memory.
     read: Option<(Option<String>, String)>,
-    retries: u32,
     kept: Vec<Fact>,
 }
 
@@ -248,14 +250,10 @@ impl Job for Writer {
         let answer = self
             .profile
             .update(fs, root, &fact.topic, sha.as_deref(), &text)?;
-        if answer.is_err() && self.retries < PRECONDITION_RETRIES {
-            self.retries += 1;
-            return Ok(false);
-        }
         if answer.is_ok() {
             self.kept.push(fact);
         }
-        (self.at, self.retries) = (self.at + 1, 0);
+        self.at += 1;
         Ok(self.at == self.facts.len())
     }
 

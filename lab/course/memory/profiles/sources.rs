@@ -1,0 +1,455 @@
+//! Where every constant and rule of the store profiles comes from: a source
+//! that says it (repository @ commit : path, or a documentation page and the
+//! date it was read), an assumption of the lab's (named, with whether it
+//! changes a result and whether it is on by default), or a parameter of the
+//! lab's own measures. `lab memory-designs` prints this list (`super::repro::listing`); a test checks
+//! that every constant and switch under `lab/memory/profiles/` is in it.
+//!
+//! An assumption that changes a result is off by default: the profile's
+//! `Default` runs without it, and a switch turns it on.
+
+use serde::Serialize;
+
+/// Why a constant or rule holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Basis {
+    /// A source says it: where, as repository @ commit : path, an issue,
+    /// or a documentation page and the date it was read.
+    Source {
+        /// The citation.
+        cite: &'static str,
+    },
+    /// The lab assumes it: nothing read says so.
+    Assumption {
+        /// Why the lab assumes it, and what the source read says instead
+        /// (if anything).
+        why: &'static str,
+        /// Whether turning it on or off moves a measured figure.
+        changes_result: bool,
+        /// Whether the profile's `Default` has it on (never, when it
+        /// changes a result).
+        on_by_default: bool,
+    },
+    /// The lab stands in for something upstream does with a model, a
+    /// server or a clock the lab does not have; it cannot be turned off.
+    StandIn {
+        /// What it stands in for and what that leaves out.
+        why: &'static str,
+        /// Whether a different stand-in would move a measured figure.
+        changes_result: bool,
+    },
+    /// A parameter of the lab's measures, not a claim about a design.
+    Lab {
+        /// What it sets.
+        why: &'static str,
+    },
+}
+
+/// One constant, switch or rule of a profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// The profile (`add-only`, ...) or `measures`.
+    pub profile: &'static str,
+    /// The constant (`MAX_MEMORY_BYTES`), the switch (`GitBacked.commit_every_edit`)
+    /// or the rule's short name (`ack`).
+    pub name: &'static str,
+    /// What it says, value included.
+    pub says: &'static str,
+    /// Why it holds.
+    pub basis: Basis,
+}
+
+const MEM0_MIGRATION: &str = "docs.mem0.ai/migration/platform-v2-to-v3 (mem0ai/mem0 docs/migration/platform-v2-to-v3.mdx), read 2026-12-04: \"Memory mutations: ADD only\", \"both facts are preserved\"";
+const MEM0_6911: &str = "mem0ai/mem0#6911 (open, 2026-08-11) and #7201 (open, 2026-09-01): a failed fallback insert stays in `records` and is returned as {\"event\": \"ADD\"}; fix PRs #6913, #7066, #7215, #7216 not merged";
+const LETTA_GIT: &str =
+    "letta-ai/letta-code @ f49354352014aadc347bad4a33982c4be832983c : src/agent/memory-git.ts";
+const LETTA_REFLECTION: &str = "letta-ai/letta-code @ 00f074335e6d2c889026d6644aa6a11a2faf88d7 : src/agent/subagents/builtin/reflection.md";
+const LETTA_DOCS: &str =
+    "docs.letta.com/concepts/memfs and /letta-code/memfs, read 2026-12-04: consolidation \"when the context window is compacted\"";
+const MA_MEMORY: &str =
+    "platform.claude.com/docs/en/managed-agents/memory, read 2026-12-07: \"Every change to a memory creates an immutable memory version\"";
+const MA_SELF_HOSTED: &str = "platform.claude.com/docs/en/managed-agents/self-hosted-sandboxes-memory, read 2026-12-07: \"A session accepts up to 8 memory stores\"; the worker downloads each store and syncs the agent's changes back, uploading before the sandbox ends";
+const MA_AWS: &str = "docs.aws.amazon.com, Bedrock Claude Managed Agents, memory stores, read 2026-12-04: \"A memory store can hold up to 2,000 memories and 250,000 versions\"";
+const MA_BYTES: &str = "docs.rs claude-api 0.5.3 `managed_agents::memory_stores` (\"individual memories capped at 100KB\") and help.aliyun.com/en/model-studio/managed-agents-memory-store (\"102400 UTF-8 bytes\"), read 2026-12-07";
+const MA_PRECONDITION: &str = "platform.claude.com API reference, `BetaManagedAgentsContentSha256Precondition`, read 2026-12-04: a mismatch fails with `memory_precondition_failed_error` (409)";
+const CODEX_MOD: &str =
+    "openai/codex @ 1f39b57c131ad473805c69719acf74ce491b9dd1 : codex-rs/core/src/memories/mod.rs";
+const CODEX_README: &str =
+    "openai/codex @ 4a3c3ca1768324d23c2696e5fc689d1634ef4968 : codex-rs/core/src/memories/README.md";
+const CODEX_STORAGE: &str = "openai/codex @ eb3ced59050a6e5afd44e3133df1e5a48381d29a : codex-rs/core/src/memories/storage.rs (files rewritten with `tokio::fs::write`, MEMORY.md removed when no input is retained)";
+const CODEX_WIPE: &str = "openai/codex codex-rs/core/src/memories/storage.rs `wipe_consolidation_outputs` (a later stored version; its commit is not resolved by the index): removes MEMORY.md before stage 2 regenerates it";
+const CODEX_TEMPLATE: &str =
+    "openai/codex codex-rs/core/templates/memories/consolidation.md: \"prefer newer guidance by default\"";
+const MEMORY_TOOL: &str =
+    "platform.claude.com/docs/en/agents-and-tools/tool-use/memory-tool (memory_20250818), read 2026-12-04";
+
+/// Every constant, switch and rule of every profile and of the measures.
+pub const RULES: &[Rule] = &[
+    // ---- add-only (Mem0 v3) ----
+    Rule {
+        profile: "add-only",
+        name: "add-only",
+        says: "extraction only adds: no update, no delete, no consolidation; recall shows every fact ever added (\"current\" is settled by retrieval ranking, not by a rewrite)",
+        basis: Basis::Source { cite: MEM0_MIGRATION },
+    },
+    Rule {
+        profile: "add-only",
+        name: "ack",
+        says: "acknowledged = the ADD events `Memory.add()` returns, one per extracted memory, even for a record whose insert failed",
+        basis: Basis::Source { cite: MEM0_6911 },
+    },
+    Rule {
+        profile: "add-only",
+        name: "AddOnly.ack_failed_inserts",
+        says: "true: a failed insert is still returned as ADD (the open-source SDK as reported); false: the fix proposed in the PRs",
+        basis: Basis::Source { cite: MEM0_6911 },
+    },
+    Rule {
+        profile: "add-only",
+        name: "AddOnly.dedup",
+        says: "true: a memory whose hash equals one of the DEDUP_SEARCH_LIMIT most similar stored memories is skipped",
+        basis: Basis::Assumption {
+            why: "the audit of issue 54 reports hashes compared against the top-10 search results only; the v3 `Memory.add()` source was not found in the stored sources read",
+            changes_result: true,
+            on_by_default: false,
+        },
+    },
+    Rule {
+        profile: "add-only",
+        name: "DEDUP_SEARCH_LIMIT",
+        says: "10 search results a new memory's hash is compared against (ranked here: same key first, newest first)",
+        basis: Basis::Assumption {
+            why: "as `AddOnly.dedup`; the ranking stands in for embedding similarity",
+            changes_result: true,
+            on_by_default: false,
+        },
+    },
+    Rule {
+        profile: "add-only",
+        name: "record",
+        says: "one vector-store record = one file named by a hash of its line, written atomically",
+        basis: Basis::Assumption {
+            why: "a vector store inserts a record whole; a file per record is the lab's stand-in",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    // ---- git-backed (Letta MemFS) ----
+    Rule {
+        profile: "git-backed",
+        name: "ack",
+        says: "acknowledged = the memory write committed (`commitMemoryWrite`); the push to the server follows after the turn (`syncPendingMemoryCommitsAfterTurn`)",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "GitBacked.commit_every_edit",
+        says: "true: every memory write is committed before it returns; false: edits are committed only at the next consolidation",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "refuse_dirty",
+        says: "a memory write is refused while the repository has uncommitted changes (\"Memory repo has uncommitted changes. Commit, discard, or sync them before using memory tools.\")",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "recover",
+        says: "on start-up `git pull --ff-only`: uncommitted edits stay in the working tree; the reset to the remote runs only on unrelated history and refuses a dirty repository",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "GitBacked.reset_on_start",
+        says: "false: recovery keeps uncommitted edits (upstream); true: the working tree is reset to HEAD (the broken variant)",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "consolidate",
+        says: "consolidation (reflection) when the context is compacted",
+        basis: Basis::Source { cite: LETTA_DOCS },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "reflection",
+        says: "a reflection edits a worktree on its own branch, commits there, then merges into main; on an unresolved conflict it runs `git merge --abort` and reports failure (nothing acknowledged)",
+        basis: Basis::Source { cite: LETTA_REFLECTION },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "GitBacked.parent_check",
+        says: "true: the merge notices main moved since the worktree's base; false: the worktree's files are copied over main (a forced push)",
+        basis: Basis::Source { cite: LETTA_REFLECTION },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "conflict",
+        says: "a merge conflicts when main and the worktree both changed the same file since the base",
+        basis: Basis::Assumption {
+            why: "git conflicts by hunk; every concurrent edit of one file in the measured scripts touches adjacent lines (appends), which git also reports as a conflict",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "repository",
+        says: "an in-process commit log: whole-file blobs, neither compressed nor packed; no remote (the push is not modelled)",
+        basis: Basis::StandIn {
+            why: "bytes overstate real git, which compresses and deltas; the server's copy and #2203 (a server rewriting history) need a remote the lab does not model",
+            changes_result: true,
+        },
+    },
+    // ---- versioned (Managed Agents memory stores) ----
+    Rule {
+        profile: "versioned",
+        name: "ack",
+        says: "acknowledged = the API's 200 to an update; the mount path (a file write in /mnt/memory acknowledged before the worker's sync) is not modelled",
+        basis: Basis::Source { cite: MA_SELF_HOSTED },
+    },
+    Rule {
+        profile: "versioned",
+        name: "versions",
+        says: "every change creates an immutable memory version",
+        basis: Basis::Source { cite: MA_MEMORY },
+    },
+    Rule {
+        profile: "versioned",
+        name: "MAX_STORES_PER_SESSION",
+        says: "8 memory stores a session",
+        basis: Basis::Source { cite: MA_SELF_HOSTED },
+    },
+    Rule {
+        profile: "versioned",
+        name: "MAX_MEMORIES_PER_STORE",
+        says: "2,000 memories a store",
+        basis: Basis::Source { cite: MA_AWS },
+    },
+    Rule {
+        profile: "versioned",
+        name: "MAX_VERSIONS_PER_STORE",
+        says: "250,000 versions a store",
+        basis: Basis::Source { cite: MA_AWS },
+    },
+    Rule {
+        profile: "versioned",
+        name: "MAX_MEMORY_BYTES",
+        says: "102,400 bytes a memory",
+        basis: Basis::Source { cite: MA_BYTES },
+    },
+    Rule {
+        profile: "versioned",
+        name: "Versioned.enforce_limits",
+        says: "true: a write past a limit is refused before anything is written; false: stored anyway",
+        basis: Basis::Assumption {
+            why: "the limits are documented; the refusal's wording and that it comes before any write are the lab's",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    Rule {
+        profile: "versioned",
+        name: "Versioned.precondition",
+        says: "true: an update carries the content_sha256 of what the writer read, a mismatch is refused (409) unless the memory already is the requested text; false: the last writer wins",
+        basis: Basis::Source { cite: MA_PRECONDITION },
+    },
+    Rule {
+        profile: "versioned",
+        name: "refused_update",
+        says: "a writer refused with 409 reports the fact as not kept; it does not retry",
+        basis: Basis::Assumption {
+            why: "no source read gives a retry count; retrying would need one, so none is invented",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    // ---- two-stage (Codex memories) ----
+    Rule {
+        profile: "two-stage",
+        name: "ack",
+        says: "nothing is acknowledged: a session only writes its rollout; stage 1 extracts it at a later start-up, stage 2 consolidates",
+        basis: Basis::Source { cite: CODEX_README },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "record",
+        says: "the record is the stage-1 rows of the state database; the files are regenerated from them",
+        basis: Basis::Source { cite: CODEX_README },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "state_db",
+        says: "a state-database row is one file written atomically (a SQLite transaction)",
+        basis: Basis::Assumption {
+            why: "the lab has no SQLite; a row lands whole or not at all, as a transaction does",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "regenerate",
+        says: "stage 2 removes MEMORY.md, then rewrites it in place (not atomically)",
+        basis: Basis::Source { cite: CODEX_WIPE },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "TwoStage.atomic_regeneration",
+        says: "false (upstream): MEMORY.md is removed then written in place; true: written atomically without the removal",
+        basis: Basis::Source { cite: CODEX_STORAGE },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "MAX_RAW_MEMORIES_FOR_GLOBAL",
+        says: "1,024 most recent stage-1 outputs retained for consolidation",
+        basis: Basis::Source { cite: CODEX_MOD },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "ROLLOUT_SUMMARIES_SUBDIR",
+        says: "rollout_summaries/",
+        basis: Basis::Source { cite: CODEX_MOD },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "RAW_MEMORIES_FILENAME",
+        says: "raw_memories.md (merged stage-1 outputs, latest first)",
+        basis: Basis::Source { cite: CODEX_MOD },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "MEMORY_REGISTRY_FILENAME",
+        says: "MEMORY.md, stage 2's output, what recall reads",
+        basis: Basis::Source { cite: CODEX_STORAGE },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "PHASE_TWO_JOB_LEASE_SECONDS",
+        says: "3,600 s lease on the global stage-2 job (heartbeat every 90 s while it runs)",
+        basis: Basis::Source { cite: CODEX_MOD },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "lease_expired",
+        says: "the next start-up after a kill comes after the killed holder's lease expired",
+        basis: Basis::StandIn {
+            why: "the lab has no clock; a start-up within the hour would skip stage 2 and leave the job pending (openai/codex#23129), which is not modelled",
+            changes_result: true,
+        },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "TwoStage.prefer_newer",
+        says: "true: stage 2 keeps the newest value of a key; false: the oldest",
+        basis: Basis::Source { cite: CODEX_TEMPLATE },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "TwoStage.consolidation_lock",
+        says: "true: stage 2 runs under the global job claim (a second claimant leaves its input for the next run); false: both run",
+        basis: Basis::Source { cite: CODEX_README },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "LOCK",
+        says: ".consolidation.lock: the global stage-2 claim as a file created exclusively",
+        basis: Basis::Assumption {
+            why: "Codex claims a row of the state database; an exclusive create is the same test-and-set",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    // ---- memory-tool ----
+    Rule {
+        profile: "memory-tool",
+        name: "ack",
+        says: "acknowledged = a tool result without `is_error` to create / insert / str_replace",
+        basis: Basis::Source { cite: MEMORY_TOOL },
+    },
+    Rule {
+        profile: "memory-tool",
+        name: "MemoryToolStore.edit_in_place",
+        says: "true: the scripted model replaces a superseded fact with str_replace; false: it only inserts",
+        basis: Basis::StandIn {
+            why: "what the model sends is its own choice; the scripted model is the lab's stand-in",
+            changes_result: true,
+        },
+    },
+    // ---- every profile ----
+    Rule {
+        profile: "all",
+        name: "scripted_consolidation",
+        says: "a consolidation keeps one value per key, the newest (a model does this upstream)",
+        basis: Basis::StandIn {
+            why: "the lab's model roles are scripted so runs are deterministic",
+            changes_result: true,
+        },
+    },
+    // ---- the measures ----
+    Rule {
+        profile: "measures",
+        name: "PROFILES",
+        says: "the registry: every profile at its defaults, one line each",
+        basis: Basis::Lab { why: "which designs the measures run" },
+    },
+    Rule {
+        profile: "measures",
+        name: "ROOT",
+        says: "/store, the store's directory on the in-memory backend",
+        basis: Basis::Lab { why: "where the measures put a store" },
+    },
+    Rule {
+        profile: "measures",
+        name: "STALE_CONSOLIDATIONS",
+        says: "3 consolidations before a superseded fact is said to survive",
+        basis: Basis::Lab { why: "bounds the stale measure" },
+    },
+    Rule {
+        profile: "measures",
+        name: "GROWTH_SESSIONS",
+        says: "1,000 generated sessions",
+        basis: Basis::Lab { why: "the growth measure's length" },
+    },
+    Rule {
+        profile: "measures",
+        name: "MAX_KILL_POINTS",
+        says: "400 fault points at most, far more operations than the script makes",
+        basis: Basis::Lab { why: "a bound that is never reached" },
+    },
+    Rule {
+        profile: "measures",
+        name: "MAX_SCHEDULES",
+        says: "20,000 interleavings at most, far more than two consolidators make",
+        basis: Basis::Lab { why: "a bound that is never reached" },
+    },
+    Rule {
+        profile: "measures",
+        name: "JOURNAL",
+        says: "a journal line of about 120 bytes, so 1,000 sessions pass 100 KB in one memory",
+        basis: Basis::Lab { why: "makes the growth measure reach the per-memory limit" },
+    },
+];
+
+/// The rules of one profile (or `measures`, `all`).
+pub fn of(profile: &str) -> Vec<Rule> {
+    RULES
+        .iter()
+        .filter(|r| r.profile == profile)
+        .copied()
+        .collect()
+}
+
+/// What "acknowledged" means for `profile`, with its source.
+pub fn acknowledgement(profile: &str) -> String {
+    RULES
+        .iter()
+        .find(|r| r.profile == profile && r.name == "ack")
+        .map(|r| match r.basis {
+            Basis::Source { cite } => format!("{} [{cite}]", r.says),
+            _ => r.says.to_string(),
+        })
+        .unwrap_or_else(|| "not stated".into())
+}
