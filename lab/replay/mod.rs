@@ -18,6 +18,7 @@ use crate::error::{LabError, LabResult};
 pub mod aggregate;
 mod args;
 pub mod breaks;
+pub mod closed_loop;
 pub mod cost_arms;
 pub mod distribution;
 pub mod dollars;

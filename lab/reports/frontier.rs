@@ -83,6 +83,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         dump: None,
         exec_timeout: None,
         conversations: Default::default(),
+        closed_loop: None,
     };
     let messages = session();
     crate::policy::list::names()

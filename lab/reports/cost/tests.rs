@@ -19,6 +19,7 @@ fn priced(session: &str) -> Vec<PolicyCost> {
         dump: None,
         exec_timeout: None,
         conversations: Default::default(),
+        closed_loop: None,
     };
     let messages = crate::replay::profiles::synthetic_main(24, 4_000);
     let runs: Vec<Compared> = ["none", "prototype", "vercel-prune-messages"]
