@@ -5,6 +5,7 @@
 
 mod break_causes;
 mod check;
+mod closed_loop;
 #[path = "../common/mod.rs"]
 mod common;
 mod dump;
