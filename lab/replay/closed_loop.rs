@@ -108,6 +108,43 @@ pub struct ClosedLoopRow {
     pub mode: String,
     /// What the figures rest on that is an estimate.
     pub estimates: Vec<String>,
+    /// The last round's thrash.
+    pub thrash: super::thrash::Thrash,
+    /// The demands in retention tiers, on the open-loop run.
+    pub tiers: Tiers,
+}
+
+/// Retention in tiers (issue 46, item 4), of the session's demands at their
+/// demanding calls in the open-loop run: each demand in exactly one tier.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct Tiers {
+    /// Verbatim in the request.
+    pub in_request: usize,
+    /// In a file a pointer of the request names.
+    pub one_call_away: usize,
+    /// In a file reached through more than one pointer.
+    pub further_away: usize,
+    /// Not reachable, but the source's call can be made again.
+    pub refetchable: usize,
+    /// None of these.
+    pub lost: usize,
+}
+
+impl Tiers {
+    /// The tiers of `found` (demands whose call never came are in none).
+    fn of(found: &[Option<Resolution>]) -> Tiers {
+        let mut t = Tiers::default();
+        for r in found.iter().flatten() {
+            match r {
+                Resolution::InRequest => t.in_request += 1,
+                Resolution::Recovery { hops: 1, .. } => t.one_call_away += 1,
+                Resolution::Recovery { .. } => t.further_away += 1,
+                Resolution::Refetch => t.refetchable += 1,
+                Resolution::Lost => t.lost += 1,
+            }
+        }
+        t
+    }
 }
 
 /// The inserted result's size and the demand's evidence: what the agent
@@ -377,22 +414,32 @@ fn pairs(id: usize, round: usize, need: &Need, r: &Resolution) -> Vec<Message> {
     out
 }
 
-/// The session with `inserted` in place, and each original index's new one.
-fn build(messages: &[Message], inserted: &[Inserted]) -> (Vec<Message>, Vec<usize>) {
+/// The session with `inserted` in place, each original index's new one,
+/// and the new indices of the inserted calls.
+fn build(
+    messages: &[Message],
+    inserted: &[Inserted],
+) -> (Vec<Message>, Vec<usize>, BTreeSet<usize>) {
     let mut by: BTreeMap<usize, Vec<&Inserted>> = BTreeMap::new();
     for i in inserted {
         by.entry(i.before).or_default().push(i);
     }
     let mut out = Vec::with_capacity(messages.len());
     let mut index = Vec::with_capacity(messages.len());
+    let mut calls = BTreeSet::new();
     for (i, m) in messages.iter().enumerate() {
         for ins in by.get(&i).into_iter().flatten() {
-            out.extend(ins.messages.iter().cloned());
+            for m in &ins.messages {
+                if m.role == crate::message::Role::Assistant {
+                    calls.insert(out.len());
+                }
+                out.push(m.clone());
+            }
         }
         index.push(out.len());
         out.push(m.clone());
     }
-    (out, index)
+    (out, index, calls)
 }
 
 /// The session's setup with its per-message facts moved to the new indices
@@ -409,7 +456,7 @@ fn remap(
         .prefix
         .anchors
         .iter()
-        .map(|(&k, v)| (at(k), v.clone()))
+        .map(|(&k, v)| (at(k), *v))
         .collect();
     s.prefix.resumes = setup.prefix.resumes.iter().map(|&k| at(k)).collect();
     if let Some(times) = &setup.times_ms {
@@ -432,6 +479,7 @@ struct Round {
     run: crate::policy::engine::PolicyRun,
     cost: Option<crate::cache::CostReport>,
     found: Vec<Option<Resolution>>,
+    thrash: super::thrash::Thrash,
 }
 
 /// `name` on `messages` (the original session with `inserted` in place),
@@ -448,7 +496,7 @@ fn round(
     measure: &super::policies::Measure,
     setup: &super::policies::SessionSetup,
 ) -> LabResult<Round> {
-    let (messages, index) = build(original, inserted);
+    let (messages, index, calls) = build(original, inserted);
     let setup = remap(setup, &index, messages.len());
     let mut probe = Probe {
         at: BTreeMap::new(),
@@ -468,6 +516,7 @@ fn round(
         &mut [&mut probe],
     )?;
     Ok(Round {
+        thrash: super::thrash::of(&run, &calls),
         run,
         cost,
         found: probe.found,
@@ -494,6 +543,7 @@ pub fn closed_loop(
     let mut last = round(
         label, messages, &inserted, &demands, &needs, name, path_len, measure, setup,
     )?;
+    let tiers = Tiers::of(&last.found);
     let mut rounds = 0;
     let mut converged = true;
     loop {
@@ -582,6 +632,8 @@ pub fn closed_loop(
             if converged { ", converged" } else { ", stopped" }
         ),
         estimates,
+        thrash: last.thrash,
+        tiers,
     })
 }
 
@@ -601,6 +653,7 @@ pub fn table(rows: &[&ClosedLoopRow], format: crate::render::Format) -> String {
         "open $",
         "closed-loop $ (est.)",
         "rounds",
+        "tiers: verbatim/1 call/further/re-fetchable/lost",
     ];
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -622,14 +675,61 @@ pub fn table(rows: &[&ClosedLoopRow], format: crate::render::Format) -> String {
                     r.rounds,
                     if r.converged { "" } else { " (stopped)" }
                 ),
+                format!(
+                    "{}/{}/{}/{}/{}",
+                    r.tiers.in_request,
+                    r.tiers.one_call_away,
+                    r.tiers.further_away,
+                    r.tiers.refetchable,
+                    r.tiers.lost
+                ),
             ]
         })
         .collect();
-    let mut s = crate::render::table(&head, body, format == crate::render::Format::Markdown);
+    let markdown = format == crate::render::Format::Markdown;
+    let mut s = crate::render::table(&head, body, markdown);
     s.push_str(
         "\nClosed loop: a demand (lab import --demands, an estimate) whose source is not in the \
          request at its call is read back through the policy's pointer (recovery call), made \
          again (re-fetch) or lost; the calls are inserted and the session replayed again.\n",
+    );
+    s
+}
+
+/// The thrash table: one row per closed-loop run.
+pub fn thrash_table(rows: &[&ClosedLoopRow], format: crate::render::Format) -> String {
+    let head = [
+        "session",
+        "policy",
+        "compactions",
+        "per 100k new tokens (est.)",
+        "filled after (of peak, est.)",
+        "inserted within 5 calls",
+        "median calls between",
+        "loop",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let t = &r.thrash;
+            vec![
+                r.session.clone(),
+                r.policy.clone(),
+                t.compactions.to_string(),
+                format!("{:.2}", t.per_100k_new_tokens),
+                format!("{:.2}", t.filled_after),
+                t.refetches_near_compaction.to_string(),
+                t.calls_between_median.to_string(),
+                if t.looping { "yes" } else { "" }.to_string(),
+            ]
+        })
+        .collect();
+    let markdown = format == crate::render::Format::Markdown;
+    let mut s = crate::render::table(&head, body, markdown);
+    s.push_str(
+        "\nThrash, on the closed-loop run: a compaction is a call preceded by a removal and smaller than the call before; new tokens \
+         sum the request's growth (a lower bound); the peak request stands in for the window; loop: \
+         two or more compactions, most followed within 5 calls by a call to get content back.\n",
     );
     s
 }

@@ -35,6 +35,7 @@ pub mod profiles;
 pub mod shard;
 pub mod stream;
 pub mod subagents;
+pub mod thrash;
 pub mod unlogged;
 pub mod variants;
 pub mod wire;

@@ -1003,6 +1003,8 @@ fn render_tables(
     if !closed.is_empty() {
         s.push('\n');
         s.push_str(&super::closed_loop::table(&closed, format));
+        s.push('\n');
+        s.push_str(&super::closed_loop::thrash_table(&closed, format));
     }
     if priced {
         s.push('\n');

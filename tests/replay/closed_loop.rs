@@ -75,6 +75,13 @@ fn none_needs_no_call_and_loses_no_demand_on_any_shared_session() {
             );
             assert_eq!(r.in_request, r.demands, "{}: {r:?}", r.session);
             assert_eq!(r.calls, r.open_calls, "{}", r.session);
+            assert_eq!(
+                r.thrash,
+                ctxlab::replay::thrash::Thrash::default(),
+                "{}: none never compacts",
+                r.session
+            );
+            assert_eq!(r.tiers.in_request, r.demands, "{}: {r:?}", r.session);
             demands += r.demands;
         }
     }
@@ -92,6 +99,24 @@ fn prototype_pays_for_its_pointers_where_it_removed_a_demanded_source() {
             }
             removed += 1;
             assert!(r.recovery_calls > 0, "{}: {r:?}", r.session);
+            let t = r.tiers;
+            assert_eq!(
+                t.in_request + t.one_call_away + t.further_away + t.refetchable + t.lost,
+                r.demands,
+                "{}: each demand in one tier: {r:?}",
+                r.session
+            );
+            assert!(t.in_request < r.demands, "{}: {r:?}", r.session);
+            assert!(
+                r.thrash.compactions > 0,
+                "{}: it removed, so it compacted",
+                r.session
+            );
+            assert!(
+                r.thrash.refetches_near_compaction <= r.recovery_calls + r.refetches,
+                "{}: {r:?}",
+                r.session
+            );
             assert_eq!(
                 r.calls,
                 r.open_calls + r.recovery_calls + r.refetches,
