@@ -205,3 +205,22 @@ fn the_whole_command_runs_on_a_shared_session() {
         }
     }
 }
+
+#[test]
+fn a_corpus_is_refused_with_a_fix_not_dropped() {
+    let Some(dir) = transcripts() else { return };
+    let corpus = dir.join("claude_code");
+    let (code, _, err) = common::lab(&[
+        "replay",
+        corpus.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--closed-loop",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--closed-loop"), "{err}");
+    assert!(
+        err.contains("lab replay a.jsonl"),
+        "the fix is named: {err}"
+    );
+}
