@@ -189,6 +189,21 @@ fn the_whole_command_runs_on_a_shared_session() {
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/lab/schemas/replay-policies.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .take(5)
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
     let runs = v["runs"].as_array().unwrap().len();
     let rows = v["closed_loop"].as_array().unwrap();
     assert_eq!(rows.len(), runs, "one closed-loop row per run");
