@@ -86,6 +86,10 @@ pub struct ClosedLoopRow {
     pub refetches: usize,
     /// Demands neither in the request nor reachable nor re-fetchable.
     pub lost_demands: usize,
+    /// Demands not probed: the source is not text (an image, a tool call)
+    /// or the demanding call was not replayed (the run ended first). They
+    /// are in no tier and in none of the counts above.
+    pub unchecked: usize,
     /// Summary calls of the last round's run (priced runs only; 0 unpriced).
     pub compaction_calls: usize,
     /// Model calls of the open-loop run.
@@ -618,6 +622,7 @@ pub fn closed_loop(
         recovery_calls: inserted.iter().map(|i| i.recovery_calls).sum(),
         refetches: inserted.iter().filter(|i| i.refetch).count(),
         lost_demands: lost,
+        unchecked: last.found.iter().filter(|r| r.is_none()).count(),
         compaction_calls: last.cost.as_ref().map_or(0, |c| c.compaction_calls),
         open_calls: open.run.calls.len(),
         calls: last.run.calls.len(),
@@ -661,7 +666,10 @@ pub fn table(rows: &[&ClosedLoopRow], format: crate::render::Format) -> String {
             vec![
                 r.session.clone(),
                 r.policy.clone(),
-                r.demands.to_string(),
+                match r.unchecked {
+                    0 => r.demands.to_string(),
+                    n => format!("{} ({n} unchecked)", r.demands),
+                },
                 r.in_request.to_string(),
                 r.recovery_calls.to_string(),
                 r.refetches.to_string(),

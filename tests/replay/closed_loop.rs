@@ -73,7 +73,12 @@ fn none_needs_no_call_and_loses_no_demand_on_any_shared_session() {
                 "{}: none removes nothing, yet its closed loop inserted calls: {r:?}",
                 r.session
             );
-            assert_eq!(r.in_request, r.demands, "{}: {r:?}", r.session);
+            assert_eq!(
+                r.in_request + r.unchecked,
+                r.demands,
+                "{}: {r:?}",
+                r.session
+            );
             assert_eq!(r.calls, r.open_calls, "{}", r.session);
             assert_eq!(
                 r.thrash,
@@ -81,7 +86,12 @@ fn none_needs_no_call_and_loses_no_demand_on_any_shared_session() {
                 "{}: none never compacts",
                 r.session
             );
-            assert_eq!(r.tiers.in_request, r.demands, "{}: {r:?}", r.session);
+            assert_eq!(
+                r.tiers.in_request + r.unchecked,
+                r.demands,
+                "{}: {r:?}",
+                r.session
+            );
             demands += r.demands;
         }
     }
@@ -94,14 +104,19 @@ fn prototype_pays_for_its_pointers_where_it_removed_a_demanded_source() {
     let mut removed = 0;
     for file in &files {
         for r in rows(file, "prototype", true) {
-            if r.in_request == r.demands && r.recovery_calls + r.refetches == 0 {
+            if r.tiers.in_request + r.unchecked == r.demands {
                 continue;
             }
             removed += 1;
             assert!(r.recovery_calls > 0, "{}: {r:?}", r.session);
             let t = r.tiers;
             assert_eq!(
-                t.in_request + t.one_call_away + t.further_away + t.refetchable + t.lost,
+                t.in_request
+                    + t.one_call_away
+                    + t.further_away
+                    + t.refetchable
+                    + t.lost
+                    + r.unchecked,
                 r.demands,
                 "{}: each demand in one tier: {r:?}",
                 r.session
