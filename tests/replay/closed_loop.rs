@@ -7,6 +7,7 @@
 //!   inserted recovery calls make its closed-loop dollars exceed its
 //!   open-loop dollars;
 //! - a session without demands closes the loop at once, with zeros;
+//! - a masked file read is fetched again, a masked clock reading is lost;
 //! - the whole command runs on a shared session.
 
 use crate::common;
@@ -252,5 +253,72 @@ fn a_corpus_is_refused_with_a_fix_not_dropped() {
     assert!(
         err.contains("lab replay a.jsonl"),
         "the fix is named: {err}"
+    );
+}
+
+/// A session whose last reply quotes a hash first seen in the result of
+/// `first` (a tool name and input), with 12 calls of filler after it.
+fn hash_session(name: &str, input: serde_json::Value) -> Vec<ctxlab::message::Message> {
+    use ctxlab::message::{Block, Message};
+    let hash = "3f9a2c1b7e4d8a6f0c2b5d7e9a1c3b5d7e9f0a1b";
+    let mut out = vec![Message::user_text("which commit broke the build?")];
+    let call = |id: String, name: &str, input: serde_json::Value| {
+        Message::assistant(vec![Block::ToolUse {
+            id,
+            name: name.into(),
+            input,
+        }])
+    };
+    out.push(call("toolu_first".into(), name, input));
+    out.push(Message::tool_results(vec![(
+        "toolu_first".into(),
+        format!("commit {hash}\n{}", "x".repeat(3_000)),
+    )]));
+    for t in 0..12 {
+        let id = format!("toolu_{t:04}");
+        let input = serde_json::json!({"command": format!("cat src/lib{t}.rs")});
+        out.push(call(id.clone(), "bash", input));
+        out.push(Message::tool_results(vec![(
+            id,
+            format!("{t}").repeat(3_000),
+        )]));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: format!("The build broke at {hash}."),
+    }]));
+    out
+}
+
+#[test]
+fn a_masked_read_is_fetched_again_and_a_masked_clock_is_lost() {
+    // The same removal, two sources: a file read comes back by reading it
+    // again; the output of `date` cannot be had again.
+    let read = hash_session("Read", serde_json::json!({"file_path": "BUILD.log"}));
+    let clock = hash_session("bash", serde_json::json!({"command": "date +%s%N"}));
+    for messages in [&read, &clock] {
+        assert!(
+            ctxlab::import::demands::extract(messages)
+                .iter()
+                .any(|d| d.source == 2 && d.at == messages.len() - 1),
+            "the last reply demands the first result"
+        );
+    }
+    let policy = "swe-agent-mask-5";
+    let r = compare_one("read", &read, policy, 40, &measure(true))
+        .unwrap()
+        .closed_loop
+        .unwrap();
+    assert!(r.tiers.refetchable >= 1, "{r:?}");
+    assert!(r.refetches >= 1 && r.lost_demands == 0, "{r:?}");
+    assert_eq!(r.calls, r.open_calls + r.refetches, "{r:?}");
+    assert!(r.dollars.unwrap() > r.open_dollars.unwrap(), "{r:?}");
+    let c = compare_one("clock", &clock, policy, 40, &measure(true))
+        .unwrap()
+        .closed_loop
+        .unwrap();
+    assert!(c.lost_demands >= 1 && c.refetches == 0, "{c:?}");
+    assert_eq!(
+        c.calls, c.open_calls,
+        "a lost demand inserts no call: {c:?}"
     );
 }
