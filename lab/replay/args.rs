@@ -28,6 +28,12 @@ pub struct ReplayArgs {
     /// planted facts) and mark the cost–retention frontier.
     #[arg(long, requires = "policy")]
     pub retention: bool,
+    /// With --policy: close the loop. Each demand (`lab import --demands`)
+    /// a policy's removal left out of the request is read back through the
+    /// policy's pointer, made again or counted lost; the calls are inserted
+    /// and the session replayed again (at most 3 rounds), priced with --cost.
+    #[arg(long, requires = "policy")]
+    pub closed_loop: bool,
     /// Multiply the profile's size constants (e.g. 0.1 pushes a short session over its limits).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
@@ -298,6 +304,7 @@ fn replay_policies(
         exec_timeout: a.exec_timeout,
         conversations: conversations(a.main_chain_only),
         anchor: super::anchor::AnchorArg::from_flag(a.anchor),
+        closed_loop: a.closed_loop.then(super::closed_loop::Switches::default),
     };
     let outputs = super::Outputs {
         plot: a.plot,

@@ -19,6 +19,7 @@ pub mod aggregate;
 pub mod anchor;
 mod args;
 pub mod breaks;
+pub mod closed_loop;
 pub mod cost_arms;
 pub mod distribution;
 pub mod dollars;
@@ -36,6 +37,7 @@ pub mod profiles;
 pub mod shard;
 pub mod stream;
 pub mod subagents;
+pub mod thrash;
 pub mod unlogged;
 pub mod variants;
 pub mod wire;
@@ -88,6 +90,14 @@ pub fn replay_command(
     }
     // A shard is a part of a corpus, whatever the inputs are.
     if outputs.jsonl || outputs.shard.is_some() || stream::is_corpus(&inputs, import)? {
+        if measure.closed_loop.is_some() {
+            // The streamed records and the corpus aggregate have no place
+            // for the closed-loop rows yet: refused rather than dropped.
+            return Err(LabError::usage(
+                "--closed-loop replays named session files, not a corpus or a --format jsonl stream",
+                "replay the session files themselves (e.g. lab replay a.jsonl --policy all --closed-loop --cost)",
+            ));
+        }
         if outputs.optimal.is_some() {
             return Err(LabError::usage(
                 "--optimal schedules named session files, not a corpus or a --format jsonl stream",

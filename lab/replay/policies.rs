@@ -252,6 +252,9 @@ pub struct Measure {
     pub conversations: crate::replay::subagents::Conversations,
     /// `--anchor`: what the replay reads of a log's recorded usage.
     pub anchor: crate::replay::anchor::AnchorArg,
+    /// `--closed-loop`: each run replayed again with the calls its removals
+    /// cost the agent ([`super::closed_loop`]); `None`: open-loop only.
+    pub closed_loop: Option<super::closed_loop::Switches>,
 }
 
 /// One session under one policy.
@@ -263,6 +266,8 @@ pub struct Compared {
     pub retention: Option<RetentionReport>,
     /// Prompt-cache cost, when priced.
     pub cost: Option<crate::cache::CostReport>,
+    /// The closed-loop replay's row, with `--closed-loop`.
+    pub closed_loop: Option<super::closed_loop::ClosedLoopRow>,
 }
 
 impl Compared {
@@ -314,35 +319,16 @@ pub fn compare_set_up(
     // The run that is reported, costs included, is the session itself;
     // retention plants its facts in a second run of a fresh policy, so
     // measuring it never changes what it sits beside.
-    let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
-    // Priced, every summary the policy asks for is a request of its own.
-    let side = crate::policy::side_calls::SideCalls::default();
-    let mut cost = crate::cache::observe::CostObserver::new(
-        setup.prefix.tokens as u64,
-        setup.times_ms.as_deref(),
-    )
-    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(name));
     let mut dumper = setup
         .dump
         .clone()
         .map(|t| crate::replay::dump::Dumper::new(t, name))
         .transpose()?;
-    let mut observers: Vec<&mut dyn Observer> = Vec::new();
-    if measure.pricing.is_some() {
-        observers.push(&mut cost);
-    }
+    let mut extra: Vec<&mut dyn Observer> = Vec::new();
     if let Some(d) = dumper.as_mut() {
-        observers.push(d);
+        extra.push(d);
     }
-    let run = run_observed(
-        policy.as_mut(),
-        label,
-        messages,
-        measure,
-        setup,
-        &mut observers,
-        measure.pricing.is_some().then_some(&side),
-    )?;
+    let (run, cost) = run_priced(label, messages, name, path_len, measure, setup, &mut extra)?;
     if let Some(d) = dumper {
         // Only a run that ended well puts its dump in place.
         d.finish()?;
@@ -364,18 +350,65 @@ pub fn compare_set_up(
     } else {
         None
     };
-    Ok(Compared {
+    let mut compared = Compared {
         run,
         retention,
-        cost: setup
-            .pricing
-            .as_ref()
-            .or(measure.pricing.as_ref())
-            .map(|p| {
-                let output = crate::cache::compaction::output_per_mtok(&p.sheet, &p.prices);
-                cost.finish_with_output(&p.provider, &p.sheet, output)
-            }),
-    })
+        cost,
+        closed_loop: None,
+    };
+    if let Some(switches) = measure.closed_loop {
+        let row = super::closed_loop::closed_loop(
+            label, messages, name, path_len, measure, setup, switches, &compared,
+        )?;
+        compared.closed_loop = Some(row);
+    }
+    Ok(compared)
+}
+
+/// One run of `name` on `messages`, priced when `measure` prices (its
+/// summary calls as requests of their own), observed by `extra` too.
+pub(crate) fn run_priced(
+    label: &str,
+    messages: &[Message],
+    name: &str,
+    path_len: usize,
+    measure: &Measure,
+    setup: &SessionSetup,
+    extra: &mut [&mut dyn Observer],
+) -> LabResult<(PolicyRun, Option<crate::cache::CostReport>)> {
+    let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
+    // Priced, every summary the policy asks for is a request of its own.
+    let side = crate::policy::side_calls::SideCalls::default();
+    let mut cost = crate::cache::observe::CostObserver::new(
+        setup.prefix.tokens as u64,
+        setup.times_ms.as_deref(),
+    )
+    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(name));
+    let mut observers: Vec<&mut dyn Observer> = Vec::new();
+    if measure.pricing.is_some() {
+        observers.push(&mut cost);
+    }
+    for o in extra.iter_mut() {
+        observers.push(&mut **o);
+    }
+    let run = run_observed(
+        policy.as_mut(),
+        label,
+        messages,
+        measure,
+        setup,
+        &mut observers,
+        measure.pricing.is_some().then_some(&side),
+    )?;
+    let report = setup
+        .pricing
+        .as_ref()
+        .or(measure.pricing.as_ref())
+        .map(|p| {
+            let output = crate::cache::compaction::output_per_mtok(&p.sheet, &p.prices);
+            cost.finish_with_output(&p.provider, &p.sheet, output)
+        });
+    Ok((run, report))
 }
 
 /// One engine run of `messages` under `policy` with the session's prefix;
@@ -999,11 +1032,18 @@ fn render_tables(
         .filter_map(|c| c.retention.clone().map(|r| (c.run.clone(), r)))
         .collect();
     let priced = out.iter().any(|c| c.cost.is_some());
-    if with.is_empty() && !priced {
+    let closed: Vec<_> = out.iter().filter_map(|c| c.closed_loop.as_ref()).collect();
+    if with.is_empty() && !priced && closed.is_empty() {
         return crate::policy::render::runs(&runs, format);
     }
     let scored = scored_retention(out, &with);
     let mut s = crate::policy::render::runs(&runs, format);
+    if !closed.is_empty() {
+        s.push('\n');
+        s.push_str(&super::closed_loop::table(&closed, format));
+        s.push('\n');
+        s.push_str(&super::closed_loop::thrash_table(&closed, format));
+    }
     if priced {
         s.push('\n');
         s.push_str(&cost_table(out, recorded, regret, format));
@@ -1036,6 +1076,8 @@ fn render_tables(
 pub struct PoliciesJson<'a> {
     /// Every policy on every session: calls, events, the checker's findings.
     pub runs: &'a [PolicyRun],
+    /// `--closed-loop`: every run's closed-loop row (empty without).
+    pub closed_loop: Vec<&'a super::closed_loop::ClosedLoopRow>,
     /// With `--retention`: what each run kept and sent, and the frontier.
     pub retention: &'a [crate::retention::render::Scored],
     /// With `--cost`: each run priced by the cache model.
@@ -1126,6 +1168,7 @@ fn render_json(
         .collect();
     crate::render::json(&PoliciesJson {
         runs: &runs,
+        closed_loop: out.iter().filter_map(|c| c.closed_loop.as_ref()).collect(),
         retention: &scored,
         cost,
         recorded,
@@ -1146,6 +1189,7 @@ fn render_json(
 pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
     crate::render::json(&PoliciesJson {
         runs: &[],
+        closed_loop: Vec::new(),
         retention: &[],
         cost: Vec::new(),
         recorded: &[],

@@ -84,6 +84,7 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         exec_timeout: None,
         conversations: Default::default(),
         anchor: Default::default(),
+        closed_loop: None,
     };
     let messages = session();
     crate::zoo::list::names()

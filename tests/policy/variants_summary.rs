@@ -15,6 +15,7 @@ fn compared(spec: &str, session: &str, rounds: usize, large_at: usize) -> Compar
         run,
         retention: None,
         cost: Some(cost),
+        closed_loop: None,
     }
 }
 

@@ -7,6 +7,7 @@ mod anchor_none;
 mod break_causes;
 mod check;
 mod check_gate;
+mod closed_loop;
 #[path = "../common/mod.rs"]
 mod common;
 mod dump;

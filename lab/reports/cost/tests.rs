@@ -20,6 +20,7 @@ fn priced(session: &str) -> Vec<PolicyCost> {
         exec_timeout: None,
         conversations: Default::default(),
         anchor: Default::default(),
+        closed_loop: None,
     };
     let messages = crate::replay::profiles::synthetic_main(24, 4_000);
     let runs: Vec<Compared> = ["none", "prototype", "vercel-prune-messages"]
