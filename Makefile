@@ -52,9 +52,10 @@ schemas:
 	@for n in $$($(CARGO) run --quiet --bin lab -- schema); do \
 	  n=$${n%,}; $(CARGO) run --quiet --bin lab -- schema $$n > lab/schemas/$$n.schema.json.tmp && mv lab/schemas/$$n.schema.json.tmp lab/schemas/$$n.schema.json; done
 
-## readme: regenerate the experiment and policy tables in GUIDE.md from the registry and the policy list
+## readme: regenerate the experiment and policy tables of the guide (docs/src/experiments.md, docs/src/policy-table.md) from the registry and the policy list
 readme:
-	$(CARGO) run --quiet --bin lab -- readme --write GUIDE.md
+	$(CARGO) run --quiet --bin lab -- readme --write docs/src/experiments.md
+	$(CARGO) run --quiet --bin lab -- readme --write docs/src/policy-table.md
 
 selftest:
 	$(LAB) selftest

@@ -259,3 +259,23 @@ pub fn cut_or_flipped(mut bytes: Vec<u8>, frac: f64, flip: Option<(f64, u8)>) ->
     bytes.truncate((bytes.len() as f64 * frac) as usize);
     bytes
 }
+
+/// The guide as one text: GUIDE.md (the index) and every chapter of
+/// `docs/src/` in file-name order, for tests that hold the docs to the
+/// binary wherever in the book a list or an example sits.
+#[allow(dead_code)]
+pub fn guide() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut text = std::fs::read_to_string(root.join("GUIDE.md")).unwrap();
+    let mut chapters: Vec<_> = std::fs::read_dir(root.join("docs/src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    for c in chapters {
+        text.push('\n');
+        text.push_str(&std::fs::read_to_string(c).unwrap());
+    }
+    text
+}

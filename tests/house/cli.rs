@@ -219,14 +219,16 @@ fn list_is_snapshotted_and_guide_tables_are_current() {
     let (code, out, _) = lab(&["list"]);
     assert_eq!(code, 0);
     insta::assert_snapshot!("lab_list", out);
-    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/GUIDE.md")).unwrap();
+    let chapter = |name: &str| {
+        std::fs::read_to_string(format!("{}/docs/src/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    };
     assert!(
-        guide.contains(&ctxlab::cli::readme_block()),
-        "GUIDE.md experiment table is stale: run `make readme`"
+        chapter("experiments.md").contains(&ctxlab::cli::readme_block()),
+        "docs/src/experiments.md's experiment table is stale: run `make readme`"
     );
     assert!(
-        guide.contains(&ctxlab::cli::policies_block().unwrap()),
-        "GUIDE.md policy table is stale: run `make readme`"
+        chapter("policy-table.md").contains(&ctxlab::cli::policies_block().unwrap()),
+        "docs/src/policy-table.md's policy table is stale: run `make readme`"
     );
     let (_, profiles, _) = lab(&["profiles"]);
     insta::assert_snapshot!("lab_profiles", profiles);

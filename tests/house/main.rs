@@ -10,6 +10,7 @@ mod cli;
 mod cli_inputs;
 mod comments_cite_no_issues;
 mod crates;
+mod docs;
 mod import_graph;
 mod readme_examples;
 mod schemas;

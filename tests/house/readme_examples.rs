@@ -1,12 +1,12 @@
-//! The shell examples of README.md and GUIDE.md leave no files in the
+//! The shell examples of README.md and the guide leave no files in the
 //! checkout: every file an example writes (a `>` redirect, `--out`, `--plot`,
 //! `--write`) goes to a temp dir, or is one of the generated files the
-//! repository keeps (GUIDE.md's tables, `reports/`, `scenarios/hunt/`).
+//! repository keeps (the guide's tables, `reports/`, `scenarios/hunt/`).
 
 use std::path::Path;
 
 /// Generated outputs that belong in the checkout.
-const KEPT: &[&str] = &["GUIDE.md", "reports/", "scenarios/hunt/"];
+const KEPT: &[&str] = &["docs/src/", "reports/", "scenarios/hunt/"];
 
 /// The shell lines of the ```sh blocks of a Markdown text, comments cut.
 fn shell_lines(md: &str) -> Vec<String> {
@@ -63,14 +63,18 @@ fn leaks(md: &str) -> Vec<String> {
         .collect()
 }
 
-/// The documents whose examples are checked: the user's README and the guide.
-const DOCS: &[&str] = &["README.md", "GUIDE.md"];
+/// The documents whose examples are checked: the user's README and the
+/// guide (its index and every chapter, as one text).
+fn docs() -> Vec<(&'static str, String)> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    vec![("README.md", readme), ("the guide", crate::common::guide())]
+}
 
 #[test]
 fn readme_examples_write_only_to_temp_dirs_or_kept_outputs() {
-    for doc in DOCS {
-        let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
-        // Both files show a plot example: without one the check would see no
+    for (doc, md) in docs() {
+        // Both documents show a plot example: without one the check would see no
         // example at all (a fence renamed, say) and pass vacuously.
         assert!(
             shell_lines(&md).iter().any(|l| l.contains("--plot")),
@@ -103,8 +107,7 @@ fn flag<'a>(words: &[&'a str], flag: &str) -> Option<&'a str> {
 fn sharded_sweep_examples_fit_the_cell_cap() {
     use ctxlab::sweep::{parse_path_lens, parse_vary, Shard, SweepSpec, DEFAULT_PATH_LENS};
     let mut checked = 0;
-    for doc in DOCS {
-        let md = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
+    for (doc, md) in docs() {
         for line in shell_lines(&md) {
             let line = line
                 .replace("{}", "0")

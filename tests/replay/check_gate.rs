@@ -207,8 +207,7 @@ fn artifact_recall_is_a_percent_as_everywhere_else() {
 #[test]
 fn help_and_guide_list_every_key_and_metric_with_its_unit() {
     let help = lab_ok(&["check", "--help"]);
-    let guide =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md")).unwrap();
+    let guide = crate::common::guide();
     let section = guide
         .split("\n## lab check\n")
         .nth(1)

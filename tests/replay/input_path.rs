@@ -131,8 +131,7 @@ fn jobs_past_the_cap_are_a_usage_error() {
 #[test]
 fn help_lists_every_format_from_the_table_guide_lists() {
     let names = ctxlab::import::format_list::names("|");
-    let guide =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("GUIDE.md")).unwrap();
+    let guide = crate::common::guide();
     assert!(
         guide.contains(&format!("`--format-in {names}`")),
         "GUIDE lists the formats of format_list::ALL"
