@@ -5,7 +5,7 @@
 //! clock, and returns the request it would send plus [`PolicyEvent`]s saying
 //! what it did and why. The course pipeline with its switches is one policy
 //! family (`course`); each production design is a module of its own under
-//! `lab/policy/zoo/`, citing its upstream source and constants.
+//! `lab/zoo/` (the `ctxlab-zoo` crate), citing its upstream source and constants.
 //!
 //! The checker stays policy-agnostic: each policy declares, as
 //! [`PointerRule`]s, how its placeholders name where an original went (a

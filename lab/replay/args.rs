@@ -139,7 +139,7 @@ pub struct ReplayArgs {
     #[arg(long, requires = "cost")]
     pub sheet: Option<String>,
     /// Per-model prices for recorded usage under `--cost`: ctxlab's price
-    /// file (see lab/cache/prices/2026-12-04.json, the built-in one) or
+    /// file (see lab/measure/cache/prices/2026-12-04.json, the built-in one) or
     /// LiteLLM's model_prices_and_context_window.json.
     #[arg(long, requires = "cost", value_name = "FILE")]
     pub prices: Option<std::path::PathBuf>,
@@ -304,7 +304,9 @@ fn replay_policies(
         exec_timeout: a.exec_timeout,
         conversations: conversations(a.main_chain_only),
         anchor: super::anchor::AnchorArg::from_flag(a.anchor),
-        closed_loop: a.closed_loop.then(super::closed_loop::Switches::default),
+        closed_loop: a
+            .closed_loop
+            .then(super::policies::closed_loop::Switches::default),
     };
     let outputs = super::Outputs {
         plot: a.plot,

@@ -9,7 +9,7 @@
 pub const GROUPS: [&str; 8] = [
     "baseline and course",
     "Claude Code",
-    "Codex, Gemini CLI and Amp",
+    "Codex, Gemini CLI, Amp and Pi",
     "coding agents",
     "SWE-agent",
     "OpenHands",
@@ -27,6 +27,7 @@ const FAMILY_GROUPS: &[(&str, usize)] = &[
     ("Codex CLI", 2),
     ("Gemini CLI", 2),
     ("Amp", 2),
+    ("Pi", 2),
     ("SWE-agent", 4),
     ("OpenHands", 5),
     ("Anthropic API", 6),
@@ -88,8 +89,9 @@ mod tests {
             assert!((1..=7).contains(&n), "{g}: {n}");
         }
         assert_eq!(group("swe-agent-mask-5"), "SWE-agent");
-        assert_eq!(group("gemini-cli-mask"), "Codex, Gemini CLI and Amp");
-        assert_eq!(group("codex-truncate"), "Codex, Gemini CLI and Amp");
+        assert_eq!(group("gemini-cli-mask"), "Codex, Gemini CLI, Amp and Pi");
+        assert_eq!(group("codex-truncate"), "Codex, Gemini CLI, Amp and Pi");
+        assert_eq!(group("pi-auto-compact"), "Codex, Gemini CLI, Amp and Pi");
         assert_eq!(group("claude-code-session-memory"), "Claude Code");
         assert_eq!(group("hermes-lean"), "coding agents");
         assert_eq!(group("course-main"), "baseline and course");

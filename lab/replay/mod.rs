@@ -19,7 +19,6 @@ pub mod aggregate;
 pub mod anchor;
 mod args;
 pub mod breaks;
-pub mod closed_loop;
 pub mod cost_arms;
 pub mod distribution;
 pub mod dollars;

@@ -4,6 +4,8 @@
 //! the [engine](crate::policy::engine), and optionally measures
 //! [retention](crate::retention) with planted facts.
 
+pub mod closed_loop;
+
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -253,8 +255,8 @@ pub struct Measure {
     /// `--anchor`: what the replay reads of a log's recorded usage.
     pub anchor: crate::replay::anchor::AnchorArg,
     /// `--closed-loop`: each run replayed again with the calls its removals
-    /// cost the agent ([`super::closed_loop`]); `None`: open-loop only.
-    pub closed_loop: Option<super::closed_loop::Switches>,
+    /// cost the agent ([`closed_loop`]); `None`: open-loop only.
+    pub closed_loop: Option<closed_loop::Switches>,
 }
 
 /// One session under one policy.
@@ -267,7 +269,7 @@ pub struct Compared {
     /// Prompt-cache cost, when priced.
     pub cost: Option<crate::cache::CostReport>,
     /// The closed-loop replay's row, with `--closed-loop`.
-    pub closed_loop: Option<super::closed_loop::ClosedLoopRow>,
+    pub closed_loop: Option<closed_loop::ClosedLoopRow>,
 }
 
 impl Compared {
@@ -357,7 +359,7 @@ pub fn compare_set_up(
         closed_loop: None,
     };
     if let Some(switches) = measure.closed_loop {
-        let row = super::closed_loop::closed_loop(
+        let row = closed_loop::closed_loop(
             label, messages, name, path_len, measure, setup, switches, &compared,
         )?;
         compared.closed_loop = Some(row);
@@ -1040,9 +1042,9 @@ fn render_tables(
     let mut s = crate::policy::render::runs(&runs, format);
     if !closed.is_empty() {
         s.push('\n');
-        s.push_str(&super::closed_loop::table(&closed, format));
+        s.push_str(&closed_loop::table(&closed, format));
         s.push('\n');
-        s.push_str(&super::closed_loop::thrash_table(&closed, format));
+        s.push_str(&closed_loop::thrash_table(&closed, format));
     }
     if priced {
         s.push('\n');
@@ -1077,7 +1079,7 @@ pub struct PoliciesJson<'a> {
     /// Every policy on every session: calls, events, the checker's findings.
     pub runs: &'a [PolicyRun],
     /// `--closed-loop`: every run's closed-loop row (empty without).
-    pub closed_loop: Vec<&'a super::closed_loop::ClosedLoopRow>,
+    pub closed_loop: Vec<&'a closed_loop::ClosedLoopRow>,
     /// With `--retention`: what each run kept and sent, and the frontier.
     pub retention: &'a [crate::retention::render::Scored],
     /// With `--cost`: each run priced by the cache model.

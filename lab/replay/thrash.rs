@@ -1,7 +1,7 @@
-//! Thrash (issue 46, item 5): how often a policy compacts, how full it
+//! Thrash: how often a policy compacts, how full it
 //! leaves the window, and whether the calls its removals cost land right
 //! after its compactions, measured on the closed-loop run
-//! ([`super::closed_loop`]).
+//! ([`super::policies::closed_loop`]).
 
 use std::collections::BTreeSet;
 

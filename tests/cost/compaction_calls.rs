@@ -36,7 +36,8 @@ fn priced(policies: &[&str]) -> Option<Vec<Compared>> {
 /// of `model`, read from the price file itself.
 fn prices_of(model: &str) -> (f64, f64, f64, f64) {
     let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/cache/prices/2026-12-04.json"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("lab/measure/cache/prices/2026-12-04.json"),
     )
     .unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -121,6 +121,7 @@ fn policy_json_has_one_shape_whatever_the_flags() {
         plain,
         [
             "aggregate",
+            "closed_loop",
             "corpus",
             "cost",
             "envelopes",

@@ -54,7 +54,7 @@ fn each_recorded_request_is_priced_by_its_model_output_in_its_own_column() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("lab/cache/prices/2026-12-04.json as of 2026-12-04"),
+        out.contains("lab/measure/cache/prices/2026-12-04.json as of 2026-12-04"),
         "{out}"
     );
     let row = arm_row(&out, "recorded-usage");

@@ -90,7 +90,7 @@ fn readme_examples_write_only_to_temp_dirs_or_kept_outputs() {
 
 #[test]
 fn the_check_finds_redirects_and_output_flags() {
-    let md = "text\n```sh\nlab sweep > s0.json; lab x --plot out.svg  # c\nlab y >\"$tmp/a\"\nlab readme --write GUIDE.md\n```\n\n```text\nlab z > ignored.txt\n```\n";
+    let md = "text\n```sh\nlab sweep > s0.json; lab x --plot out.svg  # c\nlab y >\"$tmp/a\"\nlab readme --write docs/src/experiments.md\n```\n\n```text\nlab z > ignored.txt\n```\n";
     assert_eq!(leaks(md), vec!["s0.json", "out.svg"]);
 }
 

@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 17] = [
+const FORMATS: [&str; 18] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -137,6 +137,7 @@ const FORMATS: [&str; 17] = [
     "goose",
     "pi",
     "gemini_contents",
+    "claude_trace",
 ];
 
 proptest! {

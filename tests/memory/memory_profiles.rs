@@ -49,7 +49,7 @@ fn the_registry_holds_every_profile_with_distinct_names() {
 
 #[test]
 fn every_constant_in_the_profiles_is_in_the_sources_list() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/memory/profiles");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/course/memory/profiles");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -14,7 +14,7 @@ use crate::common;
 use common::{transcript_files, transcripts};
 
 use ctxlab::import::ImportOptions;
-use ctxlab::replay::closed_loop::{ClosedLoopRow, Switches};
+use ctxlab::replay::policies::closed_loop::{ClosedLoopRow, Switches};
 use ctxlab::replay::policies::{compare_one, replay_files_on, Measure, Pricing};
 
 fn pricing() -> Pricing {

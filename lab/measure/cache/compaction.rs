@@ -31,7 +31,7 @@ use crate::policy::side_calls::SideCall;
 use crate::tokens::TokenCounter;
 
 /// Where the shapes are kept, as error messages and notes name it.
-pub const PATH: &str = "lab/cache/compaction_calls.json";
+pub const PATH: &str = "lab/measure/cache/compaction_calls.json";
 const DATA: &str = include_str!("compaction_calls.json");
 const FORMAT: &str = "ctxlab-compaction-calls-1";
 
@@ -115,7 +115,7 @@ pub fn parse(path: &str, text: &str) -> crate::error::LabResult<Shapes> {
         error(
             (e.line(), e.column()),
             format!("bad compaction-call shapes: {}", text.strip_suffix(&at).unwrap_or(&text)),
-            "each entry needs prefix (shared|diverged|own), marker (last_shared|prompt), source and read; see lab/cache/compaction_calls.json".to_string(),
+            "each entry needs prefix (shared|diverged|own), marker (last_shared|prompt), source and read; see lab/measure/cache/compaction_calls.json".to_string(),
         )
     })?;
     if file.format != FORMAT {

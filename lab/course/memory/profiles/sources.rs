@@ -3,7 +3,7 @@
 //! date it was read), an assumption of the lab's (named, with whether it
 //! changes a result and whether it is on by default), or a parameter of the
 //! lab's own measures. `lab memory-designs` prints this list (`super::repro::listing`); a test checks
-//! that every constant and switch under `lab/memory/profiles/` is in it.
+//! that every constant and switch under `lab/course/memory/profiles/` is in it.
 //!
 //! An assumption that changes a result is off by default: the profile's
 //! `Default` runs without it, and a switch turns it on.

@@ -212,7 +212,7 @@ pub fn unusable(cmd: &str, row: Option<&str>, what: &str) -> crate::error::LabEr
 /// implementation once; malformed requests get an `error` answer naming the
 /// problem, and the loop ends at end of input.
 pub fn serve(
-    make: &super::rows::Maker<'_>,
+    make: &super::harness::Maker<'_>,
     input: impl BufRead,
     mut output: impl Write,
 ) -> std::io::Result<()> {
@@ -238,7 +238,7 @@ pub fn serve(
 }
 
 fn answer(
-    make: &super::rows::Maker<'_>,
+    make: &super::harness::Maker<'_>,
     tool: &mut Option<(String, Box<dyn MemoryTool>)>,
     req: Request,
 ) -> Answer {

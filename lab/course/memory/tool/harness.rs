@@ -144,7 +144,7 @@ pub struct Row {
     pub kill: bool,
     /// Sessions at once on one root ([`super::race`]): the row's own
     /// commands and judge are unused.
-    pub race: Option<super::race::Race>,
+    pub race: Option<Race>,
 }
 
 /// Bytes of the huge memory: far past any memory a model writes, well
@@ -396,4 +396,28 @@ fn plant(s: &Sandbox, plants: &[Plant]) -> LabResult<()> {
         }
     }
     Ok(())
+}
+
+/// The writing command a race row races.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// Everyone creates the same file.
+    Create,
+    /// Everyone edits one file, each their own placeholder.
+    StrReplace,
+    /// Everyone inserts a line at the top of one file.
+    Insert,
+    /// Everyone renames their own file onto one name.
+    Rename,
+    /// One session deletes a file the others edit.
+    Delete,
+}
+
+/// A race row's parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct Race {
+    /// The command raced.
+    pub write: Write,
+    /// Sessions at once (2 or 4).
+    pub sessions: usize,
 }

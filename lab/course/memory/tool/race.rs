@@ -44,29 +44,8 @@ pub const ROUNDS: usize = 6;
 /// Seeded schedules tried in process (seeds `0..SEEDS`).
 pub const SEEDS: u64 = 8;
 
-/// The writing command a race row races.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Write {
-    /// Everyone creates the same file.
-    Create,
-    /// Everyone edits one file, each their own placeholder.
-    StrReplace,
-    /// Everyone inserts a line at the top of one file.
-    Insert,
-    /// Everyone renames their own file onto one name.
-    Rename,
-    /// One session deletes a file the others edit.
-    Delete,
-}
-
-/// A race row's parameters.
-#[derive(Debug, Clone, Copy)]
-pub struct Race {
-    /// The command raced.
-    pub write: Write,
-    /// Sessions at once (2 or 4).
-    pub sessions: usize,
-}
+// The row's parameters live beside the row (`harness`), which names them.
+pub use super::harness::{Race, Write};
 
 /// The race rows, in report order: (id, what, command, sessions).
 const ROWS: [(&str, &str, Write, usize); 10] = [

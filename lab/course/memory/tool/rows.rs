@@ -731,7 +731,7 @@ pub fn all_held(cards: &[Card]) -> bool {
 pub fn recorded() -> LabResult<Vec<Card>> {
     const TEXT: &str = include_str!("recorded.json");
     serde_json::from_str(TEXT).map_err(|e| LabError::Input {
-        file: "lab/memory/tool/recorded.json".into(),
+        file: "lab/course/memory/tool/recorded.json".into(),
         line: e.line(),
         column: e.column(),
         message: e.to_string(),
@@ -766,7 +766,7 @@ pub fn report(cards: &[Card]) -> String {
          Every row of `lab memcheck` (Anthropic's client-side memory tool, `memory_20250818`) \
          against ctxlab's reference (`reference`), the deliberately broken implementation the \
          tests ship (`naive`), and the third-party implementations `make memtools` installs at \
-         pinned versions and records in `lab/memory/tool/recorded.json`. A row is `held` \
+         pinned versions and records in `lab/course/memory/tool/recorded.json`. A row is `held` \
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
          `full-disk-*` run a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \

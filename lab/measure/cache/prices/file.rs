@@ -26,7 +26,7 @@ pub fn parse(path: &Path, text: &str) -> LabResult<PriceTable> {
             path,
             (1, 1),
             "a price file must be a JSON object",
-            "use ctxlab's format (see lab/cache/prices/2026-12-04.json) or LiteLLM's model_prices_and_context_window.json",
+            "use ctxlab's format (see lab/measure/cache/prices/2026-12-04.json) or LiteLLM's model_prices_and_context_window.json",
         ));
     }
     // ctxlab's files say their format; LiteLLM's map is model names only.

@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::{LabError, LabResult};
 
 /// Where the built-in table lives in the repository (its name is its date).
-pub const BUILTIN_PATH: &str = "lab/cache/prices/2026-12-04.json";
+pub const BUILTIN_PATH: &str = "lab/measure/cache/prices/2026-12-04.json";
 const BUILTIN: &str = include_str!("2026-12-04.json");
 /// The `format` value of ctxlab's own price files.
 pub const FORMAT: &str = "ctxlab-prices/1";
@@ -228,7 +228,7 @@ impl PriceTable {
             bad_file(
                 path,
                 &e,
-                "every model needs model, provider, input, output, cache_write_5m, cache_write_1h, cache_read, batch_discount, min_cache_tokens, writes_billed, source and date, prices zero or more (see lab/cache/prices/2026-12-04.json)",
+                "every model needs model, provider, input, output, cache_write_5m, cache_write_1h, cache_read, batch_discount, min_cache_tokens, writes_billed, source and date, prices zero or more (see lab/measure/cache/prices/2026-12-04.json)",
             )
         })?;
         if file.format != FORMAT {
@@ -270,7 +270,7 @@ impl PriceTable {
                     "{source}: no price for model `{model}` in {} (prices of {})",
                     self.origin, self.date
                 ),
-                "pass --prices FILE with an entry for it (ctxlab's format, see lab/cache/prices/2026-12-04.json, or LiteLLM's model_prices_and_context_window.json)",
+                "pass --prices FILE with an entry for it (ctxlab's format, see lab/measure/cache/prices/2026-12-04.json, or LiteLLM's model_prices_and_context_window.json)",
             )
         })
     }

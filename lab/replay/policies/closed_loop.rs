@@ -1,5 +1,5 @@
 //! `lab replay --policy P --closed-loop`: a replay in which what a policy
-//! removed costs the agent later (issue 46, item 2).
+//! removed costs the agent later.
 //!
 //! The engine stays open-loop; the loop is closed around it. A run is
 //! probed at every request for the session's demands
@@ -113,12 +113,12 @@ pub struct ClosedLoopRow {
     /// What the figures rest on that is an estimate.
     pub estimates: Vec<String>,
     /// The last round's thrash.
-    pub thrash: super::thrash::Thrash,
+    pub thrash: crate::replay::thrash::Thrash,
     /// The demands in retention tiers, on the open-loop run.
     pub tiers: Tiers,
 }
 
-/// Retention in tiers (issue 46, item 4), of the session's demands at their
+/// Retention in tiers, of the session's demands at their
 /// demanding calls in the open-loop run: each demand in exactly one tier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Tiers {
@@ -448,11 +448,7 @@ fn build(
 
 /// The session's setup with its per-message facts moved to the new indices
 /// (an inserted message takes the time of the message it precedes).
-fn remap(
-    setup: &super::policies::SessionSetup,
-    index: &[usize],
-    len: usize,
-) -> super::policies::SessionSetup {
+fn remap(setup: &super::SessionSetup, index: &[usize], len: usize) -> super::SessionSetup {
     let mut s = setup.clone();
     s.dump = None;
     let at = |i: usize| index.get(i).copied().unwrap_or(len + i - index.len());
@@ -483,7 +479,7 @@ struct Round {
     run: crate::policy::engine::PolicyRun,
     cost: Option<crate::cache::CostReport>,
     found: Vec<Option<Resolution>>,
-    thrash: super::thrash::Thrash,
+    thrash: crate::replay::thrash::Thrash,
 }
 
 /// `name` on `messages` (the original session with `inserted` in place),
@@ -497,8 +493,8 @@ fn round(
     needs: &[Option<Need>],
     name: &str,
     path_len: usize,
-    measure: &super::policies::Measure,
-    setup: &super::policies::SessionSetup,
+    measure: &super::Measure,
+    setup: &super::SessionSetup,
 ) -> LabResult<Round> {
     let (messages, index, calls) = build(original, inserted);
     let setup = remap(setup, &index, messages.len());
@@ -510,7 +506,7 @@ fn round(
     for (id, d) in demands.iter().enumerate() {
         probe.at.entry(index[d.at]).or_default().push(id);
     }
-    let (run, cost) = super::policies::run_priced(
+    let (run, cost) = super::run_priced(
         label,
         &messages,
         name,
@@ -520,7 +516,7 @@ fn round(
         &mut [&mut probe],
     )?;
     Ok(Round {
-        thrash: super::thrash::of(&run, &calls),
+        thrash: crate::replay::thrash::of(&run, &calls),
         run,
         cost,
         found: probe.found,
@@ -535,10 +531,10 @@ pub fn closed_loop(
     messages: &[Message],
     name: &str,
     path_len: usize,
-    measure: &super::policies::Measure,
-    setup: &super::policies::SessionSetup,
+    measure: &super::Measure,
+    setup: &super::SessionSetup,
     switches: Switches,
-    open: &super::policies::Compared,
+    open: &super::Compared,
 ) -> LabResult<ClosedLoopRow> {
     let demands = crate::import::demands::extract(messages);
     let needs = needs(messages, &demands);
