@@ -11,7 +11,7 @@
 //! capture holds the full request body: the system prompt, the tool
 //! definitions and the reminders exactly as sent, and the usage the stream
 //! reported. So it is what a product's envelope is checked against
-//! ([`crate::replay::envelope_table`]).
+//! (`ctxlab::replay::envelope_table`, in the binary crate).
 //!
 //! A model call is a pair whose request body has `messages` (Anthropic
 //! Messages) or `input` (OpenAI Responses); other pairs (analytics POSTs)

@@ -160,7 +160,7 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
                     crate::progress::Progress::bar(total as u64, "sweep: cells")
                 })
                 .step();
-            } else if args.progress && (done % PROGRESS_EVERY == 0 || done == total) {
+            } else if args.progress && (done.is_multiple_of(PROGRESS_EVERY) || done == total) {
                 eprintln!("sweep: {done}/{total} cells");
             }
         };

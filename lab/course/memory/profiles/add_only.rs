@@ -6,8 +6,8 @@
 //!
 //! What the caller is told: `Memory.add()` returns an ADD event per
 //! extracted memory, and the open-source SDK returns it even for a record
-//! whose insert failed (https://github.com/mem0ai/mem0/issues/6911 and
-//! https://github.com/mem0ai/mem0/issues/7201; switch
+//! whose insert failed (<https://github.com/mem0ai/mem0/issues/6911> and
+//! <https://github.com/mem0ai/mem0/issues/7201>; switch
 //! `ack_failed_inserts`). Every rule's source is in [`super::sources`].
 //! Here each memory is one file named by the hash of its line, written
 //! atomically (a record is inserted whole).
@@ -33,7 +33,7 @@ pub struct AddOnly {
     /// similar stored memories is skipped. Off by default: unverified.
     pub dedup: bool,
     /// A failed insert is still returned as ADD (the SDK as reported in
-    /// https://github.com/mem0ai/mem0/issues/6911 ); `false`: the proposed
+    /// <https://github.com/mem0ai/mem0/issues/6911> ); `false`: the proposed
     /// fix (no ADD for it).
     pub ack_failed_inserts: bool,
 }

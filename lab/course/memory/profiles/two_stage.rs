@@ -12,7 +12,7 @@
 //!
 //! Not modelled: `memory_summary.md` and its 5,000-token injection cap, the
 //! lease's clock (a start-up within the hour of a killed holder would skip
-//! stage 2: https://github.com/openai/codex/issues/23129 ), the 12-hour
+//! stage 2: <https://github.com/openai/codex/issues/23129> ), the 12-hour
 //! idle rule before stage 1.
 
 use std::io;
