@@ -11,12 +11,17 @@
 //! it, and holding the owner's process id. A lock whose owner process is
 //! gone (it was killed mid-command) is broken by the next session: a
 //! killed session never blocks the store. Sessions of one process share
-//! its id, so a lock is never considered stale in process (the fault
-//! backend's kill ends the row). Waiting is polling: each try is a storage
-//! operation, so the deterministic schedule of [`super::race`] can hand
-//! the turn to the holder.
+//! its id, so in process the lock also counts who holds it or is taking it
+//! ([`LIVE`]): a file naming this process that no live session holds was
+//! left by a session the fault layer killed, or whose release failed on an
+//! I/O error or a full disk, and is broken too (before, each such file cost
+//! the next session 40 s of polling and then a refusal). Waiting is
+//! polling: each try is a storage operation, so the deterministic schedule
+//! of [`super::race`] can hand the turn to the holder.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::storage::Shared;
@@ -27,10 +32,57 @@ pub const LOCK_NAME: &str = ".memtool.lock";
 /// Tries before giving up: far past any command's time on a sane disk.
 const MAX_TRIES: u32 = 200_000;
 
+/// Tries a lock file without a whole process id is waited for before it
+/// counts as torn (about 0.2 s of polling).
+const UNREADABLE_TRIES: u32 = 1_000;
+
+/// One lock file of one store: the store's address and the file's path.
+type Key = (usize, PathBuf);
+
+/// Sessions of this process holding or taking each lock. The mutex is
+/// never held across a storage operation: under the deterministic race
+/// schedule a storage operation hands the turn to another session, which
+/// may take this mutex in its turn.
+static LIVE: OnceLock<Mutex<HashMap<Key, usize>>> = OnceLock::new();
+
+fn live() -> std::sync::MutexGuard<'static, HashMap<Key, usize>> {
+    let m = LIVE.get_or_init(Default::default);
+    // A poisoned map still counts right: every change is one statement.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A session of this process counted in [`LIVE`] while it lives.
+struct Live(Key);
+
+impl Live {
+    fn new(key: Key) -> Live {
+        *live().entry(key.clone()).or_insert(0) += 1;
+        Live(key)
+    }
+
+    /// Whether any session of this process holds or is taking the lock.
+    fn any(key: &Key) -> bool {
+        live().get(key).is_some_and(|n| *n > 0)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let mut map = live();
+        if let Some(n) = map.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.0);
+            }
+        }
+    }
+}
+
 /// A held lock, released (the file removed) on drop.
 pub struct Held {
     fs: Shared,
     path: PathBuf,
+    _live: Live,
 }
 
 impl Drop for Held {
@@ -44,18 +96,40 @@ impl Drop for Held {
 pub fn acquire(fs: &Shared, root: &Path) -> Result<Held, String> {
     let path = root.join(LOCK_NAME);
     let me = std::process::id().to_string();
+    let key: Key = (Arc::as_ptr(fs) as *const () as usize, path.clone());
+    let mut unreadable = 0;
     for i in 0..MAX_TRIES {
+        // Counted before the file exists, so a session of this process that
+        // reads our id in it meanwhile sees us live.
+        let taking = Live::new(key.clone());
         match fs.write_new(&path, me.as_bytes()) {
             Ok(()) => {
                 return Ok(Held {
                     fs: fs.clone(),
                     path,
+                    _live: taking,
                 })
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                drop(taking);
                 if let Ok(owner) = fs.read(&path) {
                     let owner = String::from_utf8_lossy(&owner);
-                    if owner != me && owner_is_gone(&owner) {
+                    let stale = if owner == me {
+                        // Ours: stale when no session of this process holds
+                        // or takes it.
+                        !Live::any(&key)
+                    } else if owner.trim().parse::<i32>().is_err() {
+                        // No whole id: a lock another process is still
+                        // writing (its create and its write are two
+                        // system calls), or one a kill tore. Stale once it
+                        // stays so for many tries with no session of ours
+                        // on it: a writer finishes in microseconds.
+                        unreadable += 1;
+                        unreadable > UNREADABLE_TRIES && !Live::any(&key)
+                    } else {
+                        owner_is_gone(&owner)
+                    };
+                    if stale {
                         let _ = fs.remove_file(&path);
                         continue;
                     }
