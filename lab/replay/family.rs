@@ -27,7 +27,7 @@ const FAMILY_GROUPS: &[(&str, usize)] = &[
     ("Codex CLI", 2),
     ("Gemini CLI", 2),
     ("Amp", 2),
-    ("Pi", 2),
+    ("pi", 2),
     ("SWE-agent", 4),
     ("OpenHands", 5),
     ("Anthropic API", 6),
