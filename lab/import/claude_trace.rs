@@ -451,10 +451,13 @@ pub(crate) fn sessions<R: std::io::BufRead>(
     source: &Path,
     options: &super::ImportOptions,
 ) -> LabResult<Vec<super::ImportedSession>> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     reader
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| LabError::io("reading a claude-trace capture", source, e))?;
+    // Invalid UTF-8 is bad input at its line and column (exit 3), as for
+    // every other format, not a failure to read the file.
+    let text = crate::input::decode(source, bytes)?;
     let capture = parse(source, &text)?;
     let lines: Vec<&str> = text.lines().collect();
     // Conversations in order of their first call, each with its largest request.
