@@ -208,11 +208,12 @@ fn artifact_recall_is_a_percent_as_everywhere_else() {
 fn help_and_guide_list_every_key_and_metric_with_its_unit() {
     let help = lab_ok(&["check", "--help"]);
     let guide = crate::common::guide();
+    // The chapter `docs/src/lab-check.md`, up to the next chapter.
     let section = guide
-        .split("\n## lab check\n")
+        .split("\n# lab check\n")
         .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .unwrap();
+        .and_then(|s| s.split("\n# ").next())
+        .expect("the guide has a lab check chapter");
     for m in ctxlab::check::metrics::METRICS {
         let line = format!("{:<18} {}: {}", m.name, m.unit.name(), m.meaning);
         assert!(help.contains(&line), "--help lacks {line:?}:\n{help}");
