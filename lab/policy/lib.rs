@@ -18,6 +18,37 @@
 //! - *projecting* designs (Anthropic context editing, SWE-agent's observation
 //!   masking, OpenHands condensers' views) leave the history whole and return
 //!   an edited copy as the request.
+//!
+//! # Replaying a session under a policy
+//!
+//! A harness team checks its own design the way the lab checks the ports:
+//! implement [`Policy`], replay a session through [`engine::replay`], and
+//! read what the checker and the validity oracle found. Every port lives in
+//! `ctxlab-zoo` (`ctxlab_zoo::list::make("codex-cli")`); importers of real
+//! logs in `ctxlab-import` (`ctxlab_import::import_file_sessions`).
+//!
+//! ```
+//! use ctxlab_core::message::{Block, Message};
+//! use ctxlab_policy::engine::{replay, Env, Session};
+//! use ctxlab_policy::none::NoCompaction;
+//!
+//! // One tool call and its result, then the answer.
+//! let messages = vec![
+//!     Message::user_text("list the files"),
+//!     Message::assistant(vec![Block::ToolUse {
+//!         id: "call_1".into(),
+//!         name: "bash".into(),
+//!         input: serde_json::json!({ "command": "ls" }),
+//!     }]),
+//!     Message::tool_results(vec![("call_1".to_string(), "a.rs\nb.rs".to_string())]),
+//!     Message::assistant(vec![Block::Text { text: "two files".into() }]),
+//! ];
+//! let session = Session { name: "demo", messages: &messages, times_ms: None };
+//! let run = replay(&mut NoCompaction, session, &mut Env::default()).unwrap();
+//! assert_eq!(run.calls.len(), 2, "one request per model call");
+//! assert_eq!(run.invalid_requests, 0, "every request is one the provider accepts");
+//! assert_eq!(run.findings.lost_forever.count, 0, "nothing removed, nothing lost");
+//! ```
 
 /// The [`Policy`] methods a wrapper of another policy (its field `inner`)
 /// passes through unchanged: what it acts on, whether it sends `/responses`,

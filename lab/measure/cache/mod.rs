@@ -7,7 +7,7 @@
 //! returns a [`CostReport`]. Nothing is read from disk or the clock.
 //!
 //! ```
-//! use ctxlab::cache::{cost, prices, CacheRequest, Provider, Segment};
+//! use ctxlab_measure::cache::{cost, prices, CacheRequest, Provider, Segment};
 //!
 //! let system = Segment::new("system", "You are...", 2_000);
 //! let turn = |n: u64| Segment::new(format!("msg {n}"), format!("text {n}"), 300);

@@ -12,7 +12,7 @@
 //! gone (it was killed mid-command) is broken by the next session: a
 //! killed session never blocks the store. Sessions of one process share
 //! its id, so in process the lock also counts who holds it or is taking it
-//! ([`LIVE`]): a file naming this process that no live session holds was
+//! (`LIVE`): a file naming this process that no live session holds was
 //! left by a session the fault layer killed, or whose release failed on an
 //! I/O error or a full disk, and is broken too (before, each such file cost
 //! the next session 40 s of polling and then a refusal). Waiting is
