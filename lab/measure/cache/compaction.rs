@@ -137,15 +137,10 @@ pub fn shapes() -> &'static Shapes {
     SHAPES.get_or_init(|| parse(PATH, DATA).expect("the built-in shapes parse (tested)"))
 }
 
-/// The base policy of a spec (see [`crate::policy::spec::base`]).
-pub fn base_policy(spec: &str) -> &str {
-    crate::policy::spec::base(spec)
-}
-
 /// The shape `spec`'s summary requests are sent in.
 pub fn shape_for(spec: &str) -> &'static Shape {
     let s = shapes();
-    let base = base_policy(spec);
+    let base = crate::policy::spec::base(spec);
     s.policies
         .iter()
         .find(|p| p.policy.eq_ignore_ascii_case(base))

@@ -110,7 +110,7 @@ pub const RULES: &[Rule] = &[
         name: "AddOnly.dedup",
         says: "true: a memory whose hash equals one of the DEDUP_SEARCH_LIMIT most similar stored memories is skipped",
         basis: Basis::Assumption {
-            why: "the audit of issue 54 reports hashes compared against the top-10 search results only; the v3 `Memory.add()` source was not found in the stored sources read",
+            why: "an audit of the profile reports hashes compared against the top-10 search results only; the v3 `Memory.add()` source was not found in the stored sources read",
             changes_result: true,
             on_by_default: false,
         },
