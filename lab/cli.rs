@@ -25,6 +25,11 @@ pub struct Cli {
     /// TMPDIR). Before or after the command (`lab --fs disk break D6`, `lab break D6 --fs disk`).
     #[arg(long, global = true, value_name = "mem|disk", default_value = "mem", value_parser = parse_backend)]
     pub fs: crate::storage::Backend,
+    /// No progress on stderr. Long commands otherwise draw a bar on a
+    /// terminal and print one line every few seconds off one (interval:
+    /// CTXLAB_PROGRESS_SECS, default 5).
+    #[arg(long, global = true)]
+    pub quiet: bool,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -370,6 +375,7 @@ fn splice_block(
 pub fn run(cli: Cli) -> LabResult<String> {
     // `--fs` is an option of this run: every root the command opens on
     // this thread, and every worker it spawns, takes it from this scope.
+    crate::progress::set_quiet(cli.quiet);
     crate::storage::root::with_backend(cli.fs, || dispatch(cli))
 }
 

@@ -331,11 +331,17 @@ pub fn run(
     limit: usize,
     jobs: usize,
 ) -> LabResult<HorizonReport> {
+    let progress = crate::progress::Progress::bar(specs.len() as u64, "horizon: policies");
     let policies = crate::jobs::try_collect(
         jobs,
         |push| specs.iter().all(|s| push(s.clone())),
-        |s| run_policy(&s, seed, tokens, limit),
+        |s| {
+            let one = run_policy(&s, seed, tokens, limit);
+            progress.step();
+            one
+        },
     )?;
+    drop(progress);
     Ok(HorizonReport {
         seed,
         tokens,

@@ -117,6 +117,7 @@ pub fn run(
     let mut failed = None;
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::storage::root::current_backend();
+    let progress = crate::progress::Progress::spinner("replay: sessions");
     let read = crate::jobs::ordered(
         how.jobs,
         |push| read_sessions(inputs, import, measure, how.shard, push),
@@ -128,6 +129,7 @@ pub fn run(
         },
         |(index, one)| match one.and_then(|one| emit(&one.runs, &mut agg, how, out)) {
             Ok(mine) => {
+                progress.step();
                 if keep {
                     records.push(SessionRecords {
                         index,

@@ -151,16 +151,16 @@ pub fn command(args: &SweepArgs) -> LabResult<String> {
         };
         let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
         let terminal = std::io::stderr().is_terminal();
-        // A terminal gets the shared progress bar; a log asked for with
-        // --progress gets one line every PROGRESS_EVERY cells.
-        let mut bar: Option<crate::progress::Progress> = None;
+        // The shared progress (a bar on a terminal, a line every few seconds
+        // off one, nothing with --quiet); a log asked for with --progress
+        // also gets one line every PROGRESS_EVERY cells.
+        let total = spec.total_cells();
+        let mine = shard.map_or(total, |s| s.cells_of(total));
+        let bar = crate::progress::Progress::bar(mine as u64, "sweep: cells");
         let mut progress = |done: usize, total: usize| {
-            if terminal {
-                bar.get_or_insert_with(|| {
-                    crate::progress::Progress::bar(total as u64, "sweep: cells")
-                })
-                .step();
-            } else if args.progress && (done.is_multiple_of(PROGRESS_EVERY) || done == total) {
+            bar.step();
+            if !terminal && args.progress && (done.is_multiple_of(PROGRESS_EVERY) || done == total)
+            {
                 eprintln!("sweep: {done}/{total} cells");
             }
         };

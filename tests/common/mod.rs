@@ -18,6 +18,11 @@ use ctxlab::registry::{Experiment, RunOptions, Verdict};
 pub fn lab_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lab"));
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    // Off a terminal a long command prints a progress line every few
+    // seconds; on a loaded CI machine a test's command can cross that, so
+    // tests that read stderr exactly push the interval out of reach
+    // (tests/house/progress.rs sets its own).
+    cmd.env("CTXLAB_PROGRESS_SECS", "100000");
     cmd
 }
 

@@ -12,5 +12,6 @@ mod comments_cite_no_issues;
 mod crates;
 mod docs;
 mod import_graph;
+mod progress;
 mod readme_examples;
 mod schemas;
