@@ -78,6 +78,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         verdicts: registry_verdicts()?,
         memory_tools: crate::memory::tool::rows::report_cards()?,
         memory_profiles: crate::memory::profiles::measures::measure_all(),
+        memory_mutants: crate::memory::profiles::mutants::matrix(),
         grid: run(&grid, None, &mut |_, _| {})?,
         table_lens: parse_path_lens("60..200:10")?,
         factorial: run(&factorial, None, &mut |_, _| {})?,

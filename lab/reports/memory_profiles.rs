@@ -65,9 +65,12 @@ pub fn memory_profiles_table(results: &[Measured]) -> Table {
     let rows = results
         .iter()
         .map(|m| {
-            let stale = match m.stale.gone_after {
-                Some(n) => format!("{n} consolidation(s)"),
-                None => format!("survives {}", m.stale.consolidations),
+            let stale = match (m.stale.gone_after, &m.stale.not_applicable) {
+                (Some(n), None) => format!("{n} consolidation(s)"),
+                (None, None) => format!("survives {}", m.stale.consolidations),
+                // What the run shows stays beside the reason it is no defect.
+                (Some(n), Some(why)) => format!("n/a: {why} (gone after {n})"),
+                (None, Some(why)) => format!("n/a: {why} (survives {})", m.stale.consolidations),
             };
             let over = match &m.growth.limits_not_applicable {
                 Some(why) => Cell::Text(format!("n/a: {why}")),
@@ -106,4 +109,58 @@ pub fn memory_profiles_table(results: &[Measured]) -> Table {
         columns,
         rows,
     }
+}
+
+/// `memory_mutants`: every profile × measure, the mutant the measure
+/// catches (its counter, and the clean variant's beside it) or why the
+/// design cannot fail the measure. A pure function of the measured matrix.
+pub fn memory_mutants_table(cells: &[crate::memory::profiles::mutants::Cell]) -> Table {
+    let columns = [
+        "profile",
+        "measure",
+        "mutant",
+        "mutant reads",
+        "clean reads",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = cells
+        .iter()
+        .map(|c| {
+            let text = |s: String| Cell::Text(s);
+            let (variant, mutant, clean) = match (&c.not_applicable, c.variant) {
+                (Some(why), _) => (format!("n/a: {why}"), "-".into(), "-".into()),
+                (None, Some(v)) => (
+                    v.to_string(),
+                    c.mutant.as_ref().map_or("-".into(), reading),
+                    c.clean.as_ref().map_or("-".into(), reading),
+                ),
+                // The completeness test fails before a report shows this.
+                (None, None) => (
+                    "missing: no mutant and no reason".into(),
+                    "-".into(),
+                    "-".into(),
+                ),
+            };
+            vec![
+                text(c.profile.to_string()),
+                text(c.measure.name().to_string()),
+                text(variant),
+                text(mutant),
+                text(clean),
+            ]
+        })
+        .collect();
+    Table {
+        name: "memory_mutants".into(),
+        title: "Memory designs: for every profile and measure, the broken variant the measure catches (and the clean variant it does not), or why the design cannot fail it".into(),
+        columns,
+        rows,
+    }
+}
+
+/// `caught: counter` or `clean: counter`.
+fn reading(r: &crate::memory::profiles::mutants::Reading) -> String {
+    let verdict = if r.caught { "caught" } else { "clean" };
+    format!("{verdict}: {}", r.counter)
 }

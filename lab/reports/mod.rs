@@ -410,6 +410,8 @@ pub struct ReportData {
     pub memory_tools: Vec<crate::memory::tool::rows::Card>,
     /// Every store profile through the four memory measures.
     pub memory_profiles: Vec<crate::memory::profiles::measures::Measured>,
+    /// Every profile × measure: the mutant it catches, or why it cannot fail.
+    pub memory_mutants: Vec<crate::memory::profiles::mutants::Cell>,
     /// Every policy over one long generated session.
     pub horizon: crate::horizon::HorizonReport,
 }
@@ -478,6 +480,7 @@ fn describe(stem: &str) -> &'static str {
         "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
         "horizon" => "every policy over one generated session of 400,000 tokens (calibrated on the shared sessions): compactions, freed fraction per compaction at the start, middle and end, stalls (under 5% freed), re-fetch growth, and whether the run stalled for good over the context window (plot: freed fraction against compaction cycle)",
         "memory_profiles" => "other memory designs as store profiles (Mem0 v3 add-only, Letta MemFS git-backed, Anthropic versioned memory stores with their limits, Codex two-stage, Anthropic's memory tool on ctxlab's reference): kill points that lose an acknowledged memory, consolidations until a superseded fact is gone, bytes/files/versions after 1,000 generated sessions, lost updates over every interleaving of two concurrent consolidators",
+        "memory_mutants" => "for every memory design and measure (kill, I/O error, full disk, stale, limits, lost updates): the broken variant the measure catches, by its counter, beside the clean variant, or why the design cannot fail that measure",
         "memory_growth" => "memory records on disk after each of 24 sessions: past the consolidation input cap the course never consolidates again (reverse gate); chunked consolidation stays bounded",
         _ => "",
     }
@@ -505,6 +508,9 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.extend(table_files(&horizon::horizon_table(&data.horizon)));
     out.extend(table_files(&memory_profiles::memory_profiles_table(
         &data.memory_profiles,
+    )));
+    out.extend(table_files(&memory_profiles::memory_mutants_table(
+        &data.memory_mutants,
     )));
     out.push(("horizon.svg".into(), horizon::horizon_svg(&data.horizon)));
     out.push((

@@ -447,3 +447,53 @@ fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
         assert_eq!(r.command, "-");
     }
 }
+
+#[test]
+fn every_profile_and_measure_has_a_caught_mutant_or_a_reason() {
+    use ctxlab::memory::profiles::mutants::{matrix, MUTANTS};
+    use ctxlab::memory::profiles::Measure;
+    let cells = matrix();
+    assert_eq!(cells.len(), profiles().len() * Measure::ALL.len());
+    let mut caught = 0;
+    for c in &cells {
+        let at = format!("{} x {}", c.profile, c.measure.name());
+        match (c.not_applicable, &c.mutant, &c.clean) {
+            (Some(why), None, None) => assert!(!why.is_empty(), "{at}"),
+            (None, Some(m), Some(clean)) => {
+                assert!(m.caught, "{at}: the mutant is not caught: {}", m.counter);
+                assert!(
+                    !clean.caught,
+                    "{at}: the clean variant is flagged: {}",
+                    clean.counter
+                );
+                caught += 1;
+            }
+            (Some(_), Some(_), _) => panic!("{at}: a mutant for a measure said to be n/a"),
+            _ => panic!("{at}: no mutant and no reason the design cannot fail it"),
+        }
+    }
+    // Every mutant belongs to a cell (no stale row naming a gone profile).
+    assert_eq!(caught, MUTANTS.len());
+    let table = ctxlab::reports::memory_profiles::memory_mutants_table(&cells);
+    let files = ctxlab::reports::table_files(&table);
+    let md = &files
+        .iter()
+        .find(|(n, _)| n == "memory_mutants.md")
+        .unwrap()
+        .1;
+    insta::assert_snapshot!("memory_mutants_table", md);
+}
+
+#[test]
+fn the_mutant_wrappers_break_only_what_they_name() {
+    use ctxlab::memory::profiles::mutants::{read, AckUnwritten, UpdateAsDuplicate};
+    use ctxlab::memory::profiles::Measure;
+    // Acknowledging unwritten facts is caught at a kill, not by stale; an
+    // update refused as a duplicate is caught by stale, not at a kill.
+    let ack = AckUnwritten(Box::new(Versioned::default()));
+    assert!(read(&ack, Measure::Kill).caught);
+    assert!(!read(&ack, Measure::Stale).caught);
+    let old = UpdateAsDuplicate(Box::new(Versioned::default()));
+    assert!(read(&old, Measure::Stale).caught);
+    assert!(!read(&old, Measure::Kill).caught);
+}

@@ -130,6 +130,10 @@ impl StoreProfile for AddOnly {
                 Some("no write reads before it writes: every memory is a new record")
             }
             super::Measure::Limits => Some("no documented limit"),
+            super::Measure::Stale => Some(
+                "by design: ADD only, no update, delete or conflict resolution; both facts are kept and retrieval ranking settles which is current",
+            ),
+            super::Measure::Kill | super::Measure::IoError | super::Measure::FullDisk => None,
         }
     }
 

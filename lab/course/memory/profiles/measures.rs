@@ -84,6 +84,9 @@ pub struct StaleReport {
     /// After how many consolidations the superseded value was gone from
     /// recall (0: at once); `None`: it survived them all.
     pub gone_after: Option<u32>,
+    /// Why the design cannot fail this measure (it keeps both facts by
+    /// design), where it cannot.
+    pub not_applicable: Option<String>,
 }
 
 /// What [`growth`] found.
@@ -348,6 +351,7 @@ pub fn stale(p: &dyn StoreProfile) -> StaleReport {
     let mut report = StaleReport {
         consolidations: STALE_CONSOLIDATIONS,
         gone_after: None,
+        not_applicable: p.not_applicable(super::Measure::Stale).map(str::to_string),
     };
     if !planted {
         return report;

@@ -110,6 +110,7 @@ impl StoreProfile for MemoryToolStore {
                 "each command is one indivisible step of the reference implementation; `lab memcheck` measures the lost update between sessions",
             ),
             super::Measure::Limits => Some("no documented limit"),
+            _ => None,
         }
     }
 

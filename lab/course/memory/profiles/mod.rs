@@ -28,6 +28,7 @@ pub mod add_only;
 pub mod git_backed;
 pub mod measures;
 pub mod memory_tool;
+pub mod mutants;
 pub mod repro;
 pub mod sources;
 pub mod two_stage;
@@ -35,6 +36,8 @@ pub mod versioned;
 
 use std::io;
 use std::path::Path;
+
+use serde::Serialize;
 
 use crate::storage::Shared;
 
@@ -131,13 +134,48 @@ pub trait StoreProfile {
     }
 }
 
-/// A measure a design may be unable to fail, by construction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One of the measures every profile runs through ([`measures`]); each can
+/// be one a design cannot fail, by construction ([`StoreProfile::not_applicable`]),
+/// and otherwise has a mutant it catches ([`mutants::MUTANTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Measure {
-    /// Lost updates between two concurrent consolidators.
-    LostUpdates,
-    /// Sessions ending past a documented limit.
+    /// A kill at every storage operation ([`measures::fault_points`]).
+    Kill,
+    /// An I/O error at every storage operation.
+    IoError,
+    /// A full disk from every storage operation on.
+    FullDisk,
+    /// A superseded fact still shown after the consolidations ([`measures::stale`]).
+    Stale,
+    /// Sessions ending past a documented limit ([`measures::growth`]).
     Limits,
+    /// Lost updates between two concurrent consolidators ([`measures::lost_updates`]).
+    LostUpdates,
+}
+
+impl Measure {
+    /// Every measure, in the report's column order.
+    pub const ALL: [Measure; 6] = [
+        Measure::Kill,
+        Measure::IoError,
+        Measure::FullDisk,
+        Measure::Stale,
+        Measure::Limits,
+        Measure::LostUpdates,
+    ];
+
+    /// The name the listing prints (`kill`, `I/O error`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Kill => "kill",
+            Measure::IoError => "I/O error",
+            Measure::FullDisk => "full disk",
+            Measure::Stale => "stale",
+            Measure::Limits => "limits",
+            Measure::LostUpdates => "lost updates",
+        }
+    }
 }
 
 /// Every profile at its documented defaults: one registration line each.

@@ -391,6 +391,30 @@ pub const RULES: &[Rule] = &[
     // ---- the measures ----
     Rule {
         profile: "measures",
+        name: "ALL",
+        says: "the measures: kill, I/O error, full disk, stale, limits, lost updates",
+        basis: Basis::Lab { why: "which measures every profile runs through" },
+    },
+    Rule {
+        profile: "mutants",
+        name: "MUTANTS",
+        says: "for every profile and measure a design can fail, the broken variant the measure catches",
+        basis: Basis::Lab { why: "proves each measure can fail on each design" },
+    },
+    Rule {
+        profile: "mutants",
+        name: "ACK_UNWRITTEN",
+        says: "the wrapper acknowledging a write that failed or was cut by a kill",
+        basis: Basis::Lab { why: "a broken variant for the fault measures (mem0ai/mem0#6911's class)" },
+    },
+    Rule {
+        profile: "mutants",
+        name: "UPDATE_AS_DUPLICATE",
+        says: "the wrapper refusing a fact whose key is remembered, as a duplicate",
+        basis: Basis::Lab { why: "a broken variant for the stale measure" },
+    },
+    Rule {
+        profile: "measures",
         name: "PROFILES",
         says: "the registry: every profile at its defaults, one line each",
         basis: Basis::Lab { why: "which designs the measures run" },

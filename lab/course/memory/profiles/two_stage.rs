@@ -240,6 +240,7 @@ impl StoreProfile for TwoStage {
                 Some("nothing is acknowledged; MEMORY.md is regenerated from the rows")
             }
             super::Measure::Limits => Some("no documented limit on the rows or files"),
+            _ => None,
         }
     }
 
