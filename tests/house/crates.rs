@@ -11,29 +11,50 @@ use serde_json::Value;
 
 use crate::import_graph::CRATES;
 
+/// `cargo metadata` for this host, run once for every test of this file
+/// (each run resolves the whole dependency graph: seconds, not free).
+fn metadata() -> &'static Value {
+    static META: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    META.get_or_init(|| {
+        // The packages built here: windows-only crates in the lock file are
+        // neither downloaded nor built on this host.
+        let rustc = Command::new("rustc")
+            .arg("-vV")
+            .output()
+            .expect("rustc runs");
+        let host = String::from_utf8_lossy(&rustc.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+            .expect("rustc -vV names its host");
+        let out = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+            .args(["--filter-platform", &host])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            out.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    })
+}
+
 /// Each workspace member with its `ctxlab-*` library dependencies.
 fn members() -> BTreeMap<String, Vec<(String, Option<String>)>> {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = metadata();
+    let ours: Vec<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     meta["packages"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|p| ours.contains(&p["id"].as_str().unwrap_or("")))
         .map(|p| {
             let deps = p["dependencies"]
                 .as_array()
@@ -105,28 +126,7 @@ fn only_the_binary_crate_builds_on_the_zoo() {
 /// calls of the workspace's own code against the same number.)
 #[test]
 fn every_dependency_builds_on_the_declared_minimum_rust() {
-    // The packages built here: windows-only crates in the lock file are
-    // neither downloaded nor built on this host.
-    let rustc = Command::new("rustc")
-        .arg("-vV")
-        .output()
-        .expect("rustc runs");
-    let host = String::from_utf8_lossy(&rustc.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-        .expect("rustc -vV names its host");
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
-        .args(["--filter-platform", &host])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = metadata();
     let version = |v: &str| -> (u32, u32) {
         let mut p = v.split('.').map(|n| n.parse::<u32>().unwrap_or(0));
         (p.next().unwrap_or(0), p.next().unwrap_or(0))
