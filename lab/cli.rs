@@ -484,11 +484,15 @@ fn dispatch(cli: Cli) -> LabResult<String> {
 
 /// `lab policies`: every policy's card.
 fn policies(format: Format) -> LabResult<String> {
-    let mut infos = Vec::new();
+    let mut listed = Vec::new();
     for name in crate::zoo::list::names() {
-        infos.push(crate::zoo::list::make(name)?.info());
+        let p = crate::zoo::list::make(name)?;
+        listed.push(crate::policy::render::Listed::new(
+            p.info(),
+            &p.variant_keys(),
+        ));
     }
-    Ok(crate::policy::render::policies(&infos, format))
+    Ok(crate::policy::render::policies(&listed, format))
 }
 
 /// `lab memcheck`: every memory-tool row against each implementation.

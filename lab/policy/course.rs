@@ -180,6 +180,15 @@ impl Policy for CoursePolicy {
         Ok(())
     }
 
+    fn variant_keys(&self) -> super::variant::Overrides {
+        // `apply_overrides` finds a bare key in the switches, then the
+        // constants (the two share no name).
+        let c = &self.compactor.config;
+        let mut keys = super::variant::fields(&c.switches);
+        keys.extend(super::variant::fields(&c.constants));
+        keys
+    }
+
     fn info(&self) -> PolicyInfo {
         let c = &self.profile.config;
         PolicyInfo {

@@ -80,6 +80,10 @@ macro_rules! forward_to_inner {
         fn configure(&mut self, overrides: &$crate::variant::Overrides) -> Result<(), String> {
             self.inner.configure(overrides)
         }
+
+        fn variant_keys(&self) -> $crate::variant::Overrides {
+            self.inner.variant_keys()
+        }
     };
 }
 
@@ -471,6 +475,15 @@ pub trait Policy: Send {
                 "`{k}`: this policy has no constants a variant can set"
             )),
         }
+    }
+
+    /// Every key [`Policy::configure`] accepts, with its value in this
+    /// configuration (the default, for a policy as built): what
+    /// `lab policies --format json` lists as `variant_keys`. Empty for a
+    /// policy a variant cannot configure. A test sets every listed key of
+    /// every policy to its listed value and expects it accepted.
+    fn variant_keys(&self) -> variant::Overrides {
+        variant::Overrides::new()
     }
 }
 

@@ -8,13 +8,89 @@ use super::validity::Provider;
 use super::PolicyInfo;
 use ctxlab_core::render::{json, table, Format};
 
-/// Every policy with its source and constants.
-pub fn policies(infos: &[PolicyInfo], format: Format) -> String {
-    if format == Format::Json {
-        return json(&infos);
+/// The JSON type of a variant key's value, as a reader writes it after `=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyType {
+    /// `true` or `false`.
+    Boolean,
+    /// A whole number.
+    Integer,
+    /// A number with a fraction.
+    Number,
+    /// Text (quotes optional on the command line).
+    String,
+    /// A JSON array (`["a","b"]`).
+    Array,
+    /// A JSON object.
+    Object,
+    /// `null` by default: an optional value, whose type the default does not show.
+    Optional,
+}
+
+impl KeyType {
+    fn of(v: &serde_json::Value) -> KeyType {
+        use serde_json::Value;
+        match v {
+            Value::Bool(_) => KeyType::Boolean,
+            Value::Number(n) if n.is_i64() || n.is_u64() => KeyType::Integer,
+            Value::Number(_) => KeyType::Number,
+            Value::String(_) => KeyType::String,
+            Value::Array(_) => KeyType::Array,
+            Value::Object(_) => KeyType::Object,
+            Value::Null => KeyType::Optional,
+        }
     }
-    let rows = infos
+}
+
+/// One key a variant of a policy accepts (`NAME:KEY=VALUE`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VariantKey {
+    /// The key, under its upstream name.
+    pub key: String,
+    /// The type its value takes.
+    #[serde(rename = "type")]
+    pub kind: KeyType,
+    /// Its value when the variant does not set it.
+    pub default: serde_json::Value,
+}
+
+/// A policy as `lab policies --format json` lists it: its description and
+/// the keys a variant accepts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    /// What the policy says of itself.
+    #[serde(flatten)]
+    pub info: PolicyInfo,
+    /// Every key a variant accepts, sorted, with its type and default;
+    /// `constants` may list more (upstream names a variant cannot set).
+    pub variant_keys: Vec<VariantKey>,
+}
+
+impl Listed {
+    /// `info` with the keys of `keys` ([`super::Policy::variant_keys`]).
+    pub fn new(info: PolicyInfo, keys: &super::variant::Overrides) -> Listed {
+        let mut variant_keys: Vec<VariantKey> = keys
+            .iter()
+            .map(|(k, v)| VariantKey {
+                key: k.clone(),
+                kind: KeyType::of(v),
+                default: v.clone(),
+            })
+            .collect();
+        variant_keys.sort_by(|a, b| a.key.cmp(&b.key));
+        Listed { info, variant_keys }
+    }
+}
+
+/// Every policy with its source, constants and variant keys.
+pub fn policies(listed: &[Listed], format: Format) -> String {
+    if format == Format::Json {
+        return json(&listed);
+    }
+    let rows = listed
         .iter()
+        .map(|l| &l.info)
         .map(|p| {
             let approx = if p.source.approximate {
                 " (approximate)"

@@ -65,7 +65,7 @@ pub fn split_outside_json(rest: &str, sep: char) -> Vec<&str> {
 fn bad(spec: &str, what: &str) -> LabError {
     LabError::usage(
         format!("policy variant `{spec}`: {what}"),
-        "write NAME:KEY=VALUE[:KEY=VALUE…] or NAME:FILE.toml (`lab policies --format json` lists each policy's constants)",
+        "write NAME:KEY=VALUE[:KEY=VALUE…] or NAME:FILE.toml (`lab policies --format json` lists each policy's `variant_keys`)",
     )
 }
 
@@ -111,6 +111,15 @@ pub fn set_fields<T: Serialize + DeserializeOwned>(
     *target =
         serde_json::from_value(Value::Object(fields)).map_err(|e| format!("bad value: {e}"))?;
     Ok(())
+}
+
+/// The fields of a serde struct of constants as overrides, each at its
+/// current value: the keys [`set_fields`] accepts on it.
+pub fn fields<T: Serialize>(target: &T) -> Overrides {
+    match serde_json::to_value(target) {
+        Ok(Value::Object(map)) => map,
+        _ => Overrides::new(),
+    }
 }
 
 /// A configured policy under its variant spec.

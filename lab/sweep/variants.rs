@@ -31,7 +31,7 @@ pub const MAX_VARIANTS: usize = 1_000;
 fn usage(what: String) -> LabError {
     LabError::usage(
         what,
-        "with --policy, write --vary KEY=A..B:STEP or KEY=V1|V2, comma separated (`lab policies --format json` lists each policy's constants)",
+        "with --policy, write --vary KEY=A..B:STEP or KEY=V1|V2, comma separated (`lab policies --format json` lists each policy's `variant_keys`)",
     )
 }
 

@@ -356,6 +356,10 @@ impl Policy for Realtime {
         crate::policy::variant::set_fields(&mut self.config, overrides)
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.config)
+    }
+
     fn info(&self) -> PolicyInfo {
         let (name, summary) = match self.config.truncation {
             Mode::RetentionRatio => (

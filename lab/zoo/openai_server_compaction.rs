@@ -207,6 +207,10 @@ impl Policy for ServerCompaction {
         crate::policy::variant::set_fields(&mut self.config, overrides)
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.config)
+    }
+
     fn prepare(
         &mut self,
         history: &mut Vec<Message>,

@@ -195,6 +195,10 @@ impl Policy for Pi {
         crate::policy::variant::set_fields(&mut self.config, overrides)
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.config)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

@@ -293,6 +293,10 @@ impl Policy for Vercel {
         crate::policy::variant::set_fields(&mut self.config, overrides)
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.config)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: "vercel-prune-messages".into(),

@@ -160,3 +160,55 @@ fn json_values_keep_their_commas_and_colons() {
     let names: Vec<&str> = runs.iter().map(|r| r["policy"].as_str().unwrap()).collect();
     assert_eq!(names, [spec, "none"]);
 }
+
+#[test]
+fn every_listed_variant_key_is_accepted_and_others_are_refused() {
+    let listed: Vec<Value> =
+        serde_json::from_str(&lab_ok(&["policies", "--format", "json"])).unwrap();
+    let mut keys_seen = 0;
+    for p in &listed {
+        let name = p["name"].as_str().unwrap();
+        let keys = p["variant_keys"].as_array().unwrap();
+        for k in keys {
+            let key = k["key"].as_str().unwrap();
+            let default = serde_json::to_string(&k["default"]).unwrap();
+            let spec = format!("{name}:{key}={default}");
+            let policy = ctxlab::zoo::list::make(&spec)
+                .unwrap_or_else(|e| panic!("{spec}: a listed key is refused: {e}"));
+            // The variant lists the same key at the same value.
+            assert_eq!(policy.variant_keys()[key], k["default"], "{spec}");
+            keys_seen += 1;
+        }
+        // A key that is not listed is refused, whatever the policy.
+        let spec = format!("{name}:no_such_key_anywhere=1");
+        assert!(ctxlab::zoo::list::make(&spec).is_err(), "{spec}");
+        // A constant the policy names but does not list (an upstream name a
+        // variant cannot set) is refused too.
+        let listed_keys: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
+        if let Some(constants) = p["constants"].as_object() {
+            for c in constants
+                .keys()
+                .filter(|c| !listed_keys.contains(&c.as_str()))
+            {
+                if c.contains(' ') || c.contains('(') {
+                    continue; // a description ("model input limit"), not a key
+                }
+                let spec = format!("{name}:{c}=1");
+                assert!(
+                    ctxlab::zoo::list::make(&spec).is_err(),
+                    "{spec}: accepted but not listed in variant_keys"
+                );
+            }
+        }
+    }
+    assert!(keys_seen > 150, "only {keys_seen} variant keys listed");
+    // The key the issue named: codex-cli's trigger is set by its own name.
+    let codex = listed.iter().find(|p| p["name"] == "codex-cli").unwrap();
+    let codex_keys = codex["variant_keys"].as_array().unwrap();
+    let limit = codex_keys
+        .iter()
+        .find(|k| k["key"] == "auto_compact_token_limit")
+        .expect("codex-cli lists auto_compact_token_limit");
+    assert_eq!(limit["type"], "optional", "{limit}");
+    assert!(codex_keys.iter().all(|k| k["key"] != "auto_compact_at"));
+}

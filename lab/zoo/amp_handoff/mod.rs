@@ -211,6 +211,10 @@ impl Policy for AmpHandoff {
         Ok(())
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.switches)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

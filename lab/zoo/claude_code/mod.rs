@@ -372,6 +372,10 @@ impl Policy for ClaudeCode {
         crate::policy::variant::set_fields(&mut self.switches, overrides)
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.switches)
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),

@@ -345,6 +345,19 @@ impl Policy for OpenHands {
         Ok(())
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        use crate::policy::variant::fields;
+        let mut keys = match &self.condenser {
+            Condenser::ObservationMasking(c) => fields(c),
+            Condenser::Recent(c) => fields(c),
+            Condenser::Amortized(c) => fields(c),
+            Condenser::Llm(c) => fields(c),
+            Condenser::ConversationWindow(c) => fields(c),
+        };
+        keys.extend(fields(&self.llm));
+        keys
+    }
+
     fn info(&self) -> PolicyInfo {
         let (summary, constructor) = match &self.condenser {
             Condenser::ObservationMasking(_) => (

@@ -133,6 +133,10 @@ impl Policy for SweAgent {
         crate::policy::variant::set_fields(&mut self.config, overrides)
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.config)
+    }
+
     fn info(&self) -> PolicyInfo {
         let summarises = self.config.summarize_every_n_turns.is_some();
         let mut differences = vec![

@@ -379,6 +379,12 @@ impl Policy for SessionMemory {
         Ok(())
     }
 
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        let mut keys = crate::policy::variant::fields(&self.switches);
+        keys.extend(self.cc.variant_keys());
+        keys
+    }
+
     fn info(&self) -> PolicyInfo {
         PolicyInfo {
             name: NAME.into(),
