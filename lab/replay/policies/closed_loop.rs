@@ -60,6 +60,10 @@ pub enum Resolution {
         path: String,
         /// Reads needed (1 when the request names the file itself).
         hops: usize,
+        /// The files read on the way, in order, each with what a Read of it
+        /// returns (its first [`READ_LINES`] lines); `path` itself is not
+        /// among them.
+        via: Vec<(String, String)>,
     },
     /// The source's call can be made again.
     Refetch,
@@ -310,29 +314,61 @@ fn decoded(text: &str) -> String {
     out
 }
 
+/// Lines a Read of a file on a pointer chain returns: Claude Code's Read
+/// tool "reads up to 2000 lines starting from the beginning of the file"
+/// (its tool description in the 2.1.153 wire capture, read 2026-12-07).
+pub const READ_LINES: usize = 2_000;
+
+/// What a Read of `text` returns: its first [`READ_LINES`] lines.
+fn read_result(text: &str) -> String {
+    match text.match_indices('\n').nth(READ_LINES - 1) {
+        Some((i, _)) => text[..=i].to_string(),
+        None => text.to_string(),
+    }
+}
+
 /// The first file the request's pointers reach (breadth first through the
-/// pointers files hold) whose text holds the source, and the reads to it.
-fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<(String, usize)> {
+/// pointers files hold) whose text holds the source, as a
+/// [`Resolution::Recovery`]: the file, the reads to it, and the files read
+/// on the way with what each Read returned.
+fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resolution> {
     let start = crate::policy::check::pointers_in_messages(view.rules, request);
-    let mut frontier: Vec<(String, usize)> = start.into_iter().map(|p| (p, 1)).collect();
+    // Each entry: a path and the index of the entry whose file pointed to
+    // it (None: the request itself), so the chain can be walked back.
+    let mut frontier: Vec<(String, Option<usize>)> = start.into_iter().map(|p| (p, None)).collect();
+    let mut texts: Vec<Option<String>> = Vec::new();
     let mut seen = HashSet::new();
     let mut i = 0;
     while i < frontier.len() {
-        let (path, hops) = frontier[i].clone();
+        let (path, _) = frontier[i].clone();
+        texts.push(None);
         i += 1;
         if !seen.insert(path.clone()) || view.storage.kind(Path::new(&path)).is_none() {
             continue;
         }
         let bytes = view.storage.read(Path::new(&path)).unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         let holds =
             |t: &str| t.contains(&need.source) || need.span.as_ref().is_some_and(|s| t.contains(s));
         if holds(&text) || holds(&decoded(&text)) {
-            return Some((path, hops));
+            let mut via = Vec::new();
+            let mut at = frontier[i - 1].1;
+            while let Some(k) = at {
+                let read = texts[k].as_deref().map(read_result).unwrap_or_default();
+                via.push((frontier[k].0.clone(), read));
+                at = frontier[k].1;
+            }
+            via.reverse();
+            return Some(Resolution::Recovery {
+                path,
+                hops: via.len() + 1,
+                via,
+            });
         }
         for p in crate::policy::check::pointers_in_file(view.rules, &text) {
-            frontier.push((p, hops + 1));
+            frontier.push((p, Some(i - 1)));
         }
+        texts[i - 1] = Some(text);
     }
     None
 }
@@ -364,8 +400,8 @@ impl Observer for Probe<'_> {
             };
             let r = if in_request(need, request) {
                 Resolution::InRequest
-            } else if let Some((path, hops)) = recover(need, request, view) {
-                Resolution::Recovery { path, hops }
+            } else if let Some(r) = recover(need, request, view) {
+                r
             } else if need.refetch.is_some() {
                 Resolution::Refetch
             } else {
@@ -388,31 +424,51 @@ struct Inserted {
     refetch: bool,
 }
 
-/// The pair(s) that get `need` back as `r` says.
-fn pairs(id: usize, round: usize, need: &Need, r: &Resolution) -> Vec<Message> {
-    let (name, input, hops) = match (r, &need.refetch) {
-        (Resolution::Recovery { path, hops }, _) => (
-            "Read".to_string(),
-            serde_json::json!({ "file_path": path }),
-            *hops,
-        ),
-        (Resolution::Refetch, Some((name, input))) => (name.clone(), input.clone(), 1),
+/// The pair(s) that get `need` back as `r` says: one Read per file on the
+/// pointer chain, each returning what a Read of that file returns, then
+/// the file holding the source, whose Read returns the source as recorded
+/// (what the demanding reply used: a lower bound when the file holds more,
+/// as an agent reading with an offset would); or one re-fetch.
+///
+/// A file on the chain that an earlier pair before the same call read
+/// already (`read`, updated here) is not read again: the agent has it.
+fn pairs(
+    id: usize,
+    round: usize,
+    need: &Need,
+    r: &Resolution,
+    read: &mut HashSet<String>,
+) -> Vec<Message> {
+    let reads: Vec<(String, serde_json::Value, String)> = match (r, &need.refetch) {
+        (Resolution::Recovery { path, via, .. }, _) => via
+            .iter()
+            .filter(|(p, _)| read.insert(p.clone()))
+            .map(|(p, read)| (p.as_str(), read.clone()))
+            .chain([(path.as_str(), need.source.clone())])
+            .map(|(p, result)| {
+                (
+                    "Read".to_string(),
+                    serde_json::json!({ "file_path": p }),
+                    result,
+                )
+            })
+            .collect(),
+        (Resolution::Refetch, Some((name, input))) => {
+            vec![(name.clone(), input.clone(), need.source.clone())]
+        }
         _ => return Vec::new(),
     };
     let mut out = Vec::new();
-    for hop in 0..hops {
+    for (hop, (name, input, result)) in reads.into_iter().enumerate() {
         let call_id = format!("closed-loop-{round}-{id}-{hop}");
         out.push(Message::assistant(vec![Block::ToolUse {
             id: call_id.clone(),
-            name: name.clone(),
-            input: input.clone(),
+            name,
+            input,
         }]));
-        // The result the agent reads back is the source as recorded: its
-        // recorded size, and what the demanding reply used (a pointer file
-        // read on the way is assumed the source's size too: an estimate).
         out.push(Message::user_blocks(vec![Block::ToolResult {
             tool_use_id: call_id,
-            content: need.source.clone(),
+            content: result,
         }]));
     }
     out
@@ -572,9 +628,11 @@ pub fn closed_loop(
             break;
         }
         rounds += 1;
+        // Chain files read before each demanding call in this round.
+        let mut read: BTreeMap<usize, HashSet<String>> = BTreeMap::new();
         for ((at, _, _), (id, r)) in fresh {
             let Some(need) = &needs[id] else { continue };
-            let pair = pairs(id, rounds, need, &r);
+            let pair = pairs(id, rounds, need, &r, read.entry(at).or_default());
             inserted.push(Inserted {
                 before: at,
                 recovery_calls: match r {
@@ -736,4 +794,65 @@ pub fn thrash_table(rows: &[&ClosedLoopRow], format: crate::render::Format) -> S
          two or more compactions, most followed within 5 calls by a call to get content back.\n",
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn need() -> Need {
+        Need {
+            source: "fn parse() {}".into(),
+            span: None,
+            refetch: None,
+        }
+    }
+
+    #[test]
+    fn a_chain_reads_each_file_on_the_way_then_the_source() {
+        let r = Resolution::Recovery {
+            path: "/a/3.md".into(),
+            hops: 3,
+            via: vec![
+                ("/a/1.md".into(), "see /a/2.md".into()),
+                ("/a/2.md".into(), "older: /a/3.md\n".repeat(40)),
+            ],
+        };
+        let mut read = HashSet::new();
+        let msgs = pairs(7, 1, &need(), &r, &mut read);
+        assert_eq!(msgs.len(), 6, "three reads, each a call and its result");
+        // A second demand before the same call, through the same chain,
+        // reads only the file that holds its source.
+        assert_eq!(pairs(8, 1, &need(), &r, &mut read).len(), 2);
+        let read = |k: usize| match &msgs[2 * k].content {
+            Content::Blocks(b) => match &b[0] {
+                Block::ToolUse { input, .. } => input["file_path"].as_str().unwrap().to_string(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        let result = |k: usize| match &msgs[2 * k + 1].content {
+            Content::Blocks(b) => match &b[0] {
+                Block::ToolResult { content, .. } => content.clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        // Each hop reads its own file, in chain order, and is sized as that
+        // file's Read, not as the source.
+        assert_eq!(
+            [read(0), read(1), read(2)],
+            ["/a/1.md", "/a/2.md", "/a/3.md"]
+        );
+        assert_eq!(result(0), "see /a/2.md");
+        assert_eq!(result(1).len(), "older: /a/3.md\n".len() * 40);
+        assert_eq!(result(2), "fn parse() {}");
+    }
+
+    #[test]
+    fn a_read_returns_at_most_its_line_limit() {
+        let long = "x\n".repeat(READ_LINES + 500);
+        assert_eq!(read_result(&long).lines().count(), READ_LINES);
+        assert_eq!(read_result("a\nb"), "a\nb");
+    }
 }
