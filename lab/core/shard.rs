@@ -146,16 +146,26 @@ mod tests {
     use super::*;
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
     fn auto_reads_the_first_array_variable_set() {
         let (s, from) = Shard::parse_with("auto/4", env(&[("SLURM_ARRAY_TASK_ID", "3")])).unwrap();
-        assert_eq!((s, from.as_deref()), (Shard { index: 3, count: 4 }, Some("SLURM_ARRAY_TASK_ID=3")));
+        assert_eq!(
+            (s, from.as_deref()),
+            (Shard { index: 3, count: 4 }, Some("SLURM_ARRAY_TASK_ID=3"))
+        );
         let both = [("PARALLEL_SEQ", "1"), ("JOB_COMPLETION_INDEX", "2")];
         let (s, from) = Shard::parse_with("auto/4", env(&both)).unwrap();
-        assert_eq!((s.index, from.unwrap()), (2, "JOB_COMPLETION_INDEX=2".to_string()));
+        assert_eq!(
+            (s.index, from.unwrap()),
+            (2, "JOB_COMPLETION_INDEX=2".to_string())
+        );
         // GNU parallel counts its jobs from 1.
         for name in ["PARALLEL_SEQ", "PARALLEL_SEQN"] {
             let (s, _) = Shard::parse_with("auto/4", env(&[(name, "4")])).unwrap();
@@ -170,7 +180,11 @@ mod tests {
         let e = Shard::parse_with("auto/4", env(&[])).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         let text = e.to_string();
-        for name in ["JOB_COMPLETION_INDEX", "SLURM_ARRAY_TASK_ID", "PARALLEL_SEQ"] {
+        for name in [
+            "JOB_COMPLETION_INDEX",
+            "SLURM_ARRAY_TASK_ID",
+            "PARALLEL_SEQ",
+        ] {
             assert!(text.contains(name), "{text}");
         }
         for vars in [

@@ -169,8 +169,8 @@ pub fn read_member(path: &Path, c: Compression, name: &str) -> std::io::Result<S
         file.seek(SeekFrom::Start(m.offset))?;
         file.take(m.size).read_to_end(&mut bytes)?;
     } else {
-        let mut stream = super::corpus::open_archive(path, c)
-            .map_err(|e| std::io::Error::other(e.parts().0))?;
+        let mut stream =
+            super::corpus::open_archive(path, c).map_err(|e| std::io::Error::other(e.parts().0))?;
         std::io::copy(&mut (&mut stream).take(m.offset), &mut std::io::sink())?;
         stream.take(m.size).read_to_end(&mut bytes)?;
     }
@@ -180,8 +180,7 @@ pub fn read_member(path: &Path, c: Compression, name: &str) -> std::io::Result<S
             format!("member {name} is cut short (the archive changed since it was indexed)"),
         ));
     }
-    String::from_utf8(bytes)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]

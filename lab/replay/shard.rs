@@ -215,7 +215,11 @@ pub fn merge(
                 ));
             }
         }
-        if let Some(s) = part.records.iter().find(|s| shard.is_some_and(|sh| !sh.owns_key(&s.key))) {
+        if let Some(s) = part
+            .records
+            .iter()
+            .find(|s| shard.is_some_and(|sh| !sh.owns_key(&s.key)))
+        {
             return Err(part_error(
                 path,
                 format!("session {} is not of this part's shard", s.key),

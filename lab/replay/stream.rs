@@ -247,50 +247,61 @@ fn read_sessions(
             items += 1;
             shard.is_none_or(|s| s.owns_key(key))
         };
-        crate::import::corpus::for_each_member_where(item, &keys, import, false, &mut wanted, |member| {
-            if !going {
-                return Ok(());
-            }
-            let sessions = match member.sessions {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!(
-                        "skipped {}: {}",
-                        member.name,
-                        crate::import::corpus::not_a_session(&e)
-                    );
-                    skipped += 1;
+        crate::import::corpus::for_each_member_where(
+            item,
+            &keys,
+            import,
+            false,
+            &mut wanted,
+            |member| {
+                if !going {
                     return Ok(());
                 }
-            };
-            // A Claude Code log's subagents follow it, sessions of their own
-            // (each reads its own requests from the log again).
-            let sessions = sessions.into_iter().flat_map(|s| {
-                let subs = match measure.conversations.main_chain_only {
-                    true => Vec::new(),
-                    false => s.subagent_sessions(),
+                let sessions = match member.sessions {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!(
+                            "skipped {}: {}",
+                            member.name,
+                            crate::import::corpus::not_a_session(&e)
+                        );
+                        skipped += 1;
+                        return Ok(());
+                    }
                 };
-                std::iter::once(s).chain(subs)
-            });
-            for (n, s) in sessions.enumerate() {
-                if s.subagent.is_none() {
-                    super::policies::warn_damage(&s);
+                // A Claude Code log's subagents follow it, sessions of their own
+                // (each reads its own requests from the log again).
+                let sessions = sessions.into_iter().flat_map(|s| {
+                    let subs = match measure.conversations.main_chain_only {
+                        true => Vec::new(),
+                        false => s.subagent_sessions(),
+                    };
+                    std::iter::once(s).chain(subs)
+                });
+                for (n, s) in sessions.enumerate() {
+                    if s.subagent.is_none() {
+                        super::policies::warn_damage(&s);
+                    }
+                    // The same per-session replay as named files get: the
+                    // envelope, the product's artefacts removed, dumps (named
+                    // by the sessions this shard replayed before).
+                    let dump = dump_for(&s, measure, &mut taken);
+                    sessions_read += 1;
+                    let place = (member.key.clone(), [at, member.position, n]);
+                    if !push((place, s, dump)) {
+                        going = false;
+                        break;
+                    }
                 }
-                // The same per-session replay as named files get: the
-                // envelope, the product's artefacts removed, dumps (named
-                // by the sessions this shard replayed before).
-                let dump = dump_for(&s, measure, &mut taken);
-                sessions_read += 1;
-                let place = (member.key.clone(), [at, member.position, n]);
-                if !push((place, s, dump)) {
-                    going = false;
-                    break;
-                }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
     }
-    let listing = listing.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let listing = listing
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     Ok(Listed {
         listing,
         items,
