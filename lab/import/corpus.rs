@@ -17,7 +17,6 @@
 //! and the member it stopped at.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -27,33 +26,7 @@ use super::{detect_format, import_reader_sessions, ImportOptions, ImportedSessio
 use crate::error::{LabError, LabResult};
 use crate::input::MAX_TRANSCRIPT_BYTES;
 
-/// How an archive is compressed, from its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    /// A plain `.tar`.
-    None,
-    /// `.tar.xz` / `.txz`.
-    Xz,
-    /// `.tar.gz` / `.tgz`.
-    Gzip,
-}
-
-impl Compression {
-    /// The compression of an archive named `path`, or `None` when the name
-    /// is not an archive's.
-    pub fn of(path: &Path) -> Option<Compression> {
-        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-        if name.ends_with(".tar") {
-            Some(Compression::None)
-        } else if name.ends_with(".tar.xz") || name.ends_with(".txz") {
-            Some(Compression::Xz)
-        } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-            Some(Compression::Gzip)
-        } else {
-            None
-        }
-    }
-}
+pub use super::tar_index::Compression;
 
 /// One thing to read: a session file, or an archive of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -338,22 +311,6 @@ fn require_messages(sessions: Vec<ImportedSession>) -> LabResult<Vec<ImportedSes
     Ok(sessions)
 }
 
-/// The archive's decompressed stream.
-pub(crate) fn open_archive(path: &Path, c: Compression) -> LabResult<Box<dyn Read>> {
-    let raw = open_raw(path)?;
-    Ok(match c {
-        Compression::None => Box::new(raw),
-        Compression::Xz => Box::new(lzma_rust2::XzReader::new(raw, true)),
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
-    })
-}
-
-fn open_raw(path: &Path) -> LabResult<BufReader<File>> {
-    crate::input::check_regular(path, "an archive", u64::MAX)?;
-    let file = File::open(path).map_err(|e| LabError::io("opening archive", path, e))?;
-    Ok(BufReader::with_capacity(256 * 1024, file))
-}
-
 fn archive_members(
     path: &Path,
     c: Compression,
@@ -365,13 +322,13 @@ fn archive_members(
     let stamp = super::tar_index::Stamp::of(path);
     if c == Compression::None {
         // Seekable: the members not wanted are skipped, not read.
-        let mut archive = tar::Archive::new(open_raw(path)?);
+        let mut archive = tar::Archive::new(super::tar_index::open_raw(path)?);
         let entries = archive
             .entries_with_seek()
             .map_err(|e| broken(path, "from its start", e))?;
         walk_members(path, entries, stamp, keys, options, wanted, f)
     } else {
-        let mut archive = tar::Archive::new(open_archive(path, c)?);
+        let mut archive = tar::Archive::new(super::tar_index::open_archive(path, c)?);
         let entries = archive
             .entries()
             .map_err(|e| broken(path, "from its start", e))?;

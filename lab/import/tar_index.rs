@@ -9,15 +9,61 @@
 //! decompressed bytes before it in a compressed one, with no header parsed.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::corpus::Compression;
 use crate::error::{LabError, LabResult};
 use crate::input::MAX_TRANSCRIPT_BYTES;
+
+/// How an archive is compressed, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// A plain `.tar`.
+    None,
+    /// `.tar.xz` / `.txz`.
+    Xz,
+    /// `.tar.gz` / `.tgz`.
+    Gzip,
+}
+
+impl Compression {
+    /// The compression of an archive named `path`, or `None` when the name
+    /// is not an archive's.
+    pub fn of(path: &Path) -> Option<Compression> {
+        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+        if name.ends_with(".tar") {
+            Some(Compression::None)
+        } else if name.ends_with(".tar.xz") || name.ends_with(".txz") {
+            Some(Compression::Xz)
+        } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+            Some(Compression::Gzip)
+        } else {
+            None
+        }
+    }
+}
+
+/// The decompressed stream of the archive at `path`.
+pub fn open_archive(path: &Path, c: Compression) -> LabResult<Box<dyn Read>> {
+    let raw = open_raw(path)?;
+    Ok(match c {
+        Compression::None => Box::new(raw),
+        Compression::Xz => Box::new(lzma_rust2::XzReader::new(raw, true)),
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
+    })
+}
+
+/// The archive at `path`, buffered, refused unless a regular file.
+pub fn open_raw(path: &Path) -> LabResult<BufReader<File>> {
+    crate::input::check_regular(path, "an archive", u64::MAX)?;
+    let file = File::open(path).map_err(|e| LabError::io("opening archive", path, e))?;
+    Ok(BufReader::with_capacity(256 * 1024, file))
+}
 
 /// What identifies one version of an archive: its size and modification
 /// time (an index is not used for an archive rewritten since).
@@ -144,7 +190,7 @@ fn walk(path: &Path, c: Compression) -> std::io::Result<TarIndex> {
         let mut archive = tar::Archive::new(std::io::BufReader::new(file));
         collect(archive.entries_with_seek()?)
     } else {
-        let mut archive = tar::Archive::new(super::corpus::open_archive(path, c).map_err(io)?);
+        let mut archive = tar::Archive::new(open_archive(path, c).map_err(io)?);
         collect(archive.entries()?)
     }
 }
@@ -169,8 +215,7 @@ pub fn read_member(path: &Path, c: Compression, name: &str) -> std::io::Result<S
         file.seek(SeekFrom::Start(m.offset))?;
         file.take(m.size).read_to_end(&mut bytes)?;
     } else {
-        let mut stream =
-            super::corpus::open_archive(path, c).map_err(|e| std::io::Error::other(e.parts().0))?;
+        let mut stream = open_archive(path, c).map_err(|e| std::io::Error::other(e.parts().0))?;
         std::io::copy(&mut (&mut stream).take(m.offset), &mut std::io::sink())?;
         stream.take(m.size).read_to_end(&mut bytes)?;
     }
