@@ -17,7 +17,6 @@
 //! and the member it stopped at.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -27,33 +26,7 @@ use super::{detect_format, import_reader_sessions, ImportOptions, ImportedSessio
 use crate::error::{LabError, LabResult};
 use crate::input::MAX_TRANSCRIPT_BYTES;
 
-/// How an archive is compressed, from its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    /// A plain `.tar`.
-    None,
-    /// `.tar.xz` / `.txz`.
-    Xz,
-    /// `.tar.gz` / `.tgz`.
-    Gzip,
-}
-
-impl Compression {
-    /// The compression of an archive named `path`, or `None` when the name
-    /// is not an archive's.
-    pub fn of(path: &Path) -> Option<Compression> {
-        let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-        if name.ends_with(".tar") {
-            Some(Compression::None)
-        } else if name.ends_with(".tar.xz") || name.ends_with(".txz") {
-            Some(Compression::Xz)
-        } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-            Some(Compression::Gzip)
-        } else {
-            None
-        }
-    }
-}
+pub use super::tar_index::Compression;
 
 /// One thing to read: a session file, or an archive of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +47,49 @@ pub struct Input {
     pub corpus: bool,
     /// Its files and archives, in path order.
     pub items: Vec<Item>,
+    /// The directory given, when the argument is one: keys are the paths under it.
+    pub root: Option<PathBuf>,
+}
+
+impl Input {
+    /// The key of `item`, fixed before it is opened: the path under the
+    /// directory given (`/`-separated), or the path as given or matched.
+    /// A shard is chosen by the key's hash, so moving the corpus's
+    /// directory moves no session between shards.
+    pub fn key_of(&self, item: &Item) -> String {
+        let path = item.path();
+        let rel = self
+            .root
+            .as_deref()
+            .and_then(|r| path.strip_prefix(r).ok())
+            .unwrap_or(path);
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        parts.join("/")
+    }
+
+    /// How the keys of `item`'s members are formed: an archive given on its
+    /// own keys its members by their names; one inside a directory or a
+    /// glob by `ARCHIVE[MEMBER]`, the archive's key first.
+    pub fn member_prefix(&self, item: &Item) -> Option<String> {
+        match item {
+            Item::Archive(..) if self.root.is_some() || self.items.len() > 1 => {
+                Some(self.key_of(item))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Item {
+    /// The file or archive's path.
+    pub fn path(&self) -> &Path {
+        match self {
+            Item::File(p) | Item::Archive(p, _) => p,
+        }
+    }
 }
 
 /// Resolve each argument: a directory is walked, a glob expanded, an archive
@@ -117,6 +133,7 @@ fn expand_one(arg: &Path) -> LabResult<Input> {
             name,
             corpus: true,
             items: files.into_iter().map(item).collect(),
+            root: Some(arg.to_path_buf()),
         });
     }
     if !arg.exists() && name.contains(['*', '?', '[']) {
@@ -124,6 +141,7 @@ fn expand_one(arg: &Path) -> LabResult<Input> {
             name: name.clone(),
             corpus: true,
             items: glob_files(&name)?.into_iter().map(item).collect(),
+            root: None,
         });
     }
     let it = item(arg.to_path_buf());
@@ -132,6 +150,7 @@ fn expand_one(arg: &Path) -> LabResult<Input> {
         name,
         corpus,
         items: vec![it],
+        root: None,
     })
 }
 
@@ -195,6 +214,11 @@ fn glob_files(pattern: &str) -> LabResult<Vec<PathBuf>> {
 pub struct Member {
     /// `FILE`, or `ARCHIVE[MEMBER]` for an archive member.
     pub name: String,
+    /// Its key ([`Input::key_of`]; a member's is its name, or
+    /// `ARCHIVE[MEMBER]` under a prefix): what a shard is chosen by.
+    pub key: String,
+    /// Its place among its archive's files (0 for a plain file).
+    pub position: usize,
     /// Its sessions, or why it is not a session file.
     pub sessions: LabResult<Vec<ImportedSession>>,
 }
@@ -207,10 +231,62 @@ pub fn for_each_member(
     item: &Item,
     options: &ImportOptions,
     lazy: bool,
+    f: impl FnMut(Member) -> LabResult<()>,
+) -> LabResult<()> {
+    let keys = Keys {
+        key: item.path().display().to_string(),
+        prefix: None,
+    };
+    for_each_member_where(item, &keys, options, lazy, &mut |_| true, f)
+}
+
+/// The key of an item and how its members' keys are formed
+/// ([`Input::key_of`], [`Input::member_prefix`]).
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// The file's key (an archive's own, unused unless it is the prefix).
+    pub key: String,
+    /// `Some(P)`: a member's key is `P[MEMBER]`; `None`: its name.
+    pub prefix: Option<String>,
+}
+
+impl Keys {
+    /// The keys of `input`'s `item`.
+    pub fn of(input: &Input, item: &Item) -> Keys {
+        Keys {
+            key: input.key_of(item),
+            prefix: input.member_prefix(item),
+        }
+    }
+
+    fn member(&self, member: &str) -> String {
+        match &self.prefix {
+            Some(p) => format!("{p}[{member}]"),
+            None => member.to_string(),
+        }
+    }
+}
+
+/// [`for_each_member`] over the files and members whose key `wanted`
+/// accepts; every key is given to `wanted` (in order, before anything of
+/// the file or member is read), and only the accepted ones are opened: a
+/// shard reads its own sessions. A plain `.tar` is walked by seeking past
+/// the members not wanted, a compressed one decompressed through them
+/// (their bytes are never imported); either way the walk leaves the
+/// archive's index ([`super::tar_index`]) for reading a member back.
+pub fn for_each_member_where(
+    item: &Item,
+    keys: &Keys,
+    options: &ImportOptions,
+    lazy: bool,
+    wanted: &mut dyn FnMut(&str) -> bool,
     mut f: impl FnMut(Member) -> LabResult<()>,
 ) -> LabResult<()> {
     match item {
         Item::File(path) => {
+            if !wanted(&keys.key) {
+                return Ok(());
+            }
             let sessions = if lazy {
                 super::import_file_sessions_lazily(path, options)
             } else {
@@ -218,10 +294,12 @@ pub fn for_each_member(
             };
             f(Member {
                 name: path.display().to_string(),
+                key: keys.key.clone(),
+                position: 0,
                 sessions: sessions.and_then(require_messages),
             })
         }
-        Item::Archive(path, c) => archive_members(path, *c, options, f),
+        Item::Archive(path, c) => archive_members(path, *c, keys, options, wanted, f),
     }
 }
 
@@ -233,46 +311,79 @@ fn require_messages(sessions: Vec<ImportedSession>) -> LabResult<Vec<ImportedSes
     Ok(sessions)
 }
 
-fn open_archive(path: &Path, c: Compression) -> LabResult<Box<dyn Read>> {
-    crate::input::check_regular(path, "an archive", u64::MAX)?;
-    let file = File::open(path).map_err(|e| LabError::io("opening archive", path, e))?;
-    let raw = BufReader::with_capacity(256 * 1024, file);
-    Ok(match c {
-        Compression::None => Box::new(raw),
-        Compression::Xz => Box::new(lzma_rust2::XzReader::new(raw, true)),
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
-    })
-}
-
 fn archive_members(
     path: &Path,
     c: Compression,
+    keys: &Keys,
     options: &ImportOptions,
-    mut f: impl FnMut(Member) -> LabResult<()>,
+    wanted: &mut dyn FnMut(&str) -> bool,
+    f: impl FnMut(Member) -> LabResult<()>,
 ) -> LabResult<()> {
-    let mut archive = tar::Archive::new(open_archive(path, c)?);
-    let broken = |after: &str, e: std::io::Error| {
-        LabError::Input {
+    let stamp = super::tar_index::Stamp::of(path);
+    if c == Compression::None {
+        // Seekable: the members not wanted are skipped, not read.
+        let mut archive = tar::Archive::new(super::tar_index::open_raw(path)?);
+        let entries = archive
+            .entries_with_seek()
+            .map_err(|e| broken(path, "from its start", e))?;
+        walk_members(path, entries, stamp, keys, options, wanted, f)
+    } else {
+        let mut archive = tar::Archive::new(super::tar_index::open_archive(path, c)?);
+        let entries = archive
+            .entries()
+            .map_err(|e| broken(path, "from its start", e))?;
+        walk_members(path, entries, stamp, keys, options, wanted, f)
+    }
+}
+
+fn broken(path: &Path, after: &str, e: std::io::Error) -> LabError {
+    LabError::Input {
         file: path.to_path_buf(),
         line: 0,
         column: 0,
         message: format!("the archive cannot be read on {after}: {e}"),
         fix: "the archive is damaged or cut; check it with `tar -tf`, or unpack what it holds and import the directory".to_string(),
     }
-    };
-    let entries = archive.entries().map_err(|e| broken("from its start", e))?;
+}
+
+fn walk_members<R: Read>(
+    path: &Path,
+    entries: tar::Entries<'_, R>,
+    stamp: Option<super::tar_index::Stamp>,
+    keys: &Keys,
+    options: &ImportOptions,
+    wanted: &mut dyn FnMut(&str) -> bool,
+    mut f: impl FnMut(Member) -> LabResult<()>,
+) -> LabResult<()> {
     let mut last = String::from("from its start");
+    let mut index = super::tar_index::TarIndex::default();
+    let mut position = 0;
     for entry in entries {
-        let entry = entry.map_err(|e| broken(&last, e))?;
+        let entry = entry.map_err(|e| broken(path, &last, e))?;
         if !entry.header().entry_type().is_file() {
             continue;
         }
         let member = entry.path().map(|p| p.display().to_string());
         let member = member.unwrap_or_else(|_| "(undecodable name)".to_string());
+        index.push(&member, entry.raw_file_position(), entry.size());
         last = format!("after member {member}");
+        let key = keys.member(&member);
+        position += 1;
+        if !wanted(&key) {
+            continue;
+        }
         let name = format!("{}[{member}]", path.display());
         let sessions = import_member(entry, &name, &member, options);
-        f(Member { name, sessions })?;
+        f(Member {
+            name,
+            key,
+            position: position - 1,
+            sessions,
+        })?;
+    }
+    // Only a walk to the end is the archive's whole index.
+    if let Some(stamp) = stamp {
+        super::tar_index::remember(path, stamp, index);
     }
     Ok(())
 }

@@ -97,6 +97,7 @@ mod repair;
 pub mod roo_code;
 pub mod sniff;
 pub mod sqlite_check;
+pub mod tar_index;
 mod task_ui;
 pub mod text_action;
 pub mod times;

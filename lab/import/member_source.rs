@@ -2,10 +2,10 @@
 //! imported from a tar archive is named `ARCHIVE[MEMBER]` (its
 //! [`super::ImportedSession::source`]); readers that go back to the log for
 //! more than the import kept (the recorded usage of a Claude Code log) read
-//! it through [`read_text`], which finds the member in the archive again,
-//! so an archive replays as its unpacked files do.
+//! it through [`read_text`], which finds the member through the archive's
+//! index ([`super::tar_index`]), so an archive replays as its unpacked
+//! files do without a walk of the archive per member.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::corpus::Compression;
@@ -35,35 +35,8 @@ pub fn read_text(source: &Path) -> std::io::Result<String> {
         return std::fs::read_to_string(source);
     };
     refuse(check_regular(&archive, "an archive", u64::MAX))?;
-    let file = std::fs::File::open(&archive)?;
-    let raw = std::io::BufReader::with_capacity(256 * 1024, file);
-    let reader: Box<dyn Read> = match Compression::of(&archive) {
-        Some(Compression::Xz) => Box::new(lzma_rust2::XzReader::new(raw, true)),
-        Some(Compression::Gzip) => Box::new(flate2::bufread::MultiGzDecoder::new(raw)),
-        _ => Box::new(raw),
-    };
-    let mut tar = tar::Archive::new(reader);
-    for entry in tar.entries()? {
-        let entry = entry?;
-        if !entry.header().entry_type().is_file() {
-            continue;
-        }
-        if entry.path().ok().as_deref() != Some(Path::new(&member)) {
-            continue;
-        }
-        if entry.size() > MAX_TRANSCRIPT_BYTES {
-            return Err(std::io::Error::other(format!(
-                "member over the {MAX_TRANSCRIPT_BYTES}-byte limit for a transcript"
-            )));
-        }
-        let mut text = String::new();
-        entry.take(MAX_TRANSCRIPT_BYTES).read_to_string(&mut text)?;
-        return Ok(text);
-    }
-    Err(std::io::Error::new(
-        std::io::ErrorKind::NotFound,
-        format!("no member {member} in the archive"),
-    ))
+    let c = Compression::of(&archive).unwrap_or(Compression::None);
+    super::tar_index::read_member(&archive, c, &member)
 }
 
 fn refuse(checked: crate::error::LabResult<()>) -> std::io::Result<()> {

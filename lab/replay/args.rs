@@ -105,9 +105,12 @@ pub struct ReplayArgs {
     /// answer one line before the replay stops with exit 3 [default: 30].
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, requires = "policy")]
     pub exec_timeout: Option<std::time::Duration>,
-    /// With --policy on a corpus: replay only the sessions whose index (in
-    /// corpus order) is i mod n, as a checksummed part for --merge (needs
-    /// --format json). GUIDE.md has GNU parallel and Slurm recipes.
+    /// With --policy on a corpus: replay only the sessions whose key (path
+    /// in the corpus, archive member) hashes to shard i of n, opening no
+    /// other file, as a checksummed part for --merge (needs --format json).
+    /// auto/n takes i from JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or
+    /// PARALLEL_SEQ (from 1). The guide's "Corpus scale" chapter has the
+    /// GNU parallel, Slurm and Kubernetes launchers.
     #[arg(long, value_name = "I/N", requires = "policy")]
     pub shard: Option<String>,
     /// Merge the parts written by `--shard i/n --format json` instead of

@@ -61,8 +61,8 @@ pub struct Outputs {
     /// session's policies); 0 or 1 runs on the calling thread. The output
     /// is the same bytes for every number.
     pub jobs: usize,
-    /// `--shard i/n`: replay the sessions whose index is `i` mod `n`, as a
-    /// part for `--merge` (`--format json`).
+    /// `--shard i/n`: replay the sessions whose key hashes to shard `i` of
+    /// `n`, as a part for `--merge` (`--format json`).
     pub shard: Option<crate::shard::Shard>,
     /// `--optimal`: each session's cheapest schedule and every run's regret.
     pub optimal: Option<optimal::OptimalArgs>,
@@ -184,11 +184,7 @@ pub fn merge_command(
     format: crate::render::Format,
     jsonl: bool,
 ) -> LabResult<String> {
-    let parts = files
-        .iter()
-        .map(|p| Ok((p.clone(), shard::read_part(p)?)))
-        .collect::<LabResult<Vec<_>>>()?;
-    let whole = shard::merge(parts)?;
+    let whole = shard::merge(files, shard::read_part)?;
     if jsonl {
         let mut out = String::new();
         for r in whole.records.iter().flat_map(|s| &s.records) {

@@ -1,14 +1,19 @@
 //! Sharded corpus replays: `lab replay CORPUS --policy … --shard i/n
-//! --format json` replays the sessions whose index (in corpus order) is `i`
-//! mod `n`; `lab replay --merge FILE…` puts the parts back together.
+//! --format json` replays the sessions whose key (the file's path inside
+//! the corpus, an archive member's name) hashes to shard `i` of `n`
+//! ([`crate::shard::owner_of_key`]), opening no other file or member;
+//! `lab replay --merge FILE…` puts the parts back together.
 //!
 //! Every corpus replay's JSON carries a [`CorpusJson`]: what was replayed
-//! (inputs, policies, the options that change a number), which shard, how
-//! many sessions the corpus holds, and each replayed session's records, the
-//! numbers the aggregate is computed from. A shard's part is sealed with a
-//! SHA-256 checksum of that object. A merge checks each part's checksum, that
-//! its aggregate is its records', that every part replayed the same corpus
-//! the same way, and that together they cover every session once; the
+//! (inputs, policies, the options that change a number), which shard, the
+//! corpus's listing (a digest of every key, which a shard reads without
+//! opening a file), and each replayed session's key, place in corpus order
+//! and records, the numbers the aggregate is computed from. A shard cannot
+//! know how many sessions the others hold, so a part counts its own and a
+//! merge adds them up. A shard's part is sealed with a SHA-256 checksum. A
+//! merge reads the parts one at a time, checks each one's checksum, that its
+//! aggregate is its records', that it replayed the same listing the same
+//! way as the first, and that the parts are shards `0..n` once each; the
 //! merged object, and so everything printed from it, is what the whole run
 //! prints, byte for byte.
 
@@ -35,8 +40,13 @@ pub struct CorpusSpec {
 /// One replayed session's records, one per policy in policy order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SessionRecords {
-    /// The session's index in corpus order (from 0, over every shard).
-    pub index: usize,
+    /// The key of the file or member the session came from (what its shard
+    /// was chosen by).
+    pub key: String,
+    /// Its place in corpus order: the file or archive among every input's,
+    /// the member in its archive, the session in its file (a trajectory
+    /// array's, a log's subagents after it). Parts merge in this order.
+    pub order: [usize; 3],
     /// Its numbers under each policy.
     pub records: Vec<SessionRecord>,
 }
@@ -49,11 +59,17 @@ pub struct CorpusJson {
     pub spec: CorpusSpec,
     /// The shard this part is (`null`: the whole corpus, run whole or merged).
     pub shard: Option<Shard>,
-    /// Sessions in the whole corpus, every shard's.
+    /// SHA-256 of every file and member key of the corpus in order, one a
+    /// line: listed, not opened, so every shard has the whole corpus's.
+    pub listing: String,
+    /// Files and archive members listed, every shard's.
+    pub items: usize,
+    /// Sessions replayed: this part's, or the whole corpus's.
     pub sessions: usize,
-    /// Files or archive members that are not sessions (named on stderr).
+    /// Files or archive members that are not sessions (named on stderr):
+    /// this part's, or the whole corpus's.
     pub skipped: usize,
-    /// The replayed sessions' records, ascending by index.
+    /// The replayed sessions' records, in corpus order.
     pub records: Vec<SessionRecords>,
     /// SHA-256 of this object without its checksum, on a shard's part
     /// (`null` otherwise): `--merge` refuses a part edited or damaged.
@@ -157,73 +173,116 @@ pub fn read_part(path: &Path) -> LabResult<CorpusJson> {
     Ok(corpus)
 }
 
-/// Merge parts into the whole corpus's [`CorpusJson`]: every part of the
-/// same replay (spec, corpus size, skipped members), each session covered
-/// once (a session in two parts must be identical in both).
-pub fn merge(parts: Vec<(PathBuf, CorpusJson)>) -> LabResult<CorpusJson> {
-    let mut parts = parts.into_iter();
-    let (first_path, first) = parts.next().ok_or_else(|| {
-        LabError::usage(
+/// Merge parts, read one at a time by `read` (each checked by
+/// [`read_part`]), into the whole corpus's [`CorpusJson`]: every part of
+/// the same replay (spec, listing, shard count), shards `0..n` once each,
+/// each record in its own shard. Every failure is an input error (exit 3)
+/// naming the file; nothing is returned to print unless all hold.
+pub fn merge(
+    files: &[PathBuf],
+    read: impl Fn(&Path) -> LabResult<CorpusJson>,
+) -> LabResult<CorpusJson> {
+    let Some(first_path) = files.first() else {
+        return Err(LabError::usage(
             "--merge needs at least one file",
             "pass shard outputs, e.g. lab replay --merge a.json b.json",
-        )
-    })?;
-    let mut by_index: BTreeMap<usize, SessionRecords> = BTreeMap::new();
-    for (path, part) in std::iter::once((first_path.clone(), first.clone())).chain(parts) {
-        check_same(&first_path, &first, &path, &part)?;
-        for s in part.records {
-            if s.index >= first.sessions || part.shard.is_some_and(|sh| !sh.owns(s.index)) {
-                return Err(LabError::usage(
+        ));
+    };
+    let mut first: Option<CorpusJson> = None;
+    let mut seen: BTreeMap<usize, &Path> = BTreeMap::new();
+    let mut records = Vec::new();
+    let (mut sessions, mut skipped) = (0, 0);
+    for path in files {
+        // One part's text at a time; only its records are kept.
+        let mut part = read(path)?;
+        let head = first.get_or_insert_with(|| CorpusJson {
+            records: Vec::new(),
+            ..part.clone()
+        });
+        check_same(first_path, head, path, &part)?;
+        let shard = part.shard;
+        if let Some(sh) = shard {
+            if let Some(other) = seen.insert(sh.index, path) {
+                return Err(part_error(
+                    path,
                     format!(
-                        "{}: session {} does not belong to its shard of a {}-session corpus",
-                        path.display(),
-                        s.index,
-                        first.sessions
+                        "shard {}/{} is also {}: a shard passed twice",
+                        sh.index,
+                        sh.count,
+                        other.display()
                     ),
-                    REPLAY_SHARD,
+                    "pass each shard's part once",
                 ));
             }
-            if by_index.get(&s.index).is_some_and(|prev| *prev != s) {
-                return Err(LabError::usage(
-                    format!(
-                        "{}: session {} differs from another part's",
-                        path.display(),
-                        s.index
-                    ),
-                    "re-run the shards with the same build and inputs",
-                ));
-            }
-            by_index.insert(s.index, s);
         }
+        if let Some(s) = part
+            .records
+            .iter()
+            .find(|s| shard.is_some_and(|sh| !sh.owns_key(&s.key)))
+        {
+            return Err(part_error(
+                path,
+                format!("session {} is not of this part's shard", s.key),
+                REPLAY_SHARD,
+            ));
+        }
+        sessions += part.sessions;
+        skipped += part.skipped;
+        records.append(&mut part.records);
     }
-    let missing: Vec<String> = (0..first.sessions)
-        .filter(|i| !by_index.contains_key(i))
-        .map(|i| i.to_string())
+    let first = first.expect("at least one part");
+    let count = first.shard.map_or(1, |s| s.count);
+    let missing: Vec<String> = (0..count)
+        .filter(|i| first.shard.is_some() && !seen.contains_key(i))
+        .map(|i| format!("{i}/{count}"))
         .collect();
     if !missing.is_empty() {
-        return Err(LabError::usage(
+        return Err(part_error(
+            first_path,
             format!(
-                "the parts cover {} of {} sessions (missing e.g. {})",
-                by_index.len(),
-                first.sessions,
-                missing
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "the parts are {} of the {count} shards of this replay: missing {}",
+                seen.len(),
+                missing.join(", ")
             ),
-            "pass every shard 0/n .. n-1/n of the replay",
+            "pass every shard 0/n .. n-1/n of the replay (re-run the missing ones with the same command line and --shard i/n)",
+        ));
+    }
+    if first.shard.is_none() && files.len() > 1 {
+        return Err(part_error(
+            &files[1],
+            "a whole run merged with another part: it holds every session already".into(),
+            "merge only the parts of `lab replay CORPUS --policy … --shard i/n --format json`",
+        ));
+    }
+    records.sort_by_key(|s| s.order);
+    if let Some(w) = records.windows(2).find(|w| w[0].order == w[1].order) {
+        return Err(part_error(
+            first_path,
+            format!("session {} is in two parts", w[0].key),
+            "re-run the shards with the same build and inputs",
         ));
     }
     Ok(CorpusJson {
         spec: first.spec,
         shard: None,
-        sessions: first.sessions,
-        skipped: first.skipped,
-        records: by_index.into_values().collect(),
+        listing: first.listing,
+        items: first.items,
+        sessions,
+        skipped,
+        records,
         checksum: None,
     })
+}
+
+/// An input error about a whole part (no position within it).
+fn part_error(path: &Path, message: String, fix: &str) -> LabError {
+    LabError::Input {
+        file: path.to_path_buf(),
+        line: 1,
+        column: 1,
+        message,
+        fix: fix.to_string(),
+    }
 }
 
 /// A part must come from the same replay as the first.
@@ -239,27 +298,22 @@ fn check_same(
         Some("the policies")
     } else if part.spec.options != first.spec.options {
         Some("the options (path length, retention, cost, tokens, envelope, import)")
-    } else if part.sessions != first.sessions {
-        Some("the number of sessions in the corpus (it changed between runs)")
-    } else if part.skipped != first.skipped {
-        Some("the number of members that are not sessions (the corpus changed between runs)")
+    } else if part.listing != first.listing || part.items != first.items {
+        Some("the corpus listings (files or members were added or removed between runs)")
+    } else if part.shard.map(|s| s.count) != first.shard.map(|s| s.count) {
+        Some("the shard counts")
     } else {
         None
     };
     match differs {
         None => Ok(()),
-        Some(what) => Err(LabError::usage(
+        Some(what) => Err(part_error(
+            path,
             format!(
-                "{} and {} come from different replays: {what} differ",
+                "a part of another replay than {}: {what} differ",
                 first_path.display(),
-                path.display()
             ),
             "merge only the parts of one `lab replay CORPUS --policy … --shard i/n` command line over the same corpus",
         )),
     }
-}
-
-/// The sessions a shard replays, of the indices read so far (all without one).
-pub fn owned(shard: Option<Shard>, index: usize) -> bool {
-    shard.is_none_or(|s| s.owns(index))
 }

@@ -83,7 +83,8 @@ pub struct Streamed {
     /// Worker threads (`--jobs`): sessions are replayed on this many, a
     /// bounded window of them at a time, and written in corpus order.
     pub jobs: usize,
-    /// `--shard i/n`: replay only the sessions whose index is `i` mod `n`.
+    /// `--shard i/n`: replay only the sessions whose key hashes to shard `i`
+    /// of `n`, opening no other file or member.
     pub shard: Option<Shard>,
 }
 
@@ -121,18 +122,19 @@ pub fn run(
     let read = crate::jobs::ordered(
         how.jobs,
         |push| read_sessions(inputs, import, measure, how.shard, push),
-        |(index, s, dump)| {
+        |(place, s, dump)| {
             let one = crate::storage::root::with_backend(backend, || {
                 replay_session(s, &names, path_len, measure, dump, 1)
             });
-            (index, one)
+            (place, one)
         },
-        |(index, one)| match one.and_then(|one| emit(&one.runs, &mut agg, how, out)) {
+        |((key, order), one)| match one.and_then(|one| emit(&one.runs, &mut agg, how, out)) {
             Ok(mine) => {
                 progress.step();
                 if keep {
                     records.push(SessionRecords {
-                        index,
+                        key,
+                        order,
                         records: mine,
                     });
                 }
@@ -148,15 +150,18 @@ pub fn run(
     if let Some(e) = failed {
         return Err(e);
     }
-    let (sessions, skipped) = read?;
+    let listed = read?;
     if how.jsonl {
         return Ok(agg);
     }
+    let skipped = listed.skipped;
     let text = if keep {
         let corpus = CorpusJson {
             spec: corpus_spec(inputs, &names, path_len, import, measure),
             shard: how.shard,
-            sessions,
+            listing: listed.listing,
+            items: listed.items,
+            sessions: listed.sessions,
             skipped,
             records,
             checksum: None,
@@ -197,71 +202,114 @@ fn corpus_spec(
     }
 }
 
-/// A session to replay: its index in corpus order, the session, its dump target.
-type Indexed = (usize, ImportedSession, Option<DumpTarget>);
+/// A session to replay: its key and place in corpus order, the session,
+/// its dump target.
+type Indexed = ((String, [usize; 3]), ImportedSession, Option<DumpTarget>);
+
+/// What a read of the corpus saw.
+struct Listed {
+    /// SHA-256 of every key listed, one a line.
+    listing: String,
+    /// Files and members listed.
+    items: usize,
+    /// Sessions read (the shard's own).
+    sessions: usize,
+    /// Of the files and members read, those that are not sessions.
+    skipped: usize,
+}
 
 /// Every session of `inputs` that `shard` owns, in corpus order, with its
-/// index and dump target, given to `push` until it returns false; members
-/// that are not sessions are named on stderr and counted. Returns the
-/// number of sessions in the corpus (every shard's) and that count.
+/// key, place and dump target, given to `push` until it returns false;
+/// members that are not sessions are named on stderr and counted. Every
+/// file and member is listed (its key hashed into the listing), and only
+/// the shard's own are opened.
 fn read_sessions(
     inputs: &[Input],
     import: &ImportOptions,
     measure: &Measure,
     shard: Option<Shard>,
     push: &mut dyn FnMut(Indexed) -> bool,
-) -> LabResult<(usize, usize)> {
-    let mut skipped = 0;
-    let mut index = 0;
+) -> LabResult<Listed> {
+    use sha2::Digest;
+    let mut listing = sha2::Sha256::new();
+    let (mut items, mut sessions_read, mut skipped) = (0, 0, 0);
     let mut taken = Vec::new();
     let mut going = true;
-    for item in inputs.iter().flat_map(|i| &i.items) {
+    let all = inputs
+        .iter()
+        .flat_map(|i| i.items.iter().map(move |item| (i, item)));
+    for (at, (input, item)) in all.enumerate() {
         if !going {
             break;
         }
-        crate::import::corpus::for_each_member(item, import, false, |member| {
-            if !going {
-                return Ok(());
-            }
-            let sessions = match member.sessions {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!(
-                        "skipped {}: {}",
-                        member.name,
-                        crate::import::corpus::not_a_session(&e)
-                    );
-                    skipped += 1;
+        let keys = crate::import::corpus::Keys::of(input, item);
+        let mut wanted = |key: &str| {
+            listing.update(key.as_bytes());
+            listing.update(b"\n");
+            items += 1;
+            shard.is_none_or(|s| s.owns_key(key))
+        };
+        crate::import::corpus::for_each_member_where(
+            item,
+            &keys,
+            import,
+            false,
+            &mut wanted,
+            |member| {
+                if !going {
                     return Ok(());
                 }
-            };
-            // A Claude Code log's subagents follow it, sessions of their own
-            // (each reads its own requests from the log again).
-            let sessions = sessions.into_iter().flat_map(|s| {
-                let subs = match measure.conversations.main_chain_only {
-                    true => Vec::new(),
-                    false => s.subagent_sessions(),
+                let sessions = match member.sessions {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!(
+                            "skipped {}: {}",
+                            member.name,
+                            crate::import::corpus::not_a_session(&e)
+                        );
+                        skipped += 1;
+                        return Ok(());
+                    }
                 };
-                std::iter::once(s).chain(subs)
-            });
-            for s in sessions {
-                if s.subagent.is_none() {
-                    super::policies::warn_damage(&s);
+                // A Claude Code log's subagents follow it, sessions of their own
+                // (each reads its own requests from the log again).
+                let sessions = sessions.into_iter().flat_map(|s| {
+                    let subs = match measure.conversations.main_chain_only {
+                        true => Vec::new(),
+                        false => s.subagent_sessions(),
+                    };
+                    std::iter::once(s).chain(subs)
+                });
+                for (n, s) in sessions.enumerate() {
+                    if s.subagent.is_none() {
+                        super::policies::warn_damage(&s);
+                    }
+                    // The same per-session replay as named files get: the
+                    // envelope, the product's artefacts removed, dumps (named
+                    // by the sessions this shard replayed before).
+                    let dump = dump_for(&s, measure, &mut taken);
+                    sessions_read += 1;
+                    let place = (member.key.clone(), [at, member.position, n]);
+                    if !push((place, s, dump)) {
+                        going = false;
+                        break;
+                    }
                 }
-                // The same per-session replay as named files get: the
-                // envelope, the product's artefacts removed, dumps (named
-                // by every session before, so each shard names them alike).
-                let dump = dump_for(&s, measure, &mut taken);
-                index += 1;
-                if super::shard::owned(shard, index - 1) && !push((index - 1, s, dump)) {
-                    going = false;
-                    break;
-                }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
     }
-    Ok((index, skipped))
+    let listing = listing
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(Listed {
+        listing,
+        items,
+        sessions: sessions_read,
+        skipped,
+    })
 }
 
 /// One session's runs: counted, and written as records or tables; returns

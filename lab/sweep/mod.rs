@@ -91,7 +91,8 @@ pub struct SweepArgs {
     /// Number of seeds, run as seeds 0..N: seed 0 is the prototype probe, others generated sessions.
     #[arg(long, conflicts_with = "merge", default_value_t = 1)]
     pub seeds: u64,
-    /// Run only cells whose index is i mod n (`--shard i/n`); merge with `--merge`.
+    /// Run only cells whose index is i mod n (`--shard i/n`; `auto/n` takes i
+    /// from the job array, as `lab replay` does); merge with `--merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
     /// Merge the JSON outputs of shards instead of running anything.
