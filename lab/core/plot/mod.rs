@@ -22,6 +22,7 @@
 //! ([`text`]) and `<text>` leaves the glyphs to the viewer.
 
 pub mod check;
+pub mod describe;
 pub mod style;
 pub mod text;
 
@@ -177,12 +178,6 @@ pub fn svg(fig: &Figure) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#,
-        w = fx(total_w),
-        h = fx(total_h)
-    );
-    let _ = writeln!(
-        s,
         r#"<rect width="{}" height="{}" fill="white"/>"#,
         fx(total_w),
         fx(total_h)
@@ -213,7 +208,19 @@ pub fn svg(fig: &Figure) -> String {
         esc(&fig.caption)
     );
     s.push_str("</svg>\n");
-    s
+    // Named for a screen reader: the id hashes the drawn body, so figures
+    // inlined into one page keep distinct ids.
+    let id = describe::id(&s);
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-labelledby="{id}-title {id}-desc">
+<title id="{id}-title">{}</title>
+<desc id="{id}-desc">{}</desc>
+{s}"#,
+        esc(&fig.title),
+        esc(&describe::describe(fig)),
+        w = fx(total_w),
+        h = fx(total_h)
+    )
 }
 
 /// The one-call form for a single panel: labelled series in, SVG out.
