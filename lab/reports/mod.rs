@@ -518,7 +518,12 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
     out.push((
         "index.html".into(),
-        crate::replay::html::page(&data.runs, &data.frontier, "lab reports --out reports/"),
+        crate::replay::html::page(
+            &data.runs,
+            &data.frontier,
+            &Default::default(),
+            "lab reports --out reports/",
+        ),
     ));
     out.push((
         "memory_growth.svg".into(),
