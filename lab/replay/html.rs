@@ -20,6 +20,7 @@ use super::cost_arms::CostRow;
 use super::family::{family, group, style_index, GROUPS};
 use super::policies::{Compared, Sessions};
 use super::product::ProductCompaction;
+use crate::plot::style::{Style, DISTINCT};
 use crate::plot::{esc, Figure, Panel, Rule, Series};
 use crate::policy::PolicyEvent;
 use crate::retention::render::Scored;
@@ -43,7 +44,7 @@ pub fn page(runs: &[Compared], scored: &[Scored], product: &Sessions, command: &
     let mut s = String::new();
     head(&mut s, command);
     basis(&mut s, runs);
-    headline(&mut s, runs, scored);
+    headline(&mut s, runs, scored, product);
     filter(&mut s, runs);
     s.push_str("<main>\n");
     summary(&mut s, runs, scored, &product.recorded);
@@ -70,7 +71,9 @@ pub fn write(
         .map_err(|e| crate::error::LabError::io("writing the HTML report", path, e))
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1400px}\
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1400px;overflow-wrap:anywhere}\
+@media (max-width:600px){body{margin:.5em}#filter{position:static}}\
+.path{border-bottom:1px dotted #777}td,th{overflow-wrap:normal}td{white-space:nowrap}td.t{white-space:normal;min-width:12em}\
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}\
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 td:nth-child(-n+2),th:nth-child(-n+2),td.t{text-align:left}\
@@ -96,7 +99,8 @@ const SCRIPT: &str = r#"(function () {
     var on = {};
     boxes.forEach(function (b) { if (b.checked) on[b.value] = true; });
     document.querySelectorAll('[data-families]').forEach(function (el) {
-      el.hidden = !el.getAttribute('data-families').split('|').some(function (f) { return on[f]; });
+      var shown = el.getAttribute('data-families').split('|').some(function (f) { return on[f]; });
+      el.style.display = shown ? '' : 'none';
     });
   }
   function all(v) { boxes.forEach(function (b) { b.checked = v; }); apply(); }
@@ -109,6 +113,7 @@ const SCRIPT: &str = r#"(function () {
       if (s.offsetHeight > 0 && s.querySelector('h2')) shown.push(s.id);
     });
     document.body.setAttribute('data-rendered', shown.join(' '));
+    document.body.setAttribute('data-scroll-width', String(document.documentElement.scrollWidth));
     document.body.setAttribute('data-errors', String(errors));
   }
   apply();
@@ -257,7 +262,7 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
         s,
         "timelines",
         "Timelines",
-        "per session and policy group: the request each policy sends at every model call (tokens, envelope included), its cumulative prompt cost, and its events so far; the group's policies in colour, every other policy in grey; a vertical line at each call where the product itself compacted, and the product's context window as a horizontal line on the request sizes",
+        "per session and policy group: the request each policy sends at every model call (tokens, envelope included; the product's own requests as its log recorded them, in API tokens, when priced), its cumulative prompt cost, and its events so far; the group's policies in colour, every other policy in grey; a vertical line at each call where the product itself compacted, and the product's context window as a horizontal line on the request sizes",
     );
     let names: Vec<&str> = runs.iter().map(|c| c.run.policy.as_str()).collect();
     for session in distinct(runs, |c| c.run.session.clone()) {
@@ -300,6 +305,29 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
                     .map(|(i, x)| (i as f64 + 1.0, (x.tokens + x.envelope) as f64))
                     .collect()
             });
+            if let Some(points) = recorded_sizes(&product.recorded, &session) {
+                // A look no policy of the panel has.
+                let used: Vec<(usize, usize)> = sizes
+                    .series
+                    .iter()
+                    .filter(|x| !x.context)
+                    .filter_map(|x| x.style.map(Style::nth))
+                    .map(|x| (x.colour, x.marker))
+                    .collect();
+                let style = (0..DISTINCT).find(|&k| {
+                    let x = Style::nth(k);
+                    !used.contains(&(x.colour, x.marker))
+                });
+                sizes.series.insert(
+                    0,
+                    Series {
+                        label: "the product (recorded, API tokens)".into(),
+                        points,
+                        style,
+                        ..Series::default()
+                    },
+                );
+            }
             if let Some((port, at)) = window {
                 sizes.h_rules.push(Rule {
                     label: format!("{port} context window"),
@@ -345,6 +373,22 @@ fn real_compaction_rules(rows: &[ProductCompaction], session: &str) -> Vec<Rule>
         .collect()
 }
 
+/// The product's own request sizes on `session`, call by call, as its log
+/// recorded them (`recorded-usage`: input, cache reads and writes).
+fn recorded_sizes(recorded: &[CostRow], session: &str) -> Option<Vec<(f64, f64)>> {
+    let row = recorded
+        .iter()
+        .find(|r| r.source == session && r.arm == "recorded-usage")?;
+    Some(
+        row.report
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (i as f64 + 1.0, q.input_tokens as f64))
+            .collect(),
+    )
+}
+
 /// The context window the product's port works to (`context_window` among
 /// its constants), in tokens.
 fn context_window(port: &str) -> Option<f64> {
@@ -372,9 +416,30 @@ const HEADINGS: [&str; 6] = [
 
 /// What the run found, ranked ([`super::headline::findings`]), and the
 /// table of contents linking every section.
-fn headline(s: &mut String, runs: &[Compared], scored: &[Scored]) {
+fn headline(s: &mut String, runs: &[Compared], scored: &[Scored], product: &Sessions) {
     s.push_str("<section id=\"headline\">\n<h2>What this run found</h2>\n<ol>\n");
-    for f in super::headline::findings(runs, scored) {
+    let mut findings = super::headline::findings(runs, scored);
+    // The product's own bill, to read the policies' dollars against.
+    for r in product
+        .recorded
+        .iter()
+        .filter(|r| r.arm == "recorded-usage")
+    {
+        let compactions = product
+            .compactions
+            .iter()
+            .filter(|c| c.session == r.source)
+            .count();
+        findings.push(super::headline::Finding {
+            topic: format!("the product, as recorded, on {}", r.source),
+            text: format!(
+                "${:.4} (prompt side) over {} requests, {compactions} real compactions",
+                r.report.dollars,
+                r.report.requests.len()
+            ),
+        });
+    }
+    for f in findings {
         let _ = writeln!(
             s,
             "<li><strong>{}:</strong> {}</li>",
@@ -609,6 +674,34 @@ pub fn describe(e: &PolicyEvent) -> String {
     }
 }
 
+/// Paths longer than this are shortened on the page.
+const LONG_PATH: usize = 32;
+
+/// `text` as HTML, each long path (a word with a `/`) shortened to its last
+/// two parts, the whole path on hover (`title`): the placeholders policies
+/// write run to 100 characters and would widen every table.
+pub fn short_paths(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let path = word.trim_end_matches([',', ';', ')', '.']);
+            let tail = &word[path.len()..];
+            if path.contains('/') && path.chars().count() > LONG_PATH {
+                let parts: Vec<&str> = path.rsplit('/').take(2).collect();
+                format!(
+                    "<span class=\"path\" title=\"{}\">…/{}/{}</span>{}",
+                    esc(path),
+                    esc(parts.get(1).unwrap_or(&"")),
+                    esc(parts[0]),
+                    esc(tail)
+                )
+            } else {
+                esc(word)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Per policy, every call: what it sent and what the policy did before it.
 fn calls(s: &mut String, runs: &[Compared]) {
     section(
@@ -645,7 +738,7 @@ fn calls(s: &mut String, runs: &[Compared]) {
                 .events
                 .iter()
                 .filter(|(at, _)| *at == i)
-                .map(|(_, e)| esc(&describe(e)))
+                .map(|(_, e)| short_paths(&describe(e)))
                 .collect();
             let dollars = c
                 .cost
@@ -744,4 +837,24 @@ fn frontier(s: &mut String, scored: &[Scored], command: &str) {
         let _ = writeln!(s, "<figure>\n{}</figure>", svg.trim_end());
     }
     s.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_are_shortened_with_the_whole_path_on_hover() {
+        let long = "/tmp/ctxlab-root/sessions/0123456789abcdef/tool-results/toolu_01.txt";
+        let html = short_paths(&format!("persisted result t1 to {long}, (12 chars) <x>"));
+        assert!(
+            html.contains(&format!(
+                "<span class=\"path\" title=\"{long}\">…/tool-results/toolu_01.txt</span>,"
+            )),
+            "{html}"
+        );
+        assert!(html.ends_with("(12 chars) &lt;x&gt;"), "{html}");
+        // A short path stays as it is.
+        assert_eq!(short_paths("in /a/b.txt"), "in /a/b.txt");
+    }
 }

@@ -369,6 +369,13 @@ fn the_page_of_a_real_session_shows_the_product_in_a_headless_chromium() {
         assert!(f.contains(&marker), "a timeline without the marker");
     }
     assert!(dom.contains("claude-code context window"));
+    // The headline states the product's bill.
+    assert!(
+        dom.contains(&format!("${dollars} (prompt side) over ")),
+        "the headline lacks the product's bill"
+    );
+    // The product's own recorded sizes as a line beside the policies'.
+    assert!(dom.contains("data-label=\"the product (recorded, API tokens)\""));
     // The price sheet, its date and the tokenizer in the header.
     let sheet = &billed["report"]["sheet"];
     let basis = elements(&dom, "<p id=\"basis\">", "</p>")[0];
@@ -460,4 +467,73 @@ fn the_headline_ranks_what_the_tables_below_it_show() {
         assert!(head.contains(&format!("href=\"#{s}\"")), "{s}");
         assert!(html.contains(&format!("<section id=\"{s}\">")), "{s}");
     }
+}
+
+#[test]
+fn the_page_fits_a_phone_and_the_filter_reaches_every_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, html) = page(dir.path());
+    // The frontier's points, tags and key entries carry their family, as
+    // the timelines' figures do, so the filter hides them too.
+    let frontier = &html[html.find("<section id=\"frontier\">").unwrap()..];
+    for family in ["baseline", "course", "SWE-agent", "OpenHands", "LangChain"] {
+        assert!(
+            frontier.contains(&format!("<g data-families=\"{family}")),
+            "{family}: a frontier point the filter cannot reach"
+        );
+    }
+    // Long placeholder paths are shortened, the whole path on hover.
+    assert!(
+        html.contains("<span class=\"path\" title=\""),
+        "no shortened path"
+    );
+    let Some(browser) = chromium() else {
+        println!("SKIP: no chromium, chromium-browser or google-chrome on PATH; install one (apt-get install chromium) to run this test");
+        return;
+    };
+    // Headless Chromium keeps its window at least 500 px wide: the page is
+    // laid out at 390 px in a frame, and the frame's own measure of its
+    // width (written by the page's script) read back.
+    let frame = common::write(
+        dir.path(),
+        "phone.html",
+        &format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\">\
+             <iframe id=\"f\" src=\"{}\" width=\"390\" height=\"2000\" style=\"border:0\"></iframe>\
+             <script>window.addEventListener('load', function () {{ var d = document.getElementById('f').contentDocument; \
+             document.body.setAttribute('data-inner', d ? d.body.getAttribute('data-scroll-width') : 'blocked'); }});</script>\
+             </body></html>",
+            file.file_name().unwrap().to_str().unwrap()
+        ),
+    );
+    let url = format!("file://{}", frame.display());
+    let (dom, _) = headless(
+        &browser,
+        &[
+            "--allow-file-access-from-files",
+            "--window-size=500,2000",
+            "--dump-dom",
+        ],
+        &url,
+    );
+    let at = dom.find("data-inner=\"").expect("the frame was measured") + "data-inner=\"".len();
+    let width: u32 = dom[at..at + dom[at..].find('"').unwrap()]
+        .parse()
+        .unwrap_or_else(|_| panic!("{}", &dom[at..at + 40]));
+    assert!(width <= 390, "the page is {width} px wide at 390");
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report-390.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        &[
+            "--allow-file-access-from-files",
+            "--window-size=500,2000",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &url,
+    );
+    assert!(std::fs::read(&shot)
+        .expect("a screenshot")
+        .starts_with(b"\x89PNG"));
+    println!("screenshot: {}", shot.display());
 }

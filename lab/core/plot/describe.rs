@@ -134,6 +134,7 @@ mod tests {
                     name: "a".into(),
                     at: (1.0, 1.0),
                     filled: true,
+                    group: String::new(),
                 }],
                 ..Panel::default()
             }],
