@@ -55,6 +55,7 @@ pub fn svg(rows: &[Scored], title: &str, caption: &str) -> String {
             ),
             at: at(s),
             filled: !s.dominated,
+            group: super::family::family(&s.policy),
         })
         .collect();
     crate::plot::svg(&Figure {

@@ -16,25 +16,40 @@
 
 use std::fmt::Write as _;
 
+use super::cost_arms::CostRow;
 use super::family::{family, group, style_index, GROUPS};
-use super::policies::Compared;
-use crate::plot::{esc, Figure, Panel, Series};
+use super::policies::{Compared, Sessions};
+use super::product::ProductCompaction;
+use crate::plot::style::{Style, DISTINCT};
+use crate::plot::{esc, Figure, Panel, Rule, Series};
 use crate::policy::PolicyEvent;
 use crate::retention::render::Scored;
 use crate::retention::Status;
 
 /// Ids of the page's sections, in order (the browser test checks each renders).
-pub const SECTIONS: [&str; 5] = ["summary", "timelines", "calls", "retention", "frontier"];
+pub const SECTIONS: [&str; 6] = [
+    "summary",
+    "product",
+    "timelines",
+    "calls",
+    "retention",
+    "frontier",
+];
 
 /// The page for `runs` (one or more sessions under one or more policies,
-/// scored as the replay scored them); `command` says what made it.
-pub fn page(runs: &[Compared], scored: &[Scored], command: &str) -> String {
+/// scored as the replay scored them) beside what the sessions' logs
+/// recorded of the product (`product`: its bill, its compactions, its
+/// envelope); `command` says what made it.
+pub fn page(runs: &[Compared], scored: &[Scored], product: &Sessions, command: &str) -> String {
     let mut s = String::new();
     head(&mut s, command);
+    basis(&mut s, runs);
+    headline(&mut s, runs, scored, product);
     filter(&mut s, runs);
     s.push_str("<main>\n");
-    summary(&mut s, runs, scored);
-    timelines(&mut s, runs, command);
+    summary(&mut s, runs, scored, &product.recorded);
+    product_section(&mut s, product);
+    timelines(&mut s, runs, product, command);
     calls(&mut s, runs);
     retention(&mut s, scored);
     frontier(&mut s, scored, command);
@@ -48,23 +63,28 @@ pub fn write(
     path: &std::path::Path,
     runs: &[Compared],
     scored: &[Scored],
+    product: &Sessions,
     command: &str,
 ) -> crate::error::LabResult<()> {
-    crate::storage::root::cleanup::write_replacing(path, page(runs, scored, command).as_bytes())
+    let html = page(runs, scored, product, command);
+    crate::storage::root::cleanup::write_replacing(path, html.as_bytes())
         .map_err(|e| crate::error::LabError::io("writing the HTML report", path, e))
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1400px}\
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:1400px;overflow-wrap:anywhere}\
+@media (max-width:600px){body{margin:.5em}#filter{position:static}}\
+.path{border-bottom:1px dotted #777}td,th{overflow-wrap:normal}td{white-space:nowrap}td.t{white-space:normal;min-width:12em}\
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}\
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\
 td:nth-child(-n+2),th:nth-child(-n+2),td.t{text-align:left}\
 th{background:#f0f0f0}\
 .present{background:#d9f0d3}.reachable{background:#fff3c4}.gone{background:#f4c7c3}\
-.frontier{font-weight:bold}\
+.frontier{font-weight:bold}tr.product,tr.compaction{background:#eef4fb}\
 details{margin:.3em 0}summary{cursor:pointer}\
 #filter{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ccc;z-index:1}\
 #filter label{margin-right:1em;white-space:nowrap}\
 figure{margin:.5em 0}svg{max-width:100%;height:auto}\
+.scroll{overflow-x:auto;max-width:100%}caption{text-align:left;font-weight:bold;padding:.2em 0}\
 .caption{color:#555;font-size:12px}";
 
 /// Counts the sections that render and the errors seen, for the browser test:
@@ -79,7 +99,8 @@ const SCRIPT: &str = r#"(function () {
     var on = {};
     boxes.forEach(function (b) { if (b.checked) on[b.value] = true; });
     document.querySelectorAll('[data-families]').forEach(function (el) {
-      el.hidden = !el.getAttribute('data-families').split('|').some(function (f) { return on[f]; });
+      var shown = el.getAttribute('data-families').split('|').some(function (f) { return on[f]; });
+      el.style.display = shown ? '' : 'none';
     });
   }
   function all(v) { boxes.forEach(function (b) { b.checked = v; }); apply(); }
@@ -92,6 +113,7 @@ const SCRIPT: &str = r#"(function () {
       if (s.offsetHeight > 0 && s.querySelector('h2')) shown.push(s.id);
     });
     document.body.setAttribute('data-rendered', shown.join(' '));
+    document.body.setAttribute('data-scroll-width', String(document.documentElement.scrollWidth));
     document.body.setAttribute('data-errors', String(errors));
   }
   apply();
@@ -144,33 +166,82 @@ fn section(s: &mut String, id: &str, title: &str, note: &str) {
     );
 }
 
+/// A table's opening: its caption (what it lists, for a screen reader and
+/// for a reader who scrolled past the heading) and its header row, each
+/// header cell scoped to its column.
+fn table_open(s: &mut String, caption: &str, headers: &[&str]) {
+    let _ = write!(
+        s,
+        "<div class=\"scroll\"><table>\n<caption>{}</caption>\n<tr>",
+        esc(caption)
+    );
+    for h in headers {
+        let _ = write!(s, "<th scope=\"col\">{}</th>", esc(h));
+    }
+    s.push_str("</tr>\n");
+}
+
+/// A table's end, with the scrolling box around it.
+const TABLE_CLOSE: &str = "</table></div>\n";
+
 fn row_attr(policy: &str) -> String {
     format!(" data-families=\"{}\"", esc(&family(policy)))
 }
 
-fn summary(s: &mut String, runs: &[Compared], scored: &[Scored]) {
+fn summary(s: &mut String, runs: &[Compared], scored: &[Scored], recorded: &[CostRow]) {
     section(
         s,
         "summary",
         "Summary",
-        "per session and policy: model calls, tokens sent (sum over calls), the largest request, events, dollars when priced, artifact recall and planted facts kept when measured",
+        "per session and policy: model calls; tokens sent (every request as sent, its envelope included, summed over calls); the largest request; events; when priced, the tokens priced (the same requests plus any summary calls the policy made) and their dollars, on the basis stated at the top; artifact recall and planted facts kept when measured. The product's recorded rows (its own requests as the log recorded them) come first in their session",
     );
-    s.push_str("<table>\n<tr><th>session</th><th>policy</th><th>family</th><th>calls</th><th>tokens sent</th><th>peak tokens</th><th>events</th><th>dollars</th><th>recall</th><th>facts kept</th><th>frontier</th></tr>\n");
+    table_open(
+        s,
+        "Every policy on every session: what it sent, did, kept and paid",
+        &[
+            "session",
+            "policy",
+            "family",
+            "calls",
+            "tokens sent",
+            "peak tokens",
+            "events",
+            "tokens priced",
+            "dollars",
+            "recall",
+            "facts kept",
+            "frontier",
+        ],
+    );
+    let mut shown: Vec<&str> = Vec::new();
     for c in runs {
+        if !shown.contains(&c.run.session.as_str()) {
+            shown.push(&c.run.session);
+            for r in recorded.iter().filter(|r| r.source == c.run.session) {
+                recorded_row(s, r);
+            }
+        }
         let sc = scored
             .iter()
             .find(|x| x.session == c.run.session && x.policy == c.run.policy);
-        let sent: usize = c.run.calls.iter().map(|x| x.tokens).sum();
-        let peak = c.run.calls.iter().map(|x| x.tokens).max().unwrap_or(0);
+        let sent: usize = c.run.calls.iter().map(|x| x.tokens + x.envelope).sum();
+        let peak = c
+            .run
+            .calls
+            .iter()
+            .map(|x| x.tokens + x.envelope)
+            .max()
+            .unwrap_or(0);
         let _ = writeln!(
             s,
-            "<tr{}><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{sent}</td><td>{peak}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{sent}</td><td>{peak}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             row_attr(&c.run.policy),
             esc(&c.run.session),
             esc(&c.run.policy),
             esc(&family(&c.run.policy)),
             c.run.calls.len(),
             c.run.events.len(),
+            c.cost.as_ref().map_or("-".into(), |r| r.input_tokens.to_string()),
             c.cost.as_ref().map_or("-".into(), |r| format!("{:.4}", r.dollars)),
             sc.map_or("-".into(), |x| format!("{:.1} %", x.artifact_recall * 100.0)),
             sc.map_or("-".into(), |x| {
@@ -180,22 +251,29 @@ fn summary(s: &mut String, runs: &[Compared], scored: &[Scored]) {
             sc.map_or("-", |x| if x.dominated { "dominated" } else { "frontier" }),
         );
     }
-    s.push_str("</table>\n</section>\n");
+    s.push_str(TABLE_CLOSE);
+    s.push_str("</section>\n");
 }
 
 /// Per session, one figure per policy group: request tokens, cumulative
 /// dollars (when priced) and events so far, call by call.
-fn timelines(s: &mut String, runs: &[Compared], command: &str) {
+fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &str) {
     section(
         s,
         "timelines",
         "Timelines",
-        "per session and policy group: the request each policy sends at every model call (tokens), its cumulative prompt cost, and its events so far; the group's policies in colour, every other policy in grey",
+        "per session and policy group: the request each policy sends at every model call (tokens, envelope included; the product's own requests as its log recorded them, in API tokens, when priced), its cumulative prompt cost, and its events so far; the group's policies in colour, every other policy in grey; a vertical line at each call where the product itself compacted, and the product's context window as a horizontal line on the request sizes",
     );
     let names: Vec<&str> = runs.iter().map(|c| c.run.policy.as_str()).collect();
     for session in distinct(runs, |c| c.run.session.clone()) {
         let of: Vec<&Compared> = runs.iter().filter(|c| c.run.session == session).collect();
         let _ = writeln!(s, "<h3>session {}</h3>", esc(&session));
+        let real = real_compaction_rules(&product.compactions, &session);
+        let window = product
+            .products
+            .iter()
+            .find(|(x, _)| *x == session)
+            .and_then(|(_, p)| Some((*p, context_window(p)?)));
         for g in GROUPS {
             let members: Vec<&&Compared> =
                 of.iter().filter(|c| group(&c.run.policy) == g).collect();
@@ -216,16 +294,47 @@ fn timelines(s: &mut String, runs: &[Compared], command: &str) {
                         step: false,
                     })
                     .collect(),
+                v_rules: real.clone(),
                 ..Panel::default()
             };
-            let mut panels = vec![panel("request size", "request (tokens)", &|c| {
+            let mut sizes = panel("request size", "request (tokens)", &|c| {
                 c.run
                     .calls
                     .iter()
                     .enumerate()
-                    .map(|(i, x)| (i as f64 + 1.0, x.tokens as f64))
+                    .map(|(i, x)| (i as f64 + 1.0, (x.tokens + x.envelope) as f64))
                     .collect()
-            })];
+            });
+            if let Some(points) = recorded_sizes(&product.recorded, &session) {
+                // A look no policy of the panel has.
+                let used: Vec<(usize, usize)> = sizes
+                    .series
+                    .iter()
+                    .filter(|x| !x.context)
+                    .filter_map(|x| x.style.map(Style::nth))
+                    .map(|x| (x.colour, x.marker))
+                    .collect();
+                let style = (0..DISTINCT).find(|&k| {
+                    let x = Style::nth(k);
+                    !used.contains(&(x.colour, x.marker))
+                });
+                sizes.series.insert(
+                    0,
+                    Series {
+                        label: "the product (recorded, API tokens)".into(),
+                        points,
+                        style,
+                        ..Series::default()
+                    },
+                );
+            }
+            if let Some((port, at)) = window {
+                sizes.h_rules.push(Rule {
+                    label: format!("{port} context window"),
+                    at,
+                });
+            }
+            let mut panels = vec![sizes];
             if of.iter().any(|c| c.cost.is_some()) {
                 panels.push(panel("cumulative prompt cost", "cost (dollars)", &|c| {
                     c.cost
@@ -250,6 +359,255 @@ fn timelines(s: &mut String, runs: &[Compared], command: &str) {
         }
     }
     s.push_str("</section>\n");
+}
+
+/// The product's real compactions on `session`, as event lines at the
+/// call each preceded (the x axis counts calls from 1).
+fn real_compaction_rules(rows: &[ProductCompaction], session: &str) -> Vec<Rule> {
+    rows.iter()
+        .filter(|r| r.session == session)
+        .map(|r| Rule {
+            label: format!("product compacted (call {})", r.call + 1),
+            at: r.call as f64 + 1.0,
+        })
+        .collect()
+}
+
+/// The product's own request sizes on `session`, call by call, as its log
+/// recorded them (`recorded-usage`: input, cache reads and writes).
+fn recorded_sizes(recorded: &[CostRow], session: &str) -> Option<Vec<(f64, f64)>> {
+    let row = recorded
+        .iter()
+        .find(|r| r.source == session && r.arm == "recorded-usage")?;
+    Some(
+        row.report
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (i as f64 + 1.0, q.input_tokens as f64))
+            .collect(),
+    )
+}
+
+/// The context window the product's port works to (`context_window` among
+/// its constants), in tokens.
+fn context_window(port: &str) -> Option<f64> {
+    fn find(v: &serde_json::Value) -> Option<f64> {
+        match v {
+            serde_json::Value::Object(m) => m
+                .get("context_window")
+                .and_then(serde_json::Value::as_f64)
+                .or_else(|| m.values().find_map(find)),
+            _ => None,
+        }
+    }
+    find(&crate::zoo::list::make(port).ok()?.info().constants)
+}
+
+/// The sections' headings, for the table of contents.
+const HEADINGS: [&str; 6] = [
+    "Summary",
+    "The product",
+    "Timelines",
+    "Call by call",
+    "Retention",
+    "Cost–retention frontier",
+];
+
+/// What the run found, ranked ([`super::headline::findings`]), and the
+/// table of contents linking every section.
+fn headline(s: &mut String, runs: &[Compared], scored: &[Scored], product: &Sessions) {
+    s.push_str("<section id=\"headline\">\n<h2>What this run found</h2>\n<ol>\n");
+    let mut findings = super::headline::findings(runs, scored);
+    // The product's own bill, to read the policies' dollars against.
+    for r in product
+        .recorded
+        .iter()
+        .filter(|r| r.arm == "recorded-usage")
+    {
+        let compactions = product
+            .compactions
+            .iter()
+            .filter(|c| c.session == r.source)
+            .count();
+        findings.push(super::headline::Finding {
+            topic: format!("the product, as recorded, on {}", r.source),
+            text: format!(
+                "${:.4} (prompt side) over {} requests, {compactions} real compactions",
+                r.report.dollars,
+                r.report.requests.len()
+            ),
+        });
+    }
+    for f in findings {
+        let _ = writeln!(
+            s,
+            "<li><strong>{}:</strong> {}</li>",
+            esc(&f.topic),
+            esc(&f.text)
+        );
+    }
+    s.push_str("</ol>\n<nav id=\"toc\" aria-label=\"contents\"><strong>contents:</strong> ");
+    let links: Vec<String> = SECTIONS
+        .iter()
+        .zip(HEADINGS)
+        .map(|(id, h)| format!("<a href=\"#{id}\">{}</a>", esc(h)))
+        .collect();
+    s.push_str(&links.join(" · "));
+    s.push_str("</nav>\n</section>\n");
+}
+
+/// The line under the title: the prices, the cache model and the tokenizer
+/// the figures were made with, and the one basis of tokens and dollars.
+fn basis(s: &mut String, runs: &[Compared]) {
+    let mut tokenizers = distinct(runs, |c| c.run.tokenizer.clone());
+    tokenizers.retain(|t| !t.is_empty());
+    let sheets = distinct(runs, |c| {
+        c.cost.as_ref().map_or(String::new(), |r| {
+            format!(
+                "{} (prices as of {}; cache model {})",
+                r.sheet.name, r.sheet.date, r.provider
+            )
+        })
+    });
+    let sheets: Vec<String> = sheets.into_iter().filter(|x| !x.is_empty()).collect();
+    let prices = match sheets.is_empty() {
+        true => "not priced (replay with --cost)".to_string(),
+        false => sheets.join("; "),
+    };
+    let _ = writeln!(
+        s,
+        "<p id=\"basis\"><strong>price sheet:</strong> {}; <strong>tokenizer:</strong> {}. \
+         <strong>basis:</strong> tokens are the requests as sent, each with the session's envelope \
+         (system prompt and tools), counted by the tokenizer; dollars price those same requests, \
+         prompt side only (plus each summary call a policy made, as its product sends it). \
+         Replayed figures are estimates; the product's recorded rows are the API's own counts.</p>",
+        esc(&prices),
+        esc(&tokenizers.join(", "))
+    );
+}
+
+/// The product's own record: its bill on its own requests, its real
+/// compactions beside its port's, and each session's envelope.
+fn product_section(s: &mut String, product: &Sessions) {
+    section(
+        s,
+        "product",
+        "The product",
+        "what the session's log recorded of the product itself: the bill of its own requests, each compaction it made (with the call where its port, replayed on the same session without the product's compactions, fired), and the envelope every replayed request carries",
+    );
+    if product.recorded.is_empty() && product.compactions.is_empty() {
+        s.push_str("<p>No product record: the sessions' logs record no usage and no compaction (or the replay was not priced: add <code>--cost</code>).</p>\n</section>\n");
+        return;
+    }
+    if !product.recorded.is_empty() {
+        table_open(
+            s,
+            "The product's recorded bill, beside the cache model on the same requests",
+            &[
+                "session",
+                "row",
+                "prices",
+                "requests",
+                "input tokens",
+                "cache read",
+                "cache write",
+                "dollars (prompt side)",
+                "billed with output",
+            ],
+        );
+        for r in &product.recorded {
+            let prices = match &r.billed {
+                Some(b) => b.prices.clone(),
+                None => format!("{} ({})", r.report.sheet.name, r.report.sheet.date),
+            };
+            let _ = writeln!(
+                s,
+                "<tr class=\"product\"><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.4}</td><td>{}</td></tr>",
+                esc(&r.source),
+                esc(&r.arm),
+                esc(&prices),
+                r.report.requests.len(),
+                r.report.input_tokens,
+                r.report.cache_read_tokens,
+                r.report.cache_write_tokens,
+                r.report.dollars,
+                r.billed.as_ref().map_or("-".into(), |b| format!("{:.4}", b.dollars)),
+            );
+        }
+        s.push_str(TABLE_CLOSE);
+    }
+    if !product.compactions.is_empty() {
+        table_open(
+            s,
+            "Each real compaction of the product, beside its port replaying the session",
+            &[
+                "session",
+                "call",
+                "trigger",
+                "tokens before",
+                "size after (recorded)",
+                "the product's port",
+                "port fired @call",
+                "port's size after (estimate)",
+                "difference",
+            ],
+        );
+        for c in &product.compactions {
+            let cell = |v: Option<String>| esc(&v.unwrap_or_else(|| "-".into()));
+            let diff = match (c.policy_after, c.recorded_after) {
+                (Some(p), Some(rec)) if rec > 0 => Some(format!(
+                    "{:+.1} %",
+                    (p as f64 - rec as f64) / rec as f64 * 100.0
+                )),
+                _ => None,
+            };
+            let _ = writeln!(
+                s,
+                "<tr class=\"compaction\"><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.session),
+                c.call + 1,
+                cell(c.trigger.clone()),
+                cell(c.pre_tokens.map(|x| x.to_string())),
+                cell(c.recorded_after.map(|x| x.to_string())),
+                cell(c.policy.clone()),
+                cell(c.policy_call.map(|x| (x + 1).to_string())),
+                cell(c.policy_after.map(|x| x.to_string())),
+                cell(diff),
+            );
+        }
+        s.push_str(TABLE_CLOSE);
+        s.push_str("<p class=\"caption\">calls are counted from 1, as on the timelines; tokens before: the product's own count when it compacted; size after: the first request after, as recorded and as the port's replay estimates it (messages plus envelope)</p>\n");
+    }
+    for e in &product.envelopes {
+        let _ = writeln!(
+            s,
+            "<p class=\"caption\">{}: envelope {} tokens sent before every replayed request</p>",
+            esc(&e.session),
+            e.tokens
+        );
+    }
+    s.push_str("</section>\n");
+}
+
+/// One recorded row of the summary: the product's own requests.
+fn recorded_row(s: &mut String, r: &CostRow) {
+    let tokens = r.report.input_tokens;
+    let peak = r
+        .report
+        .requests
+        .iter()
+        .map(|q| q.input_tokens)
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "<tr class=\"product\"><td>{}</td><td>{}</td><td class=\"t\">the product (recorded)</td><td>{}</td><td>{tokens}</td><td>{peak}</td><td>-</td><td>{tokens}</td><td>{:.4}</td><td>-</td><td>-</td><td>-</td></tr>",
+        esc(&r.source),
+        esc(&r.arm),
+        r.report.requests.len(),
+        r.report.dollars,
+    );
 }
 
 /// Events recorded up to and including each call, call by call.
@@ -316,6 +674,34 @@ pub fn describe(e: &PolicyEvent) -> String {
     }
 }
 
+/// Paths longer than this are shortened on the page.
+const LONG_PATH: usize = 32;
+
+/// `text` as HTML, each long path (a word with a `/`) shortened to its last
+/// two parts, the whole path on hover (`title`): the placeholders policies
+/// write run to 100 characters and would widen every table.
+pub fn short_paths(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let path = word.trim_end_matches([',', ';', ')', '.']);
+            let tail = &word[path.len()..];
+            if path.contains('/') && path.chars().count() > LONG_PATH {
+                let parts: Vec<&str> = path.rsplit('/').take(2).collect();
+                format!(
+                    "<span class=\"path\" title=\"{}\">…/{}/{}</span>{}",
+                    esc(path),
+                    esc(parts.get(1).unwrap_or(&"")),
+                    esc(parts[0]),
+                    esc(tail)
+                )
+            } else {
+                esc(word)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Per policy, every call: what it sent and what the policy did before it.
 fn calls(s: &mut String, runs: &[Compared]) {
     section(
@@ -328,19 +714,31 @@ fn calls(s: &mut String, runs: &[Compared]) {
         let r = &c.run;
         let _ = writeln!(
             s,
-            "<details{}><summary>{} · {} · {} calls, {} events</summary>\n<table>\n<tr><th>call</th><th>messages</th><th>tokens</th><th>chars</th><th>dollars</th><th>before this call</th></tr>",
+            "<details{}><summary>{} · {} · {} calls, {} events</summary>",
             row_attr(&r.policy),
             esc(&r.session),
             esc(&r.policy),
             r.calls.len(),
             r.events.len()
         );
+        table_open(
+            s,
+            &format!("{} on {}: every model call", r.policy, r.session),
+            &[
+                "call",
+                "messages",
+                "tokens",
+                "chars",
+                "dollars",
+                "before this call",
+            ],
+        );
         for (i, call) in r.calls.iter().enumerate() {
             let did: Vec<String> = r
                 .events
                 .iter()
                 .filter(|(at, _)| *at == i)
-                .map(|(_, e)| esc(&describe(e)))
+                .map(|(_, e)| short_paths(&describe(e)))
                 .collect();
             let dollars = c
                 .cost
@@ -357,7 +755,8 @@ fn calls(s: &mut String, runs: &[Compared]) {
                 did.join("<br>")
             );
         }
-        s.push_str("</table>\n</details>\n");
+        s.push_str(TABLE_CLOSE);
+        s.push_str("</details>\n");
     }
     s.push_str("</section>\n");
 }
@@ -377,11 +776,13 @@ fn retention(s: &mut String, scored: &[Scored]) {
         .first()
         .map(|x| x.retention.facts.iter().map(|f| f.label.clone()).collect())
         .unwrap_or_default();
-    s.push_str("<table>\n<tr><th>session</th><th>policy</th><th>recall</th><th>re-fetches</th>");
-    for f in &facts {
-        let _ = write!(s, "<th>{}</th>", esc(f));
-    }
-    s.push_str("</tr>\n");
+    let mut headers = vec!["session", "policy", "recall", "re-fetches"];
+    headers.extend(facts.iter().map(String::as_str));
+    table_open(
+        s,
+        "Artifact recall, re-fetches and each planted fact's fate at the end",
+        &headers,
+    );
     for x in scored {
         let _ = write!(
             s,
@@ -402,7 +803,8 @@ fn retention(s: &mut String, scored: &[Scored]) {
         }
         s.push_str("</tr>\n");
     }
-    s.push_str("</table>\n</section>\n");
+    s.push_str(TABLE_CLOSE);
+    s.push_str("</section>\n");
 }
 
 fn frontier(s: &mut String, scored: &[Scored], command: &str) {
@@ -435,4 +837,24 @@ fn frontier(s: &mut String, scored: &[Scored], command: &str) {
         let _ = writeln!(s, "<figure>\n{}</figure>", svg.trim_end());
     }
     s.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_paths_are_shortened_with_the_whole_path_on_hover() {
+        let long = "/tmp/ctxlab-root/sessions/0123456789abcdef/tool-results/toolu_01.txt";
+        let html = short_paths(&format!("persisted result t1 to {long}, (12 chars) <x>"));
+        assert!(
+            html.contains(&format!(
+                "<span class=\"path\" title=\"{long}\">…/tool-results/toolu_01.txt</span>,"
+            )),
+            "{html}"
+        );
+        assert!(html.ends_with("(12 chars) &lt;x&gt;"), "{html}");
+        // A short path stays as it is.
+        assert_eq!(short_paths("in /a/b.txt"), "in /a/b.txt");
+    }
 }

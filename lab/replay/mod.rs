@@ -27,6 +27,7 @@ pub mod envelope;
 pub mod envelope_table;
 pub mod family;
 pub mod frontier_plot;
+pub mod headline;
 pub mod html;
 pub mod optimal;
 pub mod policies;
@@ -116,7 +117,7 @@ pub fn replay_command(
     if let Some(path) = outputs.html {
         let scored = frontier_plot::scored(&out);
         let title = format!("lab replay --policy … --html; {anchor}");
-        html::write(&path, &out, &scored, &title)?;
+        html::write(&path, &out, &scored, &sessions, &title)?;
     }
     let optimal = match outputs.optimal {
         Some(args) => optimal::compute(files, import, &measure, args, &out)?,

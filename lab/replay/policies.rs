@@ -520,6 +520,9 @@ pub fn replay_files_on(
             info.counts.extend(one.counts);
             info.envelopes.push(one.envelope);
             info.recorded.extend(one.recorded);
+            if let Some(p) = crate::replay::envelope::session_product_policy(&session) {
+                info.products.push((session.label.clone(), p));
+            }
         }
     }
     Ok((out, info))
@@ -695,6 +698,9 @@ pub struct Sessions {
     pub counts: Vec<crate::replay::product_counts::CountSeries>,
     /// Priced: each session's recorded rows on its own requests.
     pub recorded: Vec<crate::replay::cost_arms::CostRow>,
+    /// Each session's product port (`claude-code` for a Claude Code log),
+    /// for the sessions whose product the zoo ports.
+    pub products: Vec<(String, &'static str)>,
 }
 
 /// A session's envelope and product, from its log's recorded usage where it has it.

@@ -476,7 +476,7 @@ fn describe(stem: &str) -> &'static str {
         "frontier" => "every policy on one generated session: tokens sent, dollars, artifact recall, planted facts kept, re-fetches, and whether another policy costs less and keeps more (plot: dollars against recall)",
         "cost" => "every policy on the frontier's generated session under the Anthropic 5-minute prompt cache: tokens sent, cache read/write, breaks per turn, payback, dollars (plot: cumulative dollars over model calls, one line per policy)",
         "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
-        "index" => "the frontier's generated session as an HTML page: every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family (self-contained, no network)",
+        "index" => "the frontier's generated session as an HTML page: a ranked headline and contents, every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family over every figure; readable at 390 px, every figure titled and described (self-contained, no network)",
         "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
         "horizon" => "every policy over one generated session of 400,000 tokens (calibrated on the shared sessions): compactions, freed fraction per compaction at the start, middle and end, stalls (under 5% freed), re-fetch growth, and whether the run stalled for good over the context window (plot: freed fraction against compaction cycle)",
         "memory_profiles" => "other memory designs as store profiles (Mem0 v3 add-only, Letta MemFS git-backed, Anthropic versioned memory stores with their limits, Codex two-stage, Anthropic's memory tool on ctxlab's reference): kill points that lose an acknowledged memory, consolidations until a superseded fact is gone, bytes/files/versions after 1,000 generated sessions, lost updates over every interleaving of two concurrent consolidators",
@@ -524,7 +524,12 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
     out.push(("grid2x2.svg".into(), grid_svg(&data.grid)));
     out.push((
         "index.html".into(),
-        crate::replay::html::page(&data.runs, &data.frontier, "lab reports --out reports/"),
+        crate::replay::html::page(
+            &data.runs,
+            &data.frontier,
+            &Default::default(),
+            "lab reports --out reports/",
+        ),
     ));
     out.push((
         "memory_growth.svg".into(),

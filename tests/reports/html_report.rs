@@ -264,3 +264,280 @@ fn the_page_renders_in_a_headless_chromium() {
     );
     println!("screenshot: {}", shot.display());
 }
+
+/// A shared Claude Code session whose log records a real (manual)
+/// compaction and its usage, and on which the `claude-code` port fires too.
+const COMPACTED: &str = "claude_code/claude-code-config-73752f2f__dotclaude.jsonl";
+
+/// The text between `open` (a prefix of a tag) and the end of its element
+/// `close`, for each occurrence in `dom`.
+fn elements<'a>(dom: &'a str, open: &str, close: &str) -> Vec<&'a str> {
+    dom.match_indices(open)
+        .map(|(i, _)| {
+            let rest = &dom[i..];
+            &rest[..rest.find(close).map_or(rest.len(), |e| e + close.len())]
+        })
+        .collect()
+}
+
+/// The cells of a table row, tags stripped.
+fn cells(row: &str) -> Vec<String> {
+    row.split("<td")
+        .skip(1)
+        .map(|c| {
+            let c = &c[c.find('>').map_or(0, |e| e + 1)..];
+            c[..c.find("</td>").unwrap_or(c.len())].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_page_of_a_real_session_shows_the_product_in_a_headless_chromium() {
+    let Some(root) = common::transcripts() else {
+        println!("SKIP: no shared transcripts (set CTXLAB_TRANSCRIPTS)");
+        return;
+    };
+    let file = root.join(COMPACTED);
+    if !file.is_file() {
+        println!(
+            "SKIP: {} is not among the shared transcripts",
+            file.display()
+        );
+        return;
+    }
+    let Some(browser) = chromium() else {
+        println!("SKIP: no chromium, chromium-browser or google-chrome on PATH; install one (apt-get install chromium) to run this test");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("real.html");
+    // The CLI's JSON of the same run is what the page must agree with.
+    let (code, json, err) = lab(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "claude-code,none,prototype",
+        "--tokens",
+        "claude",
+        "--cost",
+        "--html",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let url = format!("file://{}", out.display());
+    let (dom, _) = headless(&browser, &["--dump-dom"], &url);
+    assert!(dom.contains("data-errors=\"0\""), "script errors");
+    // The recorded bill as a row, with the CLI's dollars.
+    let billed = json["recorded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["arm"] == "recorded-usage")
+        .expect("a recorded-usage row in the CLI's output");
+    let dollars = format!("{:.4}", billed["report"]["dollars"].as_f64().unwrap());
+    let product_rows = elements(&dom, "<tr class=\"product\">", "</tr>");
+    assert!(
+        product_rows.iter().any(|r| {
+            let c = cells(r);
+            c[1] == "recorded-usage" && c.contains(&dollars)
+        }),
+        "no recorded-usage row at {dollars}: {product_rows:#?}"
+    );
+    // The compaction table: the CLI's call (counted from 1 on the page),
+    // tokens before, the port and where it fired.
+    let real = &json["product_compactions"][0];
+    let call = real["call"].as_u64().unwrap() + 1;
+    let rows = elements(&dom, "<tr class=\"compaction\">", "</tr>");
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let c = cells(rows[0]);
+    assert_eq!(c[1], call.to_string(), "{c:?}");
+    assert_eq!(c[3], real["pre_tokens"].to_string(), "{c:?}");
+    assert_eq!(c[5], "claude-code", "{c:?}");
+    assert_eq!(
+        c[6],
+        (real["policy_call"].as_u64().unwrap() + 1).to_string(),
+        "{c:?}"
+    );
+    // The marker on every timeline panel, and the context window line.
+    let marker = format!("product compacted (call {call})");
+    let figures = elements(&dom, "<svg", "</svg>");
+    assert!(!figures.is_empty());
+    for f in &figures {
+        assert!(f.contains(&marker), "a timeline without the marker");
+        // The marker, the window line and the product's line leave every
+        // label readable.
+        let p = ctxlab::plot::check::check(f);
+        assert!(p.is_empty(), "{p:#?}");
+    }
+    assert!(dom.contains("claude-code context window"));
+    // The headline states the product's bill.
+    assert!(
+        dom.contains(&format!("${dollars} (prompt side) over ")),
+        "the headline lacks the product's bill"
+    );
+    // The product's own recorded sizes as a line beside the policies'.
+    assert!(dom.contains("data-label=\"the product (recorded, API tokens)\""));
+    // The price sheet, its date and the tokenizer in the header.
+    let sheet = &billed["report"]["sheet"];
+    let basis = elements(&dom, "<p id=\"basis\">", "</p>")[0];
+    for want in [
+        sheet["name"].as_str().unwrap(),
+        sheet["date"].as_str().unwrap(),
+        "tokenizer:</strong> claude",
+    ] {
+        assert!(basis.contains(want), "{want} not in {basis}");
+    }
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report-real.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1400,2000",
+        ],
+        &url,
+    );
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
+    println!("screenshot: {}", shot.display());
+}
+
+#[test]
+fn the_headline_ranks_what_the_tables_below_it_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = common::write(
+        dir.path(),
+        "gen.json",
+        &serde_json::to_string(&ctxlab::reports::frontier::session()).unwrap(),
+    );
+    let out = dir.path().join("r.html");
+    let json = common::lab_ok(&[
+        "replay",
+        session.to_str().unwrap(),
+        "--policy",
+        POLICIES,
+        "--retention",
+        "--cost",
+        "--html",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let html = std::fs::read_to_string(&out).unwrap();
+    // The cheapest policy keeping every planted fact in the request, from
+    // the CLI's own retention and cost.
+    let all_present = |p: &str| {
+        json["retention"].as_array().unwrap().iter().any(|r| {
+            r["policy"] == p
+                && r["retention"]["facts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|f| f["status"] == "present")
+        })
+    };
+    let (best, dollars) = json["cost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| all_present(c["policy"].as_str().unwrap()))
+        .map(|c| {
+            (
+                c["policy"].as_str().unwrap(),
+                c["dollars"].as_f64().unwrap(),
+            )
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a policy keeps every fact");
+    let head = &html[html.find("<section id=\"headline\">").unwrap()..];
+    let head = &head[..head.find("</section>").unwrap()];
+    let first = &head[head.find("<li>").unwrap()..head.find("</li>").unwrap()];
+    assert!(
+        first.contains("keeping every planted fact in the request:</strong>")
+            && first.contains(&format!("{best}: ${dollars:.4}")),
+        "{first}"
+    );
+    // The largest loss and the invalid requests are stated, and the table
+    // of contents links every section by its anchor.
+    assert!(
+        head.contains("largest loss:") && head.contains("invalid requests:"),
+        "{head}"
+    );
+    for s in SECTIONS {
+        assert!(head.contains(&format!("href=\"#{s}\"")), "{s}");
+        assert!(html.contains(&format!("<section id=\"{s}\">")), "{s}");
+    }
+}
+
+#[test]
+fn the_page_fits_a_phone_and_the_filter_reaches_every_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, html) = page(dir.path());
+    // The frontier's points, tags and key entries carry their family, as
+    // the timelines' figures do, so the filter hides them too.
+    let frontier = &html[html.find("<section id=\"frontier\">").unwrap()..];
+    for family in ["baseline", "course", "SWE-agent", "OpenHands", "LangChain"] {
+        assert!(
+            frontier.contains(&format!("<g data-families=\"{family}")),
+            "{family}: a frontier point the filter cannot reach"
+        );
+    }
+    // Long placeholder paths are shortened, the whole path on hover.
+    assert!(
+        html.contains("<span class=\"path\" title=\""),
+        "no shortened path"
+    );
+    let Some(browser) = chromium() else {
+        println!("SKIP: no chromium, chromium-browser or google-chrome on PATH; install one (apt-get install chromium) to run this test");
+        return;
+    };
+    // Headless Chromium keeps its window at least 500 px wide: the page is
+    // laid out at 390 px in a frame, and the frame's own measure of its
+    // width (written by the page's script) read back.
+    let frame = common::write(
+        dir.path(),
+        "phone.html",
+        &format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\">\
+             <iframe id=\"f\" src=\"{}\" width=\"390\" height=\"2000\" style=\"border:0\"></iframe>\
+             <script>window.addEventListener('load', function () {{ var d = document.getElementById('f').contentDocument; \
+             document.body.setAttribute('data-inner', d ? d.body.getAttribute('data-scroll-width') : 'blocked'); }});</script>\
+             </body></html>",
+            file.file_name().unwrap().to_str().unwrap()
+        ),
+    );
+    let url = format!("file://{}", frame.display());
+    let (dom, _) = headless(
+        &browser,
+        &[
+            "--allow-file-access-from-files",
+            "--window-size=500,2000",
+            "--dump-dom",
+        ],
+        &url,
+    );
+    let at = dom.find("data-inner=\"").expect("the frame was measured") + "data-inner=\"".len();
+    let width: u32 = dom[at..at + dom[at..].find('"').unwrap()]
+        .parse()
+        .unwrap_or_else(|_| panic!("{}", &dom[at..at + 40]));
+    assert!(width <= 390, "the page is {width} px wide at 390");
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-report-390.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        &browser,
+        &[
+            "--allow-file-access-from-files",
+            "--window-size=500,2000",
+            &format!("--screenshot={}", shot.display()),
+        ],
+        &url,
+    );
+    assert!(std::fs::read(&shot)
+        .expect("a screenshot")
+        .starts_with(b"\x89PNG"));
+    println!("screenshot: {}", shot.display());
+}

@@ -3,6 +3,7 @@
 //! One test binary per area (each file below is a module of it), so the
 //! crate is linked once per area rather than once per file.
 
+mod accessibility;
 #[path = "../common/mod.rs"]
 mod common;
 mod frontier_regret;

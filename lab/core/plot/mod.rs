@@ -22,6 +22,7 @@
 //! ([`text`]) and `<text>` leaves the glyphs to the viewer.
 
 pub mod check;
+pub mod describe;
 pub mod style;
 pub mod text;
 
@@ -71,6 +72,25 @@ pub struct Mark {
     pub at: (f64, f64),
     /// Drawn filled (e.g. on the frontier) rather than open.
     pub filled: bool,
+    /// What a page's filter knows the point by (a policy's family): written
+    /// as `data-families` on the point, its tag and its key entry; empty
+    /// for none.
+    pub group: String,
+}
+
+/// ` data-families="…"` for the non-empty groups of `marks`, deduplicated,
+/// or nothing: a page's filter hides the element when none is shown.
+fn families_attr<'a>(marks: impl Iterator<Item = &'a Mark>) -> String {
+    let mut groups: Vec<&str> = Vec::new();
+    for m in marks.filter(|m| !m.group.is_empty()) {
+        if !groups.contains(&m.group.as_str()) {
+            groups.push(&m.group);
+        }
+    }
+    match groups.is_empty() {
+        true => String::new(),
+        false => format!(r#" data-families="{}""#, esc(&groups.join("|"))),
+    }
 }
 
 /// One plot area with its own y axis.
@@ -177,12 +197,6 @@ pub fn svg(fig: &Figure) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#,
-        w = fx(total_w),
-        h = fx(total_h)
-    );
-    let _ = writeln!(
-        s,
         r#"<rect width="{}" height="{}" fill="white"/>"#,
         fx(total_w),
         fx(total_h)
@@ -213,7 +227,19 @@ pub fn svg(fig: &Figure) -> String {
         esc(&fig.caption)
     );
     s.push_str("</svg>\n");
-    s
+    // Named for a screen reader: the id hashes the drawn body, so figures
+    // inlined into one page keep distinct ids.
+    let id = describe::id(&s);
+    format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12" role="img" aria-labelledby="{id}-title {id}-desc">
+<title id="{id}-title">{}</title>
+<desc id="{id}-desc">{}</desc>
+{s}"#,
+        esc(&fig.title),
+        esc(&describe::describe(fig)),
+        w = fx(total_w),
+        h = fx(total_h)
+    )
 }
 
 /// The one-call form for a single panel: labelled series in, SVG out.
@@ -469,6 +495,7 @@ fn marks(s: &mut String, p: &Panel, area: &Rect, x: &dyn Fn(f64) -> f64, y: &dyn
         y1: area.y1 - 2.0,
     };
     for ((cx, cy), ms) in &spots {
+        let _ = writeln!(s, "<g{}>", families_attr(ms.iter().copied()));
         let colour = if ms.iter().any(|m| m.filled) {
             "#0072B2"
         } else {
@@ -500,6 +527,7 @@ fn marks(s: &mut String, p: &Panel, area: &Rect, x: &dyn Fn(f64) -> f64, y: &dyn
             fx(ty),
             esc(&tag)
         );
+        s.push_str("</g>\n");
     }
 }
 
@@ -572,6 +600,7 @@ fn legend(s: &mut String, p: &Panel, y0: f64, lx: f64) {
     }
     for m in &p.marks {
         let ly = next();
+        let _ = writeln!(s, "<g{}>", families_attr(std::iter::once(m)));
         let colour = if m.filled { "#0072B2" } else { "#555555" };
         s.push_str(&style::marker_shape(
             0,
@@ -588,6 +617,7 @@ fn legend(s: &mut String, p: &Panel, y0: f64, lx: f64) {
             fx(ly + 4.0),
             esc(&key_text(m))
         );
+        s.push_str("</g>\n");
     }
 }
 
