@@ -54,8 +54,27 @@ pub struct LineProcess {
     /// The writer thread's outcome of each line.
     written: Receiver<std::io::Result<()>>,
     lines: Receiver<Result<String, String>>,
+    /// Bytes of the answer line being read (see [`LineProcess::wait_reply_bytes`]).
+    progress: Arc<Progress>,
     stderr: Arc<Mutex<Vec<u8>>>,
     timeout: Duration,
+}
+
+/// How far the reader is into the next answer line: its bytes so far, and
+/// whether the line is whole (waiting to be received).
+#[derive(Default)]
+struct Progress {
+    bytes: Mutex<(u64, bool)>,
+    moved: std::sync::Condvar,
+}
+
+impl Progress {
+    fn set(&self, bytes: u64, whole: bool) {
+        if let Ok(mut b) = self.bytes.lock() {
+            *b = (bytes, whole);
+        }
+        self.moved.notify_all();
+    }
 }
 
 impl LineProcess {
@@ -96,7 +115,9 @@ impl LineProcess {
         std::thread::spawn(move || keep_tail(stderr_pipe, &tail));
         // One line in flight: a flooding process blocks on its own pipe.
         let (tx, lines) = std::sync::mpsc::sync_channel(0);
-        std::thread::spawn(move || read_lines(stdout, tx));
+        let progress = Arc::new(Progress::default());
+        let reading = progress.clone();
+        std::thread::spawn(move || read_lines(stdout, tx, &reading));
         let (writer, to_write) = std::sync::mpsc::channel::<Vec<u8>>();
         let (done, written) = std::sync::mpsc::channel();
         if let Some(stdin) = child.stdin.take() {
@@ -108,6 +129,7 @@ impl LineProcess {
             writer: Some(writer),
             written,
             lines,
+            progress,
             stderr,
             timeout,
         })
@@ -155,13 +177,41 @@ impl LineProcess {
     /// The next answer line, without its line end.
     pub fn receive(&mut self) -> Result<String, String> {
         match self.lines.recv_timeout(self.timeout) {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                // The next line starts from nothing (the reader resets it
+                // too, but maybe only after the next request is sent).
+                self.progress.set(0, false);
+                answer
+            }
             Err(RecvTimeoutError::Timeout) => Err(format!(
                 "gave no answer within {} s",
                 self.timeout.as_secs_f64()
             )),
             Err(RecvTimeoutError::Disconnected) => Err("exited".into()),
         }
+    }
+
+    /// Wait until at least `k` bytes of the next answer line have been read
+    /// from the process, or the whole line if it is shorter, or the process
+    /// ended its output; at most the timeout. Returns the bytes read by
+    /// then (the line is left to [`LineProcess::receive`]). The kill rows
+    /// use it to kill a process part-way through its answer.
+    pub fn wait_reply_bytes(&self, k: u64) -> u64 {
+        let deadline = std::time::Instant::now() + self.timeout;
+        let Ok(mut b) = self.progress.bytes.lock() else {
+            return 0;
+        };
+        while b.0 < k && !b.1 {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.progress.moved.wait_timeout(b, left) {
+                Ok((next, _)) => b = next,
+                Err(_) => return 0,
+            }
+        }
+        b.0
     }
 
     /// ` (exit status: 1)` when it has exited, and `; its stderr ends: …`
@@ -275,21 +325,21 @@ fn keep_tail(mut err: impl Read, tail: &Mutex<Vec<u8>>) {
     }
 }
 
-/// Forward each answer line (capped) to the channel until end of output.
-fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>) {
+/// Forward each answer line (capped) to the channel until end of output,
+/// saying in `progress` how many bytes of the next line have come.
+fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>, progress: &Progress) {
     let mut reader = BufReader::new(out);
     loop {
         let mut buf = Vec::new();
-        let n = match (&mut reader)
-            .take(MAX_LINE_BYTES + 1)
-            .read_until(b'\n', &mut buf)
-        {
+        let n = match read_line(&mut reader, &mut buf, progress) {
             Ok(n) => n,
             Err(e) => {
+                progress.set(buf.len() as u64, true);
                 let _ = tx.send(Err(format!("output unreadable ({e})")));
                 return;
             }
         };
+        progress.set(buf.len() as u64, true);
         if n == 0 {
             return;
         }
@@ -304,6 +354,37 @@ fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>) {
         if tx.send(msg).is_err() || stop {
             return;
         }
+        progress.set(0, false);
+    }
+}
+
+/// One line (with its `\n`) into `buf`, at most [`MAX_LINE_BYTES`] + 1
+/// bytes, publishing its length as it grows; 0 at end of output.
+fn read_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    progress: &Progress,
+) -> std::io::Result<usize> {
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(buf.len());
+        }
+        let room = (MAX_LINE_BYTES + 1).saturating_sub(buf.len() as u64) as usize;
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) if i < room => (i + 1, true),
+            _ => (chunk.len().min(room), chunk.len() >= room),
+        };
+        buf.extend_from_slice(&chunk[..take]);
+        reader.consume(take);
+        if done {
+            return Ok(buf.len());
+        }
+        progress.set(buf.len() as u64, false);
     }
 }
 

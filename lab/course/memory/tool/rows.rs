@@ -634,7 +634,8 @@ pub fn card(
 }
 
 /// The built-in implementations by name: ctxlab's reference and the
-/// deliberately broken one.
+/// deliberately broken ones (`naive`, `cached`, `prefix`, `unresolved`,
+/// `follow`).
 pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
     let fail = |e: std::io::Error| Failure {
         message: format!("cannot open the root: {e}"),
@@ -658,6 +659,16 @@ pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
         })),
         "cached" => Some(Box::new(move |fs, root| {
             super::naive::Cached::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "unresolved" => Some(Box::new(move |fs, root| {
+            super::linkbugs::Unresolved::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "follow" => Some(Box::new(move |fs, root| {
+            super::linkbugs::Follow::new(fs, root)
                 .map(|t| Box::new(t) as Box<dyn MemoryTool>)
                 .map_err(fail)
         })),
