@@ -781,9 +781,12 @@ pub fn report(cards: &[Card]) -> String {
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
          `full-disk-*` run a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
-         `kill-*` kill a process (SIGKILL to its group) once a request is written and once its answer is read, \
-         and the built-ins at every storage operation; `race-*` run 2 or 4 sessions at once on one root \
-         (the built-ins under seeded schedules, a process's sessions released together each round).\n\n{}",
+         `kill-*` kill a process (SIGKILL to its group) once a request is written, once 1 byte and once half \
+         of its answer are read, and once its whole answer is read, and the built-ins at every storage operation; \
+         `race-*` run 2 or 4 sessions at once on one root (the built-ins under seeded schedules; a process \
+         held at each request's first write by a preloaded barrier library and released in a seeded order, \
+         so a lost update is caught on every run). A third-party row's reproduce command runs from the \
+         repository root after `make memtools`.\n\n{}",
         render(cards, crate::render::Format::Markdown)
     )
 }
