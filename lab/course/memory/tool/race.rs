@@ -12,7 +12,7 @@
 //! [`SEEDS`] schedules are tried; the first that loses is reported.
 //!
 //! A process cannot be scheduled from the storage layer: its sessions are
-//! held at a barrier instead ([`super::barrier`]), a library loaded into
+//! held at a barrier instead (`barrier.rs`), a library loaded into
 //! each process that stops it at the first write of each request until
 //! memcheck releases the sessions one at a time in a seeded order. That
 //! is deterministic too: a read-modify-write without a lock loses an edit
@@ -131,12 +131,9 @@ pub fn rows() -> Vec<super::harness::Row> {
         .collect()
 }
 
-/// Run a race row: every seed of the schedule in process, the barrier for
-/// a process.
-pub fn run(race: Race, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
-    if !in_process {
-        return super::barrier::run(race, make, tmp);
-    }
+/// Run a race row in process: every seed of the schedule, the first that
+/// loses named (a process runs at the barrier instead, `barrier.rs`).
+pub fn run(race: Race, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
     for seed in 0..SEEDS {
         let v = run_once(race, make, tmp, seed)?;
         if v != Verdict::Held {

@@ -559,7 +559,11 @@ fn replace(old: &str, new: &str) -> Command {
 /// the implementation can run on a fault backend.
 pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
     if let Some(race) = row.race {
-        return super::race::run(race, make, in_process, tmp);
+        return if in_process {
+            super::race::run(race, make, tmp)
+        } else {
+            super::barrier::run(race, make, tmp)
+        };
     }
     if row.kill {
         return super::kill::run(row, make, in_process, tmp);
