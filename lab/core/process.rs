@@ -60,20 +60,42 @@ pub struct LineProcess {
     timeout: Duration,
 }
 
-/// How far the reader is into the next answer line: its bytes so far, and
-/// whether the line is whole (waiting to be received).
+/// How far the reader is into the next answer line: bytes received from
+/// the process, bytes of it that made up lines already handed on, and
+/// whether a whole line is waiting to be received.
 #[derive(Default)]
 struct Progress {
-    bytes: Mutex<(u64, bool)>,
+    state: Mutex<Counts>,
     moved: std::sync::Condvar,
 }
 
+#[derive(Default)]
+struct Counts {
+    received: u64,
+    consumed: u64,
+    whole: bool,
+}
+
 impl Progress {
-    fn set(&self, bytes: u64, whole: bool) {
-        if let Ok(mut b) = self.bytes.lock() {
-            *b = (bytes, whole);
+    fn update(&self, f: impl FnOnce(&mut Counts)) {
+        if let Ok(mut c) = self.state.lock() {
+            f(&mut c);
         }
         self.moved.notify_all();
+    }
+}
+
+/// The process's output, counting every byte read into [`Progress`].
+struct Counting<R> {
+    inner: R,
+    progress: Arc<Progress>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.update(|c| c.received += n as u64);
+        Ok(n)
     }
 }
 
@@ -116,8 +138,11 @@ impl LineProcess {
         // One line in flight: a flooding process blocks on its own pipe.
         let (tx, lines) = std::sync::mpsc::sync_channel(0);
         let progress = Arc::new(Progress::default());
-        let reading = progress.clone();
-        std::thread::spawn(move || read_lines(stdout, tx, &reading));
+        let counting = Counting {
+            inner: stdout,
+            progress: progress.clone(),
+        };
+        std::thread::spawn(move || read_lines(counting, tx));
         let (writer, to_write) = std::sync::mpsc::channel::<Vec<u8>>();
         let (done, written) = std::sync::mpsc::channel();
         if let Some(stdin) = child.stdin.take() {
@@ -178,9 +203,9 @@ impl LineProcess {
     pub fn receive(&mut self) -> Result<String, String> {
         match self.lines.recv_timeout(self.timeout) {
             Ok(answer) => {
-                // The next line starts from nothing (the reader resets it
-                // too, but maybe only after the next request is sent).
-                self.progress.set(0, false);
+                // No whole line waits any more (the reader says so too,
+                // but maybe only after the next request is sent).
+                self.progress.update(|c| c.whole = false);
                 answer
             }
             Err(RecvTimeoutError::Timeout) => Err(format!(
@@ -198,20 +223,20 @@ impl LineProcess {
     /// use it to kill a process part-way through its answer.
     pub fn wait_reply_bytes(&self, k: u64) -> u64 {
         let deadline = std::time::Instant::now() + self.timeout;
-        let Ok(mut b) = self.progress.bytes.lock() else {
+        let Ok(mut c) = self.progress.state.lock() else {
             return 0;
         };
-        while b.0 < k && !b.1 {
+        while c.received - c.consumed < k && !c.whole {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if left.is_zero() {
                 break;
             }
-            match self.progress.moved.wait_timeout(b, left) {
-                Ok((next, _)) => b = next,
+            match self.progress.moved.wait_timeout(c, left) {
+                Ok((next, _)) => c = next,
                 Err(_) => return 0,
             }
         }
-        b.0
+        c.received - c.consumed
     }
 
     /// ` (exit status: 1)` when it has exited, and `; its stderr ends: …`
@@ -325,24 +350,34 @@ fn keep_tail(mut err: impl Read, tail: &Mutex<Vec<u8>>) {
     }
 }
 
-/// Forward each answer line (capped) to the channel until end of output,
-/// saying in `progress` how many bytes of the next line have come.
-fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>, progress: &Progress) {
-    let mut reader = BufReader::new(out);
+/// Forward each answer line (capped) to the channel until end of output;
+/// each line handed on is counted as consumed in the reader's [`Progress`]
+/// (what was received past it is the next line's).
+fn read_lines<R: Read>(out: Counting<R>, tx: SyncSender<Result<String, String>>) {
+    let progress = out.progress.clone();
+    // A pipe holds 64 KiB: one read takes what a flooding process wrote.
+    let mut reader = BufReader::with_capacity(1 << 16, out);
     loop {
         let mut buf = Vec::new();
-        let n = match read_line(&mut reader, &mut buf, progress) {
+        let n = match (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut buf)
+        {
             Ok(n) => n,
             Err(e) => {
-                progress.set(buf.len() as u64, true);
+                progress.update(|c| c.whole = true);
                 let _ = tx.send(Err(format!("output unreadable ({e})")));
                 return;
             }
         };
-        progress.set(buf.len() as u64, true);
         if n == 0 {
+            progress.update(|c| c.whole = true);
             return;
         }
+        progress.update(|c| {
+            c.consumed += n as u64;
+            c.whole = true;
+        });
         let msg = if buf.len() as u64 > MAX_LINE_BYTES {
             Err(format!("answered a line over {MAX_LINE_BYTES} bytes"))
         } else {
@@ -354,37 +389,7 @@ fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>, progress: 
         if tx.send(msg).is_err() || stop {
             return;
         }
-        progress.set(0, false);
-    }
-}
-
-/// One line (with its `\n`) into `buf`, at most [`MAX_LINE_BYTES`] + 1
-/// bytes, publishing its length as it grows; 0 at end of output.
-fn read_line(
-    reader: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    progress: &Progress,
-) -> std::io::Result<usize> {
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok(buf.len());
-        }
-        let room = (MAX_LINE_BYTES + 1).saturating_sub(buf.len() as u64) as usize;
-        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(i) if i < room => (i + 1, true),
-            _ => (chunk.len().min(room), chunk.len() >= room),
-        };
-        buf.extend_from_slice(&chunk[..take]);
-        reader.consume(take);
-        if done {
-            return Ok(buf.len());
-        }
-        progress.set(buf.len() as u64, false);
+        progress.update(|c| c.whole = false);
     }
 }
 
