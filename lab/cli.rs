@@ -242,7 +242,8 @@ pub enum Command {
     /// when a row does not hold.
     Memcheck {
         /// Built-in implementations: `reference` (ctxlab's), `naive`,
-        /// `cached` and `prefix` (deliberately broken ones). Default: `reference` unless
+        /// `cached`, `prefix`, `unresolved` and `follow` (deliberately broken
+        /// ones). Default: `reference` unless
         /// `--exec` is given.
         #[arg(long = "builtin", value_name = "NAME")]
         builtins: Vec<String>,
@@ -263,7 +264,7 @@ pub enum Command {
     /// Serve a built-in memory-tool implementation over ctxlab.memtool/1 on
     /// stdin and stdout (`lab memcheck --exec "lab memtool-serve reference"`).
     MemtoolServe {
-        /// `reference`, `naive` or `cached`.
+        /// `reference`, `naive`, `cached`, `prefix`, `unresolved` or `follow`.
         name: String,
     },
     /// Print (or `--write` into a guide chapter) the generated experiment and policy tables.
@@ -514,7 +515,7 @@ fn memcheck(
         let make = rows::builtin(name).ok_or_else(|| {
             LabError::usage(
                 format!("unknown memory-tool implementation {name:?}"),
-                "use --builtin reference, naive, cached or prefix, or --exec CMD",
+                "use --builtin reference, naive, cached, prefix, unresolved or follow, or --exec CMD",
             )
         })?;
         let select = format!("--builtin {name}");
@@ -544,7 +545,7 @@ fn memtool_serve(name: &str) -> LabResult<String> {
     let make = crate::memory::tool::rows::builtin(name).ok_or_else(|| {
         LabError::usage(
             format!("unknown memory-tool implementation {name:?}"),
-            "use reference, naive or cached",
+            "use reference, naive, cached, prefix, unresolved or follow",
         )
     })?;
     let stdin = std::io::stdin().lock();

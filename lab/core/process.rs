@@ -54,8 +54,49 @@ pub struct LineProcess {
     /// The writer thread's outcome of each line.
     written: Receiver<std::io::Result<()>>,
     lines: Receiver<Result<String, String>>,
+    /// Bytes of the answer line being read (see [`LineProcess::wait_reply_bytes`]).
+    progress: Arc<Progress>,
     stderr: Arc<Mutex<Vec<u8>>>,
     timeout: Duration,
+}
+
+/// How far the reader is into the next answer line: bytes received from
+/// the process, bytes of it that made up lines already handed on, and
+/// whether a whole line is waiting to be received.
+#[derive(Default)]
+struct Progress {
+    state: Mutex<Counts>,
+    moved: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Counts {
+    received: u64,
+    consumed: u64,
+    whole: bool,
+}
+
+impl Progress {
+    fn update(&self, f: impl FnOnce(&mut Counts)) {
+        if let Ok(mut c) = self.state.lock() {
+            f(&mut c);
+        }
+        self.moved.notify_all();
+    }
+}
+
+/// The process's output, counting every byte read into [`Progress`].
+struct Counting<R> {
+    inner: R,
+    progress: Arc<Progress>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.progress.update(|c| c.received += n as u64);
+        Ok(n)
+    }
 }
 
 impl LineProcess {
@@ -96,7 +137,12 @@ impl LineProcess {
         std::thread::spawn(move || keep_tail(stderr_pipe, &tail));
         // One line in flight: a flooding process blocks on its own pipe.
         let (tx, lines) = std::sync::mpsc::sync_channel(0);
-        std::thread::spawn(move || read_lines(stdout, tx));
+        let progress = Arc::new(Progress::default());
+        let counting = Counting {
+            inner: stdout,
+            progress: progress.clone(),
+        };
+        std::thread::spawn(move || read_lines(counting, tx));
         let (writer, to_write) = std::sync::mpsc::channel::<Vec<u8>>();
         let (done, written) = std::sync::mpsc::channel();
         if let Some(stdin) = child.stdin.take() {
@@ -108,6 +154,7 @@ impl LineProcess {
             writer: Some(writer),
             written,
             lines,
+            progress,
             stderr,
             timeout,
         })
@@ -155,13 +202,41 @@ impl LineProcess {
     /// The next answer line, without its line end.
     pub fn receive(&mut self) -> Result<String, String> {
         match self.lines.recv_timeout(self.timeout) {
-            Ok(answer) => answer,
+            Ok(answer) => {
+                // No whole line waits any more (the reader says so too,
+                // but maybe only after the next request is sent).
+                self.progress.update(|c| c.whole = false);
+                answer
+            }
             Err(RecvTimeoutError::Timeout) => Err(format!(
                 "gave no answer within {} s",
                 self.timeout.as_secs_f64()
             )),
             Err(RecvTimeoutError::Disconnected) => Err("exited".into()),
         }
+    }
+
+    /// Wait until at least `k` bytes of the next answer line have been read
+    /// from the process, or the whole line if it is shorter, or the process
+    /// ended its output; at most the timeout. Returns the bytes read by
+    /// then (the line is left to [`LineProcess::receive`]). The kill rows
+    /// use it to kill a process part-way through its answer.
+    pub fn wait_reply_bytes(&self, k: u64) -> u64 {
+        let deadline = std::time::Instant::now() + self.timeout;
+        let Ok(mut c) = self.progress.state.lock() else {
+            return 0;
+        };
+        while c.received - c.consumed < k && !c.whole {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.progress.moved.wait_timeout(c, left) {
+                Ok((next, _)) => c = next,
+                Err(_) => return 0,
+            }
+        }
+        c.received - c.consumed
     }
 
     /// ` (exit status: 1)` when it has exited, and `; its stderr ends: …`
@@ -275,9 +350,13 @@ fn keep_tail(mut err: impl Read, tail: &Mutex<Vec<u8>>) {
     }
 }
 
-/// Forward each answer line (capped) to the channel until end of output.
-fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>) {
-    let mut reader = BufReader::new(out);
+/// Forward each answer line (capped) to the channel until end of output;
+/// each line handed on is counted as consumed in the reader's [`Progress`]
+/// (what was received past it is the next line's).
+fn read_lines<R: Read>(out: Counting<R>, tx: SyncSender<Result<String, String>>) {
+    let progress = out.progress.clone();
+    // A pipe holds 64 KiB: one read takes what a flooding process wrote.
+    let mut reader = BufReader::with_capacity(1 << 16, out);
     loop {
         let mut buf = Vec::new();
         let n = match (&mut reader)
@@ -286,13 +365,19 @@ fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>) {
         {
             Ok(n) => n,
             Err(e) => {
+                progress.update(|c| c.whole = true);
                 let _ = tx.send(Err(format!("output unreadable ({e})")));
                 return;
             }
         };
         if n == 0 {
+            progress.update(|c| c.whole = true);
             return;
         }
+        progress.update(|c| {
+            c.consumed += n as u64;
+            c.whole = true;
+        });
         let msg = if buf.len() as u64 > MAX_LINE_BYTES {
             Err(format!("answered a line over {MAX_LINE_BYTES} bytes"))
         } else {
@@ -304,6 +389,7 @@ fn read_lines(out: impl Read, tx: SyncSender<Result<String, String>>) {
         if tx.send(msg).is_err() || stop {
             return;
         }
+        progress.update(|c| c.whole = false);
     }
 }
 

@@ -10,7 +10,17 @@
 //!   name and as a sibling's;
 //! - `link-hard-out`: a memory that is a hard link to a file outside: a
 //!   symlink check never sees it, and reading or editing it in place reads
-//!   or writes the outside file.
+//!   or writes the outside file;
+//! - `link-dir-inside`: an alias (symlink) of a directory inside the root:
+//!   following it stays inside, so it is no escape, but deleting the alias
+//!   must not take the files of the directory it names
+//!   ([`super::linkbugs::Follow`] empties it through the link);
+//! - `link-dir-relative-out`: a relative symlink deeper in the root
+//!   (`d/up -> ../../outside`) that climbs out;
+//! - `root-through-link`: `/memories` itself reached through a symlink: an
+//!   implementation must work there and keep inside the directory it
+//!   names ([`super::linkbugs::Unresolved`] compares resolved paths with
+//!   the unresolved root and refuses everything).
 
 use super::harness::{Plant, Row, Sandbox, Verdict};
 use super::{Command, Reply};
@@ -108,5 +118,118 @@ pub fn rows() -> Vec<Row> {
             },
             all_refused,
         ),
+        row(
+            "link-dir-inside",
+            "create and view through an alias of a directory inside /memories, then delete the alias",
+            "followed inside or refused; deleting the alias keeps the directory's files",
+            &[
+                Plant::File("real/a.md", "A\n"),
+                Plant::Link("alias", "real"),
+            ],
+            |_| {
+                vec![
+                    Command::Create {
+                        path: "/memories/alias/b.md".into(),
+                        file_text: "B\n".into(),
+                    },
+                    view("/memories/alias/a.md"),
+                    Command::Delete {
+                        path: "/memories/alias".into(),
+                    },
+                ]
+            },
+            alias_inside,
+        ),
+        row(
+            "link-dir-relative-out",
+            "create and view through /memories/d/up, a relative symlink to ../../outside",
+            "refused; nothing outside written or shown",
+            &[Plant::Link("d/up", "../../outside")],
+            |_| {
+                vec![
+                    create("/memories/d/up/pwn.md"),
+                    view("/memories/d/up/secret.txt"),
+                ]
+            },
+            all_refused,
+        ),
+        row(
+            "root-through-link",
+            "view, create and str_replace when /memories is a symlink to a directory beside it",
+            "done as on a plain root, inside the directory the link names",
+            &[
+                Plant::RootLink("real-memories"),
+                Plant::File("a.md", "A\n"),
+            ],
+            |_| {
+                vec![
+                    view("/memories/a.md"),
+                    Command::Create {
+                        path: "/memories/b.md".into(),
+                        file_text: "B\n".into(),
+                    },
+                    Command::StrReplace {
+                        path: "/memories/a.md".into(),
+                        old_str: "A".into(),
+                        new_str: "A2".into(),
+                    },
+                ]
+            },
+            through_link,
+        ),
     ]
+}
+
+fn view(path: &str) -> Command {
+    Command::View {
+        path: path.into(),
+        view_range: None,
+    }
+}
+
+fn first_line(r: &Reply) -> &str {
+    r.text().lines().next().unwrap_or("")
+}
+
+/// `link-dir-inside`: whatever was acknowledged happened inside, and the
+/// files of the directory the alias names survive the alias's delete.
+fn alias_inside(s: &Sandbox, replies: &[Reply]) -> Verdict {
+    let ok = |i: usize| replies.get(i).is_some_and(|r| !r.is_error());
+    if s.file("real/a.md").as_deref() != Some("A\n") {
+        return Verdict::Lost(
+            "real/a.md is gone: deleting the alias took the files of the directory it names".into(),
+        );
+    }
+    if ok(0) && s.file("real/b.md").as_deref() != Some("B\n") {
+        return Verdict::Wrong(
+            "create through the alias was acknowledged, but real/b.md does not hold it".into(),
+        );
+    }
+    if ok(1) && !replies[1].text().contains('A') {
+        return Verdict::Wrong(format!(
+            "view through the alias answered {:?}",
+            first_line(&replies[1])
+        ));
+    }
+    let alias = s.root.join("alias");
+    if ok(2) && s.fs.kind(&alias).is_some() {
+        return Verdict::Wrong(
+            "the delete of the alias was acknowledged, but it is still there".into(),
+        );
+    }
+    Verdict::Held
+}
+
+/// `root-through-link`: every command works, and the files are in the
+/// directory the root's link names.
+fn through_link(s: &Sandbox, replies: &[Reply]) -> Verdict {
+    if let Some(r) = replies.iter().find(|r| r.is_error()) {
+        return Verdict::Refused(first_line(r).to_string());
+    }
+    match (s.file("a.md").as_deref(), s.file("b.md").as_deref()) {
+        (Some("A2\n"), Some("B\n")) => Verdict::Held,
+        (a, b) => Verdict::Wrong(format!(
+            "the root's directory holds a.md {a:?} and b.md {b:?}, not \"A2\\n\" and \"B\\n\""
+        )),
+    }
 }

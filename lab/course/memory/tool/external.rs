@@ -90,11 +90,13 @@ impl External {
             message: format!("cannot start `{cmd}`: the current directory is unusable ({e})"),
             fix: "run lab memcheck from a directory that exists".into(),
         })?;
-        let process = LineProcess::start(cmd, &here, &[("CTXLAB_MEMTOOL_ROOT", root)], timeout)
-            .map_err(|message| Failure {
-                message,
-                fix: "check the command line given to --exec".into(),
-            })?;
+        let extra = SPAWN_ENV.with(|e| e.borrow().clone());
+        let mut env: Vec<(&str, &Path)> = vec![("CTXLAB_MEMTOOL_ROOT", root)];
+        env.extend(extra.iter().map(|(k, v)| (k.as_str(), Path::new(v))));
+        let process = LineProcess::start(cmd, &here, &env, timeout).map_err(|message| Failure {
+            message,
+            fix: "check the command line given to --exec".into(),
+        })?;
         Ok(External {
             process,
             root: root.display().to_string(),
@@ -153,13 +155,39 @@ impl MemoryTool for External {
     fn kill_during(&mut self, command: &Command, at: super::KillPoint) -> Option<Reply> {
         let mut answer = None;
         if let Ok(id) = self.send(command) {
-            if at == super::KillPoint::Answered {
-                answer = self.receive(id).ok();
+            match at {
+                super::KillPoint::Sent => {}
+                super::KillPoint::Replying(k) => {
+                    self.process.wait_reply_bytes(k);
+                }
+                super::KillPoint::Answered => answer = self.receive(id).ok(),
             }
         }
         self.process.kill();
         answer
     }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.process.timeout())
+    }
+}
+
+thread_local! {
+    /// Variables [`External::start`] adds to the environment of the
+    /// processes started on this thread, inside [`with_env`].
+    static SPAWN_ENV: std::cell::RefCell<Vec<(String, std::ffi::OsString)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with `env` added to the environment of every implementation it
+/// starts on this thread (the race rows' barrier library and its
+/// rendezvous, given per session): a [`super::harness::Maker`] stays a
+/// plain function of the storage and the root.
+pub fn with_env<T>(env: Vec<(String, std::ffi::OsString)>, f: impl FnOnce() -> T) -> T {
+    let before = SPAWN_ENV.with(|e| e.replace(env));
+    let out = f();
+    SPAWN_ENV.with(|e| e.replace(before));
+    out
 }
 
 /// Start `cmd` once on an empty root and send it `view /memories`: a

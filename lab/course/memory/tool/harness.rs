@@ -94,8 +94,11 @@ impl Verdict {
 pub struct Sandbox {
     /// The sandbox directory.
     pub base: PathBuf,
-    /// What `/memories` names.
+    /// The directory `/memories` names, resolved: what is inside.
     pub root: PathBuf,
+    /// The root as the implementation is given it: `root` itself, or a
+    /// symlink to it ([`Plant::RootLink`]).
+    pub given: PathBuf,
     /// The storage the row's files are checked through.
     pub fs: Shared,
 }
@@ -120,6 +123,13 @@ pub(super) enum Plant {
     LinkOut(&'static str, &'static str),
     /// A hard link under the root to a file under `outside/` (disk only).
     HardLinkOut(&'static str, &'static str),
+    /// A symlink under the root whose target is this text as written
+    /// (relative to the link's directory), its directory made first.
+    Link(&'static str, &'static str),
+    /// `/memories` is reached through a symlink: the sandbox's `memories`
+    /// is a link to this directory beside it, which holds the files (and
+    /// is what the judge counts as inside).
+    RootLink(&'static str),
 }
 
 /// A row: what it does, what it plants, its commands and its expectation.
@@ -190,6 +200,9 @@ pub struct Run {
     pub killed: bool,
     /// How long the last command took (zero when it was killed).
     pub last: std::time::Duration,
+    /// Bytes of the last reply's text (zero when none was read): where
+    /// half an answer ends, for a kill part-way through one.
+    pub reply_bytes: usize,
 }
 
 /// One run of `row` in a fresh sandbox under `tmp`, with `faults`.
@@ -202,8 +215,13 @@ pub fn run_once(row: &Row, make: &Maker<'_>, tmp: &Path, faults: &Faults) -> Lab
     let base = disk
         .canonicalize(dir.path())
         .map_err(|e| LabError::io("resolving a row sandbox", dir.path(), e))?;
+    let real = row.plants.iter().find_map(|p| match p {
+        Plant::RootLink(real) => Some(*real),
+        _ => None,
+    });
     let s = Sandbox {
-        root: base.join("memories"),
+        root: base.join(real.unwrap_or("memories")),
+        given: base.join("memories"),
         base,
         fs: disk.clone(),
     };
@@ -224,6 +242,7 @@ pub fn run_once(row: &Row, make: &Maker<'_>, tmp: &Path, faults: &Faults) -> Lab
         ops: (0, 0),
         killed: false,
         last: std::time::Duration::ZERO,
+        reply_bytes: 0,
     };
     let replies = match commands(row, &s, make, tool_fs, faults.kill, &mut || ops()) {
         Ok(done) => {
@@ -235,6 +254,7 @@ pub fn run_once(row: &Row, make: &Maker<'_>, tmp: &Path, faults: &Faults) -> Lab
             return Ok(run);
         }
     };
+    run.reply_bytes = replies.last().map_or(0, |r| r.text().len());
     run.ops.1 = ops();
     run.killed = faulty.as_ref().is_some_and(|f| f.killed());
     let after = beside(tmp, &s.base);
@@ -270,7 +290,7 @@ fn commands(
 ) -> Result<Done, Verdict> {
     let mut tools = Vec::new();
     for _ in 0..row.writers.max(1) {
-        let t = make(tool_fs.clone(), &s.root)
+        let t = make(tool_fs.clone(), &s.given)
             .map_err(|f| Verdict::Failed(format!("{}; fix: {}", f.message, f.fix)))?;
         tools.push(t);
     }
@@ -392,6 +412,18 @@ fn plant(s: &Sandbox, plants: &[Plant]) -> LabResult<()> {
                 let l = s.root.join(rel);
                 s.fs.symlink(&out.join(target), &l)
                     .map_err(io("planting a link", &l))?;
+            }
+            Plant::Link(rel, target) => {
+                let l = s.root.join(rel);
+                if let Some(dir) = l.parent() {
+                    s.fs.create_dir_all(dir).map_err(io("planting", dir))?;
+                }
+                s.fs.symlink(Path::new(target), &l)
+                    .map_err(io("planting a link", &l))?;
+            }
+            Plant::RootLink(real) => {
+                s.fs.symlink(Path::new(real), &s.given)
+                    .map_err(io("planting a link", &s.given))?;
             }
         }
     }

@@ -9,10 +9,12 @@
 //! command in turn, the write in flight keeping half its bytes
 //! ([`crate::storage::FaultPlan::torn_kill`]), until a run finishes before
 //! the kill point. A process gets SIGKILL (its whole group) at each
-//! [`KillPoint`]: as soon as the request is written, and as soon as its
-//! answer is read. Where a process is inside its own work when the first
-//! lands is up to the operating system; what the second checks (an
-//! acknowledged edit is whole) is not.
+//! [`KillPoint`]: as soon as the request is written, once 1 byte and once
+//! half of its answer are read (part-way through the answer: not
+//! acknowledged), and as soon as its whole answer is read. Where a process
+//! is inside its own work when the first lands is up to the operating
+//! system; what the others check (a tool that has begun to answer has
+//! left no part; an acknowledged edit is whole) is not.
 
 use std::path::Path;
 
@@ -235,9 +237,26 @@ fn by_signal(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
     if clean.verdict != Verdict::Held {
         return Ok(clean.verdict);
     }
+    // Half the clean run's answer text: well inside the answer line, which
+    // is that text quoted in JSON with its id around it.
+    let half = (clean.reply_bytes as u64 / 2).max(2);
     for (at, name) in [
-        (KillPoint::Sent, "SIGKILL once the request was written"),
-        (KillPoint::Answered, "SIGKILL once the answer was read"),
+        (
+            KillPoint::Sent,
+            "SIGKILL once the request was written".to_string(),
+        ),
+        (
+            KillPoint::Replying(1),
+            "SIGKILL once 1 byte of the answer was read".to_string(),
+        ),
+        (
+            KillPoint::Replying(half),
+            format!("SIGKILL once {half} bytes of the answer (half its text) were read"),
+        ),
+        (
+            KillPoint::Answered,
+            "SIGKILL once the answer was read".to_string(),
+        ),
     ] {
         let faults = Faults {
             kill: Some(at),
@@ -245,7 +264,7 @@ fn by_signal(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
         };
         let v = run_once(row, make, tmp, &faults)?.verdict;
         if v != Verdict::Held {
-            return Ok(v.prefixed(name));
+            return Ok(v.prefixed(&name));
         }
     }
     Ok(Verdict::Held)

@@ -15,10 +15,12 @@
 //! - [`rows`]: the faults and attacks, each with the outcome the
 //!   documentation requires, and the judge.
 
+pub mod barrier;
 pub mod contain;
 pub mod external;
 pub mod harness;
 pub mod kill;
+pub mod linkbugs;
 pub mod lock;
 pub mod naive;
 pub mod prefix;
@@ -134,6 +136,13 @@ pub trait MemoryTool: Send {
         let _ = (self.execute(command), at);
         None
     }
+
+    /// How long one command may take, for a process (`--timeout`); none in
+    /// process. The race rows bound their wait for a session that never
+    /// reaches a write point by it.
+    fn timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// Where a process is killed during a command: points ctxlab controls,
@@ -142,6 +151,10 @@ pub trait MemoryTool: Send {
 pub enum KillPoint {
     /// As soon as the whole request line is written to its input.
     Sent,
+    /// As soon as `k` bytes of its answer line are read (the whole line if
+    /// it is shorter), before the line is: the edit is not acknowledged,
+    /// so the old state or the new one whole will do.
+    Replying(u64),
     /// As soon as its whole answer line is read: an edit it acknowledged
     /// must be whole on disk.
     Answered,

@@ -11,10 +11,12 @@
 //! without a lock loses an edit on every run of a seed that interleaves it.
 //! [`SEEDS`] schedules are tried; the first that loses is reported.
 //!
-//! A process cannot be scheduled from outside: its sessions are released
-//! together by a barrier before every round (all requests are written at
-//! once), and the operating system interleaves them. A process that loses
-//! edits under that contention loses many; one that takes a lock holds.
+//! A process cannot be scheduled from the storage layer: its sessions are
+//! held at a barrier instead (`barrier.rs`), a library loaded into
+//! each process that stops it at the first write of each request until
+//! memcheck releases the sessions one at a time in a seeded order. That
+//! is deterministic too: a read-modify-write without a lock loses an edit
+//! on every run, and a tool that locks first holds.
 //!
 //! Per command (`N` sessions, [`ROUNDS`] rounds each):
 //! - `create`: all sessions create the same file each round: at most one
@@ -129,13 +131,11 @@ pub fn rows() -> Vec<super::harness::Row> {
         .collect()
 }
 
-/// Run a race row: every seed in process, one barrier-released run for a process.
-pub fn run(race: Race, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
-    if !in_process {
-        return run_once(race, make, tmp, None);
-    }
+/// Run a race row in process: every seed of the schedule, the first that
+/// loses named (a process runs at the barrier instead, `barrier.rs`).
+pub fn run(race: Race, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
     for seed in 0..SEEDS {
-        let v = run_once(race, make, tmp, Some(seed))?;
+        let v = run_once(race, make, tmp, seed)?;
         if v != Verdict::Held {
             return Ok(v.prefixed(&format!("schedule seed {seed}")));
         }
@@ -143,8 +143,9 @@ pub fn run(race: Race, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabRes
     Ok(Verdict::Held)
 }
 
-/// One run of the race: a fresh sandbox, the plants, the sessions, the judge.
-pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: Option<u64>) -> LabResult<Verdict> {
+/// A fresh sandbox on disk under `tmp` with the race's plants: the
+/// directory (removed when dropped) and the sandbox in it.
+pub(super) fn sandbox(race: Race, tmp: &Path) -> LabResult<(tempfile::TempDir, Sandbox)> {
     let dir = tempfile::Builder::new()
         .prefix("memtool-")
         .tempdir_in(tmp)
@@ -155,18 +156,23 @@ pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: Option<u64>) -> 
         .map_err(|e| LabError::io("resolving a row sandbox", dir.path(), e))?;
     let s = Sandbox {
         root: base.join("memories"),
+        given: base.join("memories"),
         base,
-        fs: disk.clone(),
+        fs: disk,
     };
     plant(&s, race)?;
-    let sched = seed.map(|seed| Arc::new(Sched::new(seed, race.sessions)));
-    let tool_fs: Shared = match &sched {
-        Some(sc) => Arc::new(Stepped {
-            inner: disk,
-            sched: sc.clone(),
-        }),
-        None => disk,
-    };
+    Ok((dir, s))
+}
+
+/// One in-process run of the race under the schedule of `seed`: a fresh
+/// sandbox, the plants, the sessions, the judge.
+pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: u64) -> LabResult<Verdict> {
+    let (_dir, s) = sandbox(race, tmp)?;
+    let sched = Arc::new(Sched::new(seed, race.sessions));
+    let tool_fs: Shared = Arc::new(Stepped {
+        inner: s.fs.clone(),
+        sched: sched.clone(),
+    });
     let mut tools = Vec::new();
     for _ in 0..race.sessions {
         match make(tool_fs.clone(), &s.root) {
@@ -174,16 +180,14 @@ pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: Option<u64>) -> 
             Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
         }
     }
-    let barrier = std::sync::Barrier::new(race.sessions);
     let replies: Vec<Result<Vec<Reply>, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = tools
             .into_iter()
             .enumerate()
             .map(|(i, tool)| {
-                let sched = sched.clone();
-                let barrier = &barrier;
+                let sched = &sched;
                 let commands = commands(race, i);
-                scope.spawn(move || session(tool, i, &commands, sched.as_deref(), barrier))
+                scope.spawn(move || session(tool, i, &commands, sched))
             })
             .collect();
         handles
@@ -208,33 +212,19 @@ pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: Option<u64>) -> 
     Ok(judge(race, &s, &all))
 }
 
-/// One session: its commands in order, each round released by the
-/// barrier (a process) or by the schedule (in process).
+/// One session: its commands in order, the turn passed by the schedule.
 fn session(
     mut tool: Box<dyn MemoryTool>,
     me: usize,
     commands: &[Command],
-    sched: Option<&Sched>,
-    barrier: &std::sync::Barrier,
+    sched: &Sched,
 ) -> Result<Vec<Reply>, String> {
-    let _turn = sched.map(|s| s.enter(me));
+    let _turn = sched.enter(me);
     let mut out = Vec::new();
     for c in commands {
-        if sched.is_none() {
-            barrier.wait();
-        }
         match tool.execute(c) {
             Ok(r) => out.push(r),
-            Err(f) => {
-                // The other sessions must not wait at the barrier for ever.
-                if sched.is_none() {
-                    drop(tool);
-                    for _ in out.len() + 1..commands.len() {
-                        barrier.wait();
-                    }
-                }
-                return Err(format!("{}; fix: {}", f.message, f.fix));
-            }
+            Err(f) => return Err(format!("{}; fix: {}", f.message, f.fix)),
         }
     }
     Ok(out)
@@ -289,7 +279,7 @@ fn plant(s: &Sandbox, race: Race) -> LabResult<()> {
 }
 
 /// Session `i`'s commands, one a round.
-fn commands(race: Race, i: usize) -> Vec<Command> {
+pub(super) fn commands(race: Race, i: usize) -> Vec<Command> {
     (0..ROUNDS)
         .map(|j| match race.write {
             Write::Create => Command::Create {
@@ -324,7 +314,7 @@ fn commands(race: Race, i: usize) -> Vec<Command> {
 
 /// Count what the acknowledged edits left: `lost` of `acknowledged`, with
 /// the first few losses named.
-fn judge(race: Race, s: &Sandbox, replies: &[Vec<Reply>]) -> Verdict {
+pub(super) fn judge(race: Race, s: &Sandbox, replies: &[Vec<Reply>]) -> Verdict {
     let ok = |i: usize, j: usize| replies[i].get(j).is_some_and(|r| !r.is_error());
     let n = race.sessions;
     let mut acknowledged = 0;

@@ -559,7 +559,11 @@ fn replace(old: &str, new: &str) -> Command {
 /// the implementation can run on a fault backend.
 pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
     if let Some(race) = row.race {
-        return super::race::run(race, make, in_process, tmp);
+        return if in_process {
+            super::race::run(race, make, tmp)
+        } else {
+            super::barrier::run(race, make, tmp)
+        };
     }
     if row.kill {
         return super::kill::run(row, make, in_process, tmp);
@@ -634,7 +638,8 @@ pub fn card(
 }
 
 /// The built-in implementations by name: ctxlab's reference and the
-/// deliberately broken one.
+/// deliberately broken ones (`naive`, `cached`, `prefix`, `unresolved`,
+/// `follow`).
 pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
     let fail = |e: std::io::Error| Failure {
         message: format!("cannot open the root: {e}"),
@@ -658,6 +663,16 @@ pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
         })),
         "cached" => Some(Box::new(move |fs, root| {
             super::naive::Cached::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "unresolved" => Some(Box::new(move |fs, root| {
+            super::linkbugs::Unresolved::new(fs, root)
+                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+                .map_err(fail)
+        })),
+        "follow" => Some(Box::new(move |fs, root| {
+            super::linkbugs::Follow::new(fs, root)
                 .map(|t| Box::new(t) as Box<dyn MemoryTool>)
                 .map_err(fail)
         })),
@@ -770,9 +785,12 @@ pub fn report(cards: &[Card]) -> String {
          when the documented outcome happened and nothing outside `/memories` was written or \
          shown; each other verdict names what happened and the command that reproduces it. \
          `full-disk-*` run a process on a filled size-limited tmpfs, which needs root (skipped, saying so, without); \
-         `kill-*` kill a process (SIGKILL to its group) once a request is written and once its answer is read, \
-         and the built-ins at every storage operation; `race-*` run 2 or 4 sessions at once on one root \
-         (the built-ins under seeded schedules, a process's sessions released together each round).\n\n{}",
+         `kill-*` kill a process (SIGKILL to its group) once a request is written, once 1 byte and once half \
+         of its answer are read, and once its whole answer is read, and the built-ins at every storage operation; \
+         `race-*` run 2 or 4 sessions at once on one root (the built-ins under seeded schedules; a process \
+         held at each request's first write by a preloaded barrier library and released in a seeded order, \
+         so a lost update is caught on every run). A third-party row's reproduce command runs from the \
+         repository root after `make memtools`.\n\n{}",
         render(cards, crate::render::Format::Markdown)
     )
 }
