@@ -13,6 +13,7 @@ mod common;
 mod dump;
 mod estimator_replay;
 mod input_path;
+mod layout;
 mod optimal_cli;
 mod optimal_regret;
 mod output_placeholders;

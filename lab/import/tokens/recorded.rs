@@ -116,13 +116,14 @@ pub struct RecordedRequest {
 /// requests in log order. Requests without usage (or with all-zero usage,
 /// as the `<synthetic>` placeholders) are left out.
 pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
-    let (records, lines) = crate::log_records::read_placed(path)?;
-    Ok(requests_placed(&records, &lines))
+    let (records, places) = crate::log_records::read_placed(path)?;
+    Ok(requests_placed(&records, &places))
 }
 
 /// The records of a log's text (`path` names it in errors): what
-/// [`read_file`] reads, from memory, with the line where each starts.
-pub fn parse_records(path: &Path, text: &str) -> LabResult<(Vec<Value>, Vec<usize>)> {
+/// [`read_file`] reads, from memory, with the 1-based (line, column) where
+/// each starts.
+pub fn parse_records(path: &Path, text: &str) -> LabResult<(Vec<Value>, Vec<(usize, usize)>)> {
     crate::log_records::from_reader_placed(text.as_bytes(), path)
 }
 
@@ -136,9 +137,10 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
     requests_placed(records, &[])
 }
 
-/// [`requests`] of records that start at `lines` (1-based, one per record;
-/// empty when unknown): each request knows the line of its response.
-pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedRequest> {
+/// [`requests`] of records that start at `places` (1-based line and
+/// column, one per record; empty when unknown): each request knows the
+/// line of its response.
+pub fn requests_placed(records: &[Value], places: &[(usize, usize)]) -> Vec<RecordedRequest> {
     let index = assemble::Index::new(records);
     let reminders = reminders::Reminders::of(records);
     let by_uuid: HashMap<&str, &Value> = records
@@ -183,7 +185,7 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
             resent_units: reminders.resent_units(&messages),
             prompts_after_stop_hook: stop_hooks::prompts_after(&chain),
             messages,
-            line: lines.get(i).copied(),
+            line: places.get(i).map(|p| p.0),
             usage,
             implicit_cache: false,
             billing: Billing {

@@ -92,7 +92,7 @@ fn jsonl_comments_are_skipped_and_bad_lines_are_located() {
     let p = Path::new("s.jsonl");
     let ok = "// provenance\n{\"type\":\"summary\"}\n\n{\"type\":\"user\"}\n";
     // Each record knows its line (comment and blank lines skipped).
-    assert_eq!(parse_records(p, ok).unwrap().1, [2, 4]);
+    assert_eq!(parse_records(p, ok).unwrap().1, [(2, 1), (4, 1)]);
     assert_eq!(
         parse_records(p, "{\"a\":1}\n{\"a\":").unwrap().0.len(),
         1,
