@@ -14,6 +14,10 @@ use serde_json::Value;
 use super::{claude_jsonl, lines, stream};
 use crate::error::{LabError, LabResult};
 
+/// A log's records in file order, with the 1-based (line, column) where
+/// each starts.
+pub type Placed = (Vec<Value>, Vec<(usize, usize)>);
+
 /// Every record of the log at `path`, in file order, never holding its text whole.
 pub fn read(path: &Path) -> LabResult<Vec<Value>> {
     Ok(read_placed(path)?.0)
@@ -21,7 +25,7 @@ pub fn read(path: &Path) -> LabResult<Vec<Value>> {
 
 /// [`read`], with the 1-based (line, column) where each record starts:
 /// its place, which tells records apart whatever the file's layout.
-pub fn read_placed(path: &Path) -> LabResult<(Vec<Value>, Vec<(usize, usize)>)> {
+pub fn read_placed(path: &Path) -> LabResult<Placed> {
     // A member of a tar archive (`ARCHIVE[MEMBER]`) is read back from it.
     if !path.exists() && super::member_source::split(path).is_some() {
         let text = super::member_source::read_text(path)
@@ -39,10 +43,7 @@ pub fn from_reader<R: BufRead>(reader: R, source: &Path) -> LabResult<Vec<Value>
 }
 
 /// [`read_placed`] on any reader; `source` names it in errors.
-pub fn from_reader_placed<R: BufRead>(
-    mut reader: R,
-    source: &Path,
-) -> LabResult<(Vec<Value>, Vec<(usize, usize)>)> {
+pub fn from_reader_placed<R: BufRead>(mut reader: R, source: &Path) -> LabResult<Placed> {
     let (mut out, mut places) = (Vec::new(), Vec::new());
     if starts_with_array(&mut reader, source)? {
         stream::for_each_element(reader, source, &[], &[], |v, line, column| {

@@ -222,7 +222,7 @@ pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
 /// The records of a log's text (`path` names it in errors): what
 /// [`read_file`] reads, from memory, with the 1-based (line, column) where
 /// each starts.
-pub fn parse_records(path: &Path, text: &str) -> LabResult<(Vec<Value>, Vec<(usize, usize)>)> {
+pub fn parse_records(path: &Path, text: &str) -> LabResult<crate::log_records::Placed> {
     crate::log_records::from_reader_placed(text.as_bytes(), path)
 }
 
