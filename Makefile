@@ -35,10 +35,12 @@ bench:
 	$(CARGO) bench --locked --bench exec
 	$(CARGO) bench --locked --bench optimal
 	$(CARGO) bench --locked --bench horizon
+	sh scripts/bench_stream_memory.sh
 	sh scripts/bench_build.sh
 
 ## bench-build: clean build time of the workspace's crates, and the rebuild after touching one zoo port (names the crates it rebuilt; fails if one below the zoo was)
 bench-build:
+	sh scripts/bench_stream_memory.sh
 	sh scripts/bench_build.sh
 
 ## ci: what .ci/run runs once its tools are installed: lint, the tests, every scenario, the reports check, the self-check

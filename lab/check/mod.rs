@@ -54,7 +54,7 @@ pub fn metric(c: &Compared, metric: &str) -> Option<f64> {
         "dollars" => c.cost.as_ref().map(|r| r.dollars),
         "breaks" => c.cost.as_ref().map(|r| r.breaks as f64),
         // Percent, as every other output shows it.
-        "artifact_recall" => c.retention.as_ref().map(|r| r.artifact_recall * 100.0),
+        "artifact_recall" => c.retention.as_ref().map(|r| r.artifact_recall),
         "refetch_calls" => c.retention.as_ref().map(|r| r.refetch_calls as f64),
         _ => None,
     }

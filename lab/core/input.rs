@@ -25,10 +25,11 @@ fn refused(file: &Path, message: String, fix: &str) -> LabError {
     }
 }
 
-/// Longest line of a line-per-record log, 64 MiB: the largest tool result
+/// Longest record, 64 MiB: a line of a line-per-record log, or one element
+/// of a JSON array document (`import::stream`). The largest tool result
 /// of the shared sessions is a few MiB, and parsing one record takes many
 /// times its size in memory (a 200 MB line peaked at 6 GB), so a longer
-/// line is refused with its line number instead.
+/// one is refused with the line and column it starts at instead.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Largest transcript imported, 1 GiB: real session logs run to hundreds of

@@ -642,6 +642,7 @@ impl Records {
         session.real_compactions = session.real_compaction_meta.iter().map(|c| c.at).collect();
         session.starts_with_summary = starts_with_summary;
         session.main_lines = origins.iter().map(|o| o.line).collect();
+        session.main_columns = origins.iter().map(|o| o.column).collect();
         session.main_times_ms = super::times::since_start(origins.iter().map(|o| o.time_ms));
         session.main_sent_chars = kept.sent;
         session.main = kept.msgs;

@@ -373,7 +373,7 @@ fn walk_members<R: Read>(
             continue;
         }
         let name = format!("{}[{member}]", path.display());
-        let sessions = import_member(entry, &name, &member, options);
+        let sessions = import_member(entry, &name, &member, options).map_err(damaged_member);
         f(Member {
             name,
             key,
@@ -386,6 +386,22 @@ fn walk_members<R: Read>(
         super::tar_index::remember(path, stamp, index);
     }
     Ok(())
+}
+
+/// A read error inside a member is the archive's damage, not the file
+/// system's: the archive opened, and its bytes (a cut or corrupt
+/// compressed stream) do not decode. Bad input (exit 3), named by member.
+fn damaged_member(e: LabError) -> LabError {
+    match e {
+        LabError::Io { path, source, .. } => LabError::Input {
+            file: path,
+            line: 0,
+            column: 0,
+            message: format!("the archive member cannot be read to its end: {source}"),
+            fix: "the archive is damaged or cut; check it with `tar -tf`, or unpack what it holds and import the directory".to_string(),
+        },
+        e => e,
+    }
 }
 
 /// One archive member's sessions, labelled by the member's path.

@@ -463,6 +463,11 @@ pub struct ImportedSession {
     /// 1-based source line of the (first) record behind each `main` message
     /// (0 for messages the importer synthesized).
     pub main_lines: Vec<usize>,
+    /// 1-based column where that record starts (0 for messages the importer
+    /// synthesized; empty when the importer does not record it). With
+    /// `main_lines` it tells records apart whatever the layout: every record
+    /// of a one-line `chat.json` is on line 1 ([`ImportedSession::main_place`]).
+    pub main_columns: Vec<usize>,
     /// When each `main` message was written, in milliseconds since the
     /// session's first recorded time (`None` for a message without one);
     /// empty when the log records no times. Time-based rules (an idle gap,
@@ -602,6 +607,7 @@ impl ImportedSession {
             system: Vec::new(),
             main: Vec::new(),
             main_lines: Vec::new(),
+            main_columns: Vec::new(),
             main_times_ms: Vec::new(),
             main_sent_chars: Vec::new(),
             main_from_sidechain: None,
@@ -632,6 +638,14 @@ impl ImportedSession {
             None => MainInner::Held(self.main.iter()),
         };
         MainMessages { inner }
+    }
+
+    /// Where the (first) record behind `main` message `i` starts: its
+    /// 1-based (line, column), a key that does not depend on how the file
+    /// is laid out (column 1 when the importer records lines only).
+    pub fn main_place(&self, i: usize) -> Option<(usize, usize)> {
+        let line = *self.main_lines.get(i)?;
+        Some((line, self.main_columns.get(i).copied().unwrap_or(1)))
     }
 
     /// Messages in the main conversation (also when left in the file).
@@ -1197,6 +1211,7 @@ pub(crate) fn recorded_message_len(role: Role, content_len: usize) -> usize {
 /// Store repaired messages in `session.main` with their lines and recorded sizes.
 pub(crate) fn store_main(session: &mut ImportedSession, main: Vec<Message>, origins: Vec<Origin>) {
     session.main_lines = origins.iter().map(|o| o.line).collect();
+    session.main_columns = origins.iter().map(|o| o.column).collect();
     session.main_sent_chars = main
         .iter()
         .zip(&origins)

@@ -14,13 +14,18 @@ use serde_json::Value;
 use super::{claude_jsonl, lines, stream};
 use crate::error::{LabError, LabResult};
 
+/// A log's records in file order, with the 1-based (line, column) where
+/// each starts.
+pub type Placed = (Vec<Value>, Vec<(usize, usize)>);
+
 /// Every record of the log at `path`, in file order, never holding its text whole.
 pub fn read(path: &Path) -> LabResult<Vec<Value>> {
     Ok(read_placed(path)?.0)
 }
 
-/// [`read`], with the 1-based line where each record starts.
-pub fn read_placed(path: &Path) -> LabResult<(Vec<Value>, Vec<usize>)> {
+/// [`read`], with the 1-based (line, column) where each record starts:
+/// its place, which tells records apart whatever the file's layout.
+pub fn read_placed(path: &Path) -> LabResult<Placed> {
     // A member of a tar archive (`ARCHIVE[MEMBER]`) is read back from it.
     if !path.exists() && super::member_source::split(path).is_some() {
         let text = super::member_source::read_text(path)
@@ -38,26 +43,23 @@ pub fn from_reader<R: BufRead>(reader: R, source: &Path) -> LabResult<Vec<Value>
 }
 
 /// [`read_placed`] on any reader; `source` names it in errors.
-pub fn from_reader_placed<R: BufRead>(
-    mut reader: R,
-    source: &Path,
-) -> LabResult<(Vec<Value>, Vec<usize>)> {
-    let (mut out, mut lines) = (Vec::new(), Vec::new());
+pub fn from_reader_placed<R: BufRead>(mut reader: R, source: &Path) -> LabResult<Placed> {
+    let (mut out, mut places) = (Vec::new(), Vec::new());
     if starts_with_array(&mut reader, source)? {
-        stream::for_each_element(reader, source, &[], &[], |v, line, _| {
+        stream::for_each_element(reader, source, &[], &[], |v, line, column| {
             out.push(v);
-            lines.push(line);
+            places.push((line, column));
             Ok(())
         })?;
     } else {
         let parse = |b: &[u8]| serde_json::from_slice::<Value>(b);
         lines::for_each(reader, source, claude_jsonl::RULES, parse, |v, at| {
             out.push(v);
-            lines.push(at.line);
+            places.push((at.line, at.column));
             Ok(())
         })?;
     }
-    Ok((out, lines))
+    Ok((out, places))
 }
 
 /// The first byte after a byte-order mark and white space is `[`: a

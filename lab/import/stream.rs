@@ -10,6 +10,11 @@
 //! without being kept (their brackets are matched, their content is not
 //! validated).
 //!
+//! Memory: an element held for parsing is at most
+//! [`crate::input::MAX_LINE_BYTES`] (64 MiB, the cap on a JSON Lines
+//! record); a longer one is refused with the line and column it starts at
+//! before more of it is kept, since parsing takes many times its size.
+//!
 //! Positions: the callback gets the 1-based line and column of the element's
 //! first byte (so a one-line minified file still names each element's place);
 //! errors inside an element carry serde_json's position shifted to the file;
@@ -44,6 +49,8 @@ enum Stop {
     Io(io::Error),
     /// The callback refused.
     Callback(LabError),
+    /// A value to hold was longer than the cap: (line, column) of its start.
+    TooLarge(usize, usize),
 }
 
 impl From<io::Error> for Stop {
@@ -57,6 +64,8 @@ struct Scanner<R> {
     line: usize,
     /// Column of the last consumed byte (0 at a line start).
     col: usize,
+    /// Most bytes of one value held for parsing.
+    cap: usize,
 }
 
 /// Where the scan of one JSON value stands: a scalar ends before the first
@@ -191,8 +200,9 @@ impl<R: BufRead> Scanner<R> {
     }
 
     /// Consume one JSON value (whitespace already skipped), appending its
-    /// bytes to `out` when given.
+    /// bytes to `out` when given, at most `cap` of them.
     fn value(&mut self, mut out: Option<&mut Vec<u8>>) -> Result<(), Stop> {
+        let start = self.here();
         let first = self.peek()?.ok_or(Stop::Eof)?;
         if matches!(first, b',' | b']' | b'}' | b':') {
             return Err(self.syntax("expected a value"));
@@ -230,6 +240,11 @@ impl<R: BufRead> Scanner<R> {
                 }
             }
             if let Some(out) = out.as_deref_mut() {
+                // Checked before the bytes are kept: one value must not
+                // decide the process's peak.
+                if out.len() + n > self.cap {
+                    return Err(Stop::TooLarge(start.0, start.1));
+                }
                 out.extend_from_slice(&buf[..n]);
             }
             self.line = line;
@@ -270,12 +285,32 @@ pub(crate) fn for_each_element<R: BufRead>(
     source: &Path,
     keys: &[&str],
     capture: &[&str],
+    f: impl FnMut(Value, usize, usize) -> LabResult<()>,
+) -> LabResult<StreamEnd> {
+    for_each_element_capped(
+        reader,
+        source,
+        keys,
+        capture,
+        crate::input::MAX_LINE_BYTES,
+        f,
+    )
+}
+
+/// [`for_each_element`] holding at most `cap` bytes of one element.
+fn for_each_element_capped<R: BufRead>(
+    reader: R,
+    source: &Path,
+    keys: &[&str],
+    capture: &[&str],
+    cap: usize,
     mut f: impl FnMut(Value, usize, usize) -> LabResult<()>,
 ) -> LabResult<StreamEnd> {
     let mut sc = Scanner {
         r: reader,
         line: 1,
         col: 0,
+        cap,
     };
     let mut end = StreamEnd::default();
     let mut found = false;
@@ -300,6 +335,7 @@ pub(crate) fn for_each_element<R: BufRead>(
         Err(Stop::Syntax(l, c, m)) => return Err(input_error(l, c, format!("invalid JSON: {m}"))),
         Err(Stop::Io(e)) => return Err(LabError::io("reading transcript", source, e)),
         Err(Stop::Callback(e)) => return Err(e),
+        Err(Stop::TooLarge(line, column)) => return Err(too_large(source, line, column, cap)),
     }
     if !found {
         let what = if keys.is_empty() {
@@ -427,11 +463,88 @@ fn array<R: BufRead>(
     }
 }
 
+/// An element longer than `cap` bytes, refused where it starts.
+fn too_large(source: &Path, line: usize, column: usize, cap: usize) -> LabError {
+    LabError::Input {
+        file: source.to_path_buf(),
+        line,
+        column,
+        message: format!(
+            "a JSON value of more than {} MiB; ctxlab reads one record at a time and holds at \
+             most this much of one",
+            cap / (1024 * 1024)
+        ),
+        fix: "a single record this large is not a transcript record: check the file, or split \
+              the record's content"
+            .to_string(),
+    }
+}
+
 /// serde_json's message without its " at line L column C" suffix.
 pub(crate) fn without_position(e: &serde_json::Error) -> String {
     let s = e.to_string();
     match s.rfind(" at line ") {
         Some(i) => s[..i].to_string(),
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The elements' start places, or the error.
+    fn places(text: &[u8], keys: &[&str], cap: usize) -> LabResult<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
+        for_each_element_capped(text, Path::new("s.json"), keys, &[], cap, |_, l, c| {
+            out.push((l, c));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn an_element_over_the_cap_is_refused_where_it_starts() {
+        let big = format!("\"{}\"", "x".repeat(200));
+        let text = format!("[\n  {{\"a\": 1}},\n  {{\"t\": {big}}}\n]");
+        let e = places(text.as_bytes(), &[], 100).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("s.json:3:3: a JSON value of more than"),
+            "{msg}"
+        );
+        // Under the cap the same file streams.
+        assert_eq!(
+            places(text.as_bytes(), &[], 1_000).unwrap(),
+            [(2, 3), (3, 3)]
+        );
+    }
+
+    #[test]
+    fn a_skipped_value_over_the_cap_is_not_held_so_not_refused() {
+        let text = format!(
+            "{{\"meta\": \"{}\", \"messages\": [1, 2]}}",
+            "y".repeat(500)
+        );
+        assert_eq!(
+            places(text.as_bytes(), &["messages"], 100).unwrap().len(),
+            2
+        );
+    }
+
+    #[test]
+    fn an_element_over_64_mib_is_refused_with_its_place() {
+        let mut text = b"[{\"a\": 1},\n  \"".to_vec();
+        text.extend(std::iter::repeat_n(b'x', crate::input::MAX_LINE_BYTES + 10));
+        text.extend(b"\"]");
+        let e = for_each_element(&text[..], Path::new("big.json"), &[], &[], |_, _, _| Ok(()))
+            .unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("big.json:2:3: a JSON value of more than 64 MiB"),
+            "{msg}"
+        );
     }
 }

@@ -83,7 +83,7 @@ impl SessionRecord {
             invalid_requests: r.invalid_requests,
             events: r.events.len(),
             dollars: cost.map(|x| x.dollars),
-            recall_percent: retention.map(|x| x.artifact_recall * 100.0),
+            recall_percent: retention.map(|x| x.artifact_recall),
             tokenizer: r.tokenizer.clone(),
         }
     }

@@ -153,7 +153,7 @@ pub struct ReplayArgs {
     #[arg(long, requires = "cost")]
     pub optimal: bool,
     /// With --optimal: the retention floor of the printed schedule, artifact
-    /// recall at the last request in [0, 1].
+    /// recall at the last request in percent, [0, 100].
     #[arg(long, value_name = "R", default_value_t = 0.0, value_parser = super::optimal::parse_floor, requires = "optimal")]
     pub optimal_floor: f64,
     /// With --optimal: the most tokens one request of the printed schedule

@@ -265,15 +265,17 @@ pub struct RecordedLog {
     pub left_out: Vec<RecordedRequest>,
     /// The Claude Code release of the first main-agent record that names one.
     pub version: Option<String>,
-    /// The 1-based lines of the main-agent records that mark a resume of
-    /// the session (the `SessionStart` hook with the `resume` matcher); none in
-    /// a subagent's log.
-    pub resumes: Vec<usize>,
+    /// The 1-based (line, column) places of the main-agent records that
+    /// mark a resume of the session (the `SessionStart` hook with the
+    /// `resume` matcher); none in a subagent's log.
+    pub resumes: Vec<(usize, usize)>,
     /// The response id (`message.id`) of each record that carries one, by
-    /// the record's 1-based line, sidechain records included: a reply the
-    /// importer split or merged is paired with its request by id, whichever
-    /// of its records it starts on.
-    reply_ids: Arc<std::collections::HashMap<usize, String>>,
+    /// the 1-based (line, column) where the record starts, sidechain
+    /// records included: a reply the importer split or merged is paired
+    /// with its request by id, whichever of its records it starts on. Keyed
+    /// by place, not line, so that the layout of a `chat.json` (indented,
+    /// one line, one record a line) pairs the same records.
+    reply_ids: Arc<std::collections::HashMap<(usize, usize), String>>,
     /// What a replay may read of this log's usage: `Recorded` as read;
     /// [`RecordedLog::anchored`] with `None` keeps the first request alone.
     pub anchor: super::anchor::Anchor,
@@ -290,7 +292,7 @@ impl RecordedLog {
         }
         let text = crate::import::member_source::read_text(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
-        let (records, lines) = crate::tokens::recorded::parse_records(path, &text)?;
+        let (records, places) = crate::tokens::recorded::parse_records(path, &text)?;
         let version = records
             .iter()
             .filter(|r| r.get("isSidechain").and_then(serde_json::Value::as_bool) != Some(true))
@@ -298,21 +300,21 @@ impl RecordedLog {
             .map(str::to_string);
         let resumes = records
             .iter()
-            .zip(&lines)
+            .zip(&places)
             .filter(|(r, _)| marks_resume(r))
-            .map(|(_, &line)| line)
+            .map(|(_, &place)| place)
             .collect();
-        let (left_out, requests) = crate::tokens::recorded::requests_placed(&records, &lines)
+        let (left_out, requests) = crate::tokens::recorded::requests_placed(&records, &places)
             .into_iter()
             .partition(|r| r.sidechain);
         let reply_ids = records
             .iter()
-            .zip(&lines)
-            .filter_map(|(r, &line)| {
+            .zip(&places)
+            .filter_map(|(r, &place)| {
                 let id = r
                     .pointer("/message/id")
                     .and_then(serde_json::Value::as_str)?;
-                Some((line, id.to_string()))
+                Some((place, id.to_string()))
             })
             .collect();
         Ok(Some(RecordedLog {
@@ -331,10 +333,13 @@ impl RecordedLog {
     /// product resumed from this log: the first message logged after each
     /// resume record, once each.
     pub fn resumed_before(&self, session: &ImportedSession) -> Vec<usize> {
+        let places: Vec<(usize, usize)> = (0..session.main_lines.len())
+            .filter_map(|i| session.main_place(i))
+            .collect();
         let mut out: Vec<usize> = self
             .resumes
             .iter()
-            .filter_map(|&r| session.main_lines.iter().position(|&l| l > r))
+            .filter_map(|&r| places.iter().position(|&p| p > r))
             .collect();
         out.dedup();
         out
@@ -349,10 +354,8 @@ impl RecordedLog {
         sessions
             .iter()
             .map(|s| {
-                let ids: std::collections::HashSet<&str> = s
-                    .main_lines
-                    .iter()
-                    .filter_map(|l| self.reply_ids.get(l).map(String::as_str))
+                let ids: std::collections::HashSet<&str> = (0..s.main_lines.len())
+                    .filter_map(|i| self.reply_ids.get(&s.main_place(i)?).map(String::as_str))
                     .collect();
                 let (requests, rest) = std::mem::take(&mut self.left_out)
                     .into_iter()
@@ -431,10 +434,11 @@ impl RecordedLog {
         self.requests.first().map(|r| r.model.as_str())
     }
 
-    /// The recorded request that produced the reply whose first record is
-    /// on `line` (1-based), by the response id of that record.
-    pub fn request_at_line(&self, line: usize) -> Option<&RecordedRequest> {
-        let id = self.reply_ids.get(&line)?;
+    /// The recorded request that produced the reply whose first record
+    /// starts at `place` (1-based line and column), by the response id of
+    /// that record.
+    pub fn request_at(&self, place: (usize, usize)) -> Option<&RecordedRequest> {
+        let id = self.reply_ids.get(&place)?;
         self.requests.iter().find(|r| &r.id == id)
     }
 
@@ -772,9 +776,8 @@ pub fn anchors(
             continue;
         }
         let request = session
-            .main_lines
-            .get(i)
-            .and_then(|l| log.reply_ids.get(l))
+            .main_place(i)
+            .and_then(|p| log.reply_ids.get(&p))
             .and_then(|id| by_id.get(id.as_str()));
         if let (crate::message::Role::Assistant, Some(r)) = (m.role, request) {
             let recorded = r.usage.total().saturating_add(r.billing.output_tokens);

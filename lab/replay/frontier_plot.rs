@@ -40,7 +40,7 @@ pub fn svg(rows: &[Scored], title: &str, caption: &str) -> String {
             Some(d) => d,
             None => s.tokens_sent as f64,
         };
-        (cost, s.artifact_recall * 100.0)
+        (cost, s.artifact_recall)
     };
     let line = staircase(rows.iter().map(at).collect());
     let marks = rows

@@ -243,7 +243,7 @@ fn summary(s: &mut String, runs: &[Compared], scored: &[Scored], recorded: &[Cos
             c.run.events.len(),
             c.cost.as_ref().map_or("-".into(), |r| r.input_tokens.to_string()),
             c.cost.as_ref().map_or("-".into(), |r| format!("{:.4}", r.dollars)),
-            sc.map_or("-".into(), |x| format!("{:.1} %", x.artifact_recall * 100.0)),
+            sc.map_or("-".into(), |x| format!("{:.1} %", x.artifact_recall)),
             sc.map_or("-".into(), |x| {
                 let kept = x.retention.facts.iter().filter(|f| f.status != Status::Gone).count();
                 format!("{kept}/{}", x.retention.facts.len())
@@ -790,7 +790,7 @@ fn retention(s: &mut String, scored: &[Scored]) {
             row_attr(&x.policy),
             esc(&x.session),
             esc(&x.policy),
-            x.artifact_recall * 100.0,
+            x.artifact_recall,
             x.retention.refetch_calls
         );
         for f in &x.retention.facts {

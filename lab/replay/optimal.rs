@@ -24,17 +24,21 @@ use crate::optimal::Problem;
 /// `--optimal`'s options.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OptimalArgs {
-    /// `--optimal-floor`: artifact recall at the last request at least this.
+    /// `--optimal-floor`: artifact recall at the last request at least
+    /// this, percent.
     pub floor: f64,
     /// `--optimal-limit`: tokens one request may carry, envelope included.
     pub limit: Option<u64>,
 }
 
-/// A floor in [0, 1], or a usage error naming the flag.
+/// A floor in percent, [0, 100] (recall is percent in every output), or
+/// a usage error naming the flag.
 pub fn parse_floor(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
-        _ => Err(format!("`{s}` is not a recall in [0, 1] (e.g. 0.9)")),
+        Ok(f) if (0.0..=100.0).contains(&f) => Ok(f),
+        _ => Err(format!(
+            "`{s}` is not a recall percent in [0, 100] (e.g. 90)"
+        )),
     }
 }
 

@@ -824,7 +824,7 @@ fn cost_table(
             row.insert(4, r.compaction_calls.to_string());
             if with_regret {
                 row.push(regret.get(i).cloned().flatten().map_or("-".into(), |g| {
-                    format!("{:.4} (r>={:.3})", g.dollars, g.floor)
+                    format!("{:.4} (r>={:.1}%)", g.dollars, g.floor)
                 }));
             }
             row

@@ -114,8 +114,8 @@ pub fn as_sent(
     };
     let log = log.anchored(anchor);
     // Under `None` no step between two recorded requests is read.
-    let recorded = |line| {
-        let r = log.request_at_line(line).filter(|_| anchor.reads_usage())?;
+    let recorded = |place| {
+        let r = log.request_at(place).filter(|_| anchor.reads_usage())?;
         Some(r.usage.total())
     };
     let counter = tokens.counter();

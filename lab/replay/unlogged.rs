@@ -94,8 +94,11 @@ pub struct Attachment {
 }
 
 /// The recorded prompt tokens of the request that produced the reply
-/// starting on a 1-based line of the log (`None`: no recorded request).
-pub type Recorded<'a> = &'a dyn Fn(usize) -> Option<u64>;
+/// whose record starts at a 1-based (line, column) of the log (`None`: no
+/// recorded request). A place, not a line: a one-line `chat.json` holds
+/// every record on line 1, and its numbers must not differ from the
+/// indented file's.
+pub type Recorded<'a> = &'a dyn Fn((usize, usize)) -> Option<u64>;
 
 /// The attachments of `session` that its recorded usage (`recorded`)
 /// shows, counted with `counter`: conversation by conversation (a real
@@ -164,7 +167,7 @@ fn paired(session: &ImportedSession, recorded: Recorded, i: usize) -> Option<u64
     if session.main[i].role != Role::Assistant {
         return None;
     }
-    recorded(*session.main_lines.get(i)?)
+    recorded(session.main_place(i)?)
 }
 
 /// A reply paired with its recorded request.

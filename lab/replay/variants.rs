@@ -20,7 +20,7 @@ pub struct Priced<'a> {
     pub cost: &'a CostReport,
     /// Decisions its gate skipped (`gated` events).
     pub gate_skips: usize,
-    /// Artifact recall, where retention was measured.
+    /// Artifact recall, percent, where retention was measured.
     pub recall: Option<f64>,
 }
 
@@ -47,7 +47,7 @@ pub struct VariantSummary {
     pub variant_read_share: f64,
     /// Compactions the gate skipped (`gated` events; 0 for `frozen:`).
     pub gate_skips: usize,
-    /// Mean artifact recall of the design over the sessions, where both
+    /// Mean artifact recall (percent) of the design over the sessions, where both
     /// measured retention.
     pub base_recall: Option<f64>,
     /// Likewise for the wrapper.
@@ -159,7 +159,7 @@ pub fn table(rows: &[VariantSummary], format: crate::render::Format) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let recall = |r: Option<f64>| r.map_or("-".to_string(), |x| format!("{x:.3}"));
+    let recall = |r: Option<f64>| r.map_or("-".to_string(), |x| format!("{x:.1}%"));
     let body = rows
         .iter()
         .map(|r| {

@@ -109,8 +109,9 @@ fn the_program_equals_every_schedule_on_200_generated_sessions() {
         };
         let shape = Shape::new(&p, &Approx);
         let total = shape.results_before.last().copied().unwrap_or(0);
+        // A recall floor in percent, as the measure gives it.
         let floor = if rng.gen_bool(0.4) {
-            rng.gen_range(0.0..1.0)
+            rng.gen_range(0.0..100.0)
         } else {
             0.0
         };

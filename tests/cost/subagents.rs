@@ -115,12 +115,13 @@ fn assert_paired(logged: &LoggedSession, what: &str) {
         .expect("a Claude Code log records usage");
     let s = &logged.session;
     let mut ids = HashSet::new();
-    for (m, line) in s.main.iter().zip(&s.main_lines) {
+    for (i, m) in s.main.iter().enumerate() {
         if m.role != Role::Assistant {
             continue;
         }
+        let line = s.main_lines[i];
         let r = log
-            .request_at_line(*line)
+            .request_at(s.main_place(i).unwrap())
             .unwrap_or_else(|| panic!("{what}: the reply at line {line} pairs with no request"));
         assert!(
             r.sidechain,

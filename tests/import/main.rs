@@ -29,3 +29,4 @@ mod import_props;
 mod import_real;
 mod import_roo_code;
 mod import_shapes;
+mod input_fuzz;

@@ -205,6 +205,26 @@ fn artifact_recall_is_a_percent_as_everywhere_else() {
 }
 
 #[test]
+fn the_retention_json_carries_artifact_recall_in_percent_too() {
+    // One unit per metric: the replay's retention JSON as `lab check` and the tables.
+    let dir = dir_with("", &[("s.json", &session_json())]);
+    let file = dir.path().join("s.json");
+    let out = lab_ok(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--retention",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let scored = &v["retention"][0];
+    assert_eq!(scored["artifact_recall"], 100.0, "{scored}");
+    assert_eq!(scored["retention"]["artifact_recall"], 100.0);
+}
+
+#[test]
 fn help_and_guide_list_every_key_and_metric_with_its_unit() {
     let help = lab_ok(&["check", "--help"]);
     let guide = crate::common::guide();

@@ -37,7 +37,7 @@ fn session_errors(
     // What the log leaves out, put back where recorded usage shows it, as
     // every replay does; the request that sized an attachment is its
     // anchor, as the first one is the envelope's, and is not scored.
-    let recorded = |line| Some(log.request_at_line(line)?.usage.total());
+    let recorded = |place| Some(log.request_at(place)?.usage.total());
     let resumes = log.resumed_before(&imported);
     let found = put_back(
         &mut imported,
@@ -88,8 +88,7 @@ fn session_errors(
             .calls
             .iter()
             .filter_map(|c| {
-                let line = imported.main_lines.get(w[0] + c.at)?;
-                let r = log.request_at_line(*line)?;
+                let r = log.request_at(imported.main_place(w[0] + c.at)?)?;
                 Some((w[0] + c.at, c.tokens + c.envelope, r.usage.total() as f64))
             })
             .collect();

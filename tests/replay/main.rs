@@ -14,6 +14,7 @@ mod dump;
 mod estimator_replay;
 mod input_path;
 mod launchers;
+mod layout;
 mod optimal_cli;
 mod optimal_regret;
 mod output_placeholders;

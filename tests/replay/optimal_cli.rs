@@ -78,10 +78,10 @@ fn a_floor_out_of_range_is_refused_and_an_impossible_limit_is_reported() {
         "--cost",
         "--optimal",
         "--optimal-floor",
-        "1.5",
+        "150",
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("not a recall in [0, 1]"), "{err}");
+    assert!(err.contains("not a recall percent in [0, 100]"), "{err}");
     let (code, _, err) = lab(&["replay", &f, "--optimal"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--cost"), "{err}");
@@ -103,7 +103,14 @@ fn a_floor_out_of_range_is_refused_and_an_impossible_limit_is_reported() {
     );
     assert!(v["optimal"][0]["schedule"].is_null());
     // A floor above what the uncompacted session keeps is infeasible too
-    // (here recall is 1 without compaction, so 1 is met).
-    let out = lab_ok(&["replay", &f, "--cost", "--optimal", "--optimal-floor", "1"]);
+    // (here recall is 100 % without compaction, so 100 is met).
+    let out = lab_ok(&[
+        "replay",
+        &f,
+        "--cost",
+        "--optimal",
+        "--optimal-floor",
+        "100",
+    ]);
     assert!(out.contains("optimal"), "{out}");
 }

@@ -152,7 +152,7 @@ fn a_deleted_pointer_target_turns_reachable_into_gone() {
     // result masked with a pointer, so two paths present and the error line
     // reachable. Call 3: c's path joins the present ones.
     assert_eq!(err, vec![(0, 0), (2, 0), (2, 1), (3, 1)]);
-    assert_eq!(r.artifact_recall, 1.0);
+    assert_eq!(r.artifact_recall, 100.0);
 
     let mut delete = Mask {
         keep: 1,
@@ -166,7 +166,7 @@ fn a_deleted_pointer_target_turns_reachable_into_gone() {
     assert_eq!(gone.label, "error: E0425 cannot find value `x`");
     assert_eq!((gone.status, gone.first_gone), (Status::Gone, Some(3)));
     assert_eq!(gone.mechanisms, vec!["none"]);
-    assert_eq!(r.artifact_recall, 3.0 / 4.0);
+    assert_eq!(r.artifact_recall, 75.0);
 }
 
 /// `a.rs` is read, masked once `b.rs` is read, then read again: one re-fetch,
@@ -246,14 +246,14 @@ fn planted_facts_survive_the_baseline_and_name_the_losing_mechanism() {
     };
     let none = compare_one("g", &messages, "none", 160, &m).unwrap();
     let r = none.retention.unwrap();
-    assert_eq!(r.artifact_recall, 1.0);
+    assert_eq!(r.artifact_recall, 100.0);
     assert_eq!(r.facts.len(), 4, "no parallel batch in this session");
     let seed = compare_one("g", &messages, "course-f9e8b28", 160, &m).unwrap();
     let r = seed.retention.unwrap();
     let fact = r.facts.iter().find(|f| f.label == "tool_result").unwrap();
     assert_eq!(fact.status, Status::Gone);
     assert_eq!(fact.mechanisms, vec!["cleared"]);
-    assert!(r.artifact_recall < 1.0);
+    assert!(r.artifact_recall < 100.0);
 }
 
 /// A fact in a result that course-main saves to a file and then replaces
@@ -290,7 +290,7 @@ fn a_fact_behind_the_saved_at_placeholder_is_reachable() {
     assert_eq!(fact.status, Status::Reachable, "{fact:?}");
     assert_eq!(fact.first_gone, None, "{fact:?}");
     assert!(fact.mechanisms.is_empty(), "{fact:?}");
-    assert_eq!(r.artifact_recall, 1.0);
+    assert_eq!(r.artifact_recall, 100.0);
 }
 
 /// Every policy has the retention metrics on the shared sessions (the three
@@ -332,10 +332,10 @@ fn every_policy_has_retention_on_real_sessions() {
         assert!(r.artifacts > 0, "{} {}", c.run.session, c.run.policy);
         assert_eq!(r.series.len(), c.run.calls.len());
         if c.run.policy == "none" {
-            assert_eq!(r.artifact_recall, 1.0, "{}", c.run.session);
+            assert_eq!(r.artifact_recall, 100.0, "{}", c.run.session);
             assert_eq!(r.refetch_calls, 0);
         } else {
-            assert!((0.0..=1.0).contains(&r.artifact_recall));
+            assert!((0.0..=100.0).contains(&r.artifact_recall));
         }
     }
 }
@@ -348,7 +348,7 @@ fn the_frontier_report_marks_exactly_the_dominated_policies() {
     let rows = ctxlab::reports::frontier::frontier_rows().unwrap();
     assert_eq!(rows.len(), ctxlab::zoo::list::names().len());
     let none = rows.iter().find(|r| r.policy == "none").unwrap();
-    assert_eq!(none.artifact_recall, 1.0);
+    assert_eq!(none.artifact_recall, 100.0);
     assert_eq!(none.retention.refetch_calls, 0);
     let beats = |o: &ctxlab::retention::render::Scored, m: &ctxlab::retention::render::Scored| {
         let (oc, mc) = (o.dollars.unwrap(), m.dollars.unwrap());

@@ -10,6 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -68,6 +69,103 @@ impl Billing {
     }
 }
 
+/// The messages one request sent: a prefix of a list shared by the
+/// requests of its conversation. Each request resends everything before
+/// it, so a copy per request grows with the square of the session (a 29 MB
+/// chained log held 5.5 GB of copies); shared, the conversation is held
+/// about once. Reads as a slice.
+#[derive(Clone, Default)]
+pub struct Sent {
+    all: Arc<Vec<Message>>,
+    len: usize,
+}
+
+impl Sent {
+    /// The first `len` messages of `all` (at most all of them).
+    pub fn prefix(all: &Arc<Vec<Message>>, len: usize) -> Sent {
+        Sent {
+            all: Arc::clone(all),
+            len: len.min(all.len()),
+        }
+    }
+
+    /// Whether `self` and `other` read the same held list (one copy).
+    pub fn shares_with(&self, other: &Sent) -> bool {
+        Arc::ptr_eq(&self.all, &other.all)
+    }
+}
+
+impl From<Vec<Message>> for Sent {
+    fn from(v: Vec<Message>) -> Sent {
+        let len = v.len();
+        Sent {
+            all: Arc::new(v),
+            len,
+        }
+    }
+}
+
+impl std::ops::Deref for Sent {
+    type Target = [Message];
+    fn deref(&self) -> &[Message] {
+        &self.all[..self.len]
+    }
+}
+
+impl PartialEq for Sent {
+    fn eq(&self, other: &Sent) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The messages of a log's requests, shared: per conversation, the longest
+/// list so far of which each request's messages are a prefix. A request
+/// that is not a prefix of it, nor extends it (an earlier turn's thinking
+/// stripped, an edit), starts a new list.
+#[derive(Default)]
+struct Shared {
+    lists: Vec<Vec<Message>>,
+    current: HashMap<String, usize>,
+    /// (list, length) of each request, in order.
+    placed: Vec<(usize, usize)>,
+}
+
+impl Shared {
+    fn add(&mut self, chain: &str, messages: Vec<Message>) {
+        let len = messages.len();
+        if let Some(&k) = self.current.get(chain) {
+            let list = &mut self.lists[k];
+            if list.len() <= len && messages[..list.len()] == list[..] {
+                *list = messages;
+                self.placed.push((k, len));
+                return;
+            }
+            if len <= list.len() && list[..len] == messages[..] {
+                self.placed.push((k, len));
+                return;
+            }
+        }
+        self.lists.push(messages);
+        self.current.insert(chain.to_string(), self.lists.len() - 1);
+        self.placed.push((self.lists.len() - 1, len));
+    }
+
+    /// Each request's messages, in the order they were added.
+    fn finish(self) -> Vec<Sent> {
+        let lists: Vec<Arc<Vec<Message>>> = self.lists.into_iter().map(Arc::new).collect();
+        self.placed
+            .into_iter()
+            .map(|(k, len)| Sent::prefix(&lists[k], len))
+            .collect()
+    }
+}
+
 /// One recorded request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -86,8 +184,9 @@ pub struct RecordedRequest {
     /// response's own time comes after the model's latency (thinking can
     /// take minutes), so cache lifetimes are measured between send times.
     pub sent_ms: Option<i64>,
-    /// The messages sent, oldest first.
-    pub messages: Vec<Message>,
+    /// The messages sent, oldest first (shared with the conversation's
+    /// other requests, [`Sent`]).
+    pub messages: Sent,
     /// o200k tokens of file contents Claude Code re-sent with tool results of
     /// these messages without logging them ([`reminders`]).
     pub resent_units: f64,
@@ -116,13 +215,14 @@ pub struct RecordedRequest {
 /// requests in log order. Requests without usage (or with all-zero usage,
 /// as the `<synthetic>` placeholders) are left out.
 pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
-    let (records, lines) = crate::log_records::read_placed(path)?;
-    Ok(requests_placed(&records, &lines))
+    let (records, places) = crate::log_records::read_placed(path)?;
+    Ok(requests_placed(&records, &places))
 }
 
 /// The records of a log's text (`path` names it in errors): what
-/// [`read_file`] reads, from memory, with the line where each starts.
-pub fn parse_records(path: &Path, text: &str) -> LabResult<(Vec<Value>, Vec<usize>)> {
+/// [`read_file`] reads, from memory, with the 1-based (line, column) where
+/// each starts.
+pub fn parse_records(path: &Path, text: &str) -> LabResult<crate::log_records::Placed> {
     crate::log_records::from_reader_placed(text.as_bytes(), path)
 }
 
@@ -136,9 +236,10 @@ pub fn requests(records: &[Value]) -> Vec<RecordedRequest> {
     requests_placed(records, &[])
 }
 
-/// [`requests`] of records that start at `lines` (1-based, one per record;
-/// empty when unknown): each request knows the line of its response.
-pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedRequest> {
+/// [`requests`] of records that start at `places` (1-based line and
+/// column, one per record; empty when unknown): each request knows the
+/// line of its response.
+pub fn requests_placed(records: &[Value], places: &[(usize, usize)]) -> Vec<RecordedRequest> {
     let index = assemble::Index::new(records);
     let reminders = reminders::Reminders::of(records);
     let by_uuid: HashMap<&str, &Value> = records
@@ -151,6 +252,7 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
         placeholders::outputs(records, crate::tokens::Tokens::Claude.counter().as_ref());
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    let mut shared = Shared::default();
     for (i, r) in records.iter().enumerate() {
         let Some(usage) = usage_of(r) else { continue };
         let Some(id) = r.pointer("/message/id").and_then(Value::as_str) else {
@@ -170,9 +272,12 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
         if !thinking::keeps_thinking(model) {
             thinking::strip_earlier_turns(&mut messages, |m| reminders.starts_turn(m));
         }
+        let chain_id = str_of(root, "uuid").unwrap_or_default().to_string();
+        let resent_units = reminders.resent_units(&messages);
+        shared.add(&chain_id, messages);
         out.push(RecordedRequest {
             id: id.to_string(),
-            chain: str_of(root, "uuid").unwrap_or_default().to_string(),
+            chain: chain_id,
             sidechain: r
                 .get("isSidechain")
                 .and_then(Value::as_bool)
@@ -180,10 +285,10 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
             model: model.to_string(),
             at_ms: index.time(r),
             sent_ms: chain.last().and_then(|p| index.time(p)),
-            resent_units: reminders.resent_units(&messages),
+            resent_units,
             prompts_after_stop_hook: stop_hooks::prompts_after(&chain),
-            messages,
-            line: lines.get(i).copied(),
+            messages: Sent::default(),
+            line: places.get(i).map(|p| p.0),
             usage,
             implicit_cache: false,
             billing: Billing {
@@ -199,6 +304,9 @@ pub fn requests_placed(records: &[Value], lines: &[usize]) -> Vec<RecordedReques
             },
             charged: None,
         });
+    }
+    for (r, sent) in out.iter_mut().zip(shared.finish()) {
+        r.messages = sent;
     }
     out
 }

@@ -190,7 +190,7 @@ mod tests {
             model: model.into(),
             at_ms: None,
             sent_ms: None,
-            messages: Vec::new(),
+            messages: Default::default(),
             resent_units: 0.0,
             prompts_after_stop_hook: 0,
             line: None,

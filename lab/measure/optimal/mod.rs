@@ -13,6 +13,7 @@
 //!
 //! Constraints: every request (the envelope included) at most `limit`
 //! tokens, and artifact recall at the last request at least a floor `r`
+//! (percent)
 //! (recall as the retention frontier measures it, [`recall_at_end`]:
 //! verbatim search, exact; the only estimate is the token counter sizing
 //! the requests).

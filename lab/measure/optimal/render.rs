@@ -17,13 +17,15 @@ pub struct Optimum {
     pub session: String,
     /// The mechanism family searched (every keep of the grid, compactions at any call).
     pub family: String,
-    /// The retention floor: artifact recall at the last request at least this.
+    /// The retention floor: artifact recall at the last request at least
+    /// this, percent.
     pub floor: f64,
     /// The request limit in tokens, envelope included (`null`: none).
     pub limit: Option<u64>,
     /// The cheapest schedule; `null` when no schedule meets the limit and the floor.
     pub schedule: Option<Schedule>,
-    /// Its artifact recall at the last request (planted facts included).
+    /// Its artifact recall at the last request (planted facts included),
+    /// percent.
     pub recall: Option<f64>,
     /// `optimal`, or `infeasible` with the reason.
     pub status: String,
@@ -36,7 +38,7 @@ pub struct Regret {
     pub dollars: f64,
     /// The bound: the cheapest schedule's dollars at the floor.
     pub bound: f64,
-    /// The floor: the run's artifact recall (0 without `--retention`).
+    /// The floor: the run's artifact recall, percent (0 without `--retention`).
     pub floor: f64,
     /// The family the bound ranges over.
     pub family: String,
@@ -80,7 +82,7 @@ pub fn optimum(
         status: String::new(),
     };
     let Some(cap) = max_cleared(planted.messages, planted.facts, floor, total) else {
-        out.status = format!("infeasible: recall without any compaction is under {floor}");
+        out.status = format!("infeasible: recall without any compaction is under {floor}%");
         return out;
     };
     // Archiving loses nothing to recall (every archived artifact stays
@@ -117,13 +119,13 @@ pub fn table(optima: &[Optimum], format: crate::render::Format) -> String {
             let s = o.schedule.as_ref();
             vec![
                 o.session.clone(),
-                format!("{}", o.floor),
+                format!("{}%", o.floor),
                 s.map_or("-".into(), |s| s.mechanism.clone()),
                 s.map_or("-".into(), |s| s.keep.to_string()),
                 s.map_or("-".into(), |s| points(&s.points)),
                 s.map_or("-".into(), |s| s.requests.to_string()),
                 s.map_or("-".into(), |s| s.peak_tokens.to_string()),
-                o.recall.map_or("-".into(), |r| format!("{r:.3}")),
+                o.recall.map_or("-".into(), |r| format!("{r:.1}%")),
                 s.map_or("-".into(), |s| format!("{:.4}", s.dollars)),
                 o.status.clone(),
             ]

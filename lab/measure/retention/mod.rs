@@ -511,7 +511,9 @@ pub struct RetentionReport {
     pub present: usize,
     /// Reachable through a pointer at the last request.
     pub reachable: usize,
-    /// (present + reachable) / artifacts; 1 when there are none.
+    /// Percent of the artifacts present or reachable at the last request:
+    /// 100 × (present + reachable) / artifacts; 100 when there are none.
+    /// Percent like every printed table and `lab check`.
     pub artifact_recall: f64,
     /// Per kind.
     pub by_kind: BTreeMap<ArtifactKind, KindFigures>,
@@ -560,9 +562,9 @@ impl RetentionReport {
             present,
             reachable,
             artifact_recall: if n == 0 {
-                1.0
+                100.0
             } else {
-                (present + reachable) as f64 / n as f64
+                100.0 * (present + reachable) as f64 / n as f64
             },
             by_kind,
             refetch_calls: refetch.calls,

@@ -17,7 +17,7 @@ pub struct Scored {
     pub policy: String,
     /// Tokens of every request, summed (by the run's tokenizer).
     pub tokens_sent: usize,
-    /// Artifact recall at the last request.
+    /// Artifact recall at the last request, percent.
     pub artifact_recall: f64,
     /// Dollars under the run's price sheet, when priced (the frontier then
     /// weighs dollars instead of tokens sent).
@@ -69,7 +69,7 @@ pub fn mark_dominated(rows: &mut [Scored]) {
 }
 
 fn pct(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
+    format!("{x:.1}%")
 }
 
 fn kind_recall(r: &RetentionReport, k: ArtifactKind) -> String {

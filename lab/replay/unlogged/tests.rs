@@ -70,7 +70,7 @@ fn found(f: &tempfile::NamedTempFile) -> (ImportedSession, Vec<Attachment>) {
     let l = RecordedLog::read(f.path(), session.format)
         .unwrap()
         .unwrap();
-    let recorded = |line| Some(l.request_at_line(line)?.usage.total());
+    let recorded = |place| Some(l.request_at(place)?.usage.total());
     let a = attachments(&session, &recorded, &[], &Approx);
     (session, a)
 }
@@ -298,15 +298,15 @@ fn a_resume_drops_what_was_put_back_before_it() {
     // Recorded: an envelope, the logged messages, 6,000 tokens attached at
     // the second prompt, gone after the resume, and 3,000 at the third.
     let before = |i: usize| Approx.count_messages(&session.main[..i]) as u64;
-    let sizes: std::collections::HashMap<usize, u64> = [
+    let sizes: std::collections::HashMap<(usize, usize), u64> = [
         (1, 2_000 + before(1)),
         (3, 2_000 + before(3) + 6_000),
         (5, 2_000 + before(5) + 3_000),
     ]
     .into_iter()
-    .map(|(i, n)| (session.main_lines[i], n))
+    .map(|(i, n)| (session.main_place(i).unwrap(), n))
     .collect();
-    let recorded = |line| sizes.get(&line).copied();
+    let recorded = |place| sizes.get(&place).copied();
     let with = attachments(&session, &recorded, &resumes, &Approx);
     let tokens: Vec<(usize, usize)> = with.iter().map(|a| (a.at, a.tokens)).collect();
     assert_eq!(tokens, vec![(2, 6_000), (4, 3_000)]);

@@ -28,7 +28,7 @@ fn synthetic(name: &str, truth: &Coefficients, n: usize, seed: usize) -> Session
             resent_units: 0.0,
             prompts_after_stop_hook: 0,
             line: None,
-            messages: messages.clone(),
+            messages: messages.clone().into(),
             billing: Default::default(),
             charged: None,
             implicit_cache: false,

@@ -92,7 +92,7 @@ fn jsonl_comments_are_skipped_and_bad_lines_are_located() {
     let p = Path::new("s.jsonl");
     let ok = "// provenance\n{\"type\":\"summary\"}\n\n{\"type\":\"user\"}\n";
     // Each record knows its line (comment and blank lines skipped).
-    assert_eq!(parse_records(p, ok).unwrap().1, [2, 4]);
+    assert_eq!(parse_records(p, ok).unwrap().1, [(2, 1), (4, 1)]);
     assert_eq!(
         parse_records(p, "{\"a\":1}\n{\"a\":").unwrap().0.len(),
         1,
@@ -284,4 +284,48 @@ fn output_is_the_responses_largest_count_and_1h_writes_are_split_out() {
     );
     // Without the split, every write is a 5-minute one.
     assert_eq!(requests(&session())[0].billing.cache_write_1h_tokens, 0);
+}
+
+#[test]
+fn the_requests_of_one_conversation_share_one_copy_of_its_messages() {
+    // A chain of 40 rounds: each request resends every message before it.
+    let mut recs = vec![rec(
+        "u0",
+        None,
+        "user",
+        json!({"role": "user", "content": "go"}),
+    )];
+    let mut parent = "u0".to_string();
+    for k in 0..40 {
+        let (a, u) = (format!("a{k}"), format!("r{k}"));
+        recs.push(rec(
+            &a,
+            Some(&parent),
+            "assistant",
+            json!({"id": format!("msg_{k}"), "role": "assistant",
+                "content": [{"type": "text", "text": format!("step {k}")}], "usage": usage(1, 0, 100 + k)}),
+        ));
+        recs.push(rec(
+            &u,
+            Some(&a),
+            "user",
+            json!({"role": "user", "content": format!("next {k}")}),
+        ));
+        parent = u;
+    }
+    let reqs = requests(&recs);
+    assert_eq!(reqs.len(), 40);
+    for (k, r) in reqs.iter().enumerate() {
+        assert_eq!(
+            r.messages.len(),
+            1 + 2 * k,
+            "request {k} sends what came before"
+        );
+        assert!(
+            r.messages.shares_with(&reqs[39].messages),
+            "request {k} holds its own copy"
+        );
+    }
+    // Still the same messages as a copy of the longest list's prefix.
+    assert_eq!(&reqs[39].messages[..3], &reqs[1].messages[..]);
 }

@@ -86,6 +86,8 @@ fn requests_with(session: &ImportedSession, path: &Path) -> LabResult<Vec<Record
         .map(|(i, _)| i)
         .collect();
     let mut out = Vec::new();
+    // Every request resends the conversation so far: one shared copy.
+    let main = std::sync::Arc::new(session.main.clone());
     for (k, (response, at)) in responses.iter().enumerate() {
         let Some(request) = response
             .as_ref()
@@ -97,7 +99,7 @@ fn requests_with(session: &ImportedSession, path: &Path) -> LabResult<Vec<Record
         };
         let before = replies.get(k).copied().unwrap_or(session.main.len());
         out.push(RecordedRequest {
-            messages: session.main[..before].to_vec(),
+            messages: super::Sent::prefix(&main, before),
             ..request
         });
     }
@@ -148,7 +150,7 @@ fn request_of(
             .and_then(Value::as_i64)
             .map(|s| s.saturating_mul(1000)),
         sent_ms: None,
-        messages: Vec::new(),
+        messages: super::Sent::default(),
         resent_units: 0.0,
         prompts_after_stop_hook: 0,
         line: Some(*line),

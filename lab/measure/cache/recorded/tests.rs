@@ -16,7 +16,7 @@ fn req(chain: &str, at_min: i64, messages: &[Message], u: (u64, u64, u64)) -> Re
         resent_units: 0.0,
         prompts_after_stop_hook: 0,
         line: None,
-        messages: messages.to_vec(),
+        messages: messages.to_vec().into(),
         billing: Default::default(),
         charged: None,
         implicit_cache: false,
