@@ -149,7 +149,7 @@ pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
         "tokens sent",
         "dollars",
         "regret",
-        "artifact recall (permille)",
+        "artifact recall (%)",
         "planted facts kept",
         "re-fetches",
         "frontier",
@@ -165,8 +165,8 @@ pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
                 Cell::Int(s.tokens_sent as u64),
                 Cell::Text(format!("{:.4}", s.dollars.unwrap_or(0.0))),
                 regret_cell(regret.get(i).copied().flatten()),
-                // Percent to permille: the report's integer cells.
-                Cell::Int((s.artifact_recall * 10.0).round() as u64),
+                // Percent, as every other output shows recall.
+                Cell::Text(format!("{:.1}", s.artifact_recall)),
                 Cell::Text(format!("{kept}/{}", facts.len())),
                 Cell::Int(s.retention.refetch_calls as u64),
                 Cell::Text(if s.dominated { "dominated" } else { "frontier" }.into()),
