@@ -747,8 +747,19 @@ fn predicted_after(
         .filter(|_| product_policy(session.format) == Some(crate::zoo::claude_code::NAME))
     {
         if let Some(t) = e.claude_tokens {
+            if t >= first_prefix {
+                // A release's bare envelope cannot exceed what the first
+                // request sent with it.
+                return Some((
+                    first_prefix,
+                    format!(
+                        "the first request's prefix, no larger than Claude Code {}'s system prompt and {} tools (envelope_table.json, {t} tokens, Claude estimator) though the first message @-mentions files",
+                        e.release, e.tools
+                    ),
+                ));
+            }
             return Some((
-                t.min(first_prefix),
+                t,
                 format!(
                     "Claude Code {}'s system prompt and {} tools, envelope_table.json, the nearest release to the log's {}, Claude estimator; the first message @-mentions files, so the first request's prefix holds them and the user context is left out",
                     e.release,

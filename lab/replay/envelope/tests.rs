@@ -340,6 +340,13 @@ fn a_predicted_compaction_keeps_the_first_prefix_unless_files_were_mentioned() {
     // Never more than the first request's own prefix.
     let (e, first) = predicted(&with_mention(20_000));
     assert_eq!(e.prefix.after_compaction, vec![20_000 - first]);
+    assert!(
+        e.after_source
+            .as_deref()
+            .unwrap()
+            .contains("no larger than"),
+        "{e:?}"
+    );
     // An address or a decorator is not a mention: `a@b` has no space before.
     let m = |t: &str| crate::message::Message::user_text(t.to_string());
     assert!(!mentions_a_file(&m("mail me at a@b.org")));
