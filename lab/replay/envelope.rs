@@ -8,7 +8,10 @@
 //!    the estimate of the messages logged for it; the first conversation
 //!    gives the prefix, each conversation after a product compaction the
 //!    prefix after that compaction (the product re-attaches files and todos
-//!    there, unlogged);
+//!    there, unlogged); under `--anchor none`, which reads no request after
+//!    the first, the prefix after a compaction is predicted by the
+//!    product's rules instead (the first request's prefix, or the release's
+//!    system prompt and tools from `envelope_table.json`);
 //! 2. else the system prompt the log holds (OpenAI-format logs), counted;
 //! 3. else a per-product default from `envelope_defaults.json` (source and
 //!    date with each);
@@ -96,6 +99,10 @@ pub struct Envelope {
     pub prefix: Prefix,
     /// Their source.
     pub basis: Basis,
+    /// Where the size after a predicted compaction (`--anchor none`) comes
+    /// from, as the envelope line says it; `None` when it is recorded or
+    /// there is none.
+    pub after_source: Option<String>,
 }
 
 /// A session's envelope as the report states it.
@@ -107,6 +114,11 @@ pub struct EnvelopeNote {
     pub tokens: usize,
     /// Tokens after each product compaction (estimates).
     pub after_compaction: Vec<usize>,
+    /// Where they come from when predicted (`--anchor none`): the first
+    /// request's prefix, or a release's system prompt and tools from the
+    /// envelope table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_compaction_source: Option<String>,
     /// At the last recorded reply of the session (logs with recorded
     /// usage): what the API counted beyond the envelope and the run
     /// counter's estimate of the logged history, and that count. The
@@ -161,10 +173,11 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
             String::new()
         } else if predicted {
             let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
-            format!(
-                ", after a compaction {} (the product's default envelope, envelope_defaults.json)",
-                sizes.join(", ")
-            )
+            let source = n
+                .after_compaction_source
+                .as_deref()
+                .unwrap_or("the product's default envelope, envelope_defaults.json");
+            format!(", after a compaction {} ({source})", sizes.join(", "))
         } else {
             let sizes: Vec<String> = n.after_compaction.iter().map(usize::to_string).collect();
             format!(", after the product's compactions {}", sizes.join(", "))
@@ -625,6 +638,7 @@ pub fn envelope_for(
             resumes: Vec::new(),
         },
         basis,
+        after_source: None,
     };
     let first = log.and_then(|l| l.requests.first().map(|r| (l, r)));
     match arg {
@@ -648,20 +662,22 @@ pub fn envelope_for(
         EnvelopeArg::Auto => {
             if let Some((l, r)) = first {
                 let tokens = l.prefix_of(r, counter)?;
+                let mut after_source = None;
                 let after = if l.anchor.reads_usage() {
                     l.after_compactions()
                         .into_iter()
                         .map(|a| l.prefix_of(a, counter))
                         .collect::<LabResult<Vec<_>>>()?
                 } else {
-                    // Predicted: what survives a whole-history compaction is
-                    // the product's fixed envelope (system prompt and tools),
-                    // not the rest of the first request, which is history
-                    // (a continued session's, in socialaize 163k tokens) and
-                    // is summarised with it. The port re-attaches files itself.
-                    product_default(session.format)
-                        .map(|d| vec![d.tokens.min(tokens)])
-                        .unwrap_or_default()
+                    // Predicted by the product's rules, nothing read past
+                    // the first request. The port re-attaches files itself.
+                    match predicted_after(session, l, tokens) {
+                        Some((n, source)) => {
+                            after_source = Some(source);
+                            vec![n]
+                        }
+                        None => Vec::new(),
+                    }
                 };
                 return Ok(Envelope {
                     prefix: Prefix {
@@ -672,6 +688,7 @@ pub fn envelope_for(
                         resumes: replayed_resumes(session, l),
                     },
                     basis: Basis::Recorded,
+                    after_source,
                 });
             }
             if let Some(tokens) = task_prefix(session, counter) {
@@ -697,6 +714,90 @@ pub fn envelope_for(
             })
         }
     }
+}
+
+/// Under `--anchor none`, the envelope after a whole-history compaction of
+/// a Claude Code session, by the product's rules, and where it comes from.
+///
+/// Claude Code sends the system prompt, the tools and the user context
+/// (CLAUDE.md and the date, one `<system-reminder>` message that
+/// `prependUserContext` puts before the history at every call, never
+/// logged) with every request, so all three survive a compaction: the first
+/// request's prefix (its size less its logged messages) is that envelope.
+/// Unless the first message @-mentions files: the product attaches them to
+/// that message alone, they are history and are summarised with it (in
+/// socialaize they are 128k of a 164k first request), and the first request
+/// no longer separates the envelope from them. Then the release's system
+/// prompt and tools from the envelope table (the nearest release to the
+/// log's), which leaves out the user context, an unknown the log does not
+/// show. Without a table row, the product's default.
+fn predicted_after(
+    session: &ImportedSession,
+    log: &RecordedLog,
+    first_prefix: usize,
+) -> Option<(usize, String)> {
+    let mentions = log
+        .requests
+        .first()
+        .is_some_and(|r| r.messages.iter().any(mentions_a_file));
+    if !mentions {
+        return Some((
+            first_prefix,
+            "the first request's prefix: system prompt, tools and the user context Claude Code sends with every request".into(),
+        ));
+    }
+    let release = log.version.as_deref();
+    if let Some(e) = crate::replay::envelope_table::nearest("claude-code", release)
+        .filter(|_| product_policy(session.format) == Some(crate::zoo::claude_code::NAME))
+    {
+        if let Some(t) = e.claude_tokens {
+            if t >= first_prefix {
+                // A release's bare envelope cannot exceed what the first
+                // request sent with it.
+                return Some((
+                    first_prefix,
+                    format!(
+                        "the first request's prefix, no larger than Claude Code {}'s system prompt and {} tools (envelope_table.json, {t} tokens, Claude estimator) though the first message @-mentions files",
+                        e.release, e.tools
+                    ),
+                ));
+            }
+            return Some((
+                t,
+                format!(
+                    "Claude Code {}'s system prompt and {} tools, envelope_table.json, the nearest release to the log's {}, Claude estimator; the first message @-mentions files, so the first request's prefix holds them and the user context is left out",
+                    e.release,
+                    e.tools,
+                    release.unwrap_or("unnamed release")
+                ),
+            ));
+        }
+    }
+    product_default(session.format).map(|d| {
+        (
+            d.tokens.min(first_prefix),
+            "the product's default envelope, envelope_defaults.json".into(),
+        )
+    })
+}
+
+/// A user message that @-mentions a path, which Claude Code reads and
+/// attaches to that message (`extractAtMentionedFiles`: an `@` at the start
+/// or after white space, followed by a path).
+fn mentions_a_file(m: &crate::message::Message) -> bool {
+    if m.role != crate::message::Role::User {
+        return false;
+    }
+    let text = m.text();
+    let bytes = text.as_bytes();
+    text.match_indices('@').any(|(i, _)| {
+        let starts = i == 0 || bytes[i - 1].is_ascii_whitespace();
+        let next = bytes.get(i + 1).copied();
+        starts
+            && next.is_some_and(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, b'.' | b'/' | b'~' | b'_' | b'"')
+            })
+    })
 }
 
 /// What the product's model answered at each of its compactions: the text

@@ -193,6 +193,9 @@ pub struct SessionSetup {
     pub prefix: crate::policy::engine::Prefix,
     /// Where its size came from (`None` for no envelope).
     pub basis: Option<crate::replay::envelope::Basis>,
+    /// Where the size after a predicted compaction comes from
+    /// ([`crate::replay::envelope::Envelope::after_source`]).
+    pub after_source: Option<String>,
     /// The product, for its own policy's trigger.
     pub product: Option<Product>,
     /// Where every request goes with `--dump`.
@@ -610,6 +613,7 @@ pub fn replay_logged(
         session: session.label.clone(),
         tokens: setup.prefix.tokens,
         after_compaction: setup.prefix.after_compaction.clone(),
+        after_compaction_source: setup.after_source.clone(),
         unlogged_at_last: crate::replay::envelope::unlogged_at_last(&setup.prefix),
         put_back: crate::replay::unlogged::PutBack {
             resumes: setup.prefix.resumes.len(),
@@ -752,6 +756,7 @@ pub fn set_up_logged(
     Ok(SessionSetup {
         prefix: envelope.prefix,
         basis: Some(envelope.basis),
+        after_source: envelope.after_source,
         product,
         dump: None,
         times_ms: crate::import::artefacts::times_without_product_artefacts(session),

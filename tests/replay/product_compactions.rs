@@ -242,15 +242,20 @@ fn reattachment_is_counted_once() {
     }
 }
 
-/// Issue 47's done-when, measured under `--anchor none` (nothing read from
-/// recorded usage after the first request) on every automatic compaction
-/// of every shared Claude Code log (the directory walked): the port's call
-/// beside the product's, and its first request after compacting beside the
-/// recorded one. Not met yet; this pins what the prediction does
-/// (notes/cost.md, "anchor"): socialaize's first compaction at the
-/// product's call, its second never reached; golfgod 2 calls early;
-/// claude-agentic-framework 16 late; every first request after compacting
-/// short of the recorded one (the port re-attaches less than the product).
+/// The done-when (within one call, within 10 %), measured under `--anchor
+/// none` (nothing read from recorded usage after the first request) on
+/// every automatic compaction of every shared Claude Code log (the
+/// directory walked): the port's call beside the product's, and its first
+/// request after compacting beside the recorded one. Not met on all; this
+/// pins what the prediction does (notes/cost.md, "anchor"): socialaize's
+/// first compaction at the product's call, its second never reached;
+/// golfgod 2 calls early; claude-agentic-framework 16 late. After
+/// compacting, the envelope is the first request's prefix (system, tools,
+/// user context: golfgod within 5 % of the recorded request, was −48 % with
+/// the 20,858-token default), or, where the first message @-mentions files
+/// (socialaize), Claude Code's system and tools from the envelope table
+/// (−51 %, was −61 %); claude-agentic-framework stays 41 % short (the files
+/// the product re-reads whole where the log shows a partial Read).
 #[test]
 fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     let Some(dir) = common::transcripts() else {
@@ -300,9 +305,42 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     );
     for c in &auto {
         assert_eq!(c.anchor, Some(ctxlab::replay::anchor::Anchor::None));
-        if c.policy_call.is_some() {
-            let e = size_error(c);
-            assert!((-0.70..0.0).contains(&e), "{c:?}: {e}");
-        }
     }
+    let errors: Vec<(&str, usize, i64)> = auto
+        .iter()
+        .filter(|c| c.policy_call.is_some())
+        .map(|c| {
+            (
+                c.session.as_str(),
+                c.call,
+                (size_error(c) * 100.0).round() as i64,
+            )
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            ("claude-agentic-framework__chat@7df973d.json", 126, -41),
+            ("claude-code-config-9246a0c1__socialaize.jsonl", 1, -51),
+            ("golfgod__chat@c2f506b.json", 77, -2),
+        ]
+    );
+    let sources: Vec<(&str, bool)> = info
+        .envelopes
+        .iter()
+        .filter(|e| !e.after_compaction.is_empty())
+        .filter_map(|e| {
+            let s = e.after_compaction_source.as_deref()?;
+            Some((e.session.as_str(), s.contains("envelope_table.json")))
+        })
+        .filter(|(s, _)| auto.iter().any(|c| c.session == *s))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("claude-agentic-framework__chat@7df973d.json", false),
+            ("claude-code-config-9246a0c1__socialaize.jsonl", true),
+            ("golfgod__chat@c2f506b.json", false),
+        ]
+    );
 }

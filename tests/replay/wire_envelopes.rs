@@ -70,6 +70,40 @@ fn every_call_sends_the_envelope_the_table_gives() {
     assert_eq!((codex.system_chars, codex.tools), (21_335, 15));
 }
 
+/// The tokens the table gives Claude Code's envelope are the Claude
+/// estimator's count of the captured system text and tool definitions, so
+/// a replay that puts them after a compaction charges what the wire sent.
+#[test]
+fn the_claude_code_envelope_tokens_are_the_estimators_count_of_the_capture() {
+    let Some(files) = captures() else { return };
+    let row = envelope_table::of("claude-code", "2.1.153").unwrap();
+    let counter = ctxlab::tokens::Tokens::Claude.counter();
+    let mut counted = Vec::new();
+    for f in &files {
+        let c = claude_trace::read(f).unwrap();
+        for p in c.calls_of("claude-code") {
+            let Some(tools) = p.body.get("tools") else {
+                continue;
+            };
+            let system: usize = p.body["system"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|b| b.get("text").and_then(|t| t.as_str()))
+                .map(|t| counter.count(t))
+                .sum();
+            counted.push(system + counter.count(&serde_json::to_string(tools).unwrap()));
+        }
+    }
+    assert!(!counted.is_empty());
+    // Every call sends the same envelope, so one count for all.
+    assert!(
+        counted.iter().all(|&n| Some(n) == row.claude_tokens),
+        "{counted:?} against {:?}",
+        row.claude_tokens
+    );
+}
+
 #[test]
 fn the_captures_usage_is_read_from_the_stream() {
     let Some(files) = captures() else { return };

@@ -137,6 +137,7 @@ fn notes_mark_the_size_as_an_estimate() {
         session: "s.jsonl".into(),
         tokens: 21_000,
         after_compaction: vec![44_000],
+        after_compaction_source: None,
         unlogged_at_last: None,
         put_back: Default::default(),
         basis: Basis::Recorded,
@@ -285,4 +286,70 @@ fn a_resume_is_read_from_the_session_start_hook_of_either_release() {
     let mut sidechain = progress.clone();
     sidechain["isSidechain"] = true.into();
     assert!(![startup, edit, sidechain].iter().any(marks_resume));
+}
+
+/// Under `--anchor none`, what survives a compaction: the first request's
+/// prefix (system, tools, the user context sent with every call), unless
+/// the first message @-mentions a file, whose content that request also
+/// carried; then Claude Code's system and tools from the envelope table,
+/// at the release nearest the log's, never more than the first prefix.
+#[test]
+fn a_predicted_compaction_keeps_the_first_prefix_unless_files_were_mentioned() {
+    let predicted = |f: &tempfile::NamedTempFile| {
+        let session = import_file(f.path(), &ImportOptions::default()).unwrap();
+        let l = RecordedLog::read(f.path(), session.format)
+            .unwrap()
+            .unwrap();
+        let first = Approx.count_messages(&l.requests[0].messages);
+        let anchored = l.anchored(crate::replay::anchor::Anchor::None);
+        let e = envelope_for(&session, Some(&anchored), EnvelopeArg::Auto, &Approx).unwrap();
+        (e, first)
+    };
+    let (e, first) = predicted(&log(60_000, Some(9_000)));
+    assert_eq!(e.prefix.after_compaction, vec![60_000 - first]);
+    assert!(
+        e.after_source
+            .as_deref()
+            .unwrap()
+            .contains("first request's prefix"),
+        "{e:?}"
+    );
+    let with_mention = |total: u64| {
+        let usage = serde_json::json!({"input_tokens": 10, "cache_read_input_tokens": total - 10, "output_tokens": 5});
+        jsonl(&[
+            serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "isSidechain": false, "version": "2.0.5",
+                "message": {"role": "user", "content": "split this\n@src/a.rs and @src/b/ please"}}),
+            serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "isSidechain": false, "version": "2.0.5",
+                "message": {"id": "msg_first", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                    "content": [{"type": "text", "text": "ok"}], "usage": usage}}),
+        ])
+    };
+    let table = crate::replay::envelope_table::nearest("claude-code", Some("2.0.5"))
+        .unwrap()
+        .claude_tokens
+        .unwrap();
+    let (e, _) = predicted(&with_mention(160_000));
+    assert_eq!(e.prefix.after_compaction, vec![table]);
+    let source = e.after_source.unwrap();
+    assert!(
+        source.contains("envelope_table.json")
+            && source.contains("2.0.5")
+            && source.contains("@-mentions"),
+        "{source}"
+    );
+    // Never more than the first request's own prefix.
+    let (e, first) = predicted(&with_mention(20_000));
+    assert_eq!(e.prefix.after_compaction, vec![20_000 - first]);
+    assert!(
+        e.after_source
+            .as_deref()
+            .unwrap()
+            .contains("no larger than"),
+        "{e:?}"
+    );
+    // An address or a decorator is not a mention: `a@b` has no space before.
+    let m = |t: &str| crate::message::Message::user_text(t.to_string());
+    assert!(!mentions_a_file(&m("mail me at a@b.org")));
+    assert!(mentions_a_file(&m("@README.md first")));
+    assert!(!mentions_a_file(&m("an @ alone")));
 }
