@@ -97,7 +97,7 @@ pub struct Sandbox {
     /// The directory `/memories` names, resolved: what is inside.
     pub root: PathBuf,
     /// The root as the implementation is given it: `root` itself, or a
-    /// symlink to it ([`Plant::RootLink`]).
+    /// symlink to it (the `RootLink` plant).
     pub given: PathBuf,
     /// The storage the row's files are checked through.
     pub fs: Shared,
