@@ -99,7 +99,7 @@ fn cheapest(of: &[&Compared], scored: &[Scored], on: &dyn Fn(&str) -> String) ->
             Some(c) => {
                 last = Some(&c.run.policy);
                 let kept = score(c).map_or(String::new(), |x| {
-                    format!(", artifact recall {:.1} %", x.artifact_recall * 100.0)
+                    format!(", artifact recall {:.1} %", x.artifact_recall)
                 });
                 out.push(Finding {
                     topic,

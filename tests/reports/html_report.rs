@@ -453,12 +453,20 @@ fn the_headline_ranks_what_the_tables_below_it_show() {
         })
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .expect("a policy keeps every fact");
+    let recall = json["retention"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["policy"] == best)
+        .and_then(|r| r["artifact_recall"].as_f64())
+        .expect("the best policy's recall, in percent");
     let head = &html[html.find("<section id=\"headline\">").unwrap()..];
     let head = &head[..head.find("</section>").unwrap()];
     let first = &head[head.find("<li>").unwrap()..head.find("</li>").unwrap()];
     assert!(
         first.contains("keeping every planted fact in the request:</strong>")
-            && first.contains(&format!("{best}: ${dollars:.4}")),
+            && first.contains(&format!("{best}: ${dollars:.4}"))
+            && first.contains(&format!("artifact recall {recall:.1} %")),
         "{first}"
     );
     // The largest loss and the invalid requests are stated, and the table
