@@ -161,8 +161,26 @@ fn stream_corpus(
     let agg = stream::run(inputs, names, path_len, import, measure, how, &mut stdout)?;
     if let Some(path) = &outputs.plot {
         // A corpus is drawn as distributions: per policy, the cost of its sessions.
+        // The caption names what priced the sessions, as the named-file
+        // dollars plot does: the sheet and its date, or each session's own
+        // model (the default without --sheet), the cache model, the counter.
+        let priced = measure.pricing.as_ref().map_or_else(
+            || "not priced".to_string(),
+            |p| {
+                let sheet = if p.by_model {
+                    format!(
+                        "each session's model ({} as of {} where a log names none)",
+                        p.sheet.name, p.sheet.date
+                    )
+                } else {
+                    format!("{} as of {}", p.sheet.name, p.sheet.date)
+                };
+                format!("prices {sheet}, cache {}", p.provider.name())
+            },
+        );
         let title = format!(
-            "lab replay CORPUS --policy … --cost --plot; {}",
+            "lab replay CORPUS --policy … --cost --plot; {priced}, tokenizer {}; {}",
+            measure.tokens.counter().name(),
             measure.anchor.anchor.label()
         );
         let svg = distribution::ecdf_svg(&agg, &title).ok_or_else(|| {

@@ -190,6 +190,17 @@ fn a_corpus_plot_draws_each_policys_cost_distribution() {
     // Every policy highlighted once, in its group's panel.
     assert_eq!(p.series, ctxlab::zoo::list::names().len());
     assert!(svg.contains("empirical CDF") && svg.contains(">sessions at or below (%)<"));
+    // The caption names what priced the sessions (each session's model by
+    // default, the dated sheet for logs naming none) and the counter.
+    assert!(
+        svg.contains("prices each session&apos;s model (")
+            || svg.contains("prices each session's model ("),
+        "{svg}"
+    );
+    assert!(
+        svg.contains(" as of 20") && svg.contains("tokenizer approx"),
+        "the sheet's date and the counter"
+    );
     // Each ECDF rises to every session: 12 steps end at 100 %.
     let none = svg
         .lines()
