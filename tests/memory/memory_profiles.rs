@@ -486,14 +486,20 @@ fn every_profile_and_measure_has_a_caught_mutant_or_a_reason() {
 
 #[test]
 fn the_mutant_wrappers_break_only_what_they_name() {
-    use ctxlab::memory::profiles::mutants::{read, AckUnwritten, UpdateAsDuplicate};
+    use ctxlab::memory::profiles::mutants::{read, Mutated, Mutation};
     use ctxlab::memory::profiles::Measure;
     // Acknowledging unwritten facts is caught at a kill, not by stale; an
     // update refused as a duplicate is caught by stale, not at a kill.
-    let ack = AckUnwritten(Box::new(Versioned::default()));
+    let ack = Mutated {
+        inner: Box::new(Versioned::default()),
+        mutation: Mutation::AckUnwritten,
+    };
     assert!(read(&ack, Measure::Kill).caught);
     assert!(!read(&ack, Measure::Stale).caught);
-    let old = UpdateAsDuplicate(Box::new(Versioned::default()));
+    let old = Mutated {
+        inner: Box::new(Versioned::default()),
+        mutation: Mutation::UpdateAsDuplicate,
+    };
     assert!(read(&old, Measure::Stale).caught);
     assert!(!read(&old, Measure::Kill).caught);
 }

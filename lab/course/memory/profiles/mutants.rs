@@ -5,12 +5,12 @@
 //!
 //! A mutant is a design's own broken switch where it has one (Versioned's
 //! missing precondition, Letta's reset on start, Codex preferring older
-//! guidance) or one of two wrappers that break any design the same way:
+//! guidance) or one of two [`Mutation`]s that break any design the same way:
 //!
-//! - [`AckUnwritten`]: tells the caller "stored" for a write that failed
+//! - [`Mutation::AckUnwritten`]: tells the caller "stored" for a write that failed
 //!   or was cut by a kill: the class of mem0ai/mem0#6911 (ADD returned
 //!   for a failed insert) and of a write-behind buffer;
-//! - [`UpdateAsDuplicate`]: a fact whose key recall already shows is
+//! - [`Mutation::UpdateAsDuplicate`]: a fact whose key recall already shows is
 //!   taken for a duplicate and refused (an update answered NOOP), so the
 //!   superseded value stays.
 //!
@@ -32,92 +32,81 @@ use super::versioned::Versioned;
 use super::{Ack, Fact, Job, Measure, StoreProfile};
 use crate::storage::Shared;
 
-/// `inner`, acknowledging a write that did not reach the disk: a remember
-/// whose write failed (an I/O error, a full disk), was refused or was cut
-/// by a kill still answers [`Ack::Stored`].
-pub struct AckUnwritten(pub Box<dyn StoreProfile>);
-
-impl StoreProfile for AckUnwritten {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-    fn design(&self) -> &'static str {
-        self.0.design()
-    }
-    fn remember(&self, fs: &Shared, root: &Path, thread: &str, fact: &Fact) -> io::Result<Ack> {
-        // An error reply (the reference tool's answer to a full disk) is
-        // turned into success too, as a tool that ignores its write's
-        // result does.
-        match self.0.remember(fs, root, thread, fact) {
-            Err(_) | Ok(Ack::Refused(_)) => Ok(Ack::Stored),
-            ok => ok,
-        }
-    }
-    fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()> {
-        self.0.consolidate(fs, root)
-    }
-    fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
-        self.0.recover(fs, root)
-    }
-    fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
-        self.0.recall(fs, root)
-    }
-    fn versions(&self, fs: &Shared, root: &Path) -> Option<u64> {
-        self.0.versions(fs, root)
-    }
-    fn over_limit(&self, fs: &Shared, root: &Path) -> Option<String> {
-        self.0.over_limit(fs, root)
-    }
-    fn consolidator(&self, thread: &str, facts: Vec<Fact>) -> Box<dyn Job> {
-        self.0.consolidator(thread, facts)
-    }
-    fn not_applicable(&self, measure: Measure) -> Option<&'static str> {
-        self.0.not_applicable(measure)
-    }
+/// How [`Mutated`] breaks its design's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// Acknowledge a write that did not reach the disk: a remember whose
+    /// write failed (an I/O error, a full disk), was refused or was cut by
+    /// a kill still answers [`Ack::Stored`].
+    AckUnwritten,
+    /// Refuse a fact whose key recall already shows: an update taken for a
+    /// duplicate (answered NOOP), so the superseded value stays.
+    UpdateAsDuplicate,
 }
 
-/// `inner`, refusing a fact whose key recall already shows: an update taken
-/// for a duplicate (answered NOOP), so the superseded value stays.
-pub struct UpdateAsDuplicate(pub Box<dyn StoreProfile>);
+/// A design with one [`Mutation`] of its writes; everything else is the
+/// design's own.
+pub struct Mutated {
+    /// The design.
+    pub inner: Box<dyn StoreProfile>,
+    /// What is broken.
+    pub mutation: Mutation,
+}
 
-impl StoreProfile for UpdateAsDuplicate {
+impl StoreProfile for Mutated {
     fn name(&self) -> &'static str {
-        self.0.name()
+        self.inner.name()
     }
     fn design(&self) -> &'static str {
-        self.0.design()
+        self.inner.design()
     }
     fn remember(&self, fs: &Shared, root: &Path, thread: &str, fact: &Fact) -> io::Result<Ack> {
-        // The caller is told: a refusal is no acknowledgement, so the fault
-        // measures (which count acknowledged facts) stay clean.
-        if self.0.recall(fs, root)?.iter().any(|(k, _)| *k == fact.key) {
-            return Ok(Ack::Refused(format!(
-                "`{}` is already remembered",
-                fact.key
-            )));
+        match self.mutation {
+            // An error reply (the reference tool's answer to a full disk) is
+            // turned into success too, as a tool that ignores its write's
+            // result does.
+            Mutation::AckUnwritten => match self.inner.remember(fs, root, thread, fact) {
+                Err(_) | Ok(Ack::Refused(_)) => Ok(Ack::Stored),
+                ok => ok,
+            },
+            // The caller is told: a refusal is no acknowledgement, so the
+            // fault measures (which count acknowledged facts) stay clean.
+            Mutation::UpdateAsDuplicate => {
+                if self
+                    .inner
+                    .recall(fs, root)?
+                    .iter()
+                    .any(|(k, _)| *k == fact.key)
+                {
+                    return Ok(Ack::Refused(format!(
+                        "`{}` is already remembered",
+                        fact.key
+                    )));
+                }
+                self.inner.remember(fs, root, thread, fact)
+            }
         }
-        self.0.remember(fs, root, thread, fact)
     }
     fn consolidate(&self, fs: &Shared, root: &Path) -> io::Result<()> {
-        self.0.consolidate(fs, root)
+        self.inner.consolidate(fs, root)
     }
     fn recover(&self, fs: &Shared, root: &Path) -> io::Result<()> {
-        self.0.recover(fs, root)
+        self.inner.recover(fs, root)
     }
     fn recall(&self, fs: &Shared, root: &Path) -> io::Result<Vec<(String, String)>> {
-        self.0.recall(fs, root)
+        self.inner.recall(fs, root)
     }
     fn versions(&self, fs: &Shared, root: &Path) -> Option<u64> {
-        self.0.versions(fs, root)
+        self.inner.versions(fs, root)
     }
     fn over_limit(&self, fs: &Shared, root: &Path) -> Option<String> {
-        self.0.over_limit(fs, root)
+        self.inner.over_limit(fs, root)
     }
     fn consolidator(&self, thread: &str, facts: Vec<Fact>) -> Box<dyn Job> {
-        self.0.consolidator(thread, facts)
+        self.inner.consolidator(thread, facts)
     }
     fn not_applicable(&self, measure: Measure) -> Option<&'static str> {
-        self.0.not_applicable(measure)
+        self.inner.not_applicable(measure)
     }
 }
 
@@ -145,12 +134,19 @@ const ACK_UNWRITTEN: &str =
 const UPDATE_AS_DUPLICATE: &str =
     "UpdateAsDuplicate: a fact whose key is remembered is refused as a duplicate (an update answered NOOP)";
 
+fn mutated<P: StoreProfile + Default + 'static>(mutation: Mutation) -> Box<dyn StoreProfile> {
+    Box::new(Mutated {
+        inner: Box::new(P::default()),
+        mutation,
+    })
+}
+
 fn ack_unwritten<P: StoreProfile + Default + 'static>() -> Box<dyn StoreProfile> {
-    Box::new(AckUnwritten(Box::new(P::default())))
+    mutated::<P>(Mutation::AckUnwritten)
 }
 
 fn update_as_duplicate<P: StoreProfile + Default + 'static>() -> Box<dyn StoreProfile> {
-    Box::new(UpdateAsDuplicate(Box::new(P::default())))
+    mutated::<P>(Mutation::UpdateAsDuplicate)
 }
 
 fn intact<P: StoreProfile + Default + 'static>() -> Box<dyn StoreProfile> {

@@ -11,7 +11,7 @@ use super::harness::{huge_text, Plant};
 pub use super::harness::{run_once, Faults, Maker, Row, Run, Sandbox, Verdict, HUGE_BYTES, SECRET};
 use super::{Command, Failure, MemoryTool, Reply};
 use crate::error::{LabError, LabResult};
-use crate::storage::FaultPlan;
+use crate::storage::{FaultPlan, Shared};
 
 fn create(path: impl Into<String>, text: &str) -> Command {
     Command::Create {
@@ -641,43 +641,31 @@ pub fn card(
 /// deliberately broken ones (`naive`, `cached`, `prefix`, `unresolved`,
 /// `follow`).
 pub fn builtin(name: &str) -> Option<Box<Maker<'static>>> {
-    let fail = |e: std::io::Error| Failure {
-        message: format!("cannot open the root: {e}"),
-        fix: "check the sandbox directory".into(),
-    };
-    match name {
-        "reference" => Some(Box::new(move |fs, root| {
-            super::reference::Reference::new(fs, root)
-                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
-                .map_err(fail)
-        })),
-        "naive" => Some(Box::new(move |fs, root| {
-            super::naive::Naive::new(fs, root)
-                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
-                .map_err(fail)
-        })),
-        "prefix" => Some(Box::new(move |fs, root| {
-            super::prefix::Prefix::new(fs, root)
-                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
-                .map_err(fail)
-        })),
-        "cached" => Some(Box::new(move |fs, root| {
-            super::naive::Cached::new(fs, root)
-                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
-                .map_err(fail)
-        })),
-        "unresolved" => Some(Box::new(move |fs, root| {
-            super::linkbugs::Unresolved::new(fs, root)
-                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
-                .map_err(fail)
-        })),
-        "follow" => Some(Box::new(move |fs, root| {
-            super::linkbugs::Follow::new(fs, root)
-                .map(|t| Box::new(t) as Box<dyn MemoryTool>)
-                .map_err(fail)
-        })),
-        _ => None,
-    }
+    use super::{linkbugs, naive, prefix, reference};
+    Some(match name {
+        "reference" => maker(reference::Reference::new),
+        "naive" => maker(naive::Naive::new),
+        "prefix" => maker(prefix::Prefix::new),
+        "cached" => maker(naive::Cached::new),
+        "unresolved" => maker(linkbugs::Unresolved::new),
+        "follow" => maker(linkbugs::Follow::new),
+        _ => return None,
+    })
+}
+
+/// A [`Maker`] from an implementation's constructor: the tool boxed, a
+/// root it cannot open a [`Failure`] with the fix.
+fn maker<T: MemoryTool + 'static>(
+    new: fn(Shared, &Path) -> std::io::Result<T>,
+) -> Box<Maker<'static>> {
+    Box::new(move |fs, root| {
+        new(fs, root)
+            .map(|t| Box::new(t) as Box<dyn MemoryTool>)
+            .map_err(|e| Failure {
+                message: format!("cannot open the root: {e}"),
+                fix: "check the sandbox directory".into(),
+            })
+    })
 }
 
 /// The cards as a table: one line per row, one column per implementation,
