@@ -197,7 +197,7 @@ pub enum Command {
     },
     /// Replay real agent transcripts (Claude Code .jsonl / chat.json, Anthropic
     /// Messages JSON, OpenAI chat / SWE-agent .traj) through compaction profiles.
-    Replay(crate::replay::ReplayArgs),
+    Replay(Box<crate::replay::ReplayArgs>),
     /// Search for a conversation the broken side fails and the intact side passes;
     /// write the shrunk minimal counterexample as a scenario file.
     Hunt {
@@ -441,7 +441,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             &crate::import::ImportOptions::from_flags(strict, &format_in)?,
             format,
         ),
-        Some(Command::Replay(args)) => crate::replay::run(args),
+        Some(Command::Replay(args)) => crate::replay::run(*args),
         Some(Command::Hunt {
             seed,
             tries,

@@ -51,6 +51,12 @@ pub struct ReplayArgs {
     /// call-by-call drill-down, retention, frontier, a family filter).
     #[arg(long, value_name = "FILE", requires = "policy")]
     pub html: Option<std::path::PathBuf>,
+    /// With --policy: also write every run as OpenTelemetry spans in
+    /// OTLP/JSON (GenAI semantic conventions; one trace per session and
+    /// policy, a span per model call, an event per compaction, clearing
+    /// and recovery). Named session files only.
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub otel: Option<std::path::PathBuf>,
     /// Table columns, comma separated, or `all` (default: a narrow set;
     /// Markdown shows all, JSON carries every field).
     #[arg(long, value_name = "LIST")]
@@ -176,7 +182,11 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
     // Before any other check, for the profile, cost and policy paths alike.
     profiles::check_scale(a.scale)?;
     let import = crate::import::ImportOptions::from_flags(a.strict, &a.format_in)?;
-    for (path, flag) in [(&a.plot, "--plot"), (&a.html, "--html")] {
+    for (path, flag) in [
+        (&a.plot, "--plot"),
+        (&a.html, "--html"),
+        (&a.otel, "--otel"),
+    ] {
         if let Some(path) = path {
             crate::input::output_parent_exists(path, flag)?;
         }
@@ -314,6 +324,7 @@ fn replay_policies(
     let outputs = super::Outputs {
         plot: a.plot,
         html: a.html,
+        otel: a.otel,
         jsonl,
         per_session: a.per_session,
         jobs: a.jobs.unwrap_or_else(crate::jobs::default_jobs),

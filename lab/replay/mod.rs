@@ -30,6 +30,7 @@ pub mod frontier_plot;
 pub mod headline;
 pub mod html;
 pub mod optimal;
+pub mod otel;
 pub mod policies;
 pub mod product;
 pub mod product_counts;
@@ -44,7 +45,7 @@ pub mod wire;
 
 pub use args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
-use policies::{replay_files_on, Compared, Measure};
+use policies::{Compared, Measure};
 
 /// What a policy replay writes besides what it prints, and on how many
 /// threads it runs.
@@ -54,6 +55,8 @@ pub struct Outputs {
     pub plot: Option<PathBuf>,
     /// `--html FILE`: the HTML report.
     pub html: Option<PathBuf>,
+    /// `--otel FILE`: every run as OTLP/JSON spans ([`otel`]).
+    pub otel: Option<PathBuf>,
     /// `--format jsonl`: one record per session × policy, streamed.
     pub jsonl: bool,
     /// `--per-session`: a corpus prints each session's tables too.
@@ -107,7 +110,26 @@ pub fn replay_command(
         return stream_corpus(&inputs, names, path_len, import, &measure, &outputs, format);
     }
     let files = &crate::import::corpus::plain_files(files)?;
-    let (out, sessions) = replay_files_on(files, names, path_len, import, &measure, outputs.jobs)?;
+    let trace = outputs.otel.is_some();
+    let (out, sessions, traced) = policies::replay_files_traced(
+        files,
+        names,
+        path_len,
+        import,
+        &measure,
+        outputs.jobs,
+        trace,
+    )?;
+    if let Some(path) = &outputs.otel {
+        let runs: Vec<otel::TracedRun<'_>> = out
+            .iter()
+            .map(|c| otel::TracedRun {
+                run: &c.run,
+                cost: c.cost.as_ref(),
+            })
+            .collect();
+        otel::write(path, &runs, &traced)?;
+    }
     // Each caption says which anchor the runs used.
     let anchor = measure.anchor.anchor.label();
     if let Some(path) = outputs.plot {
@@ -144,6 +166,12 @@ fn stream_corpus(
     outputs: &Outputs,
     format: crate::render::Format,
 ) -> LabResult<String> {
+    if outputs.otel.is_some() {
+        return Err(LabError::usage(
+            "--otel traces the runs of named session files, not of a corpus or a --format jsonl stream",
+            "replay the session files themselves (e.g. lab replay a.jsonl b.jsonl --policy all --otel trace.json)",
+        ));
+    }
     if outputs.html.is_some() {
         return Err(LabError::usage(
             "--html draws the runs of named session files, not of a corpus or a --format jsonl stream",

@@ -492,6 +492,26 @@ pub fn replay_files_on(
     measure: &Measure,
     jobs: usize,
 ) -> LabResult<(Vec<Compared>, Sessions)> {
+    let (out, info, _) = replay_files_traced(files, names, path_len, import, measure, jobs, false)?;
+    Ok((out, info))
+}
+
+/// [`replay_files_on`], with what `--otel` needs of each session
+/// ([`crate::replay::otel::TracedSession`]) when `trace` is set (empty
+/// otherwise: the replies are counted only for a trace).
+pub fn replay_files_traced(
+    files: &[PathBuf],
+    names: &[String],
+    path_len: usize,
+    import: &crate::import::ImportOptions,
+    measure: &Measure,
+    jobs: usize,
+    trace: bool,
+) -> LabResult<(
+    Vec<Compared>,
+    Sessions,
+    Vec<crate::replay::otel::TracedSession>,
+)> {
     let names = expand_names(names);
     for n in &names {
         list::check(n)?;
@@ -499,6 +519,7 @@ pub fn replay_files_on(
     let mut out = Vec::new();
     let mut info = Sessions::default();
     let mut taken = Vec::new();
+    let mut traced = Vec::new();
     for file in files {
         // A trajectory array holds one session per trajectory, a Claude
         // Code log its subagents beside its main chain; each is replayed.
@@ -517,7 +538,18 @@ pub fn replay_files_on(
                 warn_damage(&session);
             }
             let dump = dump_for(&session, measure, &mut taken);
+            let model = log.as_ref().and_then(|l| l.model()).map(str::to_string);
             let one = replay_logged(&session, log, &names, path_len, measure, dump, jobs)?;
+            if trace {
+                let runs = out.len()..out.len() + one.runs.len();
+                let counter = measure.tokens.counter();
+                traced.push(crate::replay::otel::TracedSession::of(
+                    &session,
+                    model.as_deref(),
+                    counter.as_ref(),
+                    runs,
+                ));
+            }
             out.extend(one.runs);
             info.compactions.extend(one.compactions);
             info.counts.extend(one.counts);
@@ -528,7 +560,7 @@ pub fn replay_files_on(
             }
         }
     }
-    Ok((out, info))
+    Ok((out, info, traced))
 }
 
 /// One session under every policy ([`replay_session`]).

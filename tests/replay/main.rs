@@ -17,6 +17,7 @@ mod launchers;
 mod layout;
 mod optimal_cli;
 mod optimal_regret;
+mod otel;
 mod output_placeholders;
 mod product_compactions;
 mod product_counts;
