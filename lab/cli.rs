@@ -576,6 +576,10 @@ pub type SchemaFn = fn() -> serde_json::Value;
 /// copies live in `lab/schemas/NAME.schema.json` (`make schemas`).
 pub const SCHEMAS: &[(&str, SchemaFn)] = &[
     ("replay-policies", crate::replay::policies::schema),
+    (
+        "replay-per-session",
+        crate::replay::stream::per_session_schema,
+    ),
     ("dump", crate::replay::dump::dump_schema),
     ("horizon", crate::horizon::schema),
     ("export", crate::replay::dump::export_schema),

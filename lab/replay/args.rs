@@ -99,7 +99,8 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = super::stream::ReplayFormat::Table)]
     pub format: super::stream::ReplayFormat,
     /// With --policy on a corpus: each session's tables too, not only the
-    /// aggregate row per policy.
+    /// aggregate row per policy; with --format json, one object: each
+    /// session's JSON, then the corpus's (`lab schema replay-per-session`).
     #[arg(long, requires = "policy")]
     pub per_session: bool,
     /// With --policy: worker threads [default: every core; at most 256]. A corpus's

@@ -1,6 +1,7 @@
 //! Policy replays of a corpus, streamed: each session is imported, replayed
 //! under every policy, written out (a JSON Lines record per policy, or with
-//! `--per-session` its own tables) and dropped before the next is read, so
+//! `--per-session` its own tables or JSON object) and dropped before the
+//! next is read, so
 //! memory holds one session's runs plus the aggregates' per-session numbers
 //! ([`super::aggregate`]). By default only the aggregate table is printed.
 
@@ -100,10 +101,13 @@ pub fn run(
     how: Streamed,
     out: &mut dyn Write,
 ) -> LabResult<Aggregate> {
-    if how.per_session && how.format == Format::Json && !how.jsonl {
+    // Per-session JSON is written as it goes: `{"sessions": [` each
+    // session's object as it is replayed `], "corpus": …}` (PerSessionJson).
+    let per_session_json = how.per_session && how.format == Format::Json && !how.jsonl;
+    if per_session_json && how.shard.is_some() {
         return Err(LabError::usage(
-            "--per-session with --format json would hold every run of the corpus",
-            "use --format jsonl (one record per session and policy, streamed)",
+            "--per-session with --shard: a shard's part is the corpus JSON `--merge` reads, without per-session objects",
+            "drop --per-session from the shards (merge them, then replay the sessions you need), or drop --shard",
         ));
     }
     let names = expand_names(names);
@@ -119,6 +123,10 @@ pub fn run(
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::storage::root::current_backend();
     let progress = crate::progress::Progress::spinner("replay: sessions");
+    if per_session_json {
+        write(out, "{\"sessions\": [\n")?;
+    }
+    let mut written = 0usize;
     let read = crate::jobs::ordered(
         how.jobs,
         |push| read_sessions(inputs, import, measure, how.shard, push),
@@ -128,7 +136,16 @@ pub fn run(
             });
             (place, one)
         },
-        |((key, order), one)| match one.and_then(|one| emit(&one.runs, &mut agg, how, out)) {
+        |((key, order), one)| match one.and_then(|one| {
+            let mine = emit(&one.runs, &mut agg, how, out)?;
+            if per_session_json {
+                let sep = if written == 0 { "" } else { ",\n" };
+                write(out, sep)?;
+                write(out, &session_json(&key, order, &one))?;
+                written += 1;
+            }
+            Ok(mine)
+        }) {
             Ok(mine) => {
                 progress.step();
                 if keep {
@@ -166,7 +183,12 @@ pub fn run(
             records,
             checksum: None,
         };
-        super::policies::render_corpus_json(&corpus.sealed())
+        let whole = super::policies::render_corpus_json(&corpus.sealed());
+        if per_session_json {
+            format!("\n], \"corpus\": {}}}\n", whole.trim_end())
+        } else {
+            whole
+        }
     } else {
         aggregate::table(&agg, how.format == Format::Markdown, skipped)
     };
@@ -330,11 +352,61 @@ fn emit(
         agg.add(&record);
         mine.push(record);
     }
-    if how.per_session && !how.jsonl {
+    if how.per_session && !how.jsonl && how.format != Format::Json {
         write(out, &super::policies::render(runs, how.format))?;
         write(out, "\n")?;
     }
     Ok(mine)
+}
+
+/// One session of a `--per-session --format json` corpus replay: its key,
+/// its place in corpus order and its runs as named session files print
+/// them ([`PerSessionEntry`]), on one line.
+fn session_json(key: &str, order: [usize; 3], one: &super::policies::SessionRuns) -> String {
+    let info = super::policies::Sessions {
+        envelopes: vec![one.envelope.clone()],
+        compactions: one.compactions.clone(),
+        counts: one.counts.iter().cloned().collect(),
+        recorded: one.recorded.clone(),
+        products: Vec::new(),
+    };
+    let replay = super::policies::render_sessions(&one.runs, &one.recorded, &info, Format::Json);
+    let replay: serde_json::Value =
+        serde_json::from_str(&replay).expect("the replay's JSON parses");
+    serde_json::to_string(&serde_json::json!({"key": key, "order": order, "replay": replay}))
+        .expect("the session's JSON serialises")
+}
+
+/// `lab replay CORPUS --policy … --per-session --format json`: each
+/// session as named session files print it, then the corpus as `--format
+/// json` prints it; one shape whatever the flags, described by the JSON
+/// Schema [`per_session_schema`] generates (checked in as
+/// `lab/schemas/replay-per-session.schema.json`). Written as it goes: a
+/// session's object is out before the next session is read.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct PerSessionJson<'a> {
+    /// Every replayed session, in corpus order.
+    pub sessions: Vec<PerSessionEntry<'a>>,
+    /// The whole replay, as without `--per-session` (its `corpus` names
+    /// every session's records; the per-run arrays are empty).
+    pub corpus: super::policies::PoliciesJson<'a>,
+}
+
+/// One session of [`PerSessionJson`].
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct PerSessionEntry<'a> {
+    /// The key of the file or archive member it came from.
+    pub key: String,
+    /// Its place in corpus order (input, member, session in the file).
+    pub order: [usize; 3],
+    /// Its runs, envelope, compactions and recorded rows, as `lab replay
+    /// FILE --policy … --format json` prints them for the session alone.
+    pub replay: super::policies::PoliciesJson<'a>,
+}
+
+/// The JSON Schema (draft 2020-12) of [`PerSessionJson`], as serialised.
+pub fn per_session_schema() -> serde_json::Value {
+    super::schema_of::<PerSessionJson<'static>>()
 }
 
 fn write(out: &mut dyn Write, text: &str) -> LabResult<()> {

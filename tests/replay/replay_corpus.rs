@@ -154,6 +154,8 @@ fn corpus_refusals_are_clear() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--html") && !html.exists(), "{err}");
+    // A shard's part is what `--merge` reads: per-session objects have no
+    // place in it.
     let (code, _, err) = lab(&[
         "replay",
         &root,
@@ -162,9 +164,11 @@ fn corpus_refusals_are_clear() {
         "--per-session",
         "--format",
         "json",
+        "--shard",
+        "0/2",
     ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("jsonl"), "{err}");
+    assert!(err.contains("--per-session"), "{err}");
     let (code, _, err) = lab(&["replay", &root, "--format", "jsonl"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--policy"), "{err}");
@@ -265,4 +269,62 @@ fn a_corpus_session_is_sent_as_the_named_file_is() {
     assert_eq!(record["peak_chars"].as_u64(), peak);
     // The reminders are in both: the named replay says so.
     assert!(named["envelopes"][0]["put_back"]["shell_reminders"].as_u64() > Some(0));
+}
+
+#[test]
+fn per_session_json_is_one_object_each_session_as_named_files_print_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = corpus(dir.path(), 5);
+    let policies = "none,prototype";
+    let out = ok(&[
+        "replay",
+        &root,
+        "--policy",
+        policies,
+        "--per-session",
+        "--format",
+        "json",
+        "--jobs",
+        "2",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/lab/schemas/replay-per-session.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .take(5)
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 5);
+    // Each session's object is what the session alone prints.
+    for (n, s) in sessions.iter().enumerate() {
+        let file = Path::new(&root).join(format!("s{n:03}.json"));
+        assert_eq!(s["key"], format!("s{n:03}.json"));
+        let alone: serde_json::Value = serde_json::from_str(&ok(&[
+            "replay",
+            file.to_str().unwrap(),
+            "--policy",
+            policies,
+            "--format",
+            "json",
+        ]))
+        .unwrap();
+        assert_eq!(s["replay"]["runs"], alone["runs"], "session {n}");
+        assert_eq!(s["replay"]["envelopes"], alone["envelopes"], "session {n}");
+    }
+    // And the corpus part is the corpus replay without --per-session.
+    let whole: serde_json::Value = serde_json::from_str(&ok(&[
+        "replay", &root, "--policy", policies, "--format", "json",
+    ]))
+    .unwrap();
+    assert_eq!(v["corpus"], whole);
 }
