@@ -11,7 +11,8 @@
 //!
 //! - [`add_only`]: Mem0 v3, ADD only (no update, no delete).
 //! - [`git_backed`]: Letta MemFS, every edit a commit, consolidation when
-//!   the context is compacted.
+//!   the context is compacted; [`git_remote`] its server copy (the push
+//!   after a turn, the start-up pull).
 //! - [`versioned`]: Anthropic Managed Agents memory stores, every change an
 //!   immutable version, with the documented limits.
 //! - [`two_stage`]: Codex memories, per-thread stage-1 outputs, then a
@@ -26,6 +27,7 @@
 
 pub mod add_only;
 pub mod git_backed;
+pub mod git_remote;
 pub mod measures;
 pub mod memory_tool;
 pub mod mutants;

@@ -4,8 +4,16 @@
 
 use serde::Serialize;
 
+use std::path::Path;
+use std::sync::Arc;
+
 use super::add_only::AddOnly;
+use super::git_backed::GitBacked;
+use super::git_remote::{self, Sync};
 use super::measures::{fault_points, FaultKind};
+use super::two_stage::{self, Claim, StartUp, TwoStage};
+use super::{Ack, Fact, StoreProfile};
+use crate::storage::{MemFs, Shared};
 
 /// What a run says about an upstream report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -47,6 +55,331 @@ fn mem0_6911() -> Verdict {
     }
 }
 
+/// What a run of Letta's server copy found, for the #2203 rows and their tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LettaRun {
+    /// The agent's facts acknowledged (committed).
+    pub acknowledged: usize,
+    /// Of those, the ones the agent's recall misses at the end.
+    pub lost_from_recall: usize,
+    /// Of those, the ones the server's `main` misses at the end.
+    pub lost_from_server: usize,
+    /// The outcome of each sync, in order.
+    pub syncs: Vec<Sync>,
+}
+
+fn missing_from(facts: &[Fact], shown: &[(String, String)]) -> usize {
+    facts
+        .iter()
+        .filter(|f| !shown.iter().any(|(k, v)| *k == f.key && *v == f.value))
+        .count()
+}
+
+/// letta-ai/letta-code#2203: an agent commits and pushes its facts after
+/// each turn; the server then rewrites `main` with a backfill (`rewrite`)
+/// or adds the same backfill on top; the next start-up pulls.
+pub fn letta_server_backfill(rewrite: bool) -> std::io::Result<LettaRun> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let (server, agent) = (Path::new("/server"), Path::new("/agent"));
+    let p = GitBacked::default();
+    git_remote::clone(&fs, server, agent)?;
+    let facts = [
+        Fact::new("project", "build", "make"),
+        Fact::new("project", "test", "cargo test"),
+        Fact::new("user", "style", "tabs"),
+        Fact::new("reference", "deploy", "fly deploy"),
+    ];
+    let mut run = LettaRun {
+        acknowledged: 0,
+        lost_from_recall: 0,
+        lost_from_server: 0,
+        syncs: Vec::new(),
+    };
+    let mut acked = Vec::new();
+    for (i, f) in facts.iter().enumerate() {
+        if p.remember(&fs, agent, &format!("t{i}"), f)? == Ack::Stored {
+            acked.push(f.clone());
+        }
+        run.syncs
+            .push(git_remote::push_after_turn(&fs, agent, server, false)?);
+    }
+    // The backfilled blocks of the issue: files of their own.
+    let backfill = [
+        ("persona", "- name: Letta\n"),
+        ("skills-quarto", "- quarto: render with quarto\n"),
+    ];
+    git_remote::server_backfill(&fs, server, &backfill, rewrite)?;
+    run.syncs
+        .push(git_remote::pull_on_start(&fs, agent, server)?);
+    run.acknowledged = acked.len();
+    run.lost_from_recall = missing_from(&acked, &p.recall(&fs, agent)?);
+    run.lost_from_server = missing_from(&acked, &git_remote::server_recall(&fs, server)?);
+    Ok(run)
+}
+
+/// Item 2 of letta-ai/letta-code#2203: two agents' clones of one memory
+/// repository. A commits and pushes a fact in `project.md`; B, cloned
+/// before it, commits one in `b_topic` and syncs after its turn; then A
+/// starts up and pulls. `force`: B's writer pushes with `--force`.
+pub fn letta_two_agents(b_topic: &str, force: bool) -> std::io::Result<LettaRun> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let server = Path::new("/server");
+    let (a, b) = (Path::new("/agent-a"), Path::new("/agent-b"));
+    let p = GitBacked::default();
+    git_remote::clone(&fs, server, a)?;
+    let seed = Fact::new("project", "build", "make");
+    p.remember(&fs, a, "a0", &seed)?;
+    let mut syncs = vec![git_remote::push_after_turn(&fs, a, server, false)?];
+    git_remote::clone(&fs, server, b)?;
+    let fa = Fact::new("project", "test", "cargo test");
+    let fb = Fact::new(b_topic, "lint", "cargo clippy");
+    let mut acked = vec![seed];
+    for (clone, fact, forced) in [(a, &fa, false), (b, &fb, force)] {
+        if p.remember(&fs, clone, "t1", fact)? == Ack::Stored {
+            acked.push(fact.clone());
+        }
+        syncs.push(git_remote::push_after_turn(&fs, clone, server, forced)?);
+    }
+    syncs.push(git_remote::pull_on_start(&fs, a, server)?);
+    Ok(LettaRun {
+        acknowledged: acked.len(),
+        lost_from_recall: missing_from(&acked, &p.recall(&fs, a)?),
+        lost_from_server: missing_from(&acked, &git_remote::server_recall(&fs, server)?),
+        syncs,
+    })
+}
+
+fn letta_2203() -> Verdict {
+    let (Ok(rewritten), Ok(appended)) = (letta_server_backfill(true), letta_server_backfill(false))
+    else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    if rewritten.lost_from_recall > 0 && rewritten.syncs.last() == Some(&Sync::ResetToRemote) {
+        Verdict::Reproduced(format!(
+            "after the server rewrites main, the start-up pull finds no merge base and resets to origin/main: {}/{} committed and pushed facts gone from recall, {} from the server (the old HEAD only in refs/letta-backup); the same backfill added on top of main fast-forwards and loses {}",
+            rewritten.lost_from_recall,
+            rewritten.acknowledged,
+            rewritten.lost_from_server,
+            appended.lost_from_recall
+        ))
+    } else {
+        Verdict::NotReproduced(format!(
+            "after the rewrite: {:?}, {}/{} facts gone from recall",
+            rewritten.syncs.last(),
+            rewritten.lost_from_recall,
+            rewritten.acknowledged
+        ))
+    }
+}
+
+fn letta_2203_two_agents() -> Verdict {
+    let runs = (
+        letta_two_agents("project", false),
+        letta_two_agents("user", false),
+        letta_two_agents("project", true),
+    );
+    let (Ok(same), Ok(apart), Ok(forced)) = runs else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    let conflicted = same.syncs.iter().any(|s| matches!(s, Sync::Conflict(_)));
+    if conflicted && same.lost_from_server > 0 {
+        Verdict::Reproduced(format!(
+            "B's push is refused (non-fast-forward) and its rebase conflicts on project.md with A's pushed commit: the post-turn sync reports a conflict, {}/{} committed facts reach no server copy and A's recall misses {}; in separate files both reach the server ({} missing); a writer that force-pushes instead erases {} of A's pushed facts from the server",
+            same.lost_from_server,
+            same.acknowledged,
+            same.lost_from_recall,
+            apart.lost_from_server,
+            forced.lost_from_server
+        ))
+    } else {
+        Verdict::NotReproduced(format!("syncs {:?}", same.syncs))
+    }
+}
+
+/// openai/codex#23129: three sessions' rollouts; a start-up at 0 s claims
+/// the global job and is killed in stage 2; the next start-up comes
+/// `after` seconds later on the logical clock.
+pub fn codex_lease(after: u64) -> std::io::Result<(StartUp, StartUp)> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let root = Path::new("/codex");
+    let p = TwoStage::default();
+    for (i, f) in [
+        Fact::new("project", "build", "make"),
+        Fact::new("project", "test", "cargo test"),
+        Fact::new("user", "style", "tabs"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        p.remember(&fs, root, &format!("t{i:06}"), f)?;
+    }
+    let first = p.start_up(&fs, root, 0, true)?;
+    let second = p.start_up(&fs, root, after, false)?;
+    Ok((first, second))
+}
+
+fn codex_23129() -> Verdict {
+    let lease = two_stage::PHASE_TWO_JOB_LEASE_SECONDS;
+    let (Ok((first, within)), Ok((_, past))) = (codex_lease(600), codex_lease(lease)) else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    if first.claim == Claim::Claimed && within.claim == Claim::SkippedRunning && !within.artifacts {
+        Verdict::Reproduced(format!(
+            "a start-up 600 s after a holder killed in stage 2 gets SkippedRunning: 3 stage-1 rows, the job not done (its row reads {} until {} s; the issue's reads pending), no MEMORY.md or memory_summary.md; a start-up at {lease} s claims it and {}",
+            serde_json::to_value(within.job.status).map_or_else(|_| "?".into(), |v| v.as_str().unwrap_or("?").to_string()),
+            within.job.lease_until,
+            if past.artifacts { "writes both" } else { "still writes neither" }
+        ))
+    } else {
+        Verdict::NotReproduced(format!("second start-up: {within:?}"))
+    }
+}
+
+fn codex_37097() -> Verdict {
+    let lease = two_stage::PHASE_TWO_JOB_LEASE_SECONDS;
+    match codex_lease(lease) {
+        Ok((_, past)) if past.claim == Claim::Claimed => Verdict::NotReproduced(format!(
+            "once the dead holder's lease lapses ({lease} s) the next start-up reclaims the job and {}: a job stuck pending with no lease, no retry and no error needs another cause than the lease",
+            if past.artifacts { "writes the summary" } else { "still writes no summary" }
+        )),
+        Ok((_, past)) => Verdict::Reproduced(format!("past the lease: {past:?}")),
+        Err(e) => Verdict::NotReproduced(format!("the scripted run failed: {e}")),
+    }
+}
+
+/// Lines and bytes of `MEMORY.md` after `sessions` sessions, each learning
+/// the same principle in its own words and one fact of its own task, each
+/// followed by a start-up's consolidation.
+pub fn codex_bloat(append_learnings: bool, sessions: usize) -> std::io::Result<(usize, usize)> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let root = Path::new("/codex");
+    let p = TwoStage {
+        append_learnings,
+        ..TwoStage::default()
+    };
+    for i in 1..=sessions {
+        let thread = format!("t{i:06}");
+        let wording = format!(
+            "verify current code, logs and database state instead of relying on memory (learned in task {i})"
+        );
+        p.remember(
+            &fs,
+            root,
+            &thread,
+            &Fact::new("principles", "verify-state", &wording),
+        )?;
+        p.remember(
+            &fs,
+            root,
+            &thread,
+            &Fact::new("tasks", &format!("task-{i}"), "done"),
+        )?;
+        p.consolidate(&fs, root)?;
+    }
+    let text =
+        super::read_opt(&fs, &root.join(two_stage::MEMORY_REGISTRY_FILENAME))?.unwrap_or_default();
+    Ok((
+        text.lines()
+            .filter(|l| l.starts_with("- verify-state: "))
+            .count(),
+        text.len(),
+    ))
+}
+
+fn codex_29818() -> Verdict {
+    let runs = (
+        codex_bloat(true, 12),
+        codex_bloat(true, 24),
+        codex_bloat(false, 24),
+    );
+    let (Ok((l12, b12)), Ok((l24, b24)), Ok((r24, rb24))) = runs else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    if l24 > l12 && l12 > 1 && r24 == 1 {
+        Verdict::Reproduced(format!(
+            "a stage 2 keeping each rewording: the one principle takes {l12} lines of MEMORY.md ({b12} bytes) after 12 sessions, {l24} ({b24} bytes) after 24; the reference consolidation keeps {r24} ({rb24} bytes)"
+        ))
+    } else {
+        Verdict::NotReproduced(format!("{l12} -> {l24} lines; reference {r24}"))
+    }
+}
+
+/// What a start-up injects of `memory_summary.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryCap {
+    /// Facts stage 2 wrote to the summary.
+    pub facts: usize,
+    /// Bytes of the summary.
+    pub bytes: usize,
+    /// The facts (1-based, in the summary's order) the injection shows.
+    pub shown: Vec<usize>,
+}
+
+/// `sessions` sessions of one fact each, one consolidation, then the
+/// start-up injection of `memory_summary.md` cut to `max_tokens`.
+pub fn codex_summary_cap(sessions: usize, max_tokens: usize) -> std::io::Result<SummaryCap> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let root = Path::new("/codex");
+    let p = TwoStage::default();
+    let facts: Vec<Fact> = (1..=sessions)
+        .map(|i| {
+            Fact::new(
+                "notes",
+                &format!("note-{i:04}"),
+                "a durable note the consolidation keeps, one line of about eighty bytes",
+            )
+        })
+        .collect();
+    for (i, f) in facts.iter().enumerate() {
+        p.remember(&fs, root, &format!("t{i:06}"), f)?;
+    }
+    p.consolidate(&fs, root)?;
+    let bytes = super::read_opt(&fs, &root.join(two_stage::MEMORY_SUMMARY_FILENAME))?
+        .map_or(0, |t| t.len());
+    let injected = two_stage::startup_injection(&fs, root, max_tokens)?.unwrap_or_default();
+    let lines = super::lines_of(&injected);
+    let shown = facts
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| lines.iter().any(|(k, v)| *k == f.key && *v == f.value))
+        .map(|(i, _)| i + 1)
+        .collect();
+    Ok(SummaryCap {
+        facts: facts.len(),
+        bytes,
+        shown,
+    })
+}
+
+fn codex_summary_row() -> Verdict {
+    let cap = two_stage::MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT;
+    let (Ok(big), Ok(small)) = (codex_summary_cap(1_000, cap), codex_summary_cap(100, cap)) else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    // The middle cut: the first and the last fact missing.
+    let missing: Vec<usize> = (1..=big.facts).filter(|i| !big.shown.contains(i)).collect();
+    match (missing.first(), missing.last()) {
+        (Some(first), Some(last)) if small.shown.len() == small.facts => Verdict::Reproduced(format!(
+            "{} facts in memory_summary.md ({} bytes), cut to {cap} tokens ({} bytes) by the middle truncation: the start-up shows {} (the first {} and the last {}); facts {first} to {last} are not recalled at start-up (only by searching MEMORY.md); {} facts ({} bytes) fit and all show",
+            big.facts,
+            big.bytes,
+            cap * two_stage::APPROX_BYTES_PER_TOKEN,
+            big.shown.len(),
+            first - 1,
+            big.facts - last,
+            small.facts,
+            small.bytes
+        )),
+        _ => Verdict::NotReproduced(format!(
+            "{}/{} shown; {}/{} of the small summary",
+            big.shown.len(),
+            big.facts,
+            small.shown.len(),
+            small.facts
+        )),
+    }
+}
+
 /// Every reproduction row.
 pub fn reproductions() -> Vec<Repro> {
     vec![
@@ -58,21 +391,39 @@ pub fn reproductions() -> Vec<Repro> {
         },
         Repro {
             issue: "letta-ai/letta-code#2203",
-            reports: "the server rewrites the memory repository's history",
-            command: "-",
-            verdict: Verdict::NotModelled("a remote repository: the profile has no server and no push"),
+            reports: "the server force-pushes a backfilled history to the agent's memory repository, wiping the locally committed memory files",
+            command: "cargo test --test memory memory_profiles::letta_2203",
+            verdict: letta_2203(),
+        },
+        Repro {
+            issue: "letta-ai/letta-code#2203 (two agents)",
+            reports: "two agents share one memory repository: what one commits does not reach the other",
+            command: "cargo test --test memory memory_profiles::letta_2203_two_agents",
+            verdict: letta_2203_two_agents(),
         },
         Repro {
             issue: "openai/codex#23129",
             reports: "stage 1 succeeds but global consolidation stays pending, no summary artifact",
-            command: "-",
-            verdict: Verdict::NotModelled("the lease's clock: the profile assumes a killed holder's lease has lapsed at the next start-up"),
+            command: "cargo test --test memory memory_profiles::codex_23129",
+            verdict: codex_23129(),
+        },
+        Repro {
+            issue: "openai/codex#37097",
+            reports: "the global job stays pending with no active lease, no retry and no error, and fresh sessions never reclaim it",
+            command: "cargo test --test memory memory_profiles::codex_23129",
+            verdict: codex_37097(),
         },
         Repro {
             issue: "openai/codex#29818",
             reports: "MEMORY.md grows into a task ledger (2,450 lines, 325 KB) of near-identical learnings",
-            command: "-",
-            verdict: Verdict::NotModelled("semantic near-duplicates: the scripted stage 2 keeps one value per key"),
+            command: "cargo test --test memory memory_profiles::codex_29818",
+            verdict: codex_29818(),
+        },
+        Repro {
+            issue: "openai/codex memory_summary.md (no issue)",
+            reports: "the summary a start-up injects is cut to 5,000 tokens",
+            command: "cargo test --test memory memory_profiles::codex_summary_cap",
+            verdict: codex_summary_row(),
         },
     ]
 }
