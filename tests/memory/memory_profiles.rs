@@ -649,3 +649,57 @@ fn codex_summary_cap_hides_the_middle_of_a_long_summary_at_start_up() {
     );
     assert_eq!(truncate_middle("short", 10), "short");
 }
+
+#[test]
+fn managed_mount_a_write_acknowledged_before_the_sync_is_lost_at_a_kill() {
+    use ctxlab::memory::profiles::repro::managed_mount;
+    // Three writes inside the first sync interval, the sandbox killed at 12 s.
+    let killed = managed_mount(&[1, 5, 10], Some(12), false).unwrap();
+    assert_eq!((killed.acknowledged, killed.lost), (3, 3), "{killed:?}");
+    // A write past the interval syncs everything before the kill.
+    let synced = managed_mount(&[1, 5, 10, 16], Some(20), false).unwrap();
+    assert_eq!((synced.acknowledged, synced.lost), (4, 0), "{synced:?}");
+    // A session that ends runs the final sync; the API path loses nothing.
+    let ended = managed_mount(&[1, 5, 10], None, false).unwrap();
+    assert_eq!(ended.lost, 0, "{ended:?}");
+    let api = managed_mount(&[1, 5, 10], None, true).unwrap();
+    assert_eq!((api.acknowledged, api.lost), (3, 0), "{api:?}");
+}
+
+#[test]
+fn managed_two_sessions_writing_one_memory_lose_one_sessions_facts() {
+    use ctxlab::memory::profiles::repro::managed_two_sessions;
+    // Uploads that replace the memory: A's two facts go (B synced last).
+    let replace = managed_two_sessions(false).unwrap();
+    assert_eq!(
+        (replace.acknowledged, replace.lost, replace.refused),
+        (5, 2, 0)
+    );
+    // Uploads with the synced SHA-256: B's are refused (409), B's two go.
+    let guarded = managed_two_sessions(true).unwrap();
+    assert_eq!((guarded.lost, guarded.refused), (2, 2), "{guarded:?}");
+}
+
+#[test]
+fn mem0_pending_an_async_add_is_not_recalled_until_processed() {
+    use ctxlab::memory::profiles::repro::mem0_pending;
+    use ctxlab::memory::profiles::Ack;
+    let (acks, before, after) = mem0_pending(3).unwrap();
+    assert_eq!(acks, [Ack::Pending, Ack::Pending, Ack::Pending]);
+    assert_eq!((before, after), (0, 3));
+    let rows = ctxlab::memory::profiles::repro::reproductions();
+    for issue in [
+        "Managed Agents mount (docs, no issue)",
+        "Managed Agents, two sessions (docs, no issue)",
+        "Mem0 platform async add (docs, no issue)",
+    ] {
+        let r = rows.iter().find(|r| r.issue == issue).unwrap();
+        assert!(
+            matches!(
+                r.verdict,
+                ctxlab::memory::profiles::repro::Verdict::Reproduced(_)
+            ),
+            "{r:?}"
+        );
+    }
+}

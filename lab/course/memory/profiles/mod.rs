@@ -91,6 +91,9 @@ pub enum Ack {
     /// The design tells its caller nothing (Codex: the session only writes
     /// its rollout; stage 1 runs at a later start-up).
     NotAcknowledged,
+    /// Queued: the write is processed in the background (Mem0 platform's
+    /// asynchronous add answers `"status": "PENDING"` with an event id).
+    Pending,
 }
 
 /// A consolidation (or any multi-step memory job) cut into steps, so two of

@@ -12,6 +12,7 @@ use super::git_backed::GitBacked;
 use super::git_remote::{self, Sync};
 use super::measures::{fault_points, FaultKind};
 use super::two_stage::{self, Claim, StartUp, TwoStage};
+use super::versioned::{self, Mount, Versioned};
 use super::{Ack, Fact, StoreProfile};
 use crate::storage::{MemFs, Shared};
 
@@ -380,6 +381,175 @@ fn codex_summary_row() -> Verdict {
     }
 }
 
+/// What a run of Managed Agents' mount found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountRun {
+    /// Facts the file tool acknowledged.
+    pub acknowledged: usize,
+    /// Of those, the ones the store misses at the end.
+    pub lost: usize,
+    /// Uploads the store refused (409).
+    pub refused: usize,
+}
+
+/// One session writes `writes` (seconds on the logical clock) through its
+/// mount; `kill_at`: the sandbox dies then (no final sync), else the
+/// session ends at the last write + 1 s. `api`: the same facts through the
+/// API's update instead (acknowledged by its 200).
+pub fn managed_mount(writes: &[u64], kill_at: Option<u64>, api: bool) -> std::io::Result<MountRun> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let (store, dir) = (Path::new("/store"), Path::new("/mnt/memory/notes"));
+    let facts: Vec<Fact> = (0..writes.len())
+        .map(|i| Fact::new("project", &format!("fact-{i}"), "learned"))
+        .collect();
+    let mut acked = Vec::new();
+    let mut refused = 0;
+    if api {
+        for f in &facts {
+            if Versioned::default().remember(&fs, store, "s1", f)? == Ack::Stored {
+                acked.push(f.clone());
+            }
+        }
+    } else {
+        let mut m = Mount::open(&fs, store, dir, 0, false)?;
+        for (f, &t) in facts.iter().zip(writes) {
+            if kill_at.is_some_and(|k| t >= k) {
+                break;
+            }
+            if m.write(&fs, f, t)? == Ack::Stored {
+                acked.push(f.clone());
+            }
+        }
+        if kill_at.is_none() {
+            let end = writes.last().copied().unwrap_or(0) + 1;
+            refused = m.end(&fs, end)?.len();
+        }
+    }
+    Ok(MountRun {
+        acknowledged: acked.len(),
+        lost: missing_from(&acked, &versioned::store_recall(&fs, store)?),
+        refused,
+    })
+}
+
+/// Two sessions mount one store at 0 s, each writes one fact into the
+/// same memory (A at 1 s, B at 2 s), then one more each after the sync
+/// interval (A at 16 s, B at 17 s), and both end.
+pub fn managed_two_sessions(upload_precondition: bool) -> std::io::Result<MountRun> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let store = Path::new("/store");
+    Versioned::default().remember(&fs, store, "s0", &Fact::new("project", "build", "make"))?;
+    let mut a = Mount::open(
+        &fs,
+        store,
+        Path::new("/a/mnt/memory/notes"),
+        0,
+        upload_precondition,
+    )?;
+    let mut b = Mount::open(
+        &fs,
+        store,
+        Path::new("/b/mnt/memory/notes"),
+        0,
+        upload_precondition,
+    )?;
+    let facts = [
+        Fact::new("project", "test", "cargo test"),
+        Fact::new("project", "lint", "cargo clippy"),
+        Fact::new("project", "docs", "cargo doc"),
+        Fact::new("project", "bench", "cargo bench"),
+    ];
+    let mut acked = vec![Fact::new("project", "build", "make")];
+    for (i, f) in facts.iter().enumerate() {
+        let (m, t) = match i {
+            0 => (&mut a, 1),
+            1 => (&mut b, 2),
+            2 => (&mut a, 16),
+            _ => (&mut b, 17),
+        };
+        if m.write(&fs, f, t)? == Ack::Stored {
+            acked.push(f.clone());
+        }
+    }
+    let refused = a.end(&fs, 18)?.len() + b.end(&fs, 19)?.len();
+    Ok(MountRun {
+        acknowledged: acked.len(),
+        lost: missing_from(&acked, &versioned::store_recall(&fs, store)?),
+        refused,
+    })
+}
+
+fn managed_mount_row() -> Verdict {
+    let runs = (
+        managed_mount(&[1, 5, 10], Some(12), false),
+        managed_mount(&[1, 5, 10], None, false),
+        managed_mount(&[1, 5, 10], None, true),
+        managed_mount(&[1, 5, 10, 16], Some(20), false),
+    );
+    let (Ok(killed), Ok(ended), Ok(api), Ok(synced)) = runs else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    if killed.lost > 0 && ended.lost == 0 && api.lost == 0 {
+        Verdict::Reproduced(format!(
+            "writes at 1, 5 and 10 s acknowledged by the file tool, the sandbox killed at 12 s (before the {} s sync): {}/{} not in the store; a write at 16 s syncs all four before a kill at 20 s ({} lost); a session that ends runs the final sync ({} lost); the same facts through the API's update ({} lost)",
+            versioned::SYNC_INTERVAL_SECONDS,
+            killed.lost,
+            killed.acknowledged,
+            synced.lost,
+            ended.lost,
+            api.lost
+        ))
+    } else {
+        Verdict::NotReproduced(format!("killed {killed:?}, ended {ended:?}"))
+    }
+}
+
+fn managed_two_sessions_row() -> Verdict {
+    let (Ok(replace), Ok(guarded)) = (managed_two_sessions(false), managed_two_sessions(true))
+    else {
+        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+    };
+    if replace.lost > 0 {
+        Verdict::Reproduced(format!(
+            "two sessions write one memory between syncs: uploads that replace the memory lose {}/{} acknowledged facts (the other session's, kept only in the versions); uploads carrying the synced SHA-256 are refused {} times (409) and lose {} (the refused session's, when its mount is removed)",
+            replace.lost, replace.acknowledged, guarded.refused, guarded.lost
+        ))
+    } else {
+        Verdict::NotReproduced(format!("{replace:?}"))
+    }
+}
+
+/// Mem0 platform's asynchronous add: `adds` facts added, each answered
+/// PENDING; recall read before and after the queue is processed.
+pub fn mem0_pending(adds: usize) -> std::io::Result<(Vec<Ack>, usize, usize)> {
+    let fs: Shared = Arc::new(MemFs::new());
+    let root = Path::new("/mem0");
+    let p = AddOnly::default();
+    let facts: Vec<Fact> = (0..adds)
+        .map(|i| Fact::new("user", &format!("pref-{i}"), "likes hiking"))
+        .collect();
+    let mut acks = Vec::new();
+    for f in &facts {
+        acks.push(p.platform_add(&fs, root, f)?);
+    }
+    let before = adds - missing_from(&facts, &p.recall(&fs, root)?);
+    p.platform_process(&fs, root)?;
+    let after = adds - missing_from(&facts, &p.recall(&fs, root)?);
+    Ok((acks, before, after))
+}
+
+fn mem0_pending_row() -> Verdict {
+    match mem0_pending(3) {
+        Ok((acks, before, after)) if acks.iter().all(|a| *a == Ack::Pending) && before < after => {
+            Verdict::Reproduced(format!(
+                "3 adds answered PENDING (no ADD event, no memory id): recall right after shows {before}/3, after the queue is processed {after}/3"
+            ))
+        }
+        Ok(r) => Verdict::NotReproduced(format!("{r:?}")),
+        Err(e) => Verdict::NotReproduced(format!("the scripted run failed: {e}")),
+    }
+}
+
 /// Every reproduction row.
 pub fn reproductions() -> Vec<Repro> {
     vec![
@@ -424,6 +594,24 @@ pub fn reproductions() -> Vec<Repro> {
             reports: "the summary a start-up injects is cut to 5,000 tokens",
             command: "cargo test --test memory memory_profiles::codex_summary_cap",
             verdict: codex_summary_row(),
+        },
+        Repro {
+            issue: "Managed Agents mount (docs, no issue)",
+            reports: "a file written under /mnt/memory returns before the worker syncs it (at most every 15 s, a final sync at session end)",
+            command: "cargo test --test memory memory_profiles::managed_mount",
+            verdict: managed_mount_row(),
+        },
+        Repro {
+            issue: "Managed Agents, two sessions (docs, no issue)",
+            reports: "a change in one session reaches another only after both have synced",
+            command: "cargo test --test memory memory_profiles::managed_two_sessions",
+            verdict: managed_two_sessions_row(),
+        },
+        Repro {
+            issue: "Mem0 platform async add (docs, no issue)",
+            reports: "add() answers PENDING with an event id and processes the memory in the background",
+            command: "cargo test --test memory memory_profiles::mem0_pending",
+            verdict: mem0_pending_row(),
         },
     ]
 }

@@ -71,6 +71,9 @@ const LETTA_2203: &str = "letta-ai/letta-code#2203 (closed, 2026-05-11): `+ ff33
 const MA_MEMORY: &str =
     "platform.claude.com/docs/en/managed-agents/memory, read 2026-12-07: \"Every change to a memory creates an immutable memory version\"";
 const MA_SELF_HOSTED: &str = "platform.claude.com/docs/en/managed-agents/self-hosted-sandboxes-memory, read 2026-12-07: \"A session accepts up to 8 memory stores\"; the worker downloads each store and syncs the agent's changes back, uploading before the sandbox ends";
+const MA_SYNC: &str = "platform.claude.com/docs/en/managed-agents/self-hosted-sandboxes-memory (read through its zh-CN rendering), read 2026-12-07: the worker downloads each store to its mount_path, reconciles changes after tool calls at most once per sync interval (15 seconds by default), and at session end runs a final sync that flushes pending uploads for up to 30 seconds, then removes the directories; a change in one session reaches another only after both have synced";
+const MA_VERSIONS: &str = "platform.claude.com/docs/en/api/beta/memory_stores/memory_versions, read 2026-12-07: \"Every change to a memory adds one version. Only redaction can change a version after that. Versions belong to the memory store and stay after the memory is deleted. Each version is retained for at least the version retention period\" (the period's value not in the text read)";
+const MEM0_ASYNC: &str = "docs.mem0.ai/platform/features/async-mode-default-change, read 2026-12-07: `async_mode` defaults to true; the API returns immediately with {\"message\": \"Memory processing has been queued for background execution\", \"status\": \"PENDING\", \"event_id\": ...}";
 const MA_AWS: &str = "docs.aws.amazon.com, Bedrock Claude Managed Agents, memory stores, read 2026-12-04: \"A memory store can hold up to 2,000 memories and 250,000 versions\"";
 const MA_BYTES: &str = "docs.rs claude-api 0.5.3 `managed_agents::memory_stores` (\"individual memories capped at 100KB\") and help.aliyun.com/en/model-studio/managed-agents-memory-store (\"102400 UTF-8 bytes\"), read 2026-12-07";
 const MA_PRECONDITION: &str = "platform.claude.com API reference, `BetaManagedAgentsContentSha256Precondition`, read 2026-12-04: a mismatch fails with `memory_precondition_failed_error` (409)";
@@ -102,7 +105,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         profile: "add-only",
         name: "ack",
-        says: "acknowledged = the ADD events `Memory.add()` returns, one per extracted memory, even for a record whose insert failed",
+        says: "acknowledged = the ADD events `Memory.add()` returns, one per extracted memory, even for a record whose insert failed (the open-source SDK; the hosted platform answers PENDING instead, see platform_async)",
         basis: Basis::Source { cite: MEM0_6911 },
     },
     Rule {
@@ -139,6 +142,21 @@ pub const RULES: &[Rule] = &[
             why: "a vector store inserts a record whole; a file per record is the lab's stand-in",
             changes_result: false,
             on_by_default: true,
+        },
+    },
+    Rule {
+        profile: "add-only",
+        name: "platform_async",
+        says: "the hosted platform's add (async_mode, its default) answers PENDING with an event id before anything is stored; recall shows the memory only after the background processing",
+        basis: Basis::Source { cite: MEM0_ASYNC },
+    },
+    Rule {
+        profile: "add-only",
+        name: "platform_queue",
+        says: "the platform's queue is a directory beside the store, processed oldest first by `platform_process`, each queued add inserted as `add` does",
+        basis: Basis::StandIn {
+            why: "the platform's queue and workers are a server the lab does not have; when it runs and whether a queued add can fail (a FAILED event) are not modelled",
+            changes_result: false,
         },
     },
     // ---- git-backed (Letta MemFS) ----
@@ -247,14 +265,61 @@ pub const RULES: &[Rule] = &[
     Rule {
         profile: "versioned",
         name: "ack",
-        says: "acknowledged = the API's 200 to an update; the mount path (a file write in /mnt/memory acknowledged before the worker's sync) is not modelled",
-        basis: Basis::Source { cite: MA_SELF_HOSTED },
+        says: "acknowledged = the API's 200 to an update; on the agent's own path, the mount (/mnt/memory), the file tool returns before the worker's sync (at most every 15 s, a final sync at session end: `Mount`)",
+        basis: Basis::Source { cite: MA_SYNC },
+    },
+    Rule {
+        profile: "versioned",
+        name: "SYNC_INTERVAL_SECONDS",
+        says: "15 s: a mount syncs after a tool call at most once per interval (uploads the agent's changed files, downloads the store's changes)",
+        basis: Basis::Source { cite: MA_SYNC },
+    },
+    Rule {
+        profile: "versioned",
+        name: "FINAL_SYNC_SECONDS",
+        says: "30 s: the final sync at session end flushes pending uploads for up to this long, then the mount is removed (here the final sync always completes)",
+        basis: Basis::Source { cite: MA_SYNC },
+    },
+    Rule {
+        profile: "versioned",
+        name: "mount_upload",
+        says: "a mount's upload is an update of the whole memory; the store's changes are downloaded only into files the agent has not changed since the last sync",
+        basis: Basis::StandIn {
+            why: "the page says the worker uploads changed files and writes the store's changes to disk; how it uploads (a whole-file update) and which side wins for a file changed on both are in its conflicts section, not read",
+            changes_result: true,
+        },
+    },
+    Rule {
+        profile: "versioned",
+        name: "upload_precondition",
+        says: "true: a mount's upload carries the SHA-256 it last synced, so a stale upload is refused (409) and that session's change is lost when its mount is removed; false: the upload replaces the memory (the other session's change is lost, kept in the versions)",
+        basis: Basis::Assumption {
+            why: "not stated in the text read; the two-sessions row prints both",
+            changes_result: true,
+            on_by_default: false,
+        },
+    },
+    Rule {
+        profile: "versioned",
+        name: "version_retention",
+        says: "every version is kept (they count toward 250,000 a store and stay after the memory is deleted); none is pruned",
+        basis: Basis::Assumption {
+            why: "the API reference says each version is retained for at least the version retention period; the period was not in the text read, and within 1,000 sessions no version would be pruned by any period of a day or more",
+            changes_result: false,
+            on_by_default: true,
+        },
     },
     Rule {
         profile: "versioned",
         name: "versions",
         says: "every change creates an immutable memory version",
         basis: Basis::Source { cite: MA_MEMORY },
+    },
+    Rule {
+        profile: "versioned",
+        name: "versions_stay",
+        says: "a version changes only by redaction and stays after its memory is deleted",
+        basis: Basis::Source { cite: MA_VERSIONS },
     },
     Rule {
         profile: "versioned",
