@@ -56,7 +56,7 @@ fn mem0_6911() -> Verdict {
     }
 }
 
-/// What a run of Letta's server copy found, for the #2203 rows and their tests.
+/// What a run of Letta's server copy found, for the letta-ai/letta-code#2203 rows and their tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LettaRun {
     /// The agent's facts acknowledged (committed).
