@@ -441,11 +441,75 @@ fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
         "{mem0:?}"
     );
     assert!(mem0.command.contains("memory_profiles::mem0_6911"));
-    // The rows the profiles cannot show say what they would need, with no command.
-    for r in rows.iter().filter(|r| !r.issue.starts_with("mem0ai")) {
-        assert!(matches!(r.verdict, Verdict::NotModelled(_)), "{r:?}");
-        assert_eq!(r.command, "-");
+    // A row either names the test that reproduces it, or says what it would
+    // need with no command.
+    for r in &rows {
+        match &r.verdict {
+            Verdict::NotModelled(_) => assert_eq!(r.command, "-", "{r:?}"),
+            _ => assert!(
+                r.command
+                    .starts_with("cargo test --test memory memory_profiles::"),
+                "{r:?}"
+            ),
+        }
     }
+    for issue in [
+        "letta-ai/letta-code#2203",
+        "letta-ai/letta-code#2203 (two agents)",
+    ] {
+        let r = rows.iter().find(|r| r.issue == issue).unwrap();
+        assert!(matches!(r.verdict, Verdict::Reproduced(_)), "{r:?}");
+    }
+}
+
+#[test]
+fn letta_2203_a_server_rewriting_history_wipes_what_the_agent_committed() {
+    use ctxlab::memory::profiles::git_remote::Sync;
+    use ctxlab::memory::profiles::repro::letta_server_backfill;
+    let rewritten = letta_server_backfill(true).unwrap();
+    // Every turn's commit reached the server before the rewrite.
+    assert_eq!(rewritten.acknowledged, 4, "{rewritten:?}");
+    assert_eq!(
+        rewritten.syncs[..4],
+        [Sync::Pushed, Sync::Pushed, Sync::Pushed, Sync::Pushed]
+    );
+    // No merge base: the start-up pull resets the clone to the server's tree.
+    assert_eq!(rewritten.syncs[4], Sync::ResetToRemote, "{rewritten:?}");
+    assert_eq!(rewritten.lost_from_recall, 4, "{rewritten:?}");
+    assert_eq!(rewritten.lost_from_server, 4, "{rewritten:?}");
+    // The same backfill added on top of main fast-forwards and keeps all.
+    let appended = letta_server_backfill(false).unwrap();
+    assert_eq!(appended.syncs[4], Sync::FastForward, "{appended:?}");
+    assert_eq!(appended.lost_from_recall, 0, "{appended:?}");
+    assert_eq!(appended.lost_from_server, 0, "{appended:?}");
+}
+
+#[test]
+fn letta_2203_two_agents_on_one_repository() {
+    use ctxlab::memory::profiles::git_remote::Sync;
+    use ctxlab::memory::profiles::repro::letta_two_agents;
+    // Same file: B's rebase conflicts, its fact reaches neither the server nor A.
+    let same = letta_two_agents("project", false).unwrap();
+    assert_eq!(
+        same.syncs[2],
+        Sync::Conflict("project.md".into()),
+        "{same:?}"
+    );
+    assert_eq!(same.lost_from_server, 1, "{same:?}");
+    assert_eq!(same.lost_from_recall, 1, "{same:?}");
+    // Separate files: B rebases onto A's commit and both reach A.
+    let apart = letta_two_agents("user", false).unwrap();
+    assert_eq!(apart.syncs[2], Sync::Pushed, "{apart:?}");
+    assert_eq!(apart.syncs[3], Sync::FastForward, "{apart:?}");
+    assert_eq!((apart.lost_from_server, apart.lost_from_recall), (0, 0));
+    // A writer that force-pushes erases A's pushed commit from the server;
+    // A's own pull then conflicts and keeps its clone.
+    let forced = letta_two_agents("project", true).unwrap();
+    assert_eq!(forced.lost_from_server, 1, "{forced:?}");
+    assert!(
+        matches!(forced.syncs[3], Sync::PullFailed(ref why) if why.contains("project.md")),
+        "{forced:?}"
+    );
 }
 
 #[test]
@@ -502,4 +566,140 @@ fn the_mutant_wrappers_break_only_what_they_name() {
     };
     assert!(read(&old, Measure::Stale).caught);
     assert!(!read(&old, Measure::Kill).caught);
+}
+
+#[test]
+fn codex_23129_a_start_up_within_a_killed_holders_lease_leaves_no_summary() {
+    use ctxlab::memory::profiles::repro::codex_lease;
+    use ctxlab::memory::profiles::two_stage::{Claim, JobStatus, PHASE_TWO_JOB_LEASE_SECONDS};
+    let (first, within) = codex_lease(600).unwrap();
+    assert_eq!(first.claim, Claim::Claimed);
+    assert!(!first.artifacts, "killed in stage 2: {first:?}");
+    // Within the lease: skipped, the job not done, no artifact.
+    assert_eq!(within.claim, Claim::SkippedRunning, "{within:?}");
+    assert_eq!(within.job.status, JobStatus::Running);
+    assert_eq!(within.job.lease_until, PHASE_TWO_JOB_LEASE_SECONDS);
+    assert!(!within.artifacts, "{within:?}");
+    // One second before the lease lapses it is still skipped; at the
+    // lapse the start-up claims the job and writes both files.
+    let (_, just_before) = codex_lease(PHASE_TWO_JOB_LEASE_SECONDS - 1).unwrap();
+    assert_eq!(just_before.claim, Claim::SkippedRunning);
+    let (_, past) = codex_lease(PHASE_TWO_JOB_LEASE_SECONDS).unwrap();
+    assert_eq!(past.claim, Claim::Claimed, "{past:?}");
+    assert_eq!(past.job.status, JobStatus::Done);
+    assert!(past.artifacts, "{past:?}");
+    let rows = ctxlab::memory::profiles::repro::reproductions();
+    let row = |issue: &str| {
+        rows.iter()
+            .find(|r| r.issue == issue)
+            .unwrap()
+            .verdict
+            .clone()
+    };
+    use ctxlab::memory::profiles::repro::Verdict;
+    assert!(matches!(row("openai/codex#23129"), Verdict::Reproduced(_)));
+    // #37097 (pending, no lease) is not what the lease explains.
+    assert!(matches!(
+        row("openai/codex#37097"),
+        Verdict::NotReproduced(_)
+    ));
+}
+
+#[test]
+fn codex_29818_a_stage_2_keeping_rewordings_grows_memory_md() {
+    use ctxlab::memory::profiles::repro::codex_bloat;
+    let (l12, b12) = codex_bloat(true, 12).unwrap();
+    let (l24, b24) = codex_bloat(true, 24).unwrap();
+    // One line per session for the one principle, growing with sessions.
+    assert_eq!((l12, l24), (12, 24));
+    assert!(b24 > b12, "{b12} -> {b24}");
+    // The reference consolidation keeps one line for it.
+    let (r24, rb24) = codex_bloat(false, 24).unwrap();
+    assert_eq!(r24, 1);
+    assert!(rb24 < b24, "{rb24} vs {b24}");
+}
+
+#[test]
+fn codex_summary_cap_hides_the_middle_of_a_long_summary_at_start_up() {
+    use ctxlab::memory::profiles::repro::codex_summary_cap;
+    use ctxlab::memory::profiles::two_stage::{
+        truncate_middle, APPROX_BYTES_PER_TOKEN,
+        MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT as CAP,
+    };
+    let big = codex_summary_cap(1_000, CAP).unwrap();
+    assert!(big.bytes > CAP * APPROX_BYTES_PER_TOKEN, "{}", big.bytes);
+    // The first and the last facts show; a run in the middle does not.
+    assert!(big.shown.contains(&1) && big.shown.contains(&1_000));
+    assert!(!big.shown.contains(&500));
+    let missing = 1_000 - big.shown.len();
+    assert!(missing > 700, "{missing} missing");
+    // Every fact shown is from the head or the tail: one gap.
+    let gap: Vec<usize> = (1..=1_000).filter(|i| !big.shown.contains(i)).collect();
+    assert_eq!(gap.last().unwrap() - gap[0] + 1, gap.len());
+    // A summary under the cap shows every fact; a higher cap shows more.
+    let small = codex_summary_cap(100, CAP).unwrap();
+    assert_eq!(small.shown.len(), 100);
+    assert!(codex_summary_cap(1_000, 2 * CAP).unwrap().shown.len() > big.shown.len());
+    // The cut itself: head and tail kept on the budget, the marker between.
+    let text = "a".repeat(30) + &"b".repeat(30);
+    let cut = truncate_middle(&text, 10);
+    assert_eq!(
+        cut,
+        format!("{}…5 tokens truncated…{}", "a".repeat(20), "b".repeat(20))
+    );
+    assert_eq!(truncate_middle("short", 10), "short");
+}
+
+#[test]
+fn managed_mount_a_write_acknowledged_before_the_sync_is_lost_at_a_kill() {
+    use ctxlab::memory::profiles::repro::managed_mount;
+    // Three writes inside the first sync interval, the sandbox killed at 12 s.
+    let killed = managed_mount(&[1, 5, 10], Some(12), false).unwrap();
+    assert_eq!((killed.acknowledged, killed.lost), (3, 3), "{killed:?}");
+    // A write past the interval syncs everything before the kill.
+    let synced = managed_mount(&[1, 5, 10, 16], Some(20), false).unwrap();
+    assert_eq!((synced.acknowledged, synced.lost), (4, 0), "{synced:?}");
+    // A session that ends runs the final sync; the API path loses nothing.
+    let ended = managed_mount(&[1, 5, 10], None, false).unwrap();
+    assert_eq!(ended.lost, 0, "{ended:?}");
+    let api = managed_mount(&[1, 5, 10], None, true).unwrap();
+    assert_eq!((api.acknowledged, api.lost), (3, 0), "{api:?}");
+}
+
+#[test]
+fn managed_two_sessions_writing_one_memory_lose_one_sessions_facts() {
+    use ctxlab::memory::profiles::repro::managed_two_sessions;
+    // Uploads that replace the memory: A's two facts go (B synced last).
+    let replace = managed_two_sessions(false).unwrap();
+    assert_eq!(
+        (replace.acknowledged, replace.lost, replace.refused),
+        (5, 2, 0)
+    );
+    // Uploads with the synced SHA-256: B's are refused (409), B's two go.
+    let guarded = managed_two_sessions(true).unwrap();
+    assert_eq!((guarded.lost, guarded.refused), (2, 2), "{guarded:?}");
+}
+
+#[test]
+fn mem0_pending_an_async_add_is_not_recalled_until_processed() {
+    use ctxlab::memory::profiles::repro::mem0_pending;
+    use ctxlab::memory::profiles::Ack;
+    let (acks, before, after) = mem0_pending(3).unwrap();
+    assert_eq!(acks, [Ack::Pending, Ack::Pending, Ack::Pending]);
+    assert_eq!((before, after), (0, 3));
+    let rows = ctxlab::memory::profiles::repro::reproductions();
+    for issue in [
+        "Managed Agents mount (docs, no issue)",
+        "Managed Agents, two sessions (docs, no issue)",
+        "Mem0 platform async add (docs, no issue)",
+    ] {
+        let r = rows.iter().find(|r| r.issue == issue).unwrap();
+        assert!(
+            matches!(
+                r.verdict,
+                ctxlab::memory::profiles::repro::Verdict::Reproduced(_)
+            ),
+            "{r:?}"
+        );
+    }
 }

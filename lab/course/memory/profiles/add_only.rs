@@ -11,6 +11,11 @@
 //! `ack_failed_inserts`). Every rule's source is in [`super::sources`].
 //! Here each memory is one file named by the hash of its line, written
 //! atomically (a record is inserted whole).
+//!
+//! The hosted platform adds asynchronously by default: `add` answers
+//! `PENDING` with an event id and queues the work ([`AddOnly::platform_add`]);
+//! the memory is stored when the queue is processed
+//! ([`AddOnly::platform_process`]), and recall before that does not show it.
 
 use std::io;
 use std::path::Path;
@@ -92,6 +97,45 @@ impl AddOnly {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The platform's queue of pending adds: beside the store, not in it.
+fn queue(root: &Path) -> std::path::PathBuf {
+    root.with_extension("queue")
+}
+
+impl AddOnly {
+    /// The hosted platform's `add` with `async_mode` (its default): the
+    /// work is queued and the answer is `PENDING`, before any insert.
+    pub fn platform_add(&self, fs: &Shared, root: &Path, fact: &Fact) -> io::Result<Ack> {
+        fs.create_dir_all(&queue(root))?;
+        let n = fs.list(&queue(root)).map_or(0, |l| l.len());
+        atomic_write(
+            fs.as_ref(),
+            &queue(root).join(format!("event-{n:08}")),
+            format!("{}\t{}\t{}\n", fact.topic, fact.key, fact.value).as_bytes(),
+        )?;
+        Ok(Ack::Pending)
+    }
+
+    /// The platform's background processing: every queued add inserted,
+    /// oldest first; the number processed.
+    pub fn platform_process(&self, fs: &Shared, root: &Path) -> io::Result<usize> {
+        let mut names = fs.list(&queue(root)).unwrap_or_default();
+        names.sort();
+        for name in &names {
+            let path = queue(root).join(name);
+            let text = fs.read_to_string(&path)?;
+            let mut parts = text.trim_end_matches('\n').splitn(3, '\t');
+            if let (Some(topic), Some(key), Some(value)) =
+                (parts.next(), parts.next(), parts.next())
+            {
+                self.add(fs, root, &Fact::new(topic, key, value))?;
+            }
+            fs.remove_file(&path)?;
+        }
+        Ok(names.len())
     }
 }
 

@@ -14,7 +14,8 @@
 //! content-addressed blobs in `.git/objects/` (whole files, neither
 //! compressed nor packed), one file per commit in `.git/commits/` (its
 //! whole tree), and `.git/HEAD` naming the last commit, replaced
-//! atomically. There is no remote: the push after the turn is not modelled.
+//! atomically. The server's copy, the push after the turn and the start-up
+//! pull are in [`super::git_remote`].
 
 use std::collections::BTreeMap;
 use std::io;
@@ -53,24 +54,24 @@ impl Default for GitBacked {
     }
 }
 
-fn git(root: &Path) -> PathBuf {
+pub(super) fn git(root: &Path) -> PathBuf {
     root.join(".git")
 }
 
 /// The last commit's number (0: none yet).
-fn head(fs: &Shared, root: &Path) -> io::Result<u64> {
+pub(super) fn head(fs: &Shared, root: &Path) -> io::Result<u64> {
     Ok(read_opt(fs, &git(root).join("HEAD"))?
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(0))
 }
 
-fn commit_path(root: &Path, n: u64) -> PathBuf {
+pub(super) fn commit_path(root: &Path, n: u64) -> PathBuf {
     git(root).join("commits").join(format!("{n:08}"))
 }
 
 /// Topic -> blob hash at commit `n` (each commit lists its whole tree,
 /// as a git commit names a whole tree object).
-fn tree_at(fs: &Shared, root: &Path, n: u64) -> io::Result<BTreeMap<String, String>> {
+pub(super) fn tree_at(fs: &Shared, root: &Path, n: u64) -> io::Result<BTreeMap<String, String>> {
     if n == 0 {
         return Ok(BTreeMap::new());
     }
@@ -82,7 +83,7 @@ fn tree_at(fs: &Shared, root: &Path, n: u64) -> io::Result<BTreeMap<String, Stri
         .collect())
 }
 
-fn blob(fs: &Shared, root: &Path, sha: &str) -> io::Result<String> {
+pub(super) fn blob(fs: &Shared, root: &Path, sha: &str) -> io::Result<String> {
     fs.read_to_string(&git(root).join("objects").join(sha))
 }
 
@@ -118,7 +119,7 @@ fn commit(fs: &Shared, root: &Path, parent: u64, changes: &[(String, String)]) -
 }
 
 /// The working tree's topic files and their texts.
-fn working_tree(fs: &Shared, root: &Path) -> io::Result<BTreeMap<String, String>> {
+pub(super) fn working_tree(fs: &Shared, root: &Path) -> io::Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for name in fs.list(root).unwrap_or_default() {
         let Some(topic) = name.strip_suffix(".md") else {
@@ -147,7 +148,7 @@ impl GitBacked {
     }
 
     /// Whether the working tree differs from HEAD (`git status --porcelain`).
-    fn dirty(fs: &Shared, root: &Path) -> io::Result<bool> {
+    pub(super) fn dirty(fs: &Shared, root: &Path) -> io::Result<bool> {
         let at_head = tree_at(fs, root, head(fs, root)?)?;
         let tree = working_tree(fs, root)?;
         Ok(tree.len() != at_head.len()

@@ -11,7 +11,8 @@
 //!
 //! - [`add_only`]: Mem0 v3, ADD only (no update, no delete).
 //! - [`git_backed`]: Letta MemFS, every edit a commit, consolidation when
-//!   the context is compacted.
+//!   the context is compacted; [`git_remote`] its server copy (the push
+//!   after a turn, the start-up pull).
 //! - [`versioned`]: Anthropic Managed Agents memory stores, every change an
 //!   immutable version, with the documented limits.
 //! - [`two_stage`]: Codex memories, per-thread stage-1 outputs, then a
@@ -26,6 +27,7 @@
 
 pub mod add_only;
 pub mod git_backed;
+pub mod git_remote;
 pub mod measures;
 pub mod memory_tool;
 pub mod mutants;
@@ -89,6 +91,9 @@ pub enum Ack {
     /// The design tells its caller nothing (Codex: the session only writes
     /// its rollout; stage 1 runs at a later start-up).
     NotAcknowledged,
+    /// Queued: the write is processed in the background (Mem0 platform's
+    /// asynchronous add answers `"status": "PENDING"` with an event id).
+    Pending,
 }
 
 /// A consolidation (or any multi-step memory job) cut into steps, so two of

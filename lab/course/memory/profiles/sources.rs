@@ -67,9 +67,13 @@ const LETTA_GIT: &str =
 const LETTA_REFLECTION: &str = "letta-ai/letta-code @ 00f074335e6d2c889026d6644aa6a11a2faf88d7 : src/agent/subagents/builtin/reflection.md";
 const LETTA_DOCS: &str =
     "docs.letta.com/concepts/memfs and /letta-code/memfs, read 2026-12-04: consolidation \"when the context window is compacted\"";
+const LETTA_2203: &str = "letta-ai/letta-code#2203 (closed, 2026-05-11): `+ ff33a45...5ba0de7 main -> origin/main (forced update)`, a new root chain `Initial commit` -> `Backfill ... block`, 8 files on the server for 79 local";
 const MA_MEMORY: &str =
     "platform.claude.com/docs/en/managed-agents/memory, read 2026-12-07: \"Every change to a memory creates an immutable memory version\"";
 const MA_SELF_HOSTED: &str = "platform.claude.com/docs/en/managed-agents/self-hosted-sandboxes-memory, read 2026-12-07: \"A session accepts up to 8 memory stores\"; the worker downloads each store and syncs the agent's changes back, uploading before the sandbox ends";
+const MA_SYNC: &str = "platform.claude.com/docs/en/managed-agents/self-hosted-sandboxes-memory (read through its zh-CN rendering), read 2026-12-07: the worker downloads each store to its mount_path, reconciles changes after tool calls at most once per sync interval (15 seconds by default), and at session end runs a final sync that flushes pending uploads for up to 30 seconds, then removes the directories; a change in one session reaches another only after both have synced";
+const MA_VERSIONS: &str = "platform.claude.com/docs/en/api/beta/memory_stores/memory_versions, read 2026-12-07: \"Every change to a memory adds one version. Only redaction can change a version after that. Versions belong to the memory store and stay after the memory is deleted. Each version is retained for at least the version retention period\" (the period's value not in the text read)";
+const MEM0_ASYNC: &str = "docs.mem0.ai/platform/features/async-mode-default-change, read 2026-12-07: `async_mode` defaults to true; the API returns immediately with {\"message\": \"Memory processing has been queued for background execution\", \"status\": \"PENDING\", \"event_id\": ...}";
 const MA_AWS: &str = "docs.aws.amazon.com, Bedrock Claude Managed Agents, memory stores, read 2026-12-04: \"A memory store can hold up to 2,000 memories and 250,000 versions\"";
 const MA_BYTES: &str = "docs.rs claude-api 0.5.3 `managed_agents::memory_stores` (\"individual memories capped at 100KB\") and help.aliyun.com/en/model-studio/managed-agents-memory-store (\"102400 UTF-8 bytes\"), read 2026-12-07";
 const MA_PRECONDITION: &str = "platform.claude.com API reference, `BetaManagedAgentsContentSha256Precondition`, read 2026-12-04: a mismatch fails with `memory_precondition_failed_error` (409)";
@@ -79,6 +83,11 @@ const CODEX_README: &str =
     "openai/codex @ 4a3c3ca1768324d23c2696e5fc689d1634ef4968 : codex-rs/core/src/memories/README.md";
 const CODEX_STORAGE: &str = "openai/codex @ eb3ced59050a6e5afd44e3133df1e5a48381d29a : codex-rs/core/src/memories/storage.rs (files rewritten with `tokio::fs::write`, MEMORY.md removed when no input is retained)";
 const CODEX_WIPE: &str = "openai/codex codex-rs/core/src/memories/storage.rs `wipe_consolidation_outputs` (a later stored version; its commit is not resolved by the index): removes MEMORY.md before stage 2 regenerates it";
+const CODEX_PROMPTS: &str = "openai/codex @ 03626f40bc138b1807fd8317be2817e3b5cb1bcd : codex-rs/core/src/memories/prompts.rs `build_memory_tool_developer_instructions` (memory_summary.md read, trimmed, `truncate_text(.., TruncationPolicy::Tokens(MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT))`)";
+const CODEX_TRUNCATE: &str = "openai/codex @ b24d7f3c9a1acadc145019747224f7312bc9b3b4 : codex-rs/utils/string/src/truncate.rs `truncate_middle_with_token_budget` (APPROX_BYTES_PER_TOKEN = 4; first and last halves of the byte budget kept, `…N tokens truncated…` between)";
+const CODEX_JOBS: &str = "openai/codex @ f9cf89d17d99c6c09d64523c9f136c6562e8f64d : codex-rs/state/src/runtime/memories.rs (`try_claim_global_phase2_job`: SkippedNotDirty when input_watermark <= last_success_watermark, SkippedRunning while status = 'running' and lease_until > now, else claim with lease_until = now + lease; `enqueue_global_consolidation` keeps a running job running; success sets done and advances last_success_watermark)";
+const CODEX_23129: &str = "openai/codex#23129 (open, 2026-05-17): stage1_outputs 24 rows, memory_consolidate_global `pending`, no MEMORY.md or memory_summary.md; #37097 (open, 2026-08-05): pending with no active lease, no retry, no error";
+const CODEX_29818: &str = "openai/codex#29818 (closed, 2026-06-24): MEMORY.md of 2,450 lines, 325 KB, 24 task groups, the same principles repeated under separate tasks";
 const CODEX_TEMPLATE: &str =
     "openai/codex codex-rs/core/templates/memories/consolidation.md: \"prefer newer guidance by default\"";
 const MEMORY_TOOL: &str =
@@ -96,7 +105,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         profile: "add-only",
         name: "ack",
-        says: "acknowledged = the ADD events `Memory.add()` returns, one per extracted memory, even for a record whose insert failed",
+        says: "acknowledged = the ADD events `Memory.add()` returns, one per extracted memory, even for a record whose insert failed (the open-source SDK; the hosted platform answers PENDING instead, see platform_async)",
         basis: Basis::Source { cite: MEM0_6911 },
     },
     Rule {
@@ -135,11 +144,26 @@ pub const RULES: &[Rule] = &[
             on_by_default: true,
         },
     },
+    Rule {
+        profile: "add-only",
+        name: "platform_async",
+        says: "the hosted platform's add (async_mode, its default) answers PENDING with an event id before anything is stored; recall shows the memory only after the background processing",
+        basis: Basis::Source { cite: MEM0_ASYNC },
+    },
+    Rule {
+        profile: "add-only",
+        name: "platform_queue",
+        says: "the platform's queue is a directory beside the store, processed oldest first by `platform_process`, each queued add inserted as `add` does",
+        basis: Basis::StandIn {
+            why: "the platform's queue and workers are a server the lab does not have; when it runs and whether a queued add can fail (a FAILED event) are not modelled",
+            changes_result: false,
+        },
+    },
     // ---- git-backed (Letta MemFS) ----
     Rule {
         profile: "git-backed",
         name: "ack",
-        says: "acknowledged = the memory write committed (`commitMemoryWrite`); the push to the server follows after the turn (`syncPendingMemoryCommitsAfterTurn`)",
+        says: "acknowledged = the memory write committed (`commitMemoryWrite`); the push to the server follows after the turn (`syncPendingMemoryCommitsAfterTurn`, modelled in git_remote: a committed fact can still be lost when the server rewrites history, letta-ai/letta-code#2203)",
         basis: Basis::Source { cite: LETTA_GIT },
     },
     Rule {
@@ -197,24 +221,105 @@ pub const RULES: &[Rule] = &[
     Rule {
         profile: "git-backed",
         name: "repository",
-        says: "an in-process commit log: whole-file blobs, neither compressed nor packed; no remote (the push is not modelled)",
+        says: "an in-process commit log: whole-file blobs, neither compressed nor packed; a commit's id is the SHA-256 of its parent's id and its tree",
         basis: Basis::StandIn {
-            why: "bytes overstate real git, which compresses and deltas; the server's copy and #2203 (a server rewriting history) need a remote the lab does not model",
+            why: "bytes overstate real git, which compresses and deltas; the ids only need to agree between a clone and the server",
             changes_result: true,
         },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "push_after_turn",
+        says: "after a turn: nothing when dirty or nothing ahead of origin/main; else `git push`; a non-fast-forward refusal runs `git pull --rebase` and pushes again; a conflicting rebase reports `conflict` and pushes nothing",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "pull_on_start",
+        says: "at start-up `git pull --ff-only`; on failure with no merge base, reset to origin/main (refused while dirty; old HEAD kept under refs/letta-backup/); otherwise `git pull --rebase`",
+        basis: Basis::Source { cite: LETTA_GIT },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "rebase_conflict",
+        says: "a rebase conflicts when a replayed commit changes a file the server changed since the merge base; the conflicting rebase is aborted (the clone is left as it was)",
+        basis: Basis::Assumption {
+            why: "git conflicts by hunk and upstream leaves the rebase in progress (reported as `conflict`, memory writes then refused as dirty); in the measured scripts both sides append to the same file, which git also reports as a conflict, and nothing is acknowledged either way",
+            changes_result: false,
+            on_by_default: true,
+        },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "server_backfill",
+        says: "the server replaces main with a new root chain (an empty initial commit, one commit per backfilled block), or adds the same blocks on top of main",
+        basis: Basis::Source { cite: LETTA_2203 },
+    },
+    Rule {
+        profile: "git-backed",
+        name: "force",
+        says: "a writer that pushes with --force (the server's behaviour in #2203, never the client's own rule): the mutant of the two-agents row",
+        basis: Basis::Lab { why: "the broken writer the two-agents row compares against" },
     },
     // ---- versioned (Managed Agents memory stores) ----
     Rule {
         profile: "versioned",
         name: "ack",
-        says: "acknowledged = the API's 200 to an update; the mount path (a file write in /mnt/memory acknowledged before the worker's sync) is not modelled",
-        basis: Basis::Source { cite: MA_SELF_HOSTED },
+        says: "acknowledged = the API's 200 to an update; on the agent's own path, the mount (/mnt/memory), the file tool returns before the worker's sync (at most every 15 s, a final sync at session end: `Mount`)",
+        basis: Basis::Source { cite: MA_SYNC },
+    },
+    Rule {
+        profile: "versioned",
+        name: "SYNC_INTERVAL_SECONDS",
+        says: "15 s: a mount syncs after a tool call at most once per interval (uploads the agent's changed files, downloads the store's changes)",
+        basis: Basis::Source { cite: MA_SYNC },
+    },
+    Rule {
+        profile: "versioned",
+        name: "FINAL_SYNC_SECONDS",
+        says: "30 s: the final sync at session end flushes pending uploads for up to this long, then the mount is removed (here the final sync always completes)",
+        basis: Basis::Source { cite: MA_SYNC },
+    },
+    Rule {
+        profile: "versioned",
+        name: "mount_upload",
+        says: "a mount's upload is an update of the whole memory; the store's changes are downloaded only into files the agent has not changed since the last sync",
+        basis: Basis::StandIn {
+            why: "the page says the worker uploads changed files and writes the store's changes to disk; how it uploads (a whole-file update) and which side wins for a file changed on both are in its conflicts section, not read",
+            changes_result: true,
+        },
+    },
+    Rule {
+        profile: "versioned",
+        name: "upload_precondition",
+        says: "true: a mount's upload carries the SHA-256 it last synced, so a stale upload is refused (409) and that session's change is lost when its mount is removed; false: the upload replaces the memory (the other session's change is lost, kept in the versions)",
+        basis: Basis::Assumption {
+            why: "not stated in the text read; the two-sessions row prints both",
+            changes_result: true,
+            on_by_default: false,
+        },
+    },
+    Rule {
+        profile: "versioned",
+        name: "version_retention",
+        says: "every version is kept (they count toward 250,000 a store and stay after the memory is deleted); none is pruned",
+        basis: Basis::Assumption {
+            why: "the API reference says each version is retained for at least the version retention period; the period was not in the text read, and within 1,000 sessions no version would be pruned by any period of a day or more",
+            changes_result: false,
+            on_by_default: true,
+        },
     },
     Rule {
         profile: "versioned",
         name: "versions",
         says: "every change creates an immutable memory version",
         basis: Basis::Source { cite: MA_MEMORY },
+    },
+    Rule {
+        profile: "versioned",
+        name: "versions_stay",
+        says: "a version changes only by redaction and stays after its memory is deleted",
+        basis: Basis::Source { cite: MA_VERSIONS },
     },
     Rule {
         profile: "versioned",
@@ -334,11 +439,74 @@ pub const RULES: &[Rule] = &[
     Rule {
         profile: "two-stage",
         name: "lease_expired",
-        says: "the next start-up after a kill comes after the killed holder's lease expired",
+        says: "in the fault measures the next start-up after a kill comes after the killed holder's lease expired (the exclusive-create claim is released on recovery)",
         basis: Basis::StandIn {
-            why: "the lab has no clock; a start-up within the hour would skip stage 2 and leave the job pending (openai/codex#23129), which is not modelled",
+            why: "the measures have no clock; the lease itself runs on a logical clock in `TwoStage::start_up` (openai/codex#23129's row)",
             changes_result: true,
         },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "start_up",
+        says: "a start-up: stage 1, the enqueue (a running job stays running, input watermark raised), the claim (skipped when nothing is new or while a running holder's lease has not lapsed), stage 2, success (done, last success watermark raised)",
+        basis: Basis::Source { cite: CODEX_JOBS },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "killed_holder",
+        says: "a holder killed right after its claim stops heartbeating, so its lease lapses PHASE_TWO_JOB_LEASE_SECONDS after the claim; the watermark is the count of stage-1 rows",
+        basis: Basis::StandIn {
+            why: "the logical clock stands in for wall time and the row count for `source_updated_at`; a holder killed later lapses one lease after its last 90 s heartbeat",
+            changes_result: false,
+        },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "MEMORY_SUMMARY_FILENAME",
+        says: "memory_summary.md: stage 2's summary, injected into the developer instructions at start-up",
+        basis: Basis::Source { cite: CODEX_PROMPTS },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "summary_content",
+        says: "stage 2 writes memory_summary.md with the same lines as MEMORY.md, after it",
+        basis: Basis::StandIn {
+            why: "upstream's consolidation agent writes a shorter summary of its own choosing; the scripted stage 2 writes one line per fact, so the cap binds at about 240 facts here",
+            changes_result: true,
+        },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT",
+        says: "5,000 tokens of memory_summary.md injected at start-up (2,500 in later versions, per the note read before; not checked here)",
+        basis: Basis::Source { cite: CODEX_MOD },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "APPROX_BYTES_PER_TOKEN",
+        says: "4 bytes a token; a text over the budget keeps its first and last halves, the middle replaced by a marker",
+        basis: Basis::Source { cite: CODEX_TRUNCATE },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "TwoStage.append_learnings",
+        says: "false: stage 2 keeps one value per key; true: every differently worded line of a learning is kept (exact repeats merge)",
+        basis: Basis::StandIn {
+            why: "what openai/codex#29818 reports the consolidation model does with a principle learned again in other words; the reference (scripted) stage 2 keeps one",
+            changes_result: true,
+        },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "reports_29818",
+        says: "the issue's MEMORY.md: 2,450 lines, 325 KB, 24 task groups repeating the same principles",
+        basis: Basis::Source { cite: CODEX_29818 },
+    },
+    Rule {
+        profile: "two-stage",
+        name: "reports_23129",
+        says: "the issues' state: stage-1 rows present, the global job pending, no MEMORY.md or memory_summary.md",
+        basis: Basis::Source { cite: CODEX_23129 },
     },
     Rule {
         profile: "two-stage",

@@ -10,10 +10,13 @@
 //! 2 is a model; here it is scripted: one value per key, the newest, from
 //! the retained rows. Recall reads `MEMORY.md`. Sources: [`super::sources`].
 //!
-//! Not modelled: `memory_summary.md` and its 5,000-token injection cap, the
-//! lease's clock (a start-up within the hour of a killed holder would skip
-//! stage 2: <https://github.com/openai/codex/issues/23129> ), the 12-hour
-//! idle rule before stage 1.
+//! Stage 2 also writes `memory_summary.md` (here the same lines as
+//! `MEMORY.md`); a start-up injects it into the developer instructions cut
+//! to [`MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT`] tokens by
+//! Codex's middle truncation ([`startup_injection`]). The global job's
+//! row and its lease run on a logical clock in [`start_up`] (the fault
+//! measures' next start-up comes after any lease lapsed). Not modelled:
+//! the 12-hour idle rule before stage 1.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,6 +34,13 @@ pub const ROLLOUT_SUMMARIES_SUBDIR: &str = "rollout_summaries";
 pub const RAW_MEMORIES_FILENAME: &str = "raw_memories.md";
 /// Stage 2's output (openai/codex `memories::storage`).
 pub const MEMORY_REGISTRY_FILENAME: &str = "MEMORY.md";
+/// Stage 2's summary, injected at start-up (openai/codex `memories::prompts`).
+pub const MEMORY_SUMMARY_FILENAME: &str = "memory_summary.md";
+/// Tokens of `memory_summary.md` a start-up injects (openai/codex
+/// `memories::phase_one`, 5,000 at 1f39b57).
+pub const MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT: usize = 5_000;
+/// Codex's token estimate: bytes per token (openai/codex `utils/string`).
+pub const APPROX_BYTES_PER_TOKEN: usize = 4;
 /// Lease on the global stage-2 job, seconds (openai/codex `memories::phase_two`):
 /// a killed holder's claim lapses after it.
 pub const PHASE_TWO_JOB_LEASE_SECONDS: u64 = 3_600;
@@ -50,6 +60,10 @@ pub struct TwoStage {
     /// `MEMORY.md` is written atomically without the removal first;
     /// `false` (upstream): removed, then rewritten in place.
     pub atomic_regeneration: bool,
+    /// Stage 2 keeps every differently worded line of a learning, as
+    /// openai/codex#29818 reports the consolidation model does; `false`
+    /// (the scripted stage 2): one value per key.
+    pub append_learnings: bool,
 }
 
 impl Default for TwoStage {
@@ -58,6 +72,7 @@ impl Default for TwoStage {
             prefer_newer: true,
             consolidation_lock: true,
             atomic_regeneration: false,
+            append_learnings: false,
         }
     }
 }
@@ -127,7 +142,18 @@ impl TwoStage {
             let thread = thread.trim_end_matches(".md");
             raw.push_str(&format!("## Thread `{thread}`\n\n{text}\n"));
         }
-        let memory = render_lines(&merged(&lines, self.prefer_newer));
+        let memory = if self.append_learnings {
+            // A reworded learning is a new line; only the same words merge.
+            let mut kept: Vec<(String, String)> = Vec::new();
+            for l in lines {
+                if !kept.contains(&l) {
+                    kept.push(l);
+                }
+            }
+            render_lines(&kept)
+        } else {
+            render_lines(&merged(&lines, self.prefer_newer))
+        };
         Ok(Stage2 {
             summaries: texts,
             raw,
@@ -154,7 +180,12 @@ impl TwoStage {
                 &root.join(RAW_MEMORIES_FILENAME),
                 s.raw.as_bytes(),
             )?;
-            return atomic_write(fs.as_ref(), &memory, s.memory.as_bytes());
+            atomic_write(fs.as_ref(), &memory, s.memory.as_bytes())?;
+            return atomic_write(
+                fs.as_ref(),
+                &root.join(MEMORY_SUMMARY_FILENAME),
+                s.memory.as_bytes(),
+            );
         }
         for (name, text) in &s.summaries {
             // Upstream rewrites every retained summary; an unchanged one is
@@ -170,7 +201,8 @@ impl TwoStage {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
-        fs.write(&memory, s.memory.as_bytes())
+        fs.write(&memory, s.memory.as_bytes())?;
+        fs.write(&root.join(MEMORY_SUMMARY_FILENAME), s.memory.as_bytes())
     }
 
     /// The session's rollout gains its facts.
@@ -305,5 +337,193 @@ impl Job for Consolidator {
     /// Codex tells the session nothing.
     fn acknowledged(&self) -> Vec<Fact> {
         Vec::new()
+    }
+}
+
+/// Codex's `truncate_middle_with_token_budget`: a text over `max_tokens`
+/// (at [`APPROX_BYTES_PER_TOKEN`]) keeps its first and last halves of the
+/// byte budget on character boundaries, the middle replaced by
+/// `…N tokens truncated…`.
+pub fn truncate_middle(text: &str, max_tokens: usize) -> String {
+    let budget = max_tokens.saturating_mul(APPROX_BYTES_PER_TOKEN);
+    if text.is_empty() || (max_tokens > 0 && text.len() <= budget) {
+        return text.to_string();
+    }
+    let left = budget / 2;
+    let tail_start = text.len().saturating_sub(budget - left);
+    let mut prefix_end = 0;
+    let mut suffix_start = text.len();
+    for (i, ch) in text.char_indices() {
+        if i + ch.len_utf8() <= left {
+            prefix_end = i + ch.len_utf8();
+        } else if i >= tail_start {
+            suffix_start = i;
+            break;
+        }
+    }
+    let removed = text
+        .len()
+        .saturating_sub(budget)
+        .div_ceil(APPROX_BYTES_PER_TOKEN);
+    format!(
+        "{}…{removed} tokens truncated…{}",
+        &text[..prefix_end],
+        &text[suffix_start.max(prefix_end)..]
+    )
+}
+
+/// What a start-up puts into the developer instructions from
+/// `memory_summary.md` (`build_memory_tool_developer_instructions`): the
+/// file trimmed and cut to `max_tokens`; `None` when there is none.
+pub fn startup_injection(
+    fs: &Shared,
+    root: &Path,
+    max_tokens: usize,
+) -> io::Result<Option<String>> {
+    let Some(text) = read_opt(fs, &root.join(MEMORY_SUMMARY_FILENAME))? else {
+        return Ok(None);
+    };
+    let cut = truncate_middle(text.trim(), max_tokens);
+    Ok((!cut.is_empty()).then_some(cut))
+}
+
+/// Status of the global stage-2 job's row (openai/codex `state` `jobs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Work enqueued, nobody holds it.
+    Pending,
+    /// Claimed; the holder's lease runs until `lease_until`.
+    Running,
+    /// The last claim succeeded.
+    Done,
+}
+
+/// The global stage-2 job's row: status, lease, watermarks (seconds and
+/// counts on the lab's logical clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct JobRow {
+    /// Where the job stands.
+    pub status: JobStatus,
+    /// When a running holder's claim lapses.
+    pub lease_until: u64,
+    /// The newest stage-1 output enqueued.
+    pub input_watermark: u64,
+    /// The input watermark of the last successful stage 2.
+    pub last_success_watermark: u64,
+}
+
+/// What `try_claim_global_phase2_job` answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Claim {
+    /// This start-up holds the job until `lease_until`.
+    Claimed,
+    /// Nothing new since the last success.
+    SkippedNotDirty,
+    /// A running holder's lease has not lapsed.
+    SkippedRunning,
+}
+
+fn job_path(root: &Path) -> PathBuf {
+    root.join("state")
+        .join("jobs")
+        .join("memory_consolidate_global")
+}
+
+fn read_job(fs: &Shared, root: &Path) -> io::Result<Option<JobRow>> {
+    let Some(text) = read_opt(fs, &job_path(root))? else {
+        return Ok(None);
+    };
+    let f: Vec<&str> = text.split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let status = match f.first().copied() {
+        Some("running") => JobStatus::Running,
+        Some("done") => JobStatus::Done,
+        _ => JobStatus::Pending,
+    };
+    Ok(Some(JobRow {
+        status,
+        lease_until: n(1),
+        input_watermark: n(2),
+        last_success_watermark: n(3),
+    }))
+}
+
+fn write_job(fs: &Shared, root: &Path, j: &JobRow) -> io::Result<()> {
+    let status = match j.status {
+        JobStatus::Pending => "pending",
+        JobStatus::Running => "running",
+        JobStatus::Done => "done",
+    };
+    fs.create_dir_all(&root.join("state").join("jobs"))?;
+    let text = format!(
+        "{status} {} {} {}\n",
+        j.lease_until, j.input_watermark, j.last_success_watermark
+    );
+    atomic_write(fs.as_ref(), &job_path(root), text.as_bytes())
+}
+
+/// What one start-up did to the global job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StartUp {
+    /// The claim's answer.
+    pub claim: Claim,
+    /// The job's row afterwards.
+    pub job: JobRow,
+    /// Whether `MEMORY.md` and `memory_summary.md` exist afterwards.
+    pub artifacts: bool,
+}
+
+impl TwoStage {
+    /// A start-up at `now` on the logical clock: stage 1, the enqueue
+    /// (`enqueue_global_consolidation`: a running job stays running), the
+    /// claim, and stage 2 unless the process is killed right after the
+    /// claim (`killed`; its heartbeat stops, so its lease lapses
+    /// [`PHASE_TWO_JOB_LEASE_SECONDS`] after the claim).
+    pub fn start_up(
+        &self,
+        fs: &Shared,
+        root: &Path,
+        now: u64,
+        killed: bool,
+    ) -> io::Result<StartUp> {
+        self.stage1(fs, root)?;
+        let watermark = listed(fs, &rows(root)).len() as u64;
+        let mut job = read_job(fs, root)?.unwrap_or(JobRow {
+            status: JobStatus::Pending,
+            lease_until: 0,
+            input_watermark: 0,
+            last_success_watermark: 0,
+        });
+        if job.status != JobStatus::Running {
+            job.status = JobStatus::Pending;
+        }
+        job.input_watermark = job.input_watermark.max(watermark);
+        let claim = if job.input_watermark <= job.last_success_watermark {
+            Claim::SkippedNotDirty
+        } else if job.status == JobStatus::Running && job.lease_until > now {
+            Claim::SkippedRunning
+        } else {
+            job.status = JobStatus::Running;
+            job.lease_until = now + PHASE_TWO_JOB_LEASE_SECONDS;
+            Claim::Claimed
+        };
+        write_job(fs, root, &job)?;
+        if claim == Claim::Claimed && !killed {
+            let s = self.plan(fs, root)?;
+            self.write(fs, root, &s)?;
+            job.status = JobStatus::Done;
+            job.lease_until = 0;
+            job.last_success_watermark = job.last_success_watermark.max(job.input_watermark);
+            write_job(fs, root, &job)?;
+        }
+        let artifacts = fs.exists(&root.join(MEMORY_REGISTRY_FILENAME))
+            && fs.exists(&root.join(MEMORY_SUMMARY_FILENAME));
+        Ok(StartUp {
+            claim,
+            job,
+            artifacts,
+        })
     }
 }

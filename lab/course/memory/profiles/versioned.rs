@@ -10,15 +10,17 @@
 //! count, so none is invented.
 //!
 //! Acknowledged here means the API's 200 to an update. The agent's own path
-//! is the mount (`/mnt/memory/`), where a file write returns before the
-//! worker syncs it to the store; that path is not modelled. Sources:
-//! [`super::sources`].
+//! is the mount (`/mnt/memory/`, [`Mount`]), where a file write returns
+//! before the worker syncs it to the store: at most once per
+//! [`SYNC_INTERVAL_SECONDS`] after a tool call, and a final sync at session
+//! end (self-hosted-sandboxes-memory). Sources: [`super::sources`].
 //!
 //! The limits are the documented ones, each refused here before anything
 //! is written. The store has no consolidation pass of its own (the
 //! separate "dreams" feature is not modelled): an edit replaces the line
 //! in place and the old text lives on only in the versions.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -41,6 +43,13 @@ pub const MAX_VERSIONS_PER_STORE: usize = 250_000;
 /// tokens)": docs.rs claude-api; read as 100 KiB, as the Alibaba Cloud
 /// port of the same API states 102,400 UTF-8 bytes).
 pub const MAX_MEMORY_BYTES: usize = 100 * 1024;
+
+/// Seconds between two syncs of a mount at most ("at most once per sync
+/// interval (15 seconds by default)": self-hosted-sandboxes-memory).
+pub const SYNC_INTERVAL_SECONDS: u64 = 15;
+/// Seconds the final sync at session end flushes pending uploads for
+/// ("up to 30 seconds": the same page).
+pub const FINAL_SYNC_SECONDS: u64 = 30;
 
 /// The design's switches. `Default`: as documented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -260,4 +269,128 @@ impl Job for Writer {
     fn acknowledged(&self) -> Vec<Fact> {
         self.kept.clone()
     }
+}
+
+/// A session's mount of a store: the worker downloads every memory into
+/// `dir`, the agent's file tool writes there and returns at once, and the
+/// worker syncs after a tool call at most once per
+/// [`SYNC_INTERVAL_SECONDS`] (uploading the files the agent changed,
+/// downloading the memories the store changed) and once more at session
+/// end. A sandbox killed between a write and the next sync loses it.
+pub struct Mount {
+    /// The store's rules (limits, precondition) for uploads.
+    profile: Versioned,
+    /// The store's directory.
+    store: PathBuf,
+    /// The mount's directory in the sandbox.
+    dir: PathBuf,
+    /// When the last sync ran.
+    last_sync: u64,
+    /// Each memory's SHA-256 as last downloaded or uploaded.
+    base: BTreeMap<String, String>,
+    /// Uploads the store refused (409), by memory.
+    pub refused: Vec<String>,
+}
+
+impl Mount {
+    /// The worker's download at session start (`now`). `upload_precondition`:
+    /// each upload carries the SHA-256 the mount last synced (a stale one is
+    /// refused, 409); `false`: an upload replaces the memory.
+    pub fn open(
+        fs: &Shared,
+        store: &Path,
+        dir: &Path,
+        now: u64,
+        upload_precondition: bool,
+    ) -> io::Result<Mount> {
+        fs.create_dir_all(dir)?;
+        let mut m = Mount {
+            profile: Versioned {
+                precondition: upload_precondition,
+                ..Versioned::default()
+            },
+            store: store.to_path_buf(),
+            dir: dir.to_path_buf(),
+            last_sync: now,
+            base: BTreeMap::new(),
+            refused: Vec::new(),
+        };
+        m.download(fs)?;
+        Ok(m)
+    }
+
+    fn download(&mut self, fs: &Shared) -> io::Result<()> {
+        for name in fs.list(&memories(&self.store)).unwrap_or_default() {
+            let Some(topic) = name.strip_suffix(".md") else {
+                continue;
+            };
+            let Some(stored) = read_opt(fs, &memories(&self.store).join(&name))? else {
+                continue;
+            };
+            let local = read_opt(fs, &self.dir.join(&name))?;
+            let unchanged_here =
+                local.as_deref().map(|t| sha256_hex(t.as_bytes())) == self.base.get(topic).cloned();
+            if unchanged_here || local.is_none() {
+                atomic_write(fs.as_ref(), &self.dir.join(&name), stored.as_bytes())?;
+                self.base
+                    .insert(topic.to_string(), sha256_hex(stored.as_bytes()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent's file tool writes `fact` into its memory in the mount
+    /// and returns: the acknowledgement. The worker then syncs if the
+    /// interval has passed.
+    pub fn write(&mut self, fs: &Shared, fact: &Fact, now: u64) -> io::Result<Ack> {
+        let path = self.dir.join(format!("{}.md", fact.topic));
+        let old = read_opt(fs, &path)?.unwrap_or_default();
+        fs.write(&path, edited(&old, fact).as_bytes())?;
+        if now >= self.last_sync + SYNC_INTERVAL_SECONDS {
+            self.sync(fs, now)?;
+        }
+        Ok(Ack::Stored)
+    }
+
+    /// One sync: every file the agent changed since the last sync is
+    /// uploaded as an update, then the store's changes are downloaded.
+    pub fn sync(&mut self, fs: &Shared, now: u64) -> io::Result<()> {
+        for name in fs.list(&self.dir).unwrap_or_default() {
+            let Some(topic) = name.strip_suffix(".md").map(str::to_string) else {
+                continue;
+            };
+            let Some(text) = read_opt(fs, &self.dir.join(&name))? else {
+                continue;
+            };
+            let sha = sha256_hex(text.as_bytes());
+            if self.base.get(&topic) == Some(&sha) {
+                continue;
+            }
+            let read = self.base.get(&topic).cloned();
+            match self
+                .profile
+                .update(fs, &self.store, &topic, read.as_deref(), &text)?
+            {
+                Ok(()) => {
+                    self.base.insert(topic, sha);
+                }
+                Err(_) => self.refused.push(topic),
+            }
+        }
+        self.download(fs)?;
+        self.last_sync = now;
+        Ok(())
+    }
+
+    /// Session end: the final sync (within [`FINAL_SYNC_SECONDS`]), then
+    /// the worker removes the mount.
+    pub fn end(mut self, fs: &Shared, now: u64) -> io::Result<Vec<String>> {
+        self.sync(fs, now)?;
+        Ok(self.refused)
+    }
+}
+
+/// Every `(key, value)` line in the store's memories.
+pub fn store_recall(fs: &Shared, store: &Path) -> io::Result<Vec<(String, String)>> {
+    lines_in_files(fs, &memories(store))
 }
