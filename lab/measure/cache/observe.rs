@@ -108,7 +108,7 @@ impl CostObserver {
         &self.requests
     }
 
-    /// The run priced: [`cost`] of its requests.
+    /// The run priced: [`super::cost`] of its requests, call by call.
     pub fn finish(&self, provider: &Provider, sheet: &PriceSheet) -> CostReport {
         self.finish_with_output(provider, sheet, None)
     }
