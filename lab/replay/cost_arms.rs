@@ -19,10 +19,11 @@ use serde::Serialize;
 
 use super::profiles::{replay_with, ReplayOptions};
 use crate::cache::bill::{bill, RecordedBill};
+use crate::cache::observe::{CallPrice, CallPricing};
 use crate::cache::prices::table::PriceTable;
 use crate::cache::recorded::{validate, Validation};
 use crate::cache::session::{none_requests, RequestBuilder};
-use crate::cache::{cost, prices, CostReport, PriceSheet, Provider, RequestCost};
+use crate::cache::{prices, CostReport, PriceSheet, Provider, RequestCost};
 use crate::error::{LabError, LabResult};
 use crate::import::{ImportOptions, ImportedSession};
 use crate::tokens::recorded::RecordedRequest;
@@ -249,7 +250,23 @@ fn conversation_rows(
         resumes: log.map(|l| l.resumed_before(session)).unwrap_or_default(),
         ..replay.clone()
     };
-    let mut rows = session_rows(session, names, &replay, &options)?;
+    // The arms replay every message of `main`: calls keyed by its indices.
+    let prices = match log {
+        Some(l) => call_prices(
+            l.reply_models(session),
+            &options,
+            recorded.and_then(crate::cache::bill::conversation_model),
+            |m| {
+                crate::cache::bill::located(
+                    &source_name(session),
+                    recorded.unwrap_or_default(),
+                    Some(m),
+                )
+            },
+        )?,
+        None => Default::default(),
+    };
+    let mut rows = session_rows(session, names, &replay, &options, &prices)?;
     rows.extend(own_recorded_rows(
         session,
         log,
@@ -315,6 +332,56 @@ pub fn priced_at(
     Ok((provider, sheet))
 }
 
+/// The calls a replay prices apart from its sheet, from the model of each
+/// reply (`models`, keyed as the caller keys its calls), as the recorded
+/// bill prices each request at the model that answered it (`bill::bill`):
+/// a reply no model wrote (`<synthetic>`) is no call, and with per-model
+/// pricing a call another model than the session's `model` answered is
+/// priced at that model's sheet (a model without a price refused, named
+/// at `located(model)`). A reply's model is no usage, so every anchor
+/// reads it.
+pub fn call_prices(
+    models: std::collections::BTreeMap<usize, String>,
+    options: &CostOptions,
+    model: Option<&str>,
+    located: impl Fn(&str) -> String,
+) -> LabResult<std::collections::BTreeMap<usize, CallPrice>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (at, answered) in models {
+        let price = match options.prices.lookup(&answered) {
+            Some(crate::cache::prices::table::Lookup::NotAModel) => CallPrice::NotSent,
+            _ if !options.by_model || Some(answered.as_str()) == model => continue,
+            _ => {
+                let (_, sheet) = priced_at(options, Some(&answered), &located(&answered))?;
+                CallPrice::At {
+                    model: answered,
+                    sheet,
+                }
+            }
+        };
+        out.insert(at, price);
+    }
+    Ok(out)
+}
+
+/// `requests`, answering the calls at `calls` (indices the keys of
+/// `prices` use), priced call by call ([`CallPricing`]).
+fn cost_calls(
+    mut requests: Vec<crate::cache::CacheRequest>,
+    calls: impl Iterator<Item = usize>,
+    prices: &std::collections::BTreeMap<usize, CallPrice>,
+    options: &CostOptions,
+) -> CostReport {
+    let mut per_call = CallPricing::default();
+    let mut kept = Vec::with_capacity(requests.len());
+    for (mut r, at) in requests.drain(..).zip(calls) {
+        if per_call.admit(&mut r, prices.get(&at)) {
+            kept.push(r);
+        }
+    }
+    per_call.cost(&kept, &options.provider, &options.sheet)
+}
+
 fn source_name(s: &ImportedSession) -> String {
     s.source
         .file_name()
@@ -327,6 +394,7 @@ fn session_rows(
     names: &[&str],
     replay: &ReplayOptions,
     options: &CostOptions,
+    prices: &std::collections::BTreeMap<usize, CallPrice>,
 ) -> LabResult<Vec<CostRow>> {
     let source = session.label.clone();
     let mut builder = RequestBuilder::new(options.tokens, replay.cost_envelope);
@@ -341,19 +409,24 @@ fn session_rows(
         envelope_tokens: replay.cost_envelope as usize,
         covers: None,
     };
-    let answers = session.main.iter().enumerate();
+    let answers: Vec<usize> = session
+        .main
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| (m.role == crate::message::Role::Assistant).then_some(i))
+        .collect();
     let none = stamped(
         none_requests(&session.main, &replay.resumes, &mut builder),
-        answers.filter_map(|(i, m)| (m.role == crate::message::Role::Assistant).then_some(i)),
+        answers.iter().copied(),
         session,
     );
-    let none = cost(&none, &options.provider, &options.sheet);
+    let none = cost_calls(none, answers.into_iter(), prices, options);
     let mut rows = vec![row("none", none)];
     for n in names {
         let r = replay_with(session, n, replay)?;
-        let calls = r.series.iter().map(|p| p.at);
-        let requests = stamped(r.cache_requests, calls, session);
-        let mut arm = row(n, cost(&requests, &options.provider, &options.sheet));
+        let calls: Vec<usize> = r.series.iter().map(|p| p.at).collect();
+        let requests = stamped(r.cache_requests, calls.iter().copied(), session);
+        let mut arm = row(n, cost_calls(requests, calls.into_iter(), prices, options));
         arm.tradeoff = Some(crate::cache::tradeoff(&arm.report, &rows[0].report));
         rows.push(arm);
     }

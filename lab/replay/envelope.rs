@@ -19,6 +19,7 @@
 //!
 //! Every size is an estimate: reports say so beside numbers that include it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -289,6 +290,11 @@ pub struct RecordedLog {
     /// by place, not line, so that the layout of a `chat.json` (indented,
     /// one line, one record a line) pairs the same records.
     reply_ids: Arc<std::collections::HashMap<(usize, usize), String>>,
+    /// The model named by each record that names one (`message.model`), by
+    /// place as [`RecordedLog::reply_ids`]: which model answered a replayed
+    /// call, `<synthetic>` for a reply the product made without a call. A
+    /// model is no usage: the predicting anchor reads it too.
+    reply_models: Arc<std::collections::HashMap<(usize, usize), String>>,
     /// What a replay may read of this log's usage: `Recorded` as read;
     /// [`RecordedLog::anchored`] with `None` keeps the first request alone.
     pub anchor: super::anchor::Anchor,
@@ -330,6 +336,16 @@ impl RecordedLog {
                 Some((place, id.to_string()))
             })
             .collect();
+        let reply_models = records
+            .iter()
+            .zip(&places)
+            .filter_map(|(r, &place)| {
+                let model = r
+                    .pointer("/message/model")
+                    .and_then(serde_json::Value::as_str)?;
+                Some((place, model.to_string()))
+            })
+            .collect();
         Ok(Some(RecordedLog {
             path: path.to_path_buf(),
             text: text.into(),
@@ -338,6 +354,7 @@ impl RecordedLog {
             version,
             resumes,
             reply_ids: Arc::new(reply_ids),
+            reply_models: Arc::new(reply_models),
             anchor: super::anchor::Anchor::Recorded,
         }))
     }
@@ -422,6 +439,7 @@ impl RecordedLog {
             version: self.version.clone(),
             resumes: Vec::new(),
             reply_ids: Arc::clone(&self.reply_ids),
+            reply_models: Arc::clone(&self.reply_models),
             anchor: self.anchor,
         }
     }
@@ -453,6 +471,32 @@ impl RecordedLog {
     pub fn request_at(&self, place: (usize, usize)) -> Option<&RecordedRequest> {
         let id = self.reply_ids.get(&place)?;
         self.requests.iter().find(|r| &r.id == id)
+    }
+
+    /// The model named by each reply of `session` that names one, keyed
+    /// by its index in the session's `main`: the model that answered that
+    /// call, `<synthetic>` where the product wrote the reply itself and
+    /// sent nothing.
+    pub fn reply_models(&self, session: &ImportedSession) -> BTreeMap<usize, String> {
+        session
+            .main
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == crate::message::Role::Assistant)
+            .filter_map(|(i, _)| Some((i, self.reply_models.get(&session.main_place(i)?)?.clone())))
+            .collect()
+    }
+
+    /// [`RecordedLog::reply_models`] keyed by the reply's index in the
+    /// replayed messages (the session without its compaction artefacts, as
+    /// [`anchors`] keys them).
+    pub fn call_models(&self, session: &ImportedSession) -> BTreeMap<usize, String> {
+        let dropped = crate::import::artefacts::product_artefacts(session);
+        self.reply_models(session)
+            .into_iter()
+            .filter(|(i, _)| dropped.binary_search(i).is_err())
+            .map(|(i, model)| (i - dropped.partition_point(|&d| d < i), model))
+            .collect()
     }
 
     /// The first request of each conversation (chain), in log order.

@@ -207,6 +207,10 @@ pub struct SessionSetup {
     /// How this session's runs are priced (its model's prices with
     /// [`Pricing::by_model`]); `None`: the measure's.
     pub pricing: Option<Pricing>,
+    /// The calls not priced at the session's sheet, by the index of the
+    /// recorded reply they precede: `<synthetic>` replies (no call) and
+    /// calls another model answered ([`crate::replay::cost_arms::call_prices`]).
+    pub call_prices: std::collections::BTreeMap<usize, crate::cache::observe::CallPrice>,
     /// The session planted for retention, made by the first policy's
     /// retention run and shared by the others (and by clones of this set-up).
     pub planted: PlantedOnce,
@@ -388,7 +392,8 @@ pub(crate) fn run_priced(
         setup.prefix.tokens as u64,
         setup.times_ms.as_deref(),
     )
-    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(name));
+    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(name))
+    .with_call_prices(setup.call_prices.clone());
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if measure.pricing.is_some() {
         observers.push(&mut cost);
@@ -785,6 +790,15 @@ pub fn set_up_logged(
         .as_ref()
         .map(|p| p.for_session(model, &at))
         .transpose()?;
+    let call_prices = match (log, &pricing) {
+        (Some(log), Some(p)) => crate::replay::cost_arms::call_prices(
+            log.call_models(session),
+            &p.options(),
+            model,
+            |m| crate::cache::bill::located(&session_file(session), recorded, Some(m)),
+        )?,
+        _ => Default::default(),
+    };
     Ok(SessionSetup {
         prefix: envelope.prefix,
         basis: Some(envelope.basis),
@@ -793,6 +807,7 @@ pub fn set_up_logged(
         dump: None,
         times_ms: crate::import::artefacts::times_without_product_artefacts(session),
         pricing,
+        call_prices,
         planted: PlantedOnce::default(),
     })
 }

@@ -247,3 +247,139 @@ fn the_cost_arms_and_the_policy_replay_price_alike() {
         "no shared log without a real compaction was checked"
     );
 }
+
+/// A main chain whose turn `i` is answered by `models[i]`: `<synthetic>`
+/// writes the product's own placeholder reply (all-zero usage, no call),
+/// as Claude Code does after an interrupted turn. User messages are large
+/// enough (~4k tokens each) for every model's cache minimum.
+fn mixed_log(models: &[&str]) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut parent: Option<String> = None;
+    let mut sent = 0u64;
+    for (i, model) in models.iter().enumerate() {
+        let (user, assistant) = (format!("u{i}"), format!("a{i}"));
+        out.push(json!({
+            "type": "user", "uuid": user, "parentUuid": parent, "sessionId": "s", "isSidechain": false,
+            "message": {"role": "user", "content": [{"type": "text", "text": format!("step {i} ").repeat(2500)}]},
+        }));
+        let synthetic = *model == "<synthetic>";
+        let usage = if synthetic {
+            json!({"input_tokens": 0, "cache_creation_input_tokens": 0,
+                   "cache_read_input_tokens": 0, "output_tokens": 0})
+        } else {
+            sent += 20_000;
+            json!({"input_tokens": 10, "cache_creation_input_tokens": 20_000,
+                   "cache_read_input_tokens": sent - 20_000, "output_tokens": 50})
+        };
+        let mut record = json!({
+            "type": "assistant", "uuid": assistant, "parentUuid": user, "sessionId": "s", "isSidechain": false,
+            "message": {"id": format!("msg{i}"), "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": if synthetic { "No response requested." } else { "done" }}],
+                "usage": usage},
+        });
+        if !synthetic {
+            record["requestId"] = json!(format!("req{i}"));
+        }
+        out.push(record);
+        parent = Some(assistant);
+    }
+    out
+}
+
+/// Dollars of one priced request at `input`, `write` and `read` dollars
+/// per million tokens.
+fn dollars_at(r: &Value, input: f64, write: f64, read: f64) -> f64 {
+    let n = |k: &str| r[k].as_u64().unwrap() as f64;
+    (n("uncached_tokens") * input + n("cache_write_tokens") * write + n("cache_read_tokens") * read)
+        / 1e6
+}
+
+#[test]
+fn a_synthetic_reply_is_not_a_priced_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let sonnet = "claude-sonnet-4-5-20250929";
+    let file = common::write(
+        dir.path(),
+        "s.jsonl",
+        &common::jsonl(&mixed_log(&[sonnet, sonnet, "<synthetic>", sonnet])),
+    );
+    let v = common::replay_none_cost_json(&file, &[]);
+    let replayed = v["cost"][0]["requests"].as_array().unwrap();
+    // Three calls reached the API; the placeholder was written without one.
+    assert_eq!(replayed.len(), 3, "{v}");
+    for row in v["recorded"].as_array().unwrap() {
+        assert_eq!(row["covers"]["requests"], 3, "{row}");
+        assert_eq!(row["report"]["requests"].as_array().unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn each_replayed_call_is_priced_at_the_model_that_answered_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (opus, haiku) = ("claude-opus-4-5-20251101", "claude-haiku-4-5-20251001");
+    let file = common::write(
+        dir.path(),
+        "s.jsonl",
+        &common::jsonl(&mixed_log(&[opus, opus, haiku, opus])),
+    );
+    let v = common::replay_none_cost_json(&file, &[]);
+    let cost = &v["cost"][0];
+    assert_eq!(cost["sheet"]["name"], opus, "{cost}");
+    let requests = cost["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 4, "{cost}");
+    // Opus 4.5: $5 in, $6.25 write, $0.50 read; Haiku 4.5: $1, $1.25, $0.10.
+    for (i, r) in requests.iter().enumerate() {
+        let (sheet, want) = if i == 2 {
+            (json!(haiku), dollars_at(r, 1.0, 1.25, 0.1))
+        } else {
+            (Value::Null, dollars_at(r, 5.0, 6.25, 0.5))
+        };
+        assert_eq!(r["sheet"], sheet, "request {i}: {r}");
+        let got = r["dollars"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-12, "request {i}: {got} vs {want}");
+    }
+    // Each model has its own cache: Haiku reads nothing Opus wrote, and
+    // Opus after it still reads its own prefix, with no break.
+    assert_eq!(requests[2]["cache_read_tokens"], 0, "{}", requests[2]);
+    assert!(requests[3]["cache_read_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(requests[3]["broke"], false, "{}", requests[3]);
+    let sum: f64 = requests
+        .iter()
+        .map(|r| r["dollars"].as_f64().unwrap())
+        .sum();
+    assert!((cost["dollars"].as_f64().unwrap() - sum).abs() < 1e-12);
+    // A named sheet prices every call at it.
+    let named = common::replay_none_cost_json(&file, &["--sheet", "claude-opus-4.1-5m"]);
+    let named = named["cost"][0]["requests"].as_array().unwrap();
+    assert!(named.iter().all(|r| r.get("sheet").is_none()), "{named:?}");
+}
+
+/// session-share's main chain holds two `<synthetic>` replies and calls
+/// answered by Opus 4.5 and Haiku 4.5: the replay prices as many requests
+/// as the recorded rows, each at the model that answered it.
+#[test]
+fn session_share_is_priced_on_the_recorded_base() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let file = dir
+        .join("claude_code")
+        .join("session-share__general-tool-calls.jsonl");
+    let v = common::replay_none_cost_json(&file, &["--main-chain-only"]);
+    let replayed = v["cost"][0]["requests"].as_array().unwrap();
+    let recorded = v["recorded"].as_array().unwrap();
+    assert!(!recorded.is_empty());
+    for row in recorded {
+        assert_eq!(
+            row["covers"]["requests"].as_u64().unwrap() as usize,
+            replayed.len(),
+            "{}",
+            row["covers"]
+        );
+    }
+    let haiku = replayed
+        .iter()
+        .filter(|r| r["sheet"] == "claude-haiku-4-5-20251001")
+        .count();
+    assert!(haiku > 0, "no call priced at Haiku");
+}

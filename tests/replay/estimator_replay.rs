@@ -12,7 +12,10 @@
 //! request that sized one is its anchor and is not scored either.
 //!
 //! Target: cumulative error ≤ 3 % median, ≤ 8 % p95. Met and pinned below
-//! as measured; notes/cost.md has the figures.
+//! as measured; notes/cost.md has the figures. That figure sizes what it
+//! puts back from the scored session's own usage, so it is no accuracy
+//! of a prediction: [`the_estimator_alone_held_out`] scores the estimator
+//! with nothing put back, the figure the guide quotes.
 
 use crate::common;
 
@@ -24,12 +27,26 @@ use ctxlab::replay::unlogged::put_back;
 use ctxlab::tokens::claude::Claude;
 use ctxlab::tokens::fit::{fit_without, load_dir, Spread};
 
+/// What a scored replay puts back of what the log leaves out.
+#[derive(Clone, Copy, PartialEq)]
+enum Put {
+    /// What `--anchor recorded` puts back: shell reminders rebuilt from the
+    /// log's text, attachments sized from the scored session's own usage.
+    Recorded,
+    /// What `--anchor none` puts back: the shell reminders rebuilt from the
+    /// log's text, nothing sized from usage.
+    FromText,
+    /// Nothing: the estimator alone on the logged messages.
+    Nothing,
+}
+
 /// Held-out errors of one session and the attachments put back in it, or
 /// why it was not scored.
 fn session_errors(
     dir: &std::path::Path,
     name: &str,
     counter: Claude,
+    put: Put,
 ) -> Result<(Vec<f64>, usize), String> {
     let path = dir.join(name);
     let mut imported = import_file(&path, &ImportOptions::default()).unwrap();
@@ -39,13 +56,24 @@ fn session_errors(
     // anchor, as the first one is the envelope's, and is not scored.
     let recorded = |place| Some(log.request_at(place)?.usage.total());
     let resumes = log.resumed_before(&imported);
-    let found = put_back(
-        &mut imported,
-        log.version.as_deref(),
-        &recorded,
-        &resumes,
-        &counter,
-    );
+    let unread = |_| None;
+    let found = match put {
+        Put::Recorded => put_back(
+            &mut imported,
+            log.version.as_deref(),
+            &recorded,
+            &resumes,
+            &counter,
+        ),
+        Put::FromText => put_back(
+            &mut imported,
+            log.version.as_deref(),
+            &unread,
+            &resumes,
+            &counter,
+        ),
+        Put::Nothing => Vec::new(),
+    };
     let anchored: Vec<usize> = found
         .iter()
         .filter_map(|a| {
@@ -125,7 +153,7 @@ fn held_out_on_the_replays_own_requests_with_the_envelope() {
         let counter = Claude {
             coefficients: fit_without(&sessions, i),
         };
-        match session_errors(&dir, &s.name, counter) {
+        match session_errors(&dir, &s.name, counter, Put::Recorded) {
             Ok((e, n)) => {
                 put_back += n;
                 let spread = Spread::of(&e);
@@ -170,3 +198,90 @@ fn held_out_on_the_replays_own_requests_with_the_envelope() {
     assert!((pooled.p95 - 0.0396).abs() < 0.005, "{pooled:?}");
     assert!(skipped.is_empty(), "{skipped:?}");
 }
+
+/// The estimator alone: the same held-out replay with nothing put back
+/// (no shell reminder, no attachment), so nothing of the scored session is
+/// read but each conversation's first request, which sizes its envelope and
+/// is not scored. The rates are fitted on the other sessions. Target ≤ 2 %
+/// median, ≤ 8 % p95 of the cumulative (whole-request) error; not met
+/// (notes/cost.md, "The Claude estimator"), pinned as measured.
+#[test]
+fn the_estimator_alone_held_out() {
+    held_out(Put::Nothing, ALONE);
+}
+
+/// As [`the_estimator_alone_held_out`] with what `--anchor none` puts back
+/// from the log's text (background-shell reminders): still nothing read of
+/// the scored session's usage but each conversation's first request.
+#[test]
+fn the_estimator_with_reminders_from_text_held_out() {
+    held_out(Put::FromText, FROM_TEXT);
+}
+
+/// Pooled held-out error of every shared Claude Code log replayed with
+/// `put`, checked against `pinned`.
+fn held_out(put: Put, pinned: Pinned) {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let dir = dir.join("claude_code");
+    let sessions = load_dir(&dir).unwrap();
+    let mut all = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        let counter = Claude {
+            coefficients: fit_without(&sessions, i),
+        };
+        // Every shared log is scored.
+        let (e, found) = session_errors(&dir, &s.name, counter, put).unwrap();
+        assert_eq!(found, 0, "{}: an attachment was sized from usage", s.name);
+        let spread = Spread::of(&e);
+        eprintln!(
+            "{}: n {} median {:.4} p95 {:.4}",
+            s.name, spread.n, spread.median, spread.p95
+        );
+        all.extend(e);
+    }
+    let pooled = Spread::of(&all);
+    eprintln!(
+        "pooled: n {} median {:.4} p95 {:.4}",
+        pooled.n, pooled.median, pooled.p95
+    );
+    // The requests scored with put-back, and those that sized an attachment.
+    assert_eq!(pooled.n, 821, "{pooled:?}");
+    pinned.check(&pooled);
+}
+
+/// A held-out figure as measured (notes/cost.md, "The Claude estimator"):
+/// pinned to half a point, so that a change to the estimator or the
+/// replay that moves it is seen and the quoted figure updated.
+struct Pinned {
+    median: f64,
+    p95: f64,
+}
+
+impl Pinned {
+    fn check(&self, got: &Spread) {
+        assert!(
+            (got.median - self.median).abs() < 0.005 && (got.p95 - self.p95).abs() < 0.005,
+            "now median {:.4} p95 {:.4}, pinned {:.4} / {:.4}: update the pin, notes/cost.md and docs/",
+            got.median,
+            got.p95,
+            self.median,
+            self.p95
+        );
+    }
+}
+
+/// Measured 2026-12-07: median 2.8 %, p95 21.1 % over 821 requests.
+const ALONE: Pinned = Pinned {
+    median: 0.0278,
+    p95: 0.2106,
+};
+
+/// Measured 2026-12-07: median 2.4 %, p95 21.1 % over 821 requests
+/// (golfgod's p95 15.5 % → 3.2 % with its shell reminders; the tail is
+/// dotclaude's @-mentioned files and socialaize's changed files).
+const FROM_TEXT: Pinned = Pinned {
+    median: 0.0237,
+    p95: 0.2106,
+};

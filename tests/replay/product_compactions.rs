@@ -306,6 +306,19 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     for c in &auto {
         assert_eq!(c.anchor, Some(ctxlab::replay::anchor::Anchor::None));
     }
+    // The offset per compaction (port call − product call; `None`: never).
+    // The target, every one within ±1, is met on 1 of the 4.
+    let offsets: Vec<Option<i64>> = auto
+        .iter()
+        .map(|c| c.policy_call.map(|_| call_offset(c)))
+        .collect();
+    eprintln!("offsets under --anchor none: {offsets:?}");
+    assert_eq!(offsets, [Some(16), Some(0), None, Some(-2)]);
+    let within = offsets
+        .iter()
+        .filter(|o| o.is_some_and(|o| o.abs() <= 1))
+        .count();
+    assert_eq!(within, 1, "{offsets:?}");
     let errors: Vec<(&str, usize, i64)> = auto
         .iter()
         .filter(|c| c.policy_call.is_some())

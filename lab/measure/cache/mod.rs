@@ -161,8 +161,9 @@ pub fn segments_of(
 /// (platform.claude.com/docs/en/build-with-claude/cache-diagnostics, read
 /// 2026-12); OpenAI's prompt caching names none (a miss is an uncached
 /// prefix). A replay's fixed prefix holds system prompt and tools as one
-/// segment, so a change there is `system_changed`; a replay sends one model
-/// throughout, so `model_changed` cannot occur. A TTL expiry is no change
+/// segment, so a change there is `system_changed`; a call another model
+/// answered reads that model's own cache and is judged apart
+/// ([`observe::CallPricing`]), so `model_changed` is never a break. A TTL expiry is no change
 /// of content: it is [`RequestCost::expired`], not a break.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "reason", rename_all = "snake_case")]
@@ -251,6 +252,11 @@ pub struct RequestCost {
     /// serialized when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub output_tokens: u64,
+    /// The sheet this request was priced at when it is not the report's
+    /// (a conversation whose calls more than one model answered, each
+    /// priced at its own); not serialized when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sheet: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -303,11 +309,30 @@ pub struct CostReport {
 /// Replays `requests` in order against an empty cache of `provider` and
 /// prices them with `sheet`. Pure: equal input, equal report.
 pub fn cost(requests: &[CacheRequest], provider: &Provider, sheet: &PriceSheet) -> CostReport {
+    cost_each(requests, provider, sheet, &[])
+}
+
+/// [`cost`] with request `i` priced at `sheets[i]` where it names one (a
+/// call another model answered, as a recorded bill prices each request at
+/// its own model), else at `sheet`; the report's sheet stays `sheet`.
+pub fn cost_each(
+    requests: &[CacheRequest],
+    provider: &Provider,
+    sheet: &PriceSheet,
+    sheets: &[Option<PriceSheet>],
+) -> CostReport {
     let mut cache = sim::Cache::new(*provider);
     let series: Vec<RequestCost> = requests
         .iter()
         .enumerate()
-        .map(|(i, r)| cache.send(i, r, sheet))
+        .map(|(i, r)| match sheets.get(i).copied().flatten() {
+            Some(own) if own != *sheet => {
+                let mut c = cache.send(i, r, &own);
+                c.sheet = Some(own.name.to_string());
+                c
+            }
+            _ => cache.send(i, r, sheet),
+        })
         .collect();
     summarize(provider.name(), *sheet, series)
 }

@@ -14,7 +14,7 @@
 
 use super::compaction::Shape;
 use super::session::{starts_turn, RequestBuilder};
-use super::{cost, BreakCause, CacheRequest, CostReport, PriceSheet, Provider};
+use super::{BreakCause, CacheRequest, CostReport, PriceSheet, Provider, Segment};
 use crate::message::Message;
 use crate::policy::engine::{event_kind, Observer, View};
 use crate::policy::side_calls::SideCalls;
@@ -36,7 +36,35 @@ pub struct CostObserver {
     /// The conversation's last request in `requests` (compaction calls
     /// are not its previous request).
     last_main: Option<usize>,
+    /// The calls not priced at the run's sheet, by the recorded reply they
+    /// were sent before ([`CostObserver::with_call_prices`]).
+    call_prices: std::collections::BTreeMap<usize, CallPrice>,
+    /// How each request in `requests` is priced.
+    per_call: CallPricing,
 }
+
+/// How one replayed call is priced when not at the run's sheet.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallPrice {
+    /// The product wrote the reply itself (Claude Code's `<synthetic>`
+    /// placeholder after an interrupted turn): no request was sent, so
+    /// none is priced.
+    NotSent,
+    /// Another model than the run's answered it: priced at `sheet`, read
+    /// from and written to that model's own cache (the provider keeps one
+    /// per model).
+    At {
+        /// The model that answered.
+        model: String,
+        /// Its prices.
+        sheet: PriceSheet,
+    },
+}
+
+/// The streams another model's calls are judged on while the cache model
+/// runs (each model's prefix is its own cache, so its calls break nothing
+/// of the conversation's); below the compaction calls' stream.
+const OTHER_MODEL_STREAM: u32 = 1 << 30;
 
 impl CostObserver {
     /// An observer; `system_tokens` sizes the system prompt and tools the
@@ -50,7 +78,21 @@ impl CostObserver {
             side: None,
             compactions: Vec::new(),
             last_main: None,
+            call_prices: Default::default(),
+            per_call: CallPricing::default(),
         }
+    }
+
+    /// Prices the call sent before recorded reply `at` as `prices[at]`
+    /// says where it says: a reply made without a call is not priced, a
+    /// reply of another model at that model's sheet (as a recorded bill
+    /// prices each request at the model that answered it).
+    pub fn with_call_prices(
+        mut self,
+        prices: std::collections::BTreeMap<usize, CallPrice>,
+    ) -> CostObserver {
+        self.call_prices = prices;
+        self
     }
 
     /// Prices the summary calls `log` receives (the policy's model wrapped
@@ -66,7 +108,7 @@ impl CostObserver {
         &self.requests
     }
 
-    /// The run priced: [`cost`] of its requests.
+    /// The run priced: [`super::cost`] of its requests, call by call.
     pub fn finish(&self, provider: &Provider, sheet: &PriceSheet) -> CostReport {
         self.finish_with_output(provider, sheet, None)
     }
@@ -79,7 +121,7 @@ impl CostObserver {
         sheet: &PriceSheet,
         output_per_mtok: Option<f64>,
     ) -> CostReport {
-        let report = cost(&self.requests, provider, sheet);
+        let report = self.per_call.cost(&self.requests, provider, sheet);
         if self.compactions.is_empty() {
             return report;
         }
@@ -103,7 +145,79 @@ impl CostObserver {
             );
             r.at_ms = at_ms;
             self.compactions.push((self.requests.len(), output));
+            self.per_call.admit(&mut r, None);
             self.requests.push(r);
+        }
+    }
+}
+
+/// Requests priced call by call: each at the sheet of the model that
+/// answered it, each model from its own cache, a call never sent left out.
+/// What [`CostObserver::with_call_prices`] does, for callers that build
+/// their requests themselves (the cost arms).
+#[derive(Debug, Clone, Default)]
+pub struct CallPricing {
+    /// Per request admitted, the sheet it is priced at when not the run's.
+    sheets: Vec<Option<PriceSheet>>,
+    /// The other models answering calls, in order of first answer: model
+    /// `k` keeps its own cache on stream `OTHER_MODEL_STREAM + k`.
+    other_models: Vec<String>,
+}
+
+impl CallPricing {
+    /// Admits the next request, `r`, priced as `price` says (`None`: at
+    /// the run's sheet); false when the call was never sent and `r` must
+    /// not be priced.
+    pub fn admit(&mut self, r: &mut CacheRequest, price: Option<&CallPrice>) -> bool {
+        match price {
+            Some(CallPrice::NotSent) => return false,
+            Some(CallPrice::At { model, sheet }) => {
+                self.on_model(r, model);
+                self.sheets.push(Some(*sheet));
+            }
+            None => self.sheets.push(None),
+        }
+        true
+    }
+
+    /// `requests`, the ones admitted in order, priced: at `sheet` but
+    /// where another model answered.
+    pub fn cost(
+        &self,
+        requests: &[CacheRequest],
+        provider: &Provider,
+        sheet: &PriceSheet,
+    ) -> CostReport {
+        let report = super::cost_each(requests, provider, sheet, &self.sheets);
+        if self.other_models.is_empty() {
+            return report;
+        }
+        // Judged on their own streams, another model's calls still serve
+        // the conversation's turns.
+        let mut requests = report.requests;
+        for r in &mut requests {
+            if (OTHER_MODEL_STREAM..super::compaction::STREAM).contains(&r.stream) {
+                r.stream = 0;
+            }
+        }
+        super::summarize(report.provider, report.sheet, requests)
+    }
+
+    /// `r` sent to `model`, not the run's: its own stream and a prefix
+    /// keyed by the model, so it reads only what that model cached.
+    fn on_model(&mut self, r: &mut CacheRequest, model: &str) {
+        let k = match self.other_models.iter().position(|m| m == model) {
+            Some(k) => k,
+            None => {
+                self.other_models.push(model.to_string());
+                self.other_models.len() - 1
+            }
+        };
+        r.stream = OTHER_MODEL_STREAM.saturating_add(u32::try_from(k).unwrap_or(u32::MAX));
+        if let Some(system) = r.segments.first_mut() {
+            let mut own = Segment::new("system", (system.key, model), system.tokens);
+            own.cause = system.cause.take();
+            *system = own;
         }
     }
 }
@@ -188,6 +302,10 @@ impl Observer for CostObserver {
         // Summary calls went out before this request, behind the prefix
         // the conversation had then (a product's compaction switches it).
         self.side_requests(view, at_ms);
+        let price = self.call_prices.get(&at);
+        if price == Some(&CallPrice::NotSent) {
+            return;
+        }
         // The replay's fixed prefix is the system segment, cached first.
         if view.envelope > 0 {
             self.builder.set_system_tokens(view.envelope as u64);
@@ -225,7 +343,10 @@ impl Observer for CostObserver {
             }
             r.call_cause = Some(call_cause(events));
         }
-        self.last_main = Some(self.requests.len());
+        if price.is_none() {
+            self.last_main = Some(self.requests.len());
+        }
+        self.per_call.admit(&mut r, price);
         self.requests.push(r);
     }
 }

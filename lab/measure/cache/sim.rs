@@ -102,6 +102,7 @@ impl Cache {
             dollars: sheet.dollars(uncached, access.write, access.read),
             compaction: false,
             output_tokens: 0,
+            sheet: None,
         }
     }
 
