@@ -89,7 +89,7 @@ fn every_stall_is_a_mark_on_the_horizon_plot() {
             .map(|l| l.split(" d=\"").nth(1).unwrap().matches('M').count())
             .sum();
         assert_eq!(marks, stalls, "{name}: {row:?}");
-        assert!(svg.contains(&format!("{label}")), "{name}: no row named");
+        assert!(svg.contains(&label), "{name}: no row named");
         total += stalls;
     }
     assert!(total > 1_000, "the reports' horizon stalls often: {total}");
