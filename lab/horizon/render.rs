@@ -130,45 +130,95 @@ pub fn svg(r: &HorizonReport, command: &str) -> String {
     use crate::plot::{Figure, Panel, Rule, Series};
     use crate::replay::family::{group, style_index, GROUPS};
     let names: Vec<&str> = r.policies.iter().map(|p| p.policy.as_str()).collect();
-    let panels = GROUPS
-        .iter()
-        .filter(|g| {
-            r.policies
-                .iter()
-                .any(|p| group(&p.policy) == **g && !p.compactions.is_empty())
-        })
-        .map(|g| Panel {
-            title: g.to_string(),
-            y_label: "freed (% of context)".into(),
-            series: r
-                .policies
-                .iter()
-                .filter(|p| !p.compactions.is_empty())
-                .map(|p| Series {
-                    label: p.policy.clone(),
-                    points: p
-                        .compactions
-                        .iter()
-                        .take(PLOT_CYCLES)
-                        .enumerate()
-                        .map(|(i, c)| ((i + 1) as f64, c.freed() * 100.0))
-                        .collect(),
-                    style: Some(style_index(&p.policy, &names)),
-                    context: group(&p.policy) != *g,
-                    ..Series::default()
-                })
-                .collect(),
-            h_rules: vec![Rule {
-                at: super::STALL_FREED * 100.0,
-                label: "stall (5%)".into(),
-            }],
-            ..Panel::default()
-        })
-        .collect();
+    let mut panels = vec![stalls_panel(r)];
+    panels.extend(
+        GROUPS
+            .iter()
+            .filter(|g| {
+                r.policies
+                    .iter()
+                    .any(|p| group(&p.policy) == **g && !p.compactions.is_empty())
+            })
+            .map(|g| Panel {
+                title: g.to_string(),
+                y_label: "freed (% of context)".into(),
+                series: r
+                    .policies
+                    .iter()
+                    .filter(|p| !p.compactions.is_empty())
+                    .map(|p| Series {
+                        label: p.policy.clone(),
+                        points: p
+                            .compactions
+                            .iter()
+                            .take(PLOT_CYCLES)
+                            .enumerate()
+                            .map(|(i, c)| ((i + 1) as f64, c.freed() * 100.0))
+                            .collect(),
+                        style: Some(style_index(&p.policy, &names)),
+                        context: group(&p.policy) != *g,
+                        ..Series::default()
+                    })
+                    .collect(),
+                h_rules: vec![Rule {
+                    at: super::STALL_FREED * 100.0,
+                    label: "stall (5%)".into(),
+                }],
+                ..Panel::default()
+            }),
+    );
     crate::plot::svg(&Figure {
-        title: "freed fraction per compaction over a long horizon".into(),
+        title: "stalls over a long horizon, and the freed fraction per compaction".into(),
         x_label: format!("compaction cycle (count; the first {PLOT_CYCLES} of each run)"),
         panels,
         caption: format!("{command} · {}", legend(r)),
     })
+}
+
+/// The stalls of every policy over its whole run, one row each: a tick at
+/// the tokens appended when each stall happened ([`super::STALL_FREED`]),
+/// a cross where the run stalled for good (or failed), the row as long as
+/// the run.
+pub fn stalls_panel(r: &HorizonReport) -> crate::plot::Panel {
+    use crate::plot::{Panel, Strip};
+    let names: Vec<&str> = r.policies.iter().map(|p| p.policy.as_str()).collect();
+    let strips = r
+        .policies
+        .iter()
+        .map(|p| {
+            let stalls = p
+                .compactions
+                .iter()
+                .filter(|c| c.freed() < super::STALL_FREED)
+                .map(|c| c.appended as f64)
+                .collect();
+            let end = match (&p.error, p.stalled_for_good_at) {
+                (Some(_), _) => Some(p.appended),
+                (None, at) => at,
+            };
+            let ended = match (&p.error, p.stalled_for_good_at) {
+                (Some(_), _) => format!("; failed at {}", p.appended),
+                (None, Some(at)) => format!("; stalled for good at {at}"),
+                (None, None) => String::new(),
+            };
+            Strip {
+                label: format!("{}: {} stalls{ended}", p.policy, p.stalls),
+                span: (0.0, p.appended as f64),
+                events: stalls,
+                end: end.map(|e| e as f64),
+                style: Some(crate::replay::family::style_index(&p.policy, &names)),
+            }
+        })
+        .collect();
+    Panel {
+        title: format!(
+            "stalls over the whole run: a tick per compaction freeing under {}, a cross where the run stalled for good",
+            pct(super::STALL_FREED)
+        ),
+        y_label: "policy".into(),
+        strips,
+        own_x: true,
+        x_label: format!("tokens of transcript appended ({}), the whole run", r.tokenizer),
+        ..Panel::default()
+    }
 }

@@ -48,7 +48,9 @@ pub fn ecdf_svg(agg: &Aggregate, command: &str) -> Option<String> {
         })
         .collect();
     Some(crate::plot::svg(&Figure {
-        title: "prompt cost per session, per policy (empirical CDF over the corpus)".into(),
+        title:
+            "each policy's distribution of prompt cost across the corpus's sessions (empirical CDF)"
+                .into(),
         x_label: "prompt cost of a session (dollars)".into(),
         panels,
         caption: command.to_string(),

@@ -17,6 +17,7 @@
 use std::fmt::Write as _;
 
 use super::cost_arms::CostRow;
+use super::dollars::subagent_of;
 use super::family::{family, group, style_index, GROUPS};
 use super::policies::{Compared, Sessions};
 use super::product::ProductCompaction;
@@ -262,10 +263,14 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
         s,
         "timelines",
         "Timelines",
-        "per session and policy group: the request each policy sends at every model call (tokens, envelope included; the product's own requests as its log recorded them, in API tokens, when priced), its cumulative prompt cost, and its events so far; the group's policies in colour, every other policy in grey; a vertical line at each call where the product itself compacted, and the product's context window as a horizontal line on the request sizes",
+        "per session and policy group: the request each policy sends at every model call (tokens on a log scale, envelope included; the product's own requests as its log recorded them, in API tokens, when priced), its cumulative prompt cost, and its events so far; the group's policies in colour, every other policy in grey; a vertical line at each call where the product itself compacted, and the product's context window as a horizontal line on the request sizes",
     );
     let names: Vec<&str> = runs.iter().map(|c| c.run.policy.as_str()).collect();
-    for session in distinct(runs, |c| c.run.session.clone()) {
+    let costs = super::dollars::policy_costs(runs);
+    // A log's subagents are drawn together after it, not a figure set each.
+    let logs = distinct(runs, |c| c.run.session.clone());
+    for session in logs.iter().filter(|s| subagent_of(s).is_none()) {
+        let session = session.clone();
         let of: Vec<&Compared> = runs.iter().filter(|c| c.run.session == session).collect();
         let _ = writeln!(s, "<h3>session {}</h3>", esc(&session));
         let real = real_compaction_rules(&product.compactions, &session);
@@ -297,7 +302,9 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
                 v_rules: real.clone(),
                 ..Panel::default()
             };
-            let mut sizes = panel("request size", "request (tokens)", &|c| {
+            // Log scale: an uncompacted policy runs decades above the
+            // compacting ones and would squeeze them against zero.
+            let mut sizes = panel("request size (log scale)", "request (tokens, log)", &|c| {
                 c.run
                     .calls
                     .iter()
@@ -328,6 +335,7 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
                     },
                 );
             }
+            sizes.log_y = true;
             if let Some((port, at)) = window {
                 sizes.h_rules.push(Rule {
                     label: format!("{port} context window"),
@@ -357,8 +365,49 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
                 svg.trim_end()
             );
         }
+        subagents(s, &costs, &session, command);
     }
     s.push_str("</section>\n");
+}
+
+/// The subagents of log `session` together: one figure of each policy's
+/// dollars over every subagent's calls (per policy group), and a table
+/// with a row per subagent; nothing when it had none or none was priced.
+fn subagents(s: &mut String, costs: &[super::dollars::PolicyCost], session: &str, command: &str) {
+    use super::dollars::{subagent_cells, subagent_panels, subagent_rows, SUBAGENT_COLUMNS};
+    let panels = subagent_panels(costs, session);
+    let rows: Vec<_> = subagent_rows(costs)
+        .into_iter()
+        .filter(|r| r.log == session)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "<h3>subagents of {}, together</h3>", esc(session));
+    if !panels.is_empty() {
+        let svg = crate::plot::svg(&Figure {
+            title: format!("{} subagents of {session}, one after another", rows.len()),
+            x_label: "model call of the subagents, one after another (count)".into(),
+            panels,
+            caption: command.to_string(),
+        });
+        let _ = writeln!(s, "<figure>\n{}</figure>", svg.trim_end());
+    }
+    table_open(
+        s,
+        &format!(
+            "each subagent of {session} priced under every policy: its calls, and its dollars under the cheapest policy, the median and the dearest"
+        ),
+        &SUBAGENT_COLUMNS,
+    );
+    for r in &rows {
+        let cells: String = subagent_cells(r)
+            .iter()
+            .map(|c| format!("<td>{}</td>", esc(c)))
+            .collect();
+        let _ = writeln!(s, "<tr>{cells}</tr>");
+    }
+    s.push_str(TABLE_CLOSE);
 }
 
 /// The product's real compactions on `session`, as event lines at the

@@ -132,9 +132,18 @@ pub fn replay_command(
     }
     // Each caption says which anchor the runs used.
     let anchor = measure.anchor.anchor.label();
+    // The plot draws a log's subagents together; the table under the
+    // text output gives each one.
+    let mut subagents = String::new();
     if let Some(path) = outputs.plot {
         let title = format!("lab replay --policy … --cost; {anchor}");
         write_plot_titled(&path, &out, &title)?;
+        if format != crate::render::Format::Json {
+            subagents = dollars::subagent_table(
+                &policy_costs(&out),
+                format == crate::render::Format::Markdown,
+            );
+        }
     }
     if let Some(path) = outputs.html {
         let scored = frontier_plot::scored(&out);
@@ -145,13 +154,12 @@ pub fn replay_command(
         Some(args) => optimal::compute(files, import, &measure, args, &out)?,
         None => crate::optimal::render::OptimalPart::default(),
     };
-    Ok(policies::render_optimal(
-        &out,
-        &sessions.recorded,
-        &sessions,
-        &optimal,
-        format,
-    ))
+    let mut text = policies::render_optimal(&out, &sessions.recorded, &sessions, &optimal, format);
+    if !subagents.is_empty() {
+        text.push('\n');
+        text.push_str(&subagents);
+    }
+    Ok(text)
 }
 
 /// A corpus (or `--format jsonl`): streamed to stdout, one session at a

@@ -1090,7 +1090,8 @@ pub fn render_with(
 /// A plot of context size per model call: one line per report (chars after
 /// `prepare`), the first report's uncompacted size, each distinct context
 /// limit as a rule, real compactions as vertical rules. Nothing is clipped:
-/// the y axis spans the uncompacted size too.
+/// the y axis spans the uncompacted size too, on a log scale, so the
+/// uncompacted line (decades above) does not squeeze the profiles flat.
 pub fn render_svg(reports: &[ReplayReport]) -> String {
     use crate::plot::{Figure, Panel, Rule, Series};
     let mut series: Vec<Series> = reports
@@ -1128,8 +1129,9 @@ pub fn render_svg(reports: &[ReplayReport]) -> String {
     real.sort_unstable();
     real.dedup();
     let panel = Panel {
-        title: "context size before each model call".into(),
-        y_label: "context size (chars)".into(),
+        title: "context size before each model call (log scale)".into(),
+        y_label: "context size (chars, log scale)".into(),
+        log_y: true,
         series,
         h_rules: limits
             .iter()

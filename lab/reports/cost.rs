@@ -68,3 +68,163 @@ pub fn cost_table(rows: &[PolicyCost], regret: &[Option<f64>]) -> Table {
 
 #[cfg(test)]
 mod tests;
+
+/// Seeds of the spread figure by default (`lab reports --seeds N`). Five,
+/// not ten: in a debug build ten seeds of every policy added about 2 min
+/// 10 s of CPU to `lab reports` (about 1 min 10 s without them), five
+/// half that; the figure's title and caption name the number.
+pub const SEEDS: u64 = 5;
+
+/// Tokens of each seed's generated session: the frontier session's scale
+/// (about 170,000), so designs with production-size triggers act too.
+pub const SEED_TOKENS: u64 = 170_000;
+
+/// Every policy priced on the generated session of each seed `1..=seeds`
+/// ([`crate::horizon::generate`], [`SEED_TOKENS`] tokens), as the cost
+/// table is priced (the frontier's sheet, Anthropic's cache, approx
+/// tokens), without retention. Sessions are labelled `seed K`.
+pub fn seed_costs(seeds: u64) -> crate::error::LabResult<Vec<PolicyCost>> {
+    use crate::replay::policies::{compare_one, Measure, Pricing};
+    let sheet = *crate::cache::prices::sheet(super::frontier::SHEET)
+        .expect("the frontier's price sheet exists");
+    let measure = Measure {
+        envelope: crate::replay::envelope::EnvelopeArg::None,
+        retention: false,
+        pricing: Some(Pricing {
+            provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
+            sheet,
+            prices: crate::cache::prices::table::PriceTable::builtin(),
+            by_model: false,
+        }),
+        tokens: crate::tokens::Tokens::Approx,
+        dump: None,
+        exec_timeout: None,
+        conversations: Default::default(),
+        anchor: Default::default(),
+        closed_loop: None,
+    };
+    let names: Vec<String> = crate::zoo::list::names()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let progress = crate::progress::Progress::bar(seeds, "cost: seeds");
+    let per_seed = crate::jobs::try_collect(
+        crate::jobs::default_jobs(),
+        |push| (1..=seeds).all(push),
+        |seed| {
+            let messages: Vec<crate::message::Message> =
+                crate::horizon::generate::Generator::new(seed, SEED_TOKENS).collect();
+            let label = format!("seed {seed}");
+            let runs = names
+                .iter()
+                .map(|n| {
+                    compare_one(
+                        &label,
+                        &messages,
+                        n,
+                        crate::replay::profiles::DEFAULT_PATH_LEN,
+                        &measure,
+                    )
+                })
+                .collect::<crate::error::LabResult<Vec<_>>>()?;
+            progress.step();
+            Ok(crate::replay::dollars::policy_costs(&runs))
+        },
+    )?;
+    Ok(per_seed.into_iter().flatten().collect())
+}
+
+/// One policy's spread over seeds: `(policy, [(call, min, median, max)])`.
+pub type Spread = (String, Vec<(f64, f64, f64, f64)>);
+
+/// Per policy (in first-seen order), the median and the min–max of its
+/// cumulative dollars over the seeds at each model call, up to the last
+/// call every seed reached.
+pub fn spread(rows: &[PolicyCost]) -> Vec<Spread> {
+    let mut policies: Vec<&str> = Vec::new();
+    for p in rows {
+        if !policies.contains(&p.policy.as_str()) {
+            policies.push(&p.policy);
+        }
+    }
+    policies
+        .into_iter()
+        .map(|policy| {
+            let curves: Vec<Vec<(f64, f64)>> = rows
+                .iter()
+                .filter(|p| p.policy == policy)
+                .map(|p| crate::replay::dollars::cumulative_dollars(&p.report))
+                .collect();
+            let calls = curves.iter().map(Vec::len).min().unwrap_or(0);
+            let points = (0..calls)
+                .map(|i| {
+                    let mut ys: Vec<f64> = curves.iter().map(|c| c[i].1).collect();
+                    ys.sort_by(f64::total_cmp);
+                    let k = ys.len();
+                    let median = match k % 2 {
+                        1 => ys[k / 2],
+                        _ => (ys[k / 2 - 1] + ys[k / 2]) / 2.0,
+                    };
+                    (i as f64 + 1.0, ys[0], median, ys[k - 1])
+                })
+                .collect();
+            (policy.to_string(), points)
+        })
+        .collect()
+}
+
+/// The number of seeds among `rows` (sessions labelled `seed K`).
+pub fn seed_count(rows: &[PolicyCost]) -> usize {
+    let mut seen: Vec<&str> = rows.iter().map(|p| p.session.as_str()).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
+}
+
+/// The spread figure: per policy group a panel of each policy's median
+/// cumulative dollars over the seeds (its line) and their min–max (a band
+/// in its colour), every other policy's median in grey; the caption names
+/// the seeds, the session and the band.
+pub fn seeds_svg(rows: &[PolicyCost], command: &str) -> String {
+    use crate::plot::{Band, Figure, Panel, Series};
+    use crate::replay::family::{group, style_index, GROUPS};
+    let spread = spread(rows);
+    let names: Vec<&str> = spread.iter().map(|(p, _)| p.as_str()).collect();
+    let panels = GROUPS
+        .iter()
+        .filter(|g| names.iter().any(|p| group(p) == **g))
+        .map(|g| Panel {
+            title: format!("{g}: median and min–max over the seeds"),
+            y_label: "cumulative cost (dollars)".into(),
+            series: spread
+                .iter()
+                .map(|(p, points)| Series {
+                    label: p.clone(),
+                    points: points.iter().map(|q| (q.0, q.2)).collect(),
+                    style: Some(style_index(p, &names)),
+                    context: group(p) != *g,
+                    ..Series::default()
+                })
+                .collect(),
+            bands: spread
+                .iter()
+                .filter(|(p, _)| group(p) == *g)
+                .map(|(p, points)| Band {
+                    style: style_index(p, &names),
+                    points: points.iter().map(|q| (q.0, q.1, q.3)).collect(),
+                })
+                .collect(),
+            ..Panel::default()
+        })
+        .collect();
+    let n = seed_count(rows);
+    crate::plot::svg(&Figure {
+        title: format!("cumulative prompt cost over model calls: median and min–max over {n} seeds"),
+        x_label: "model call (count; up to the last call every seed reached)".into(),
+        panels,
+        caption: format!(
+            "{command} · generated sessions of {SEED_TOKENS} tokens, seeds 1..{n}; line = median, band = min to max over the seeds · {}",
+            pricing_line(rows)
+        ),
+    })
+}

@@ -52,8 +52,14 @@ pub const REPORT_LENS: [usize; 2] = [crate::registry::SHORT_PATH, crate::registr
 /// Sessions simulated for the memory-growth report.
 pub const MEMORY_SESSIONS: usize = 24;
 
-/// Everything `lab reports` writes.
+/// Everything `lab reports` writes, the spread figure over
+/// [`crate::reports::cost::SEEDS`] seeds.
 pub fn report_data() -> LabResult<crate::reports::ReportData> {
+    report_data_seeds(crate::reports::cost::SEEDS)
+}
+
+/// Everything `lab reports` writes, the spread figure over `seeds` seeds.
+pub fn report_data_seeds(seeds: u64) -> LabResult<crate::reports::ReportData> {
     let grid = SweepSpec {
         profile: "prototype".into(),
         vary: vec!["order".into(), "unseen_guard".into()],
@@ -84,6 +90,7 @@ pub fn report_data() -> LabResult<crate::reports::ReportData> {
         factorial: run(&factorial, None, &mut |_, _| {})?,
         profiles,
         horizon: crate::reports::horizon::horizon_data()?,
+        cost_seeds: crate::reports::cost::seed_costs(seeds)?,
     })
 }
 
@@ -243,19 +250,27 @@ pub fn first_difference(label: &str, have: &str, want: &str) -> String {
 
 /// `lab reports` arguments.
 #[derive(Debug, Clone, clap::Args)]
-#[group(required = true, multiple = false)]
 pub struct ReportsArgs {
     /// Regenerate every report file into this directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "check",
+        conflicts_with = "check"
+    )]
     pub out: Option<std::path::PathBuf>,
     /// Compare this directory with what the code produces; exit 1 on drift.
     #[arg(long, value_name = "DIR")]
     pub check: Option<std::path::PathBuf>,
+    /// Seeds of the spread figure (`cost_seeds.svg`), 1..=100; the
+    /// checked-in reports use the default.
+    #[arg(long, default_value_t = crate::reports::cost::SEEDS, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub seeds: u64,
 }
 
 /// Run `lab reports`; returns what to print, or an expectation error listing drifted files.
 pub fn reports_command(args: &ReportsArgs) -> LabResult<String> {
-    let files = crate::reports::files(&report_data()?);
+    let files = crate::reports::files(&report_data_seeds(args.seeds)?);
     match (&args.out, &args.check) {
         (Some(dir), _) => write_files(dir, &files),
         (None, Some(dir)) => {

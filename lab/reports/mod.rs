@@ -414,6 +414,9 @@ pub struct ReportData {
     pub memory_mutants: Vec<crate::memory::profiles::mutants::Cell>,
     /// Every policy over one long generated session.
     pub horizon: crate::horizon::HorizonReport,
+    /// Every policy priced on the generated session of each seed (the
+    /// spread figure, [`cost::seeds_svg`]).
+    pub cost_seeds: Vec<crate::replay::dollars::PolicyCost>,
 }
 
 /// `memory_growth`: records on disk after each session, course vs the two fixes.
@@ -475,6 +478,7 @@ fn describe(stem: &str) -> &'static str {
         "thresholds" => "the path lengths where a counter changes, per switch combination",
         "frontier" => "every policy on one generated session: tokens sent, dollars, artifact recall, planted facts kept, re-fetches, and whether another policy costs less and keeps more (plot: dollars against recall)",
         "cost" => "every policy on the frontier's generated session under the Anthropic 5-minute prompt cache: tokens sent, cache read/write, breaks per turn, payback, dollars (plot: cumulative dollars over model calls, one line per policy)",
+        "cost_seeds" => "every policy's cumulative prompt cost over model calls on generated sessions of 170,000 tokens, one per seed (5 by default, `lab reports --seeds N`): the median over the seeds as a line, min to max as a band",
         "verdicts" => "every registry row (compaction, memory, interlock, policy faults) at its default cells: the counters that catch it, intact or fixed against broken or as is",
         "index" => "the frontier's generated session as an HTML page: a ranked headline and contents, every policy's timeline, call-by-call drill-down, retention and planted facts, the frontier; a filter by policy family over every figure; readable at 390 px, every figure titled and described (self-contained, no network)",
         "memory_tools" => "every memory-tool row (traversal, symlinks, edits, full disk) against ctxlab's reference, the deliberately broken implementation and the recorded third-party ones, with a command per finding",
@@ -513,6 +517,10 @@ pub fn files(data: &ReportData) -> Vec<(String, String)> {
         &data.memory_mutants,
     )));
     out.push(("horizon.svg".into(), horizon::horizon_svg(&data.horizon)));
+    out.push((
+        "cost_seeds.svg".into(),
+        cost::seeds_svg(&data.cost_seeds, "lab reports --out reports/"),
+    ));
     out.push((
         "cost.svg".into(),
         crate::replay::dollars::dollars_svg(&data.cost, "lab reports --out reports/"),

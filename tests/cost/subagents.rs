@@ -350,3 +350,65 @@ fn replayed_as_the_whole_bill(file: &Path) -> Value {
     assert!((billed - dollars).abs() < 1e-12, "{billed} vs {dollars}");
     v
 }
+
+/// The dollars plot draws a log's subagents together, not a panel set per
+/// subagent: per policy group one panel of the main chain and one of the
+/// two subagents one after another (3 + 2 calls), each policy's line
+/// ending at the sum of its two subagents' dollars; the text output gives
+/// each subagent in a table under it (snapshotted).
+#[test]
+fn the_dollars_plot_draws_the_subagents_together_with_a_table_of_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::write(dir.path(), "s.jsonl", &common::jsonl(&log()));
+    let plot = dir.path().join("dollars.svg");
+    let (code, out, err) = common::lab(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none,claude-code",
+        "--cost",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(!svg.contains("› subagent 1 ·"), "a panel per subagent");
+    let titles: Vec<&str> = svg
+        .lines()
+        .filter(|l| l.contains(r#"font-weight="bold""#))
+        .collect();
+    // none and claude-code are in two groups: two panels per conversation set.
+    assert_eq!(titles.len(), 4, "{titles:#?}");
+    assert_eq!(
+        titles
+            .iter()
+            .filter(|t| t.contains("its 2 subagents together"))
+            .count(),
+        2
+    );
+    let problems = ctxlab::plot::check::check(&svg);
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The aggregate line of `none` runs over 5 calls and ends at the sum of
+    // its subagents' dollars.
+    let v = common::replay_none_cost_json(&file, &[]);
+    let sum: f64 = v["cost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["session"].as_str().unwrap().contains("› subagent"))
+        .map(|c| c["dollars"].as_f64().unwrap())
+        .sum();
+    let desc = svg.split("<desc").nth(1).unwrap();
+    let ends = format!(
+        "its 2 subagents together · {} (cumulative cost (dollars)): 1 series; none ends at {}",
+        ctxlab::replay::family::group("none"),
+        (sum * 1e4).round() / 1e4
+    );
+    assert!(desc.contains(&ends), "{ends} not in {desc}");
+    assert!(sum > 0.0);
+    let table = &out[out
+        .find("subagents (drawn together")
+        .expect("the subagent table")..];
+    assert!(table.contains("s.jsonl") && table.contains("| 1 ") || table.contains(" 1 "));
+    insta::assert_snapshot!("subagent_table", table);
+}

@@ -65,6 +65,55 @@ fn a_short_horizon_table_and_what_it_measured() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
+/// Every stall of every policy is its own mark on the reports' horizon
+/// plot (a tick on the policy's row, over the whole run), counted from the
+/// drawing against `stalls` in the horizon's JSON; a run that stalled for
+/// good ends in a cross, and the description names each row's count.
+#[test]
+fn every_stall_is_a_mark_on_the_horizon_plot() {
+    let r = &crate::shared::data().horizon;
+    let svg = render::svg(r, "test");
+    let json: serde_json::Value = serde_json::from_str(&render::render(r, Format::Json)).unwrap();
+    let policies = json["policies"].as_array().unwrap();
+    let mut total = 0;
+    for p in policies {
+        let name = p["policy"].as_str().unwrap();
+        let stalls = p["stalls"].as_u64().unwrap() as usize;
+        let label = format!("{name}: {stalls} stalls");
+        let row: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains(&format!("data-strip=\"{label}")))
+            .collect();
+        let marks: usize = row
+            .iter()
+            .map(|l| l.split(" d=\"").nth(1).unwrap().matches('M').count())
+            .sum();
+        assert_eq!(marks, stalls, "{name}: {row:?}");
+        assert!(svg.contains(&label), "{name}: no row named");
+        total += stalls;
+    }
+    assert!(total > 1_000, "the reports' horizon stalls often: {total}");
+    let stuck = policies
+        .iter()
+        .filter(|p| !p["stalled_for_good_at"].is_null())
+        .count();
+    assert!(stuck > 0);
+    // One cross per run stalled for good: the marker_shape cross of the strips.
+    assert_eq!(
+        svg.matches(r##"stroke="#B22222" stroke-width="1.5""##)
+            .count(),
+        stuck
+    );
+    let desc = svg.split("<desc").nth(1).unwrap();
+    assert!(
+        desc.contains("none: 0 stalls; stalled for good at"),
+        "{desc}"
+    );
+    assert!(desc.contains("rows of marks"), "{desc}");
+    let problems = ctxlab::plot::check::check(&svg);
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
 #[test]
 fn out_of_range_and_unknown_policies_are_refused() {
     for a in [

@@ -91,13 +91,21 @@ fn replay_plots(file: &Path, dir: &Path, dollars: bool) {
         assert_eq!(code, 0, "{f}: {err}");
         let svg = std::fs::read_to_string(&out).unwrap();
         let p = assert_readable(&format!("{f} dollars"), &svg);
-        // Every policy highlighted once per session: a Claude Code log's
-        // subagents are sessions of their own.
+        // Every policy highlighted once per main session, and once more
+        // for a log's subagents, drawn together.
         let sessions =
             ctxlab::replay::subagents::sessions_of(file, &Default::default(), Default::default())
-                .unwrap()
-                .len();
-        assert_eq!(p.series, ctxlab::zoo::list::names().len() * sessions, "{f}");
+                .unwrap();
+        let mains = sessions
+            .iter()
+            .filter(|s| s.session.subagent.is_none())
+            .count();
+        let with_subagents = usize::from(sessions.iter().any(|s| s.session.subagent.is_some()));
+        assert_eq!(
+            p.series,
+            ctxlab::zoo::list::names().len() * (mains + with_subagents),
+            "{f}"
+        );
     }
 }
 

@@ -222,3 +222,34 @@ fn generation_into_a_tempdir_round_trips_and_drift_is_named() {
     );
     assert!(drift.iter().any(|d| d.contains("stale.md: unexpected")));
 }
+
+/// The spread figure: every policy over the default number of seeds, its
+/// median between its min and max at every call, the seeds differing
+/// (some band has width), one band per policy in its group's panel, and
+/// the caption naming the seeds and what the band is.
+#[test]
+fn the_cost_figure_shows_the_median_and_spread_over_seeds() {
+    use ctxlab::reports::cost::{seed_count, seeds_svg, spread, SEEDS};
+    let rows = &crate::shared::data().cost_seeds;
+    assert_eq!(seed_count(rows), SEEDS as usize);
+    let spread = spread(rows);
+    assert_eq!(spread.len(), ctxlab::zoo::list::names().len());
+    let mut wide = 0;
+    for (policy, points) in &spread {
+        assert!(points.len() > 10, "{policy}: {} calls", points.len());
+        for &(call, lo, mid, hi) in points {
+            assert!(
+                lo <= mid && mid <= hi,
+                "{policy} at {call}: {lo} {mid} {hi}"
+            );
+        }
+        wide += usize::from(points.last().is_some_and(|q| q.3 > q.1));
+    }
+    assert!(wide > spread.len() / 2, "the seeds barely differ: {wide}");
+    let svg = seeds_svg(rows, "test");
+    assert_eq!(svg.matches("data-band=").count(), spread.len());
+    assert!(svg.contains(&format!("over {SEEDS} seeds")));
+    assert!(svg.contains("line = median, band = min to max over the seeds"));
+    let problems = ctxlab::plot::check::check(&svg);
+    assert!(problems.is_empty(), "{problems:#?}");
+}

@@ -73,6 +73,29 @@ fn panel_finding(p: &Panel) -> String {
             s.push_str(&format!(", filled: {}", filled.join(", ")));
         }
     }
+    if !p.strips.is_empty() {
+        let rows: Vec<String> = p
+            .strips
+            .iter()
+            .map(|st| {
+                let end = st
+                    .end
+                    .map_or(String::new(), |e| format!(", ended early at {}", value(e)));
+                format!("{} ({} marked{end})", st.label, st.events.len())
+            })
+            .collect();
+        s.push_str(&format!(
+            "; {} rows of marks: {}",
+            p.strips.len(),
+            rows.join(", ")
+        ));
+    }
+    if !p.bands.is_empty() {
+        s.push_str(&format!("; {} shaded bands of spread", p.bands.len()));
+    }
+    if p.log_y {
+        s.push_str("; the y axis is logarithmic");
+    }
     for r in &p.h_rules {
         s.push_str(&format!("; a line at {} ({})", value(r.at), r.label));
     }

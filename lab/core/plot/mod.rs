@@ -93,6 +93,36 @@ fn families_attr<'a>(marks: impl Iterator<Item = &'a Mark>) -> String {
     }
 }
 
+/// One row of a strip panel (a rug): a thin line over the row's extent, a
+/// short tick at each event, and a cross where the row ended early. The
+/// rows of a panel line up with its legend entries, which name them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Strip {
+    /// Legend text of the row.
+    pub label: String,
+    /// The row's extent in x (data units): where it started and ended.
+    pub span: (f64, f64),
+    /// The x of each event: one tick each, however close (a count a reader
+    /// or a test can take from the drawing).
+    pub events: Vec<f64>,
+    /// Where the row ended early, if it did: a cross there.
+    pub end: Option<f64>,
+    /// Style index ([`Style::nth`]) of its colour; `None` takes the row's
+    /// position.
+    pub style: Option<usize>,
+}
+
+/// A shaded range behind a highlighted series: the spread of what its line
+/// summarises (e.g. min–max over seeds around a median), in the series'
+/// colour, translucent.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Band {
+    /// Style index ([`Style::nth`]) of the series it belongs to.
+    pub style: usize,
+    /// `(x, low, high)` in data units, in x order.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
 /// One plot area with its own y axis.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Panel {
@@ -113,6 +143,18 @@ pub struct Panel {
     /// An x range of its own (its own data), instead of the figure's shared
     /// one: for panels of different sessions, whose calls differ in number.
     pub own_x: bool,
+    /// An x axis label of its own, drawn under this panel (for a panel with
+    /// [`Panel::own_x`] in other units); empty for none.
+    pub x_label: String,
+    /// A logarithmic y axis (ticks at 1, 2 and 5 per decade): for sizes
+    /// that span decades, where a linear axis lets the largest line squeeze
+    /// the others against zero. Values at or below zero sit on the axis.
+    pub log_y: bool,
+    /// Rows of events (a rug, [`Strip`]): the panel is then one row per
+    /// strip, without a y scale.
+    pub strips: Vec<Strip>,
+    /// Shaded ranges behind highlighted series ([`Band`]).
+    pub bands: Vec<Band>,
 }
 
 /// A whole figure.
@@ -174,9 +216,11 @@ pub fn svg(fig: &Figure) -> String {
         })
         .collect();
     let yts: Vec<Ticks> = fig.panels.iter().map(y_ticks).collect();
-    let widest_tick = yts
+    let widest_tick = fig
+        .panels
         .iter()
-        .flat_map(|t| t.values())
+        .zip(&yts)
+        .flat_map(|(p, t)| y_labels(p, t))
         .map(|v| text::width(&num(v), FONT))
         .fold(0.0, f64::max);
     let left = (widest_tick + 40.0).max(70.0).round();
@@ -212,13 +256,16 @@ pub fn svg(fig: &Figure) -> String {
         panel(&mut s, i, p, y0, xt, yt, &frame);
         legend(&mut s, p, y0, frame.legend_x);
     }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        fx(left + WIDTH / 2.0),
-        fx(axis + 36.0),
-        esc(&fig.x_label)
-    );
+    // A last panel with an x label of its own has drawn it already.
+    if fig.panels.last().is_none_or(|p| p.x_label.is_empty()) {
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            fx(left + WIDTH / 2.0),
+            fx(axis + 36.0),
+            esc(&fig.x_label)
+        );
+    }
     let _ = writeln!(
         s,
         r##"<text x="{}" y="{}" font-size="10" fill="#555">{}</text>"##,
@@ -267,6 +314,9 @@ pub fn line_chart(
 fn panel_h(p: &Panel) -> f64 {
     if p.height > 0.0 {
         p.height
+    } else if !p.strips.is_empty() {
+        // One legend row per strip, the rows beside their names.
+        LEGEND_ROW * p.strips.len() as f64
     } else {
         PANEL_H
     }
@@ -274,8 +324,21 @@ fn panel_h(p: &Panel) -> f64 {
 
 /// The y ticks of a panel.
 fn y_ticks(p: &Panel) -> Ticks {
+    if p.log_y {
+        let (lo, hi) = y_range_positive(p);
+        return log_ticks(lo, hi);
+    }
     let (lo, hi) = y_range(p);
     whole_ticks_for_counts(ticks(lo, hi), p)
+}
+
+/// The y ticks of a panel that carry a label (none on a strip panel; on a
+/// log axis, those far enough apart not to overlap at the panel's height).
+fn y_labels(p: &Panel, t: &Ticks) -> Vec<f64> {
+    if !p.strips.is_empty() {
+        return Vec::new();
+    }
+    t.labelled(panel_h(p))
 }
 
 /// One panel: frame, grid, ticks, rules, context series, highlighted
@@ -283,8 +346,9 @@ fn y_ticks(p: &Panel) -> Ticks {
 fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Ticks, f: &Frame) {
     let h = panel_h(p);
     let left = f.left;
-    let x = |v: f64| left + (v - xt.lo) / (xt.hi - xt.lo) * WIDTH;
-    let y = |v: f64| y0 + h - (v - yt.lo) / (yt.hi - yt.lo) * h;
+    let x = |v: f64| left + xt.frac(v) * WIDTH;
+    let y = |v: f64| y0 + h - yt.frac(v) * h;
+    let labelled = y_labels(p, yt);
     let _ = writeln!(
         s,
         r#"<text x="{}" y="{}" font-weight="bold">{}</text>"#,
@@ -292,17 +356,24 @@ fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Tick
         fx(y0 - 10.0),
         esc(&p.title)
     );
-    for v in yt.values() {
-        let _ = writeln!(
+    for v in yt.values().into_iter().filter(|_| p.strips.is_empty()) {
+        let _ = write!(
             s,
-            r##"<path d="M{} {y} H{}" stroke="#e0e0e0"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
+            r##"<path d="M{} {y} H{}" stroke="#e0e0e0"/>"##,
             fx(left),
             fx(f.right()),
-            fx(left - 6.0),
-            fx(y(v) + 4.0),
-            num(v),
             y = fx(y(v))
         );
+        if labelled.contains(&v) {
+            let _ = write!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+                fx(left - 6.0),
+                fx(y(v) + 4.0),
+                num(v),
+            );
+        }
+        s.push('\n');
     }
     for v in xt.values() {
         let _ = writeln!(
@@ -321,8 +392,16 @@ fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Tick
         b = fx(y0 + h),
         r = fx(f.right())
     );
-    let widest_tick = yt
-        .values()
+    if !p.x_label.is_empty() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            fx(left + WIDTH / 2.0),
+            fx(y0 + h + 36.0),
+            esc(&p.x_label)
+        );
+    }
+    let widest_tick = labelled
         .iter()
         .map(|v| text::width(&num(*v), FONT))
         .fold(0.0, f64::max);
@@ -340,6 +419,7 @@ fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Tick
         y1: y0 + h,
     };
     rules(s, p, &area, &x, &y);
+    strips(s, p, y0, &x);
     for series in p.series.iter().filter(|s| s.context) {
         path(
             s,
@@ -349,6 +429,7 @@ fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Tick
             &format!(r#"stroke="{CONTEXT}" stroke-width="1.2""#),
         );
     }
+    bands(s, p, &x, &y);
     for (k, series) in highlighted(p) {
         let style = Style::nth(k);
         let attrs = format!(
@@ -365,6 +446,74 @@ fn panel(s: &mut String, index: usize, p: &Panel, y0: f64, xt: &Ticks, yt: &Tick
         }
     }
     marks(s, p, &area, &x, &y);
+}
+
+/// The baseline of strip row `i` of a panel whose plot starts at `y0`: the
+/// same as the legend's row `i`, so each row sits beside its name.
+fn strip_y(y0: f64, i: usize) -> f64 {
+    y0 + 8.0 + LEGEND_ROW * i as f64
+}
+
+/// The rows of a strip panel: each a thin grey line over its span, one
+/// tick per event in its colour (one `M… v…` each, in one path marked
+/// `data-strip` and `data-events`), a cross where it ended early.
+fn strips(s: &mut String, p: &Panel, y0: f64, x: &dyn Fn(f64) -> f64) {
+    for (i, st) in p.strips.iter().enumerate() {
+        let ry = strip_y(y0, i);
+        let style = Style::nth(st.style.unwrap_or(i));
+        let _ = writeln!(
+            s,
+            r##"<path d="M{} {y} H{}" stroke="#bbbbbb"/>"##,
+            fx(x(st.span.0)),
+            fx(x(st.span.1)),
+            y = fx(ry)
+        );
+        if !st.events.is_empty() {
+            let mut d = String::new();
+            for &e in &st.events {
+                let _ = write!(d, "M{} {}v10", fx(x(e)), fx(ry - 5.0));
+            }
+            let _ = writeln!(
+                s,
+                r#"<path data-strip="{}" data-events="{}" stroke="{}" stroke-width="1" d="{d}"/>"#,
+                esc(&st.label),
+                st.events.len(),
+                style.hex()
+            );
+        }
+        if let Some(end) = st.end {
+            s.push_str(&style::marker_shape(4, x(end), ry, 5.0, END_COLOUR, false));
+        }
+    }
+}
+
+/// Colour of a strip's early end (and of event rules).
+const END_COLOUR: &str = "#B22222";
+
+/// The bands of a panel, translucent in their series' colour, behind the
+/// highlighted lines.
+fn bands(s: &mut String, p: &Panel, x: &dyn Fn(f64) -> f64, y: &dyn Fn(f64) -> f64) {
+    for b in p.bands.iter().filter(|b| !b.points.is_empty()) {
+        let mut d = String::new();
+        for (i, &(px, _, hi)) in b.points.iter().enumerate() {
+            let _ = write!(
+                d,
+                "{}{} {}",
+                if i == 0 { "M" } else { " L" },
+                fx(x(px)),
+                fx(y(hi))
+            );
+        }
+        for &(px, lo, _) in b.points.iter().rev() {
+            let _ = write!(d, " L{} {}", fx(x(px)), fx(y(lo)));
+        }
+        let _ = writeln!(
+            s,
+            r#"<path data-band="{}" d="{d} Z" fill="{}" fill-opacity="0.18" stroke="none"/>"#,
+            b.style,
+            Style::nth(b.style).hex()
+        );
+    }
 }
 
 /// The highlighted series of a panel, each with its style index.
@@ -548,7 +697,7 @@ fn panel_tops(fig: &Figure) -> Vec<f64> {
 /// context series, the key of its marks.
 fn legend_rows(p: &Panel) -> usize {
     let context = usize::from(p.series.iter().any(|s| s.context));
-    highlighted(p).count() + context + p.marks.len()
+    p.strips.len() + highlighted(p).count() + context + p.marks.len()
 }
 
 /// The legend of one panel, right of its data: each highlighted series'
@@ -560,8 +709,29 @@ fn legend(s: &mut String, p: &Panel, y0: f64, lx: f64) {
     let mut row = 0;
     let mut next = || {
         row += 1;
-        y0 + 8.0 + LEGEND_ROW * (row - 1) as f64
+        strip_y(y0, row - 1)
     };
+    for (i, st) in p.strips.iter().enumerate() {
+        let ly = next();
+        let colour = Style::nth(st.style.unwrap_or(i)).hex();
+        let _ = writeln!(
+            s,
+            r#"<path d="M{} {}v10 M{} {}v10 M{} {}v10" stroke="{colour}" stroke-width="1"/>"#,
+            fx(lx + 6.0),
+            fx(ly - 5.0),
+            fx(lx + 12.0),
+            fx(ly - 5.0),
+            fx(lx + 18.0),
+            fx(ly - 5.0),
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}">{}</text>"#,
+            fx(lx + 34.0),
+            fx(ly + 4.0),
+            esc(&st.label)
+        );
+    }
     for ((k, _), text) in highlighted(p).zip(&texts) {
         let style = Style::nth(k);
         let ly = next();
@@ -652,6 +822,7 @@ fn legend_width(fig: &Figure) -> f64 {
         .flat_map(|p| {
             let mut t = legend_texts(p);
             t.extend(p.marks.iter().map(key_text));
+            t.extend(p.strips.iter().map(|st| st.label.clone()));
             if p.series.iter().any(|s| s.context) {
                 t.push(CONTEXT_LABEL.to_string());
             }
@@ -674,15 +845,108 @@ pub struct Ticks {
     pub lo: f64,
     /// Last tick (at or above the data).
     pub hi: f64,
-    /// Distance between ticks: 1, 2 or 5 times a power of ten.
+    /// Distance between ticks: 1, 2 or 5 times a power of ten (linear
+    /// axes; unused on a log axis).
     pub step: f64,
+    /// A logarithmic axis: ticks at 1, 2 and 5 times each power of ten
+    /// from `lo` to `hi`.
+    pub log: bool,
 }
 
 impl Ticks {
     /// Every tick value, lo to hi.
     pub fn values(&self) -> Vec<f64> {
+        if self.log {
+            return log_values(self.lo, self.hi);
+        }
         let n = ((self.hi - self.lo) / self.step).round() as usize;
         (0..=n).map(|i| self.lo + i as f64 * self.step).collect()
+    }
+
+    /// Where `v` falls along the axis, 0 at `lo` to 1 at `hi`; on a log
+    /// axis a value at or below `lo` (zero included) sits at 0.
+    pub fn frac(&self, v: f64) -> f64 {
+        if self.log {
+            let (a, b) = (self.lo.log10(), self.hi.log10());
+            return (v.max(self.lo).log10() - a) / (b - a);
+        }
+        (v - self.lo) / (self.hi - self.lo)
+    }
+
+    /// The ticks that get a label on an axis `len` pixels long: every one
+    /// on a linear axis; on a log axis the powers of ten, with 2 and 5 too
+    /// when a decade is tall enough that no two labels touch, and only
+    /// every second (third, ...) power when even those would.
+    pub fn labelled(&self, len: f64) -> Vec<f64> {
+        let values = self.values();
+        if !self.log {
+            return values;
+        }
+        let decade = len / (self.hi.log10() - self.lo.log10()).max(f64::MIN_POSITIVE);
+        // The closest two of 1, 2, 5, 10 are log10(2) of a decade apart.
+        if decade * 2f64.log10() >= LABEL_GAP {
+            return values;
+        }
+        let every = (LABEL_GAP / decade).ceil().max(1.0) as i64;
+        values
+            .into_iter()
+            .filter(|v| {
+                let e = v.log10();
+                (e - e.round()).abs() < 1e-9 && (e.round() as i64).rem_euclid(every) == 0
+            })
+            .collect()
+    }
+}
+
+/// The least distance, in pixels, between the baselines of two y tick
+/// labels: the label's height and a little air.
+const LABEL_GAP: f64 = FONT + 3.0;
+
+/// `1, 2, 5 × 10^k` from `lo` to `hi` (both such values).
+fn log_values(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut e = lo.log10().floor() as i32;
+    while out.last().is_none_or(|&v: &f64| v < hi * (1.0 - 1e-9)) && e < 400 {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * 10f64.powi(e);
+            if v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9) {
+                out.push(v);
+            }
+        }
+        e += 1;
+    }
+    out
+}
+
+/// A log axis for positive data in `[lo, hi]`: from the largest
+/// `1, 2, 5 × 10^k` at or below `lo` to the smallest at or above `hi`,
+/// spanning at least one step.
+pub fn log_ticks(lo: f64, hi: f64) -> Ticks {
+    let lo = if lo > 0.0 && lo.is_finite() { lo } else { 1.0 };
+    let hi = if hi > lo && hi.is_finite() { hi } else { lo };
+    let steps = |v: f64| {
+        let e = v.log10().floor() as i32;
+        [1.0, 2.0, 5.0, 10.0].map(|m| m * 10f64.powi(e))
+    };
+    let below = steps(lo)
+        .into_iter()
+        .filter(|&s| s <= lo * (1.0 + 1e-9))
+        .fold(f64::NAN, f64::max);
+    let mut above = steps(hi)
+        .into_iter()
+        .find(|&s| s >= hi * (1.0 - 1e-9))
+        .unwrap_or(hi);
+    if above <= below {
+        above = steps(below * 1.5)
+            .into_iter()
+            .find(|&s| s > below * (1.0 + 1e-9))
+            .unwrap_or(below * 10.0);
+    }
+    Ticks {
+        lo: below,
+        hi: above,
+        step: 0.0,
+        log: true,
     }
 }
 
@@ -705,6 +969,7 @@ pub fn ticks(lo: f64, hi: f64) -> Ticks {
         lo: best.2,
         hi: best.3,
         step: best.1,
+        log: false,
     }
 }
 
@@ -723,6 +988,7 @@ fn whole_ticks_for_counts(t: Ticks, p: &Panel) -> Ticks {
             lo: t.lo.floor(),
             hi: t.hi.ceil(),
             step: 1.0,
+            log: false,
         }
     } else {
         t
@@ -737,21 +1003,41 @@ fn x_range<'a>(panels: impl Iterator<Item = &'a Panel>) -> (f64, f64) {
             .flat_map(|s| s.points.iter().map(|q| q.0))
             .chain(p.v_rules.iter().map(|r| r.at))
             .chain(p.marks.iter().map(|m| m.at.0))
+            .chain(p.strips.iter().flat_map(|st| {
+                [st.span.0, st.span.1]
+                    .into_iter()
+                    .chain(st.events.iter().copied())
+                    .chain(st.end)
+            }))
+            .chain(p.bands.iter().flat_map(|b| b.points.iter().map(|q| q.0)))
     });
     min_max(xs)
+}
+
+/// Every y value of a panel: points, limits, marks and bands.
+fn y_values(p: &Panel) -> impl Iterator<Item = f64> + '_ {
+    p.series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|q| q.1))
+        .chain(p.h_rules.iter().map(|r| r.at))
+        .chain(p.marks.iter().map(|m| m.at.1))
+        .chain(
+            p.bands
+                .iter()
+                .flat_map(|b| b.points.iter().flat_map(|q| [q.1, q.2])),
+        )
 }
 
 /// The y range of a panel: every point and every limit, and zero, so bars of
 /// counts and sizes are read from a true origin.
 fn y_range(p: &Panel) -> (f64, f64) {
-    let ys = p
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|q| q.1))
-        .chain(p.h_rules.iter().map(|r| r.at))
-        .chain(p.marks.iter().map(|m| m.at.1))
-        .chain(std::iter::once(0.0));
-    min_max(ys)
+    min_max(y_values(p).chain(std::iter::once(0.0)))
+}
+
+/// The y range of a log panel: its positive values (zero has no place on
+/// a log axis; such points sit on the axis).
+fn y_range_positive(p: &Panel) -> (f64, f64) {
+    min_max(y_values(p).filter(|v| *v > 0.0))
 }
 
 fn min_max(vals: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -815,6 +1101,185 @@ mod tests {
         let t = ticks(0.0, 0.0);
         assert!(t.hi > t.lo);
         assert_eq!(ticks(0.0, 7_340.0).step, 2_000.0);
+    }
+
+    /// The mantissa of a positive tick value: 1, 2 or 5 on a log axis.
+    fn mantissa(v: f64) -> f64 {
+        (v / 10f64.powf(v.log10().floor())).round()
+    }
+
+    #[test]
+    fn log_ticks_fall_on_one_two_five_and_cover_the_data() {
+        let t = log_ticks(3_000.0, 180_000.0);
+        assert_eq!((t.lo, t.hi), (2_000.0, 200_000.0));
+        assert_eq!(
+            t.values(),
+            vec![2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5],
+            "1-2-5 in every decade"
+        );
+        for (lo, hi) in [
+            (0.3, 7.0),
+            (1.0, 1.0),
+            (12.0, 9.9e6),
+            (5e4, 5e4),
+            (0.0, 40.0),
+        ] {
+            let t = log_ticks(lo, hi);
+            assert!(t.lo > 0.0 && t.hi > t.lo, "{lo}..{hi}: {t:?}");
+            assert!(lo <= 0.0 || t.lo <= lo, "{lo}..{hi}: {t:?}");
+            assert!(t.hi >= hi, "{lo}..{hi}: {t:?}");
+            for v in t.values() {
+                assert!([1.0, 2.0, 5.0].contains(&mantissa(v)), "{v} in {t:?}");
+            }
+            assert_eq!((t.frac(t.lo), t.frac(t.hi)), (0.0, 1.0));
+        }
+        // Equal ratios take equal lengths; zero sits on the axis.
+        let t = log_ticks(10.0, 10_000.0);
+        assert!((t.frac(100.0) - t.frac(10.0) - (t.frac(1_000.0) - t.frac(100.0))).abs() < 1e-12);
+        assert_eq!(t.frac(0.0), 0.0);
+    }
+
+    #[test]
+    fn log_tick_labels_keep_apart_at_any_height() {
+        for (hi, len) in [(2e5, 200.0), (1e7, 200.0), (1e12, 120.0), (1e3, 60.0)] {
+            let t = log_ticks(1.0, hi);
+            let shown = t.labelled(len);
+            assert!(
+                shown.contains(&1.0),
+                "the first decade is labelled: {shown:?}"
+            );
+            let ys: Vec<f64> = shown.iter().map(|&v| t.frac(v) * len).collect();
+            for w in ys.windows(2) {
+                assert!(
+                    w[1] - w[0] >= LABEL_GAP - 1e-9,
+                    "hi {hi}, len {len}: {shown:?}"
+                );
+            }
+        }
+        // A short range labels its 2s and 5s; a long one only its decades.
+        assert!(log_ticks(1e3, 2e5).labelled(200.0).contains(&5e4));
+        assert!(!log_ticks(1.0, 1e7).labelled(200.0).contains(&5e4));
+    }
+
+    /// The numbers of an SVG path's `d`, as (x, y) pairs.
+    fn path_points(d: &str) -> Vec<(f64, f64)> {
+        let nums: Vec<f64> = d
+            .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        nums.chunks(2).map(|c| (c[0], c[1])).collect()
+    }
+
+    #[test]
+    fn a_log_panel_keeps_every_series_inside_its_plot_area() {
+        let line = |label: &str, ys: &[f64]| Series {
+            label: label.into(),
+            points: ys.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect(),
+            ..Series::default()
+        };
+        let p = Panel {
+            title: "request size".into(),
+            y_label: "request (tokens)".into(),
+            series: vec![
+                line("uncompacted", &[2_000.0, 40_000.0, 900_000.0, 2_400_000.0]),
+                line("compacting", &[2_000.0, 8_000.0, 3_000.0, 9_000.0]),
+                line("empty at first", &[0.0, 150.0, 300.0, 600.0]),
+            ],
+            h_rules: vec![Rule {
+                label: "window".into(),
+                at: 200_000.0,
+            }],
+            log_y: true,
+            ..Panel::default()
+        };
+        let out = svg(&Figure {
+            title: "log".into(),
+            x_label: "call".into(),
+            panels: vec![p],
+            caption: "test".into(),
+        });
+        let frame = out
+            .lines()
+            .find(|l| l.contains(r#"stroke="black" fill="none""#))
+            .unwrap();
+        let corners = path_points(
+            frame
+                .split("d=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap(),
+        );
+        let (left, top) = corners[0];
+        let bottom = path_points(&frame[frame.find(" V").unwrap()..])[0].0;
+        let right = frame
+            .split(" H")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap();
+        let mut drawn = 0;
+        for l in out.lines().filter(|l| l.contains("data-style=")) {
+            let d = l.split(" d=\"").nth(1).unwrap().split('"').next().unwrap();
+            for (x, y) in path_points(d) {
+                assert!(
+                    (left..=right).contains(&x) && (top..=bottom).contains(&y),
+                    "({x}, {y}) outside {left}..{right} x {top}..{bottom}: {l}"
+                );
+                drawn += 1;
+            }
+        }
+        assert_eq!(drawn, 12, "every point of the three series");
+        let problems = check::check(&out);
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert!(
+            out.contains(">1M<") && out.contains(">100<"),
+            "decades labelled"
+        );
+        assert!(out.contains("the y axis is logarithmic"));
+    }
+
+    #[test]
+    fn a_strip_draws_one_tick_per_event_beside_its_name() {
+        let p = Panel {
+            title: "stalls".into(),
+            y_label: "policy".into(),
+            strips: vec![
+                Strip {
+                    label: "a: 3 stalls".into(),
+                    span: (0.0, 100.0),
+                    events: vec![10.0, 10.0, 50.0],
+                    ..Strip::default()
+                },
+                Strip {
+                    label: "b: stalled for good".into(),
+                    span: (0.0, 60.0),
+                    end: Some(60.0),
+                    ..Strip::default()
+                },
+            ],
+            own_x: true,
+            x_label: "tokens".into(),
+            ..Panel::default()
+        };
+        let out = svg(&Figure {
+            panels: vec![p],
+            x_label: "unused".into(),
+            ..Figure::default()
+        });
+        let ticks: usize = out
+            .lines()
+            .filter(|l| l.contains("data-strip="))
+            .map(|l| l.split(" d=\"").nth(1).unwrap().matches('M').count())
+            .sum();
+        assert_eq!(ticks, 3, "coinciding events are still one tick each");
+        assert!(out.contains(">tokens<") && !out.contains(">unused<"));
+        assert!(out.contains("a: 3 stalls (3 marked)") && out.contains("ended early at 60"));
+        assert!(check::check(&out).is_empty());
     }
 
     #[test]
