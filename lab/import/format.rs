@@ -21,7 +21,7 @@ pub struct Format {
     /// lower rank, so specific shapes rank before the generic ones
     /// (`claude_jsonl` 75, `openai` 80, `anthropic` 90). `None`: only
     /// `--format-in` names it.
-    pub sniff: Option<(u8, fn(&Head<'_>) -> bool)>,
+    pub sniff: Option<(u8, Sniff)>,
     /// Endings of the file name (`.traj.json`) that decide when the
     /// content does not; checked before any format's `extensions`.
     pub name_endings: &'static [&'static str],
@@ -39,6 +39,9 @@ pub struct Format {
     /// Its reader.
     pub(crate) read: ReadFn,
 }
+
+/// A format's content test.
+pub type Sniff = fn(&Head<'_>) -> bool;
 
 /// A format's reader: every session of one input.
 pub(crate) type ReadFn = fn(Input<'_>) -> LabResult<Vec<ImportedSession>>;

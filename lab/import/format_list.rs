@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use crate::error::{LabError, LabResult};
-use crate::format::{Format, Head};
+use crate::format::{Format, Head, Sniff};
 
 /// The registry: one line per format, `Variant => module`, in the order the
 /// docs list them. It declares the [`TranscriptFormat`] enum (each line's
@@ -85,6 +85,9 @@ formats! {
     /// A claude-trace wire capture (request/response pairs with the full
     /// body, [`crate::claude_trace`]): one session per conversation.
     ClaudeTrace => claude_trace,
+    /// An ATIF trajectory (Agent Trajectory Interchange Format v1.x, Harbor
+    /// RFC 0001), as Harbor and others write it; read and written at ATIF-v1.8.
+    Atif => atif,
 }
 
 impl serde::Serialize for TranscriptFormat {
@@ -130,8 +133,8 @@ pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
 }
 
 /// The formats with a content test, in the order the tests run.
-pub fn sniff_order() -> Vec<(TranscriptFormat, fn(&Head<'_>) -> bool)> {
-    let mut order: Vec<(u8, TranscriptFormat, fn(&Head<'_>) -> bool)> = ALL
+pub fn sniff_order() -> Vec<(TranscriptFormat, Sniff)> {
+    let mut order: Vec<(u8, TranscriptFormat, Sniff)> = ALL
         .iter()
         .filter_map(|&f| f.spec().sniff.map(|(rank, test)| (rank, f, test)))
         .collect();

@@ -22,6 +22,7 @@
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //! | Pi coding agent session (`session` header, then entries: a list, or a tree with `id` / `parentId`), its `compaction` entries real compactions | `.jsonl` (sniffed) | [`pi`] |
 //! | Gemini CLI saved chat or checkpoint (Gemini API `contents`, bare or under `history`), its `<state_snapshot>` turns real compactions | `.json` (sniffed) | [`gemini_contents`] |
+//! | ATIF trajectory (Harbor RFC 0001, `schema_version` `ATIF-v1.x`: system, user and agent steps, observations the results) | `.json` (sniffed) | [`atif`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.
@@ -71,6 +72,7 @@ pub mod tokens;
 pub mod aider;
 pub mod anthropic;
 pub mod artefacts;
+pub mod atif;
 pub mod chat_json;
 pub mod claude_jsonl;
 pub mod claude_trace;
