@@ -5,7 +5,7 @@
 //!
 //! A trajectory is one JSON document, `{"schema_version": "ATIF-v1.x",
 //! "agent", "steps": [...]}`; its steps are streamed one at a time
-//! ([`crate::stream`]). A step is `system`, `user` or `agent`:
+//! (`stream.rs`). A step is `system`, `user` or `agent`:
 //!
 //! * leading `system` steps are the session's system prompts; a later one is
 //!   counted in `skipped` (the lab's model has no system role);

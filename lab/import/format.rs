@@ -1,6 +1,6 @@
 //! What a transcript format is to the lab: its descriptor ([`Format`],
 //! one per format module, registered in `format_list.rs`), what its reader
-//! is given ([`Input`]) and what its content test reads ([`Head`]). Below
+//! is given (`Input`) and what its content test reads ([`Head`]). Below
 //! every format module: it names none of them.
 
 use std::io::BufRead;

@@ -1,6 +1,5 @@
-//! Every transcript format, registered in one list ([`formats!`] below):
-//! a format is one module holding its reader and a
-//! [`Format`](crate::format::Format) descriptor
+//! Every transcript format, registered in one list (`formats!` below):
+//! a format is one module holding its reader and a [`Format`] descriptor
 //! (`pub const FORMAT`), plus one line here. The [`TranscriptFormat`]
 //! enum, [`ALL`], the names `--format-in` takes, the sniff order, the read
 //! dispatch, the extensions that break ties and the product's port

@@ -4,56 +4,56 @@
 //! `.jsonl`), so the content decides whenever it can:
 //!
 //! * a document starting with `[` is an array: of trajectory objects when an
-//!   element has a `traj` key ([`TranscriptFormat::Trajectories`]), of Claude
+//!   element has a `traj` key ([`TranscriptFormat::Trajectories`](crate::TranscriptFormat::Trajectories)), of Claude
 //!   Code records when Claude Code's keys (`parentUuid`, `sessionId`,
-//!   `leafUuid`) appear ([`TranscriptFormat::ChatJson`]), of OpenAI messages
+//!   `leafUuid`) appear ([`TranscriptFormat::ChatJson`](crate::TranscriptFormat::ChatJson)), of OpenAI messages
 //!   when OpenAI's markers (`tool_calls`, `tool_call_id`, `"role": "tool"`)
 //!   appear, else of Anthropic messages;
 //! * a document starting with `{` whose first line is a whole JSON object
 //!   followed by another line starting with `{` is JSON Lines
-//!   ([`TranscriptFormat::ClaudeJsonl`]); so is a single-line object with a
+//!   ([`TranscriptFormat::ClaudeJsonl`](crate::TranscriptFormat::ClaudeJsonl)); so is a single-line object with a
 //!   `type` key and no `messages` / `history`, or one that carries Claude
 //!   Code's keys; an object with `history` or OpenAI's markers is
-//!   [`TranscriptFormat::OpenAi`], one with `messages` Anthropic;
+//!   [`TranscriptFormat::OpenAi`](crate::TranscriptFormat::OpenAi), one with `messages` Anthropic;
 //! * an object whose `trajectory_format` names mini-swe-agent, whose `info`
 //!   carries `mini_version`, or that opens with `{"info": {"exit_status"`
 //!   (mini-swe-agent's `save_traj` writes `info` first, and its `submission`
 //!   can push everything else past the sniffed head) is
-//!   [`TranscriptFormat::MiniSweAgent`];
+//!   [`TranscriptFormat::MiniSweAgent`](crate::TranscriptFormat::MiniSweAgent);
 //! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
-//!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
+//!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`](crate::TranscriptFormat::CodexRollout);
 //! * an object (a JSON Lines record or a whole document) with `sessionId`
 //!   and `projectHash` and no Claude Code chain key is a Gemini CLI chat
-//!   recording ([`TranscriptFormat::GeminiCli`]: its recorder writes the
+//!   recording ([`TranscriptFormat::GeminiCli`](crate::TranscriptFormat::GeminiCli): its recorder writes the
 //!   metadata, or the whole `ConversationRecord`, first);
 //! * an object whose first key is `info`, with an opencode session id
-//!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`]);
+//!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`](crate::TranscriptFormat::OpenCode));
 //!   an object with that id and a `projectID`, not under `info`, is the
-//!   session file of opencode's storage ([`TranscriptFormat::OpenCodeStorage`]);
+//!   session file of opencode's storage ([`TranscriptFormat::OpenCodeStorage`](crate::TranscriptFormat::OpenCodeStorage));
 //! * an array (or `{"trajectory": [...]}`) of objects with an `id`, a
 //!   `source` and an `action` or `observation`, as OpenHands'
 //!   `event_to_trajectory` writes events, is an OpenHands trajectory
-//!   ([`TranscriptFormat::OpenHands`]; checked before OpenAI's markers,
+//!   ([`TranscriptFormat::OpenHands`](crate::TranscriptFormat::OpenHands); checked before OpenAI's markers,
 //!   since its `tool_call_metadata` holds a `tool_call_id`);
 //! * one such object alone, or one with an `id`, a `source`, a `timestamp`
 //!   and the `kind` of an openhands-sdk event class, is one file of
-//!   OpenHands' per-event store ([`TranscriptFormat::OpenHandsEvents`]);
+//!   OpenHands' per-event store ([`TranscriptFormat::OpenHandsEvents`](crate::TranscriptFormat::OpenHandsEvents));
 //! * an array of Anthropic-shaped messages carrying Roo Code's `ApiMessage`
 //!   keys (`ts`, `isSummary`, `condenseParent`) is a Roo Code task history
-//!   ([`TranscriptFormat::RooCode`]); Cline's, with no such key, reads as
-//!   [`TranscriptFormat::Anthropic`];
+//!   ([`TranscriptFormat::RooCode`](crate::TranscriptFormat::RooCode)); Cline's, with no such key, reads as
+//!   [`TranscriptFormat::Anthropic`](crate::TranscriptFormat::Anthropic);
 //! * JSON Lines whose first line is goose's session metadata
 //!   (`description` and `message_count`) or a goose message (`role`,
-//!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
+//!   `created`, a `content` list) is [`TranscriptFormat::Goose`](crate::TranscriptFormat::Goose), and so
 //!   is an SQLite database (goose's `sessions.db`; opencode's `opencode.db`
 //!   is told apart by its tables when read);
 //! * an array of Gemini API `contents` (`parts` lists, `user` / `model`
 //!   roles, no `content` key), bare or as `{"history": [...]}`, is a Gemini
-//!   CLI saved chat ([`TranscriptFormat::GeminiContents`]);
+//!   CLI saved chat ([`TranscriptFormat::GeminiContents`](crate::TranscriptFormat::GeminiContents));
 //! * JSON Lines whose first line is a Pi `SessionHeader` (`type:
-//!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`];
+//!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`](crate::TranscriptFormat::Pi);
 //! * text starting with `# aider chat started at` is aider's chat log
-//!   ([`TranscriptFormat::Aider`]);
+//!   ([`TranscriptFormat::Aider`](crate::TranscriptFormat::Aider));
 //! * anything else is undecided (`None`): the extension decides.
 //!
 //! A UTF-8 byte-order mark, leading whitespace and `//` comment lines are
