@@ -67,6 +67,12 @@ fn sniffs(h: &crate::format::Head<'_>) -> bool {
 fn version_in(head: &[u8]) -> Option<(usize, usize, String)> {
     let key = b"\"schema_version\"";
     let at = head.windows(key.len()).position(|w| w == key)?;
+    // After the steps began, the key may be some step's own (a tool's
+    // arguments): the top level's is then checked once the stream ends.
+    let steps = b"\"steps\"";
+    if head[..at].windows(steps.len()).any(|w| w == steps) {
+        return None;
+    }
     let mut i = at + key.len();
     while head
         .get(i)

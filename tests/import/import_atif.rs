@@ -337,3 +337,33 @@ fn replay_dump_to_atif_writes_each_policys_requests_as_trajectories() {
         }
     }
 }
+
+#[test]
+fn a_schema_version_inside_a_step_is_not_the_trajectorys() {
+    // The top-level version after the steps, and a step whose tool input
+    // names a version of its own: read, and refused only by the top level.
+    let doc = |top: &str| {
+        format!(
+            r#"{{"steps": [{{"step_id": 1, "source": "agent", "message": "",
+  "tool_calls": [{{"tool_call_id": "c", "function_name": "f", "arguments": {{"schema_version": "v9"}}}}]}}],
+  "agent": {{"name": "a", "version": "1"}}, "schema_version": "{top}"}}"#
+        )
+    };
+    let s = import_str(
+        &doc("ATIF-v1.2"),
+        Path::new("late.json"),
+        TranscriptFormat::Atif,
+        &LENIENT,
+    )
+    .unwrap();
+    assert_eq!(s.summary().main_tool_uses, 1);
+    let e = import_str(
+        &doc("ATIF-v3.0"),
+        Path::new("late.json"),
+        TranscriptFormat::Atif,
+        &LENIENT,
+    )
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 3);
+    assert!(e.to_string().contains("ATIF-v3.0"), "{e}");
+}
