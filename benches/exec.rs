@@ -91,6 +91,9 @@ fn main() {
             session: "bench".into(),
             lines: (1..=messages.len()).collect(),
             wire: Default::default(),
+            to: Default::default(),
+            source_format: "anthropic",
+            system: Vec::new(),
         }),
         ..SessionSetup::default()
     };

@@ -187,6 +187,11 @@ pub enum Command {
         /// line; `lab schema export`).
         #[arg(long, value_name = "OUT")]
         export: Option<std::path::PathBuf>,
+        /// The shape --export writes: the lab's lines (`ctxlab`), or ATIF
+        /// trajectories (`atif`: ATIF-v1.8, one session to OUT, several to
+        /// OUT as a directory, recorded usage on each agent step).
+        #[arg(long, value_enum, default_value_t, requires = "export")]
+        to: crate::replay::dump::ExportTo,
         /// Print every session's demands instead: each point where a later
         /// model call uses earlier content, with its source message.
         #[arg(long, conflicts_with = "export")]
@@ -424,10 +429,18 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             strict,
             format_in,
             export: Some(out),
+            to,
             ..
         }) => {
             let options = crate::import::ImportOptions::from_flags(strict, &format_in)?;
-            crate::replay::dump::export_files(&files, &options, &out)
+            match to {
+                crate::replay::dump::ExportTo::Ctxlab => {
+                    crate::replay::dump::export_files(&files, &options, &out)
+                }
+                crate::replay::dump::ExportTo::Atif => {
+                    crate::replay::dump::export_atif(&files, &options, &out)
+                }
+            }
         }
         Some(Command::Import {
             files,

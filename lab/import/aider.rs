@@ -307,3 +307,19 @@ impl<'a> Building<'a> {
         session
     }
 }
+
+/// The text starts with aider's session header.
+fn sniffs(h: &crate::format::Head<'_>) -> bool {
+    h.text.starts_with(SESSION_HEADER.as_bytes())
+}
+
+/// The `aider` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "aider",
+    sniff: Some((5, sniffs)),
+    name_endings: &[".aider.chat.history.md"],
+    extensions: &[],
+    product: Some("aider-chat-summary"),
+    compaction_by_index: false,
+    read: |input| read(input.reader, &input.sink),
+};

@@ -109,3 +109,14 @@ impl Document {
         Ok(())
     }
 }
+
+/// The `anthropic` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "anthropic",
+    sniff: Some((90, crate::sniff::anthropic)),
+    name_endings: &[],
+    extensions: &[],
+    product: None,
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

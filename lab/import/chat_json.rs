@@ -33,3 +33,14 @@ pub(crate) fn read<R: BufRead>(
     }
     records.finish(session, sink)
 }
+
+/// The `chat_json` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "chat_json",
+    sniff: Some((35, crate::sniff::chat_json)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("claude-code"),
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

@@ -51,3 +51,17 @@ pub(crate) fn read<R: BufRead>(
     }
     records.finish(session, sink)
 }
+
+/// The `claude_jsonl` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "claude_jsonl",
+    sniff: Some((75, crate::sniff::claude_jsonl)),
+    name_endings: &[],
+    extensions: &["jsonl"],
+    product: Some("claude-code"),
+    compaction_by_index: false,
+    read: |input| {
+        let backing = input.backing.clone();
+        input.one(|r, s, k| read(r, s, k, backing))
+    },
+};

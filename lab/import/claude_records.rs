@@ -39,7 +39,6 @@
 //! (`summary` + `leafUuid`), written with or without any compaction.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -125,14 +124,7 @@ impl Rec {
     }
 }
 
-/// The file behind the records: their contents are read back from it
-/// instead of being kept; with `lazy`, the main conversation is left there
-/// for the replay to stream ([`ImportedSession::main_messages`]).
-#[derive(Debug, Clone)]
-pub(crate) struct Backing {
-    pub(crate) path: PathBuf,
-    pub(crate) lazy: bool,
-}
+pub(crate) use crate::format::Backing;
 
 /// Accumulates records, then rebuilds the conversations.
 #[derive(Default)]

@@ -519,3 +519,23 @@ pub(crate) fn sessions<R: std::io::BufRead>(
     }
     Ok(out)
 }
+
+/// A captured request/response pair (ranked before the other object
+/// tests: a captured request body holds any format's keys).
+fn sniffs(h: &crate::format::Head<'_>) -> bool {
+    h.is_object() && sniff(h.text)
+}
+
+/// The `claude_trace` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "claude_trace",
+    sniff: Some((15, sniffs)),
+    name_endings: &[],
+    extensions: &[],
+    product: None,
+    compaction_by_index: false,
+    read: |input| {
+        // One session per conversation of the capture.
+        sessions(input.reader, input.source, input.options)
+    },
+};

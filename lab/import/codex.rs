@@ -296,3 +296,14 @@ fn output_of(v: Option<&Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
+
+/// The `codex_rollout` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "codex_rollout",
+    sniff: Some((70, crate::sniff::codex_rollout)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("codex-cli"),
+    compaction_by_index: true,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

@@ -165,11 +165,13 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> LabResult<()> {
     // An OpenHands events directory is one session, read through its first
     // event file; its conversation's other files (`base_state.json`, the
     // V0 caches) are not sessions.
-    if let Some(first) = super::openhands_events::first_event_file(dir) {
+    if let Some(first) = super::openhands_events::first_event_file(dir, super::format_list::sniff) {
         out.push(first);
         return Ok(());
     }
-    if super::openhands_events::first_event_file(&dir.join("events")).is_some() {
+    if super::openhands_events::first_event_file(&dir.join("events"), super::format_list::sniff)
+        .is_some()
+    {
         return walk(&dir.join("events"), out);
     }
     let entries = std::fs::read_dir(dir).map_err(|e| LabError::io("reading directory", dir, e))?;

@@ -746,3 +746,14 @@ pub(crate) fn holds_snapshot(content: &Content) -> bool {
             .any(|x| matches!(x, Block::Text { text } if text.contains(STATE_SNAPSHOT))),
     }
 }
+
+/// The `gemini_cli` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "gemini_cli",
+    sniff: Some((25, crate::sniff::gemini_cli)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("gemini-cli"),
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

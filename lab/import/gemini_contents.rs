@@ -247,3 +247,14 @@ fn response_text(r: Option<&Value>) -> String {
         other => other.to_string(),
     }
 }
+
+/// The `gemini_contents` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "gemini_contents",
+    sniff: Some((30, crate::sniff::gemini_contents)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("gemini-cli"),
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

@@ -304,3 +304,29 @@ fn mark_compactions(session: &mut ImportedSession, lines: &[usize]) {
 pub(crate) fn is_continuation(m: &Message) -> bool {
     m.role == Role::Assistant && m.text().starts_with(CONTINUATION_START)
 }
+
+/// An SQLite store (opencode's is told apart by its tables when read), or
+/// goose's first line.
+fn sniffs(h: &crate::format::Head<'_>) -> bool {
+    h.raw.starts_with(crate::format::SQLITE_HEADER)
+        || h.first_object
+            .as_ref()
+            .is_some_and(crate::sniff::is_goose_line)
+}
+
+/// The `goose` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "goose",
+    sniff: Some((65, sniffs)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("goose-auto-compact"),
+    compaction_by_index: true,
+    read: |mut input| {
+        // goose's `sessions.db` and opencode's `opencode.db` are SQLite.
+        if input.is_sqlite()? {
+            return crate::sqlite_database(input.source, input.backing.is_some(), input.options);
+        }
+        input.one(|r, s, k| read(r, s, k))
+    },
+};

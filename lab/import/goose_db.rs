@@ -31,7 +31,7 @@ use super::{DiagnosticKind, ImportOptions, ImportedSession, Sink, TranscriptForm
 use crate::error::{LabError, LabResult};
 
 /// The first bytes of every SQLite database file.
-pub const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
+pub use crate::format::SQLITE_HEADER;
 
 /// The columns a goose store's `messages` table must have.
 const REQUIRED: [&str; 3] = ["session_id", "role", "content_json"];

@@ -22,6 +22,7 @@
 //! | mini-swe-agent trajectory (`{"info", "messages", "trajectory_format"}`, actions as fenced bash) | `.traj.json` (sniffed) | [`mini_swe`] |
 //! | Pi coding agent session (`session` header, then entries: a list, or a tree with `id` / `parentId`), its `compaction` entries real compactions | `.jsonl` (sniffed) | [`pi`] |
 //! | Gemini CLI saved chat or checkpoint (Gemini API `contents`, bare or under `history`), its `<state_snapshot>` turns real compactions | `.json` (sniffed) | [`gemini_contents`] |
+//! | ATIF trajectory (Harbor RFC 0001, `schema_version` `ATIF-v1.x`: system, user and agent steps, observations the results) | `.json` (sniffed) | [`atif`] |
 //!
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.
@@ -71,12 +72,14 @@ pub mod tokens;
 pub mod aider;
 pub mod anthropic;
 pub mod artefacts;
+pub mod atif;
 pub mod chat_json;
 pub mod claude_jsonl;
 pub mod claude_trace;
 pub mod codex;
 pub mod corpus;
 pub mod demands;
+pub mod format;
 pub mod format_list;
 pub mod gemini;
 pub mod gemini_contents;
@@ -127,61 +130,7 @@ use crate::message::{estimate_chars, message_chars, Block, Message, Role};
 /// Content of a `tool_result` synthesized for a `tool_use` that has none.
 pub const MISSING_RESULT: &str = "[missing result]";
 
-/// The transcript formats the lab reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TranscriptFormat {
-    /// Claude Code session log, one JSON record per line.
-    ClaudeJsonl,
-    /// A JSON array of Claude Code records (`logs/chat.json`).
-    ChatJson,
-    /// An Anthropic Messages request body or a bare message array.
-    Anthropic,
-    /// OpenAI chat messages; a SWE-agent `.traj` is read from its `history`.
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// A JSON array of trajectory objects, each with its messages under
-    /// `traj` (tau-bench's published trajectories); one session per element.
-    Trajectories,
-    /// A mini-swe-agent `.traj.json`: OpenAI-style messages whose actions
-    /// are fenced `bash` blocks in the replies, imported as tool calls.
-    MiniSweAgent,
-    /// aider's `.aider.chat.history.md`; one session per `# aider chat started at` header.
-    Aider,
-    /// A Codex CLI rollout log (`RolloutItem` per line), its `compacted` records real compactions.
-    CodexRollout,
-    /// A Gemini CLI chat recording (`ChatRecordingService`), its compressions real compactions.
-    GeminiCli,
-    /// An opencode session as `opencode export` writes it, its compactions real compactions.
-    #[serde(rename = "opencode")]
-    OpenCode,
-    /// An opencode session in opencode's own storage directory
-    /// (`storage/session/PROJECT/ID.json`, its messages and parts beside it).
-    #[serde(rename = "opencode_storage")]
-    OpenCodeStorage,
-    /// An OpenHands trajectory (serialized events), its condensations real compactions.
-    #[serde(rename = "openhands")]
-    OpenHands,
-    /// An OpenHands conversation's `events/` directory, one JSON file per
-    /// event (openhands-sdk's `event-NNNNN-ID.json`, or openhands-ai's
-    /// `N.json`), its condensations real compactions.
-    #[serde(rename = "openhands_events")]
-    OpenHandsEvents,
-    /// A goose session (`sessions/ID.jsonl`: metadata, then one message per
-    /// line), its compaction summaries real compactions.
-    Goose,
-    /// A Roo Code or Cline task's `api_conversation_history.json`, Roo's condense summaries real compactions.
-    RooCode,
-    /// A Pi coding agent session (`session` header, then one entry per line;
-    /// a list or a tree of entries), its `compaction` entries real compactions.
-    Pi,
-    /// A Gemini CLI saved chat or checkpoint: a history of Gemini API
-    /// `contents` (`{role: user|model, parts}`), bare or under `history`.
-    GeminiContents,
-    /// A claude-trace wire capture (request/response pairs with the full
-    /// body, [`claude_trace`]): one session per conversation.
-    ClaudeTrace,
-}
+pub use format_list::TranscriptFormat;
 
 /// How the recorded harness wrote its actions, so an export can restore it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -198,64 +147,12 @@ pub enum ActionShape {
 }
 
 impl TranscriptFormat {
-    /// Stable lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TranscriptFormat::ClaudeJsonl => "claude_jsonl",
-            TranscriptFormat::ChatJson => "chat_json",
-            TranscriptFormat::Anthropic => "anthropic",
-            TranscriptFormat::OpenAi => "openai",
-            TranscriptFormat::Trajectories => "trajectories",
-            TranscriptFormat::MiniSweAgent => "mini_swe_agent",
-            TranscriptFormat::Aider => "aider",
-            TranscriptFormat::CodexRollout => "codex_rollout",
-            TranscriptFormat::GeminiCli => "gemini_cli",
-            TranscriptFormat::OpenCode => "opencode",
-            TranscriptFormat::OpenCodeStorage => "opencode_storage",
-            TranscriptFormat::OpenHands => "openhands",
-            TranscriptFormat::OpenHandsEvents => "openhands_events",
-            TranscriptFormat::RooCode => "roo_code",
-            TranscriptFormat::Goose => "goose",
-            TranscriptFormat::Pi => "pi",
-            TranscriptFormat::GeminiContents => "gemini_contents",
-            TranscriptFormat::ClaudeTrace => "claude_trace",
-        }
-    }
-
     /// opencode's export or its storage: one product, one compaction shape.
     pub fn is_opencode(self) -> bool {
         matches!(
             self,
             TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage
         )
-    }
-
-    /// Parse a name as printed by [`TranscriptFormat::name`].
-    pub fn from_name(name: &str) -> LabResult<TranscriptFormat> {
-        match name {
-            "claude_jsonl" => Ok(TranscriptFormat::ClaudeJsonl),
-            "chat_json" => Ok(TranscriptFormat::ChatJson),
-            "anthropic" => Ok(TranscriptFormat::Anthropic),
-            "openai" => Ok(TranscriptFormat::OpenAi),
-            "trajectories" => Ok(TranscriptFormat::Trajectories),
-            "mini_swe_agent" => Ok(TranscriptFormat::MiniSweAgent),
-            "aider" => Ok(TranscriptFormat::Aider),
-            "codex_rollout" => Ok(TranscriptFormat::CodexRollout),
-            "gemini_cli" => Ok(TranscriptFormat::GeminiCli),
-            "opencode" => Ok(TranscriptFormat::OpenCode),
-            "opencode_storage" => Ok(TranscriptFormat::OpenCodeStorage),
-            "openhands" => Ok(TranscriptFormat::OpenHands),
-            "openhands_events" => Ok(TranscriptFormat::OpenHandsEvents),
-            "roo_code" => Ok(TranscriptFormat::RooCode),
-            "goose" => Ok(TranscriptFormat::Goose),
-            "pi" => Ok(TranscriptFormat::Pi),
-            "gemini_contents" => Ok(TranscriptFormat::GeminiContents),
-            "claude_trace" => Ok(TranscriptFormat::ClaudeTrace),
-            other => Err(LabError::usage(
-                format!("unknown transcript format `{other}`"),
-                format!("use one of {}", format_list::names(", ")),
-            )),
-        }
     }
 }
 
@@ -916,7 +813,7 @@ impl<'a> Sink<'a> {
     }
 }
 
-/// Guess the format: from the content first ([`sniff::sniff`]), then from
+/// Guess the format: from the content first ([`format_list::sniff`]), then from
 /// the extension (`.jsonl` Claude Code, `.traj` OpenAI, `.traj.json`
 /// mini-swe-agent, `.aider.chat.history.md` aider), else
 /// [`TranscriptFormat::Anthropic`].
@@ -924,24 +821,14 @@ impl<'a> Sink<'a> {
 /// The content wins because extensions lie: a `.jsonl` saved as `.json`, a
 /// `chat.json` saved as `.jsonl`.
 pub fn detect_format(path: &Path, head: &[u8]) -> TranscriptFormat {
-    let sniffed = sniff::sniff(head);
+    let sniffed = format_list::sniff(head);
     // Cline's history holds plain Anthropic messages: the task folder it
     // lies in (the UI rows beside it) makes it a task history.
     if sniffed == Some(TranscriptFormat::Anthropic) && roo_code::is_task_history(path) {
         return TranscriptFormat::RooCode;
     }
     sniffed
-        .or_else(|| match path.extension().and_then(|e| e.to_str()) {
-            _ if path.to_string_lossy().ends_with(".traj.json") => {
-                Some(TranscriptFormat::MiniSweAgent)
-            }
-            _ if path.to_string_lossy().ends_with(".aider.chat.history.md") => {
-                Some(TranscriptFormat::Aider)
-            }
-            Some("jsonl") => Some(TranscriptFormat::ClaudeJsonl),
-            Some("traj") => Some(TranscriptFormat::OpenAi),
-            _ => None,
-        })
+        .or_else(|| format_list::by_suffix(path))
         .unwrap_or(TranscriptFormat::Anthropic)
 }
 
@@ -967,15 +854,7 @@ pub fn opens_product_compaction(session: &ImportedSession, at: usize) -> bool {
     session.main.get(at).is_some_and(|m| {
         is_product_summary(m)
             || (session.format.is_opencode() && opencode::is_compaction_prompt(m))
-            || (matches!(
-                session.format,
-                TranscriptFormat::CodexRollout
-                    | TranscriptFormat::OpenHands
-                    | TranscriptFormat::OpenHandsEvents
-                    | TranscriptFormat::RooCode
-                    | TranscriptFormat::Goose
-                    | TranscriptFormat::Pi
-            ) && session.real_compactions.contains(&at))
+            || (session.format.spec().compaction_by_index && session.real_compactions.contains(&at))
     })
 }
 
@@ -1067,59 +946,19 @@ fn sessions<R: BufRead>(
     options: &ImportOptions,
     backing: Option<Backing>,
 ) -> LabResult<Vec<ImportedSession>> {
-    let mut sink = Sink::new(source, options.strict);
-    if format == TranscriptFormat::Trajectories {
-        return trajectories::read(reader, &mut sink);
-    }
-    if format == TranscriptFormat::Aider {
-        return aider::read(reader, &sink);
-    }
-    let stores = [TranscriptFormat::Goose, TranscriptFormat::OpenCodeStorage];
-    if stores.contains(&format) && is_sqlite(&mut reader, source)? {
-        return sqlite_database(source, backing.is_some(), options);
-    }
-    let mut session = ImportedSession::new(source, format);
-    match format {
-        TranscriptFormat::ClaudeJsonl => {
-            claude_jsonl::read(reader, &mut session, &mut sink, backing)?
-        }
-        TranscriptFormat::ChatJson => chat_json::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::Anthropic => anthropic::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::OpenAi | TranscriptFormat::Trajectories | TranscriptFormat::Aider => {
-            openai::read(reader, &mut session, &mut sink)?
-        }
-        TranscriptFormat::MiniSweAgent => mini_swe::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::CodexRollout => codex::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::GeminiCli => gemini::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::OpenCode => opencode::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::OpenCodeStorage => {
-            opencode_storage::read(reader, &mut session, &mut sink)?
-        }
-        TranscriptFormat::OpenHands => openhands::read(reader, &mut session, &mut sink)?,
-        // The event files are read from the directory the named file is in.
-        TranscriptFormat::OpenHandsEvents => openhands_events::read(&mut session, &mut sink)?,
-        TranscriptFormat::RooCode => roo_code::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::Goose => goose::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::Pi => pi::read(reader, &mut session, &mut sink)?,
-        TranscriptFormat::GeminiContents => gemini_contents::read(reader, &mut session, &mut sink)?,
-        // One session per conversation of the capture.
-        TranscriptFormat::ClaudeTrace => return claude_trace::sessions(reader, source, options),
-    }
-    sink.finish_into(&mut session);
-    Ok(vec![session])
-}
-
-/// The reader starts with SQLite's file header.
-fn is_sqlite<R: BufRead>(reader: &mut R, source: &Path) -> LabResult<bool> {
-    let head = reader
-        .fill_buf()
-        .map_err(|e| LabError::io("reading transcript", source, e))?;
-    Ok(head.starts_with(goose_db::SQLITE_HEADER))
+    (format.spec().read)(format::Input {
+        reader: &mut reader,
+        source,
+        format,
+        options,
+        backing,
+        sink: Sink::new(source, options.strict),
+    })
 }
 
 /// An SQLite session store, goose's `sessions.db` or opencode's
 /// `opencode.db`, read in place: SQLite reads a file, not a stream.
-fn sqlite_database(
+pub(crate) fn sqlite_database(
     source: &Path,
     is_file: bool,
     options: &ImportOptions,

@@ -247,3 +247,14 @@ pub fn responses(path: &std::path::Path) -> LabResult<Vec<Response>> {
     })?;
     Ok(out)
 }
+
+/// The `mini_swe_agent` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "mini_swe_agent",
+    sniff: Some((20, crate::sniff::mini_swe_agent)),
+    name_endings: &[".traj.json"],
+    extensions: &[],
+    product: None,
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

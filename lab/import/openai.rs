@@ -439,3 +439,14 @@ fn user_content(v: Option<&Value>, pos: (usize, usize), sink: &mut Sink<'_>) -> 
         other => Ok(Content::Text(text_of(other))),
     }
 }
+
+/// The `openai` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "openai",
+    sniff: Some((80, crate::sniff::openai)),
+    name_endings: &[],
+    extensions: &["traj"],
+    product: None,
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

@@ -407,3 +407,14 @@ pub(crate) fn is_compaction_prompt(m: &Message) -> bool {
     m.role == Role::User
         && matches!(m.blocks(), [Block::Text { text }] if text == COMPACTION_PROMPT)
 }
+
+/// The `opencode` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "opencode",
+    sniff: Some((40, crate::sniff::opencode)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("opencode"),
+    compaction_by_index: false,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

@@ -202,3 +202,20 @@ fn category(e: &serde_json::Error) -> &'static str {
         serde_json::error::Category::Eof => "cut",
     }
 }
+
+/// The `opencode_storage` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "opencode_storage",
+    sniff: Some((45, crate::sniff::opencode_storage)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("opencode"),
+    compaction_by_index: false,
+    read: |mut input| {
+        // goose's `sessions.db` and opencode's `opencode.db` are SQLite.
+        if input.is_sqlite()? {
+            return crate::sqlite_database(input.source, input.backing.is_some(), input.options);
+        }
+        input.one(|r, s, k| read(r, s, k))
+    },
+};

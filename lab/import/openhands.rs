@@ -388,3 +388,14 @@ fn mark_compactions(session: &mut ImportedSession, condensations: &[(Pos, String
         }
     }
 }
+
+/// The `openhands` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "openhands",
+    sniff: Some((50, crate::sniff::openhands)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("openhands-llm-summarizing"),
+    compaction_by_index: true,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

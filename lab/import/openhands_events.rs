@@ -94,14 +94,17 @@ fn event_files(dir: &Path, layout: Layout) -> LabResult<Vec<(u64, PathBuf)>> {
 }
 
 /// The first event file of `dir` when it is an OpenHands events directory
-/// (its lowest-index event file sniffs as an OpenHands event).
-pub fn first_event_file(dir: &Path) -> Option<PathBuf> {
+/// (its lowest-index event file sniffs as an OpenHands event: `sniff`
+/// is the registry's, passed in because the registry names this module).
+pub fn first_event_file(
+    dir: &Path,
+    sniff: impl Fn(&[u8]) -> Option<super::TranscriptFormat>,
+) -> Option<PathBuf> {
     [Layout::V1, Layout::V0].into_iter().find_map(|layout| {
         let (_, first) = event_files(dir, layout).ok()?.into_iter().next()?;
         let head = std::fs::read(&first).ok()?;
         let head = &head[..head.len().min(8192)];
-        (super::sniff::sniff(head) == Some(super::TranscriptFormat::OpenHandsEvents))
-            .then_some(first)
+        (sniff(head) == Some(super::TranscriptFormat::OpenHandsEvents)).then_some(first)
     })
 }
 
@@ -293,3 +296,17 @@ fn result(v: &Value, kind: &str, content: String) -> Adapted {
         Err(bad) => bad,
     }
 }
+
+/// The `openhands_events` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "openhands_events",
+    sniff: Some((55, crate::sniff::openhands_events)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("openhands-llm-summarizing"),
+    compaction_by_index: true,
+    read: |input| {
+        // The event files are read from the directory the named file is in.
+        input.one(|_, s, k| read(s, k))
+    },
+};

@@ -604,3 +604,14 @@ fn unknown_block(
     let msg = format!("unknown content type `{kind}`; counted and skipped");
     sink.report(line, 1, DiagnosticKind::UnknownBlockType, msg)
 }
+
+/// The `pi` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "pi",
+    sniff: Some((60, crate::sniff::pi)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("pi-auto-compact"),
+    compaction_by_index: true,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

@@ -273,3 +273,14 @@ fn record_usage(
         });
     }
 }
+
+/// The `roo_code` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "roo_code",
+    sniff: Some((85, crate::sniff::roo_code)),
+    name_endings: &[],
+    extensions: &[],
+    product: Some("roo-code-auto-condense"),
+    compaction_by_index: true,
+    read: |input| input.one(|r, s, k| read(r, s, k)),
+};

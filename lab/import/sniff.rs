@@ -4,64 +4,64 @@
 //! `.jsonl`), so the content decides whenever it can:
 //!
 //! * a document starting with `[` is an array: of trajectory objects when an
-//!   element has a `traj` key ([`TranscriptFormat::Trajectories`]), of Claude
+//!   element has a `traj` key ([`TranscriptFormat::Trajectories`](crate::TranscriptFormat::Trajectories)), of Claude
 //!   Code records when Claude Code's keys (`parentUuid`, `sessionId`,
-//!   `leafUuid`) appear ([`TranscriptFormat::ChatJson`]), of OpenAI messages
+//!   `leafUuid`) appear ([`TranscriptFormat::ChatJson`](crate::TranscriptFormat::ChatJson)), of OpenAI messages
 //!   when OpenAI's markers (`tool_calls`, `tool_call_id`, `"role": "tool"`)
 //!   appear, else of Anthropic messages;
 //! * a document starting with `{` whose first line is a whole JSON object
 //!   followed by another line starting with `{` is JSON Lines
-//!   ([`TranscriptFormat::ClaudeJsonl`]); so is a single-line object with a
+//!   ([`TranscriptFormat::ClaudeJsonl`](crate::TranscriptFormat::ClaudeJsonl)); so is a single-line object with a
 //!   `type` key and no `messages` / `history`, or one that carries Claude
 //!   Code's keys; an object with `history` or OpenAI's markers is
-//!   [`TranscriptFormat::OpenAi`], one with `messages` Anthropic;
+//!   [`TranscriptFormat::OpenAi`](crate::TranscriptFormat::OpenAi), one with `messages` Anthropic;
 //! * an object whose `trajectory_format` names mini-swe-agent, whose `info`
 //!   carries `mini_version`, or that opens with `{"info": {"exit_status"`
 //!   (mini-swe-agent's `save_traj` writes `info` first, and its `submission`
 //!   can push everything else past the sniffed head) is
-//!   [`TranscriptFormat::MiniSweAgent`];
+//!   [`TranscriptFormat::MiniSweAgent`](crate::TranscriptFormat::MiniSweAgent);
 //! * JSON Lines whose first record is `{"type": T, "payload": {...}}` with
-//!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`];
+//!   T a Codex `RolloutItem` type is [`TranscriptFormat::CodexRollout`](crate::TranscriptFormat::CodexRollout);
 //! * an object (a JSON Lines record or a whole document) with `sessionId`
 //!   and `projectHash` and no Claude Code chain key is a Gemini CLI chat
-//!   recording ([`TranscriptFormat::GeminiCli`]: its recorder writes the
+//!   recording ([`TranscriptFormat::GeminiCli`](crate::TranscriptFormat::GeminiCli): its recorder writes the
 //!   metadata, or the whole `ConversationRecord`, first);
 //! * an object whose first key is `info`, with an opencode session id
-//!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`]);
+//!   (`"id": "ses_…"`), is an opencode export ([`TranscriptFormat::OpenCode`](crate::TranscriptFormat::OpenCode));
 //!   an object with that id and a `projectID`, not under `info`, is the
-//!   session file of opencode's storage ([`TranscriptFormat::OpenCodeStorage`]);
+//!   session file of opencode's storage ([`TranscriptFormat::OpenCodeStorage`](crate::TranscriptFormat::OpenCodeStorage));
 //! * an array (or `{"trajectory": [...]}`) of objects with an `id`, a
 //!   `source` and an `action` or `observation`, as OpenHands'
 //!   `event_to_trajectory` writes events, is an OpenHands trajectory
-//!   ([`TranscriptFormat::OpenHands`]; checked before OpenAI's markers,
+//!   ([`TranscriptFormat::OpenHands`](crate::TranscriptFormat::OpenHands); checked before OpenAI's markers,
 //!   since its `tool_call_metadata` holds a `tool_call_id`);
 //! * one such object alone, or one with an `id`, a `source`, a `timestamp`
 //!   and the `kind` of an openhands-sdk event class, is one file of
-//!   OpenHands' per-event store ([`TranscriptFormat::OpenHandsEvents`]);
+//!   OpenHands' per-event store ([`TranscriptFormat::OpenHandsEvents`](crate::TranscriptFormat::OpenHandsEvents));
 //! * an array of Anthropic-shaped messages carrying Roo Code's `ApiMessage`
 //!   keys (`ts`, `isSummary`, `condenseParent`) is a Roo Code task history
-//!   ([`TranscriptFormat::RooCode`]); Cline's, with no such key, reads as
-//!   [`TranscriptFormat::Anthropic`];
+//!   ([`TranscriptFormat::RooCode`](crate::TranscriptFormat::RooCode)); Cline's, with no such key, reads as
+//!   [`TranscriptFormat::Anthropic`](crate::TranscriptFormat::Anthropic);
 //! * JSON Lines whose first line is goose's session metadata
 //!   (`description` and `message_count`) or a goose message (`role`,
-//!   `created`, a `content` list) is [`TranscriptFormat::Goose`], and so
+//!   `created`, a `content` list) is [`TranscriptFormat::Goose`](crate::TranscriptFormat::Goose), and so
 //!   is an SQLite database (goose's `sessions.db`; opencode's `opencode.db`
 //!   is told apart by its tables when read);
 //! * an array of Gemini API `contents` (`parts` lists, `user` / `model`
 //!   roles, no `content` key), bare or as `{"history": [...]}`, is a Gemini
-//!   CLI saved chat ([`TranscriptFormat::GeminiContents`]);
+//!   CLI saved chat ([`TranscriptFormat::GeminiContents`](crate::TranscriptFormat::GeminiContents));
 //! * JSON Lines whose first line is a Pi `SessionHeader` (`type:
-//!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`];
+//!   session`, `id`, `cwd`) is [`TranscriptFormat::Pi`](crate::TranscriptFormat::Pi);
 //! * text starting with `# aider chat started at` is aider's chat log
-//!   ([`TranscriptFormat::Aider`]);
+//!   ([`TranscriptFormat::Aider`](crate::TranscriptFormat::Aider));
 //! * anything else is undecided (`None`): the extension decides.
 //!
 //! A UTF-8 byte-order mark, leading whitespace and `//` comment lines are
 //! skipped first.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::TranscriptFormat;
+use crate::format::{compact, Head};
 
 const CLAUDE_KEYS: &[&str] = &["\"parentUuid\"", "\"sessionId\"", "\"leafUuid\""];
 const OPENAI_MARKERS: &[&str] = &[
@@ -71,48 +71,7 @@ const OPENAI_MARKERS: &[&str] = &[
     "\"history\"",
 ];
 
-/// The format the first bytes show, or `None` when they do not decide.
-pub fn sniff(head: &[u8]) -> Option<TranscriptFormat> {
-    // SQLite stores (goose's sessions.db, opencode's opencode.db) are told
-    // apart by their tables when read.
-    if head.starts_with(super::goose_db::SQLITE_HEADER) {
-        return Some(TranscriptFormat::Goose);
-    }
-    let text = skip_preamble(head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head));
-    if text.starts_with(super::aider::SESSION_HEADER.as_bytes()) {
-        return Some(TranscriptFormat::Aider);
-    }
-    match text.first()? {
-        b'[' => Some(array_kind(&compact(text))),
-        b'{' => object_kind(text),
-        _ => None,
-    }
-}
-
-/// Skip whitespace and `//` comment lines.
-fn skip_preamble(mut text: &[u8]) -> &[u8] {
-    loop {
-        text = text.trim_ascii_start();
-        if !text.starts_with(b"//") {
-            return text;
-        }
-        match text.iter().position(|&b| b == b'\n') {
-            Some(i) => text = &text[i + 1..],
-            None => return &[],
-        }
-    }
-}
-
-/// The text without any whitespace (inside strings too): enough to look
-/// for `"key":` markers whatever the pretty-printing.
-fn compact(text: &[u8]) -> String {
-    String::from_utf8_lossy(text)
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect()
-}
-
-fn has_any(text: &str, keys: &[&str]) -> bool {
+pub(crate) fn has_any(text: &str, keys: &[&str]) -> bool {
     keys.iter().any(|k| text.contains(k))
 }
 
@@ -166,26 +125,8 @@ fn is_gemini_contents(compact: &str) -> bool {
         && !compact.contains("\"content\":")
 }
 
-fn array_kind(compact: &str) -> TranscriptFormat {
-    if compact.contains("\"traj\":[") {
-        TranscriptFormat::Trajectories
-    } else if is_gemini_contents(compact) {
-        TranscriptFormat::GeminiContents
-    } else if has_any(compact, CLAUDE_KEYS) {
-        TranscriptFormat::ChatJson
-    } else if is_openhands_event(compact) {
-        TranscriptFormat::OpenHands
-    } else if has_any(compact, OPENAI_MARKERS) {
-        TranscriptFormat::OpenAi
-    } else if is_roo_code(compact) {
-        TranscriptFormat::RooCode
-    } else {
-        TranscriptFormat::Anthropic
-    }
-}
-
 /// A Codex rollout line: `RolloutItem` is `tag = "type", content = "payload"`.
-fn is_codex_record(map: &serde_json::Map<String, Value>) -> bool {
+fn is_codex_record(map: &Map<String, Value>) -> bool {
     const TYPES: &[&str] = &[
         "session_meta",
         "response_item",
@@ -203,7 +144,7 @@ fn is_codex_record(map: &serde_json::Map<String, Value>) -> bool {
 /// A goose session's first line: its `SessionMetadata` (the two fields
 /// every release requires), or a message (`role`, `created`, a `content`
 /// list) when the metadata is missing.
-fn is_goose_line(map: &serde_json::Map<String, Value>) -> bool {
+pub(crate) fn is_goose_line(map: &Map<String, Value>) -> bool {
     (map.contains_key("description") && map.contains_key("message_count"))
         || (map.get("role").is_some_and(Value::is_string)
             && map.get("created").is_some_and(Value::is_number)
@@ -212,7 +153,7 @@ fn is_goose_line(map: &serde_json::Map<String, Value>) -> bool {
 
 /// A Pi session's first line: its `SessionHeader` (`type: session`, an
 /// `id` and the `cwd` it ran in).
-fn is_pi_header(map: &serde_json::Map<String, Value>) -> bool {
+fn is_pi_header(map: &Map<String, Value>) -> bool {
     map.get("type").and_then(Value::as_str) == Some("session")
         && map.get("id").is_some_and(Value::is_string)
         && map.get("cwd").is_some_and(Value::is_string)
@@ -234,83 +175,136 @@ fn is_gemini_cli(compact: &str) -> bool {
         && !compact.contains("\"parentUuid\"")
 }
 
-fn object_kind(text: &[u8]) -> Option<TranscriptFormat> {
-    // Before the others: a captured request body holds any format's keys.
-    if super::claude_trace::sniff(text) {
-        return Some(TranscriptFormat::ClaudeTrace);
+// The content tests of the formats whose shapes overlap, kept together
+// because their ranks tell them apart (the module's doc above names each
+// shape); a format with a shape of its own (aider, claude_trace, goose,
+// atif) has its test in its module.
+
+/// `trajectories`: an array whose elements carry `traj`.
+pub(crate) fn trajectories(h: &Head<'_>) -> bool {
+    h.is_array() && h.compact.contains("\"traj\":[")
+}
+
+/// `mini_swe_agent`.
+pub(crate) fn mini_swe_agent(h: &Head<'_>) -> bool {
+    h.is_object() && is_mini_swe_agent(&h.compact)
+}
+
+/// `gemini_cli`.
+pub(crate) fn gemini_cli(h: &Head<'_>) -> bool {
+    h.is_object() && is_gemini_cli(&h.compact)
+}
+
+/// `gemini_contents`: bare, or under `history`.
+pub(crate) fn gemini_contents(h: &Head<'_>) -> bool {
+    (h.is_array() || (h.is_object() && h.compact.starts_with("{\"history\":[")))
+        && is_gemini_contents(&h.compact)
+}
+
+/// `chat_json`: an array of records with Claude Code's keys.
+pub(crate) fn chat_json(h: &Head<'_>) -> bool {
+    h.is_array() && has_any(&h.compact, CLAUDE_KEYS)
+}
+
+/// `opencode`: an export, its session under `info`.
+pub(crate) fn opencode(h: &Head<'_>) -> bool {
+    h.is_object() && h.compact.starts_with("{\"info\":{") && h.compact.contains("\"id\":\"ses_")
+}
+
+/// `opencode_storage`: a session file of the storage directory.
+pub(crate) fn opencode_storage(h: &Head<'_>) -> bool {
+    h.is_object() && h.compact.contains("\"id\":\"ses_") && h.compact.contains("\"projectID\":")
+}
+
+/// `openhands`: events, bare or under `trajectory` (before OpenAI's
+/// markers, since `tool_call_metadata` holds a `tool_call_id`).
+pub(crate) fn openhands(h: &Head<'_>) -> bool {
+    (h.is_array() || (h.is_object() && h.compact.starts_with("{\"trajectory\":[")))
+        && is_openhands_event(&h.compact)
+}
+
+/// `openhands_events`: one event file (Claude Code records can carry tool
+/// output objects with such keys).
+pub(crate) fn openhands_events(h: &Head<'_>) -> bool {
+    h.is_object()
+        && (is_openhands_event(&h.compact) || is_openhands_sdk_event(&h.compact))
+        && !has_any(&h.compact, CLAUDE_KEYS)
+}
+
+/// `pi`: its session header first.
+pub(crate) fn pi(h: &Head<'_>) -> bool {
+    h.first_object.as_ref().is_some_and(is_pi_header)
+}
+
+/// `codex_rollout`: a `RolloutItem` first.
+pub(crate) fn codex_rollout(h: &Head<'_>) -> bool {
+    h.first_object.as_ref().is_some_and(is_codex_record)
+}
+
+/// `claude_jsonl`: JSON Lines (a whole object, then another line starting
+/// with `{`), a single record with a `type` and neither `history` nor
+/// `messages`, or (the first line longer than the head) Claude Code's
+/// keys without OpenAI's.
+pub(crate) fn claude_jsonl(h: &Head<'_>) -> bool {
+    if !h.is_object() {
+        return false;
     }
-    let c = compact(text);
-    if is_mini_swe_agent(&c) {
-        return Some(TranscriptFormat::MiniSweAgent);
-    }
-    if is_gemini_cli(&c) {
-        return Some(TranscriptFormat::GeminiCli);
-    }
-    if c.starts_with("{\"history\":[") && is_gemini_contents(&c) {
-        return Some(TranscriptFormat::GeminiContents);
-    }
-    if c.starts_with("{\"info\":{") && c.contains("\"id\":\"ses_") {
-        return Some(TranscriptFormat::OpenCode);
-    }
-    if c.contains("\"id\":\"ses_") && c.contains("\"projectID\":") {
-        return Some(TranscriptFormat::OpenCodeStorage);
-    }
-    if c.starts_with("{\"trajectory\":[") && is_openhands_event(&c) {
-        return Some(TranscriptFormat::OpenHands);
-    }
-    // Claude Code records can carry tool output objects with such keys.
-    if (is_openhands_event(&c) || is_openhands_sdk_event(&c)) && !has_any(&c, CLAUDE_KEYS) {
-        return Some(TranscriptFormat::OpenHandsEvents);
-    }
-    let line_end = text.iter().position(|&b| b == b'\n');
-    let first = &text[..line_end.unwrap_or(text.len())];
-    if let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(first) {
-        if is_pi_header(&map) {
-            return Some(TranscriptFormat::Pi);
+    match &h.first_object {
+        Some(map) => {
+            h.another_record
+                || (!map.contains_key("history")
+                    && !map.contains_key("messages")
+                    && map.contains_key("type"))
         }
-        if is_goose_line(&map) {
-            return Some(TranscriptFormat::Goose);
-        }
-        if is_codex_record(&map) {
-            return Some(TranscriptFormat::CodexRollout);
-        }
-        let another_record =
-            line_end.is_some_and(|e| skip_preamble(&text[e..]).first() == Some(&b'{'));
-        if another_record {
-            return Some(TranscriptFormat::ClaudeJsonl);
-        }
-        if map.contains_key("history") {
-            return Some(TranscriptFormat::OpenAi);
-        }
-        if map.contains_key("messages") {
-            let c = compact(first);
-            return Some(if has_any(&c, OPENAI_MARKERS) {
-                TranscriptFormat::OpenAi
-            } else {
-                TranscriptFormat::Anthropic
-            });
-        }
-        if map.contains_key("type") {
-            return Some(TranscriptFormat::ClaudeJsonl);
-        }
-        return None;
+        None => !openai_unparsed(h) && has_any(&h.compact, CLAUDE_KEYS),
     }
-    // The first line is not a whole object: a pretty-printed document, or a
-    // record longer than the sniffed head.
-    if c.starts_with("{\"history\"") || has_any(&c, OPENAI_MARKERS) {
-        Some(TranscriptFormat::OpenAi)
-    } else if has_any(&c, CLAUDE_KEYS) {
-        Some(TranscriptFormat::ClaudeJsonl)
-    } else if c.contains("\"messages\":[") {
-        Some(TranscriptFormat::Anthropic)
-    } else {
-        None
+}
+
+/// A pretty-printed document (or one longer than the head) that is
+/// OpenAI's.
+fn openai_unparsed(h: &Head<'_>) -> bool {
+    h.compact.starts_with("{\"history\"") || has_any(&h.compact, OPENAI_MARKERS)
+}
+
+/// `openai`: an array with OpenAI's markers, or an object with `history`,
+/// or `messages` with the markers.
+pub(crate) fn openai(h: &Head<'_>) -> bool {
+    if h.is_array() {
+        return has_any(&h.compact, OPENAI_MARKERS);
     }
+    if !h.is_object() {
+        return false;
+    }
+    match &h.first_object {
+        Some(map) => {
+            map.contains_key("history")
+                || (map.contains_key("messages") && has_any(&compact(h.first), OPENAI_MARKERS))
+        }
+        None => openai_unparsed(h),
+    }
+}
+
+/// `roo_code`: an array of messages stamped with Roo's keys.
+pub(crate) fn roo_code(h: &Head<'_>) -> bool {
+    h.is_array() && is_roo_code(&h.compact)
+}
+
+/// `anthropic`: any other array, or an object with `messages`.
+pub(crate) fn anthropic(h: &Head<'_>) -> bool {
+    if h.is_array() {
+        return true;
+    }
+    h.is_object()
+        && match &h.first_object {
+            Some(map) => map.contains_key("messages"),
+            None => h.compact.contains("\"messages\":["),
+        }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::format_list::sniff;
+    use crate::TranscriptFormat;
     use TranscriptFormat::*;
 
     #[test]

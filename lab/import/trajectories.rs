@@ -105,3 +105,14 @@ fn label(file: &str, element: &Value, index: usize) -> String {
     }
     out
 }
+
+/// The `trajectories` format's registration (`format_list.rs`).
+pub const FORMAT: crate::format::Format = crate::format::Format {
+    name: "trajectories",
+    sniff: Some((10, crate::sniff::trajectories)),
+    name_endings: &[],
+    extensions: &[],
+    product: None,
+    compaction_by_index: false,
+    read: |mut input| read(input.reader, &mut input.sink),
+};

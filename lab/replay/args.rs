@@ -94,6 +94,11 @@ pub struct ReplayArgs {
     /// The request shape of --dump: the session's own (`auto`), or a provider's.
     #[arg(long, value_enum, default_value_t, requires = "dump")]
     pub wire: super::wire::WireChoice,
+    /// What --dump writes: the lab's lines (`ctxlab`), or ATIF (`atif`:
+    /// `DIR/SESSION/POLICY.atif.jsonl`, one ATIF-v1.8 trajectory per model
+    /// call holding its request, and `DIR/SESSION/messages.atif.json`).
+    #[arg(long, value_enum, default_value_t, requires = "dump")]
+    pub to: super::dump::ExportTo,
     /// Output format (`jsonl`: with --policy, one record per session ×
     /// policy, streamed).
     #[arg(long, value_enum, default_value_t = super::stream::ReplayFormat::Table)]
@@ -314,7 +319,7 @@ fn replay_policies(
         pricing,
         tokens: a.tokens,
         envelope: a.envelope,
-        dump: a.dump.map(|d| (d, a.wire)),
+        dump: a.dump.map(|d| (d, a.wire, a.to)),
         exec_timeout: a.exec_timeout,
         conversations: conversations(a.main_chain_only),
         anchor: super::anchor::AnchorArg::from_flag(a.anchor),

@@ -134,6 +134,24 @@ pub struct DumpTarget {
     pub lines: Vec<usize>,
     /// The wire shape.
     pub wire: Wire,
+    /// The lab's lines or ATIF trajectories.
+    pub to: ExportTo,
+    /// The session's format's name and its system prompts (ATIF's
+    /// `extra.ctxlab.source_format` and leading system steps).
+    pub source_format: &'static str,
+    /// The session's system prompts.
+    pub system: Vec<String>,
+}
+
+impl DumpTarget {
+    fn meta<'a>(&'a self, agent: &'a str) -> crate::import::atif::Meta<'a> {
+        crate::import::atif::Meta {
+            session_id: &self.session,
+            source_format: self.source_format,
+            system: &self.system,
+            agent,
+        }
+    }
 }
 
 /// `name` as one file name: the course's safe id (every char outside
@@ -175,6 +193,16 @@ pub fn session_dir(root: &Path, label: &str, taken: &mut Vec<PathBuf>) -> PathBu
 /// Write `DIR/SESSION/messages.jsonl` for `messages`.
 pub fn write_export(target: &DumpTarget, messages: &[Message]) -> LabResult<()> {
     create_dir(&target.dir)?;
+    if target.to == ExportTo::Atif {
+        let t = crate::import::atif::to_trajectory(
+            &target.meta(target.source_format),
+            messages,
+            &|_| None,
+        );
+        return write_lines(&target.dir.join("messages.atif.json"), |out| {
+            json_line(out, &t)
+        });
+    }
     write_lines(&target.dir.join("messages.jsonl"), |out| {
         for (index, m) in messages.iter().enumerate() {
             let line = ExportLine {
@@ -311,10 +339,36 @@ impl Dumper {
         })
     }
 
-    /// The dump's final name: `DIR/SESSION/POLICY.jsonl`.
+    /// The dump's final name: `DIR/SESSION/POLICY.jsonl` (`POLICY.atif.jsonl`
+    /// for ATIF).
     pub fn path(&self) -> PathBuf {
         let name = file_name(&self.policy, "policy");
-        self.target.dir.join(format!("{name}.jsonl"))
+        let ext = match self.target.to {
+            ExportTo::Ctxlab => "jsonl",
+            ExportTo::Atif => "atif.jsonl",
+        };
+        self.target.dir.join(format!("{name}.{ext}"))
+    }
+
+    /// One call's request as an ATIF trajectory: its messages as steps,
+    /// the call in `trajectory_id` and `extra.ctxlab` (policy, call, the
+    /// recorded reply it produced, its size, the policy's events).
+    fn atif_line(&self, line: &DumpCall, request: &[Message]) -> Value {
+        let mut t =
+            crate::import::atif::to_trajectory(&self.target.meta(&self.policy), request, &|_| None);
+        t["trajectory_id"] = Value::String(format!(
+            "{}/{}/call-{}",
+            self.target.session, self.policy, line.call
+        ));
+        let ours = &mut t["extra"][crate::import::atif::EXTRA_KEY];
+        ours["policy"] = Value::String(self.policy.clone());
+        ours["call"] = line.call.into();
+        ours["at"] = line.at.into();
+        ours["at_line"] = serde_json::to_value(line.at_line).unwrap_or(Value::Null);
+        ours["chars"] = line.chars.into();
+        ours["tokens"] = line.tokens.into();
+        ours["events"] = serde_json::to_value(&line.events).unwrap_or(Value::Null);
+        t
     }
 
     /// Put the dump in place (after a run that ended well); the first
@@ -401,7 +455,7 @@ impl Dumper {
         out
     }
 
-    fn write(&mut self, line: &DumpCall) {
+    fn write(&mut self, line: &impl Serialize) {
         if self.error.is_some() {
             return;
         }
@@ -450,7 +504,13 @@ impl Observer for Dumper {
             events: events.to_vec(),
             changes,
         };
-        self.write(&line);
+        match self.target.to {
+            ExportTo::Ctxlab => self.write(&line),
+            ExportTo::Atif => {
+                let t = self.atif_line(&line, request);
+                self.write(&t);
+            }
+        }
         // The next request is built from this one plus what arrives.
         self.held = sources.iter().flatten().copied().collect();
         self.results = request
@@ -469,4 +529,101 @@ pub fn dump_schema() -> Value {
 /// The JSON Schema of an export line.
 pub fn export_schema() -> Value {
     super::schema_of::<ExportLine>()
+}
+
+/// The shape `lab import --export` and `lab replay --dump` write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportTo {
+    /// The lab's own JSON Lines ([`ExportLine`], [`DumpCall`]).
+    #[default]
+    Ctxlab,
+    /// ATIF trajectories (`ATIF-v1.8`, `lab/schemas/atif-v1.8.schema.json`).
+    Atif,
+}
+
+/// An agent step's ATIF `metrics` from the usage the log recorded for the
+/// reply at `main` index `i`: the prompt (cache reads and writes included),
+/// the cache reads as `cached_tokens`, the output, and the cache writes in
+/// `extra.cache_creation_input_tokens` (ATIF has no field for them).
+fn recorded_metrics(
+    session: &crate::import::ImportedSession,
+    log: Option<&super::envelope::RecordedLog>,
+) -> impl Fn(usize) -> Option<Value> {
+    let by_line: HashMap<usize, Value> = log
+        .map(|log| {
+            log.requests
+                .iter()
+                .filter_map(|r| {
+                    let line = r.line?;
+                    Some((
+                        line,
+                        serde_json::json!({
+                            "prompt_tokens": r.usage.total(),
+                            "completion_tokens": r.billing.output_tokens,
+                            "cached_tokens": r.usage.cache_read_input_tokens,
+                            "extra": {
+                                "cache_creation_input_tokens": r.usage.cache_creation_input_tokens,
+                                "input_tokens": r.usage.input_tokens,
+                            },
+                        }),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let lines = session.main_lines.clone();
+    move |i| lines.get(i).and_then(|l| by_line.get(l)).cloned()
+}
+
+/// `lab import FILE… --export OUT --to atif`: every session as an ATIF
+/// trajectory, with the usage its log recorded on each agent step; one
+/// session is written to OUT, several to OUT as a directory
+/// (`OUT/SESSION.json`). Files are replaced whole; returns what to print.
+pub fn export_atif(
+    files: &[PathBuf],
+    import: &crate::import::ImportOptions,
+    out: &Path,
+) -> LabResult<String> {
+    crate::input::output_parent_exists(out, "--export")?;
+    let files = crate::import::corpus::plain_files(files)?;
+    let mut trajectories = Vec::new();
+    let mut messages = 0usize;
+    for file in &files {
+        for session in crate::import::import_file_sessions(file, import)? {
+            let log = super::envelope::RecordedLog::read(&session.source, session.format)?;
+            let metrics = recorded_metrics(&session, log.as_ref());
+            messages += session.main.len();
+            let meta = crate::import::atif::Meta {
+                session_id: &session.label,
+                source_format: session.format.name(),
+                system: &session.system,
+                agent: session.format.name(),
+            };
+            let t = crate::import::atif::to_trajectory(&meta, &session.main, &metrics);
+            trajectories.push((session.label.clone(), t));
+        }
+    }
+    let write = |path: &Path, t: &Value| {
+        write_lines(path, |w| {
+            serde_json::to_writer(&mut *w, t)?;
+            w.write_all(b"\n")
+        })
+    };
+    if let [(_, t)] = &trajectories[..] {
+        write(out, t)?;
+    } else {
+        create_dir(out)?;
+        let mut taken = Vec::new();
+        for (label, t) in &trajectories {
+            let dir = session_dir(out, label, &mut taken);
+            write(&dir.with_extension("json"), t)?;
+        }
+    }
+    Ok(format!(
+        "exported {} with {} to {} as {}\n",
+        crate::render::count(trajectories.len(), "session"),
+        crate::render::count(messages, "message"),
+        out.display(),
+        crate::import::atif::VERSION
+    ))
 }

@@ -641,27 +641,7 @@ pub fn session_product_policy(session: &ImportedSession) -> Option<&'static str>
 /// The zoo policy that ports the product that writes `format`: its
 /// compactions are set beside the product's own in a replay.
 pub fn product_policy(format: TranscriptFormat) -> Option<&'static str> {
-    match format {
-        TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson => {
-            Some(crate::zoo::claude_code::NAME)
-        }
-        TranscriptFormat::GeminiCli | TranscriptFormat::GeminiContents => {
-            Some(crate::zoo::gemini_cli::NAME)
-        }
-        TranscriptFormat::OpenCode | TranscriptFormat::OpenCodeStorage => {
-            Some(crate::zoo::opencode::NAME)
-        }
-        TranscriptFormat::CodexRollout => Some(crate::zoo::codex_cli::NAME),
-        // The condenser that writes summaries; the others only forget.
-        TranscriptFormat::OpenHands | TranscriptFormat::OpenHandsEvents => {
-            Some("openhands-llm-summarizing")
-        }
-        TranscriptFormat::RooCode => Some(crate::zoo::roo_code::NAME),
-        TranscriptFormat::Goose => Some("goose-auto-compact"),
-        TranscriptFormat::Aider => Some("aider-chat-summary"),
-        TranscriptFormat::Pi => Some(crate::zoo::pi::NAME),
-        _ => None,
-    }
+    format.product()
 }
 
 /// The envelope of `session` under `arg`, counted with `counter`; `log` is

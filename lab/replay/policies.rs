@@ -252,7 +252,11 @@ pub struct Measure {
     /// The tokenizer sizes are counted with.
     pub tokens: crate::tokens::Tokens,
     /// `--dump DIR` and its `--wire`: every request written there.
-    pub dump: Option<(PathBuf, crate::replay::wire::WireChoice)>,
+    pub dump: Option<(
+        PathBuf,
+        crate::replay::wire::WireChoice,
+        crate::replay::dump::ExportTo,
+    )>,
     /// `--exec-timeout`: how long an external policy may take per answer
     /// (`None`: [`crate::policy::exec::DEFAULT_TIMEOUT`]).
     pub exec_timeout: Option<std::time::Duration>,
@@ -719,12 +723,15 @@ pub fn dump_for(
     measure: &Measure,
     taken: &mut Vec<PathBuf>,
 ) -> Option<crate::replay::dump::DumpTarget> {
-    let (dir, wire) = measure.dump.as_ref()?;
+    let (dir, wire, to) = measure.dump.as_ref()?;
     Some(crate::replay::dump::DumpTarget {
         dir: crate::replay::dump::session_dir(dir, &session.label, taken),
         session: session.label.clone(),
         lines: crate::import::artefacts::lines_without_product_artefacts(session),
         wire: wire.for_format(session.format),
+        to: *to,
+        source_format: session.format.name(),
+        system: session.system.clone(),
     })
 }
 

@@ -119,7 +119,7 @@ proptest! {
 }
 
 /// Every format by name, so a new importer is fed the same bytes as the rest.
-const FORMATS: [&str; 18] = [
+const FORMATS: [&str; 19] = [
     "claude_jsonl",
     "chat_json",
     "anthropic",
@@ -138,6 +138,7 @@ const FORMATS: [&str; 18] = [
     "pi",
     "gemini_contents",
     "claude_trace",
+    "atif",
 ];
 
 proptest! {

@@ -8,6 +8,7 @@ mod common;
 
 mod demand_labels;
 mod import_aider;
+mod import_atif;
 mod import_cline;
 mod import_codex;
 mod import_corpus;

@@ -353,3 +353,25 @@ fn a_predicted_compaction_keeps_the_first_prefix_unless_files_were_mentioned() {
     assert!(mentions_a_file(&m("@README.md first")));
     assert!(!mentions_a_file(&m("an @ alone")));
 }
+
+#[test]
+fn every_registered_product_port_is_a_policy_of_the_zoo() {
+    let names = crate::zoo::list::names();
+    let mut named = 0;
+    for &f in crate::import::format_list::ALL {
+        if let Some(p) = product_policy(f) {
+            assert!(names.contains(&p), "{}: no policy {p}", f.name());
+            named += 1;
+        }
+    }
+    // The products whose logs compact and whose port the zoo has.
+    assert!(named >= 9, "{named}");
+    assert_eq!(
+        product_policy(TranscriptFormat::ClaudeJsonl),
+        Some(crate::zoo::claude_code::NAME)
+    );
+    assert_eq!(
+        product_policy(TranscriptFormat::Pi),
+        Some(crate::zoo::pi::NAME)
+    );
+}
