@@ -102,11 +102,26 @@ impl Ticker {
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("progress".into())
-            .spawn(move || loop {
-                match stopped.recv_timeout(every) {
-                    Err(RecvTimeoutError::Timeout) => eprintln!("{}", state.line()),
-                    // A message or a dropped sender: the work is over.
-                    _ => return,
+            .spawn(move || {
+                let mut printed = false;
+                loop {
+                    match stopped.recv_timeout(every) {
+                        Err(RecvTimeoutError::Timeout) => {
+                            eprintln!("{}", state.line());
+                            printed = true;
+                        }
+                        // A message or a dropped sender: the work is over.
+                        // Work that outlasted an interval reports at least
+                        // once even when this thread was not scheduled in
+                        // time (a loaded machine), so the promise "a long
+                        // job is never silent" does not depend on timing.
+                        _ => {
+                            if !printed && state.started.elapsed() >= every {
+                                eprintln!("{}", state.line());
+                            }
+                            return;
+                        }
+                    }
                 }
             })
             // No thread (the system refused one): the work goes on without
