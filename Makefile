@@ -35,6 +35,7 @@ bench:
 	$(CARGO) bench --locked --bench exec
 	$(CARGO) bench --locked --bench optimal
 	$(CARGO) bench --locked --bench horizon
+	$(CARGO) bench --locked --bench closed_loop
 	sh scripts/bench_stream_memory.sh
 	sh scripts/bench_build.sh
 

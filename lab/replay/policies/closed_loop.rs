@@ -355,8 +355,39 @@ fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resoluti
     None
 }
 
+/// A session's demands and what each needs, made once before its
+/// open-loop run, so that run is probed too: it is the closed loop's first
+/// round, not replayed again.
+#[derive(Debug)]
+pub struct Demands {
+    demands: Vec<Demand>,
+    needs: Vec<Option<Need>>,
+}
+
+impl Demands {
+    /// The demands of `messages` (the session as replayed).
+    pub fn of(messages: &[Message]) -> Demands {
+        let demands = crate::import::demands::extract(messages);
+        let needs = needs(messages, &demands);
+        Demands { demands, needs }
+    }
+
+    /// The observer of a run of the session itself (no call inserted).
+    pub fn probe(&self) -> Probe<'_> {
+        let mut probe = Probe {
+            at: BTreeMap::new(),
+            needs: &self.needs,
+            found: vec![None; self.demands.len()],
+        };
+        for (id, d) in self.demands.iter().enumerate() {
+            probe.at.entry(d.at).or_default().push(id);
+        }
+        probe
+    }
+}
+
 /// The observer that resolves demands at their demanding calls.
-struct Probe<'a> {
+pub struct Probe<'a> {
     /// Demand ids by the index, in the replayed messages, of the demanding
     /// message.
     at: BTreeMap<usize, Vec<usize>>,
@@ -364,6 +395,13 @@ struct Probe<'a> {
     /// Per demand, its resolution in this run (`None`: its call never came,
     /// the run ended early).
     found: Vec<Option<Resolution>>,
+}
+
+impl Probe<'_> {
+    /// Per demand, its resolution in the run observed.
+    pub fn found(self) -> Vec<Option<Resolution>> {
+        self.found
+    }
 }
 
 impl Observer for Probe<'_> {
@@ -562,7 +600,7 @@ fn round(
 }
 
 /// The closed-loop row of `name` on one session (`open`: its open-loop run
-/// as reported beside it).
+/// as reported beside it, probed for `prepared`'s demands: `found`).
 #[allow(clippy::too_many_arguments)]
 pub fn closed_loop(
     label: &str,
@@ -573,16 +611,21 @@ pub fn closed_loop(
     setup: &super::SessionSetup,
     switches: Switches,
     open: &super::Compared,
+    prepared: &Demands,
+    found: Vec<Option<Resolution>>,
 ) -> LabResult<ClosedLoopRow> {
-    let demands = crate::import::demands::extract(messages);
-    let needs = needs(messages, &demands);
+    let (demands, needs) = (&prepared.demands, &prepared.needs);
     let mut inserted: Vec<Inserted> = Vec::new();
     let mut handled: BTreeSet<usize> = BTreeSet::new();
     // Per demand, the kind of call inserted for it (in the round that met it).
     let mut inserted_as: BTreeMap<usize, Outcome> = BTreeMap::new();
-    let mut last = round(
-        label, messages, &inserted, &demands, &needs, name, path_len, measure, setup,
-    )?;
+    // Round 0 is the open-loop run itself, probed as it ran.
+    let mut last = Round {
+        thrash: crate::replay::thrash::of(&open.run, &BTreeSet::new()),
+        run: open.run.clone(),
+        cost: open.cost.clone(),
+        found,
+    };
     let tiers = Tiers::of(&last.found);
     let mut rounds = 0;
     let mut converged = true;
@@ -637,7 +680,7 @@ pub fn closed_loop(
             });
         }
         last = round(
-            label, messages, &inserted, &demands, &needs, name, path_len, measure, setup,
+            label, messages, &inserted, demands, needs, name, path_len, measure, setup,
         )?;
     }
     // A demand lost in any round stays lost: its reply was unsupported
