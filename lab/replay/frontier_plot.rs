@@ -132,7 +132,11 @@ fn closed_panel(rows: &[Scored]) -> Option<crate::plot::Panel> {
             name: format!(
                 "{}{}",
                 s.policy,
-                if c.dominated { "" } else { " (closed-loop frontier)" }
+                if c.dominated {
+                    ""
+                } else {
+                    " (closed-loop frontier)"
+                }
             ),
             at: (c.dollars, c.in_request_recall),
             filled: !c.dominated,

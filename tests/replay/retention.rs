@@ -437,7 +437,10 @@ fn artifacts_fall_in_four_tiers_and_three_kinds() {
     );
     let t = gone.tiers;
     assert_eq!(t.total(), gone.artifacts, "each artifact in one tier");
-    assert_eq!(t.in_request + t.behind_pointer, gone.present + gone.reachable);
+    assert_eq!(
+        t.in_request + t.behind_pointer,
+        gone.present + gone.reachable
+    );
     assert_eq!((t.behind_pointer, t.refetchable, t.lost), (0, 1, 1));
     use ctxlab::retention::Origin;
     let tool = gone.by_origin[&Origin::ToolOutput];
@@ -455,7 +458,11 @@ fn artifacts_fall_in_four_tiers_and_three_kinds() {
         &messages,
     );
     assert_eq!(
-        (kept.tiers.behind_pointer, kept.tiers.refetchable, kept.tiers.lost),
+        (
+            kept.tiers.behind_pointer,
+            kept.tiers.refetchable,
+            kept.tiers.lost
+        ),
         (2, 0, 0)
     );
 }
