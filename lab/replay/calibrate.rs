@@ -18,7 +18,7 @@
 //! a compaction costs afterwards, not when it fires (`lab replay`'s
 //! product table measures that).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -393,7 +393,7 @@ pub fn schema() -> serde_json::Value {
 }
 
 /// `lab calibrate DIR`.
-pub fn command(dir: &PathBuf, format: crate::render::Format) -> LabResult<String> {
+pub fn command(dir: &Path, format: crate::render::Format) -> LabResult<String> {
     Ok(render(&calibrate(dir)?, format))
 }
 
