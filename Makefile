@@ -2,7 +2,7 @@
 CARGO ?= cargo
 LAB = $(CARGO) run --quiet --release --bin lab --
 
-.PHONY: ci bench-build run build test lint fmt bench readme schemas memtools exec-examples reports reports-check selftest replay
+.PHONY: calibration ci bench-build run build test lint fmt bench readme schemas memtools exec-examples reports reports-check selftest replay
 
 ## build: the release binary, with cargo's progress (the first build takes a while)
 build:
@@ -35,6 +35,7 @@ bench:
 	$(CARGO) bench --locked --bench exec
 	$(CARGO) bench --locked --bench optimal
 	$(CARGO) bench --locked --bench horizon
+	$(CARGO) bench --locked --bench closed_loop
 	sh scripts/bench_stream_memory.sh
 	sh scripts/bench_build.sh
 
@@ -79,6 +80,11 @@ reports-check:
 	$(LAB) reports --check reports/
 
 TRANSCRIPTS ?= ../shared/transcripts
+## calibration: reports/closed_loop_calibration.{md,json}: at every real compaction of the shared transcripts, the product port's predicted re-fetches (closed loop) against what the agent used again (tests/replay/calibration.rs pins them)
+calibration:
+	@test -d $(TRANSCRIPTS) || { echo "no transcripts at $(TRANSCRIPTS): set TRANSCRIPTS=DIR" >&2; exit 2; }
+	$(LAB) calibrate $(TRANSCRIPTS) --format markdown > reports/closed_loop_calibration.md
+	$(LAB) calibrate $(TRANSCRIPTS) --format json > reports/closed_loop_calibration.json
 # frozen.md: each design beside its frozen variant (projecting designs first, then rewriting ones)
 FROZEN_POLICIES = anthropic-clear-tool-uses langchain-clear-tool-uses swe-agent-mask-5 openhands-observation-masking gemini-cli-mask claude-code-time-mc claude-code-api-mc codex-cli langchain-summarization aider-chat-summary openhands-llm-summarizing
 # gate.md: each design beside its gated variant, per price sheet (SHEET/CACHE-MODEL)

@@ -203,6 +203,17 @@ pub enum Command {
     /// Replay real agent transcripts (Claude Code .jsonl / chat.json, Anthropic
     /// Messages JSON, OpenAI chat / SWE-agent .traj) through compaction profiles.
     Replay(Box<crate::replay::ReplayArgs>),
+    /// Calibrate the closed loop: at every real compaction of the transcripts
+    /// under DIR, the re-fetches the product's port predicts (closed-loop)
+    /// against the demands the recorded agent used in the 10 calls after it.
+    Calibrate {
+        /// A directory of transcripts, walked recursively (archives are not
+        /// walked; files that are not transcripts are listed as not read).
+        dir: std::path::PathBuf,
+        /// Output format (JSON: `lab schema calibration`).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
     /// Search for a conversation the broken side fails and the intact side passes;
     /// write the shrunk minimal counterexample as a scenario file.
     Hunt {
@@ -455,6 +466,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             format,
         ),
         Some(Command::Replay(args)) => crate::replay::run(*args),
+        Some(Command::Calibrate { dir, format }) => crate::replay::calibrate::command(&dir, format),
         Some(Command::Hunt {
             seed,
             tries,
@@ -595,6 +607,7 @@ pub const SCHEMAS: &[(&str, SchemaFn)] = &[
     ),
     ("dump", crate::replay::dump::dump_schema),
     ("horizon", crate::horizon::schema),
+    ("calibration", crate::replay::calibrate::schema),
     ("export", crate::replay::dump::export_schema),
     (
         "memtool-request",

@@ -117,6 +117,72 @@ const READ_TOOLS: &[&str] = &[
 
 const PATH_KEYS: &[&str] = &["file_path", "path", "notebook_path", "url", "filename"];
 
+/// Read-like tools and the commands whose output a second run reproduces
+/// (a heuristic: a file may have changed between the two, which the
+/// recorded session cannot tell).
+pub const REFETCH_TOOLS: &[&str] = &[
+    "read",
+    "read_file",
+    "readfile",
+    "view",
+    "notebookread",
+    "webfetch",
+    "web_fetch",
+    "fetch",
+    "open_file",
+    "glob",
+    "grep",
+    "ls",
+    "list_files",
+    "list_dir",
+    "search_files",
+    "find_file",
+];
+/// Shell commands (their first word) whose output a second run reproduces,
+/// when they redirect nothing.
+pub const DETERMINISTIC_COMMANDS: &[&str] = &[
+    "cat", "head", "tail", "ls", "grep", "rg", "find", "sed", "wc", "nl", "tree",
+];
+
+/// Whether a call of `name` with `input` is re-fetchable: a read-like
+/// tool, or a shell command in [`DETERMINISTIC_COMMANDS`] that writes
+/// nothing, or a read-only `git` command. The closed loop makes such a call
+/// again; retention counts what it brought as re-fetchable.
+pub fn refetchable(name: &str, input: &serde_json::Value) -> bool {
+    let lower = name.to_ascii_lowercase();
+    if REFETCH_TOOLS.contains(&lower.as_str()) {
+        return true;
+    }
+    if !matches!(
+        lower.as_str(),
+        "bash" | "shell" | "exec_command" | "run_command"
+    ) {
+        return false;
+    }
+    let cmd = input
+        .get("command")
+        .or_else(|| input.get("cmd"))
+        .map(|c| match c {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        })
+        .unwrap_or_default();
+    let cmd = cmd
+        .trim_start_matches("bash -lc ")
+        .trim_start_matches('"')
+        .trim();
+    let first = cmd.split_whitespace().next().unwrap_or("");
+    (DETERMINISTIC_COMMANDS.contains(&first) && !cmd.contains('>'))
+        || cmd.starts_with("git show")
+        || cmd.starts_with("git diff")
+        || cmd.starts_with("git log")
+}
+
 /// Every demand of `messages`, in order of use.
 pub fn extract(messages: &[Message]) -> Vec<Demand> {
     let mut x = Extractor::default();

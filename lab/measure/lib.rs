@@ -14,7 +14,7 @@
 // The lower crates' modules under the names this crate's code has always
 // used (`crate::policy::…`); private, so they are no part of this API.
 use ctxlab_core::{error, fingerprint, input, message, render, storage};
-use ctxlab_import::tokens;
+use ctxlab_import::{demands, tokens};
 use ctxlab_policy as policy;
 
 pub mod cache;

@@ -3,7 +3,7 @@
 //! step line. Drawn for `lab reports` and for the HTML report.
 
 use super::policies::Compared;
-use crate::retention::render::{mark_dominated, Scored};
+use crate::retention::render::{mark_closed_dominated, mark_dominated, ClosedPoint, Scored};
 
 /// The runs scored for the frontier, dominance marked (runs without
 /// retention are left out): dollars weigh cost where priced.
@@ -12,18 +12,33 @@ pub fn scored(runs: &[Compared]) -> Vec<Scored> {
         .iter()
         .filter_map(|c| {
             let r = c.retention.clone()?;
+            let tokens_sent = c.run.calls.iter().map(|x| x.tokens).sum();
+            let closed = c.closed_loop.as_ref().map(|l| ClosedPoint {
+                dollars: l.dollars.unwrap_or(tokens_sent as f64),
+                in_request_recall: if r.artifacts == 0 {
+                    100.0
+                } else {
+                    100.0 * r.tiers.in_request as f64 / r.artifacts as f64
+                },
+                recovery_calls: l.recovery_calls,
+                refetches: l.refetches,
+                lost_demands: l.lost_demands,
+                dominated: false,
+            });
             Some(Scored {
                 session: c.run.session.clone(),
                 policy: c.run.policy.clone(),
-                tokens_sent: c.run.calls.iter().map(|x| x.tokens).sum(),
+                tokens_sent,
                 artifact_recall: r.artifact_recall,
                 dollars: c.cost.as_ref().map(|x| x.dollars),
                 dominated: false,
                 retention: r,
+                closed,
             })
         })
         .collect();
     mark_dominated(&mut rows);
+    mark_closed_dominated(&mut rows);
     rows
 }
 
@@ -43,7 +58,7 @@ pub fn svg(rows: &[Scored], title: &str, caption: &str) -> String {
         (cost, s.artifact_recall)
     };
     let line = staircase(rows.iter().map(at).collect());
-    let marks = rows
+    let open_marks = rows
         .iter()
         .enumerate()
         .map(|(i, s)| Mark {
@@ -58,6 +73,27 @@ pub fn svg(rows: &[Scored], title: &str, caption: &str) -> String {
             group: super::family::family(&s.policy),
         })
         .collect();
+    let open = Panel {
+        title: if closed_panel(rows).is_some() {
+            "open loop: a pointer counts as kept, following it is free; filled points are on this frontier".into()
+        } else {
+            "every policy, numbered; filled points are on the frontier".into()
+        },
+        y_label: "artifact recall (%)".into(),
+        series: vec![Series {
+            label: "frontier: best recall for at most that cost".into(),
+            points: line,
+            step: true,
+            ..Series::default()
+        }],
+        marks: open_marks,
+        height: 420.0,
+        ..Panel::default()
+    };
+    let panels = match closed_panel(rows) {
+        Some(closed) => vec![closed, open],
+        None => vec![open],
+    };
     crate::plot::svg(&Figure {
         title: title.to_string(),
         x_label: if priced {
@@ -65,20 +101,60 @@ pub fn svg(rows: &[Scored], title: &str, caption: &str) -> String {
         } else {
             "tokens sent (count, by the run's tokenizer)".into()
         },
-        panels: vec![Panel {
-            title: "every policy, numbered; filled points are on the frontier".into(),
-            y_label: "artifact recall (%)".into(),
-            series: vec![Series {
-                label: "frontier: best recall for at most that cost".into(),
-                points: line,
-                step: true,
-                ..Series::default()
-            }],
-            marks,
-            height: 420.0,
-            ..Panel::default()
-        }],
+        panels,
         caption: caption.to_string(),
+    })
+}
+
+/// The closed-loop frontier, the headline panel, when the runs were closed
+/// loop: in-request recall against closed-loop dollars, every policy
+/// numbered as in the open panel.
+fn closed_panel(rows: &[Scored]) -> Option<crate::plot::Panel> {
+    use crate::plot::{Mark, Panel, Series};
+    if rows.iter().all(|s| s.closed.is_none()) {
+        return None;
+    }
+    let points: Vec<(usize, &Scored, ClosedPoint)> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s, s.closed?)))
+        .collect();
+    let line = staircase(
+        points
+            .iter()
+            .map(|(_, _, c)| (c.dollars, c.in_request_recall))
+            .collect(),
+    );
+    let marks = points
+        .iter()
+        .map(|(i, s, c)| Mark {
+            tag: (i + 1).to_string(),
+            name: format!(
+                "{}{}",
+                s.policy,
+                if c.dominated {
+                    ""
+                } else {
+                    " (closed-loop frontier)"
+                }
+            ),
+            at: (c.dollars, c.in_request_recall),
+            filled: !c.dominated,
+            group: super::family::family(&s.policy),
+        })
+        .collect();
+    Some(Panel {
+        title: "closed loop: following a pointer or fetching again is a call, inserted and priced; filled points are on this frontier".into(),
+        y_label: "in-request recall (%)".into(),
+        series: vec![Series {
+            label: "closed-loop frontier: best in-request recall for at most that cost".into(),
+            points: line,
+            step: true,
+            ..Series::default()
+        }],
+        marks,
+        height: 420.0,
+        ..Panel::default()
     })
 }
 

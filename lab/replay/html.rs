@@ -815,7 +815,7 @@ fn retention(s: &mut String, scored: &[Scored]) {
         s,
         "retention",
         "Retention",
-        "artifact recall at the last request, re-fetches, and where each planted fact is at the end: present in the request, reachable through a pointer, or gone",
+        "artifact recall at the last request, every artifact in tiers (verbatim in the request, behind a pointer, re-fetchable, lost) and by kind (instruction, task state, tool output), re-fetches, and where each planted fact is at the end: present in the request, reachable through a pointer, or gone (re-fetchable or lost)",
     );
     if scored.is_empty() {
         s.push_str("<p>Retention was not measured: replay with <code>--retention</code>.</p>\n</section>\n");
@@ -825,7 +825,16 @@ fn retention(s: &mut String, scored: &[Scored]) {
         .first()
         .map(|x| x.retention.facts.iter().map(|f| f.label.clone()).collect())
         .unwrap_or_default();
-    let mut headers = vec!["session", "policy", "recall", "re-fetches"];
+    let mut headers = vec![
+        "session",
+        "policy",
+        "recall",
+        "tiers: verbatim/pointer/re-fetchable/lost",
+        "instruction",
+        "task state",
+        "tool output",
+        "re-fetches",
+    ];
     headers.extend(facts.iter().map(String::as_str));
     table_open(
         s,
@@ -840,15 +849,25 @@ fn retention(s: &mut String, scored: &[Scored]) {
             esc(&x.session),
             esc(&x.policy),
             x.artifact_recall,
-            x.retention.refetch_calls
+            x.retention.tiers.cell(),
         );
+        for o in crate::retention::Origin::ALL {
+            let cell = x
+                .retention
+                .by_origin
+                .get(&o)
+                .map_or("-".into(), |t| t.cell());
+            let _ = write!(s, "<td>{cell}</td>");
+        }
+        let _ = write!(s, "<td>{}</td>", x.retention.refetch_calls);
         for f in &x.retention.facts {
-            let status = match f.status {
-                Status::Present => "present",
-                Status::Reachable => "reachable",
-                Status::Gone => "gone",
+            let (status, text) = match (f.status, f.refetchable) {
+                (Status::Present, _) => ("present", "present"),
+                (Status::Reachable, _) => ("reachable", "reachable"),
+                (Status::Gone, true) => ("gone", "gone (re-fetchable)"),
+                (Status::Gone, false) => ("gone", "gone (lost)"),
             };
-            let _ = write!(s, "<td class=\"{status}\">{status}</td>");
+            let _ = write!(s, "<td class=\"{status}\">{text}</td>");
         }
         s.push_str("</tr>\n");
     }

@@ -19,6 +19,7 @@ pub mod aggregate;
 pub mod anchor;
 mod args;
 pub mod breaks;
+pub mod calibrate;
 pub mod cost_arms;
 pub mod distribution;
 pub mod dollars;

@@ -337,11 +337,21 @@ pub fn compare_set_up(
         .clone()
         .map(|t| crate::replay::dump::Dumper::new(t, name))
         .transpose()?;
+    // Closed loop: the open-loop run is its first round, probed as it runs.
+    let demands = measure
+        .closed_loop
+        .map(|_| closed_loop::Demands::of(messages));
+    let mut probe = demands.as_ref().map(|d| d.probe());
     let mut extra: Vec<&mut dyn Observer> = Vec::new();
     if let Some(d) = dumper.as_mut() {
         extra.push(d);
     }
+    if let Some(p) = probe.as_mut() {
+        extra.push(p);
+    }
     let (run, cost) = run_priced(label, messages, name, path_len, measure, setup, &mut extra)?;
+    drop(extra);
+    let found = probe.map(closed_loop::Probe::found);
     if let Some(d) = dumper {
         // Only a run that ended well puts its dump in place.
         d.finish()?;
@@ -369,9 +379,9 @@ pub fn compare_set_up(
         cost,
         closed_loop: None,
     };
-    if let Some(switches) = measure.closed_loop {
+    if let (Some(switches), Some(demands), Some(found)) = (measure.closed_loop, &demands, found) {
         let row = closed_loop::closed_loop(
-            label, messages, name, path_len, measure, setup, switches, &compared,
+            label, messages, name, path_len, measure, setup, switches, &compared, demands, found,
         )?;
         compared.closed_loop = Some(row);
     }

@@ -183,6 +183,11 @@ pub fn write_files(dir: &Path, files: &[(String, String)]) -> LabResult<String> 
 /// Subdirectory of `reports/` owned by `make replay`, skipped by the drift check.
 pub const REPLAY_DIR: &str = "replay";
 
+/// Files of `reports/` written by `make calibration` from the shared
+/// transcripts (a checkout need not have them), skipped by the drift
+/// check; `tests/replay/calibration.rs` pins them instead.
+pub const FROM_SHARED: &[&str] = &["closed_loop_calibration.md", "closed_loop_calibration.json"];
+
 /// Compare `dir` with `files`: one diff-like entry per missing, changed or
 /// unexpected file (empty = no drift).
 pub fn drift(dir: &Path, files: &[(String, String)]) -> LabResult<Vec<String>> {
@@ -210,7 +215,7 @@ pub fn drift(dir: &Path, files: &[(String, String)]) -> LabResult<Vec<String>> {
         let name = entry.file_name().to_string_lossy().into_owned();
         // reports/replay/ is written by `make replay` from ../shared/transcripts,
         // which a checkout need not have: it is not part of this generator's output.
-        if name == REPLAY_DIR && entry.path().is_dir() {
+        if (name == REPLAY_DIR && entry.path().is_dir()) || FROM_SHARED.contains(&name.as_str()) {
             continue;
         }
         if !files.iter().any(|(n, _)| *n == name) {

@@ -84,7 +84,9 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         exec_timeout: None,
         conversations: Default::default(),
         anchor: Default::default(),
-        closed_loop: None,
+        // The closed loop prices what a removal costs the agent later: the
+        // headline frontier is on its dollars.
+        closed_loop: Some(Default::default()),
     };
     let messages = session();
     crate::zoo::list::names()
@@ -153,6 +155,12 @@ pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
         "planted facts kept",
         "re-fetches",
         "frontier",
+        "in-request recall (%)",
+        "closed-loop dollars",
+        "recovery calls",
+        "closed-loop re-fetches",
+        "lost demands",
+        "closed-loop frontier",
     ];
     let body = rows
         .iter()
@@ -171,16 +179,34 @@ pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
                 Cell::Int(s.retention.refetch_calls as u64),
                 Cell::Text(if s.dominated { "dominated" } else { "frontier" }.into()),
             ]
+            .into_iter()
+            .chain(closed_cells(s))
+            .collect()
         })
         .collect();
     Table {
         name: "frontier".into(),
         title: format!(
-            "Cost-retention frontier: every policy on one generated session, priced with {SHEET}; regret: dollars above the cheapest schedule at equal or better recall ({})",
+            "Cost-retention frontier: every policy on one generated session, priced with {SHEET}; regret: dollars above the cheapest schedule at equal or better recall ({}); closed loop: the calls a removal costs the agent later inserted and priced (lab replay --closed-loop), in-request recall counting only what is verbatim in the last request",
             crate::optimal::render::FAMILY
         ),
         columns: columns.iter().map(|c| c.to_string()).collect(),
         rows: body,
+    }
+}
+
+/// The closed-loop columns of a row (`-` for a run not closed).
+fn closed_cells(s: &Scored) -> Vec<Cell> {
+    match s.closed {
+        Some(c) => vec![
+            Cell::Text(format!("{:.1}", c.in_request_recall)),
+            Cell::Text(format!("{:.4}", c.dollars)),
+            Cell::Int(c.recovery_calls as u64),
+            Cell::Int(c.refetches as u64),
+            Cell::Int(c.lost_demands as u64),
+            Cell::Text(if c.dominated { "dominated" } else { "frontier" }.into()),
+        ],
+        None => (0..6).map(|_| Cell::Text("-".into())).collect(),
     }
 }
 
@@ -189,7 +215,7 @@ pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
 pub fn frontier_svg(rows: &[Scored]) -> String {
     crate::replay::frontier_plot::svg(
         rows,
-        "cost-retention frontier (generated session)",
+        "cost-retention frontier (generated session): closed loop, then open loop",
         &format!("lab reports --out reports/ · every policy · prices {SHEET} · tokenizer approx"),
     )
 }

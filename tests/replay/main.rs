@@ -5,6 +5,7 @@
 
 mod anchor_none;
 mod break_causes;
+mod calibration;
 mod check;
 mod check_gate;
 mod closed_loop;

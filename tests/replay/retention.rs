@@ -403,3 +403,66 @@ fn retention_changes_no_cost_and_no_loss_counter() {
     }
     assert!(compared > 20);
 }
+
+/// Four tiers and three kinds: under a mask that keeps only the newest
+/// result and leaves no pointer, an error line a `Read` brought is gone
+/// but re-fetchable, one a `make` brought is lost, the user's constraint
+/// and the paths and commands the agent wrote stay verbatim; with files,
+/// the masked ones are behind a pointer. Every artifact is in one tier.
+#[test]
+fn artifacts_fall_in_four_tiers_and_three_kinds() {
+    let messages = vec![
+        Message::user_text("never touch vendor/ ; see https://ex.am/spec"),
+        read("a", "/src/a.rs"),
+        result("a", "error: E0425 cannot find value `x`"),
+        Message::assistant(vec![Block::ToolUse {
+            id: "m".into(),
+            name: "Bash".into(),
+            input: json!({ "command": "make build > out.log" }),
+        }]),
+        result("m", "error: linker failed"),
+        read("c", "/src/c.rs"),
+        result("c", "fn c() {}"),
+        Message::assistant(vec![Block::Text {
+            text: "done".into(),
+        }]),
+    ];
+    let gone = run(
+        &mut Mask {
+            keep: 1,
+            persist: false,
+            delete_after: None,
+        },
+        &messages,
+    );
+    let t = gone.tiers;
+    assert_eq!(t.total(), gone.artifacts, "each artifact in one tier");
+    assert_eq!(
+        t.in_request + t.behind_pointer,
+        gone.present + gone.reachable
+    );
+    assert_eq!((t.behind_pointer, t.refetchable, t.lost), (0, 1, 1));
+    use ctxlab::retention::Origin;
+    let tool = gone.by_origin[&Origin::ToolOutput];
+    assert_eq!((tool.refetchable, tool.lost), (1, 1), "the two error lines");
+    let said = gone.by_origin[&Origin::Instruction];
+    assert_eq!((said.in_request, said.total()), (1, 1), "the user's URL");
+    let state = gone.by_origin[&Origin::TaskState];
+    assert_eq!(state.in_request, state.total(), "paths and the command");
+    let kept = run(
+        &mut Mask {
+            keep: 1,
+            persist: true,
+            delete_after: None,
+        },
+        &messages,
+    );
+    assert_eq!(
+        (
+            kept.tiers.behind_pointer,
+            kept.tiers.refetchable,
+            kept.tiers.lost
+        ),
+        (2, 0, 0)
+    );
+}

@@ -135,7 +135,12 @@ fn the_page_is_whole_links_nothing_and_escapes_names() {
     }
     // Drill-down from the replay's own events; planted facts' fates.
     assert!(html.contains("summarised ") && html.contains("cleared the result of"));
-    assert!(html.contains("class=\"gone\">gone<") && html.contains("class=\"present\">present<"));
+    // A gone fact says which tier: re-fetchable or lost.
+    assert!(
+        (html.contains("class=\"gone\">gone (lost)<")
+            || html.contains("class=\"gone\">gone (re-fetchable)<"))
+            && html.contains("class=\"present\">present<")
+    );
     // Names are escaped everywhere.
     assert!(!html.contains("gen<b>"), "a raw name reached the page");
     // Timelines: a figure per policy group present.

@@ -6,6 +6,7 @@
 mod accessibility;
 #[path = "../common/mod.rs"]
 mod common;
+mod frontier_closed;
 mod frontier_regret;
 mod horizon_report;
 mod html_report;

@@ -45,6 +45,92 @@ pub enum Status {
     Gone,
 }
 
+/// What kind of content an artifact is, by the block that brought it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// What the user wrote (a constraint, a rule, a value they stated).
+    Instruction,
+    /// What the agent wrote: its tool calls' inputs (paths, commands,
+    /// searched identifiers), its text and thinking.
+    TaskState,
+    /// What a tool returned.
+    ToolOutput,
+}
+
+impl Origin {
+    /// Every origin, in table order.
+    pub const ALL: [Origin; 3] = [Origin::Instruction, Origin::TaskState, Origin::ToolOutput];
+
+    /// Name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Instruction => "instruction",
+            Origin::TaskState => "task state",
+            Origin::ToolOutput => "tool output",
+        }
+    }
+
+    /// The origin of content in a block of a message of `role`: a user
+    /// message's tool result (`id` set) is tool output, its text an
+    /// instruction; anything the assistant wrote is task state.
+    fn of(role: crate::message::Role, id: Option<&str>) -> Origin {
+        match (role, id) {
+            (crate::message::Role::User, Some(_)) => Origin::ToolOutput,
+            (crate::message::Role::User, None) => Origin::Instruction,
+            _ => Origin::TaskState,
+        }
+    }
+}
+
+/// Where artifacts stand at the last request, in four tiers: each artifact
+/// in exactly one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Tiers {
+    /// Verbatim in the request.
+    pub in_request: usize,
+    /// Behind a pointer: verbatim in a file the request's pointers reach
+    /// (one call away or more: this measure does not count the hops).
+    pub behind_pointer: usize,
+    /// Gone, but the call that brought it is a read-like tool or a
+    /// read-only command ([`crate::demands::refetchable`]), so it
+    /// can be made again.
+    pub refetchable: usize,
+    /// None of these.
+    pub lost: usize,
+}
+
+impl Tiers {
+    /// The tiers of `artifacts`.
+    fn of<'a>(artifacts: impl IntoIterator<Item = &'a Artifact>) -> Tiers {
+        let mut t = Tiers::default();
+        for a in artifacts {
+            match (a.status, a.refetchable) {
+                (Status::Present, _) => t.in_request += 1,
+                (Status::Reachable, _) => t.behind_pointer += 1,
+                (Status::Gone, true) => t.refetchable += 1,
+                (Status::Gone, false) => t.lost += 1,
+            }
+        }
+        t
+    }
+
+    /// Artifacts in any tier.
+    pub fn total(&self) -> usize {
+        self.in_request + self.behind_pointer + self.refetchable + self.lost
+    }
+
+    /// `verbatim/pointer/re-fetchable/lost`, as tables print it.
+    pub fn cell(&self) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            self.in_request, self.behind_pointer, self.refetchable, self.lost
+        )
+    }
+}
+
 /// One artifact and its fate.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Artifact {
@@ -60,6 +146,11 @@ pub struct Artifact {
     /// The tool call whose input or result introduced it.
     #[serde(skip)]
     pub source_id: Option<String>,
+    /// What kind of content it is, by the block that brought it.
+    pub origin: Origin,
+    /// The call that brought it can be made again (set at the end of the
+    /// replay from the calls seen).
+    pub refetchable: bool,
     /// The first request (0-based) at which it was gone, if ever.
     pub first_gone: Option<usize>,
     /// The policy's event kinds at that request that concern it: events on
@@ -97,10 +188,12 @@ pub struct Retention {
     keyed: facts::FactLedger,
     /// The session this observer was prepared for, if it was.
     prepared: Option<Arc<Prepared>>,
+    /// Ids of the calls seen that could be made again.
+    refetchable_calls: HashSet<String>,
 }
 
-/// What a message brings: kind, label, verbatim text, source call id.
-type Brought = (ArtifactKind, String, String, Option<String>);
+/// What a message brings: kind, label, verbatim text, source call id, origin.
+type Brought = (ArtifactKind, String, String, Option<String>, Origin);
 
 /// What every retention run over one session shares, made once
 /// ([`Retention::prepare`]): the session, what each of its messages
@@ -210,7 +303,7 @@ impl Retention {
         let patterns = brings
             .iter()
             .flatten()
-            .map(|(kind, _, text, _)| (*kind, text.clone()))
+            .map(|(kind, _, text, _, _)| (*kind, text.clone()))
             .collect();
         Arc::new(Prepared {
             messages: messages.to_vec(),
@@ -231,7 +324,7 @@ impl Retention {
         }
     }
 
-    fn add(&mut self, kind: ArtifactKind, label: String, text: String, source_id: Option<String>) {
+    fn add(&mut self, (kind, label, text, source_id, origin): Brought) {
         let key: Key = (kind, text.clone());
         if self.index.contains_key(&key) {
             return;
@@ -243,6 +336,8 @@ impl Retention {
             label,
             text,
             source_id,
+            origin,
+            refetchable: false,
             status: Status::Present,
             first_gone: None,
             mechanisms: vec![],
@@ -275,8 +370,14 @@ impl Retention {
     }
 
     /// The report, after the replay.
-    pub fn finish(self) -> RetentionReport {
+    pub fn finish(mut self) -> RetentionReport {
         let classes = self.keyed.finish();
+        for a in &mut self.artifacts {
+            a.refetchable = a
+                .source_id
+                .as_ref()
+                .is_some_and(|id| self.refetchable_calls.contains(id));
+        }
         RetentionReport::new(self.artifacts, self.series, self.refetch, classes)
     }
 }
@@ -303,8 +404,15 @@ impl Observer for Retention {
             .filter(|p| p.messages.get(index) == Some(m))
             .map(|p| p.brings[index].clone());
         let brought = brought.unwrap_or_else(|| artifacts_of(m, &self.facts));
-        for (kind, label, text, id) in brought {
-            self.add(kind, label, text, id);
+        for b in brought {
+            self.add(b);
+        }
+        for b in m.blocks() {
+            if let Block::ToolUse { id, name, input } = b {
+                if crate::demands::refetchable(name, input) {
+                    self.refetchable_calls.insert(id.clone());
+                }
+            }
         }
         self.refetch.on_message(m);
         self.keyed.on_message(m);
@@ -353,13 +461,17 @@ impl Observer for Retention {
 fn artifacts_of(m: &Message, facts: &[(String, String)]) -> Vec<Brought> {
     let mut out: Vec<_> = extract::artifacts(m)
         .into_iter()
-        .map(|(kind, text, id)| (kind, text.clone(), text, id))
+        .map(|(kind, text, id)| {
+            let origin = Origin::of(m.role, id.as_deref());
+            (kind, text.clone(), text, id, origin)
+        })
         .collect();
     if !facts.is_empty() {
         let text = request_text(std::slice::from_ref(m));
         for (label, fact) in facts.iter().filter(|(_, f)| text.contains(f.as_str())) {
             let id = extract::block_id_holding(m, fact);
-            out.push((ArtifactKind::Fact, label.clone(), fact.clone(), id));
+            let origin = Origin::of(m.role, id.as_deref());
+            out.push((ArtifactKind::Fact, label.clone(), fact.clone(), id, origin));
         }
     }
     out
@@ -532,6 +644,15 @@ pub struct RetentionReport {
     /// Keyed facts ([`facts`]): held with a value never stated (mutated),
     /// or at a superseded value while the latest is lost (stale).
     pub classes: facts::FactClasses,
+    /// Every artifact (planted facts included, as in `artifacts`) in
+    /// tiers at the last request: `in_request + behind_pointer` is
+    /// `present + reachable`.
+    pub tiers: Tiers,
+    /// The planted facts alone in tiers.
+    pub fact_tiers: Tiers,
+    /// Every artifact in tiers by what kind of content it is (instruction,
+    /// task state, tool output).
+    pub by_origin: BTreeMap<Origin, Tiers>,
 }
 
 impl RetentionReport {
@@ -583,6 +704,13 @@ impl RetentionReport {
                 .collect(),
             series,
             classes,
+            tiers: Tiers::of(&artifacts),
+            fact_tiers: Tiers::of(artifacts.iter().filter(|a| a.kind == ArtifactKind::Fact)),
+            by_origin: Origin::ALL
+                .iter()
+                .map(|&o| (o, Tiers::of(artifacts.iter().filter(|a| a.origin == o))))
+                .filter(|(_, t)| t.total() > 0)
+                .collect(),
         }
     }
 }

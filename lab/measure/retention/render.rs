@@ -27,6 +27,52 @@ pub struct Scored {
     pub dominated: bool,
     /// The full retention report.
     pub retention: RetentionReport,
+    /// The run closed-loop (`--closed-loop`): what its removals cost the
+    /// agent later, and its place on the closed-loop frontier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed: Option<ClosedPoint>,
+}
+
+/// A run's point on the closed-loop frontier: in-request recall against
+/// closed-loop dollars.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ClosedPoint {
+    /// Dollars of the closed-loop run (recovery calls and re-fetches
+    /// inserted and priced); tokens sent by it when unpriced.
+    pub dollars: f64,
+    /// Percent of the artifacts verbatim in the last request (a pointer
+    /// does not count: following it is a call the dollars pay for).
+    pub in_request_recall: f64,
+    /// Reads inserted to follow the policy's pointers.
+    pub recovery_calls: usize,
+    /// Original calls inserted again.
+    pub refetches: usize,
+    /// Demands neither in the request, nor reachable, nor re-fetchable.
+    pub lost_demands: usize,
+    /// Another run of the session costs no more closed-loop and keeps no
+    /// less in the request, and is better on one of the two.
+    pub dominated: bool,
+}
+
+/// Mark every closed-loop point another one on the same session beats.
+pub fn mark_closed_dominated(rows: &mut [Scored]) {
+    let points: Vec<(String, String, Option<ClosedPoint>)> = rows
+        .iter()
+        .map(|s| (s.session.clone(), s.policy.clone(), s.closed))
+        .collect();
+    for s in rows.iter_mut() {
+        let Some(me) = s.closed.as_mut() else {
+            continue;
+        };
+        me.dominated = points.iter().any(|(session, policy, o)| {
+            let Some(o) = o else { return false };
+            *session == s.session
+                && *policy != s.policy
+                && o.dollars <= me.dollars
+                && o.in_request_recall >= me.in_request_recall
+                && (o.dollars < me.dollars || o.in_request_recall > me.in_request_recall)
+        });
+    }
 }
 
 /// Score runs and mark the dominated ones per session.
@@ -41,6 +87,7 @@ pub fn score(runs: &[(PolicyRun, RetentionReport)]) -> Vec<Scored> {
             dollars: None,
             dominated: false,
             retention: r.clone(),
+            closed: None,
         })
         .collect();
     mark_dominated(&mut out);
@@ -107,6 +154,8 @@ pub fn retention(rows: &[Scored], format: Format) -> String {
                 kind_recall(r, ArtifactKind::File),
                 kind_recall(r, ArtifactKind::Command),
                 kind_recall(r, ArtifactKind::Error),
+                r.tiers.cell(),
+                origins(r),
                 format!("{} ({} tok)", r.refetch_calls, r.refetch_tokens),
                 class(&r.classes.mutated),
                 class(&r.classes.stale),
@@ -124,6 +173,8 @@ pub fn retention(rows: &[Scored], format: Format) -> String {
             "files",
             "commands",
             "errors",
+            "tiers: verbatim/pointer/re-fetchable/lost",
+            "kept (verbatim+pointer): instruction/task state/tool output",
             "re-fetches",
             "mutated",
             "stale",
@@ -136,6 +187,29 @@ pub fn retention(rows: &[Scored], format: Format) -> String {
     t
 }
 
+/// Kept (in the request or behind a pointer) of seen, per origin:
+/// `instruction/task state/tool output`, each `kept of seen` or `-`.
+fn origins(r: &super::RetentionReport) -> String {
+    super::Origin::ALL
+        .iter()
+        .map(|o| match r.by_origin.get(o) {
+            Some(t) => format!("{} of {}", t.in_request + t.behind_pointer, t.total()),
+            None => "-".into(),
+        })
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// A fact's tier at the end.
+fn tier(f: &super::Artifact) -> &'static str {
+    match (f.status, f.refetchable) {
+        (Status::Present, _) => "verbatim",
+        (Status::Reachable, _) => "pointer",
+        (Status::Gone, true) => "re-fetchable",
+        (Status::Gone, false) => "lost",
+    }
+}
+
 /// Planted facts: position × policy, with the status at the end and the
 /// mechanisms that ran where the fact was first gone.
 pub fn facts(rows: &[Scored], format: Format) -> String {
@@ -145,6 +219,8 @@ pub fn facts(rows: &[Scored], format: Format) -> String {
         policy: &'a str,
         position: &'a str,
         status: Status,
+        tier: &'static str,
+        origin: super::Origin,
         first_gone: Option<usize>,
         mechanisms: &'a [&'static str],
     }
@@ -156,6 +232,8 @@ pub fn facts(rows: &[Scored], format: Format) -> String {
                 policy: &s.policy,
                 position: &f.label,
                 status: f.status,
+                tier: tier(f),
+                origin: f.origin,
                 first_gone: f.first_gone,
                 mechanisms: &f.mechanisms,
             })
@@ -172,11 +250,18 @@ pub fn facts(rows: &[Scored], format: Format) -> String {
                 (st, Some(c)) => format!("{st:?} (gone @{c}, back later)").to_lowercase(),
                 (st, None) => format!("{st:?}").to_lowercase(),
             };
-            vec![f.session.into(), f.policy.into(), f.position.into(), fate]
+            vec![
+                f.session.into(),
+                f.policy.into(),
+                f.position.into(),
+                f.origin.name().into(),
+                fate,
+                f.tier.into(),
+            ]
         })
         .collect();
     let mut t = table(
-        &["session", "policy", "planted at", "fate"],
+        &["session", "policy", "planted at", "kind", "fate", "tier"],
         body,
         format == Format::Markdown,
     );

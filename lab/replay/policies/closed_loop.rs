@@ -120,6 +120,47 @@ pub struct ClosedLoopRow {
     pub thrash: crate::replay::thrash::Thrash,
     /// The demands in retention tiers, on the open-loop run.
     pub tiers: Tiers,
+    /// Per demand (in [`crate::import::demands::extract`] order on the
+    /// replayed messages), how the closed loop met it: what calibration
+    /// compares with what the recorded agent did. Not in the JSON: the
+    /// counts above are.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub outcomes: Vec<Outcome>,
+}
+
+/// How the closed loop met one demand in the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Verbatim in the request at its call (no call inserted).
+    InRequest,
+    /// Read back through the policy's pointers (recovery calls inserted).
+    Recovery,
+    /// Its source call made again (a re-fetch inserted).
+    Refetch,
+    /// Neither: lost.
+    Lost,
+    /// Not probed (source not text, or its call never replayed).
+    Unchecked,
+}
+
+impl Outcome {
+    /// The name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::InRequest => "in request",
+            Outcome::Recovery => "recovery",
+            Outcome::Refetch => "re-fetch",
+            Outcome::Lost => "lost",
+            Outcome::Unchecked => "unchecked",
+        }
+    }
+
+    /// Whether the closed loop inserted a call to get the source back.
+    pub fn inserted(self) -> bool {
+        matches!(self, Outcome::Recovery | Outcome::Refetch)
+    }
 }
 
 /// Retention in tiers, of the session's demands at their
@@ -180,67 +221,6 @@ fn block_text(m: &Message, block: usize) -> Option<&str> {
     }
 }
 
-/// Read-like tools and the commands whose output a second run reproduces
-/// (a heuristic: a file may have changed between the two, which the
-/// recorded session cannot tell).
-const REFETCH_TOOLS: &[&str] = &[
-    "read",
-    "read_file",
-    "readfile",
-    "view",
-    "notebookread",
-    "webfetch",
-    "web_fetch",
-    "fetch",
-    "open_file",
-    "glob",
-    "grep",
-    "ls",
-    "list_files",
-    "list_dir",
-    "search_files",
-    "find_file",
-];
-const DETERMINISTIC_COMMANDS: &[&str] = &[
-    "cat", "head", "tail", "ls", "grep", "rg", "find", "sed", "wc", "nl", "tree",
-];
-
-/// Whether a call of `name` with `input` is re-fetchable.
-fn refetchable(name: &str, input: &serde_json::Value) -> bool {
-    let lower = name.to_ascii_lowercase();
-    if REFETCH_TOOLS.contains(&lower.as_str()) {
-        return true;
-    }
-    if !matches!(
-        lower.as_str(),
-        "bash" | "shell" | "exec_command" | "run_command"
-    ) {
-        return false;
-    }
-    let cmd = input
-        .get("command")
-        .or_else(|| input.get("cmd"))
-        .map(|c| match c {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Array(a) => a
-                .iter()
-                .filter_map(|x| x.as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-            _ => String::new(),
-        })
-        .unwrap_or_default();
-    let cmd = cmd
-        .trim_start_matches("bash -lc ")
-        .trim_start_matches('"')
-        .trim();
-    let first = cmd.split_whitespace().next().unwrap_or("");
-    (DETERMINISTIC_COMMANDS.contains(&first) && !cmd.contains('>'))
-        || cmd.starts_with("git show")
-        || cmd.starts_with("git diff")
-        || cmd.starts_with("git log")
-}
-
 /// What each demand needs, by demand.
 fn needs(messages: &[Message], demands: &[Demand]) -> Vec<Option<Need>> {
     let mut calls: BTreeMap<&str, (&str, &serde_json::Value)> = BTreeMap::new();
@@ -262,7 +242,9 @@ fn needs(messages: &[Message], demands: &[Demand]) -> Vec<Option<Need>> {
             }
             let call = d.source_tool.as_deref().and_then(|id| calls.get(id));
             let refetch = call
-                .filter(|(name, input)| d.kind == DemandKind::Reread || refetchable(name, input))
+                .filter(|(name, input)| {
+                    d.kind == DemandKind::Reread || crate::import::demands::refetchable(name, input)
+                })
                 .map(|(name, input)| (name.to_string(), (*input).clone()));
             Some(Need {
                 source,
@@ -373,8 +355,39 @@ fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resoluti
     None
 }
 
+/// A session's demands and what each needs, made once before its
+/// open-loop run, so that run is probed too: it is the closed loop's first
+/// round, not replayed again.
+#[derive(Debug)]
+pub struct Demands {
+    demands: Vec<Demand>,
+    needs: Vec<Option<Need>>,
+}
+
+impl Demands {
+    /// The demands of `messages` (the session as replayed).
+    pub fn of(messages: &[Message]) -> Demands {
+        let demands = crate::import::demands::extract(messages);
+        let needs = needs(messages, &demands);
+        Demands { demands, needs }
+    }
+
+    /// The observer of a run of the session itself (no call inserted).
+    pub fn probe(&self) -> Probe<'_> {
+        let mut probe = Probe {
+            at: BTreeMap::new(),
+            needs: &self.needs,
+            found: vec![None; self.demands.len()],
+        };
+        for (id, d) in self.demands.iter().enumerate() {
+            probe.at.entry(d.at).or_default().push(id);
+        }
+        probe
+    }
+}
+
 /// The observer that resolves demands at their demanding calls.
-struct Probe<'a> {
+pub struct Probe<'a> {
     /// Demand ids by the index, in the replayed messages, of the demanding
     /// message.
     at: BTreeMap<usize, Vec<usize>>,
@@ -382,6 +395,13 @@ struct Probe<'a> {
     /// Per demand, its resolution in this run (`None`: its call never came,
     /// the run ended early).
     found: Vec<Option<Resolution>>,
+}
+
+impl Probe<'_> {
+    /// Per demand, its resolution in the run observed.
+    pub fn found(self) -> Vec<Option<Resolution>> {
+        self.found
+    }
 }
 
 impl Observer for Probe<'_> {
@@ -580,7 +600,7 @@ fn round(
 }
 
 /// The closed-loop row of `name` on one session (`open`: its open-loop run
-/// as reported beside it).
+/// as reported beside it, probed for `prepared`'s demands: `found`).
 #[allow(clippy::too_many_arguments)]
 pub fn closed_loop(
     label: &str,
@@ -591,14 +611,21 @@ pub fn closed_loop(
     setup: &super::SessionSetup,
     switches: Switches,
     open: &super::Compared,
+    prepared: &Demands,
+    found: Vec<Option<Resolution>>,
 ) -> LabResult<ClosedLoopRow> {
-    let demands = crate::import::demands::extract(messages);
-    let needs = needs(messages, &demands);
+    let (demands, needs) = (&prepared.demands, &prepared.needs);
     let mut inserted: Vec<Inserted> = Vec::new();
     let mut handled: BTreeSet<usize> = BTreeSet::new();
-    let mut last = round(
-        label, messages, &inserted, &demands, &needs, name, path_len, measure, setup,
-    )?;
+    // Per demand, the kind of call inserted for it (in the round that met it).
+    let mut inserted_as: BTreeMap<usize, Outcome> = BTreeMap::new();
+    // Round 0 is the open-loop run itself, probed as it ran.
+    let mut last = Round {
+        thrash: crate::replay::thrash::of(&open.run, &BTreeSet::new()),
+        run: open.run.clone(),
+        cost: open.cost.clone(),
+        found,
+    };
     let tiers = Tiers::of(&last.found);
     let mut rounds = 0;
     let mut converged = true;
@@ -607,6 +634,7 @@ pub fn closed_loop(
         // one pair per source and demanding call (two uses of one result in
         // one reply need one read).
         let mut fresh: BTreeMap<(usize, usize, usize), (usize, Resolution)> = BTreeMap::new();
+        let mut pending: Vec<(usize, Outcome)> = Vec::new();
         for (id, r) in last.found.iter().enumerate() {
             let Some(r @ (Resolution::Recovery { .. } | Resolution::Refetch)) = r else {
                 continue;
@@ -614,6 +642,13 @@ pub fn closed_loop(
             if handled.contains(&id) {
                 continue;
             }
+            pending.push((
+                id,
+                match r {
+                    Resolution::Refetch => Outcome::Refetch,
+                    _ => Outcome::Recovery,
+                },
+            ));
             let d = &demands[id];
             fresh
                 .entry((d.at, d.source, d.source_block))
@@ -627,6 +662,7 @@ pub fn closed_loop(
             converged = false;
             break;
         }
+        inserted_as.extend(pending);
         rounds += 1;
         // Chain files read before each demanding call in this round.
         let mut read: BTreeMap<usize, HashSet<String>> = BTreeMap::new();
@@ -644,7 +680,7 @@ pub fn closed_loop(
             });
         }
         last = round(
-            label, messages, &inserted, &demands, &needs, name, path_len, measure, setup,
+            label, messages, &inserted, demands, needs, name, path_len, measure, setup,
         )?;
     }
     // A demand lost in any round stays lost: its reply was unsupported
@@ -691,6 +727,20 @@ pub fn closed_loop(
             if converged { ", converged" } else { ", stopped" }
         ),
         estimates,
+        outcomes: last
+            .found
+            .iter()
+            .enumerate()
+            .map(|(id, r)| match (inserted_as.get(&id), r) {
+                (Some(&o), _) => o,
+                (None, Some(Resolution::InRequest)) => Outcome::InRequest,
+                (None, Some(Resolution::Lost)) => Outcome::Lost,
+                // Met by a call inserted for another demand of its source.
+                (None, Some(Resolution::Recovery { .. })) => Outcome::Recovery,
+                (None, Some(Resolution::Refetch)) => Outcome::Refetch,
+                (None, None) => Outcome::Unchecked,
+            })
+            .collect(),
         thrash: last.thrash,
         tiers,
     })
