@@ -306,7 +306,14 @@ pub fn for_each_member_where(
         }
         Item::Archive(path, c) => archive_members(path, *c, keys, options, wanted, f),
         Item::Parquet(path) => {
-            super::parquet_rows::for_each_row(path, keys, options, wanted, &mut f)
+            super::parquet_rows::for_each_row(path, &keys.key, options, wanted, &mut |row| {
+                f(Member {
+                    name: row.name,
+                    key: row.key,
+                    position: row.position,
+                    sessions: row.sessions,
+                })
+            })
         }
     }
 }

@@ -48,7 +48,6 @@ use parquet::record::{Field, Row};
 use parquet::schema::types::Type;
 use serde_json::{Map, Value};
 
-use super::corpus::{Keys, Member};
 use super::{detect_format, import_reader_sessions, ImportOptions, ImportedSession};
 use crate::error::{LabError, LabResult};
 use crate::input::MAX_TRANSCRIPT_BYTES;
@@ -78,6 +77,19 @@ pub fn is_parquet(path: &Path) -> bool {
         .is_ok_and(|()| &head == MAGIC)
 }
 
+/// One row, imported: what the corpus hands on as a member.
+#[derive(Debug)]
+pub struct RowMember {
+    /// `FILE#row=N`.
+    pub name: String,
+    /// The file's key and `#row=N`: what a shard is chosen by.
+    pub key: String,
+    /// The row's number in the file (from 0).
+    pub position: usize,
+    /// Its sessions, or why it is not a session.
+    pub sessions: LabResult<Vec<ImportedSession>>,
+}
+
 /// How the session column holds a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {
@@ -95,17 +107,18 @@ struct Column {
     projection: Type,
 }
 
-/// Import every row of the Parquet file at `path`, handing each row's
-/// sessions to `f` as a [`Member`] (`FILE#row=N`) before the next is read.
+/// Import every row of the Parquet file at `path` (whose key is
+/// `file_key`), handing each row's sessions to `f` (`FILE#row=N`) before
+/// the next is read.
 /// Every row's key is given to `wanted` in order; a row group none of whose
 /// rows is wanted is not decoded. Returns the damage (a file that cannot be
 /// read, row groups that could not be decoded) after the readable rows.
 pub fn for_each_row(
     path: &Path,
-    keys: &Keys,
+    file_key: &str,
     options: &ImportOptions,
     wanted: &mut dyn FnMut(&str) -> bool,
-    f: &mut dyn FnMut(Member) -> LabResult<()>,
+    f: &mut dyn FnMut(RowMember) -> LabResult<()>,
 ) -> LabResult<()> {
     crate::input::check_regular(path, "a Parquet file", u64::MAX)?;
     let file = File::open(path).map_err(|e| LabError::io("opening Parquet file", path, e))?;
@@ -119,13 +132,16 @@ pub fn for_each_row(
         let rows = usize::try_from(reader.metadata().row_group(group).num_rows()).unwrap_or(0);
         let span = first_row..first_row + rows;
         first_row += rows;
-        let chosen: Vec<bool> = span.clone().map(|n| wanted(&row_key(keys, n))).collect();
+        let chosen: Vec<bool> = span
+            .clone()
+            .map(|n| wanted(&row_key(file_key, n)))
+            .collect();
         if !chosen.contains(&true) {
             continue;
         }
         let walk = RowGroupWalk {
             path,
-            keys,
+            file_key,
             options,
             column: &column,
             group,
@@ -145,7 +161,7 @@ pub fn for_each_row(
 /// One row group's rows, read and handed on.
 struct RowGroupWalk<'a> {
     path: &'a Path,
-    keys: &'a Keys,
+    file_key: &'a str,
     options: &'a ImportOptions,
     column: &'a Column,
     group: usize,
@@ -162,7 +178,7 @@ impl RowGroupWalk<'_> {
     fn run(
         &self,
         reader: &SerializedFileReader<File>,
-        f: &mut dyn FnMut(Member) -> LabResult<()>,
+        f: &mut dyn FnMut(RowMember) -> LabResult<()>,
     ) -> LabResult<Option<LabError>> {
         let opened = guarded(|| reader.get_row_group(self.group));
         let group = match opened {
@@ -191,7 +207,7 @@ impl RowGroupWalk<'_> {
     }
 
     /// The row at `at` in the group as a member: its sessions, or why not.
-    fn member(&self, at: usize, row: &Row) -> Member {
+    fn member(&self, at: usize, row: &Row) -> RowMember {
         let n = self.first + at;
         let name = format!("{}#row={n}", self.path.display());
         let sessions = row_document(row, self.column)
@@ -209,9 +225,9 @@ impl RowGroupWalk<'_> {
                 },
                 RowError::Import(e) => e,
             });
-        Member {
+        RowMember {
             name,
-            key: row_key(self.keys, n),
+            key: row_key(self.file_key, n),
             position: n,
             sessions,
         }
@@ -240,8 +256,8 @@ impl RowGroupWalk<'_> {
 }
 
 /// A row's key: the file's key and its row number.
-fn row_key(keys: &Keys, n: usize) -> String {
-    format!("{}#row={n}", keys.key)
+fn row_key(file_key: &str, n: usize) -> String {
+    format!("{file_key}#row={n}")
 }
 
 /// Why a row is not a session.
