@@ -158,6 +158,47 @@ pub fn for_each_row(
     }
 }
 
+/// The session document of row `n` of the Parquet file at `path`, as the
+/// import read it (a list of structs converted the same way): what a
+/// replay reads back for a Claude Code log's recorded usage. Only the row
+/// group holding the row is decoded.
+pub fn row_text(path: &Path, n: usize) -> std::io::Result<String> {
+    let other = |e: LabError| std::io::Error::other(e.parts().0);
+    let file = File::open(path)?;
+    let reader = guarded(|| SerializedFileReader::new(file))
+        .and_then(|r| r.map_err(|e| e.to_string()))
+        .map_err(|e| other(unreadable(path, &e)))?;
+    let column = session_column(path, reader.metadata().file_metadata().schema()).map_err(other)?;
+    let mut first = 0usize;
+    for group in 0..reader.metadata().num_row_groups() {
+        let rows = usize::try_from(reader.metadata().row_group(group).num_rows()).unwrap_or(0);
+        if n >= first + rows {
+            first += rows;
+            continue;
+        }
+        let found = guarded(|| -> parquet::errors::Result<Option<Row>> {
+            let g = reader.get_row_group(group)?;
+            let mut iter = g.get_row_iter(Some(column.projection.clone()))?;
+            iter.nth(n - first).transpose()
+        });
+        let row = match found {
+            Ok(Ok(Some(row))) => row,
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => return Err(std::io::Error::other(e.to_string())),
+            Err(e) => return Err(std::io::Error::other(e)),
+        };
+        return match row_document(&row, &column) {
+            Ok(doc) => Ok(String::from_utf8_lossy(&doc).into_owned()),
+            Err(RowError::Plain(m)) => Err(std::io::Error::other(m)),
+            Err(RowError::Import(e)) => Err(other(e)),
+        };
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!("{} has no row {n}", path.display()),
+    ))
+}
+
 /// One row group's rows, read and handed on.
 struct RowGroupWalk<'a> {
     path: &'a Path,

@@ -314,6 +314,14 @@ fn a_cut_file_is_refused_and_a_directory_still_imports_the_rest() {
 /// column `column` holds an OpenAI message array of `turns` exchanges,
 /// written with the `parquet` crate's own writer (snappy).
 fn write_documents(path: &Path, column: &str, rows: usize, group: usize, turns: usize) {
+    let values = (0..rows).map(|r| session(r, turns)).collect();
+    write_strings(path, column, values, group);
+}
+
+/// A Parquet file whose one string column `column` holds `values`, in
+/// `group`-row groups.
+fn write_strings(path: &Path, column: &str, values: Vec<String>, group: usize) {
+    let rows = values.len();
     let field = Type::primitive_type_builder(column, Physical::BYTE_ARRAY)
         .with_repetition(Repetition::REQUIRED)
         .with_logical_type(Some(parquet::basic::LogicalType::String))
@@ -329,8 +337,9 @@ fn write_documents(path: &Path, column: &str, rows: usize, group: usize, turns: 
     let file = std::fs::File::create(path).unwrap();
     let mut writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).unwrap();
     for first in (0..rows).step_by(group) {
-        let values: Vec<ByteArray> = (first..rows.min(first + group))
-            .map(|r| ByteArray::from(session(r, turns).into_bytes()))
+        let values: Vec<ByteArray> = values[first..rows.min(first + group)]
+            .iter()
+            .map(|v| ByteArray::from(v.as_bytes().to_vec()))
             .collect();
         let mut rg = writer.next_row_group().unwrap();
         let mut col = rg.next_column().unwrap().unwrap();
@@ -410,4 +419,65 @@ fn peak_memory_does_not_grow_with_rows() {
         p1000 as f64 <= 1.3 * p100 as f64 + 10.0 * 1024.0 * 1024.0,
         "1,000 rows peaked at {p1000} bytes, 100 rows at {p100}"
     );
+}
+
+/// A Claude Code log with usage, three calls.
+fn claude_log() -> String {
+    let mut records = Vec::new();
+    let mut parent = serde_json::Value::Null;
+    for i in 0..3 {
+        let u = serde_json::json!({"type": "user", "uuid": format!("u{i}"), "parentUuid": parent,
+            "sessionId": "s", "isSidechain": false, "version": "1.0.0",
+            "message": {"role": "user", "content": format!("step {i}: read the file {}", "x".repeat(200))}});
+        parent = serde_json::json!(format!("u{i}"));
+        records.push(u);
+        let a = serde_json::json!({"type": "assistant", "uuid": format!("a{i}"), "parentUuid": parent,
+            "sessionId": "s", "isSidechain": false, "version": "1.0.0", "requestId": format!("r{i}"),
+            "message": {"id": format!("m{i}"), "role": "assistant", "model": "claude-sonnet-4",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {"input_tokens": 100 + i * 50, "output_tokens": 20,
+                    "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}});
+        parent = serde_json::json!(format!("a{i}"));
+        records.push(a);
+    }
+    crate::common::jsonl(&records)
+}
+
+/// A Claude Code log in a string column replays as the file does: its
+/// recorded usage is read back from the row (`FILE#row=N`).
+#[test]
+fn a_claude_code_log_in_a_row_replays_as_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.jsonl");
+    std::fs::write(&log, claude_log()).unwrap();
+    let file = dir.path().join("logs.parquet");
+    write_strings(&file, "messages", vec![claude_log(), claude_log()], 1);
+    let json = |args: &[&str]| {
+        let (code, out, err) = lab(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let alone = json(&[
+        "replay",
+        log.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--format",
+        "json",
+    ]);
+    let rows = json(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--per-session",
+        "--format",
+        "json",
+    ]);
+    let sessions = rows["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    let mut envelope = sessions[1]["replay"]["envelopes"][0].clone();
+    assert_eq!(envelope["basis"], "recorded", "{envelope}");
+    envelope["session"] = alone["envelopes"][0]["session"].clone();
+    assert_eq!(envelope, alone["envelopes"][0]);
 }
