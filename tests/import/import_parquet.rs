@@ -142,7 +142,7 @@ fn pyarrow_python() -> Option<PathBuf> {
 }
 
 #[test]
-fn shard_parts_of_a_parquet_corpus_merge_to_the_whole_run() {
+fn jobs_and_shard_parts_of_a_parquet_corpus_give_the_whole_run() {
     let file = fixture().join("openhands.parquet");
     let file = file.to_str().unwrap();
     let replay = |extra: &[&str]| {
@@ -160,6 +160,10 @@ fn shard_parts_of_a_parquet_corpus_merge_to_the_whole_run() {
         out
     };
     let whole = replay(&[]);
+    assert!(
+        replay(&["--jobs", "3"]) == whole,
+        "--jobs 3 differs from --jobs 1"
+    );
     let dir = tempfile::tempdir().unwrap();
     let mut parts = Vec::new();
     for i in 0..2 {
