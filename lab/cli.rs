@@ -173,8 +173,8 @@ pub enum Command {
     Import {
         /// Transcript files, or corpora of them: a directory (read
         /// recursively; an opencode storage directory, its session files),
-        /// a quoted glob, or a tar archive (.tar, .tar.xz, .tar.gz), each
-        /// summarised in one row.
+        /// a quoted glob, a tar archive (.tar, .tar.xz, .tar.gz) or a Parquet
+        /// dataset file (one session per row), each summarised in one row.
         #[arg(required = true)]
         files: Vec<std::path::PathBuf>,
         /// Treat every damage diagnostic as an error.

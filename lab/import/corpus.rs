@@ -5,9 +5,11 @@
 //! directory, the session files only), a glob (`'trajs/*/*.json'`,
 //! quoted so the shell leaves it; `**` spans directories), or a tar archive
 //! (`.tar`, `.tar.xz` / `.txz`, `.tar.gz` / `.tgz`) read member by member
-//! without unpacking. Sessions are imported one file or member at a time and
-//! handed on before the next is read, so memory is bounded by the largest
-//! session, not the corpus.
+//! without unpacking, or a Parquet file (`.parquet`, or starting with
+//! `PAR1`) read row by row, one session per row ([`super::parquet_rows`]).
+//! Sessions are imported one file or member at a time and handed on before
+//! the next is read, so memory is bounded by the largest session, not the
+//! corpus.
 //!
 //! A file or member that is not a session (a CSV, a results summary, a cut
 //! archive member) is a [`Member`] whose `sessions` is the error naming it
@@ -35,6 +37,8 @@ pub enum Item {
     File(PathBuf),
     /// A tar archive whose members are session files.
     Archive(PathBuf, Compression),
+    /// A Parquet file holding one session per row ([`super::parquet_rows`]).
+    Parquet(PathBuf),
 }
 
 /// One command-line input and what it names.
@@ -87,7 +91,7 @@ impl Item {
     /// The file or archive's path.
     pub fn path(&self) -> &Path {
         match self {
-            Item::File(p) | Item::Archive(p, _) => p,
+            Item::File(p) | Item::Archive(p, _) | Item::Parquet(p) => p,
         }
     }
 }
@@ -105,7 +109,7 @@ pub fn plain_files(args: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
     for item in expand(args)?.into_iter().flat_map(|i| i.items) {
         match item {
             Item::File(p) => out.push(p),
-            Item::Archive(p, _) => {
+            Item::Archive(p, _) | Item::Parquet(p) => {
                 return Err(LabError::usage(
                     format!("{} is an archive: this replay reads files only", p.display()),
                     "unpack it into a temporary directory and pass the directory, or replay it with --profile",
@@ -119,6 +123,7 @@ pub fn plain_files(args: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
 fn item(path: PathBuf) -> Item {
     match Compression::of(&path) {
         Some(c) => Item::Archive(path, c),
+        None if super::parquet_rows::is_parquet(&path) => Item::Parquet(path),
         None => Item::File(path),
     }
 }
@@ -145,7 +150,7 @@ fn expand_one(arg: &Path) -> LabResult<Input> {
         });
     }
     let it = item(arg.to_path_buf());
-    let corpus = matches!(it, Item::Archive(..));
+    let corpus = matches!(it, Item::Archive(..) | Item::Parquet(_));
     Ok(Input {
         name,
         corpus,
@@ -302,6 +307,16 @@ pub fn for_each_member_where(
             })
         }
         Item::Archive(path, c) => archive_members(path, *c, keys, options, wanted, f),
+        Item::Parquet(path) => {
+            super::parquet_rows::for_each_row(path, &keys.key, options, wanted, &mut |row| {
+                f(Member {
+                    name: row.name,
+                    key: row.key,
+                    position: row.position,
+                    sessions: row.sessions,
+                })
+            })
+        }
     }
 }
 
@@ -492,15 +507,34 @@ impl CorpusSummary {
 
 /// Import every session of `input`, one at a time: the summary, each
 /// session's diagnostic lines and each refused member's error passed to
-/// `warn`. Only an archive that cannot be read on is an error.
+/// `warn`. Only an archive or Parquet file that cannot be read on is an
+/// error (the first; [`summarise_on`] goes on past it).
 pub fn summarise(
     input: &Input,
     options: &ImportOptions,
     warn: &mut dyn FnMut(String),
 ) -> LabResult<CorpusSummary> {
+    let mut damage = Vec::new();
+    let summary = summarise_on(input, options, warn, &mut damage)?;
+    match damage.into_iter().next() {
+        None => Ok(summary),
+        Some(e) => Err(e),
+    }
+}
+
+/// [`summarise`], going on past an archive or Parquet file that cannot be
+/// read on: its error is pushed to `damage` and the other files are
+/// read, so one damaged file does not hide a directory. A usage or
+/// file-system error still ends the walk.
+pub fn summarise_on(
+    input: &Input,
+    options: &ImportOptions,
+    warn: &mut dyn FnMut(String),
+    damage: &mut Vec<LabError>,
+) -> LabResult<CorpusSummary> {
     let mut summary = CorpusSummary::default();
     for item in &input.items {
-        for_each_member(item, options, false, |m| {
+        let read = for_each_member(item, options, false, |m| {
             match m.sessions {
                 Ok(sessions) => {
                     for s in &sessions {
@@ -514,7 +548,12 @@ pub fn summarise(
                 }
             }
             Ok(())
-        })?;
+        });
+        match read {
+            Ok(()) => {}
+            Err(e @ (LabError::Usage { .. } | LabError::Io { .. })) => return Err(e),
+            Err(e) => damage.push(e),
+        }
     }
     Ok(summary)
 }

@@ -174,7 +174,8 @@ pub fn format_in_help() -> String {
 pub fn inputs_help() -> String {
     format!(
         "Transcript files, or corpora of them: a directory (read recursively), a quoted glob, \
-         or a tar archive (.tar, .tar.xz, .tar.gz) of sessions in any format, read one \
+         a tar archive (.tar, .tar.xz, .tar.gz) of sessions in any format, or a Parquet \
+         dataset file (one session per row, read row group by row group), read one \
          session at a time, with --policy and --profile alike. Formats, sniffed from the \
          content: {}",
         names(", ")

@@ -95,6 +95,7 @@ pub mod opencode_db;
 pub mod opencode_storage;
 pub mod openhands;
 pub mod openhands_events;
+pub mod parquet_rows;
 pub mod pi;
 mod repair;
 pub mod roo_code;
@@ -1290,7 +1291,9 @@ pub fn command(
     for input in corpus::expand(files)? {
         if input.corpus {
             let mut warn = |line: String| eprintln!("warning: {line}");
-            match corpus::summarise(&input, options, &mut warn) {
+            // A damaged archive or Parquet file is reported after the
+            // table, which still counts everything else in the corpus.
+            match corpus::summarise_on(&input, options, &mut warn, &mut errors) {
                 Ok(summary) => corpora.push((input.name.clone(), summary)),
                 Err(e) => errors.push(e),
             }

@@ -26,8 +26,9 @@ pub fn read(path: &Path) -> LabResult<Vec<Value>> {
 /// [`read`], with the 1-based (line, column) where each record starts:
 /// its place, which tells records apart whatever the file's layout.
 pub fn read_placed(path: &Path) -> LabResult<Placed> {
-    // A member of a tar archive (`ARCHIVE[MEMBER]`) is read back from it.
-    if !path.exists() && super::member_source::split(path).is_some() {
+    // A member of a tar archive (`ARCHIVE[MEMBER]`) or a Parquet row
+    // (`FILE#row=N`) is read back from it.
+    if super::member_source::is_member(path) {
         let text = super::member_source::read_text(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
         return from_reader_placed(text.as_bytes(), path);

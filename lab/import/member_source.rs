@@ -26,10 +26,31 @@ pub fn split(source: &Path) -> Option<(PathBuf, String)> {
     None
 }
 
-/// The text of `source`: a file, or a member of an archive named
-/// `ARCHIVE[MEMBER]`. The same refusals as the importer's (a FIFO, a
-/// device, over [`MAX_TRANSCRIPT_BYTES`]).
+/// `FILE#row=N` split into the Parquet file's path and the row number,
+/// when `source` names a row of a Parquet file that exists.
+pub fn split_row(source: &Path) -> Option<(PathBuf, usize)> {
+    let s = source.to_str()?;
+    let (file, row) = s.rsplit_once("#row=")?;
+    let n = row.parse().ok()?;
+    let file = Path::new(file);
+    (file.is_file() && super::parquet_rows::is_parquet(file)).then(|| (file.to_path_buf(), n))
+}
+
+/// Whether `source` names an archive member or a Parquet row rather than
+/// a file of its own.
+pub fn is_member(source: &Path) -> bool {
+    !source.exists() && (split(source).is_some() || split_row(source).is_some())
+}
+
+/// The text of `source`: a file, a member of an archive named
+/// `ARCHIVE[MEMBER]`, or a row of a Parquet file named `FILE#row=N`. The
+/// same refusals as the importer's (a FIFO, a device, over
+/// [`MAX_TRANSCRIPT_BYTES`]).
 pub fn read_text(source: &Path) -> std::io::Result<String> {
+    if let Some((file, n)) = split_row(source).filter(|_| !source.exists()) {
+        refuse(check_regular(&file, "a Parquet file", u64::MAX))?;
+        return super::parquet_rows::row_text(&file, n);
+    }
     let Some((archive, member)) = split(source).filter(|_| !source.exists()) else {
         refuse(check_regular(source, "a transcript", MAX_TRANSCRIPT_BYTES))?;
         return std::fs::read_to_string(source);
@@ -66,5 +87,28 @@ mod tests {
         let e = read_text(&missing).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
         assert!(split(Path::new("plain.jsonl")).is_none());
+    }
+
+    #[test]
+    fn a_row_is_read_back_from_its_parquet_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/import/fixtures/parquet");
+        let file = dir.join("documents.parquet");
+        let source = PathBuf::from(format!("{}#row=3", file.display()));
+        assert_eq!(split_row(&source), Some((file.clone(), 3)));
+        assert!(is_member(&source));
+        let text = read_text(&source).unwrap();
+        let messages: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            messages[1]["content"]
+                .as_str()
+                .map(|c| c.starts_with("<uploaded_files>")),
+            Some(true)
+        );
+        let missing = PathBuf::from(format!("{}#row=4", file.display()));
+        assert_eq!(
+            read_text(&missing).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert!(split_row(Path::new("plain.jsonl#row=1")).is_none());
     }
 }

@@ -56,7 +56,7 @@ pub fn is_corpus(inputs: &[Input], import: &ImportOptions) -> LabResult<bool> {
         }
         for item in &input.items {
             match item {
-                Item::Archive(..) => return Ok(true),
+                Item::Archive(..) | Item::Parquet(_) => return Ok(true),
                 Item::File(path) => {
                     let format = match import.format {
                         Some(f) => f,
@@ -167,9 +167,12 @@ pub fn run(
     if let Some(e) = failed {
         return Err(e);
     }
-    let listed = read?;
+    let mut listed = read?;
+    // A damaged archive or Parquet file fails the run after everything
+    // else in the corpus was replayed and written.
+    let damage = LabError::several(std::mem::take(&mut listed.damage));
     if how.jsonl {
-        return Ok(agg);
+        return damage.map_or(Ok(agg), Err);
     }
     let skipped = listed.skipped;
     let text = if keep {
@@ -193,7 +196,7 @@ pub fn run(
         aggregate::table(&agg, how.format == Format::Markdown, skipped)
     };
     write(out, &text)?;
-    Ok(agg)
+    damage.map_or(Ok(agg), Err)
 }
 
 /// What a corpus replay replays and how, for its JSON: parts of a sharded
@@ -238,6 +241,9 @@ struct Listed {
     sessions: usize,
     /// Of the files and members read, those that are not sessions.
     skipped: usize,
+    /// Archives and Parquet files that could not be read on (the rest of
+    /// the corpus was read): the run fails with them after its output.
+    damage: Vec<LabError>,
 }
 
 /// Every session of `inputs` that `shard` owns, in corpus order, with its
@@ -255,6 +261,7 @@ fn read_sessions(
     use sha2::Digest;
     let mut listing = sha2::Sha256::new();
     let (mut items, mut sessions_read, mut skipped) = (0, 0, 0);
+    let mut damage = Vec::new();
     let mut taken = Vec::new();
     let mut going = true;
     let all = inputs
@@ -271,7 +278,7 @@ fn read_sessions(
             items += 1;
             shard.is_none_or(|s| s.owns_key(key))
         };
-        crate::import::corpus::for_each_member_where(
+        let read = crate::import::corpus::for_each_member_where(
             item,
             &keys,
             import,
@@ -319,7 +326,12 @@ fn read_sessions(
                 }
                 Ok(())
             },
-        )?;
+        );
+        match read {
+            Ok(()) => {}
+            Err(e @ (LabError::Usage { .. } | LabError::Io { .. })) => return Err(e),
+            Err(e) => damage.push(e),
+        }
     }
     let listing = listing
         .finalize()
@@ -331,6 +343,7 @@ fn read_sessions(
         items,
         sessions: sessions_read,
         skipped,
+        damage,
     })
 }
 

@@ -146,7 +146,7 @@ fn a_directory_is_expanded_recursively_in_path_order() {
         .iter()
         .map(|i| match i {
             Item::File(p) => p.strip_prefix(&root).unwrap().display().to_string(),
-            Item::Archive(..) => panic!("no archive here"),
+            Item::Archive(..) | Item::Parquet(_) => panic!("no archive here"),
         })
         .collect();
     assert_eq!(names, members().iter().map(|m| m.0).collect::<Vec<_>>());

@@ -125,6 +125,13 @@ fn archive(gz: bool) -> (String, Vec<u8>) {
     ("logs.tar.gz".into(), e.finish().unwrap())
 }
 
+/// The checked-in Parquet corpus with tool calls (four rows, two row groups).
+fn parquet() -> (String, Vec<u8>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/import/fixtures/parquet/openhands.parquet");
+    ("rows.parquet".into(), std::fs::read(path).unwrap())
+}
+
 /// Reads `path` as every command does, lazily and not, each session's
 /// main conversation read to its end. `Err` with the error's exit code and text.
 fn read_all(path: &Path) -> Result<usize, (i32, String)> {
@@ -202,7 +209,16 @@ fn peak_rss() -> Option<u64> {
 
 fn names() -> impl Strategy<Value = &'static str> {
     proptest::sample::select(vec![
-        "f.jsonl", "f.json", "f.md", "f.db", "f.traj", "f", "f.tar", "f.tar.gz", "f.tar.xz",
+        "f.jsonl",
+        "f.json",
+        "f.md",
+        "f.db",
+        "f.traj",
+        "f",
+        "f.tar",
+        "f.tar.gz",
+        "f.tar.xz",
+        "f.parquet",
     ])
 }
 
@@ -221,18 +237,34 @@ proptest! {
         holds(name, bytes)?;
     }
 
-    /// Every sample (and two archives of them), cut and maybe one byte flipped.
+    /// Every sample (and two archives of them, and a Parquet corpus), cut
+    /// and maybe one byte flipped.
     #[test]
     fn cut_or_flipped_samples_are_sessions_or_an_input_error(
-        which in 0usize..14,
+        which in 0usize..15,
         frac in 0.0f64..1.0,
         flip in proptest::option::of((0.0f64..1.0, any::<u8>())),
     ) {
         let mut all = samples();
         all.push(archive(false));
         all.push(archive(true));
+        all.push(parquet());
         let (name, bytes) = all.swap_remove(which % all.len());
         holds(&name, cut_or_flipped(bytes, frac, flip))?;
+    }
+
+    /// A whole Parquet corpus with one byte changed anywhere (page
+    /// headers, compressed pages, the footer): the `parquet` crate's
+    /// errors and panics come back as input errors naming the file.
+    #[test]
+    fn a_parquet_corpus_with_one_byte_changed_reads_or_is_named(
+        at in 0.0f64..1.0,
+        xor in 1u8..=255,
+    ) {
+        let (name, mut bytes) = parquet();
+        let i = ((bytes.len() as f64 * at) as usize).min(bytes.len() - 1);
+        bytes[i] ^= xor;
+        holds(&name, bytes)?;
     }
 }
 
@@ -242,8 +274,9 @@ fn every_sample_reads_whole_as_sessions() {
     let mut all = samples();
     all.push(archive(false));
     all.push(archive(true));
+    all.push(parquet());
     assert!(
-        all.len() >= 14,
+        all.len() >= 15,
         "the fuzz's sample index covers {}",
         all.len()
     );

@@ -25,6 +25,7 @@ mod import_opencode_db;
 mod import_opencode_storage;
 mod import_openhands;
 mod import_openhands_events;
+mod import_parquet;
 mod import_pi;
 mod import_props;
 mod import_real;
