@@ -168,6 +168,15 @@ pub fn calibrate(dir: &Path) -> LabResult<Calibration> {
                 ));
                 continue;
             }
+            // Calibration walks session files; a dataset, like an
+            // archive, is listed as not walked.
+            crate::import::corpus::Item::Parquet(p) => {
+                out.not_read.push(format!(
+                    "{}: a Parquet dataset (a corpus), not walked",
+                    rel(dir, &p)
+                ));
+                continue;
+            }
         };
         let sessions = match crate::replay::subagents::replayed_sessions(
             &path,
