@@ -14,7 +14,7 @@
 //! `MEMORY.md`); a start-up injects it into the developer instructions cut
 //! to [`MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT`] tokens by
 //! Codex's middle truncation ([`startup_injection`]). The global job's
-//! row and its lease run on a logical clock in [`start_up`] (the fault
+//! row and its lease run on a logical clock in [`TwoStage::start_up`] (the fault
 //! measures' next start-up comes after any lease lapsed). Not modelled:
 //! the 12-hour idle rule before stage 1.
 
