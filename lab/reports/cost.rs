@@ -84,25 +84,8 @@ pub const SEED_TOKENS: u64 = 170_000;
 /// table is priced (the frontier's sheet, Anthropic's cache, approx
 /// tokens), without retention. Sessions are labelled `seed K`.
 pub fn seed_costs(seeds: u64) -> crate::error::LabResult<Vec<PolicyCost>> {
-    use crate::replay::policies::{compare_one, Measure, Pricing};
-    let sheet = *crate::cache::prices::sheet(super::frontier::SHEET)
-        .expect("the frontier's price sheet exists");
-    let measure = Measure {
-        envelope: crate::replay::envelope::EnvelopeArg::None,
-        retention: false,
-        pricing: Some(Pricing {
-            provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
-            sheet,
-            prices: crate::cache::prices::table::PriceTable::builtin(),
-            by_model: false,
-        }),
-        tokens: crate::tokens::Tokens::Approx,
-        dump: None,
-        exec_timeout: None,
-        conversations: Default::default(),
-        anchor: Default::default(),
-        closed_loop: None,
-    };
+    use crate::replay::policies::compare_one;
+    let measure = super::frontier::priced_measure(false, None);
     let names: Vec<String> = crate::zoo::list::names()
         .into_iter()
         .map(String::from)

@@ -66,13 +66,17 @@ pub fn frontier_rows() -> LabResult<Vec<Scored>> {
     Ok(scored(&frontier_runs()?))
 }
 
-/// Every policy run on [`session`] with retention and priced with [`SHEET`]
-/// (the runs behind both the frontier and the cost report).
-pub fn frontier_runs() -> LabResult<Vec<Compared>> {
+/// How the generated-session reports price a run: [`SHEET`] on Anthropic's
+/// cache, the built-in price table, approximate tokens, no envelope; with
+/// or without retention and the closed loop.
+pub fn priced_measure(
+    retention: bool,
+    closed_loop: Option<crate::replay::policies::closed_loop::Switches>,
+) -> Measure {
     let sheet = *crate::cache::prices::sheet(SHEET).expect("the frontier's price sheet exists");
-    let measure = Measure {
+    Measure {
         envelope: crate::replay::envelope::EnvelopeArg::None,
-        retention: true,
+        retention,
         pricing: Some(Pricing {
             provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
             sheet,
@@ -84,10 +88,16 @@ pub fn frontier_runs() -> LabResult<Vec<Compared>> {
         exec_timeout: None,
         conversations: Default::default(),
         anchor: Default::default(),
-        // The closed loop prices what a removal costs the agent later: the
-        // headline frontier is on its dollars.
-        closed_loop: Some(Default::default()),
-    };
+        closed_loop,
+    }
+}
+
+/// Every policy run on [`session`] with retention and priced with [`SHEET`]
+/// (the runs behind both the frontier and the cost report).
+pub fn frontier_runs() -> LabResult<Vec<Compared>> {
+    // The closed loop prices what a removal costs the agent later: the
+    // headline frontier is on its dollars.
+    let measure = priced_measure(true, Some(Default::default()));
     let messages = session();
     crate::zoo::list::names()
         .into_iter()

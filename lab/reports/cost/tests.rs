@@ -1,27 +1,11 @@
 use super::*;
 use crate::replay::dollars::{cumulative_dollars, dollars_svg, policy_costs};
-use crate::replay::policies::{compare_one, Compared, Measure, Pricing};
+use crate::replay::policies::{compare_one, Compared, Measure};
 
 /// Three policies priced on a small synthetic session (24 tool calls of
 /// 4,000 characters): the baseline, a course profile and a production design.
 fn priced(session: &str) -> Vec<PolicyCost> {
-    let sheet = *crate::cache::prices::sheet("claude-opus-4.1-5m").unwrap();
-    let measure = Measure {
-        envelope: crate::replay::envelope::EnvelopeArg::None,
-        retention: false,
-        pricing: Some(Pricing {
-            provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
-            sheet,
-            prices: crate::cache::prices::table::PriceTable::builtin(),
-            by_model: false,
-        }),
-        tokens: crate::tokens::Tokens::Approx,
-        dump: None,
-        exec_timeout: None,
-        conversations: Default::default(),
-        anchor: Default::default(),
-        closed_loop: None,
-    };
+    let measure = super::super::frontier::priced_measure(false, None);
     let messages = crate::replay::profiles::synthetic_main(24, 4_000);
     let runs: Vec<Compared> = ["none", "prototype", "vercel-prune-messages"]
         .iter()
