@@ -117,19 +117,10 @@ const READ_TOOLS: &[&str] = &[
 
 const PATH_KEYS: &[&str] = &["file_path", "path", "notebook_path", "url", "filename"];
 
-/// Read-like tools and the commands whose output a second run reproduces
-/// (a heuristic: a file may have changed between the two, which the
-/// recorded session cannot tell).
-pub const REFETCH_TOOLS: &[&str] = &[
-    "read",
-    "read_file",
-    "readfile",
-    "view",
-    "notebookread",
-    "webfetch",
-    "web_fetch",
-    "fetch",
-    "open_file",
+/// Listing and search tools whose output a second run reproduces (a
+/// heuristic: a file may have changed between the two, which the recorded
+/// session cannot tell); with [`READ_TOOLS`], the re-fetchable tools.
+const LIST_TOOLS: &[&str] = &[
     "glob",
     "grep",
     "ls",
@@ -150,7 +141,7 @@ pub const DETERMINISTIC_COMMANDS: &[&str] = &[
 /// again; retention counts what it brought as re-fetchable.
 pub fn refetchable(name: &str, input: &serde_json::Value) -> bool {
     let lower = name.to_ascii_lowercase();
-    if REFETCH_TOOLS.contains(&lower.as_str()) {
+    if READ_TOOLS.contains(&lower.as_str()) || LIST_TOOLS.contains(&lower.as_str()) {
         return true;
     }
     if !matches!(
