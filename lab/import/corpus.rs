@@ -337,6 +337,13 @@ fn archive_members(
     f: impl FnMut(Member) -> LabResult<()>,
 ) -> LabResult<()> {
     let stamp = super::tar_index::Stamp::of(path);
+    // An index this process kept, or another one saved: the members are
+    // listed from it and the wanted ones read at their offsets, with no
+    // header walked.
+    if let Some(index) = stamp.and_then(|s| super::tar_index::saved(path, s)) {
+        return indexed_members(path, c, &index, keys, options, wanted, f);
+    }
+    super::tar_index::note_scan();
     if c == Compression::None {
         // Seekable: the members not wanted are skipped, not read.
         let mut archive = tar::Archive::new(super::tar_index::open_raw(path)?);
@@ -351,6 +358,70 @@ fn archive_members(
             .map_err(|e| broken(path, "from its start", e))?;
         walk_members(path, entries, stamp, keys, options, wanted, f)
     }
+}
+
+/// [`archive_members`] from an index: every member listed in archive
+/// order, the wanted ones read from their offsets (a plain `.tar` seeks to
+/// each, a compressed one is decompressed up to the last one wanted).
+fn indexed_members(
+    path: &Path,
+    c: Compression,
+    index: &super::tar_index::TarIndex,
+    keys: &Keys,
+    options: &ImportOptions,
+    wanted: &mut dyn FnMut(&str) -> bool,
+    mut f: impl FnMut(Member) -> LabResult<()>,
+) -> LabResult<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut plain: Option<BufReader<std::fs::File>> = None;
+    let mut stream: Option<Box<dyn Read>> = None;
+    // Where the compressed stream is, in uncompressed bytes.
+    let mut at = 0u64;
+    for (position, m) in index.members.iter().enumerate() {
+        let key = keys.member(&m.name);
+        if !wanted(&key) {
+            continue;
+        }
+        let name = format!("{}[{}]", path.display(), m.name);
+        let cut = |e: std::io::Error| broken(path, &format!("member {}", m.name), e);
+        let s: &mut dyn Read = if c == Compression::None {
+            if plain.is_none() {
+                plain = Some(super::tar_index::open_raw(path)?);
+            }
+            let file = plain.as_mut().expect("opened above");
+            file.seek(SeekFrom::Start(m.offset)).map_err(cut)?;
+            file
+        } else {
+            if stream.is_none() {
+                stream = Some(super::tar_index::open_archive(path, c)?);
+            }
+            let s = stream.as_mut().expect("opened above");
+            // Members come in archive order: only forward.
+            let gap = m.offset.checked_sub(at).ok_or_else(|| {
+                broken(
+                    path,
+                    "its saved index",
+                    std::io::Error::other("members out of order"),
+                )
+            })?;
+            std::io::copy(&mut s.take(gap), &mut std::io::sink()).map_err(cut)?;
+            at = m.offset + m.size;
+            s
+        };
+        let mut member = s.take(m.size);
+        let sessions =
+            import_member(&mut member, m.size, &name, &m.name, options).map_err(damaged_member);
+        // What the importer left unread of the member is passed over, so the
+        // stream stands at the member's end.
+        std::io::copy(&mut member, &mut std::io::sink()).map_err(cut)?;
+        f(Member {
+            name,
+            key,
+            position,
+            sessions,
+        })?;
+    }
+    Ok(())
 }
 
 fn broken(path: &Path, after: &str, e: std::io::Error) -> LabError {
@@ -390,7 +461,8 @@ fn walk_members<R: Read>(
             continue;
         }
         let name = format!("{}[{member}]", path.display());
-        let sessions = import_member(entry, &name, &member, options).map_err(damaged_member);
+        let size = entry.size();
+        let sessions = import_member(entry, size, &name, &member, options).map_err(damaged_member);
         f(Member {
             name,
             key,
@@ -423,20 +495,20 @@ fn damaged_member(e: LabError) -> LabError {
 
 /// One archive member's sessions, labelled by the member's path.
 fn import_member<R: Read>(
-    entry: tar::Entry<'_, R>,
+    entry: R,
+    size: u64,
     name: &str,
     member: &str,
     options: &ImportOptions,
 ) -> LabResult<Vec<ImportedSession>> {
     let source = PathBuf::from(name);
-    if entry.size() > MAX_TRANSCRIPT_BYTES {
+    if size > MAX_TRANSCRIPT_BYTES {
         return Err(LabError::Input {
             file: source,
             line: 0,
             column: 0,
             message: format!(
-                "member of {} bytes, over the {MAX_TRANSCRIPT_BYTES}-byte limit for a transcript",
-                entry.size()
+                "member of {size} bytes, over the {MAX_TRANSCRIPT_BYTES}-byte limit for a transcript"
             ),
             fix: "split the session, or leave it out of the archive".to_string(),
         });

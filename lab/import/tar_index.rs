@@ -7,6 +7,14 @@
 //! (a Claude Code log's recorded usage, [`super::member_source`]) then goes
 //! straight to its offset, seeking in a plain `.tar` and skipping the
 //! decompressed bytes before it in a compressed one, with no header parsed.
+//!
+//! **Saved for other processes.** With `CTXLAB_TAR_INDEX_DIR` set (the
+//! launchers set it beside the run), a walk's index is also saved there,
+//! named by the archive's size, modification time and a SHA-256 of its
+//! first 64 KiB (not its path: every machine of a shared file system finds
+//! it). A later process, the other shards, finds it ([`saved`]) and reads
+//! its own members at their offsets without walking the archive's headers
+//! ([`scans`] counts the walks).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, LabResult};
 use crate::input::MAX_TRANSCRIPT_BYTES;
@@ -67,7 +77,7 @@ pub fn open_raw(path: &Path) -> LabResult<BufReader<File>> {
 
 /// What identifies one version of an archive: its size and modification
 /// time (an index is not used for an archive rewritten since).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     len: u64,
     modified: Option<SystemTime>,
@@ -86,7 +96,7 @@ impl Stamp {
 
 /// One member: its name, where its data starts in the uncompressed stream,
 /// its size.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexedMember {
     /// The member's path inside the archive.
     pub name: String,
@@ -97,7 +107,7 @@ pub struct IndexedMember {
 }
 
 /// Every regular file of an archive, in archive order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TarIndex {
     /// The members, in archive order.
     pub members: Vec<IndexedMember>,
@@ -135,10 +145,134 @@ pub fn walks() -> usize {
     WALKS.load(Ordering::Relaxed)
 }
 
-/// Keep the index a whole walk of `path` made, for reading its members back.
+/// Keep the index a whole walk of `path` made, for reading its members
+/// back, and save it for other processes when a directory is set.
 pub fn remember(path: &Path, stamp: Stamp, index: TarIndex) {
+    save(path, stamp, &index);
     let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
     c.insert(path.to_path_buf(), (stamp, Arc::new(index)));
+}
+
+/// The environment variable naming the directory indexes are saved in.
+pub const INDEX_DIR_VAR: &str = "CTXLAB_TAR_INDEX_DIR";
+
+/// Set by [`set_index_dir`]; `None` reads [`INDEX_DIR_VAR`].
+static DIR: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
+
+/// Save and look up indexes in `dir` (`None`: nowhere), whatever
+/// [`INDEX_DIR_VAR`] says: for a program embedding the library, and tests.
+pub fn set_index_dir(dir: Option<PathBuf>) {
+    *DIR.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir);
+}
+
+fn index_dir() -> Option<PathBuf> {
+    if let Some(dir) = DIR.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        return dir;
+    }
+    std::env::var_os(INDEX_DIR_VAR)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+thread_local! {
+    /// Walks of an archive's headers on this thread (per thread, so tests
+    /// running beside each other do not see each other's).
+    static SCANS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Count one walk of an archive's headers (a corpus replay's or an index's).
+pub fn note_scan() {
+    SCANS.with(|s| s.set(s.get() + 1));
+}
+
+/// The walks of archive headers on this thread so far: a shard that found
+/// a saved index makes none.
+pub fn scans() -> usize {
+    SCANS.with(std::cell::Cell::get)
+}
+
+/// Bytes of an archive's start hashed into its saved index's name.
+const HEAD_BYTES: u64 = 64 * 1024;
+
+/// A saved index: the archive version it is of, and its members.
+#[derive(Serialize, Deserialize)]
+struct Saved {
+    stamp: Stamp,
+    head: String,
+    index: TarIndex,
+}
+
+/// The saved index's file for this version of the archive, and the hash
+/// of its head (`None` without a directory or when it cannot be read).
+fn saved_file(path: &Path, stamp: Stamp) -> Option<(PathBuf, String)> {
+    use ctxlab_core::shard::sha256_hex;
+    let dir = index_dir()?;
+    let mut head = Vec::new();
+    File::open(path)
+        .ok()?
+        .take(HEAD_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
+    let head = sha256_hex(&head);
+    let modified = stamp
+        .modified
+        .and_then(|m| m.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let name = sha256_hex(format!("{}:{modified}:{head}", stamp.len).as_bytes());
+    Some((dir.join(format!("{}.tar-index.json", &name[..32])), head))
+}
+
+/// Save `index` of the archive at `path` when a directory is set. A
+/// failure only costs the next process a walk, so it is not an error.
+fn save(path: &Path, stamp: Stamp, index: &TarIndex) {
+    let Some((file, head)) = saved_file(path, stamp) else {
+        return;
+    };
+    let saved = Saved {
+        stamp,
+        head,
+        index: index.clone(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&saved) else {
+        return;
+    };
+    if let Some(dir) = file.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    // Shards saving the same index at once write the same bytes, each
+    // through its own temp file and a rename.
+    let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, &file).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The index of this version of the archive at `path`: kept by this process
+/// or saved by another, `None` when neither has it.
+pub fn saved(path: &Path, stamp: Stamp) -> Option<Arc<TarIndex>> {
+    {
+        let cached = cache().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, index)) = cached.get(path) {
+            if *s == stamp {
+                return Some(index.clone());
+            }
+        }
+    }
+    let (file, head) = saved_file(path, stamp)?;
+    let saved: Saved = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    if saved.stamp != stamp || saved.head != head {
+        return None;
+    }
+    let index = Arc::new(saved.index);
+    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
+    c.insert(path.to_path_buf(), (stamp, index.clone()));
+    Some(index)
+}
+
+/// Forget every index this process keeps (the saved ones stay): as a
+/// fresh process would start.
+pub fn forget_kept() {
+    cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
 /// The index of the archive at `path`: the one kept when the archive is
@@ -146,15 +280,11 @@ pub fn remember(path: &Path, stamp: Stamp, index: TarIndex) {
 /// data of a plain `.tar`) and kept.
 pub fn index_of(path: &Path, c: Compression) -> LabResult<Arc<TarIndex>> {
     let stamp = Stamp::of(path);
-    if let Some(stamp) = stamp {
-        let cached = cache().lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((s, index)) = cached.get(path) {
-            if *s == stamp {
-                return Ok(index.clone());
-            }
-        }
+    if let Some(index) = stamp.and_then(|stamp| saved(path, stamp)) {
+        return Ok(index);
     }
     WALKS.fetch_add(1, Ordering::Relaxed);
+    note_scan();
     let index = walk(path, c).map_err(|e| LabError::Input {
         file: path.to_path_buf(),
         line: 0,
@@ -162,12 +292,10 @@ pub fn index_of(path: &Path, c: Compression) -> LabResult<Arc<TarIndex>> {
         message: format!("the archive cannot be indexed: {e}"),
         fix: "the archive is damaged or cut; check it with `tar -tf`".into(),
     })?;
-    let index = Arc::new(index);
     if let Some(stamp) = stamp {
-        let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
-        c.insert(path.to_path_buf(), (stamp, index.clone()));
+        remember(path, stamp, index.clone());
     }
-    Ok(index)
+    Ok(Arc::new(index))
 }
 
 fn walk(path: &Path, c: Compression) -> std::io::Result<TarIndex> {

@@ -197,6 +197,23 @@ impl Aggregate {
         }
     }
 
+    /// The aggregate with its policies in the order `rank` gives and the
+    /// tokenizer `tokenizer`: a merge counts the parts one after another,
+    /// not in corpus order, and puts back the order (and the first run's
+    /// tokenizer) the whole run would have seen. The statistics sort their
+    /// values, so the order of sessions within a policy changes none of them.
+    pub fn reordered<K: Ord>(
+        mut self,
+        rank: impl Fn(&str) -> K,
+        tokenizer: Option<String>,
+    ) -> Aggregate {
+        self.policies.sort_by_key(|(p, _)| rank(p));
+        if tokenizer.is_some() {
+            self.tokenizer = tokenizer;
+        }
+        self
+    }
+
     /// Every policy's aggregate, in first-seen order.
     pub fn rows(&self) -> Vec<PolicyAggregate> {
         self.policies

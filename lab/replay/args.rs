@@ -129,6 +129,11 @@ pub struct ReplayArgs {
     /// replaying: prints what the whole run prints, byte for byte.
     #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["policy", "profile", "shard"])]
     pub merge: Vec<std::path::PathBuf>,
+    /// With --merge: write the merged output to FILE instead of stdout,
+    /// whole or not at all (through .FILE.tmp and a rename: a merge killed
+    /// or refused leaves FILE as it was; run it again to start over).
+    #[arg(long, value_name = "FILE", requires = "merge")]
+    pub out: Option<std::path::PathBuf>,
     /// With --policy or --cost: replay a Claude Code log's main chain only.
     /// By default each of its subagent conversations is replayed too, as a
     /// session of its own (`FILE › subagent N`: its own envelope, model and
@@ -277,7 +282,7 @@ fn merge(a: &ReplayArgs) -> LabResult<String> {
         super::stream::ReplayFormat::Jsonl => (Format::Json, true),
         f => super::stream::check_format(f, true)?,
     };
-    super::merge_command(&a.merge, format, jsonl)
+    super::merge_command(&a.merge, format, jsonl, a.out.as_deref())
 }
 
 /// `lab replay --policy …`: through the policy engine, priced with `--cost`.

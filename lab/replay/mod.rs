@@ -30,6 +30,7 @@ pub mod family;
 pub mod frontier_plot;
 pub mod headline;
 pub mod html;
+pub mod merge;
 pub mod optimal;
 pub mod otel;
 pub mod policies;
@@ -232,31 +233,37 @@ fn stream_corpus(
     Ok(String::new())
 }
 
-/// `lab replay --merge FILE…`: the parts of a sharded corpus replay put
-/// back together, printed as the whole run prints (the aggregate table, its
-/// JSON, or with `--format jsonl` every record in corpus order).
+/// `lab replay --merge FILE… [--out FILE]`: the parts of a sharded corpus
+/// replay put back together, streamed ([`merge`]) as the whole run prints
+/// (the aggregate table, its JSON, or with `--format jsonl` every record in
+/// corpus order), to stdout or, whole or not at all, to `out`.
 pub fn merge_command(
     files: &[PathBuf],
     format: crate::render::Format,
     jsonl: bool,
+    out: Option<&std::path::Path>,
 ) -> LabResult<String> {
-    let whole = shard::merge(files, shard::read_part)?;
-    if jsonl {
-        let mut out = String::new();
-        for r in whole.records.iter().flat_map(|s| &s.records) {
-            out.push_str(&serde_json::to_string(r).expect("records serialise"));
-            out.push('\n');
+    let how = match (jsonl, format) {
+        (true, _) => merge::MergeFormat::Jsonl,
+        (false, crate::render::Format::Json) => merge::MergeFormat::Json,
+        (false, f) => merge::MergeFormat::Table(f == crate::render::Format::Markdown),
+    };
+    match out {
+        None => {
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            merge::merge(files, how, &mut stdout)?;
+            std::io::Write::flush(&mut stdout)
+                .map_err(|e| LabError::io("writing the output", "<stdout>", e))?;
         }
-        return Ok(out);
+        Some(path) => {
+            let mut file = crate::storage::root::cleanup::ReplacingFile::create(path)
+                .map_err(|e| LabError::io("creating the merged output", path, e))?;
+            merge::merge(files, how, &mut file)?;
+            file.commit()
+                .map_err(|e| LabError::io("writing the merged output", path, e))?;
+        }
     }
-    Ok(match format {
-        crate::render::Format::Json => policies::render_corpus_json(&whole),
-        f => aggregate::table(
-            &whole.aggregate(),
-            f == crate::render::Format::Markdown,
-            whole.skipped,
-        ),
-    })
+    Ok(String::new())
 }
 
 /// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`

@@ -1264,6 +1264,15 @@ fn render_json(
 /// A corpus replay as JSON ([`PoliciesJson`]): the per-run arrays empty (a
 /// corpus is streamed, never held), the aggregate of the corpus's records.
 pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
+    render_corpus_json_with(corpus, corpus.aggregate().rows())
+}
+
+/// [`render_corpus_json`] with the aggregate given (a merge computes it
+/// before it streams the records, which `corpus` then leaves out).
+pub fn render_corpus_json_with(
+    corpus: &super::shard::CorpusJson,
+    aggregate: Vec<super::aggregate::PolicyAggregate>,
+) -> String {
     crate::render::json(&PoliciesJson {
         runs: &[],
         closed_loop: Vec::new(),
@@ -1273,7 +1282,7 @@ pub fn render_corpus_json(corpus: &super::shard::CorpusJson) -> String {
         envelopes: &[],
         product_compactions: &[],
         product_counts: &[],
-        aggregate: corpus.aggregate().rows(),
+        aggregate,
         corpus: Some(corpus),
         optimal: &[],
         variants: Vec::new(),

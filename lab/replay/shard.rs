@@ -2,7 +2,7 @@
 //! --format json` replays the sessions whose key (the file's path inside
 //! the corpus, an archive member's name) hashes to shard `i` of `n`
 //! ([`crate::shard::owner_of_key`]), opening no other file or member;
-//! `lab replay --merge FILE…` puts the parts back together.
+//! `lab replay --merge FILE…` puts the parts back together ([`super::merge`]).
 //!
 //! Every corpus replay's JSON carries a [`CorpusJson`]: what was replayed
 //! (inputs, policies, the options that change a number), which shard, the
@@ -11,18 +11,17 @@
 //! and records, the numbers the aggregate is computed from. A shard cannot
 //! know how many sessions the others hold, so a part counts its own and a
 //! merge adds them up. A shard's part is sealed with a SHA-256 checksum. A
-//! merge reads the parts one at a time, checks each one's checksum, that its
-//! aggregate is its records', that it replayed the same listing the same
-//! way as the first, and that the parts are shards `0..n` once each; the
-//! merged object, and so everything printed from it, is what the whole run
+//! merge checks each one's checksum, that its aggregate is its records', that
+//! it replayed the same listing the same way as the first, and that the
+//! parts are shards `0..n` once each; what it prints is what the whole run
 //! prints, byte for byte.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{Aggregate, PolicyAggregate, SessionRecord};
+use super::aggregate::{Aggregate, SessionRecord};
 use crate::error::{LabError, LabResult};
 use crate::shard::Shard;
 
@@ -102,180 +101,11 @@ impl CorpusJson {
     }
 }
 
-/// What `--merge` reads of a replay's JSON; the per-run arrays of a corpus
-/// replay are empty and not read.
-#[derive(Debug, Deserialize)]
-struct Part {
-    aggregate: Vec<PolicyAggregate>,
-    corpus: Option<CorpusJson>,
-}
-
-/// An error at `key`'s first occurrence in `text` (the file's start without one).
-fn at_key(path: &Path, text: &str, key: &str, message: String, fix: &str) -> LabError {
-    let at = text.find(&format!("\"{key}\"")).unwrap_or(0);
-    let (line, column) = crate::input::line_col(text, at);
-    LabError::Input {
-        file: path.to_path_buf(),
-        line,
-        column,
-        message,
-        fix: fix.to_string(),
-    }
-}
-
-const REPLAY_SHARD: &str = "re-run that shard with `lab replay CORPUS --policy … --shard i/n --format json`; never edit shard files";
-
-/// Read one part for `--merge`: a corpus replay's JSON whose checksum and
-/// aggregate match its records.
-pub fn read_part(path: &Path) -> LabResult<CorpusJson> {
-    let text = crate::input::read_text(path, "a replay part")?;
-    let part: Part = serde_json::from_str(&text).map_err(|e| LabError::Input {
-        file: path.to_path_buf(),
-        line: e.line(),
-        column: crate::input::char_column(&text, e.line(), e.column()),
-        message: format!("not the JSON of a corpus replay: {e}"),
-        fix: "pass files written by `lab replay CORPUS --policy … --shard i/n --format json`"
-            .into(),
-    })?;
-    let Some(corpus) = part.corpus else {
-        return Err(at_key(
-            path,
-            &text,
-            "corpus",
-            "a replay of named session files, not of a corpus: it has no sessions to merge".into(),
-            "merge the parts of `lab replay CORPUS --policy … --shard i/n --format json`",
-        ));
-    };
-    if let Some(shard) = corpus.shard {
-        if corpus.checksum.as_deref() != Some(corpus.digest().as_str()) {
-            return Err(at_key(
-                path,
-                &text,
-                "checksum",
-                format!(
-                    "shard {}/{}: the checksum does not match its content (the file was edited or damaged)",
-                    shard.index, shard.count
-                ),
-                REPLAY_SHARD,
-            ));
-        }
-    }
-    let rows = corpus.aggregate().rows();
-    if serde_json::to_value(&rows).ok() != serde_json::to_value(&part.aggregate).ok() {
-        return Err(at_key(
-            path,
-            &text,
-            "aggregate",
-            "the aggregate is not that of the part's records (the file was edited)".into(),
-            REPLAY_SHARD,
-        ));
-    }
-    Ok(corpus)
-}
-
-/// Merge parts, read one at a time by `read` (each checked by
-/// [`read_part`]), into the whole corpus's [`CorpusJson`]: every part of
-/// the same replay (spec, listing, shard count), shards `0..n` once each,
-/// each record in its own shard. Every failure is an input error (exit 3)
-/// naming the file; nothing is returned to print unless all hold.
-pub fn merge(
-    files: &[PathBuf],
-    read: impl Fn(&Path) -> LabResult<CorpusJson>,
-) -> LabResult<CorpusJson> {
-    let Some(first_path) = files.first() else {
-        return Err(LabError::usage(
-            "--merge needs at least one file",
-            "pass shard outputs, e.g. lab replay --merge a.json b.json",
-        ));
-    };
-    let mut first: Option<CorpusJson> = None;
-    let mut seen: BTreeMap<usize, &Path> = BTreeMap::new();
-    let mut records = Vec::new();
-    let (mut sessions, mut skipped) = (0, 0);
-    for path in files {
-        // One part's text at a time; only its records are kept.
-        let mut part = read(path)?;
-        let head = first.get_or_insert_with(|| CorpusJson {
-            records: Vec::new(),
-            ..part.clone()
-        });
-        check_same(first_path, head, path, &part)?;
-        let shard = part.shard;
-        if let Some(sh) = shard {
-            if let Some(other) = seen.insert(sh.index, path) {
-                return Err(part_error(
-                    path,
-                    format!(
-                        "shard {}/{} is also {}: a shard passed twice",
-                        sh.index,
-                        sh.count,
-                        other.display()
-                    ),
-                    "pass each shard's part once",
-                ));
-            }
-        }
-        if let Some(s) = part
-            .records
-            .iter()
-            .find(|s| shard.is_some_and(|sh| !sh.owns_key(&s.key)))
-        {
-            return Err(part_error(
-                path,
-                format!("session {} is not of this part's shard", s.key),
-                REPLAY_SHARD,
-            ));
-        }
-        sessions += part.sessions;
-        skipped += part.skipped;
-        records.append(&mut part.records);
-    }
-    let first = first.expect("at least one part");
-    let count = first.shard.map_or(1, |s| s.count);
-    let missing: Vec<String> = (0..count)
-        .filter(|i| first.shard.is_some() && !seen.contains_key(i))
-        .map(|i| format!("{i}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(part_error(
-            first_path,
-            format!(
-                "the parts are {} of the {count} shards of this replay: missing {}",
-                seen.len(),
-                missing.join(", ")
-            ),
-            "pass every shard 0/n .. n-1/n of the replay (re-run the missing ones with the same command line and --shard i/n)",
-        ));
-    }
-    if first.shard.is_none() && files.len() > 1 {
-        return Err(part_error(
-            &files[1],
-            "a whole run merged with another part: it holds every session already".into(),
-            "merge only the parts of `lab replay CORPUS --policy … --shard i/n --format json`",
-        ));
-    }
-    records.sort_by_key(|s| s.order);
-    if let Some(w) = records.windows(2).find(|w| w[0].order == w[1].order) {
-        return Err(part_error(
-            first_path,
-            format!("session {} is in two parts", w[0].key),
-            "re-run the shards with the same build and inputs",
-        ));
-    }
-    Ok(CorpusJson {
-        spec: first.spec,
-        shard: None,
-        listing: first.listing,
-        items: first.items,
-        sessions,
-        skipped,
-        records,
-        checksum: None,
-    })
-}
+/// The fix of every refusal of a part's content.
+pub(crate) const REPLAY_SHARD: &str = "re-run that shard with `lab replay CORPUS --policy … --shard i/n --format json`; never edit shard files";
 
 /// An input error about a whole part (no position within it).
-fn part_error(path: &Path, message: String, fix: &str) -> LabError {
+pub(crate) fn part_error(path: &Path, message: String, fix: &str) -> LabError {
     LabError::Input {
         file: path.to_path_buf(),
         line: 1,
@@ -286,7 +116,7 @@ fn part_error(path: &Path, message: String, fix: &str) -> LabError {
 }
 
 /// A part must come from the same replay as the first.
-fn check_same(
+pub(crate) fn check_same(
     first_path: &Path,
     first: &CorpusJson,
     path: &Path,

@@ -253,6 +253,31 @@ pub fn parallel_shards(dir: &Path, args: &str, n: usize, part: &str) -> Option<V
     Some(files)
 }
 
+/// Peak resident set (bytes) of `lab args`, from the child's own rusage.
+// The child is reaped by `wait4`, which returns its rusage (`Child::wait`
+// does not), so the lint's `wait()` would find no child.
+#[allow(clippy::zombie_processes)]
+pub fn peak_rss_of(args: &[&str]) -> u64 {
+    let child = lab_command()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be written over.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet waited for; both pointers are valid.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{args:?} failed"
+    );
+    u64::try_from(usage.ru_maxrss).unwrap() * 1024
+}
+
 /// `bytes` with the byte at fraction `flip.0` set to `flip.1` (when given),
 /// then cut at fraction `frac`: the damaged file the importers' property
 /// tests feed back.

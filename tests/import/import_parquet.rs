@@ -18,7 +18,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 
-use crate::common::{lab, lab_command};
+use crate::common::lab;
 
 const LAYOUTS: [&str; 3] = [
     "swe_agent.parquet",
@@ -374,31 +374,6 @@ fn session(r: usize, turns: usize) -> String {
     serde_json::to_string(&msgs).unwrap()
 }
 
-/// Peak resident set (bytes) of `lab args`, from the child's own rusage.
-// The child is reaped by `wait4`, which returns its rusage (`Child::wait`
-// does not), so the lint's `wait()` would find no child.
-#[allow(clippy::zombie_processes)]
-fn peak_rss_of(args: &[&str]) -> u64 {
-    let child = lab_command()
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value to be written over.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own child, not yet waited for; both pointers are valid.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{args:?} failed"
-    );
-    u64::try_from(usage.ru_maxrss).unwrap() * 1024
-}
-
 #[test]
 fn peak_memory_does_not_grow_with_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -411,7 +386,7 @@ fn peak_memory_does_not_grow_with_rows() {
     );
     let peak = |p: &Path| {
         let p = p.to_str().unwrap();
-        peak_rss_of(&["replay", p, "--policy", "none,claude-code"])
+        crate::common::peak_rss_of(&["replay", p, "--policy", "none,claude-code"])
     };
     let (p100, p1000) = (peak(&small), peak(&large));
     eprintln!(

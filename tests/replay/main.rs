@@ -24,6 +24,7 @@ mod product_compactions;
 mod product_counts;
 mod replay_corpus;
 mod replay_jobs;
+mod replay_merge;
 mod replay_real;
 mod replay_render;
 mod replay_scale;

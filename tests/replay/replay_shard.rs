@@ -8,16 +8,16 @@ use crate::common;
 
 use common::lab;
 
-const POLICIES: &str = "none,prototype,codex-cli,claude-code";
+pub(crate) const POLICIES: &str = "none,prototype,codex-cli,claude-code";
 
-fn ok(args: &[&str]) -> String {
+pub(crate) fn ok(args: &[&str]) -> String {
     let (code, out, err) = lab(args);
     assert_eq!(code, 0, "{args:?}: {err}");
     out
 }
 
 /// Write the `n` shard parts of a `--cost --retention` replay of `root`; their paths.
-fn parts(root: &str, dir: &std::path::Path, n: usize) -> Vec<String> {
+pub(crate) fn parts(root: &str, dir: &std::path::Path, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
             let shard = format!("{i}/{n}");
@@ -40,7 +40,7 @@ fn parts(root: &str, dir: &std::path::Path, n: usize) -> Vec<String> {
         .collect()
 }
 
-fn merge(files: &[String], extra: &[&str]) -> (i32, String, String) {
+pub(crate) fn merge(files: &[String], extra: &[&str]) -> (i32, String, String) {
     let mut args = vec!["replay", "--merge"];
     args.extend(files.iter().map(String::as_str));
     args.extend(extra);

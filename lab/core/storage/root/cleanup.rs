@@ -98,6 +98,85 @@ pub fn write_replacing(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     done
 }
 
+/// A file written in pieces that appears at its path only whole:
+/// [`write_replacing`] for output too large to hold. The bytes go to
+/// `.NAME.tmp` beside it (created afresh, so a temp left by a killed run is
+/// written over, never continued), renamed onto the path by
+/// [`ReplacingFile::commit`]; dropped uncommitted, on an error, Ctrl-C or
+/// SIGTERM, the temp file is removed and the path left as it was.
+#[derive(Debug)]
+pub struct ReplacingFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl ReplacingFile {
+    /// Start writing `path` (its parent directory must exist).
+    pub fn create(path: &Path) -> std::io::Result<ReplacingFile> {
+        install_signal_handler();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.tmp"));
+        live().insert(tmp.clone());
+        match std::fs::File::create(&tmp) {
+            Ok(f) => Ok(ReplacingFile {
+                path: path.to_path_buf(),
+                tmp,
+                file: Some(std::io::BufWriter::new(f)),
+            }),
+            Err(e) => {
+                live().remove(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    /// The temp file the bytes go to until [`ReplacingFile::commit`].
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Flush, sync and rename onto the path: the file appears whole.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let file = self.file.take().expect("a file until committed");
+        let done = file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&self.tmp, &self.path));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        live().remove(&self.tmp);
+        done
+    }
+}
+
+impl std::io::Write for ReplacingFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file
+            .as_mut()
+            .expect("a file until committed")
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().expect("a file until committed").flush()
+    }
+}
+
+impl Drop for ReplacingFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+            live().remove(&self.tmp);
+        }
+    }
+}
+
 /// A registered `ctxlab-*` temp dir, removed on drop.
 #[derive(Debug)]
 pub struct TempRoot {
