@@ -146,34 +146,64 @@ fn the_slurm_array_script_merges_to_the_whole_run() {
     assert!(!dir.path().join("bad/part-4.json").exists());
 }
 
+/// Run a CI script of `scripts/launch/` (`LAB CORPUS WORKDIR POLICY
+/// SHARDS`) under `timeout`: it exits 0 when its merge equals the
+/// unsharded run, 77 (its reason printed) when it cannot start what it
+/// needs; the daemons it starts it stops itself, and `timeout` bounds it.
+fn ci_script(name: &str, secs: u32) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = super::replay_jobs::mixed_corpus(dir.path(), 6);
+    let o = Command::new("timeout")
+        .args(["-k", "10", &secs.to_string(), "bash"])
+        .arg(launcher(name))
+        .arg(env!("CARGO_BIN_EXE_lab"))
+        .arg(&root)
+        .arg(dir.path().join("work"))
+        .args([POLICIES, "3"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    match o.status.code() {
+        Some(0) => assert!(out.contains("byte-identical"), "{out}"),
+        Some(77) => println!("{name}: {}", out.trim()),
+        code => panic!("{name} exited {code:?} (124: timed out after {secs} s):\n{out}\n{err}"),
+    }
+}
+
 #[test]
 fn the_slurm_array_script_runs_under_real_slurm() {
-    // A real single-node Slurm needs slurmctld, slurmd and munge started as
-    // root; where `sbatch` answers (a cluster's login node), the array is
-    // submitted there and waited for.
-    if !has("sbatch", "--version") || std::env::var_os("CTXLAB_SLURM").is_none() {
-        println!(
-            "Slurm is not available (sbatch missing or CTXLAB_SLURM unset): the array script ran under the index harness only (the_slurm_array_script_merges_to_the_whole_run)"
-        );
+    if let Some(shared) = std::env::var_os("CTXLAB_SLURM") {
+        // On a cluster's login node: the array is submitted there, the
+        // corpus and the parts on a shared file system.
+        let dir = tempfile::tempdir_in(shared).unwrap();
+        let root = super::replay_jobs::mixed_corpus(dir.path(), 5);
+        let out = dir.path().join("run");
+        let status = Command::new("sbatch")
+            .args(["--wait", "--array=0-2"])
+            .arg(launcher("slurm.sbatch"))
+            .env("CORPUS", &root)
+            .env("OUT", &out)
+            .env("SHARDS", "3")
+            .env("POLICY", POLICIES)
+            .env("LAB", env!("CARGO_BIN_EXE_lab"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(merged(&out, "json"), whole(&root, "json"));
         return;
     }
-    // On a cluster the corpus and the parts must be on a shared file system.
-    let shared = PathBuf::from(std::env::var_os("CTXLAB_SLURM").unwrap());
-    let dir = tempfile::tempdir_in(&shared).unwrap();
-    let root = super::replay_jobs::mixed_corpus(dir.path(), 5);
-    let out = dir.path().join("run");
-    let status = Command::new("sbatch")
-        .args(["--wait", "--array=0-2"])
-        .arg(launcher("slurm.sbatch"))
-        .env("CORPUS", &root)
-        .env("OUT", &out)
-        .env("SHARDS", "3")
-        .env("POLICY", POLICIES)
-        .env("LAB", env!("CARGO_BIN_EXE_lab"))
-        .status()
-        .unwrap();
-    assert!(status.success());
-    assert_eq!(merged(&out, "json"), whole(&root, "json"));
+    // Here: a single-node Slurm started (and stopped) by the script.
+    ci_script("slurm_ci.sh", 180);
+}
+
+#[test]
+fn the_gnu_parallel_launcher_runs_over_a_real_sshd() {
+    ci_script("parallel_ssh_ci.sh", 120);
 }
 
 /// A YAML document as JSON (the manifest holds no anchors or tags).
