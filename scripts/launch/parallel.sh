@@ -40,8 +40,12 @@ shift
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-# The command is quoted once here, for the shell of each job.
-cmd=$(printf '%q ' "$lab" "$@")
+# The command is quoted once here, for the shell of each job. The first
+# shard to walk a tar archive saves its index beside the run, and the
+# others read their members at its offsets (CTXLAB_TAR_INDEX_DIR; set on
+# the command line, as a remote job's shell does not inherit ours).
+index=${CTXLAB_TAR_INDEX_DIR:-$out/.tar-index}
+cmd="CTXLAB_TAR_INDEX_DIR=$(printf '%q' "$index") $(printf '%q ' "$lab" "$@")"
 part="$out/part-{#}.json"
 parallel --will-cite --halt now,fail=1 --joblog "$out/joblog" --resume-failed "${remote[@]}" \
     "$cmd --shard auto/$n --format json > $part.tmp && mv $part.tmp $part" ::: $(seq 1 "$n")

@@ -524,3 +524,86 @@ fn shard_auto_reads_the_job_array_index() {
         );
     }
 }
+
+/// What one shard of `n` reads of an archive: each of its members' key and
+/// the messages of its sessions, through the corpus walk a replay uses.
+fn shard_members(archive: &std::path::Path, shard: usize, n: usize) -> Vec<(String, Vec<usize>)> {
+    let inputs = ctxlab::import::corpus::expand(&[archive.to_path_buf()]).unwrap();
+    let input = &inputs[0];
+    let item = &input.items[0];
+    let keys = ctxlab::import::corpus::Keys::of(input, item);
+    let mut got = Vec::new();
+    ctxlab::import::corpus::for_each_member_where(
+        item,
+        &keys,
+        &ctxlab::import::ImportOptions::default(),
+        false,
+        &mut |key| ctxlab::shard::owner_of_key(key, n) == shard,
+        |m| {
+            let sessions = m.sessions.unwrap();
+            got.push((m.key, sessions.iter().map(|s| s.main.len()).collect()));
+            Ok(())
+        },
+    )
+    .unwrap();
+    got
+}
+
+/// The first shard to walk an archive saves its index; the next (as a
+/// fresh process: nothing kept in memory) walks no header, reads its own
+/// members at their offsets, and gets what a walk gets. A rewritten
+/// archive is walked again.
+#[test]
+fn a_saved_tar_index_spares_later_shards_the_walk() {
+    use ctxlab::import::tar_index;
+    let dir = tempfile::tempdir().unwrap();
+    let root = super::replay_jobs::mixed_corpus(dir.path(), 14);
+    let status = std::process::Command::new("sh")
+        .current_dir(&root)
+        .args(["-c", "tar -cf ../c.tar *.json && gzip -k -c ../c.tar > ../c.tgz"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Walked without an index directory: the reference.
+    let reference: Vec<_> = ["c.tar", "c.tgz"]
+        .iter()
+        .map(|a| {
+            let path = dir.path().join(a);
+            tar_index::forget_kept();
+            (0..2).map(|s| shard_members(&path, s, 2)).collect::<Vec<_>>()
+        })
+        .collect();
+    let index_dir = dir.path().join("index");
+    tar_index::set_index_dir(Some(index_dir.clone()));
+    for (archive, expected) in ["c.tar", "c.tgz"].iter().zip(&reference) {
+        let path = dir.path().join(archive);
+        tar_index::forget_kept();
+        let before = tar_index::scans();
+        assert_eq!(shard_members(&path, 0, 2), expected[0], "{archive}");
+        assert_eq!(tar_index::scans(), before + 1, "{archive}: the first shard walks");
+        tar_index::forget_kept();
+        assert_eq!(shard_members(&path, 1, 2), expected[1], "{archive}");
+        assert_eq!(
+            tar_index::scans(),
+            before + 1,
+            "{archive}: the second shard walked the archive again"
+        );
+        assert!(!expected[1].is_empty() && !expected[0].is_empty());
+    }
+    let saved = std::fs::read_dir(&index_dir).unwrap().count();
+    assert_eq!(saved, 2, "one index per archive");
+    // Rewritten (a member added): its saved index is not this version's.
+    let path = dir.path().join("c.tar");
+    let status = std::process::Command::new("sh")
+        .current_dir(&root)
+        .args(["-c", "cp s000.json s999.json && tar -cf ../c.tar *.json"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tar_index::forget_kept();
+    let before = tar_index::scans();
+    let all: usize = (0..2).map(|s| shard_members(&path, s, 2).len()).sum();
+    assert_eq!(all, 15);
+    assert_eq!(tar_index::scans(), before + 1);
+    tar_index::set_index_dir(None);
+}
