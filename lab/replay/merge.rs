@@ -695,7 +695,7 @@ pub fn merge(files: &[PathBuf], format: MergeFormat, out: &mut dyn Write) -> Lab
                 .find(&format!("{OPEN}]"))
                 .expect("the corpus JSON has an empty records array")
                 + OPEN.len();
-            write(out, text[..at].as_bytes())?;
+            write(out, &text.as_bytes()[..at])?;
             let mut any = false;
             each_record(&parts, |s| {
                 let pretty = serde_json::to_string_pretty(s).expect("records serialise");
@@ -707,7 +707,7 @@ pub fn merge(files: &[PathBuf], format: MergeFormat, out: &mut dyn Write) -> Lab
             if any {
                 write(out, b"\n    ")?;
             }
-            write(out, text[at..].as_bytes())
+            write(out, &text.as_bytes()[at..])
         }
     }
 }

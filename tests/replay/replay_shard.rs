@@ -560,7 +560,10 @@ fn a_saved_tar_index_spares_later_shards_the_walk() {
     let root = super::replay_jobs::mixed_corpus(dir.path(), 14);
     let status = std::process::Command::new("sh")
         .current_dir(&root)
-        .args(["-c", "tar -cf ../c.tar *.json && gzip -k -c ../c.tar > ../c.tgz"])
+        .args([
+            "-c",
+            "tar -cf ../c.tar *.json && gzip -k -c ../c.tar > ../c.tgz",
+        ])
         .status()
         .unwrap();
     assert!(status.success());
@@ -570,7 +573,9 @@ fn a_saved_tar_index_spares_later_shards_the_walk() {
         .map(|a| {
             let path = dir.path().join(a);
             tar_index::forget_kept();
-            (0..2).map(|s| shard_members(&path, s, 2)).collect::<Vec<_>>()
+            (0..2)
+                .map(|s| shard_members(&path, s, 2))
+                .collect::<Vec<_>>()
         })
         .collect();
     let index_dir = dir.path().join("index");
@@ -580,7 +585,11 @@ fn a_saved_tar_index_spares_later_shards_the_walk() {
         tar_index::forget_kept();
         let before = tar_index::scans();
         assert_eq!(shard_members(&path, 0, 2), expected[0], "{archive}");
-        assert_eq!(tar_index::scans(), before + 1, "{archive}: the first shard walks");
+        assert_eq!(
+            tar_index::scans(),
+            before + 1,
+            "{archive}: the first shard walks"
+        );
         tar_index::forget_kept();
         assert_eq!(shard_members(&path, 1, 2), expected[1], "{archive}");
         assert_eq!(
