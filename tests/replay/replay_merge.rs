@@ -245,3 +245,104 @@ fn a_killed_merge_run_again_gives_the_same_bytes() {
     );
     assert!(!dir.path().join(".merged.json.tmp").exists());
 }
+
+/// One sealed part of `n` holding `records` as given (orders and keys
+/// unchecked), written as `name`.
+fn part_of(dir: &Path, name: &str, n: usize, index: usize, records: Vec<SessionRecords>) -> String {
+    let part = CorpusJson {
+        spec: CorpusSpec {
+            inputs: vec!["corpus/".into()],
+            policies: vec!["none".into()],
+            options: Default::default(),
+        },
+        shard: Some(Shard { index, count: n }),
+        listing: "0".repeat(64),
+        items: 10,
+        sessions: records.len(),
+        skipped: 0,
+        records,
+        checksum: None,
+    }
+    .sealed();
+    let text = ctxlab::replay::policies::render_corpus_json(&part);
+    common::write(dir, name, &text)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Each kind of bad part is refused with exit 3, the file and its place
+/// named, a fix, and nothing written to `--out`.
+#[test]
+fn each_bad_part_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("merged.json");
+    let out_s = out.to_str().unwrap().to_string();
+    let refused = |files: &[String], bad: &str, what: &str| {
+        let (code, printed, err) = merge(files, &["--format", "json", "--out", &out_s]);
+        assert_eq!(code, 3, "{what}: {err}");
+        assert!(printed.is_empty(), "{what}: {printed}");
+        assert!(
+            err.contains(&format!("{bad}:")) && err.contains(what) && err.contains("fix:"),
+            "{what}: {err}"
+        );
+        assert!(!out.exists(), "{what}: {} written", out.display());
+    };
+    let session = |key: &str, j: usize| SessionRecords {
+        key: key.to_string(),
+        order: [j, 0, 0],
+        records: vec![record(j, "none", 0)],
+    };
+    // Out of corpus order within its part (one shard of one: it owns all).
+    let disordered = part_of(
+        dir.path(),
+        "disordered.json",
+        1,
+        0,
+        vec![session("b.json", 5), session("a.json", 3)],
+    );
+    refused(
+        std::slice::from_ref(&disordered),
+        &disordered,
+        "out of corpus order",
+    );
+    // A session in the part of a shard that does not own its key.
+    let key = (0..)
+        .map(|j| format!("s{j}.json"))
+        .find(|k| owner_of_key(k, 2) == 1)
+        .unwrap();
+    let stray = part_of(dir.path(), "stray.json", 2, 0, vec![session(&key, 0)]);
+    let other = part_of(dir.path(), "other.json", 2, 1, Vec::new());
+    refused(
+        &[stray.clone(), other],
+        &stray,
+        "is not of this part's shard 0/2",
+    );
+    // Parts of the same corpus and command cut into other shard counts.
+    let root = super::replay_jobs::mixed_corpus(dir.path(), 4);
+    let two_dir = dir.path().join("two");
+    let three_dir = dir.path().join("three");
+    std::fs::create_dir_all(&two_dir).unwrap();
+    std::fs::create_dir_all(&three_dir).unwrap();
+    let two = parts(&root, &two_dir, 2);
+    let three = parts(&root, &three_dir, 3);
+    refused(
+        &[two[0].clone(), three[1].clone(), three[2].clone()],
+        &three[1],
+        "the shard counts differ",
+    );
+    // Cut inside a record: the end of the file is named.
+    let text = std::fs::read_to_string(&two[1]).unwrap();
+    let at = text.find("\"records\": [").unwrap() + 40;
+    let cut = common::write(dir.path(), "cut.json", &text[..at]);
+    let cut = cut.to_string_lossy().into_owned();
+    let lines = text[..at].lines().count();
+    refused(
+        &[two[0].clone(), cut.clone()],
+        &format!("{cut}:{lines}"),
+        "not the JSON of a corpus replay",
+    );
+    // And the good parts still merge.
+    let (code, _, err) = merge(&two, &["--format", "json", "--out", &out_s]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.exists());
+}
