@@ -333,10 +333,13 @@ impl Records {
     }
 
     fn peek(&mut self) -> LabResult<Option<u8>> {
-        let path = self.path.clone();
-        let r = self.reader()?;
-        let buf = r.fill_buf().map_err(|e| read_error(&path, e))?;
-        Ok(buf.first().copied())
+        self.reader()?;
+        let Records { reader, path, .. } = self;
+        let r = reader.as_mut().expect("opened above");
+        match r.fill_buf() {
+            Ok(buf) => Ok(buf.first().copied()),
+            Err(e) => Err(read_error(path, e)),
+        }
     }
 
     fn bump(&mut self, b: u8) {
@@ -770,4 +773,95 @@ fn each_record(
         last = Some((s, i));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A part whose strings hold brackets, braces, escaped quotes and
+    /// non-ASCII text, its keys in another order: the skeleton drops the
+    /// records only, and the records read back one by one, in order.
+    #[test]
+    fn the_skeleton_drops_only_the_records_and_they_read_back() {
+        let record = |key: &str, j: usize| {
+            serde_json::json!({"key": key, "order": [j, 0, 0], "records": [{
+                "session": format!("é \"]}}[{{ {key}"), "policy": "none", "calls": j,
+                "peak_chars": 1, "last_tokens": 2, "lost_forever": 0, "pointer_lost": 0,
+                "dangling_pointers": 0, "orphans": 0, "invalid_requests": 0, "events": 0,
+                "dollars": null, "recall_percent": null, "tokenizer": "approx"}]})
+        };
+        let text = serde_json::to_string_pretty(&serde_json::json!({
+            "corpus": {"records": [record("a]", 1), record("b\"", 2)], "spec": {"inputs": ["x[\"records\": ["], "policies": [], "options": {}},
+                "shard": null, "listing": "l", "items": 2, "sessions": 2, "skipped": 0, "checksum": null},
+            "aggregate": []
+        }))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.json");
+        std::fs::write(&path, &text).unwrap();
+        let skel = skeleton(&path).unwrap();
+        let part: Part = serde_json::from_slice(&skel.text).unwrap();
+        let head = part.corpus.unwrap();
+        assert!(head.records.is_empty());
+        assert_eq!(head.spec.inputs, ["x[\"records\": ["]);
+        let gap = skel.gap.unwrap();
+        let mut records = Records::open(&path, gap.start, true, stamp_of(&path).unwrap());
+        let mut keys = Vec::new();
+        while let Some((s, at)) = records.next().unwrap() {
+            // Each record starts where the text has its `{`.
+            let line = text.lines().nth(at.line - 1).unwrap();
+            assert_eq!(line.chars().nth(at.col - 1), Some('{'));
+            keys.push(s.key);
+        }
+        assert_eq!(keys, ["a]", "b\""]);
+        // A place after the records maps back to the file's line.
+        let (line, _) = skel.place(
+            String::from_utf8_lossy(&skel.text)
+                .find("\"spec\"")
+                .unwrap(),
+        );
+        assert_eq!(
+            text.lines().nth(line - 1).map(|l| l.contains("\"spec\"")),
+            Some(true)
+        );
+    }
+
+    /// The checksum hashed record by record is the one a part is sealed with.
+    #[test]
+    fn the_running_checksum_is_the_sealed_one() {
+        let part = CorpusJson {
+            spec: super::super::shard::CorpusSpec {
+                inputs: vec!["c".into()],
+                policies: vec!["none".into()],
+                options: Default::default(),
+            },
+            shard: Some(crate::shard::Shard { index: 0, count: 1 }),
+            listing: "l".into(),
+            items: 2,
+            sessions: 2,
+            skipped: 0,
+            records: (0..2)
+                .map(|j| SessionRecords {
+                    key: format!("k{j}"),
+                    order: [j, 0, 0],
+                    records: Vec::new(),
+                })
+                .collect(),
+            checksum: None,
+        }
+        .sealed();
+        let (before, after) = digest_frame(&part);
+        let mut h = Sha256::new();
+        h.update(&before);
+        for (i, s) in part.records.iter().enumerate() {
+            if i > 0 {
+                h.update(b",");
+            }
+            h.update(serde_json::to_vec(s).unwrap());
+        }
+        h.update(after);
+        let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(part.checksum.as_deref(), Some(hex.as_str()));
+    }
 }
