@@ -5,7 +5,7 @@
 //! `corpus`), its records in corpus order. The merge reads each part twice,
 //! record by record:
 //!
-//! 1. **Check** ([`check_part`]): the part without its records (its
+//! 1. **Check** (`check_part`): the part without its records (its
 //!    *skeleton*: the text with `corpus.records` emptied, a few kilobytes)
 //!    is parsed for its spec, shard and checksum; then its records are read
 //!    one at a time to recompute the checksum as a running SHA-256, to check
