@@ -330,7 +330,14 @@ fn every_request_equals_inspect_ais_on_the_shared_sessions() {
     let mut sessions = 0;
     for file in &files {
         for s in ctxlab::import::import_file_sessions(file, &common::LENIENT).unwrap() {
-            compared += compare(&s.label, &s.main, &golden["sessions"][&s.label]);
+            if s.main.is_empty() {
+                // The export has no line for a session without messages.
+                continue;
+            }
+            let want = golden["sessions"]
+                .get(&s.label)
+                .unwrap_or_else(|| panic!("{}: not in the script's output", s.label));
+            compared += compare(&s.label, &s.main, want);
             sessions += 1;
         }
     }
