@@ -83,6 +83,7 @@ pub fn differences() -> Vec<&'static str> {
         "the usage baseline (`record_output`) is not modelled: every call counts the whole input, as upstream before its first reply",
         "tool definitions count as the replay's envelope (at least 1, what upstream counts for no tools); the system prompt is not a message in the lab",
         "the prefix is the history before the first model call and no message has `source=\"input\"`: the input partition is the conversation up to its first user message",
+        "a fractional threshold is taken of `context_window` (default 128,000, upstream's window for a model it has no information on); upstream reads the model's window from its model database (200,000 for Claude Sonnet 4.5, so 180,000 at 0.9)",
         "a threshold of exactly 1 is a fraction (the whole window), as a float is upstream; upstream's int 1 is one token",
         "where upstream raises (compaction insufficient after three more passes, a failed summary call) the policy's run ends there",
     ]
