@@ -1,12 +1,12 @@
 //! Policy groups: the panels plots draw as small multiples. Each group
 //! gathers whole policy families (`PolicyInfo::family`, the product a
-//! policy ports) into eight groups of at most seven policies, so a panel
+//! policy ports) into nine groups of at most seven policies, so a panel
 //! that highlights one group never needs more than seven styles; a policy
 //! keeps one style everywhere ([`style_index`]). [`family`] is the finer
 //! label the HTML report filters by.
 
 /// The groups, in display order.
-pub const GROUPS: [&str; 8] = [
+pub const GROUPS: [&str; 9] = [
     "baseline and course",
     "Claude Code",
     "Codex, Gemini CLI, Amp and Pi",
@@ -15,6 +15,7 @@ pub const GROUPS: [&str; 8] = [
     "OpenHands",
     "APIs and frameworks",
     "OpenAI API",
+    "Inspect AI",
 ];
 
 /// The group of each family (`PolicyInfo::family`, the product a policy
@@ -36,6 +37,9 @@ const FAMILY_GROUPS: &[(&str, usize)] = &[
     // Its own group since a third OpenAI policy made "APIs and
     // frameworks" eight.
     ("OpenAI API", 7),
+    // Its own group: its three strategies would make "APIs and
+    // frameworks" eight.
+    ("Inspect AI", 8),
 ];
 
 /// The group of policy `name` (case-insensitive), from its family in the

@@ -34,6 +34,7 @@ pub mod gemini_cli;
 pub mod gemini_cli_mask;
 pub mod goose;
 pub mod hermes_lean;
+pub mod inspect;
 pub mod jev_drop_tools;
 pub mod langchain;
 pub mod openai_realtime;

@@ -11,6 +11,7 @@ mod exec_protocol;
 mod frozen;
 mod gated;
 mod policy_engine;
+mod policy_inspect;
 mod policy_pi;
 mod policy_search;
 mod policy_swe_mask_corpus;
