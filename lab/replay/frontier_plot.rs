@@ -6,10 +6,12 @@ use super::policies::Compared;
 use crate::retention::render::{mark_closed_dominated, mark_dominated, ClosedPoint, Scored};
 
 /// The runs scored for the frontier, dominance marked (runs without
-/// retention are left out): dollars weigh cost where priced.
+/// retention, and runs that ended by error, whose low cost is that of calls
+/// never made, are left out): dollars weigh cost where priced.
 pub fn scored(runs: &[Compared]) -> Vec<Scored> {
     let mut rows: Vec<Scored> = runs
         .iter()
+        .filter(|c| c.run.ended_by_error.is_none())
         .filter_map(|c| {
             let r = c.retention.clone()?;
             let tokens_sent = c.run.calls.iter().map(|x| x.tokens).sum();
@@ -34,6 +36,7 @@ pub fn scored(runs: &[Compared]) -> Vec<Scored> {
                 dominated: false,
                 retention: r,
                 closed,
+                ended_by_error: None,
             })
         })
         .collect();

@@ -249,7 +249,7 @@ fn summary(s: &mut String, runs: &[Compared], scored: &[Scored], recorded: &[Cos
                 let kept = x.retention.facts.iter().filter(|f| f.status != Status::Gone).count();
                 format!("{kept}/{}", x.retention.facts.len())
             }),
-            sc.map_or("-", |x| if x.dominated { "dominated" } else { "frontier" }),
+            sc.map_or("-", crate::retention::render::frontier_cell),
         );
     }
     s.push_str(TABLE_CLOSE);

@@ -187,7 +187,7 @@ pub fn frontier_table(rows: &[Scored], regret: &[Option<f64>]) -> Table {
                 Cell::Text(format!("{:.1}", s.artifact_recall)),
                 Cell::Text(format!("{kept}/{}", facts.len())),
                 Cell::Int(s.retention.refetch_calls as u64),
-                Cell::Text(if s.dominated { "dominated" } else { "frontier" }.into()),
+                Cell::Text(crate::retention::render::frontier_cell(s).into()),
             ]
             .into_iter()
             .chain(closed_cells(s))

@@ -466,3 +466,44 @@ fn artifacts_fall_in_four_tiers_and_three_kinds() {
         (2, 0, 0)
     );
 }
+
+/// A run that ended by error (Inspect's "compaction insufficient") cost only
+/// the calls it made: it beats no finished run on the frontier, and its cell
+/// says it ended. The control: the same cheap run, finished, does beat it.
+#[test]
+fn a_run_that_ended_by_error_beats_no_finished_run() {
+    use ctxlab::retention::render::{frontier_cell, mark_dominated, Scored};
+    let messages = reads(3);
+    let report = run(
+        &mut Mask {
+            keep: 10,
+            persist: false,
+            delete_after: None,
+        },
+        &messages,
+    );
+    let row = |policy: &str, dollars: f64, ended: Option<&str>| Scored {
+        session: "s".into(),
+        policy: policy.into(),
+        tokens_sent: 0,
+        artifact_recall: 100.0,
+        dollars: Some(dollars),
+        dominated: false,
+        retention: report.clone(),
+        closed: None,
+        ended_by_error: ended.map(String::from),
+    };
+    let mut rows = vec![
+        row("finished", 2.0, None),
+        row("ended", 0.0, Some("compaction insufficient")),
+        row("dearer", 3.0, None),
+    ];
+    mark_dominated(&mut rows);
+    assert!(!rows[0].dominated, "an ended run beat a finished one");
+    assert!(rows[2].dominated, "a finished run no longer beats a dearer one");
+    assert_eq!(frontier_cell(&rows[0]), "frontier");
+    assert_eq!(frontier_cell(&rows[1]), "ended by error");
+    rows[1].ended_by_error = None;
+    mark_dominated(&mut rows);
+    assert!(rows[0].dominated);
+}

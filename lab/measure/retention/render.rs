@@ -31,6 +31,12 @@ pub struct Scored {
     /// agent later, and its place on the closed-loop frontier.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub closed: Option<ClosedPoint>,
+    /// Why the run stopped before the session's end, when it did (a
+    /// design's own error, e.g. Inspect's "compaction insufficient"). Such
+    /// a run is off the frontier both ways: its low cost is that of calls
+    /// it never made, so it must not beat runs that finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by_error: Option<String>,
 }
 
 /// A run's point on the closed-loop frontier: in-request recall against
@@ -56,14 +62,23 @@ pub struct ClosedPoint {
 
 /// Mark every closed-loop point another one on the same session beats.
 pub fn mark_closed_dominated(rows: &mut [Scored]) {
+    // A run that ended by error is no one's better.
     let points: Vec<(String, String, Option<ClosedPoint>)> = rows
         .iter()
-        .map(|s| (s.session.clone(), s.policy.clone(), s.closed))
+        .map(|s| {
+            let closed = if s.ended_by_error.is_some() { None } else { s.closed };
+            (s.session.clone(), s.policy.clone(), closed)
+        })
         .collect();
     for s in rows.iter_mut() {
+        let ended = s.ended_by_error.is_some();
         let Some(me) = s.closed.as_mut() else {
             continue;
         };
+        if ended {
+            me.dominated = false;
+            continue;
+        }
         me.dominated = points.iter().any(|(session, policy, o)| {
             let Some(o) = o else { return false };
             *session == s.session
@@ -88,6 +103,7 @@ pub fn score(runs: &[(PolicyRun, RetentionReport)]) -> Vec<Scored> {
             dominated: false,
             retention: r.clone(),
             closed: None,
+            ended_by_error: run.ended_by_error.clone(),
         })
         .collect();
     mark_dominated(&mut out);
@@ -104,14 +120,33 @@ fn cost_of(s: &Scored) -> f64 {
 pub fn mark_dominated(rows: &mut [Scored]) {
     for i in 0..rows.len() {
         let me = &rows[i];
+        // A run that ended by error is neither on the frontier nor beaten:
+        // its table cell says it ended (see [`Scored::ended_by_error`]).
+        if me.ended_by_error.is_some() {
+            rows[i].dominated = false;
+            continue;
+        }
         let dominated = rows.iter().any(|o| {
             o.session == me.session
+                && o.ended_by_error.is_none()
                 && o.policy != me.policy
                 && cost_of(o) <= cost_of(me)
                 && o.artifact_recall >= me.artifact_recall
                 && (cost_of(o) < cost_of(me) || o.artifact_recall > me.artifact_recall)
         });
         rows[i].dominated = dominated;
+    }
+}
+
+/// The cost–retention cell: on the frontier, dominated, or off it because
+/// the run ended by error.
+pub fn frontier_cell(s: &Scored) -> &'static str {
+    if s.ended_by_error.is_some() {
+        "ended by error"
+    } else if s.dominated {
+        "dominated"
+    } else {
+        "frontier"
     }
 }
 
@@ -159,7 +194,7 @@ pub fn retention(rows: &[Scored], format: Format) -> String {
                 format!("{} ({} tok)", r.refetch_calls, r.refetch_tokens),
                 class(&r.classes.mutated),
                 class(&r.classes.stale),
-                if s.dominated { "dominated" } else { "frontier" }.to_string(),
+                frontier_cell(s).to_string(),
             ]
         })
         .collect();
