@@ -211,8 +211,8 @@ impl ClearToolUses {
                 if let Block::ToolUse { input, .. } = &mut request[mi].blocks_mut()[bi] {
                     let empty = serde_json::json!({});
                     freed += tokens
-                        .count(&input.to_string())
-                        .saturating_sub(tokens.count(&empty.to_string()));
+                        .count_json(input)
+                        .saturating_sub(tokens.count_json(&empty));
                     *input = empty;
                     events.push(PolicyEvent::Cleared {
                         id: p.id.clone(),

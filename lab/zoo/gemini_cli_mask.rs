@@ -96,8 +96,25 @@ fn json_string(text: &str) -> String {
 
 /// `estimateTokenCountSync([part])` of a function response `{output: text}` of tool `name`.
 pub fn response_tokens(name: &str, output: &str) -> usize {
-    let response = format!("{{\"output\":{}}}", json_string(output));
-    ((utf16_len(name) + utf16_len(&response)) as f64 / 4.0).floor() as usize
+    // `{"output":` and `}` around the JSON string, measured without
+    // building it: the mask sizes every tool result at every call.
+    let response = "{\"output\":}".len() + json_string_utf16_len(output);
+    ((utf16_len(name) + response) as f64 / 4.0).floor() as usize
+}
+
+/// `utf16_len(&json_string(text))`, without the string: the quotes, two
+/// units for `"`, `\\` and the five short escapes, six for other control
+/// characters (`\u00XX`), every other character its own UTF-16 length.
+fn json_string_utf16_len(text: &str) -> usize {
+    let escapes: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    2 + utf16_len(text) + escapes
 }
 
 /// `getToolOutputContent`: `JSON.stringify(response, null, 2)`.

@@ -36,12 +36,19 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     fn count_block(&self, block: &Block) -> usize {
         match block {
             Block::Text { text } => self.count(text),
-            Block::ToolUse { name, input, .. } => self.count(name) + self.count(&input.to_string()),
+            Block::ToolUse { name, input, .. } => self.count(name) + self.count_json(input),
             Block::ToolResult { content, .. } => self.count(content),
             Block::Thinking { thinking } => self.count(thinking),
             Block::Image { .. } => IMAGE_TOKENS,
             Block::Unlogged { tokens, .. } => *tokens,
         }
+    }
+
+    /// Tokens of a tool input: its compact JSON text (`Value::to_string`),
+    /// as the API receives it. Counters that need only the text's length
+    /// override this to count without building the string.
+    fn count_json(&self, value: &serde_json::Value) -> usize {
+        self.count(&value.to_string())
     }
 
     /// Tokens of a whole request.
@@ -93,6 +100,32 @@ impl TokenCounter for Approx {
     fn count(&self, text: &str) -> usize {
         text.chars().count().div_ceil(4)
     }
+
+    /// The compact JSON text's characters counted as it is written, with
+    /// no string built: every policy counts every tool input of its
+    /// history at every call, so the strings were most of the counting.
+    fn count_json(&self, value: &serde_json::Value) -> usize {
+        json_chars(value).div_ceil(4)
+    }
+}
+
+/// Characters of `value.to_string()`, counted as serde_json writes them
+/// (the UTF-8 bytes that start a character).
+pub fn json_chars(value: &serde_json::Value) -> usize {
+    struct Chars(usize);
+    impl std::io::Write for Chars {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.iter().filter(|&&b| (b as i8) >= -0x40).count();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut chars = Chars(0);
+    // Writing to a counter cannot fail, and a `Value` always serialises.
+    let _ = serde_json::to_writer(&mut chars, value);
+    chars.0
 }
 
 #[cfg(test)]
@@ -106,6 +139,20 @@ mod tests {
         assert_eq!(Approx.count("abcde"), 2);
         let m = Message::tool_results(vec![("t".into(), "x".repeat(9))]);
         assert_eq!(Approx.count_messages(&[m]), 3);
+    }
+
+    #[test]
+    fn json_characters_are_counted_as_the_text_has_them() {
+        let inputs = [
+            serde_json::json!({}),
+            serde_json::json!({"command": "ls -la", "n": 1.5, "ok": true, "none": null}),
+            serde_json::json!({"path": "/src/é\u{1F600}\"q\"\n\u{1}", "list": [1, -2, "ü"]}),
+            serde_json::json!("plain"),
+        ];
+        for v in inputs {
+            assert_eq!(json_chars(&v), v.to_string().chars().count(), "{v}");
+            assert_eq!(Approx.count_json(&v), Approx.count(&v.to_string()), "{v}");
+        }
     }
 
     #[test]

@@ -147,7 +147,7 @@ impl Kept {
             if cand.input && !cand.measured {
                 let (mi, bi) = pair.call;
                 if let Block::ToolUse { input, .. } = &self.request[mi].blocks()[bi] {
-                    self.freed += tokens.count(&input.to_string()).saturating_sub(empty);
+                    self.freed += tokens.count_json(input).saturating_sub(empty);
                 }
             }
             cand.measured = true;

@@ -305,3 +305,28 @@ fn previews_follow_upstream_shapes() {
         "(4 + 17) / 4 = 5.25, floored"
     );
 }
+
+#[test]
+fn a_json_string_is_measured_as_the_string_built() {
+    let texts = [
+        "",
+        "plain",
+        "quote \" back\\slash",
+        "lines\nand\ttabs\r\u{8}\u{c}",
+        "controls \u{0}\u{1}\u{1f} del \u{7f}",
+        "ü é 😀 𝄞 中文",
+    ];
+    for t in texts {
+        assert_eq!(
+            json_string_utf16_len(t),
+            utf16_len(&json_string(t)),
+            "{t:?}"
+        );
+        let built = format!("{{\"output\":{}}}", json_string(t));
+        assert_eq!(
+            response_tokens("grep", t),
+            ((utf16_len("grep") + utf16_len(&built)) as f64 / 4.0).floor() as usize,
+            "{t:?}"
+        );
+    }
+}
