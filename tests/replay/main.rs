@@ -31,4 +31,5 @@ mod replay_shard;
 mod retention;
 mod retention_classes;
 mod retention_session;
+mod unlogged_mechanisms;
 mod wire_envelopes;
