@@ -31,5 +31,6 @@ mod replay_shard;
 mod retention;
 mod retention_classes;
 mod retention_session;
+mod summary_sizes;
 mod unlogged_mechanisms;
 mod wire_envelopes;
