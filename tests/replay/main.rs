@@ -28,6 +28,7 @@ mod replay_real;
 mod replay_render;
 mod replay_scale;
 mod replay_shard;
+mod resumes;
 mod retention;
 mod retention_classes;
 mod retention_session;
