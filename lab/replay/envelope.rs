@@ -188,7 +188,7 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
             n.session,
             n.tokens,
             n.basis.label(),
-            put_back_text(n.put_back),
+            put_back_text(n.put_back, predicted),
             n.unlogged_at_last.map(unlogged_text).unwrap_or_default(),
             n.anchor
                 .map(|a| format!("; {}", a.label()))
@@ -198,8 +198,15 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
     s
 }
 
-/// The clause on the attachments put back, when there are any.
-fn put_back_text(p: crate::replay::unlogged::PutBack) -> String {
+/// The clause on the attachments put back, when there are any: under the
+/// predicting anchor sized by mechanism from the log's text (the
+/// @-mentioned files), else from recorded usage.
+fn put_back_text(p: crate::replay::unlogged::PutBack, predicted: bool) -> String {
+    let sized = if predicted {
+        "@-mentioned files, sized by mechanism from the log's text"
+    } else {
+        "estimate from recorded usage"
+    };
     let shells = match p.shell_reminders {
         0 => String::new(),
         n => format!("; {n} background-shell reminders rebuilt from the log"),
@@ -207,7 +214,7 @@ fn put_back_text(p: crate::replay::unlogged::PutBack) -> String {
     let attachments = match p.attachments {
         0 => String::new(),
         n => format!(
-            "; {n} attachment{} the log does not keep put back at the messages that carried {} ({} tokens, estimate from recorded usage)",
+            "; {n} attachment{} the log does not keep put back at the messages that carried {} ({} tokens, {sized})",
             if n == 1 { "" } else { "s" },
             if n == 1 { "it" } else { "them" },
             p.tokens
