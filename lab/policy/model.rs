@@ -268,6 +268,21 @@ mod tests {
     }
 
     #[test]
+    fn recorded_answers_in_order_then_every_or_the_fallback() {
+        let req = SummaryRequest {
+            prompt: "p",
+            messages: &[],
+            previous: None,
+        };
+        let mut r = Recorded::new(vec!["a".into()]);
+        assert_eq!(r.summarise(&req).unwrap(), "a");
+        assert_eq!(r.summarise(&req).unwrap(), "");
+        let mut e = Recorded::every("sized".into());
+        assert_eq!(e.summarise(&req).unwrap(), "sized");
+        assert_eq!(e.summarise(&req).unwrap(), "sized");
+    }
+
+    #[test]
     fn scripted_fails_past_its_end_and_cassette_misses_loudly() {
         let mut s = Scripted::replies(["one"]);
         let req = SummaryRequest {
