@@ -188,7 +188,7 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
             n.session,
             n.tokens,
             n.basis.label(),
-            put_back_text(n.put_back),
+            put_back_text(n.put_back, predicted),
             n.unlogged_at_last.map(unlogged_text).unwrap_or_default(),
             n.anchor
                 .map(|a| format!("; {}", a.label()))
@@ -198,8 +198,15 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
     s
 }
 
-/// The clause on the attachments put back, when there are any.
-fn put_back_text(p: crate::replay::unlogged::PutBack) -> String {
+/// The clause on the attachments put back, when there are any: under the
+/// predicting anchor sized by mechanism from the log's text (the
+/// @-mentioned files), else from recorded usage.
+fn put_back_text(p: crate::replay::unlogged::PutBack, predicted: bool) -> String {
+    let sized = if predicted {
+        "@-mentioned files, sized by mechanism from the log's text"
+    } else {
+        "estimate from recorded usage"
+    };
     let shells = match p.shell_reminders {
         0 => String::new(),
         n => format!("; {n} background-shell reminders rebuilt from the log"),
@@ -207,7 +214,7 @@ fn put_back_text(p: crate::replay::unlogged::PutBack) -> String {
     let attachments = match p.attachments {
         0 => String::new(),
         n => format!(
-            "; {n} attachment{} the log does not keep put back at the messages that carried {} ({} tokens, estimate from recorded usage)",
+            "; {n} attachment{} the log does not keep put back at the messages that carried {} ({} tokens, {sized})",
             if n == 1 { "" } else { "s" },
             if n == 1 { "it" } else { "them" },
             p.tokens
@@ -685,7 +692,10 @@ pub fn envelope_for(
         }
         EnvelopeArg::Auto => {
             if let Some((l, r)) = first {
-                let tokens = l.prefix_of(r, counter)?;
+                // What was put back into the first request's messages (the
+                // @-mentioned files sized by mechanism) is no envelope.
+                let mentioned = unlogged_before_first_reply(session);
+                let tokens = l.prefix_of(r, counter)?.saturating_sub(mentioned);
                 let mut after_source = None;
                 let after = if l.anchor.reads_usage() {
                     l.after_compactions()
@@ -695,7 +705,7 @@ pub fn envelope_for(
                 } else {
                     // Predicted by the product's rules, nothing read past
                     // the first request. The port re-attaches files itself.
-                    match predicted_after(session, l, tokens) {
+                    match predicted_after(session, l, tokens, mentioned > 0) {
                         Some((n, source)) => {
                             after_source = Some(source);
                             vec![n]
@@ -755,11 +765,22 @@ pub fn envelope_for(
 /// prompt and tools from the envelope table (the nearest release to the
 /// log's), which leaves out the user context, an unknown the log does not
 /// show. Without a table row, the product's default.
+///
+/// When the @-mentioned files were put back by mechanism
+/// (`put_back_mentions`), the first request's prefix already leaves them
+/// out: it is the envelope.
 fn predicted_after(
     session: &ImportedSession,
     log: &RecordedLog,
     first_prefix: usize,
+    mentions_put_back: bool,
 ) -> Option<(usize, String)> {
+    if mentions_put_back {
+        return Some((
+            first_prefix,
+            "the first request's prefix less the @-mentioned files put back by mechanism: system prompt, tools and user context".into(),
+        ));
+    }
     let mentions = log
         .requests
         .first()
@@ -803,6 +824,38 @@ fn predicted_after(
             "the product's default envelope, envelope_defaults.json".into(),
         )
     })
+}
+
+/// The tokens put back into the messages before the session's first reply
+/// (what its first request carried beyond its logged text).
+fn unlogged_before_first_reply(session: &ImportedSession) -> usize {
+    session
+        .main
+        .iter()
+        .take_while(|m| m.role != crate::message::Role::Assistant)
+        .map(crate::replay::unlogged::unlogged_tokens)
+        .sum()
+}
+
+/// What the first request of a Claude Code log holds beyond the release's
+/// system prompt and tools (the envelope table's nearest release) and its
+/// logged messages, when its first message @-mentions files: their size,
+/// which `put_back_mentions` shares among the mentions no Read sizes. The
+/// first request's size is read under every anchor.
+pub fn first_request_mentions(
+    session: &ImportedSession,
+    log: &RecordedLog,
+    counter: &dyn TokenCounter,
+) -> Option<usize> {
+    let first = log.requests.first()?;
+    if !first.messages.iter().any(mentions_a_file)
+        || product_policy(session.format) != Some(crate::zoo::claude_code::NAME)
+    {
+        return None;
+    }
+    let prefix = log.prefix_of(first, counter).ok()?;
+    let e = crate::replay::envelope_table::nearest("claude-code", log.version.as_deref())?;
+    Some(prefix.saturating_sub(e.claude_tokens?))
 }
 
 /// A user message that @-mentions a path, which Claude Code reads and

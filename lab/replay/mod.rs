@@ -40,6 +40,7 @@ pub mod profiles;
 pub mod shard;
 pub mod stream;
 pub mod subagents;
+pub mod summary_sizes;
 pub mod thrash;
 pub mod unlogged;
 pub mod variants;

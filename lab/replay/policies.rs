@@ -184,6 +184,9 @@ pub struct Product {
     /// policy's summaries are these recorded answers, as every reply of a
     /// replay is the recorded one; past the last, the lab's model writes.
     pub summaries: Vec<String>,
+    /// Under `--anchor none`: the summary of predicted length given at every
+    /// compaction instead ([`crate::replay::summary_sizes`]).
+    pub predicted_summary: Option<String>,
 }
 
 /// What one session is replayed with: its fixed prefix and its product.
@@ -457,9 +460,16 @@ fn run_observed(
         ..Env::default()
     };
     let summaries = setup.product.as_ref().map_or(&[][..], |p| &p.summaries[..]);
+    let predicted = setup
+        .product
+        .as_ref()
+        .and_then(|p| p.predicted_summary.clone());
     if !summaries.is_empty() && setup.prefix.product_policy.as_deref() == Some(&policy.info().name)
     {
-        env.model = Box::new(crate::policy::model::Recorded::new(summaries.to_vec()));
+        env.model = Box::new(match predicted {
+            Some(p) => crate::policy::model::Recorded::every(p),
+            None => crate::policy::model::Recorded::new(summaries.to_vec()),
+        });
     }
     if let Some(log) = side {
         let model = std::mem::replace(
@@ -770,6 +780,24 @@ pub fn set_up(
     Ok((set_up_logged(session, log.as_ref(), measure)?, log))
 }
 
+/// Under `--anchor none`, the summary the product's port gives at each
+/// compaction of a log whose product compacted: its length predicted from
+/// the other shared logs' summaries ([`crate::replay::summary_sizes`]), not
+/// read from this log's.
+fn predicted_summary(
+    session: &crate::import::ImportedSession,
+    log: &crate::replay::envelope::RecordedLog,
+    measure: &Measure,
+    counter: &dyn crate::tokens::TokenCounter,
+) -> Option<String> {
+    if measure.anchor.anchor.reads_usage() {
+        return None;
+    }
+    let name = session.source.file_name()?.to_string_lossy();
+    let chars = crate::replay::summary_sizes::predicted_chars(&name, log.model())?;
+    Some(crate::replay::summary_sizes::summary_text(chars, counter))
+}
+
 /// [`set_up`] from the recorded usage of the session's own conversation
 /// (`log`): a subagent's envelope, product model and prices are its own.
 pub fn set_up_logged(
@@ -796,6 +824,7 @@ pub fn set_up_logged(
             reattached_in_prefix: measure.anchor.anchor.reads_usage()
                 && !envelope.prefix.after_compaction.is_empty(),
             summaries: crate::replay::envelope::product_summaries(session),
+            predicted_summary: predicted_summary(session, l, measure, counter.as_ref()),
         })
     });
     let recorded = log.map_or(&[][..], |l| &l.requests[..]);

@@ -98,8 +98,10 @@ pub fn replayed_sessions(
 
 /// `session` as a replay sends it: with `--envelope auto`, what its
 /// conversation's `log` leaves out put back: the background-shell
-/// reminders rebuilt from the log's text, and under `Anchor::Recorded` the
-/// attachments its recorded usage shows ([`super::unlogged`]), counted with
+/// reminders rebuilt from the log's text, under `Anchor::Recorded` the
+/// attachments its recorded usage shows ([`super::unlogged`]), under
+/// `Anchor::None` the @-mentioned files its text sizes
+/// ([`super::unlogged::put_back_mentions`]), counted with
 /// `tokens`' counter. Every replay path calls it: named files through
 /// [`replayed_sessions`], a corpus session by session.
 pub fn as_sent(
@@ -122,6 +124,12 @@ pub fn as_sent(
     let resumes = log.resumed_before(session);
     let release = log.version.as_deref();
     super::unlogged::put_back(session, release, &recorded, &resumes, counter.as_ref());
+    if !anchor.reads_usage() {
+        // Predicted: the @-mentioned files the log's text sizes. Under
+        // `Recorded` the steps in recorded usage already hold them.
+        let first = super::envelope::first_request_mentions(session, &log, counter.as_ref());
+        super::unlogged::put_back_mentions(session, first, counter.as_ref());
+    }
 }
 
 /// Whose requests a session's recorded rows cover: `main chain`, or

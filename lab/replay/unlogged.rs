@@ -287,6 +287,33 @@ pub fn put_back(
     found
 }
 
+/// Under `--anchor none`, the @-mentioned files put back by mechanism
+/// ([`mechanisms`]): each file a prompt names with `@`, sized from a whole
+/// Read of the same path in the log, or, in the first message, from
+/// `first_request` (what the first request holds beyond the release's
+/// envelope and its logged text, [`crate::replay::envelope::first_request_mentions`])
+/// shared among the mentions nothing else sizes. Each joins its prompt as
+/// an [`Block::Unlogged`] block naming the path, so the product's port
+/// re-attaches it after compacting as the product re-reads it. Returns the
+/// evidence of every mechanism (sized or not).
+pub fn put_back_mentions(
+    session: &mut ImportedSession,
+    first_request: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Vec<mechanisms::Evidence> {
+    let mut found = mechanisms::evidence(&session.main, counter);
+    let first = session.main.iter().position(|m| m.role == Role::User);
+    if let (Some(first), Some(remainder)) = (first, first_request) {
+        mechanisms::size_from_first_request(&mut found, first, remainder);
+    }
+    for (at, what, tokens) in mechanisms::mentioned_files(&found) {
+        if let (Some(m), true) = (session.main.get_mut(at), tokens > 0) {
+            push_block(m, Block::Unlogged { what, tokens });
+        }
+    }
+    found
+}
+
 /// The most background-shell reminders rebuilt for one session: each is
 /// about 60 tokens, so this is six million tokens of them, past what any
 /// real session sends; a log that starts thousands of shells gets no more,
@@ -463,6 +490,8 @@ impl PutBack {
         out
     }
 }
+
+pub mod mechanisms;
 
 #[cfg(test)]
 mod tests;

@@ -248,14 +248,21 @@ fn reattachment_is_counted_once() {
 /// directory walked): the port's call beside the product's, and its first
 /// request after compacting beside the recorded one. Not met on all; this
 /// pins what the prediction does (notes/cost.md, "anchor"): socialaize's
-/// first compaction at the product's call, its second never reached;
-/// golfgod 2 calls early; claude-agentic-framework 16 late. After
-/// compacting, the envelope is the first request's prefix (system, tools,
-/// user context: golfgod within 5 % of the recorded request, was −48 % with
-/// the 20,858-token default), or, where the first message @-mentions files
-/// (socialaize), Claude Code's system and tools from the envelope table
-/// (−51 %, was −61 %); claude-agentic-framework stays 41 % short (the files
-/// the product re-reads whole where the log shows a partial Read).
+/// first compaction at the product's call, its second 10 calls late (it
+/// was never reached before the @-mentioned files were put back by
+/// mechanism; the files its checkouts changed are still not); golfgod 2
+/// calls early; claude-agentic-framework 16 late. After compacting, the
+/// envelope is the first request's prefix (system, tools, user context),
+/// less the @-mentioned files put back by mechanism where the first
+/// message names them (socialaize: the port re-attaches five of them as
+/// the product re-reads them, +6 % and +6 %, was −51 % with the envelope
+/// table and no files); golfgod within 5 % of the recorded request;
+/// claude-agentic-framework 45 % short (the files the product re-reads
+/// whole where the log shows a partial Read). The summary is no longer the
+/// log's own: its length is the median of the other logs' summaries by
+/// the same model (`replay::summary_sizes`; golfgod and socialaize
+/// 14,506 characters, claude-agentic-framework, the only Opus 4.6 log,
+/// the median of all others, 14,506 against its own 18,629).
 #[test]
 fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     let Some(dir) = common::transcripts() else {
@@ -286,6 +293,12 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
         .iter()
         .filter(|c| c.trigger.as_deref() == Some("auto"))
         .collect();
+    for c in &auto {
+        eprintln!(
+            "{} @{}: port @{:?}, next recorded {:?}, port {:?}",
+            c.session, c.call, c.policy_call, c.recorded_after, c.policy_after
+        );
+    }
     let calls: Vec<(&str, usize, Option<usize>)> = auto
         .iter()
         .map(|c| (c.session.as_str(), c.call, c.policy_call))
@@ -299,7 +312,11 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
                 Some(142)
             ),
             ("claude-code-config-9246a0c1__socialaize.jsonl", 1, Some(1)),
-            ("claude-code-config-9246a0c1__socialaize.jsonl", 66, None),
+            (
+                "claude-code-config-9246a0c1__socialaize.jsonl",
+                66,
+                Some(76)
+            ),
             ("golfgod__chat@c2f506b.json", 77, Some(75)),
         ]
     );
@@ -313,7 +330,7 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
         .map(|c| c.policy_call.map(|_| call_offset(c)))
         .collect();
     eprintln!("offsets under --anchor none: {offsets:?}");
-    assert_eq!(offsets, [Some(16), Some(0), None, Some(-2)]);
+    assert_eq!(offsets, [Some(16), Some(0), Some(10), Some(-2)]);
     let within = offsets
         .iter()
         .filter(|o| o.is_some_and(|o| o.abs() <= 1))
@@ -333,8 +350,9 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     assert_eq!(
         errors,
         [
-            ("claude-agentic-framework__chat@7df973d.json", 126, -41),
-            ("claude-code-config-9246a0c1__socialaize.jsonl", 1, -51),
+            ("claude-agentic-framework__chat@7df973d.json", 126, -45),
+            ("claude-code-config-9246a0c1__socialaize.jsonl", 1, 6),
+            ("claude-code-config-9246a0c1__socialaize.jsonl", 66, 6),
             ("golfgod__chat@c2f506b.json", 77, -2),
         ]
     );
@@ -352,7 +370,7 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
         sources,
         [
             ("claude-agentic-framework__chat@7df973d.json", false),
-            ("claude-code-config-9246a0c1__socialaize.jsonl", true),
+            ("claude-code-config-9246a0c1__socialaize.jsonl", false),
             ("golfgod__chat@c2f506b.json", false),
         ]
     );

@@ -178,9 +178,21 @@ fn notes_mark_the_size_as_an_estimate() {
         },
         ..note
     };
-    assert!(render_notes(&[note]).contains(
+    assert!(render_notes(std::slice::from_ref(&note)).contains(
         "(9500 tokens, estimate from recorded usage); dropped again at 3 resumes (the product rebuilt its context from the log); at its last"
     ));
+    // Predicted: what is put back is sized from the log's text, never
+    // from recorded usage.
+    let note = EnvelopeNote {
+        anchor: Some(crate::replay::anchor::Anchor::None),
+        ..note
+    };
+    let text = render_notes(&[note]);
+    assert!(
+        text.contains("(9500 tokens, @-mentioned files, sized by mechanism from the log's text)"),
+        "{text}"
+    );
+    assert!(!text.contains("estimate from recorded usage"), "{text}");
 }
 
 #[test]

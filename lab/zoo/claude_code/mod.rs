@@ -355,7 +355,7 @@ impl ClaudeCode {
         } else {
             reattach::Restored::default()
         };
-        if restored.blocks.is_empty() {
+        if restored.blocks.is_empty() && restored.unlogged.is_empty() {
             return Message::user_text(summary);
         }
         events.push(PolicyEvent::Restored {
@@ -363,7 +363,10 @@ impl ClaudeCode {
             items: restored.items,
         });
         let texts = std::iter::once(summary).chain(restored.blocks);
-        Message::user_blocks(texts.map(|text| Block::Text { text }).collect())
+        let mut blocks: Vec<Block> = texts.map(|text| Block::Text { text }).collect();
+        let unlogged = restored.unlogged.into_iter();
+        blocks.extend(unlogged.map(|(what, tokens)| Block::Unlogged { what, tokens }));
+        Message::user_blocks(blocks)
     }
 }
 

@@ -39,6 +39,12 @@ pub const POST_COMPACT_TOKEN_BUDGET: usize = 50_000;
 /// `POST_COMPACT_MAX_TOKENS_PER_FILE`).
 pub const POST_COMPACT_MAX_TOKENS_PER_FILE: usize = 5_000;
 
+/// How the `what` of an [`Block::Unlogged`] file opens when a replay put
+/// back an @-mentioned file the log does not keep (sized by mechanism):
+/// the path follows. The product read it, so it is in the read-file state
+/// and comes back after a compaction like any read file.
+pub const MENTIONED_FILE: &str = "@-mentioned file ";
+
 /// The tool whose calls and results a file attachment imitates.
 pub const FILE_READ_TOOL_NAME: &str = "Read";
 
@@ -72,6 +78,9 @@ impl Default for Limits {
 pub struct Restored {
     /// `<system-reminder>` text blocks, in the product's order.
     pub blocks: Vec<String>,
+    /// Files known only by their size (an @-mentioned file a replay put
+    /// back): `(what, tokens)`, sent as [`Block::Unlogged`] after the blocks.
+    pub unlogged: Vec<(String, usize)>,
     /// What they restore: a path, `path (path only)`, or `plan`.
     pub items: Vec<String>,
 }
@@ -92,6 +101,9 @@ struct FileState {
     shown: Option<String>,
     /// The file's text without line numbers, when known (to apply edits).
     raw: Option<String>,
+    /// Its tokens, when it is known only by its size (an @-mentioned
+    /// file put back as [`Block::Unlogged`]).
+    sized: Option<usize>,
 }
 
 /// The attachments for `history` (the messages being summarised).
@@ -103,6 +115,17 @@ pub fn restore(history: &[Message], limits: Limits, tokens: &dyn TokenCounter) -
     let mut out = Restored::default();
     let mut used = 0;
     for (path, state) in newest.into_iter().take(limits.max_files) {
+        if let (None, Some(t)) = (&state.shown, state.sized) {
+            if t <= limits.max_tokens_per_file {
+                if used + t > limits.token_budget {
+                    continue;
+                }
+                used += t;
+                out.unlogged.push((format!("{MENTIONED_FILE}{path}"), t));
+                out.items.push(path.clone());
+                continue;
+            }
+        }
         let (blocks, item) = match state.shown.as_deref() {
             Some(text) if tokens.count(text) <= limits.max_tokens_per_file => {
                 (file_blocks(path, text), path.clone())
@@ -147,12 +170,24 @@ fn file_state(history: &[Message]) -> HashMap<String, FileState> {
         })
         .collect();
     let mut files: HashMap<String, FileState> = HashMap::new();
-    let uses = history
+    // Every block in order: a put-back mention is touched where its prompt is.
+    let blocks = history
         .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .flat_map(|m| m.blocks());
-    for (order, block) in uses.enumerate() {
-        let Block::ToolUse { id, name, input } = block else {
+        .flat_map(|m| m.blocks().iter().map(|b| (m.role, b)));
+    for (order, (role, block)) in blocks.enumerate() {
+        if let (Role::User, Block::Unlogged { what, tokens }) = (role, block) {
+            if let Some(path) = what.strip_prefix(MENTIONED_FILE) {
+                let state = FileState {
+                    order,
+                    shown: None,
+                    raw: None,
+                    sized: Some(*tokens),
+                };
+                files.insert(path.to_string(), state);
+            }
+            continue;
+        }
+        let (Role::Assistant, Block::ToolUse { id, name, input }) = (role, block) else {
             continue;
         };
         let Some(result) = results.get(id.as_str()) else {
@@ -185,12 +220,14 @@ fn touched(
         order: 0,
         shown: raw.as_deref().map(numbered),
         raw,
+        sized: None,
     };
     match tool {
         FILE_READ_TOOL_NAME => Some(FileState {
             order: 0,
             shown: Some(result.to_string()),
             raw: unnumbered(result),
+            sized: None,
         }),
         "Write" => Some(known(
             input
@@ -394,6 +431,25 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(restore(&h, tight, &Approx).items, ["/unseen (path only)"]);
+    }
+
+    #[test]
+    fn a_mentioned_file_known_by_its_size_comes_back_by_its_size() {
+        let mention = |path: &str, tokens| Block::Unlogged {
+            what: format!("{MENTIONED_FILE}{path}"),
+            tokens,
+        };
+        let h = vec![Message::user_blocks(vec![
+            Block::Text {
+                text: "see @a.rs and @big.rs".into(),
+            },
+            mention("a.rs", 1_200),
+            mention("big.rs", 9_000),
+        ])];
+        let r = restore(&h, Limits::default(), &Approx);
+        assert_eq!(r.items, ["big.rs (path only)", "a.rs"]);
+        assert_eq!(r.unlogged, [(format!("{MENTIONED_FILE}a.rs"), 1_200)]);
+        assert_eq!(r.blocks.len(), 1);
     }
 
     #[test]
