@@ -455,7 +455,15 @@ impl Extractor {
 
 /// Words of a line that make it a standing instruction.
 const RULE_WORDS: &[&str] = &[
-    "always", "never", "must", "don't", "dont", "do not", "make sure", "instead", "use",
+    "always",
+    "never",
+    "must",
+    "don't",
+    "dont",
+    "do not",
+    "make sure",
+    "instead",
+    "use",
 ];
 
 /// Openings of user text that is the product's, not the user's: Claude
@@ -796,10 +804,9 @@ pub fn parse_labels(path: &std::path::Path, text: &str) -> crate::error::LabResu
                 let mut kinds = Vec::new();
                 if let Some((_, field)) = fields.get(4).filter(|f| !f.1.trim().is_empty()) {
                     for k in field.split(',') {
-                        kinds.push(
-                            DemandKind::from_name(k.trim())
-                                .ok_or_else(|| bad(4, format!("unknown demand kind `{}`", k.trim())))?,
-                        );
+                        kinds.push(DemandKind::from_name(k.trim()).ok_or_else(|| {
+                            bad(4, format!("unknown demand kind `{}`", k.trim()))
+                        })?);
                     }
                 }
                 labels.ranges.push((file()?, first, last));

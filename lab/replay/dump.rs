@@ -213,7 +213,9 @@ pub fn write_export(target: &DumpTarget, messages: &[Message]) -> LabResult<()> 
         "session": target.session,
         "demands": crate::import::demands::extract(messages),
     });
-    write_lines(&target.dir.join("demands.json"), |out| json_line(out, &demands))?;
+    write_lines(&target.dir.join("demands.json"), |out| {
+        json_line(out, &demands)
+    })?;
     write_lines(&target.dir.join("messages.jsonl"), |out| {
         for (index, m) in messages.iter().enumerate() {
             let line = ExportLine {

@@ -376,7 +376,11 @@ fn hermes_session_search_returns_the_archived_rows_and_a_footer_without_them_dan
         r.tiers.one_call_away >= 1 && r.recovery_calls >= 1,
         "the search got the source back: {r:?}"
     );
-    assert_eq!((r.dangling_recovery_pointers, r.lost_demands), (0, 0), "{r:?}");
+    assert_eq!(
+        (r.dangling_recovery_pointers, r.lost_demands),
+        (0, 0),
+        "{r:?}"
+    );
     assert!(r.dollars.unwrap() > r.open_dollars.unwrap(), "{r:?}");
     let broken = "hermes-lean:context_length=20000:footer_without_archive=true";
     let b = compare_one("hermes", &messages, broken, 40, &measure(true))

@@ -423,8 +423,8 @@ fn search(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resolutio
                 .read(&path)
                 .map(|b| decoded(&String::from_utf8_lossy(&b)))
                 .unwrap_or_default();
-            let holds = rows.contains(&need.source)
-                || need.span.as_ref().is_some_and(|s| rows.contains(s));
+            let holds =
+                rows.contains(&need.source) || need.span.as_ref().is_some_and(|s| rows.contains(s));
             if holds {
                 return Some(Resolution::Searched {
                     tool: tool.to_string(),
@@ -734,7 +734,9 @@ pub fn closed_loop(
         let mut pending: Vec<(usize, Outcome)> = Vec::new();
         for (id, r) in last.found.iter().enumerate() {
             let Some(
-                r @ (Resolution::Recovery { .. } | Resolution::Searched { .. } | Resolution::Refetch),
+                r @ (Resolution::Recovery { .. }
+                | Resolution::Searched { .. }
+                | Resolution::Refetch),
             ) = r
             else {
                 continue;

@@ -425,21 +425,20 @@ fn archive_rows<'m>(
         .read(&path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
-    let mut id = text.lines().count();
-    for m in messages {
+    let first = text.lines().count();
+    for (id, m) in (first..).zip(messages) {
         let content: Vec<String> = match &m.content {
             Content::Text(t) => vec![t.clone()],
             Content::Blocks(_) => Vec::new(),
         }
         .into_iter()
-        .chain(m.blocks().iter()
-            .map(|b| match b {
-                Block::Text { text } => text.clone(),
-                Block::ToolResult { content, .. } => content.clone(),
-                Block::ToolUse { name, input, .. } => format!("{name} {input}"),
-                _ => String::new(),
-            }))
-            .collect();
+        .chain(m.blocks().iter().map(|b| match b {
+            Block::Text { text } => text.clone(),
+            Block::ToolResult { content, .. } => content.clone(),
+            Block::ToolUse { name, input, .. } => format!("{name} {input}"),
+            _ => String::new(),
+        }))
+        .collect();
         let row = serde_json::json!({
             "id": id,
             "session_id": session_id,
@@ -450,7 +449,6 @@ fn archive_rows<'m>(
         });
         text.push_str(&row.to_string());
         text.push('\n');
-        id += 1;
     }
     let _ = ctx.storage.create_dir_all(&dir);
     let _ = ctx.storage.write(&path, text.as_bytes());
