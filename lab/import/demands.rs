@@ -901,6 +901,22 @@ pub fn score(labels: &Labels, file: &str, predicted: &[Demand]) -> (Score, Vec<D
     (score, fps)
 }
 
+/// One session's demands: an element of `sessions` in `lab import
+/// --demands --format json`, and `DIR/SESSION/demands.json` of a dump
+/// (`lab schema demands`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct SessionDemands {
+    /// The session's name.
+    pub session: String,
+    /// Its demands, in order of use (indices into its main conversation).
+    pub demands: Vec<Demand>,
+}
+
+/// The JSON Schema of [`SessionDemands`].
+pub fn schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(SessionDemands)).unwrap_or_default()
+}
+
 /// `lab import FILE... --demands`: every session's demands, as a table
 /// (one row per demand) or JSON.
 pub fn command(
@@ -908,11 +924,6 @@ pub fn command(
     options: &super::ImportOptions,
     format: crate::render::Format,
 ) -> crate::error::LabResult<String> {
-    #[derive(Serialize)]
-    struct SessionDemands {
-        session: String,
-        demands: Vec<Demand>,
-    }
     let mut all = Vec::new();
     for f in files {
         for s in super::import_file_sessions(f, options)? {

@@ -209,10 +209,10 @@ pub fn write_export(target: &DumpTarget, messages: &[Message]) -> LabResult<()> 
     // session of `lab import --demands --format json`: where a later call
     // uses earlier content, so a reader of the dump can see what each
     // policy's removals put at stake.
-    let demands = serde_json::json!({
-        "session": target.session,
-        "demands": crate::import::demands::extract(messages),
-    });
+    let demands = crate::import::demands::SessionDemands {
+        session: target.session.clone(),
+        demands: crate::import::demands::extract(messages),
+    };
     write_lines(&target.dir.join("demands.json"), |out| {
         json_line(out, &demands)
     })?;
