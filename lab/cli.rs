@@ -609,6 +609,7 @@ pub const SCHEMAS: &[(&str, SchemaFn)] = &[
     ("horizon", crate::horizon::schema),
     ("calibration", crate::replay::calibrate::schema),
     ("export", crate::replay::dump::export_schema),
+    ("demands", crate::import::demands::schema),
     (
         "memtool-request",
         crate::memory::tool::external::request_schema,

@@ -207,6 +207,22 @@ pub enum PointerRule {
         /// Text before the path.
         open: &'static str,
     },
+    /// Not a path: `open<key>close` anywhere in a text names a store the
+    /// design searches with a tool of its own (Hermes' footer and stubs:
+    /// `session_search(query=..., session_id='<key>')`). The store is
+    /// `<policy root>/<store>/<key>.jsonl`, one JSON row per line. The
+    /// checker follows paths only ([`PointerRule::find`] finds none here);
+    /// the closed loop searches the store ([`PointerRule::search_keys`]).
+    Search {
+        /// Text before the key.
+        open: &'static str,
+        /// Text after the key.
+        close: &'static str,
+        /// The store's folder under the policy's root.
+        store: &'static str,
+        /// The tool the design offers to search it.
+        tool: &'static str,
+    },
 }
 
 impl PointerRule {
@@ -239,7 +255,17 @@ impl PointerRule {
                 .filter_map(|l| Some(l[l.find(open)? + open.len()..].trim_end()))
                 .filter(|p| !p.is_empty())
                 .collect(),
+            PointerRule::Search { .. } => Vec::new(),
         }
+    }
+
+    /// Every store key a [`PointerRule::Search`] rule finds in `text` (none
+    /// for the path rules).
+    pub fn search_keys<'t>(&self, text: &'t str) -> Vec<&'t str> {
+        let PointerRule::Search { open, close, .. } = *self else {
+            return Vec::new();
+        };
+        PointerRule::Inline { open, close }.find(text)
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! For each session, `DIR/SESSION/messages.jsonl` holds the recorded
 //! messages the replay ran on ([`ExportLine`]: index, source line, message;
-//! the same lines as `lab import --export`), and `DIR/SESSION/POLICY.jsonl`
+//! the same lines as `lab import --export`), `DIR/SESSION/demands.json` its
+//! demands (`{"session", "demands"}`, one session of `lab import --demands
+//! --format json`, indices into `messages.jsonl`), and `DIR/SESSION/POLICY.jsonl`
 //! one [`DumpCall`] per model call: the request in the provider's wire
 //! shape ([`Wire`]), which recorded message each request message is
 //! (`sources`), the policy's events, and the changes against what the
@@ -203,6 +205,17 @@ pub fn write_export(target: &DumpTarget, messages: &[Message]) -> LabResult<()> 
             json_line(out, &t)
         });
     }
+    // The session's demands beside its messages, in the shape of one
+    // session of `lab import --demands --format json`: where a later call
+    // uses earlier content, so a reader of the dump can see what each
+    // policy's removals put at stake.
+    let demands = crate::import::demands::SessionDemands {
+        session: target.session.clone(),
+        demands: crate::import::demands::extract(messages),
+    };
+    write_lines(&target.dir.join("demands.json"), |out| {
+        json_line(out, &demands)
+    })?;
     write_lines(&target.dir.join("messages.jsonl"), |out| {
         for (index, m) in messages.iter().enumerate() {
             let line = ExportLine {

@@ -156,6 +156,7 @@ fn replay_policies_json_of_a_claude_code_log_validates() {
 fn dump_and_export_lines_validate() {
     let dump = checked_in("dump");
     let export = checked_in("export");
+    let demands = checked_in("demands");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.json");
     std::fs::write(
@@ -179,6 +180,8 @@ fn dump_and_export_lines_validate() {
         let file = entry.unwrap().path();
         let schema = if file.ends_with("messages.jsonl") {
             &export
+        } else if file.ends_with("demands.json") {
+            &demands
         } else {
             &dump
         };

