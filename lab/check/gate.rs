@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::error::{LabError, LabResult};
 use crate::import::corpus::{expand, for_each_member, not_a_session};
 use crate::import::{ImportOptions, ImportedSession};
-use crate::replay::policies::{expand_names, replay_session, Compared, Measure};
+use crate::replay::policies::{checked_specs, replay_session, Compared, Measure};
 
 /// Damage lines listed in a failure; the rest are counted in one line.
 pub const MAX_DAMAGE_LINES: usize = 50;
@@ -48,10 +48,7 @@ pub fn gather(
     import: &ImportOptions,
     measure: &Measure,
 ) -> LabResult<Gathered> {
-    let names = expand_names(names);
-    for n in &names {
-        crate::zoo::list::check(n)?;
-    }
+    let names = checked_specs(names)?;
     let mut out = Gathered::default();
     for item in expand(sessions)?.iter().flat_map(|i| &i.items) {
         for_each_member(item, import, false, |member| {

@@ -25,8 +25,8 @@
 //! argument of J. R. Gott, Nature 363, 1993). A session knows nothing of its
 //! own end, so the estimate is the same for every design.
 //!
-//! The sheet is the one the spec names (`gated@SHEET:P`, resolved by `lab
-//! replay`), else the run's: in `lab replay --cost --sheet S`, the sheet
+//! The sheet is the one the spec names (`gated@SHEET:P`, parsed with every
+//! spec in [`crate::spec`], resolved by `lab replay`), else the run's: in `lab replay --cost --sheet S`, the sheet
 //! `S` that prices the run; elsewhere the default ([`Weights::default`]). The cache is assumed warm: a rewrite
 //! after a TTL expiry costs nothing extra, which the gate does not model,
 //! so it errs towards skipping after long pauses.
@@ -69,18 +69,6 @@ impl Default for Weights {
             write_mult: 1.25,
         }
     }
-}
-
-/// `spec` as the sheet name its gate gives (`gated@SHEET:P`; `None` for
-/// `gated:P`: the run's sheet, else the default) and the wrapped spec, or
-/// `None` when `spec` is not a gated one.
-pub fn parse(spec: &str) -> Option<(Option<&str>, &str)> {
-    let rest = spec.strip_prefix(PREFIX)?;
-    if let Some(inner) = rest.strip_prefix(':') {
-        return Some((None, inner));
-    }
-    let (sheet, inner) = rest.strip_prefix('@')?.split_once(':')?;
-    Some((Some(sheet), inner))
 }
 
 /// A policy whose prefix-rewriting decisions pass a break-even gate.
@@ -234,13 +222,17 @@ mod tests {
 
     #[test]
     fn specs_name_their_sheet_or_take_the_run_s() {
-        assert_eq!(parse("gated:codex-cli"), Some((None, "codex-cli")));
+        use crate::spec::{wrapper, Wrapper};
         assert_eq!(
-            parse("gated@gpt-5:frozen:none"),
-            Some((Some("gpt-5"), "frozen:none"))
+            wrapper("gated:codex-cli"),
+            Some((Wrapper::Gated(None), "codex-cli"))
         );
-        assert_eq!(parse("codex-cli"), None);
-        assert_eq!(parse("gatedx:none"), None);
+        assert_eq!(
+            wrapper("gated@gpt-5:frozen:none"),
+            Some((Wrapper::Gated(Some("gpt-5")), "frozen:none"))
+        );
+        assert_eq!(wrapper("codex-cli"), None);
+        assert_eq!(wrapper("gatedx:none"), None);
     }
 
     #[test]

@@ -231,7 +231,7 @@ fn session(
     let runs = crate::replay::policies::replay_logged(
         &session,
         log,
-        &[port.to_string()],
+        &[port.parse()?],
         crate::replay::profiles::DEFAULT_PATH_LEN,
         measure,
         None,

@@ -13,6 +13,7 @@ use crate::error::LabResult;
 use crate::message::Message;
 use crate::policy::course::CoursePolicy;
 use crate::policy::engine::{replay_observed, Env, Observer, PolicyRun, Session};
+use crate::policy::spec::{PolicySpec, Ports};
 use crate::policy::Policy;
 use crate::retention::planted::{plant, Position};
 use crate::retention::{Prepared, Retention, RetentionReport};
@@ -32,46 +33,76 @@ pub fn expand_names(names: &[String]) -> Vec<String> {
     out
 }
 
+/// Every policy `names` asks for ([`expand_names`]), each parsed once and
+/// checked before any work ([`list::check_spec`]): the first bad one in
+/// order fails.
+pub fn checked_specs(names: &[String]) -> LabResult<Vec<PolicySpec>> {
+    expand_names(names)
+        .iter()
+        .map(|n| {
+            let spec: PolicySpec = n.parse()?;
+            list::check_spec(&spec)?;
+            Ok(spec)
+        })
+        .collect()
+}
+
 /// Build a policy for one session: course profiles get a root whose result
 /// path is `path_len` long for the session's first tool id, as `lab replay
 /// --profile` does; `claude-code` on a Claude Code log gets the trigger of
 /// the model and release that wrote it.
 fn make_for(
-    spec: &str,
+    spec: &PolicySpec,
     messages: &[Message],
     path_len: usize,
     product: Option<&Product>,
     measure: &Measure,
 ) -> LabResult<Box<dyn Policy>> {
-    if let Some(inner) = spec.strip_prefix(crate::policy::freeze::PREFIX) {
-        let p = make_for(inner, messages, path_len, product, measure)?;
-        return Ok(Box::new(crate::policy::freeze::Frozen::new(p, spec)));
+    spec.build(&ForSession {
+        messages,
+        path_len,
+        product,
+        measure,
+    })
+}
+
+/// The ports as one session builds them ([`make_for`]).
+struct ForSession<'a> {
+    messages: &'a [Message],
+    path_len: usize,
+    product: Option<&'a Product>,
+    measure: &'a Measure,
+}
+
+impl Ports for ForSession<'_> {
+    fn named(&self, name: &str) -> LabResult<Box<dyn Policy>> {
+        make_base(name, self.messages, self.path_len, self.product)
     }
-    if let Some((sheet, inner)) = crate::policy::gate::parse(spec) {
-        let weights = gate_weights(spec, sheet, measure)?;
-        let p = make_for(inner, messages, path_len, product, measure)?;
-        return Ok(Box::new(crate::policy::gate::Gated::new(p, spec, weights)));
+
+    fn weights(
+        &self,
+        spec: &PolicySpec,
+        sheet: Option<&str>,
+    ) -> LabResult<crate::policy::gate::Weights> {
+        gate_weights(spec, sheet, self.measure)
     }
-    if spec.starts_with(crate::policy::exec::PREFIX) {
-        let timeout = measure
+
+    fn exec(&self, cmd: &str) -> LabResult<Box<dyn Policy>> {
+        let timeout = self
+            .measure
             .exec_timeout
             .unwrap_or(crate::policy::exec::DEFAULT_TIMEOUT);
-        return list::make_with(spec, measure.tokens.counter().name(), timeout);
+        let tokens = self.measure.tokens.counter();
+        let exec = crate::policy::exec::Exec::start(cmd, tokens.name(), timeout)?;
+        Ok(Box::new(exec))
     }
-    let (name, overrides) = crate::policy::variant::parse(spec)?;
-    let policy = make_base(&name, messages, path_len, product)?;
-    if overrides.is_empty() {
-        return Ok(policy);
-    }
-    let variant = crate::policy::variant::Variant::new(policy, spec, &overrides)?;
-    Ok(Box::new(variant))
 }
 
 /// What the gate of `spec` weighs with: the sheet it names, else the
 /// run's (a gate without a sheet of its own weighs with the sheet that
 /// prices the run), else the default.
 fn gate_weights(
-    spec: &str,
+    spec: &PolicySpec,
     sheet: Option<&str>,
     measure: &Measure,
 ) -> LabResult<crate::policy::gate::Weights> {
@@ -122,7 +153,7 @@ fn make_base(
             ref_id,
         )?));
     }
-    list::make(name)
+    list::make_named(name)
 }
 
 /// How to price requests: the cache model, the price sheet for replayed
@@ -313,7 +344,7 @@ pub fn compare_one(
     compare_set_up(
         label,
         messages,
-        name,
+        &name.parse()?,
         path_len,
         measure,
         &SessionSetup::default(),
@@ -324,7 +355,7 @@ pub fn compare_one(
 pub fn compare_set_up(
     label: &str,
     messages: &[Message],
-    name: &str,
+    spec: &PolicySpec,
     path_len: usize,
     measure: &Measure,
     setup: &SessionSetup,
@@ -335,7 +366,7 @@ pub fn compare_set_up(
     let mut dumper = setup
         .dump
         .clone()
-        .map(|t| crate::replay::dump::Dumper::new(t, name))
+        .map(|t| crate::replay::dump::Dumper::new(t, &spec.to_string()))
         .transpose()?;
     // Closed loop: the open-loop run is its first round, probed as it runs.
     let demands = measure
@@ -349,7 +380,7 @@ pub fn compare_set_up(
     if let Some(p) = probe.as_mut() {
         extra.push(p);
     }
-    let (run, cost) = run_priced(label, messages, name, path_len, measure, setup, &mut extra)?;
+    let (run, cost) = run_priced(label, messages, spec, path_len, measure, setup, &mut extra)?;
     drop(extra);
     let found = probe.map(closed_loop::Probe::found);
     if let Some(d) = dumper {
@@ -357,7 +388,7 @@ pub fn compare_set_up(
         d.finish()?;
     }
     let retention = if measure.retention {
-        let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
+        let mut policy = make_for(spec, messages, path_len, setup.product.as_ref(), measure)?;
         let prepared = setup.planted.get(messages);
         let mut retention = Retention::from_prepared(&prepared);
         run_observed(
@@ -381,32 +412,32 @@ pub fn compare_set_up(
     };
     if let (Some(switches), Some(demands), Some(found)) = (measure.closed_loop, &demands, found) {
         let row = closed_loop::closed_loop(
-            label, messages, name, path_len, measure, setup, switches, &compared, demands, found,
+            label, messages, spec, path_len, measure, setup, switches, &compared, demands, found,
         )?;
         compared.closed_loop = Some(row);
     }
     Ok(compared)
 }
 
-/// One run of `name` on `messages`, priced when `measure` prices (its
+/// One run of `spec` on `messages`, priced when `measure` prices (its
 /// summary calls as requests of their own), observed by `extra` too.
 pub(crate) fn run_priced(
     label: &str,
     messages: &[Message],
-    name: &str,
+    spec: &PolicySpec,
     path_len: usize,
     measure: &Measure,
     setup: &SessionSetup,
     extra: &mut [&mut dyn Observer],
 ) -> LabResult<(PolicyRun, Option<crate::cache::CostReport>)> {
-    let mut policy = make_for(name, messages, path_len, setup.product.as_ref(), measure)?;
+    let mut policy = make_for(spec, messages, path_len, setup.product.as_ref(), measure)?;
     // Priced, every summary the policy asks for is a request of its own.
     let side = crate::policy::side_calls::SideCalls::default();
     let mut cost = crate::cache::observe::CostObserver::new(
         setup.prefix.tokens as u64,
         setup.times_ms.as_deref(),
     )
-    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(name))
+    .with_side_calls(side.clone(), crate::cache::compaction::shape_for(spec))
     .with_call_prices(setup.call_prices.clone());
     let mut observers: Vec<&mut dyn Observer> = Vec::new();
     if measure.pricing.is_some() {
@@ -531,10 +562,7 @@ pub fn replay_files_traced(
     Sessions,
     Vec<crate::replay::otel::TracedSession>,
 )> {
-    let names = expand_names(names);
-    for n in &names {
-        list::check(n)?;
-    }
+    let names = checked_specs(names)?;
     let mut out = Vec::new();
     let mut info = Sessions::default();
     let mut taken = Vec::new();
@@ -606,7 +634,7 @@ pub struct SessionRuns {
 /// policies run on `jobs` threads, their runs in `names` order.
 pub fn replay_session(
     mut session: crate::import::ImportedSession,
-    names: &[String],
+    names: &[PolicySpec],
     path_len: usize,
     measure: &Measure,
     dump: Option<crate::replay::dump::DumpTarget>,
@@ -625,7 +653,7 @@ pub fn replay_session(
 pub fn replay_logged(
     session: &crate::import::ImportedSession,
     log: Option<crate::replay::envelope::RecordedLog>,
-    names: &[String],
+    names: &[PolicySpec],
     path_len: usize,
     measure: &Measure,
     dump: Option<crate::replay::dump::DumpTarget>,
@@ -706,7 +734,7 @@ pub fn replay_logged(
 fn run_policies(
     label: &str,
     messages: &[Message],
-    names: &[String],
+    names: &[PolicySpec],
     path_len: usize,
     measure: &Measure,
     setup: &SessionSetup,
@@ -717,9 +745,9 @@ fn run_policies(
     crate::jobs::try_collect(
         jobs.min(names.len()),
         |push| names.iter().all(push),
-        |name: &String| {
+        |spec: &PolicySpec| {
             crate::storage::root::with_backend(backend, || {
-                compare_set_up(label, messages, name, path_len, measure, setup)
+                compare_set_up(label, messages, spec, path_len, measure, setup)
             })
         },
     )

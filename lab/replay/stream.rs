@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use super::aggregate::{self, Aggregate, SessionRecord};
-use super::policies::{dump_for, expand_names, replay_session, Compared, Measure};
+use super::policies::{checked_specs, dump_for, replay_session, Compared, Measure};
 use super::shard::{CorpusJson, CorpusSpec, SessionRecords};
 use crate::error::{LabError, LabResult};
 use crate::import::corpus::{Input, Item};
@@ -110,10 +110,7 @@ pub fn run(
             "drop --per-session from the shards (merge them, then replay the sessions you need), or drop --shard",
         ));
     }
-    let names = expand_names(names);
-    for n in &names {
-        crate::zoo::list::check(n)?;
-    }
+    let names = checked_specs(names)?;
     let mut agg = Aggregate::default();
     // The JSON object carries every replayed session's records (a few
     // hundred bytes per session and policy); tables need only the aggregate.
@@ -203,7 +200,7 @@ pub fn run(
 /// replay merge only when theirs are equal.
 fn corpus_spec(
     inputs: &[Input],
-    policies: &[String],
+    policies: &[crate::policy::spec::PolicySpec],
     path_len: usize,
     import: &ImportOptions,
     measure: &Measure,
@@ -222,7 +219,7 @@ fn corpus_spec(
     set("cost", cost);
     CorpusSpec {
         inputs: inputs.iter().map(|i| i.name.clone()).collect(),
-        policies: policies.to_vec(),
+        policies: policies.iter().map(ToString::to_string).collect(),
         options,
     }
 }

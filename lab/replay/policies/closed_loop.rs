@@ -567,7 +567,7 @@ fn round(
     inserted: &[Inserted],
     demands: &[Demand],
     needs: &[Option<Need>],
-    name: &str,
+    name: &crate::policy::spec::PolicySpec,
     path_len: usize,
     measure: &super::Measure,
     setup: &super::SessionSetup,
@@ -605,7 +605,7 @@ fn round(
 pub fn closed_loop(
     label: &str,
     messages: &[Message],
-    name: &str,
+    name: &crate::policy::spec::PolicySpec,
     path_len: usize,
     measure: &super::Measure,
     setup: &super::SessionSetup,
