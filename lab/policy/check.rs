@@ -377,7 +377,7 @@ mod tests {
     use crate::storage::MemFs;
     use serde_json::json;
 
-    const RULES: &[PointerRule] = &[PointerRule::LinePrefix { prefix: "Saved: " }];
+    const RULES: &[PointerRule] = &[PointerRule::line_prefix("Saved: ")];
 
     fn call(id: &str) -> Message {
         Message::assistant(vec![Block::ToolUse {

@@ -25,9 +25,9 @@ impl Policy for Mask {
         PolicyInfo {
             name: "mask".into(),
             family: "test",
-            summary: "test masking",
+            summary: "test masking".into(),
             source: Source {
-                upstream: "tests/replay/retention.rs",
+                upstream: "tests/replay/retention.rs".into(),
                 files: &[],
                 license: "MIT",
                 approximate: false,
@@ -39,7 +39,7 @@ impl Policy for Mask {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![PointerRule::LinePrefix { prefix: "Saved: " }]
+        vec![PointerRule::line_prefix("Saved: ")]
     }
 
     fn prepare(
