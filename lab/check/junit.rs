@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::Verdict;
+use super::CheckVerdict;
 
 /// `text` escaped for XML attributes and text.
 fn escape(text: &str) -> String {
@@ -27,7 +27,7 @@ fn escape(text: &str) -> String {
 }
 
 /// The JUnit document.
-pub fn render(check: &Path, verdicts: &[Verdict]) -> String {
+pub fn render(check: &Path, verdicts: &[CheckVerdict]) -> String {
     let failures = verdicts.iter().filter(|v| !v.holds).count();
     let name = escape(&super::short(check));
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");

@@ -6,7 +6,7 @@
 //! replayed under every policy named (and every policy an expectation
 //! compares with) through the policy engine, with the cost and retention
 //! observers when an expectation needs them. Each expectation is judged on
-//! each session × policy ([`Verdict`]). All hold: the table, exit 0. A miss:
+//! each session × policy ([`CheckVerdict`]). All hold: the table, exit 0. A miss:
 //! exit 1, one line per miss naming the session, the policy, the first call
 //! concerned where the metric has one, the metric, what it was and what was
 //! expected. `--junit FILE` writes the verdicts as JUnit XML ([`junit`]).
@@ -81,7 +81,7 @@ fn first_call(c: &Compared, metric: &str) -> Option<usize> {
 
 /// One expectation on one session × policy.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
+pub struct CheckVerdict {
     /// The expectation as written.
     pub expect: String,
     /// The metric it reads.
@@ -100,7 +100,7 @@ pub struct Verdict {
     pub call: Option<usize>,
 }
 
-impl Verdict {
+impl CheckVerdict {
     /// One line for a miss: session, policy, call, metric, what it was
     /// and the bound, in the metric's unit.
     pub fn miss_line(&self) -> String {
@@ -162,7 +162,12 @@ pub fn command(args: &CheckArgs) -> LabResult<String> {
         }
     }
     let mut failures = outcome.gaps.clone();
-    failures.extend(verdicts.iter().filter(|v| !v.holds).map(Verdict::miss_line));
+    failures.extend(
+        verdicts
+            .iter()
+            .filter(|v| !v.holds)
+            .map(CheckVerdict::miss_line),
+    );
     let table = render_outcome(&outcome, args.format);
     if failures.is_empty() {
         Ok(table)
@@ -179,7 +184,7 @@ pub fn command(args: &CheckArgs) -> LabResult<String> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     /// Every verdict, session by session, policy by policy.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<CheckVerdict>,
     /// Every session replayed, with its model calls.
     pub sessions: Vec<gate::Session>,
     /// Import damage, one line each (a failure unless `allow_damage`).
@@ -236,7 +241,7 @@ fn pricing() -> LabResult<Pricing> {
 }
 
 /// Judge every checked run (not the runs only compared with).
-fn judge(check: &CheckFile, runs: &[Compared]) -> Vec<Verdict> {
+fn judge(check: &CheckFile, runs: &[Compared]) -> Vec<CheckVerdict> {
     let mut out = Vec::new();
     let checked = runs.iter().filter(|c| {
         check
@@ -257,7 +262,7 @@ fn judge(check: &CheckFile, runs: &[Compared]) -> Vec<Verdict> {
                     .and_then(|o| metric(o, &e.metric))
                     .map_or(f64::NAN, |v| factor * v),
             };
-            out.push(Verdict {
+            out.push(CheckVerdict {
                 expect: e.text.clone(),
                 metric: e.metric.clone(),
                 session: c.run.session.clone(),
@@ -290,7 +295,7 @@ pub fn render_outcome(outcome: &Outcome, format: Format) -> String {
 }
 
 /// The verdicts as a table (or JSON).
-pub fn render(verdicts: &[Verdict], format: Format) -> String {
+pub fn render(verdicts: &[CheckVerdict], format: Format) -> String {
     if format == Format::Json {
         return crate::render::json(&verdicts);
     }

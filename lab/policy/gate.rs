@@ -98,7 +98,7 @@ impl Gated {
 
 /// What a compaction would cost now and save later, in input-price tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Verdict {
+pub struct GateDecision {
     /// Extra cost of compacting now over skipping (may be negative).
     pub extra: f64,
     /// Reads saved on each later call.
@@ -107,7 +107,7 @@ pub struct Verdict {
     pub frees: u64,
 }
 
-impl Verdict {
+impl GateDecision {
     /// Does the saving over `expected` later calls repay the extra cost?
     pub fn pays(&self, expected: f64) -> bool {
         self.extra <= 0.0
@@ -129,12 +129,18 @@ impl Verdict {
 /// The gate's arithmetic: `cached` tokens sent last and still cached,
 /// `arrived` tokens since, `shared` tokens of the compacted request equal
 /// to the cached one's start, `compacted` tokens of the compacted request.
-pub fn verdict(sheet: &Weights, cached: u64, arrived: u64, shared: u64, compacted: u64) -> Verdict {
+pub fn decide(
+    sheet: &Weights,
+    cached: u64,
+    arrived: u64,
+    shared: u64,
+    compacted: u64,
+) -> GateDecision {
     let (r, w) = (sheet.read_mult, sheet.write_mult);
     let now_compact = r * shared as f64 + w * compacted.saturating_sub(shared) as f64;
     let now_skip = r * cached as f64 + w * arrived as f64;
     let skip_size = cached + arrived;
-    Verdict {
+    GateDecision {
         extra: now_compact - now_skip,
         saved_per_call: r * (skip_size as f64 - compacted as f64),
         frees: skip_size.saturating_sub(compacted),
@@ -144,7 +150,7 @@ pub fn verdict(sheet: &Weights, cached: u64, arrived: u64, shared: u64, compacte
 impl Gated {
     /// The gate's verdict on sending `request` instead of `history` (whose
     /// first `self.sent` messages are the cached request).
-    fn judge(&self, history: &[Message], request: &[Message], ctx: &PolicyCtx<'_>) -> Verdict {
+    fn judge(&self, history: &[Message], request: &[Message], ctx: &PolicyCtx<'_>) -> GateDecision {
         let sent = self.sent.min(history.len());
         let shared = history[..sent]
             .iter()
@@ -152,7 +158,7 @@ impl Gated {
             .take_while(|(a, b)| a == b)
             .count();
         let count = |m: &[Message]| ctx.tokens.count_messages(m) as u64;
-        verdict(
+        decide(
             &self.weights,
             count(&history[..sent]),
             count(&history[sent..]),
@@ -239,7 +245,7 @@ mod tests {
     fn the_arithmetic_weighs_the_rewrite_against_the_reads_it_saves() {
         let s = &Weights::default();
         // 100k cached, 1k new; compaction to 20k sharing 5k.
-        let v = verdict(s, 100_000, 1_000, 5_000, 20_000);
+        let v = decide(s, 100_000, 1_000, 5_000, 20_000);
         // now: 0.1·5k + 1.25·15k = 19_250; skip: 0.1·100k + 1.25·1k = 11_250.
         assert!((v.extra - 8_000.0).abs() < 1e-6, "{v:?}");
         assert!((v.saved_per_call - 8_100.0).abs() < 1e-6, "{v:?}");
@@ -248,7 +254,7 @@ mod tests {
         assert!(v.pays(1.0));
         assert!(!v.pays(0.5));
         // Nothing freed: never pays unless it is cheaper now.
-        let none = verdict(s, 100_000, 0, 0, 100_000);
+        let none = decide(s, 100_000, 0, 0, 100_000);
         assert!(!none.pays(1_000.0));
     }
 }
