@@ -36,7 +36,7 @@
 //!      under profiles or policies;
 //!    - [`experiments`]: every experiment row, gathered from each
 //!      mechanism's table;
-//!    - [`check`]: `lab check`, policies over sessions against declared
+//!    - [`ci_gate`]: `lab check`, policies over sessions against declared
 //!      expectations, for a harness's CI (JUnit XML);
 //!    - [`horizon`]: every policy over one generated session of millions of
 //!      tokens;
@@ -63,7 +63,7 @@ pub use ctxlab_measure::{cache, optimal, retention};
 pub use ctxlab_policy as policy;
 pub use ctxlab_zoo as zoo;
 
-pub mod check;
+pub mod ci_gate;
 pub mod cli;
 pub mod experiments;
 pub mod horizon;

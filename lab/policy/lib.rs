@@ -97,10 +97,10 @@ use ctxlab_course::compact;
 use ctxlab_import as import;
 use ctxlab_import::tokens;
 
-pub mod check;
 pub mod course;
 pub mod engine;
 pub mod exec;
+pub mod findings;
 pub mod freeze;
 pub mod gate;
 pub mod model;

@@ -60,8 +60,8 @@
 
 use serde::Serialize;
 
-use crate::compact::check::check;
 use crate::compact::config::{profile, profiles, Constants};
+use crate::compact::oracle::check;
 use crate::compact::session::{Ledger, Request};
 use crate::compact::{Compactor, LabRoot};
 use crate::counters::Counters;

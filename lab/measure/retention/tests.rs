@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use super::planted::Position;
 use super::*;
-use crate::policy::check::{pointers_in_file, pointers_in_messages};
+use crate::policy::findings::{pointers_in_file, pointers_in_messages};
 use crate::policy::PointerRule;
 use crate::storage::{MemFs, Storage};
 use crate::tokens::sizes::Memo;

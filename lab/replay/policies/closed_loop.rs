@@ -314,7 +314,7 @@ fn read_result(text: &str) -> String {
 /// [`Resolution::Recovery`]: the file, the reads to it, and the files read
 /// on the way with what each Read returned.
 fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resolution> {
-    let start = crate::policy::check::pointers_in_messages(view.rules, request);
+    let start = crate::policy::findings::pointers_in_messages(view.rules, request);
     // Each entry: a path and the index of the entry whose file pointed to
     // it (None: the request itself), so the chain can be walked back.
     let mut frontier: Vec<(String, Option<usize>)> = start.into_iter().map(|p| (p, None)).collect();
@@ -347,7 +347,7 @@ fn recover(need: &Need, request: &[Message], view: &View<'_>) -> Option<Resoluti
                 via,
             });
         }
-        for p in crate::policy::check::pointers_in_file(view.rules, &text) {
+        for p in crate::policy::findings::pointers_in_file(view.rules, &text) {
             frontier.push((p, Some(i - 1)));
         }
         texts[i - 1] = Some(text);

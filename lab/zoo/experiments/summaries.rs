@@ -14,8 +14,8 @@ use crate::counters::Counters;
 use crate::error::LabResult;
 use crate::langchain::{Summarization, SummarizationMiddleware};
 use crate::message::{Block, Message};
-use crate::policy::check::{self, Ledger};
 use crate::policy::engine::{replay, Env, Session};
+use crate::policy::findings::{self, Ledger};
 use crate::policy::model::{Extractive, ModelRole, Scripted};
 use crate::policy::{PointerRule, Policy, PolicyCtx, PolicyInfo, Prepared};
 use crate::registry::{every, Cell, Experiment, ExperimentVerdict, Kind, Mechanism, RunOptions};
@@ -110,7 +110,7 @@ fn counters(policy: SweAgent, steps: usize, model: Box<dyn ModelRole>) -> LabRes
     let mut ledger = Ledger::default();
     messages.iter().for_each(|m| ledger.record(m));
     let root: PathBuf = crate::policy::engine::run_root(&env, &run.policy);
-    let f = check::check(
+    let f = findings::check(
         &p.last,
         &ledger,
         &p.pointer_rules(),
