@@ -15,38 +15,21 @@ use std::path::PathBuf;
 
 use crate::error::{LabError, LabResult};
 
-pub mod aggregate;
-pub mod anchor;
-mod args;
-pub mod breaks;
-pub mod calibrate;
-pub mod cost_arms;
-pub mod distribution;
-pub mod dollars;
-pub mod dump;
-pub mod envelope;
-pub mod envelope_table;
-pub mod family;
-pub mod frontier_plot;
-pub mod headline;
-pub mod html;
-pub mod optimal;
-pub mod otel;
-pub mod policies;
-pub mod product;
-pub mod product_counts;
-pub mod profiles;
-pub mod shard;
-pub mod stream;
-pub mod subagents;
-pub mod thrash;
-pub mod unlogged;
-pub mod variants;
-pub mod wire;
+mod command;
+pub mod input;
+pub mod observe;
+pub mod render;
+pub mod runs;
 
-pub use args::{run, ReplayArgs};
+pub use command::args::{run, ReplayArgs};
 use dollars::{dollars_svg, policy_costs};
+pub use input::{
+    anchor, envelope, envelope_table, product, product_counts, subagents, unlogged, wire,
+};
+pub use observe::{aggregate, breaks, dump, otel, thrash, variants};
 use policies::{Compared, Measure};
+pub use render::{distribution, dollars, family, frontier_plot, headline, html};
+pub use runs::{calibrate, cost_arms, optimal, policies, profiles, shard, stream};
 
 /// What a policy replay writes besides what it prints, and on how many
 /// threads it runs.

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{Aggregate, PolicyAggregate, SessionRecord};
 use crate::error::{LabError, LabResult};
+use crate::replay::observe::aggregate::{Aggregate, PolicyAggregate, SessionRecord};
 use crate::shard::Shard;
 
 /// What a corpus replay replayed and how: parts merge only when equal.

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
 use crate::message::Role;
-use crate::replay::policies::closed_loop::Outcome;
+use crate::replay::runs::policies::closed_loop::Outcome;
 
 /// Calls after a real compaction whose demands are compared (the issue's
 /// "10 calls after").
@@ -126,10 +126,10 @@ pub struct Calibration {
 
 /// How the port is replayed: as `lab replay FILE --policy P --closed-loop
 /// --anchor recorded`.
-fn measure() -> crate::replay::policies::Measure {
-    crate::replay::policies::Measure {
-        anchor: crate::replay::anchor::AnchorArg {
-            anchor: crate::replay::anchor::Anchor::Recorded,
+fn measure() -> crate::replay::runs::policies::Measure {
+    crate::replay::runs::policies::Measure {
+        anchor: crate::replay::input::anchor::AnchorArg {
+            anchor: crate::replay::input::anchor::Anchor::Recorded,
             // Not named: a session with no recorded usage is replayed
             // unanchored rather than refused.
             given: false,
@@ -178,7 +178,7 @@ pub fn calibrate(dir: &Path) -> LabResult<Calibration> {
                 continue;
             }
         };
-        let sessions = match crate::replay::subagents::replayed_sessions(
+        let sessions = match crate::replay::input::subagents::replayed_sessions(
             &path,
             &import,
             measure.conversations,
@@ -215,24 +215,24 @@ fn rel(dir: &Path, path: &Path) -> String {
 /// compaction's window compared.
 fn session(
     file: &str,
-    logged: crate::replay::subagents::LoggedSession,
-    measure: &crate::replay::policies::Measure,
+    logged: crate::replay::input::subagents::LoggedSession,
+    measure: &crate::replay::runs::policies::Measure,
     out: &mut Calibration,
 ) -> LabResult<()> {
-    let crate::replay::subagents::LoggedSession { session, log } = logged;
+    let crate::replay::input::subagents::LoggedSession { session, log } = logged;
     if session.real_compactions.is_empty() {
         return Ok(());
     }
-    let Some(port) = crate::replay::envelope::session_product_policy(&session) else {
+    let Some(port) = crate::replay::input::envelope::session_product_policy(&session) else {
         return Ok(());
     };
     let messages = crate::import::artefacts::without_product_artefacts(&session);
     let demands = crate::import::demands::extract(&messages);
-    let runs = crate::replay::policies::replay_logged(
+    let runs = crate::replay::runs::policies::replay_logged(
         &session,
         log,
         &[port.parse()?],
-        crate::replay::profiles::DEFAULT_PATH_LEN,
+        crate::replay::runs::profiles::DEFAULT_PATH_LEN,
         measure,
         None,
         1,

@@ -4,9 +4,9 @@
 //! Drawn from the aggregate's per-session numbers, so a corpus of any size
 //! gives the plot without holding a run.
 
-use super::aggregate::Aggregate;
 use super::family::{group, style_index, GROUPS};
 use crate::plot::{Figure, Panel, Series};
+use crate::replay::observe::aggregate::Aggregate;
 
 /// The ECDF of `values`: each sorted value against the percentage of
 /// sessions at or below it.

@@ -117,7 +117,7 @@ pub struct ClosedLoopRow {
     /// What the figures rest on that is an estimate.
     pub estimates: Vec<String>,
     /// The last round's thrash.
-    pub thrash: crate::replay::thrash::Thrash,
+    pub thrash: crate::replay::observe::thrash::Thrash,
     /// The demands in retention tiers, on the open-loop run.
     pub tiers: Tiers,
     /// Per demand (in [`crate::import::demands::extract`] order on the
@@ -555,7 +555,7 @@ struct Round {
     run: crate::policy::engine::PolicyRun,
     cost: Option<crate::cache::CostReport>,
     found: Vec<Option<Resolution>>,
-    thrash: crate::replay::thrash::Thrash,
+    thrash: crate::replay::observe::thrash::Thrash,
 }
 
 /// `name` on `messages` (the original session with `inserted` in place),
@@ -592,7 +592,7 @@ fn round(
         &mut [&mut probe],
     )?;
     Ok(Round {
-        thrash: crate::replay::thrash::of(&run, &calls),
+        thrash: crate::replay::observe::thrash::of(&run, &calls),
         run,
         cost,
         found: probe.found,
@@ -621,7 +621,7 @@ pub fn closed_loop(
     let mut inserted_as: BTreeMap<usize, Outcome> = BTreeMap::new();
     // Round 0 is the open-loop run itself, probed as it ran.
     let mut last = Round {
-        thrash: crate::replay::thrash::of(&open.run, &BTreeSet::new()),
+        thrash: crate::replay::observe::thrash::of(&open.run, &BTreeSet::new()),
         run: open.run.clone(),
         cost: open.cost.clone(),
         found,

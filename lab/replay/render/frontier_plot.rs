@@ -2,7 +2,7 @@
 //! numbered point (filled on the frontier) named in the key, the frontier a
 //! step line. Drawn for `lab reports` and for the HTML report.
 
-use super::policies::Compared;
+use crate::replay::runs::policies::Compared;
 use crate::retention::render::{mark_closed_dominated, mark_dominated, ClosedPoint, Scored};
 
 /// The runs scored for the frontier, dominance marked (runs without

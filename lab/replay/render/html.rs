@@ -16,14 +16,14 @@
 
 use std::fmt::Write as _;
 
-use super::cost_arms::CostRow;
 use super::dollars::subagent_of;
 use super::family::{family, group, style_index, GROUPS};
-use super::policies::{Compared, Sessions};
-use super::product::ProductCompaction;
 use crate::plot::style::{Style, DISTINCT};
 use crate::plot::{esc, Figure, Panel, Rule, Series};
 use crate::policy::PolicyEvent;
+use crate::replay::input::product::ProductCompaction;
+use crate::replay::runs::cost_arms::CostRow;
+use crate::replay::runs::policies::{Compared, Sessions};
 use crate::retention::render::Scored;
 use crate::retention::Status;
 

@@ -1,7 +1,7 @@
 //! Thrash: how often a policy compacts, how full it
 //! leaves the window, and whether the calls its removals cost land right
 //! after its compactions, measured on the closed-loop run
-//! ([`super::policies::closed_loop`]).
+//! ([`crate::replay::runs::policies::closed_loop`]).
 
 use std::collections::BTreeSet;
 

@@ -1,7 +1,7 @@
 //! A real compaction is the product's decision: where the product compacted
 //! in a recorded session, beside where its own policy (`claude-code` for a
 //! Claude Code log, `gemini-cli` for a Gemini CLI recording,
-//! [`crate::replay::envelope::product_policy`]) compacts when the session is replayed without the
+//! [`crate::replay::input::envelope::product_policy`]) compacts when the session is replayed without the
 //! product's artefacts ([`crate::import::artefacts`]) and decides for itself.
 
 use serde::Serialize;

@@ -1,11 +1,11 @@
 //! The arguments of `lab replay` and the checks between them: which of
-//! the replay's drivers runs ([`super::policies`] through the engine, the
-//! [`super::cost_arms`], or the course [`super::profiles`]), with what.
+//! the replay's drivers runs ([`crate::replay::runs::policies`] through the engine, the
+//! [`crate::replay::runs::cost_arms`], or the course [`crate::replay::runs::profiles`]), with what.
 
 use crate::error::{LabError, LabResult};
 use crate::render::Format;
 
-use super::{cost_arms, policies, profiles};
+use crate::replay::runs::{cost_arms, policies, profiles};
 
 /// Arguments of `lab replay`.
 #[derive(Debug, clap::Args)]
@@ -78,7 +78,7 @@ pub struct ReplayArgs {
         value_name = "N|auto|none",
         requires = "policy"
     )]
-    pub envelope: super::envelope::EnvelopeArg,
+    pub envelope: crate::replay::input::envelope::EnvelopeArg,
     /// With --policy: write every request each policy sent, per session
     /// and policy, into DIR (`DIR/SESSION/POLICY.jsonl`, one line per model
     /// call, and `DIR/SESSION/messages.jsonl`; `lab schema dump`).
@@ -90,19 +90,19 @@ pub struct ReplayArgs {
     /// after each compaction and the attachments the log leaves out from
     /// its usage. Refused (exit 2) on a log that records no usage.
     #[arg(long, value_enum, value_name = "none|recorded")]
-    pub anchor: Option<super::anchor::Anchor>,
+    pub anchor: Option<crate::replay::input::anchor::Anchor>,
     /// The request shape of --dump: the session's own (`auto`), or a provider's.
     #[arg(long, value_enum, default_value_t, requires = "dump")]
-    pub wire: super::wire::WireChoice,
+    pub wire: crate::replay::input::wire::WireChoice,
     /// What --dump writes: the lab's lines (`ctxlab`), or ATIF (`atif`:
     /// `DIR/SESSION/POLICY.atif.jsonl`, one ATIF-v1.8 trajectory per model
     /// call holding its request, and `DIR/SESSION/messages.atif.json`).
     #[arg(long, value_enum, default_value_t, requires = "dump")]
-    pub to: super::dump::ExportTo,
+    pub to: crate::replay::observe::dump::ExportTo,
     /// Output format (`jsonl`: with --policy, one record per session ×
     /// policy, streamed).
-    #[arg(long, value_enum, default_value_t = super::stream::ReplayFormat::Table)]
-    pub format: super::stream::ReplayFormat,
+    #[arg(long, value_enum, default_value_t = crate::replay::runs::stream::ReplayFormat::Table)]
+    pub format: crate::replay::runs::stream::ReplayFormat,
     /// With --policy on a corpus: each session's tables too, not only the
     /// aggregate row per policy; with --format json, one object: each
     /// session's JSON, then the corpus's (`lab schema replay-per-session`).
@@ -166,7 +166,7 @@ pub struct ReplayArgs {
     pub optimal: bool,
     /// With --optimal: the retention floor of the printed schedule, artifact
     /// recall at the last request in percent, [0, 100].
-    #[arg(long, value_name = "R", default_value_t = 0.0, value_parser = super::optimal::parse_floor, requires = "optimal")]
+    #[arg(long, value_name = "R", default_value_t = 0.0, value_parser = crate::replay::runs::optimal::parse_floor, requires = "optimal")]
     pub optimal_floor: f64,
     /// With --optimal: the most tokens one request of the printed schedule
     /// may carry, envelope included.
@@ -198,7 +198,8 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
         }
     }
     policies::check_plot(a.plot.is_some(), !a.policy.is_empty(), a.cost)?;
-    let (format, jsonl) = super::stream::check_format(a.format, !a.policy.is_empty())?;
+    let (format, jsonl) =
+        crate::replay::runs::stream::check_format(a.format, !a.policy.is_empty())?;
     let mut a = a;
     if a.policy.is_empty() && a.cost {
         // The cost arms take files: a directory or glob is expanded to them.
@@ -248,7 +249,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
             prices: a.prices,
             envelope: a.envelope,
             conversations: conversations(a.main_chain_only),
-            anchor: super::anchor::AnchorArg::from_flag(a.anchor),
+            anchor: crate::replay::input::anchor::AnchorArg::from_flag(a.anchor),
         };
         return cost_arms::cli(&args, &options, &import, format);
     }
@@ -274,10 +275,10 @@ fn merge(a: &ReplayArgs) -> LabResult<String> {
         ));
     }
     let (format, jsonl) = match a.format {
-        super::stream::ReplayFormat::Jsonl => (Format::Json, true),
-        f => super::stream::check_format(f, true)?,
+        crate::replay::runs::stream::ReplayFormat::Jsonl => (Format::Json, true),
+        f => crate::replay::runs::stream::check_format(f, true)?,
     };
-    super::merge_command(&a.merge, format, jsonl)
+    crate::replay::merge_command(&a.merge, format, jsonl)
 }
 
 /// `lab replay --policy …`: through the policy engine, priced with `--cost`.
@@ -322,12 +323,12 @@ fn replay_policies(
         dump: a.dump.map(|d| (d, a.wire, a.to)),
         exec_timeout: a.exec_timeout,
         conversations: conversations(a.main_chain_only),
-        anchor: super::anchor::AnchorArg::from_flag(a.anchor),
+        anchor: crate::replay::input::anchor::AnchorArg::from_flag(a.anchor),
         closed_loop: a
             .closed_loop
-            .then(super::policies::closed_loop::Switches::default),
+            .then(crate::replay::runs::policies::closed_loop::Switches::default),
     };
-    let outputs = super::Outputs {
+    let outputs = crate::replay::Outputs {
         plot: a.plot,
         html: a.html,
         otel: a.otel,
@@ -339,20 +340,22 @@ fn replay_policies(
             .as_deref()
             .map(crate::shard::Shard::parse)
             .transpose()?,
-        optimal: a.optimal.then_some(super::optimal::OptimalArgs {
-            floor: a.optimal_floor,
-            limit: a.optimal_limit,
-        }),
+        optimal: a
+            .optimal
+            .then_some(crate::replay::runs::optimal::OptimalArgs {
+                floor: a.optimal_floor,
+                limit: a.optimal_limit,
+            }),
     };
     let policies = crate::zoo::list::split_specs(&a.policy);
-    super::replay_command(
+    crate::replay::replay_command(
         &a.files, &policies, a.path_len, import, measure, outputs, format,
     )
 }
 
 /// Which conversations of a Claude Code log `--main-chain-only` leaves.
-fn conversations(main_chain_only: bool) -> super::subagents::Conversations {
-    super::subagents::Conversations { main_chain_only }
+fn conversations(main_chain_only: bool) -> crate::replay::input::subagents::Conversations {
+    crate::replay::input::subagents::Conversations { main_chain_only }
 }
 
 /// `--exec-timeout`: a positive number of seconds, at most a day.

@@ -1,6 +1,6 @@
 use super::*;
 use crate::import::{import_file, ImportOptions};
-use crate::replay::envelope::RecordedLog;
+use crate::replay::input::envelope::RecordedLog;
 use crate::tokens::Approx;
 use serde_json::json;
 
@@ -62,7 +62,7 @@ fn log(call: Option<serde_json::Value>, second: &str, grew: u64) -> tempfile::Na
             "message": {"id": "msg_2", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
                 "content": [{"type": "text", "text": "done"}], "usage": usage(t2)}}),
     ];
-    crate::replay::envelope::tests::jsonl(&lines)
+    crate::replay::input::envelope::tests::jsonl(&lines)
 }
 
 fn found(f: &tempfile::NamedTempFile) -> (ImportedSession, Vec<Attachment>) {
@@ -283,7 +283,7 @@ fn resumed_log() -> tempfile::NamedTempFile {
                 "content": [{"type": "text", "text": "ok"}], "usage": usage}}));
         parent = json!(a);
     }
-    crate::replay::envelope::tests::jsonl(&lines)
+    crate::replay::input::envelope::tests::jsonl(&lines)
 }
 
 #[test]

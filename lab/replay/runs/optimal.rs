@@ -60,7 +60,7 @@ pub fn compute(
     };
     for file in files {
         // The same sessions as the runs: a log's subagents too.
-        for logged in crate::replay::subagents::replayed_sessions(
+        for logged in crate::replay::input::subagents::replayed_sessions(
             file,
             import,
             measure.conversations,

@@ -24,11 +24,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::wire::{self, Wire};
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message};
 use crate::policy::engine::{Observer, View};
 use crate::policy::PolicyEvent;
+use crate::replay::input::wire::{self, Wire};
 
 /// Version tag of every dump line.
 pub const DUMP_VERSION: &str = "ctxlab.dump/1";
@@ -523,12 +523,12 @@ impl Observer for Dumper {
 
 /// The JSON Schema of a dump line.
 pub fn dump_schema() -> Value {
-    super::schema_of::<DumpCall>()
+    crate::replay::schema_of::<DumpCall>()
 }
 
 /// The JSON Schema of an export line.
 pub fn export_schema() -> Value {
-    super::schema_of::<ExportLine>()
+    crate::replay::schema_of::<ExportLine>()
 }
 
 /// The shape `lab import --export` and `lab replay --dump` write.
@@ -547,7 +547,7 @@ pub enum ExportTo {
 /// `extra.cache_creation_input_tokens` (ATIF has no field for them).
 fn recorded_metrics(
     session: &crate::import::ImportedSession,
-    log: Option<&super::envelope::RecordedLog>,
+    log: Option<&crate::replay::input::envelope::RecordedLog>,
 ) -> impl Fn(usize) -> Option<Value> {
     let by_line: HashMap<usize, Value> = log
         .map(|log| {
@@ -590,7 +590,8 @@ pub fn export_atif(
     let mut messages = 0usize;
     for file in &files {
         for session in crate::import::import_file_sessions(file, import)? {
-            let log = super::envelope::RecordedLog::read(&session.source, session.format)?;
+            let log =
+                crate::replay::input::envelope::RecordedLog::read(&session.source, session.format)?;
             let metrics = recorded_metrics(&session, log.as_ref());
             messages += session.main.len();
             let meta = crate::import::atif::Meta {

@@ -159,7 +159,7 @@ fn notes_mark_the_size_as_an_estimate() {
     ));
     let note = EnvelopeNote {
         anchor: None,
-        put_back: crate::replay::unlogged::PutBack {
+        put_back: crate::replay::input::unlogged::PutBack {
             attachments: 2,
             tokens: 9_500,
             shell_reminders: 0,
@@ -172,7 +172,7 @@ fn notes_mark_the_size_as_an_estimate() {
     ));
     let note = EnvelopeNote {
         anchor: None,
-        put_back: crate::replay::unlogged::PutBack {
+        put_back: crate::replay::input::unlogged::PutBack {
             resumes: 3,
             ..note.put_back
         },
@@ -301,7 +301,7 @@ fn a_predicted_compaction_keeps_the_first_prefix_unless_files_were_mentioned() {
             .unwrap()
             .unwrap();
         let first = Approx.count_messages(&l.requests[0].messages);
-        let anchored = l.anchored(crate::replay::anchor::Anchor::None);
+        let anchored = l.anchored(crate::replay::input::anchor::Anchor::None);
         let e = envelope_for(&session, Some(&anchored), EnvelopeArg::Auto, &Approx).unwrap();
         (e, first)
     };
@@ -324,7 +324,7 @@ fn a_predicted_compaction_keeps_the_first_prefix_unless_files_were_mentioned() {
                     "content": [{"type": "text", "text": "ok"}], "usage": usage}}),
         ])
     };
-    let table = crate::replay::envelope_table::nearest("claude-code", Some("2.0.5"))
+    let table = crate::replay::input::envelope_table::nearest("claude-code", Some("2.0.5"))
         .unwrap()
         .claude_tokens
         .unwrap();

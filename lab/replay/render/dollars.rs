@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::policies::Compared;
 use crate::cache::CostReport;
 use crate::plot::{Figure, Panel, Series};
+use crate::replay::runs::policies::Compared;
 
 /// One policy priced on one session.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -174,8 +174,8 @@ pub struct Pricing {
 
 impl Pricing {
     /// The same choices as the cost arms' options.
-    pub fn options(&self) -> crate::replay::cost_arms::CostOptions {
-        crate::replay::cost_arms::CostOptions {
+    pub fn options(&self) -> crate::replay::runs::cost_arms::CostOptions {
+        crate::replay::runs::cost_arms::CostOptions {
             tokens: crate::tokens::Tokens::Approx,
             provider: self.provider,
             sheet: self.sheet,
@@ -193,7 +193,7 @@ impl Pricing {
         let mut p = self.clone();
         if self.by_model {
             (p.provider, p.sheet) =
-                crate::replay::cost_arms::priced_at(&self.options(), model, source)?;
+                crate::replay::runs::cost_arms::priced_at(&self.options(), model, source)?;
         }
         Ok(p)
     }
@@ -223,14 +223,14 @@ pub struct SessionSetup {
     /// The envelope every request carries.
     pub prefix: crate::policy::engine::Prefix,
     /// Where its size came from (`None` for no envelope).
-    pub basis: Option<crate::replay::envelope::Basis>,
+    pub basis: Option<crate::replay::input::envelope::Basis>,
     /// Where the size after a predicted compaction comes from
-    /// ([`crate::replay::envelope::Envelope::after_source`]).
+    /// ([`crate::replay::input::envelope::Envelope::after_source`]).
     pub after_source: Option<String>,
     /// The product, for its own policy's trigger.
     pub product: Option<Product>,
     /// Where every request goes with `--dump`.
-    pub dump: Option<crate::replay::dump::DumpTarget>,
+    pub dump: Option<crate::replay::observe::dump::DumpTarget>,
     /// When each replayed message was written (ms since the session's
     /// start), where the log records it: time-based rules and the prompt
     /// cache's TTL read it.
@@ -240,7 +240,7 @@ pub struct SessionSetup {
     pub pricing: Option<Pricing>,
     /// The calls not priced at the session's sheet, by the index of the
     /// recorded reply they precede: `<synthetic>` replies (no call) and
-    /// calls another model answered ([`crate::replay::cost_arms::call_prices`]).
+    /// calls another model answered ([`crate::replay::runs::cost_arms::call_prices`]).
     pub call_prices: std::collections::BTreeMap<usize, crate::cache::observe::CallPrice>,
     /// The session planted for retention, made by the first policy's
     /// retention run and shared by the others (and by clones of this set-up).
@@ -275,7 +275,7 @@ impl PlantedOnce {
 #[derive(Debug, Clone, Default)]
 pub struct Measure {
     /// The fixed prefix of every request (`--envelope`).
-    pub envelope: crate::replay::envelope::EnvelopeArg,
+    pub envelope: crate::replay::input::envelope::EnvelopeArg,
     /// Artifact recall, re-fetch demand and planted facts.
     pub retention: bool,
     /// Prompt-cache cost, when priced.
@@ -285,17 +285,17 @@ pub struct Measure {
     /// `--dump DIR` and its `--wire`: every request written there.
     pub dump: Option<(
         PathBuf,
-        crate::replay::wire::WireChoice,
-        crate::replay::dump::ExportTo,
+        crate::replay::input::wire::WireChoice,
+        crate::replay::observe::dump::ExportTo,
     )>,
     /// `--exec-timeout`: how long an external policy may take per answer
     /// (`None`: [`crate::policy::exec::DEFAULT_TIMEOUT`]).
     pub exec_timeout: Option<std::time::Duration>,
     /// Which conversations of a Claude Code log are replayed: by default
     /// the main chain and each subagent as a session of its own.
-    pub conversations: crate::replay::subagents::Conversations,
+    pub conversations: crate::replay::input::subagents::Conversations,
     /// `--anchor`: what the replay reads of a log's recorded usage.
-    pub anchor: crate::replay::anchor::AnchorArg,
+    pub anchor: crate::replay::input::anchor::AnchorArg,
     /// `--closed-loop`: each run replayed again with the calls its removals
     /// cost the agent ([`closed_loop`]); `None`: open-loop only.
     pub closed_loop: Option<closed_loop::Switches>,
@@ -316,8 +316,8 @@ pub struct Compared {
 
 impl Compared {
     /// The run as the variants' summary reads it, when it was priced.
-    pub fn priced(&self) -> Option<super::variants::Priced<'_>> {
-        Some(super::variants::Priced {
+    pub fn priced(&self) -> Option<crate::replay::observe::variants::Priced<'_>> {
+        Some(crate::replay::observe::variants::Priced {
             session: &self.run.session,
             policy: &self.run.policy,
             cost: self.cost.as_ref()?,
@@ -327,10 +327,10 @@ impl Compared {
     }
 }
 
-/// The wrappers' summary of `out` ([`super::variants::summaries`]).
-fn variant_summaries(out: &[Compared]) -> Vec<super::variants::VariantSummary> {
+/// The wrappers' summary of `out` ([`crate::replay::observe::variants::summaries`]).
+fn variant_summaries(out: &[Compared]) -> Vec<crate::replay::observe::variants::VariantSummary> {
     let priced: Vec<_> = out.iter().filter_map(Compared::priced).collect();
-    super::variants::summaries(&priced)
+    crate::replay::observe::variants::summaries(&priced)
 }
 
 /// Replay one session (already imported) under one policy, with no envelope.
@@ -366,7 +366,7 @@ pub fn compare_set_up(
     let mut dumper = setup
         .dump
         .clone()
-        .map(|t| crate::replay::dump::Dumper::new(t, &spec.to_string()))
+        .map(|t| crate::replay::observe::dump::Dumper::new(t, &spec.to_string()))
         .transpose()?;
     // Closed loop: the open-loop run is its first round, probed as it runs.
     let demands = measure
@@ -518,7 +518,7 @@ pub fn replay_files(
 }
 
 /// [`replay_files`], with every real compaction of the sessions beside the
-/// product policy's counterpart ([`crate::replay::product`]). Each session
+/// product policy's counterpart ([`crate::replay::input::product`]). Each session
 /// is replayed with its envelope and without the product's compaction
 /// artefacts: every policy decides for itself.
 pub fn replay_files_product(
@@ -547,7 +547,7 @@ pub fn replay_files_on(
 }
 
 /// [`replay_files_on`], with what `--otel` needs of each session
-/// ([`crate::replay::otel::TracedSession`]) when `trace` is set (empty
+/// ([`crate::replay::observe::otel::TracedSession`]) when `trace` is set (empty
 /// otherwise: the replies are counted only for a trace).
 pub fn replay_files_traced(
     files: &[PathBuf],
@@ -560,7 +560,7 @@ pub fn replay_files_traced(
 ) -> LabResult<(
     Vec<Compared>,
     Sessions,
-    Vec<crate::replay::otel::TracedSession>,
+    Vec<crate::replay::observe::otel::TracedSession>,
 )> {
     let names = checked_specs(names)?;
     let mut out = Vec::new();
@@ -570,7 +570,7 @@ pub fn replay_files_traced(
     for file in files {
         // A trajectory array holds one session per trajectory, a Claude
         // Code log its subagents beside its main chain; each is replayed.
-        let sessions = crate::replay::subagents::replayed_sessions(
+        let sessions = crate::replay::input::subagents::replayed_sessions(
             file,
             import,
             measure.conversations,
@@ -578,7 +578,7 @@ pub fn replay_files_traced(
             measure.tokens,
             measure.anchor,
         )?;
-        for crate::replay::subagents::LoggedSession { session, log } in sessions {
+        for crate::replay::input::subagents::LoggedSession { session, log } in sessions {
             // Damage is never dropped silently: the import's warnings, as
             // `lab import` prints them (a subagent's are its log's).
             if session.subagent.is_none() {
@@ -590,7 +590,7 @@ pub fn replay_files_traced(
             if trace {
                 let runs = out.len()..out.len() + one.runs.len();
                 let counter = measure.tokens.counter();
-                traced.push(crate::replay::otel::TracedSession::of(
+                traced.push(crate::replay::observe::otel::TracedSession::of(
                     &session,
                     model.as_deref(),
                     counter.as_ref(),
@@ -602,7 +602,7 @@ pub fn replay_files_traced(
             info.counts.extend(one.counts);
             info.envelopes.push(one.envelope);
             info.recorded.extend(one.recorded);
-            if let Some(p) = crate::replay::envelope::session_product_policy(&session) {
+            if let Some(p) = crate::replay::input::envelope::session_product_policy(&session) {
                 info.products.push((session.label.clone(), p));
             }
         }
@@ -616,19 +616,19 @@ pub struct SessionRuns {
     /// Each policy's run, in `names` order.
     pub runs: Vec<Compared>,
     /// The product's real compactions, beside its own policy's.
-    pub compactions: Vec<crate::replay::product::ProductCompaction>,
+    pub compactions: Vec<crate::replay::input::product::ProductCompaction>,
     /// The product's own per-call counts beside its port's, where the log
     /// records them and the port was replayed.
-    pub counts: Option<crate::replay::product_counts::CountSeries>,
+    pub counts: Option<crate::replay::input::product_counts::CountSeries>,
     /// The session's envelope and where its size came from.
-    pub envelope: crate::replay::envelope::EnvelopeNote,
+    pub envelope: crate::replay::input::envelope::EnvelopeNote,
     /// Priced, for a log that records its usage: the recorded rows on the
     /// session's own requests (`recorded-usage`, `recorded-model`).
-    pub recorded: Vec<crate::replay::cost_arms::CostRow>,
+    pub recorded: Vec<crate::replay::runs::cost_arms::CostRow>,
 }
 
 /// Replay one imported session under every policy of `names` (already
-/// expanded and checked): as sent ([`crate::replay::subagents::as_sent`]),
+/// expanded and checked): as sent ([`crate::replay::input::subagents::as_sent`]),
 /// with its envelope, without the product's compaction artefacts (every
 /// policy decides for itself), dumped to `dump` ([`dump_for`]). The
 /// policies run on `jobs` threads, their runs in `names` order.
@@ -637,14 +637,14 @@ pub fn replay_session(
     names: &[PolicySpec],
     path_len: usize,
     measure: &Measure,
-    dump: Option<crate::replay::dump::DumpTarget>,
+    dump: Option<crate::replay::observe::dump::DumpTarget>,
     jobs: usize,
 ) -> LabResult<SessionRuns> {
-    let log = crate::replay::envelope::RecordedLog::of_session(&session)?;
+    let log = crate::replay::input::envelope::RecordedLog::of_session(&session)?;
     let (envelope, tokens) = (measure.envelope, measure.tokens);
     measure.anchor.check(&session, log.is_some())?;
     let anchor = measure.anchor.anchor;
-    crate::replay::subagents::as_sent(&mut session, log.as_ref(), envelope, tokens, anchor);
+    crate::replay::input::subagents::as_sent(&mut session, log.as_ref(), envelope, tokens, anchor);
     replay_logged(&session, log, names, path_len, measure, dump, jobs)
 }
 
@@ -652,20 +652,20 @@ pub fn replay_session(
 /// (`log`: its own conversation's requests).
 pub fn replay_logged(
     session: &crate::import::ImportedSession,
-    log: Option<crate::replay::envelope::RecordedLog>,
+    log: Option<crate::replay::input::envelope::RecordedLog>,
     names: &[PolicySpec],
     path_len: usize,
     measure: &Measure,
-    dump: Option<crate::replay::dump::DumpTarget>,
+    dump: Option<crate::replay::observe::dump::DumpTarget>,
     jobs: usize,
 ) -> LabResult<SessionRuns> {
     let mut setup = set_up_logged(session, log.as_ref(), measure)?;
     let messages = crate::import::artefacts::without_product_artefacts(session);
     if let Some(target) = dump {
-        crate::replay::dump::write_export(&target, &messages)?;
+        crate::replay::observe::dump::write_export(&target, &messages)?;
         setup.dump = Some(target);
     }
-    let mut compactions = crate::replay::product::compactions(session, log.as_ref());
+    let mut compactions = crate::replay::input::product::compactions(session, log.as_ref());
     let runs = run_policies(
         &session.label,
         &messages,
@@ -683,26 +683,26 @@ pub fn replay_logged(
     let mut counts = None;
     for c in &runs {
         if setup.prefix.product_policy.as_deref() == Some(c.run.policy.as_str()) {
-            crate::replay::product::match_run(&mut compactions, &c.run);
-            let sized = setup.basis == Some(crate::replay::envelope::Basis::Recorded);
-            counts = crate::replay::product_counts::series(session, &c.run, sized);
+            crate::replay::input::product::match_run(&mut compactions, &c.run);
+            let sized = setup.basis == Some(crate::replay::input::envelope::Basis::Recorded);
+            counts = crate::replay::input::product_counts::series(session, &c.run, sized);
         }
     }
-    let envelope = crate::replay::envelope::EnvelopeNote {
+    let envelope = crate::replay::input::envelope::EnvelopeNote {
         session: session.label.clone(),
         tokens: setup.prefix.tokens,
         after_compaction: setup.prefix.after_compaction.clone(),
         after_compaction_source: setup.after_source.clone(),
-        unlogged_at_last: crate::replay::envelope::unlogged_at_last(&setup.prefix),
-        put_back: crate::replay::unlogged::PutBack {
+        unlogged_at_last: crate::replay::input::envelope::unlogged_at_last(&setup.prefix),
+        put_back: crate::replay::input::unlogged::PutBack {
             resumes: setup.prefix.resumes.len(),
-            ..crate::replay::unlogged::PutBack::of(&session.main)
+            ..crate::replay::input::unlogged::PutBack::of(&session.main)
         },
         anchor,
         basis: setup
             .basis
             .clone()
-            .unwrap_or(crate::replay::envelope::Basis::None),
+            .unwrap_or(crate::replay::input::envelope::Basis::None),
     };
     let recorded = match &setup.pricing {
         Some(p) => {
@@ -710,7 +710,7 @@ pub fn replay_logged(
                 Some(_) => None,
                 None => crate::tokens::recorded::trajectory::requests(session)?,
             };
-            crate::replay::cost_arms::own_recorded_rows(
+            crate::replay::runs::cost_arms::own_recorded_rows(
                 session,
                 log.as_ref(),
                 trajectory.as_deref(),
@@ -760,10 +760,10 @@ pub fn dump_for(
     session: &crate::import::ImportedSession,
     measure: &Measure,
     taken: &mut Vec<PathBuf>,
-) -> Option<crate::replay::dump::DumpTarget> {
+) -> Option<crate::replay::observe::dump::DumpTarget> {
     let (dir, wire, to) = measure.dump.as_ref()?;
-    Some(crate::replay::dump::DumpTarget {
-        dir: crate::replay::dump::session_dir(dir, &session.label, taken),
+    Some(crate::replay::observe::dump::DumpTarget {
+        dir: crate::replay::observe::dump::session_dir(dir, &session.label, taken),
         session: session.label.clone(),
         lines: crate::import::artefacts::lines_without_product_artefacts(session),
         wire: wire.for_format(session.format),
@@ -777,13 +777,13 @@ pub fn dump_for(
 #[derive(Debug, Clone, Default)]
 pub struct Sessions {
     /// Each session's envelope.
-    pub envelopes: Vec<crate::replay::envelope::EnvelopeNote>,
+    pub envelopes: Vec<crate::replay::input::envelope::EnvelopeNote>,
     /// Every real compaction, beside the product policy's counterpart.
-    pub compactions: Vec<crate::replay::product::ProductCompaction>,
+    pub compactions: Vec<crate::replay::input::product::ProductCompaction>,
     /// Each session's own per-call counts beside its port's.
-    pub counts: Vec<crate::replay::product_counts::CountSeries>,
+    pub counts: Vec<crate::replay::input::product_counts::CountSeries>,
     /// Priced: each session's recorded rows on its own requests.
-    pub recorded: Vec<crate::replay::cost_arms::CostRow>,
+    pub recorded: Vec<crate::replay::runs::cost_arms::CostRow>,
     /// Each session's product port (`claude-code` for a Claude Code log),
     /// for the sessions whose product the zoo ports.
     pub products: Vec<(String, &'static str)>,
@@ -793,8 +793,11 @@ pub struct Sessions {
 pub fn set_up(
     session: &crate::import::ImportedSession,
     measure: &Measure,
-) -> LabResult<(SessionSetup, Option<crate::replay::envelope::RecordedLog>)> {
-    let log = crate::replay::envelope::RecordedLog::of_session(session)?;
+) -> LabResult<(
+    SessionSetup,
+    Option<crate::replay::input::envelope::RecordedLog>,
+)> {
+    let log = crate::replay::input::envelope::RecordedLog::of_session(session)?;
     Ok((set_up_logged(session, log.as_ref(), measure)?, log))
 }
 
@@ -802,14 +805,14 @@ pub fn set_up(
 /// (`log`): a subagent's envelope, product model and prices are its own.
 pub fn set_up_logged(
     session: &crate::import::ImportedSession,
-    log: Option<&crate::replay::envelope::RecordedLog>,
+    log: Option<&crate::replay::input::envelope::RecordedLog>,
     measure: &Measure,
 ) -> LabResult<SessionSetup> {
     let counter = measure.tokens.counter();
     // The prediction reads the log as the anchor allows; the recorded
     // rows and the scores beside it read the whole log (`replay_logged`).
     let predicted = log.map(|l| l.anchored(measure.anchor.anchor));
-    let envelope = crate::replay::envelope::envelope_for(
+    let envelope = crate::replay::input::envelope::envelope_for(
         session,
         predicted.as_deref(),
         measure.envelope,
@@ -823,7 +826,7 @@ pub fn set_up_logged(
             // product re-attached; a predicted one is its fixed envelope.
             reattached_in_prefix: measure.anchor.anchor.reads_usage()
                 && !envelope.prefix.after_compaction.is_empty(),
-            summaries: crate::replay::envelope::product_summaries(session),
+            summaries: crate::replay::input::envelope::product_summaries(session),
         })
     });
     let recorded = log.map_or(&[][..], |l| &l.requests[..]);
@@ -836,7 +839,7 @@ pub fn set_up_logged(
         .map(|p| p.for_session(model, &at))
         .transpose()?;
     let call_prices = match (log, &pricing) {
-        (Some(log), Some(p)) => crate::replay::cost_arms::call_prices(
+        (Some(log), Some(p)) => crate::replay::runs::cost_arms::call_prices(
             log.call_models(session),
             &p.options(),
             model,
@@ -907,7 +910,7 @@ pub(crate) fn head(path: &std::path::Path) -> LabResult<Vec<u8>> {
 /// prices, and what the cache made of it.
 fn cost_table(
     out: &[Compared],
-    recorded: &[crate::replay::cost_arms::CostRow],
+    recorded: &[crate::replay::runs::cost_arms::CostRow],
     regret: &[Option<crate::optimal::render::Regret>],
     format: crate::render::Format,
 ) -> String {
@@ -985,7 +988,7 @@ fn cost_cells(
 
 /// The lines under the cost table: cache model, prices, tokens, what the
 /// requests column covers, and what the recorded rows leave out.
-fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) -> String {
+fn cost_notes(out: &[Compared], recorded: &[crate::replay::runs::cost_arms::CostRow]) -> String {
     let Some(r) = out.iter().find_map(|c| c.cost.as_ref()) else {
         return String::new();
     };
@@ -1038,11 +1041,11 @@ fn cost_notes(out: &[Compared], recorded: &[crate::replay::cost_arms::CostRow]) 
             crate::cache::compaction::PATH
         ));
     }
-    s.push_str(&crate::replay::cost_arms::charged_notes(recorded));
-    s.push_str(&crate::replay::cost_arms::placeholder_notes(recorded));
+    s.push_str(&crate::replay::runs::cost_arms::charged_notes(recorded));
+    s.push_str(&crate::replay::runs::cost_arms::placeholder_notes(recorded));
     for r in recorded.iter().filter(|r| r.billed.is_some()) {
         if let Some(c) = r.covers.as_ref().filter(|c| c.left_out > 0) {
-            s.push_str(&crate::replay::cost_arms::left_out_line(&r.source, c));
+            s.push_str(&crate::replay::runs::cost_arms::left_out_line(&r.source, c));
         }
     }
     s
@@ -1062,7 +1065,7 @@ pub fn render(out: &[Compared], format: crate::render::Format) -> String {
 /// per-request recorded usage beside the predicted reads and writes).
 pub fn render_with_recorded(
     out: &[Compared],
-    recorded: &[crate::replay::cost_arms::CostRow],
+    recorded: &[crate::replay::runs::cost_arms::CostRow],
     format: crate::render::Format,
 ) -> String {
     render_sessions(out, recorded, &Sessions::default(), format)
@@ -1074,7 +1077,7 @@ pub fn render_with_recorded(
 /// (empty arrays when there are none: one shape whatever was measured).
 pub fn render_sessions(
     out: &[Compared],
-    recorded: &[crate::replay::cost_arms::CostRow],
+    recorded: &[crate::replay::runs::cost_arms::CostRow],
     info: &Sessions,
     format: crate::render::Format,
 ) -> String {
@@ -1086,7 +1089,7 @@ pub fn render_sessions(
 /// column of the cost table; `regret` of each `cost` entry in JSON).
 pub fn render_optimal(
     out: &[Compared],
-    recorded: &[crate::replay::cost_arms::CostRow],
+    recorded: &[crate::replay::runs::cost_arms::CostRow],
     info: &Sessions,
     optimal: &crate::optimal::render::OptimalPart,
     format: crate::render::Format,
@@ -1105,17 +1108,17 @@ pub fn render_optimal(
         }
         s.push_str(&crate::optimal::render::table(&optimal.optima, format));
     }
-    let notes = crate::replay::envelope::render_notes(&info.envelopes);
+    let notes = crate::replay::input::envelope::render_notes(&info.envelopes);
     if !notes.is_empty() {
         s.push('\n');
         s.push_str(&notes);
     }
-    let real = crate::replay::product::render(&info.compactions, format);
+    let real = crate::replay::input::product::render(&info.compactions, format);
     if !real.is_empty() {
         s.push('\n');
         s.push_str(&real);
     }
-    let counts = crate::replay::product_counts::render(&info.counts, format);
+    let counts = crate::replay::input::product_counts::render(&info.counts, format);
     if !counts.is_empty() {
         s.push('\n');
         s.push_str(&counts);
@@ -1127,7 +1130,7 @@ pub fn render_optimal(
 /// column when `regret` is not empty.
 fn render_tables(
     out: &[Compared],
-    recorded: &[crate::replay::cost_arms::CostRow],
+    recorded: &[crate::replay::runs::cost_arms::CostRow],
     regret: &[Option<crate::optimal::render::Regret>],
     format: crate::render::Format,
 ) -> String {
@@ -1157,7 +1160,7 @@ fn render_tables(
             .iter()
             .filter_map(|c| c.cost.as_ref().map(|r| (&c.run, r)))
             .collect();
-        s.push_str(&super::breaks::table(&priced, format));
+        s.push_str(&crate::replay::observe::breaks::table(&priced, format));
     }
     if !scored.is_empty() {
         s.push('\n');
@@ -1166,7 +1169,7 @@ fn render_tables(
         s.push_str(&crate::retention::render::facts(&scored, format));
     }
     // Last, where a reader of a long report finds it: each wrapper's sum.
-    let variants = super::variants::table(&variant_summaries(out), format);
+    let variants = crate::replay::observe::variants::table(&variant_summaries(out), format);
     if !variants.is_empty() {
         s.push('\n');
         s.push_str(&variants);
@@ -1188,17 +1191,17 @@ pub struct PoliciesJson<'a> {
     /// With `--cost`: each run priced by the cache model.
     pub cost: Vec<PolicyCostJson<'a>>,
     /// With `--cost`: the recorded usage of sessions that record it.
-    pub recorded: &'a [crate::replay::cost_arms::CostRow],
+    pub recorded: &'a [crate::replay::runs::cost_arms::CostRow],
     /// Each session's envelope (the fixed prefix every request carries) and where its size came from.
-    pub envelopes: &'a [crate::replay::envelope::EnvelopeNote],
+    pub envelopes: &'a [crate::replay::input::envelope::EnvelopeNote],
     /// Each real compaction of the product, beside where its own policy fired.
-    pub product_compactions: &'a [crate::replay::product::ProductCompaction],
+    pub product_compactions: &'a [crate::replay::input::product::ProductCompaction],
     /// Each session whose log records the product's own per-call count
     /// (aider's `> Tokens: N sent`), beside its port's requests.
-    pub product_counts: &'a [crate::replay::product_counts::CountSeries],
+    pub product_counts: &'a [crate::replay::input::product_counts::CountSeries],
     /// Per policy: the sessions and the mean, median and p95 of every
     /// counter over them (for a corpus, the only part filled).
-    pub aggregate: Vec<super::aggregate::PolicyAggregate>,
+    pub aggregate: Vec<crate::replay::observe::aggregate::PolicyAggregate>,
     /// A corpus replay: what was replayed, which shard, and each session's
     /// records (`null` for named session files).
     pub corpus: Option<&'a super::shard::CorpusJson>,
@@ -1206,7 +1209,7 @@ pub struct PoliciesJson<'a> {
     pub optimal: &'a [crate::optimal::render::Optimum],
     /// With `--cost`: each wrapper (`frozen:P`, `gated:P`) against the
     /// design it wraps, over the sessions where both ran.
-    pub variants: Vec<super::variants::VariantSummary>,
+    pub variants: Vec<crate::replay::observe::variants::VariantSummary>,
 }
 
 /// One priced run of [`PoliciesJson`].
@@ -1226,7 +1229,7 @@ pub struct PolicyCostJson<'a> {
 
 /// The JSON Schema (draft 2020-12) of [`PoliciesJson`], as serialised.
 pub fn schema() -> serde_json::Value {
-    super::schema_of::<PoliciesJson<'static>>()
+    crate::replay::schema_of::<PoliciesJson<'static>>()
 }
 
 /// The retention of the runs that measured it, scored, with their dollars
@@ -1249,7 +1252,7 @@ fn scored_retention(
 /// [`render_sessions`] as JSON ([`PoliciesJson`]).
 fn render_json(
     out: &[Compared],
-    recorded: &[crate::replay::cost_arms::CostRow],
+    recorded: &[crate::replay::runs::cost_arms::CostRow],
     info: &Sessions,
     optimal: &crate::optimal::render::OptimalPart,
 ) -> String {
@@ -1280,8 +1283,12 @@ fn render_json(
         envelopes: &info.envelopes,
         product_compactions: &info.compactions,
         product_counts: &info.counts,
-        aggregate: super::aggregate::of_records(out.iter().map(|c| {
-            super::aggregate::SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref())
+        aggregate: crate::replay::observe::aggregate::of_records(out.iter().map(|c| {
+            crate::replay::observe::aggregate::SessionRecord::of(
+                &c.run,
+                c.cost.as_ref(),
+                c.retention.as_ref(),
+            )
         })),
         corpus: None,
         optimal: &optimal.optima,

@@ -5,7 +5,7 @@
 //! value of each counter is kept: one `f64` per session × policy × counter,
 //! about a kilobyte per session for every policy, never a run's series or
 //! messages. Everything else a corpus replay holds is one session's runs at
-//! a time ([`super::stream`]).
+//! a time ([`crate::replay::runs::stream`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -3,18 +3,18 @@
 //! `--per-session` its own tables or JSON object) and dropped before the
 //! next is read, so
 //! memory holds one session's runs plus the aggregates' per-session numbers
-//! ([`super::aggregate`]). By default only the aggregate table is printed.
+//! ([`crate::replay::observe::aggregate`]). By default only the aggregate table is printed.
 
 use std::io::Write;
 
-use super::aggregate::{self, Aggregate, SessionRecord};
 use super::policies::{checked_specs, dump_for, replay_session, Compared, Measure};
 use super::shard::{CorpusJson, CorpusSpec, SessionRecords};
 use crate::error::{LabError, LabResult};
 use crate::import::corpus::{Input, Item};
 use crate::import::{ImportOptions, ImportedSession, TranscriptFormat};
 use crate::render::Format;
-use crate::replay::dump::DumpTarget;
+use crate::replay::observe::aggregate::{self, Aggregate, SessionRecord};
+use crate::replay::observe::dump::DumpTarget;
 use crate::shard::Shard;
 
 /// `lab replay --format`: the lab's formats plus JSON Lines.
@@ -416,7 +416,7 @@ pub struct PerSessionEntry<'a> {
 
 /// The JSON Schema (draft 2020-12) of [`PerSessionJson`], as serialised.
 pub fn per_session_schema() -> serde_json::Value {
-    super::schema_of::<PerSessionJson<'static>>()
+    crate::replay::schema_of::<PerSessionJson<'static>>()
 }
 
 fn write(out: &mut dyn Write, text: &str) -> LabResult<()> {

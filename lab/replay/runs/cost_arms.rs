@@ -48,14 +48,14 @@ pub struct CostOptions {
     pub by_model: bool,
     /// The fixed prefix the replayed arms carry (`--envelope`).
     #[serde(skip)]
-    pub envelope: crate::replay::envelope::EnvelopeArg,
+    pub envelope: crate::replay::input::envelope::EnvelopeArg,
     /// Which conversations of a Claude Code log are priced: by default the
     /// main chain and each subagent as a session of its own.
-    pub conversations: crate::replay::subagents::Conversations,
+    pub conversations: crate::replay::input::subagents::Conversations,
     /// `--anchor`: what the replayed arms read of recorded usage (the
     /// recorded rows read it all: they are the bill).
-    #[serde(serialize_with = "crate::replay::anchor::serialize_anchor")]
-    pub anchor: crate::replay::anchor::AnchorArg,
+    #[serde(serialize_with = "crate::replay::input::anchor::serialize_anchor")]
+    pub anchor: crate::replay::input::anchor::AnchorArg,
 }
 
 /// Default: approx tokens, Anthropic 5-minute cache, Claude Opus 4.1 prices
@@ -104,11 +104,11 @@ pub struct CostArgs {
     /// `--prices FILE`: per-model prices instead of the built-in table.
     pub prices: Option<PathBuf>,
     /// `--envelope`: the fixed prefix of the replayed arms.
-    pub envelope: crate::replay::envelope::EnvelopeArg,
+    pub envelope: crate::replay::input::envelope::EnvelopeArg,
     /// `--main-chain-only`: leave the subagents out.
-    pub conversations: crate::replay::subagents::Conversations,
+    pub conversations: crate::replay::input::subagents::Conversations,
     /// `--anchor`.
-    pub anchor: crate::replay::anchor::AnchorArg,
+    pub anchor: crate::replay::input::anchor::AnchorArg,
 }
 
 /// `lab replay … --cost`: prices every arm and renders the rows.
@@ -197,7 +197,7 @@ pub fn run_cost(
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
     let names = if profiles.is_empty() {
-        crate::replay::profiles::profile_names()
+        crate::replay::runs::profiles::profile_names()
     } else {
         profiles.to_vec()
     };
@@ -210,7 +210,7 @@ pub fn run_cost(
     };
     let mut rows = Vec::new();
     for f in files {
-        for logged in crate::replay::subagents::replayed_sessions(
+        for logged in crate::replay::input::subagents::replayed_sessions(
             f,
             import,
             options.conversations,
@@ -227,7 +227,7 @@ pub fn run_cost(
 /// Every arm of one session (a log's main chain or one of its subagents),
 /// and its recorded rows when its log records usage.
 fn conversation_rows(
-    logged: &crate::replay::subagents::LoggedSession,
+    logged: &crate::replay::input::subagents::LoggedSession,
     names: &[&str],
     replay: &ReplayOptions,
     options: &CostOptions,
@@ -238,7 +238,7 @@ fn conversation_rows(
     let options = session_options(options, recorded, &source_name(session))?;
     let counter = options.tokens.counter();
     let predicted = log.map(|l| l.anchored(options.anchor.anchor));
-    let envelope = crate::replay::envelope::envelope_for(
+    let envelope = crate::replay::input::envelope::envelope_for(
         session,
         predicted.as_deref(),
         options.envelope,
@@ -281,7 +281,7 @@ fn conversation_rows(
 /// for a format that records no usage.
 pub fn own_recorded_rows(
     session: &ImportedSession,
-    log: Option<&crate::replay::envelope::RecordedLog>,
+    log: Option<&crate::replay::input::envelope::RecordedLog>,
     trajectory: Option<&[RecordedRequest]>,
     options: &CostOptions,
 ) -> LabResult<Vec<CostRow>> {
@@ -467,7 +467,7 @@ pub fn recorded_rows(
     let (file, source) = (source_name(session), session.label.as_str());
     let left_bill = bill(&file, left_out, &options.prices)?;
     let covers = Coverage {
-        conversation: crate::replay::subagents::conversation(session),
+        conversation: crate::replay::input::subagents::conversation(session),
         requests: requests.len(),
         left_out: left_out.len(),
         // `+ 0.0`: an empty sum is -0.0, printed as such.

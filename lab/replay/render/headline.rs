@@ -3,7 +3,7 @@
 //! the invalid requests, and thrash. A pure function of the runs and their
 //! scores, so the headline and the tables below it never disagree.
 
-use super::policies::Compared;
+use crate::replay::runs::policies::Compared;
 use crate::retention::render::Scored;
 use crate::retention::Status;
 

@@ -1,0 +1,3 @@
+//! `lab replay`'s command line.
+
+pub mod args;

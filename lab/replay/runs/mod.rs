@@ -1,0 +1,11 @@
+//! The drivers: policies through the engine (`--policy`), course profiles
+//! (`--profile`), the priced arms (`--cost`), the optimal schedule, the
+//! calibration, and a corpus streamed session by session or in shards.
+
+pub mod calibrate;
+pub mod cost_arms;
+pub mod optimal;
+pub mod policies;
+pub mod profiles;
+pub mod shard;
+pub mod stream;
