@@ -278,7 +278,7 @@ fn merge(a: &ReplayArgs) -> LabResult<String> {
         crate::replay::runs::stream::ReplayFormat::Jsonl => (Format::Json, true),
         f => crate::replay::runs::stream::check_format(f, true)?,
     };
-    crate::replay::merge_command(&a.merge, format, jsonl)
+    super::drive::merge_command(&a.merge, format, jsonl)
 }
 
 /// `lab replay --policy …`: through the policy engine, priced with `--cost`.
@@ -328,7 +328,7 @@ fn replay_policies(
             .closed_loop
             .then(crate::replay::runs::policies::closed_loop::Switches::default),
     };
-    let outputs = crate::replay::Outputs {
+    let outputs = super::drive::Outputs {
         plot: a.plot,
         html: a.html,
         otel: a.otel,
@@ -348,7 +348,7 @@ fn replay_policies(
             }),
     };
     let policies = crate::zoo::list::split_specs(&a.policy);
-    crate::replay::replay_command(
+    super::drive::replay_command(
         &a.files, &policies, a.path_len, import, measure, outputs, format,
     )
 }

@@ -523,12 +523,12 @@ impl Observer for Dumper {
 
 /// The JSON Schema of a dump line.
 pub fn dump_schema() -> Value {
-    crate::replay::schema_of::<DumpCall>()
+    crate::render::schema_of::<DumpCall>()
 }
 
 /// The JSON Schema of an export line.
 pub fn export_schema() -> Value {
-    crate::replay::schema_of::<ExportLine>()
+    crate::render::schema_of::<ExportLine>()
 }
 
 /// The shape `lab import --export` and `lab replay --dump` write.

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::cache::CostReport;
+use crate::error::{LabError, LabResult};
 use crate::plot::{Figure, Panel, Series};
 use crate::replay::runs::policies::Compared;
 
@@ -306,4 +307,18 @@ pub fn dollars_svg(rows: &[PolicyCost], command: &str) -> String {
         panels: panels(rows),
         caption: format!("{command} · {}{not_drawn}", pricing_line(rows)),
     })
+}
+
+/// `lab replay --policy … --cost --plot FILE`: writes the plot of `runs`
+/// (replacing FILE whole, never half-written).
+pub fn write_plot(path: &std::path::Path, runs: &[Compared]) -> LabResult<()> {
+    write_plot_titled(path, runs, "lab replay --policy … --cost")
+}
+
+/// [`write_plot`] under the caption `title` (the command and its anchor).
+pub fn write_plot_titled(path: &std::path::Path, runs: &[Compared], title: &str) -> LabResult<()> {
+    let rows = policy_costs(runs);
+    let svg = dollars_svg(&rows, title);
+    crate::storage::root::cleanup::write_replacing(path, svg.as_bytes())
+        .map_err(|e| LabError::io("writing the plot", path, e))
 }

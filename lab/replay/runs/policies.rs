@@ -1229,7 +1229,7 @@ pub struct PolicyCostJson<'a> {
 
 /// The JSON Schema (draft 2020-12) of [`PoliciesJson`], as serialised.
 pub fn schema() -> serde_json::Value {
-    crate::replay::schema_of::<PoliciesJson<'static>>()
+    crate::render::schema_of::<PoliciesJson<'static>>()
 }
 
 /// The retention of the runs that measured it, scored, with their dollars

@@ -416,7 +416,7 @@ pub struct PerSessionEntry<'a> {
 
 /// The JSON Schema (draft 2020-12) of [`PerSessionJson`], as serialised.
 pub fn per_session_schema() -> serde_json::Value {
-    crate::replay::schema_of::<PerSessionJson<'static>>()
+    crate::render::schema_of::<PerSessionJson<'static>>()
 }
 
 fn write(out: &mut dyn Write, text: &str) -> LabResult<()> {
