@@ -1,7 +1,9 @@
 //! What a session brings to a replay besides its messages: the `--anchor`
-//! choice, the envelope (system, tools, the request's fixed prefix), what
-//! the log leaves out, its subagents, the product's own compactions and
-//! per-call counts, and the wire shapes a dump is written in.
+//! choice, the envelope (system, tools, the request's fixed prefix), its
+//! subagents, the product's own compactions and per-call counts, and the
+//! wire shapes a dump is written in. What the log leaves out is read in
+//! the import crate's recorded wing (`import::recorded::unlogged`; its
+//! tests, which replay through the engine, are here).
 
 pub mod anchor;
 pub mod envelope;
@@ -9,5 +11,6 @@ pub mod envelope_table;
 pub mod product;
 pub mod product_counts;
 pub mod subagents;
-pub mod unlogged;
+#[cfg(test)]
+mod unlogged_tests;
 pub mod wire;

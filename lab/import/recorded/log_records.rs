@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{claude_jsonl, lines, stream};
 use crate::error::{LabError, LabResult};
+use crate::{claude_jsonl, lines, stream};
 
 /// A log's records in file order, with the 1-based (line, column) where
 /// each starts.
@@ -28,8 +28,8 @@ pub fn read(path: &Path) -> LabResult<Vec<Value>> {
 pub fn read_placed(path: &Path) -> LabResult<Placed> {
     // A member of a tar archive (`ARCHIVE[MEMBER]`) or a Parquet row
     // (`FILE#row=N`) is read back from it.
-    if super::member_source::is_member(path) {
-        let text = super::member_source::read_text(path)
+    if crate::member_source::is_member(path) {
+        let text = crate::member_source::read_text(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
         return from_reader_placed(text.as_bytes(), path);
     }
