@@ -18,8 +18,9 @@
 //!    [`render`], [`plot`], [`counters`], [`fingerprint`], [`input`], [`process`], [`jobs`],
 //!    [`shard`], [`progress`], [`scan`], [`pyjson`], [`registry`], [`alloc`].
 //! 2. `ctxlab-import` (`lab/import/`): [`import`], every log format into the
-//!    message model, generated sessions ([`import::generate`]) and
-//!    [`tokens`], the token counters and what a product's log recorded.
+//!    message model, what a product's log holds beyond its messages
+//!    ([`import::recorded`]), generated sessions ([`import::generate`]) and
+//!    [`tokens`], the token counters and the usage a log recorded.
 //! 3. `ctxlab-course` (`lab/course/`): the course's references, [`compact`]
 //!    and [`memory`], with [`scenario`] files and [`report`] renderers.
 //! 4. `ctxlab-policy` (`lab/policy/`): [`policy`], the `Policy` trait, the
