@@ -13,8 +13,8 @@
 //!
 //! The folder is four rooms behind this face, each importing only from
 //! the rooms before it: [`input`] (what a session brings besides its
-//! messages: envelope, anchor, subagents, the product's own compactions;
-//! unlogged content comes from the import crate's recorded wing), [`observe`] (dumps, traces, thrash, aggregates),
+//! messages: envelope, anchor, unlogged content, subagents, the product's
+//! own compactions), [`observe`] (dumps, traces, thrash, aggregates),
 //! [`runs`] (the drivers) and [`render`] (tables, plots, the HTML
 //! report); the command line and the command's outline sit above them
 //! (`command`). This file only declares the rooms and re-exports their
@@ -26,10 +26,11 @@ pub mod observe;
 pub mod render;
 pub mod runs;
 
-pub use crate::import::recorded::unlogged;
 pub use command::args::{run, ReplayArgs};
 pub use command::drive::{merge_command, replay_command, Outputs};
-pub use input::{anchor, envelope, envelope_table, product, product_counts, subagents, wire};
+pub use input::{
+    anchor, envelope, envelope_table, product, product_counts, subagents, unlogged, wire,
+};
 pub use observe::{aggregate, breaks, dump, otel, thrash, variants};
 pub use render::dollars::{write_plot, write_plot_titled};
 pub use render::{distribution, dollars, family, frontier_plot, headline, html};

@@ -131,7 +131,7 @@ pub struct EnvelopeNote {
     /// What the replay put back of it at the messages that carried it
     /// ([`crate::replay::unlogged`]): how many attachments, how many tokens
     /// (estimates, sized from recorded usage).
-    pub put_back: crate::import::recorded::unlogged::PutBack,
+    pub put_back: crate::replay::input::unlogged::PutBack,
     /// What the replay read of the log's recorded usage, for a log that
     /// records it ([`super::anchor`]); `None` for one that records none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -199,7 +199,7 @@ pub fn render_notes(notes: &[EnvelopeNote]) -> String {
 }
 
 /// The clause on the attachments put back, when there are any.
-fn put_back_text(p: crate::import::recorded::unlogged::PutBack) -> String {
+fn put_back_text(p: crate::replay::input::unlogged::PutBack) -> String {
     let shells = match p.shell_reminders {
         0 => String::new(),
         n => format!("; {n} background-shell reminders rebuilt from the log"),
@@ -896,7 +896,7 @@ pub fn anchors(
             unlogged = 0;
         }
         logged += counter.count_message(m);
-        unlogged += crate::import::recorded::unlogged::unlogged_tokens(m);
+        unlogged += crate::replay::input::unlogged::unlogged_tokens(m);
         if dropped.binary_search(&i).is_ok() {
             continue;
         }

@@ -121,13 +121,7 @@ pub fn as_sent(
     let counter = tokens.counter();
     let resumes = log.resumed_before(session);
     let release = log.version.as_deref();
-    crate::import::recorded::unlogged::put_back(
-        session,
-        release,
-        &recorded,
-        &resumes,
-        counter.as_ref(),
-    );
+    super::unlogged::put_back(session, release, &recorded, &resumes, counter.as_ref());
 }
 
 /// Whose requests a session's recorded rows cover: `main chain`, or

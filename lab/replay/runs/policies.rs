@@ -694,9 +694,9 @@ pub fn replay_logged(
         after_compaction: setup.prefix.after_compaction.clone(),
         after_compaction_source: setup.after_source.clone(),
         unlogged_at_last: crate::replay::input::envelope::unlogged_at_last(&setup.prefix),
-        put_back: crate::import::recorded::unlogged::PutBack {
+        put_back: crate::replay::input::unlogged::PutBack {
             resumes: setup.prefix.resumes.len(),
-            ..crate::import::recorded::unlogged::PutBack::of(&session.main)
+            ..crate::replay::input::unlogged::PutBack::of(&session.main)
         },
         anchor,
         basis: setup

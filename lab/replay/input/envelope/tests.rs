@@ -159,7 +159,7 @@ fn notes_mark_the_size_as_an_estimate() {
     ));
     let note = EnvelopeNote {
         anchor: None,
-        put_back: crate::import::recorded::unlogged::PutBack {
+        put_back: crate::replay::input::unlogged::PutBack {
             attachments: 2,
             tokens: 9_500,
             shell_reminders: 0,
@@ -172,7 +172,7 @@ fn notes_mark_the_size_as_an_estimate() {
     ));
     let note = EnvelopeNote {
         anchor: None,
-        put_back: crate::import::recorded::unlogged::PutBack {
+        put_back: crate::replay::input::unlogged::PutBack {
             resumes: 3,
             ..note.put_back
         },

@@ -1,10 +1,7 @@
-use crate::import::recorded::unlogged::*;
-use crate::import::ImportedSession;
+use super::*;
 use crate::import::{import_file, ImportOptions};
-use crate::message::{Block, Content, Message};
 use crate::replay::input::envelope::RecordedLog;
 use crate::tokens::Approx;
-use crate::tokens::TokenCounter;
 use serde_json::json;
 
 /// A Claude Code log: a prompt, a first reply (calling `call` when given,

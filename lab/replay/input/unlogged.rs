@@ -34,9 +34,9 @@
 //! sends for each background shell ([`shell_reminders`]). Those are put
 //! back as the text they were, before any step is sized.
 
+use crate::import::ImportedSession;
 use crate::message::{Block, Content, Message, Role};
 use crate::tokens::TokenCounter;
-use crate::ImportedSession;
 
 /// The smallest step taken for an attachment, in tokens: above the largest
 /// one-call growth beyond the estimate in the shared logs that is not
@@ -248,7 +248,7 @@ fn call_cause(b: &Block) -> Option<Cause> {
 /// parser reads one: an `@` at the start or after white space, followed by
 /// a quote or a path character. Command output Claude Code wraps in tags
 /// (`<command-name>`…) is not a prompt.
-pub fn mentions_a_path(text: &str) -> bool {
+fn mentions_a_path(text: &str) -> bool {
     if text.starts_with('<') {
         return false;
     }
@@ -423,7 +423,7 @@ pub fn attach(main: &mut [Message], attachments: &[Attachment]) {
 
 /// `block` after the content of `m` (a plain-text message becomes a text
 /// block and the new one).
-pub fn push_block(m: &mut Message, block: Block) {
+fn push_block(m: &mut Message, block: Block) {
     match &mut m.content {
         Content::Blocks(b) => b.push(block),
         Content::Text(t) => {
@@ -463,3 +463,6 @@ impl PutBack {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;
