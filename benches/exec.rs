@@ -97,8 +97,15 @@ fn main() {
         }),
         ..SessionSetup::default()
     };
-    let run =
-        compare_set_up("bench", &messages, "none", 60, &measure, &setup).expect("the replay runs");
+    let run = compare_set_up(
+        "bench",
+        &messages,
+        &"none".parse().expect("a policy spec"),
+        60,
+        &measure,
+        &setup,
+    )
+    .expect("the replay runs");
     let n = run.run.calls.len();
     let bytes = dir_bytes(dir.path());
     assert!(bytes > 0, "the dump was written");

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use ctxlab::compact::config::profile;
 use ctxlab::compact::session::{Action, Call, Script, Session, Turn};
-use ctxlab::compact::{check, Compactor, LabRoot};
+use ctxlab::compact::{oracle, Compactor, LabRoot};
 use ctxlab::experiments;
 use ctxlab::registry::RunOptions;
 
@@ -299,7 +299,7 @@ fn main() {
             let ms = t.elapsed().as_secs_f64() * 1e3;
             assert_eq!(s.requests.len(), n + 1);
             let t = Instant::now();
-            let c = check::check(&s.compactor, &s.messages, &s.ledger, &s.requests);
+            let c = oracle::check(&s.compactor, &s.messages, &s.ledger, &s.requests);
             let check_ms = t.elapsed().as_secs_f64() * 1e3;
             assert!(c.get("lost_forever").is_some());
             // The course archives the whole context on every snip, so archive

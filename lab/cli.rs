@@ -292,7 +292,7 @@ pub enum Command {
     /// Run policies over sessions against the expectations of a check file
     /// (exit 1 on a miss, naming session, policy, call and metric): for a
     /// harness's CI.
-    Check(crate::check::CheckArgs),
+    Check(crate::ci_gate::CheckArgs),
     /// Print the JSON Schema of a command's JSON output (`lab schema` lists them).
     Schema {
         /// Schema name (e.g. replay-policies); none lists the names.
@@ -496,7 +496,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
         Some(Command::Readme { write: None }) => Ok(readme_block() + "\n"),
         Some(Command::Readme { write: Some(path) }) => write_readme(&path),
         Some(Command::Schema { name }) => schema(name.as_deref()),
-        Some(Command::Check(args)) => crate::check::command(&args),
+        Some(Command::Check(args)) => crate::ci_gate::command(&args),
         Some(Command::Sweep(args)) => crate::sweep::command(&args),
         Some(Command::Reports(args)) => {
             if let Some(dir) = &args.out {

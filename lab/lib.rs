@@ -18,8 +18,9 @@
 //!    [`render`], [`plot`], [`counters`], [`fingerprint`], [`input`], [`process`], [`jobs`],
 //!    [`shard`], [`progress`], [`scan`], [`pyjson`], [`registry`], [`alloc`].
 //! 2. `ctxlab-import` (`lab/import/`): [`import`], every log format into the
-//!    message model, generated sessions ([`import::generate`]) and
-//!    [`tokens`], the token counters and what a product's log recorded.
+//!    message model, what a product's log holds beyond its messages
+//!    ([`import::recorded`]), generated sessions ([`import::generate`]) and
+//!    [`tokens`], the token counters and the usage a log recorded.
 //! 3. `ctxlab-course` (`lab/course/`): the course's references, [`compact`]
 //!    and [`memory`], with [`scenario`] files and [`report`] renderers.
 //! 4. `ctxlab-policy` (`lab/policy/`): [`policy`], the `Policy` trait, the
@@ -36,7 +37,7 @@
 //!      under profiles or policies;
 //!    - [`experiments`]: every experiment row, gathered from each
 //!      mechanism's table;
-//!    - [`check`]: `lab check`, policies over sessions against declared
+//!    - [`ci_gate`]: `lab check`, policies over sessions against declared
 //!      expectations, for a harness's CI (JUnit XML);
 //!    - [`horizon`]: every policy over one generated session of millions of
 //!      tokens;
@@ -63,7 +64,7 @@ pub use ctxlab_measure::{cache, optimal, retention};
 pub use ctxlab_policy as policy;
 pub use ctxlab_zoo as zoo;
 
-pub mod check;
+pub mod ci_gate;
 pub mod cli;
 pub mod experiments;
 pub mod horizon;

@@ -180,7 +180,7 @@ pub struct SideOverrides {
 
 /// What `lab break ID` prints: an experiment's cells.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
+pub struct ExperimentVerdict {
     /// Experiment id.
     pub id: String,
     /// Mechanism.
@@ -195,10 +195,10 @@ pub struct Verdict {
     pub cells: Vec<Cell>,
 }
 
-impl Verdict {
+impl ExperimentVerdict {
     /// A verdict for registry row `exp` with the given cells.
     pub fn new(exp: &Experiment, cells: Vec<Cell>) -> Self {
-        Verdict {
+        ExperimentVerdict {
             id: exp.id.to_string(),
             mechanism: exp.mechanism,
             kind: exp.kind,
@@ -210,7 +210,7 @@ impl Verdict {
 
     /// A verdict for the row `id` of `table` (see [`row`]) with the given cells.
     pub fn of_row(table: &[Experiment], id: &str, cells: Vec<Cell>) -> LabResult<Self> {
-        Ok(Verdict::new(row(table, id)?, cells))
+        Ok(ExperimentVerdict::new(row(table, id)?, cells))
     }
 
     /// Check the registry's expectations against this verdict; returns failures.
@@ -266,7 +266,7 @@ pub struct Experiment {
     /// Where the seed states it.
     pub seed: &'static str,
     /// Runs baseline and broken and returns the verdict.
-    pub run: fn(&RunOptions) -> LabResult<Verdict>,
+    pub run: fn(&RunOptions) -> LabResult<ExperimentVerdict>,
     /// What the verdict must show; checked by `lab selftest` and the tests.
     pub expect: &'static [Expect],
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::compact::config::Profile;
 use crate::counters::Counters;
-use crate::registry::{Experiment, Kind, Verdict};
+use crate::registry::{Experiment, ExperimentVerdict, Kind};
 use crate::render::{cell_text, json, table, Format};
 
 fn sides(kind: Kind) -> (&'static str, &'static str) {
@@ -49,7 +49,7 @@ fn quiet_break(id: &str) -> String {
 }
 
 /// Render one verdict.
-pub fn verdict(v: &Verdict, format: Format) -> String {
+pub fn verdict(v: &ExperimentVerdict, format: Format) -> String {
     if format == Format::Json {
         return json(v);
     }
@@ -121,7 +121,7 @@ pub fn verdict(v: &Verdict, format: Format) -> String {
 
 /// Where a counter changes between neighbouring cells, per side: a range of
 /// path lengths (`--path-len 30..200`) reads as a few thresholds, not 171 tables.
-fn verdict_thresholds(v: &Verdict, md: bool) -> String {
+fn verdict_thresholds(v: &ExperimentVerdict, md: bool) -> String {
     let (left, right) = sides(v.kind);
     let mut out = String::new();
     for (side, pick) in [(left, 0), (right, 1)] {
@@ -157,7 +157,7 @@ fn verdict_thresholds(v: &Verdict, md: bool) -> String {
 }
 
 /// Render several verdicts.
-pub fn verdicts(vs: &[Verdict], format: Format) -> String {
+pub fn verdicts(vs: &[ExperimentVerdict], format: Format) -> String {
     if format == Format::Json {
         return json(&vs);
     }

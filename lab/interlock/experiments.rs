@@ -17,7 +17,7 @@ use crate::counters::Counters;
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message};
 use crate::policy::course::CoursePolicy;
-use crate::registry::{every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{every, Cell, Experiment, ExperimentVerdict, Kind, Mechanism, RunOptions};
 
 /// The preference of the seed's example, verbatim.
 pub const TABS: &str = "Use tabs, not spaces.";
@@ -127,7 +127,7 @@ fn hinge(h: Hinge) -> InterlockSwitches {
     }
 }
 
-fn tabs_row(id: &str, fix: Hinge) -> LabResult<Verdict> {
+fn tabs_row(id: &str, fix: Hinge) -> LabResult<ExperimentVerdict> {
     let messages = tabs_session(60);
     let cell = Cell {
         label: "course-f9e8b28".into(),
@@ -140,14 +140,14 @@ fn tabs_row(id: &str, fix: Hinge) -> LabResult<Verdict> {
         )?,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, id, vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, id, vec![cell])
 }
 
-fn run_tabs(_: &RunOptions) -> LabResult<Verdict> {
+fn run_tabs(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     tabs_row("I-tabs", Hinge::Snapshot)
 }
 
-fn run_tabs_cursor(_: &RunOptions) -> LabResult<Verdict> {
+fn run_tabs_cursor(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     tabs_row("I-tabs-cursor", Hinge::Cursor)
 }
 
@@ -167,7 +167,7 @@ pub fn write_tool_session() -> Vec<Message> {
     ]
 }
 
-fn run_write_tool(_: &RunOptions) -> LabResult<Verdict> {
+fn run_write_tool(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let messages = write_tool_session();
     let guarded = InterlockSwitches {
         write_tool_guard: true,
@@ -184,7 +184,7 @@ fn run_write_tool(_: &RunOptions) -> LabResult<Verdict> {
         )?,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, "I-write-tool", vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, "I-write-tool", vec![cell])
 }
 
 fn store_with(seeds: &[(&str, &str)]) -> LabResult<crate::memory::store::Store> {
@@ -229,7 +229,7 @@ fn lock_side(gates: super::schedule::Gates) -> LabResult<Counters> {
     Ok(c)
 }
 
-fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
+fn run_lock(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     use super::schedule::Gates;
     let cell = Cell {
         label: "two processes, one store".into(),
@@ -240,7 +240,7 @@ fn run_lock(_: &RunOptions) -> LabResult<Verdict> {
         })?,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, "I-lock", vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, "I-lock", vec![cell])
 }
 
 /// A test on an attempt's outcome, named by the counter it feeds.
@@ -269,7 +269,7 @@ fn stale_side(gates: super::schedule::Gates) -> LabResult<Counters> {
     Ok(c)
 }
 
-fn run_stale_lock(_: &RunOptions) -> LabResult<Verdict> {
+fn run_stale_lock(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     use super::schedule::Gates;
     let cell = Cell {
         label: "holder crashed, retries every 30 min for 48 h".into(),
@@ -280,7 +280,7 @@ fn run_stale_lock(_: &RunOptions) -> LabResult<Verdict> {
         })?,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, "I-stale-lock", vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, "I-stale-lock", vec![cell])
 }
 
 /// The interlocked rows.

@@ -326,7 +326,7 @@ pub fn side(
 /// The course profile the rows compact with.
 pub const PROFILE: &str = "course-f9e8b28";
 
-fn run_loading(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Verdict> {
+fn run_loading(_: &crate::registry::RunOptions) -> LabResult<crate::registry::ExperimentVerdict> {
     let messages = mid_session_writes(6);
     let product = LoadingSwitches {
         layout: Layout::CatalogResident,
@@ -338,7 +338,7 @@ fn run_loading(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Ve
         broken: side(&messages, PROFILE, sw, &LoadingSwitches::default())?,
         ..Default::default()
     };
-    crate::registry::Verdict::of_row(EXPERIMENTS, "I-loading", vec![cell])
+    crate::registry::ExperimentVerdict::of_row(EXPERIMENTS, "I-loading", vec![cell])
 }
 
 /// The loading row.

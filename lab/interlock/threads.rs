@@ -197,7 +197,7 @@ pub fn races(gates: &Gates, reps: usize) -> LabResult<Counters> {
 /// Repetitions of the row.
 pub const REPS: usize = 8;
 
-fn run_threads(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Verdict> {
+fn run_threads(_: &crate::registry::RunOptions) -> LabResult<crate::registry::ExperimentVerdict> {
     let cell = crate::registry::Cell {
         label: format!("two threads, one disk store, {REPS} races"),
         baseline: races(&Gates::default(), REPS)?,
@@ -210,7 +210,7 @@ fn run_threads(_: &crate::registry::RunOptions) -> LabResult<crate::registry::Ve
         )?,
         ..Default::default()
     };
-    crate::registry::Verdict::of_row(EXPERIMENTS, "I-lock-threads", vec![cell])
+    crate::registry::ExperimentVerdict::of_row(EXPERIMENTS, "I-lock-threads", vec![cell])
 }
 
 /// The real-concurrency row.

@@ -23,20 +23,10 @@ use crate::storage::Shared;
 /// result, the micro-compaction placeholder, the snip marker and the summary's
 /// transcript line.
 pub const COURSE_POINTERS: &[PointerRule] = &[
-    PointerRule::LinePrefix {
-        prefix: FULL_OUTPUT,
-    },
-    PointerRule::Wrapped {
-        open: SAVED_PREFIX,
-        close: "]",
-    },
-    PointerRule::Inline {
-        open: " messages archived at ",
-        close: "]",
-    },
-    PointerRule::LinePrefix {
-        prefix: FULL_TRANSCRIPT,
-    },
+    PointerRule::line_prefix(FULL_OUTPUT),
+    PointerRule::wrapped(SAVED_PREFIX, "]"),
+    PointerRule::inline(" messages archived at ", "]"),
+    PointerRule::line_prefix(FULL_TRANSCRIPT),
 ];
 
 /// A course profile run as a policy.
@@ -194,9 +184,9 @@ impl Policy for CoursePolicy {
         PolicyInfo {
             name: self.profile.name.to_string(),
             family: "course",
-            summary: self.profile.description,
+            summary: self.profile.description.into(),
             source: Source {
-                upstream: upstream(self.profile.name),
+                upstream: upstream(self.profile.name).into(),
                 files: &["s08_context_compact/code.py"],
                 license: "MIT",
                 approximate: false,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::check::{self, Findings, Ledger};
+use super::findings::{self, Findings, Ledger};
 use super::model::{Extractive, ModelRole};
 use super::validity::{self, Violation};
 use super::{Policy, PolicyCtx, PolicyEvent};
@@ -655,7 +655,7 @@ impl Walk {
         if self.lean {
             return run;
         }
-        run.findings = check::check(
+        run.findings = findings::check(
             &context,
             &self.ledger,
             &policy.pointer_rules(),

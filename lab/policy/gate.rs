@@ -25,8 +25,8 @@
 //! argument of J. R. Gott, Nature 363, 1993). A session knows nothing of its
 //! own end, so the estimate is the same for every design.
 //!
-//! The sheet is the one the spec names (`gated@SHEET:P`, resolved by `lab
-//! replay`), else the run's: in `lab replay --cost --sheet S`, the sheet
+//! The sheet is the one the spec names (`gated@SHEET:P`, parsed with every
+//! spec in [`crate::spec`], resolved by `lab replay`), else the run's: in `lab replay --cost --sheet S`, the sheet
 //! `S` that prices the run; elsewhere the default ([`Weights::default`]). The cache is assumed warm: a rewrite
 //! after a TTL expiry costs nothing extra, which the gate does not model,
 //! so it errs towards skipping after long pauses.
@@ -71,18 +71,6 @@ impl Default for Weights {
     }
 }
 
-/// `spec` as the sheet name its gate gives (`gated@SHEET:P`; `None` for
-/// `gated:P`: the run's sheet, else the default) and the wrapped spec, or
-/// `None` when `spec` is not a gated one.
-pub fn parse(spec: &str) -> Option<(Option<&str>, &str)> {
-    let rest = spec.strip_prefix(PREFIX)?;
-    if let Some(inner) = rest.strip_prefix(':') {
-        return Some((None, inner));
-    }
-    let (sheet, inner) = rest.strip_prefix('@')?.split_once(':')?;
-    Some((Some(sheet), inner))
-}
-
 /// A policy whose prefix-rewriting decisions pass a break-even gate.
 pub struct Gated {
     inner: Box<dyn Policy>,
@@ -110,7 +98,7 @@ impl Gated {
 
 /// What a compaction would cost now and save later, in input-price tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Verdict {
+pub struct GateDecision {
     /// Extra cost of compacting now over skipping (may be negative).
     pub extra: f64,
     /// Reads saved on each later call.
@@ -119,7 +107,7 @@ pub struct Verdict {
     pub frees: u64,
 }
 
-impl Verdict {
+impl GateDecision {
     /// Does the saving over `expected` later calls repay the extra cost?
     pub fn pays(&self, expected: f64) -> bool {
         self.extra <= 0.0
@@ -141,12 +129,18 @@ impl Verdict {
 /// The gate's arithmetic: `cached` tokens sent last and still cached,
 /// `arrived` tokens since, `shared` tokens of the compacted request equal
 /// to the cached one's start, `compacted` tokens of the compacted request.
-pub fn verdict(sheet: &Weights, cached: u64, arrived: u64, shared: u64, compacted: u64) -> Verdict {
+pub fn decide(
+    sheet: &Weights,
+    cached: u64,
+    arrived: u64,
+    shared: u64,
+    compacted: u64,
+) -> GateDecision {
     let (r, w) = (sheet.read_mult, sheet.write_mult);
     let now_compact = r * shared as f64 + w * compacted.saturating_sub(shared) as f64;
     let now_skip = r * cached as f64 + w * arrived as f64;
     let skip_size = cached + arrived;
-    Verdict {
+    GateDecision {
         extra: now_compact - now_skip,
         saved_per_call: r * (skip_size as f64 - compacted as f64),
         frees: skip_size.saturating_sub(compacted),
@@ -156,7 +150,7 @@ pub fn verdict(sheet: &Weights, cached: u64, arrived: u64, shared: u64, compacte
 impl Gated {
     /// The gate's verdict on sending `request` instead of `history` (whose
     /// first `self.sent` messages are the cached request).
-    fn judge(&self, history: &[Message], request: &[Message], ctx: &PolicyCtx<'_>) -> Verdict {
+    fn judge(&self, history: &[Message], request: &[Message], ctx: &PolicyCtx<'_>) -> GateDecision {
         let sent = self.sent.min(history.len());
         let shared = history[..sent]
             .iter()
@@ -164,7 +158,7 @@ impl Gated {
             .take_while(|(a, b)| a == b)
             .count();
         let count = |m: &[Message]| ctx.tokens.count_messages(m) as u64;
-        verdict(
+        decide(
             &self.weights,
             count(&history[..sent]),
             count(&history[sent..]),
@@ -234,20 +228,24 @@ mod tests {
 
     #[test]
     fn specs_name_their_sheet_or_take_the_run_s() {
-        assert_eq!(parse("gated:codex-cli"), Some((None, "codex-cli")));
+        use crate::spec::{wrapper, Wrapper};
         assert_eq!(
-            parse("gated@gpt-5:frozen:none"),
-            Some((Some("gpt-5"), "frozen:none"))
+            wrapper("gated:codex-cli"),
+            Some((Wrapper::Gated(None), "codex-cli"))
         );
-        assert_eq!(parse("codex-cli"), None);
-        assert_eq!(parse("gatedx:none"), None);
+        assert_eq!(
+            wrapper("gated@gpt-5:frozen:none"),
+            Some((Wrapper::Gated(Some("gpt-5")), "frozen:none"))
+        );
+        assert_eq!(wrapper("codex-cli"), None);
+        assert_eq!(wrapper("gatedx:none"), None);
     }
 
     #[test]
     fn the_arithmetic_weighs_the_rewrite_against_the_reads_it_saves() {
         let s = &Weights::default();
         // 100k cached, 1k new; compaction to 20k sharing 5k.
-        let v = verdict(s, 100_000, 1_000, 5_000, 20_000);
+        let v = decide(s, 100_000, 1_000, 5_000, 20_000);
         // now: 0.1·5k + 1.25·15k = 19_250; skip: 0.1·100k + 1.25·1k = 11_250.
         assert!((v.extra - 8_000.0).abs() < 1e-6, "{v:?}");
         assert!((v.saved_per_call - 8_100.0).abs() < 1e-6, "{v:?}");
@@ -256,7 +254,7 @@ mod tests {
         assert!(v.pays(1.0));
         assert!(!v.pays(0.5));
         // Nothing freed: never pays unless it is cheaper now.
-        let none = verdict(s, 100_000, 0, 0, 100_000);
+        let none = decide(s, 100_000, 0, 0, 100_000);
         assert!(!none.pays(1_000.0));
     }
 }

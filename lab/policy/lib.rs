@@ -97,10 +97,10 @@ use ctxlab_course::compact;
 use ctxlab_import as import;
 use ctxlab_import::tokens;
 
-pub mod check;
 pub mod course;
 pub mod engine;
 pub mod exec;
+pub mod findings;
 pub mod freeze;
 pub mod gate;
 pub mod model;
@@ -113,6 +113,7 @@ pub mod spec;
 pub mod validity;
 pub mod variant;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -128,8 +129,9 @@ pub use model::{ModelError, ModelRole, SummaryRequest};
 /// documentation page with the date it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Source {
-    /// `owner/repo@commit` or a documentation URL.
-    pub upstream: &'static str,
+    /// `owner/repo@commit` or a documentation URL (an external policy's
+    /// command, owned).
+    pub upstream: Cow<'static, str>,
     /// Files or sections the constants and strings were read from.
     pub files: &'static [&'static str],
     /// Licence of the upstream code (constants and strings only are reproduced).
@@ -146,8 +148,8 @@ pub struct PolicyInfo {
     pub name: String,
     /// The product or design family (`Anthropic API`, `Codex CLI`, `course`).
     pub family: &'static str,
-    /// One line: what the design does.
-    pub summary: &'static str,
+    /// One line: what the design does (an external policy's own, owned).
+    pub summary: Cow<'static, str>,
     /// Upstream source.
     pub source: Source,
     /// Constants under their upstream names, as JSON (numbers, strings, lists).
@@ -184,28 +186,28 @@ pub enum PointerRule {
     /// (course `Full output: <path>`, Claude Code's persisted-output line).
     LinePrefix {
         /// Text before the path.
-        prefix: &'static str,
+        prefix: Cow<'static, str>,
     },
     /// A whole text `open<path>close` (course `[Earlier tool result saved at <path>]`).
     Wrapped {
         /// Text before the path.
-        open: &'static str,
+        open: Cow<'static, str>,
         /// Text after the path (the end of the text).
-        close: &'static str,
+        close: Cow<'static, str>,
     },
     /// Anywhere in a text: `open<path>close`, first occurrence per line
     /// (snip markers and summaries that name an archive mid-sentence).
     Inline {
         /// Text before the path.
-        open: &'static str,
+        open: Cow<'static, str>,
         /// Text after the path.
-        close: &'static str,
+        close: Cow<'static, str>,
     },
     /// The rest of a line after the first `open` in it (a sentence that ends
     /// with the path, as Gemini CLI's `For full output see: <path>`).
     After {
         /// Text before the path.
-        open: &'static str,
+        open: Cow<'static, str>,
     },
     /// Not a path: `open<key>close` anywhere in a text names a store the
     /// design searches with a tool of its own (Hermes' footer and stubs:
@@ -215,44 +217,91 @@ pub enum PointerRule {
     /// the closed loop searches the store ([`PointerRule::search_keys`]).
     Search {
         /// Text before the key.
-        open: &'static str,
+        open: Cow<'static, str>,
         /// Text after the key.
-        close: &'static str,
+        close: Cow<'static, str>,
         /// The store's folder under the policy's root.
-        store: &'static str,
+        store: Cow<'static, str>,
         /// The tool the design offers to search it.
-        tool: &'static str,
+        tool: Cow<'static, str>,
     },
 }
 
+// The rules own their strings: a port's are its constants (borrowed, no
+// copy), an external policy's come from its hello and live as long as it.
 impl PointerRule {
+    /// [`PointerRule::LinePrefix`] on a constant.
+    pub const fn line_prefix(prefix: &'static str) -> PointerRule {
+        PointerRule::LinePrefix {
+            prefix: Cow::Borrowed(prefix),
+        }
+    }
+
+    /// [`PointerRule::Wrapped`] on constants.
+    pub const fn wrapped(open: &'static str, close: &'static str) -> PointerRule {
+        PointerRule::Wrapped {
+            open: Cow::Borrowed(open),
+            close: Cow::Borrowed(close),
+        }
+    }
+
+    /// [`PointerRule::Inline`] on constants.
+    pub const fn inline(open: &'static str, close: &'static str) -> PointerRule {
+        PointerRule::Inline {
+            open: Cow::Borrowed(open),
+            close: Cow::Borrowed(close),
+        }
+    }
+
+    /// [`PointerRule::Search`] on constants.
+    pub const fn search(
+        open: &'static str,
+        close: &'static str,
+        store: &'static str,
+        tool: &'static str,
+    ) -> PointerRule {
+        PointerRule::Search {
+            open: Cow::Borrowed(open),
+            close: Cow::Borrowed(close),
+            store: Cow::Borrowed(store),
+            tool: Cow::Borrowed(tool),
+        }
+    }
+
+    /// [`PointerRule::After`] on a constant.
+    pub const fn after(open: &'static str) -> PointerRule {
+        PointerRule::After {
+            open: Cow::Borrowed(open),
+        }
+    }
+
     /// Every path this rule finds in `text`.
     pub fn find<'t>(&self, text: &'t str) -> Vec<&'t str> {
-        match *self {
+        match self {
             PointerRule::LinePrefix { prefix } => text
                 .lines()
-                .filter_map(|l| l.strip_prefix(prefix))
+                .filter_map(|l| l.strip_prefix(prefix.as_ref()))
                 .map(str::trim_end)
                 .filter(|p| !p.is_empty())
                 .collect(),
             PointerRule::Wrapped { open, close } => text
-                .strip_prefix(open)
-                .and_then(|r| r.strip_suffix(close))
+                .strip_prefix(open.as_ref())
+                .and_then(|r| r.strip_suffix(close.as_ref()))
                 .filter(|p| !p.is_empty() && !p.contains('\n'))
                 .into_iter()
                 .collect(),
             PointerRule::Inline { open, close } => text
                 .lines()
                 .filter_map(|l| {
-                    let start = l.find(open)? + open.len();
-                    let len = l[start..].find(close)?;
+                    let start = l.find(open.as_ref())? + open.len();
+                    let len = l[start..].find(close.as_ref())?;
                     Some(&l[start..start + len])
                 })
                 .filter(|p| !p.is_empty())
                 .collect(),
             PointerRule::After { open } => text
                 .lines()
-                .filter_map(|l| Some(l[l.find(open)? + open.len()..].trim_end()))
+                .filter_map(|l| Some(l[l.find(open.as_ref())? + open.len()..].trim_end()))
                 .filter(|p| !p.is_empty())
                 .collect(),
             PointerRule::Search { .. } => Vec::new(),
@@ -262,10 +311,14 @@ impl PointerRule {
     /// Every store key a [`PointerRule::Search`] rule finds in `text` (none
     /// for the path rules).
     pub fn search_keys<'t>(&self, text: &'t str) -> Vec<&'t str> {
-        let PointerRule::Search { open, close, .. } = *self else {
+        let PointerRule::Search { open, close, .. } = self else {
             return Vec::new();
         };
-        PointerRule::Inline { open, close }.find(text)
+        PointerRule::Inline {
+            open: open.clone(),
+            close: close.clone(),
+        }
+        .find(text)
     }
 }
 

@@ -13,9 +13,9 @@ impl Policy for NoCompaction {
         PolicyInfo {
             name: "none".to_string(),
             family: "baseline",
-            summary: "no context management: every request carries the whole history",
+            summary: "no context management: every request carries the whole history".into(),
             source: Source {
-                upstream: "ctxlab",
+                upstream: "ctxlab".into(),
                 files: &[],
                 license: "MIT",
                 approximate: false,

@@ -280,9 +280,9 @@ mod tests {
         let info = PolicyInfo {
             name: "p".into(),
             family: "f",
-            summary: "s",
+            summary: "s".into(),
             source: Source {
-                upstream: "u",
+                upstream: "u".into(),
                 files: &[],
                 license: "MIT",
                 approximate: false,

@@ -5,13 +5,13 @@
 
 use super::{Cell, Table};
 use crate::counters::Counters;
-use crate::registry::Verdict;
+use crate::registry::ExperimentVerdict;
 
 /// One registry row's run with the counters that catch it.
 #[derive(Debug, Clone)]
 pub struct RowVerdict {
     /// The row's verdict at its default cells.
-    pub verdict: Verdict,
+    pub verdict: ExperimentVerdict,
     /// The row's "caught by" counters, in the registry's order.
     pub caught_by: Vec<String>,
 }

@@ -16,8 +16,9 @@ use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
 use crate::message::{Block, Message};
+use crate::policy::spec::PolicySpec;
 use crate::render::{json, table, Format};
-use crate::replay::policies::{compare_one, Measure};
+use crate::replay::policies::{compare_set_up, Measure, SessionSetup};
 
 /// Most rounds a generated session has.
 pub const MAX_ROUNDS: usize = 60;
@@ -133,14 +134,15 @@ impl Row {
     }
 }
 
-fn run(policy: &str, seed: u64, rounds: &[Round]) -> LabResult<Row> {
+fn run(policy: &PolicySpec, seed: u64, rounds: &[Round]) -> LabResult<Row> {
     let messages = session(rounds);
-    let c = compare_one(
+    let c = compare_set_up(
         "generated",
         &messages,
         policy,
         crate::replay::profiles::DEFAULT_PATH_LEN,
         &Measure::default(),
+        &SessionSetup::default(),
     )?;
     let f = &c.run.findings;
     Ok(Row {
@@ -171,10 +173,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
             "use --seeds 1..=10000",
         ));
     }
-    let names = crate::replay::policies::expand_names(names);
-    for n in &names {
-        crate::zoo::list::check(n)?;
-    }
+    let names = crate::replay::policies::checked_specs(names)?;
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::storage::root::current_backend();
     crate::jobs::try_collect(
@@ -184,7 +183,7 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
                 .iter()
                 .all(|name| (0..seeds).all(|seed| push((name, seed))))
         },
-        |(name, seed): (&String, u64)| {
+        |(name, seed): (&PolicySpec, u64)| {
             crate::storage::root::with_backend(backend, || run(name, seed, &rounds(seed)))
         },
     )
@@ -242,7 +241,9 @@ pub fn render(rows: &[Row], format: Format) -> String {
 /// shrink it (drop rounds, then halve sizes) while the damage stays.
 /// Returns the shrunk rounds and their row, or `None` when none was found.
 pub fn hunt(policy: &str, seed: u64, tries: usize) -> LabResult<Option<(Vec<Round>, Row)>> {
-    crate::zoo::list::make(policy)?;
+    let policy: PolicySpec = policy.parse()?;
+    let policy = &policy;
+    crate::zoo::list::make_spec(policy, "approx", crate::policy::exec::DEFAULT_TIMEOUT)?;
     for s in seed..seed.saturating_add(tries as u64) {
         let rs = rounds(s);
         let row = run(policy, s, &rs)?;
@@ -254,7 +255,7 @@ pub fn hunt(policy: &str, seed: u64, tries: usize) -> LabResult<Option<(Vec<Roun
 }
 
 fn shrink(
-    policy: &str,
+    policy: &PolicySpec,
     seed: u64,
     mut rs: Vec<Round>,
     mut row: Row,

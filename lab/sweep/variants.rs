@@ -290,7 +290,7 @@ fn on_files(names: &[String], files: &[PathBuf], jobs: usize) -> LabResult<Vec<V
         .iter()
         .map(|n| {
             let mine: Vec<_> = runs.iter().filter(|c| &c.run.policy == n).collect();
-            let f = |g: &dyn Fn(&crate::policy::check::Findings) -> u64| {
+            let f = |g: &dyn Fn(&crate::policy::findings::Findings) -> u64| {
                 mine.iter().map(|c| g(&c.run.findings)).sum::<u64>()
             };
             VariantRow {

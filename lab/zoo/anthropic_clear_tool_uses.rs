@@ -239,9 +239,9 @@ impl Policy for ClearToolUses {
         PolicyInfo {
             name: NAME.into(),
             family: "Anthropic API",
-            summary: "server-side context editing: past the trigger, old tool results become a placeholder; the client history stays whole",
+            summary: "server-side context editing: past the trigger, old tool results become a placeholder; the client history stays whole".into(),
             source: Source {
-                upstream: "https://platform.claude.com/docs/en/build-with-claude/context-editing (read 2026-12-03)",
+                upstream: "https://platform.claude.com/docs/en/build-with-claude/context-editing (read 2026-12-03)".into(),
                 files: &[
                     "Tool result clearing",
                     "Configuration options for tool result clearing",

@@ -162,9 +162,9 @@ impl Policy for Compact {
         PolicyInfo {
             name: NAME.into(),
             family: "Anthropic API",
-            summary: "server-side compaction: past the trigger the whole conversation becomes one summary block; earlier blocks are ignored",
+            summary: "server-side compaction: past the trigger the whole conversation becomes one summary block; earlier blocks are ignored".into(),
             source: Source {
-                upstream: "https://platform.claude.com/docs/en/build-with-claude/compaction (mirror johnzfitch/claude-wiki@8e5484c6, fetched 2026-02-07; read 2026-12-03)",
+                upstream: "https://platform.claude.com/docs/en/build-with-claude/compaction (mirror johnzfitch/claude-wiki@8e5484c6, fetched 2026-02-07; read 2026-12-03)".into(),
                 files: &[
                     "How compaction works",
                     "Parameters",

@@ -417,9 +417,9 @@ impl Policy for GeminiCli {
         PolicyInfo {
             name: NAME.into(),
             family: "Gemini CLI",
-            summary: "at half the window: old function responses past a 50k-token budget saved to files with a head/tail excerpt; the oldest ~70% summarised into a <state_snapshot>",
+            summary: "at half the window: old function responses past a 50k-token budget saved to files with a head/tail excerpt; the oldest ~70% summarised into a <state_snapshot>".into(),
             source: Source {
-                upstream: "@google/gemini-cli-core@0.61.0 (npm, google-gemini/gemini-cli)",
+                upstream: "@google/gemini-cli-core@0.61.0 (npm, google-gemini/gemini-cli)".into(),
                 files: &[
                     "dist/src/context/chatCompressionService.js",
                     "dist/src/utils/fileUtils.js",
@@ -443,7 +443,7 @@ impl Policy for GeminiCli {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![PointerRule::After { open: SEE }]
+        vec![PointerRule::after(SEE)]
     }
 
     fn prepare(

@@ -374,9 +374,9 @@ impl Policy for GeminiCliMask {
         PolicyInfo {
             name: NAME.into(),
             family: "Gemini CLI",
-            summary: "tool output masking: past the newest 50k tokens of function responses, once 30k more are prunable, each goes to tool-outputs/ behind a <tool_output_masked> head/tail preview",
+            summary: "tool output masking: past the newest 50k tokens of function responses, once 30k more are prunable, each goes to tool-outputs/ behind a <tool_output_masked> head/tail preview".into(),
             source: Source {
-                upstream: "google-gemini/gemini-cli@00b731958a3b583218743b03591e7596d8fb4506",
+                upstream: "google-gemini/gemini-cli@00b731958a3b583218743b03591e7596d8fb4506".into(),
                 files: &[
                     "packages/core/src/services/toolOutputMaskingService.ts",
                     "packages/core/src/utils/tokenCalculation.ts",
@@ -408,9 +408,7 @@ impl Policy for GeminiCliMask {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![PointerRule::LinePrefix {
-            prefix: AVAILABLE_AT,
-        }]
+        vec![PointerRule::line_prefix(AVAILABLE_AT)]
     }
 
     fn prepare(

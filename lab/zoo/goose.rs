@@ -141,9 +141,9 @@ impl Policy for Goose {
         PolicyInfo {
             name: "goose-auto-compact".into(),
             family: "goose",
-            summary: "past threshold of the context limit, summarise everything; originals stay user-visible, agent-invisible",
+            summary: "past threshold of the context limit, summarise everything; originals stay user-visible, agent-invisible".into(),
             source: Source {
-                upstream: "block/goose (context_mgmt/mod.rs@0036b81, prompts/compaction.md@11453df, model.rs@0514da8)",
+                upstream: "block/goose (context_mgmt/mod.rs@0036b81, prompts/compaction.md@11453df, model.rs@0514da8)".into(),
                 files: &[
                     "crates/goose/src/context_mgmt/mod.rs",
                     "crates/goose/src/prompts/compaction.md",

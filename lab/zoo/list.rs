@@ -6,7 +6,7 @@ use crate as zoo;
 use crate::error::{LabError, LabResult};
 use crate::policy::course::CoursePolicy;
 use crate::policy::none::NoCompaction;
-use crate::policy::spec::unwrap;
+use crate::policy::spec::{PolicySpec, Ports};
 use crate::policy::Policy;
 
 /// A constructor of a policy with its upstream defaults.
@@ -98,57 +98,70 @@ pub fn make_with(
     tokens: &str,
     timeout: std::time::Duration,
 ) -> LabResult<Box<dyn Policy>> {
-    if let Some(inner) = spec.strip_prefix(crate::policy::freeze::PREFIX) {
-        let p = make_with(inner, tokens, timeout)?;
-        return Ok(Box::new(crate::policy::freeze::Frozen::new(p, spec)));
+    make_spec(&spec.parse()?, tokens, timeout)
+}
+
+/// [`make_with`] of a spec already parsed.
+pub fn make_spec(
+    spec: &PolicySpec,
+    tokens: &str,
+    timeout: std::time::Duration,
+) -> LabResult<Box<dyn Policy>> {
+    spec.build(&Defaults { tokens, timeout })
+}
+
+/// The ports with their upstream defaults; a gate weighs with the default
+/// sheet, and one naming its own is refused (`lab replay` resolves it).
+struct Defaults<'a> {
+    tokens: &'a str,
+    timeout: std::time::Duration,
+}
+
+impl Ports for Defaults<'_> {
+    fn named(&self, name: &str) -> LabResult<Box<dyn Policy>> {
+        make_named(name)
     }
-    if let Some((sheet, inner)) = crate::policy::gate::parse(spec) {
-        if let Some(sheet) = sheet {
-            return Err(LabError::usage(
+
+    fn weights(
+        &self,
+        spec: &PolicySpec,
+        sheet: Option<&str>,
+    ) -> LabResult<crate::policy::gate::Weights> {
+        match (sheet, spec) {
+            (Some(sheet), PolicySpec::Gated { inner, .. }) => Err(LabError::usage(
                 format!("policy `{spec}`: a gate's own sheet `{sheet}` is resolved by `lab replay` only"),
                 format!("replay with --policy {spec}, or write gated:{inner} here (the default sheet)"),
-            ));
+            )),
+            _ => Ok(crate::policy::gate::Weights::default()),
         }
-        let p = make_with(inner, tokens, timeout)?;
-        let weights = crate::policy::gate::Weights::default();
-        return Ok(Box::new(crate::policy::gate::Gated::new(p, spec, weights)));
     }
-    match spec.strip_prefix(crate::policy::exec::PREFIX) {
-        Some(cmd) => Ok(Box::new(crate::policy::exec::Exec::start(
-            cmd, tokens, timeout,
-        )?)),
-        None => make(spec),
+
+    fn exec(&self, cmd: &str) -> LabResult<Box<dyn Policy>> {
+        Ok(Box::new(crate::policy::exec::Exec::start(
+            cmd,
+            self.tokens,
+            self.timeout,
+        )?))
     }
 }
 
 /// Check that `spec` names a policy before any work, without starting an
 /// external one (that happens once per run, where it is used).
 pub fn check(spec: &str) -> LabResult<()> {
-    if let Some(inner) = spec.strip_prefix(crate::policy::freeze::PREFIX) {
-        return check(inner);
-    }
-    if let Some((_, inner)) = crate::policy::gate::parse(spec) {
-        return check(inner);
-    }
-    match spec.strip_prefix(crate::policy::exec::PREFIX) {
-        Some(cmd) => crate::policy::exec::check_command(cmd),
-        None => make(spec).map(drop),
+    check_spec(&spec.parse()?)
+}
+
+/// [`check`] of a spec already parsed.
+pub fn check_spec(spec: &PolicySpec) -> LabResult<()> {
+    match spec.innermost() {
+        PolicySpec::Exec(cmd) => crate::policy::exec::check_command(cmd),
+        named => make_spec(named, "approx", crate::policy::exec::DEFAULT_TIMEOUT).map(drop),
     }
 }
 
 /// Build a built-in policy or a variant of one (see [`make_with`]).
 pub fn make(spec: &str) -> LabResult<Box<dyn Policy>> {
-    if spec.starts_with(crate::policy::exec::PREFIX) || is_wrapped(spec) {
-        return make_with(spec, "approx", crate::policy::exec::DEFAULT_TIMEOUT);
-    }
-    let (name, overrides) = crate::policy::variant::parse(spec)?;
-    let policy = make_named(&name)?;
-    if overrides.is_empty() {
-        return Ok(policy);
-    }
-    Ok(Box::new(crate::policy::variant::Variant::new(
-        policy, spec, &overrides,
-    )?))
+    make_with(spec, "approx", crate::policy::exec::DEFAULT_TIMEOUT)
 }
 
 /// Policy specs given as a list (`--policy a,b --policy c`): each value
@@ -164,13 +177,8 @@ pub fn split_specs(values: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Is `spec` a wrapper of another spec (`frozen:P`, `gated:P`)?
-fn is_wrapped(spec: &str) -> bool {
-    unwrap(spec).is_some()
-}
-
 /// The policy called `name`, with its upstream defaults.
-fn make_named(name: &str) -> LabResult<Box<dyn Policy>> {
+pub fn make_named(name: &str) -> LabResult<Box<dyn Policy>> {
     let want = name.to_ascii_lowercase();
     if want == "none" {
         return Ok(Box::new(NoCompaction));

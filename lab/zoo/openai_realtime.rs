@@ -378,9 +378,9 @@ impl Policy for Realtime {
         PolicyInfo {
             name: name.into(),
             family: "OpenAI API",
-            summary,
+            summary: summary.into(),
             source: Source {
-                upstream: "https://developers.openai.com/api/docs/guides/realtime-costs; openai/openai-cookbook@0dee719e",
+                upstream: "https://developers.openai.com/api/docs/guides/realtime-costs; openai/openai-cookbook@0dee719e".into(),
                 files: &[
                     "API reference RealtimeTruncation, RetentionRatioTruncation, token_limits.post_instructions (openai/openai-python@5852fbb8 src/openai/types/realtime/realtime_truncation_retention_ratio.py)",
                     "examples/Prompt_Caching_201.ipynb (section 7)",

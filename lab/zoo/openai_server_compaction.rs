@@ -172,9 +172,9 @@ impl Policy for ServerCompaction {
         PolicyInfo {
             name: NAME.into(),
             family: "OpenAI API",
-            summary: "past compact_threshold rendered tokens, the server turns the whole input into one opaque compaction item; the client keeps only what follows it",
+            summary: "past compact_threshold rendered tokens, the server turns the whole input into one opaque compaction item; the client keeps only what follows it".into(),
             source: Source {
-                upstream: "https://developers.openai.com/api/docs/guides/compaction (read 2026-12-05); openai/openai-python response_compaction_item*.py",
+                upstream: "https://developers.openai.com/api/docs/guides/compaction (read 2026-12-05); openai/openai-python response_compaction_item*.py".into(),
                 files: &[
                     "guide: Server-side compaction, User journey (rendered token count, compaction output item, prunes context, drop items before the most recent compaction item)",
                     "openai/codex codex-rs/core/src/compact_remote.rs (replace_history with the returned items)",

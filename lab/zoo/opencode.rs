@@ -333,9 +333,9 @@ impl Policy for Opencode {
         PolicyInfo {
             name: NAME.into(),
             family: "opencode",
-            summary: "outputs over 2000 lines / 50 KiB saved to tool-output/ (7-day retention) with a head preview; old outputs past the newest 40k tokens pruned to a placeholder",
+            summary: "outputs over 2000 lines / 50 KiB saved to tool-output/ (7-day retention) with a head preview; old outputs past the newest 40k tokens pruned to a placeholder".into(),
             source: Source {
-                upstream: "sst/opencode@31e22f65a23c498639b8cef24b90e6ae193cdcb6 (compaction.ts); anomalyco/opencode@2e0f23206c5c77692022d323b3a4c9682b2e37cd (truncation.ts)",
+                upstream: "sst/opencode@31e22f65a23c498639b8cef24b90e6ae193cdcb6 (compaction.ts); anomalyco/opencode@2e0f23206c5c77692022d323b3a4c9682b2e37cd (truncation.ts)".into(),
                 files: &[
                     "packages/opencode/src/session/compaction.ts",
                     "packages/opencode/src/session/prompt.ts (runLoop: prune when the loop ends)",
@@ -363,7 +363,7 @@ impl Policy for Opencode {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![PointerRule::LinePrefix { prefix: SAVED_TO }]
+        vec![PointerRule::line_prefix(SAVED_TO)]
     }
 
     fn prepare(

@@ -203,9 +203,9 @@ impl Policy for Pi {
         PolicyInfo {
             name: NAME.into(),
             family: "pi",
-            summary: "past the window less a reserve, summarise since the last compaction up to a turn ~keepRecentTokens back; summary first, then the kept tail",
+            summary: "past the window less a reserve, summarise since the last compaction up to a turn ~keepRecentTokens back; summary first, then the kept tail".into(),
             source: Source {
-                upstream: "badlogic/pi-mono@bd0d0676 (coding-agent compaction.ts, tui-renderer.ts, session-manager.ts)",
+                upstream: "badlogic/pi-mono@bd0d0676 (coding-agent compaction.ts, tui-renderer.ts, session-manager.ts)".into(),
                 files: &[
                     "packages/coding-agent/src/compaction.ts",
                     "packages/coding-agent/src/tui/tui-renderer.ts",

@@ -301,9 +301,9 @@ impl Policy for Vercel {
         PolicyInfo {
             name: "vercel-prune-messages".into(),
             family: "Vercel AI SDK",
-            summary: "drop reasoning and whole tool call/result pairs outside the newest messages, then empty messages",
+            summary: "drop reasoning and whole tool call/result pairs outside the newest messages, then empty messages".into(),
             source: Source {
-                upstream: "npm:ai@7.0.173 (vercel/ai packages/ai/src/generate-text/prune-messages.ts), read 2026-12-03",
+                upstream: "npm:ai@7.0.173 (vercel/ai packages/ai/src/generate-text/prune-messages.ts), read 2026-12-03".into(),
                 files: &["dist/index.js (pruneMessages)"],
                 license: "Apache-2.0",
                 approximate: false,

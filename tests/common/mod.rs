@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use ctxlab::compact::config::{profile, Config};
 use ctxlab::compact::session::{Action, Call, Turn};
 use ctxlab::import::ImportOptions;
-use ctxlab::registry::{Experiment, RunOptions, Verdict};
+use ctxlab::registry::{Experiment, ExperimentVerdict, RunOptions};
 
 /// The built `lab` binary, run from the repository root (where the
 /// relative paths of `scenarios/` and `reports/` resolve).
@@ -188,7 +188,7 @@ pub const STRICT: ImportOptions = ImportOptions {
 
 /// Run `row` at its default cells, assert the verdict names `row` and every
 /// expectation of the registry holds, and return the verdict for the test's own further checks.
-pub fn verdict_holding(row: &Experiment) -> Verdict {
+pub fn verdict_holding(row: &Experiment) -> ExperimentVerdict {
     let v = (row.run)(&RunOptions::default()).unwrap();
     assert_eq!(v.id, row.id, "the verdict names another row");
     let failures = v.check(row.expect);

@@ -4,16 +4,16 @@ use crate::common;
 
 use ctxlab::compact::experiments::EXPERIMENTS;
 use ctxlab::experiments;
-use ctxlab::registry::{Kind, RunOptions, Verdict};
+use ctxlab::registry::{ExperimentVerdict, Kind, RunOptions};
 use ctxlab::render::Format;
 use ctxlab::report;
 
-fn verdict(id: &str) -> Verdict {
+fn verdict(id: &str) -> ExperimentVerdict {
     let e = experiments::find(id).unwrap();
     (e.run)(&RunOptions::default()).unwrap()
 }
 
-fn cell<'a>(v: &'a Verdict, label: &str) -> &'a ctxlab::registry::Cell {
+fn cell<'a>(v: &'a ExperimentVerdict, label: &str) -> &'a ctxlab::registry::Cell {
     v.cells.iter().find(|c| c.label == label).unwrap()
 }
 

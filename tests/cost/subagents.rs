@@ -386,7 +386,7 @@ fn the_dollars_plot_draws_the_subagents_together_with_a_table_of_each() {
             .count(),
         2
     );
-    let problems = ctxlab::plot::check::check(&svg);
+    let problems = ctxlab::plot::lint::check(&svg);
     assert!(problems.is_empty(), "{problems:#?}");
     // The aggregate line of `none` runs over 5 calls and ends at the sum of
     // its subagents' dollars.

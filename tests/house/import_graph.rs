@@ -105,7 +105,7 @@ fn ident_char(c: char) -> bool {
 }
 
 /// Module path of a file: `lab/compact/mod.rs` -> `compact`,
-/// `lab/compact/check.rs` -> `compact::check`, `lab/lib.rs` -> ``.
+/// `lab/compact/oracle.rs` -> `compact::oracle`, `lab/lib.rs` -> ``.
 fn module_of(root: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(root).unwrap().with_extension("");
     let mut parts: Vec<String> = rel

@@ -2,11 +2,11 @@
 
 use ctxlab::memory::checker::render;
 use ctxlab::memory::experiments::EXPERIMENTS;
-use ctxlab::registry::{Kind, Mechanism, RunOptions, Verdict};
+use ctxlab::registry::{ExperimentVerdict, Kind, Mechanism, RunOptions};
 
 /// Each experiment's verdict, computed once and shared by the tests below.
-fn verdicts() -> &'static [Verdict] {
-    static V: std::sync::OnceLock<Vec<Verdict>> = std::sync::OnceLock::new();
+fn verdicts() -> &'static [ExperimentVerdict] {
+    static V: std::sync::OnceLock<Vec<ExperimentVerdict>> = std::sync::OnceLock::new();
     V.get_or_init(|| {
         EXPERIMENTS
             .iter()

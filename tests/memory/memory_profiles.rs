@@ -429,7 +429,7 @@ fn the_report_table_is_a_pure_function_of_the_results() {
 
 #[test]
 fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
-    use ctxlab::memory::profiles::repro::{reproductions, Verdict};
+    use ctxlab::memory::profiles::repro::{reproductions, ReproVerdict};
     let rows = reproductions();
     let mem0 = rows
         .iter()
@@ -437,7 +437,7 @@ fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
         .unwrap();
     // The issue reports ADD returned for never-persisted memories: the run shows it.
     assert!(
-        matches!(&mem0.verdict, Verdict::Reproduced(how) if how.contains("returned as ADD")),
+        matches!(&mem0.verdict, ReproVerdict::Reproduced(how) if how.contains("returned as ADD")),
         "{mem0:?}"
     );
     assert!(mem0.command.contains("memory_profiles::mem0_6911"));
@@ -445,7 +445,7 @@ fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
     // need with no command.
     for r in &rows {
         match &r.verdict {
-            Verdict::NotModelled(_) => assert_eq!(r.command, "-", "{r:?}"),
+            ReproVerdict::NotModelled(_) => assert_eq!(r.command, "-", "{r:?}"),
             _ => assert!(
                 r.command
                     .starts_with("cargo test --test memory memory_profiles::"),
@@ -458,7 +458,7 @@ fn each_upstream_issue_row_has_a_verdict_matching_its_report() {
         "letta-ai/letta-code#2203 (two agents)",
     ] {
         let r = rows.iter().find(|r| r.issue == issue).unwrap();
-        assert!(matches!(r.verdict, Verdict::Reproduced(_)), "{r:?}");
+        assert!(matches!(r.verdict, ReproVerdict::Reproduced(_)), "{r:?}");
     }
 }
 
@@ -596,12 +596,15 @@ fn codex_23129_a_start_up_within_a_killed_holders_lease_leaves_no_summary() {
             .verdict
             .clone()
     };
-    use ctxlab::memory::profiles::repro::Verdict;
-    assert!(matches!(row("openai/codex#23129"), Verdict::Reproduced(_)));
+    use ctxlab::memory::profiles::repro::ReproVerdict;
+    assert!(matches!(
+        row("openai/codex#23129"),
+        ReproVerdict::Reproduced(_)
+    ));
     // #37097 (pending, no lease) is not what the lease explains.
     assert!(matches!(
         row("openai/codex#37097"),
-        Verdict::NotReproduced(_)
+        ReproVerdict::NotReproduced(_)
     ));
 }
 
@@ -697,7 +700,7 @@ fn mem0_pending_an_async_add_is_not_recalled_until_processed() {
         assert!(
             matches!(
                 r.verdict,
-                ctxlab::memory::profiles::repro::Verdict::Reproduced(_)
+                ctxlab::memory::profiles::repro::ReproVerdict::Reproduced(_)
             ),
             "{r:?}"
         );

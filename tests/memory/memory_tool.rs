@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ctxlab::memory::tool::external::External;
-use ctxlab::memory::tool::rows::{self, Verdict};
+use ctxlab::memory::tool::rows::{self, ToolVerdict};
 use ctxlab::memory::tool::{KillPoint, MemoryTool};
 
 fn verdicts(card: &rows::Card) -> BTreeMap<String, &'static str> {
@@ -70,7 +70,7 @@ fn the_reference_holds_every_row() {
     let card = builtin_card("reference");
     assert_eq!(card.rows.len(), rows::rows().len());
     for (id, v) in &card.rows {
-        assert_eq!(v, &Verdict::Held, "{id}");
+        assert_eq!(v, &ToolVerdict::Held, "{id}");
     }
 }
 
@@ -135,7 +135,7 @@ fn over_the_protocol_the_builtins_get_the_same_verdicts() {
             let row = rows::rows().into_iter().find(|row| row.id == id).unwrap();
             if row.fault.is_some() && r.name() == "skipped" {
                 // No tmpfs to fill without root: said, not failed.
-                let Verdict::Skipped(why) = r else {
+                let ToolVerdict::Skipped(why) = r else {
                     unreachable!()
                 };
                 assert!(why.contains("tmpfs"), "{why}");
@@ -153,7 +153,7 @@ fn over_the_protocol_the_builtins_get_the_same_verdicts() {
 }
 
 /// One row run against `cmd`, with a short timeout.
-fn one_row(cmd: &str, id: &str) -> Verdict {
+fn one_row(cmd: &str, id: &str) -> ToolVerdict {
     let tmp = tempfile::tempdir().unwrap();
     let row = rows::rows().into_iter().find(|r| r.id == id).unwrap();
     let make = |_: ctxlab::storage::Shared, root: &Path| {
@@ -166,9 +166,9 @@ fn one_row(cmd: &str, id: &str) -> Verdict {
     v
 }
 
-fn failed_with(v: &Verdict, needle: &str) {
+fn failed_with(v: &ToolVerdict, needle: &str) {
     match v {
-        Verdict::Failed(d) => {
+        ToolVerdict::Failed(d) => {
             assert!(d.contains(needle), "{d}");
             assert!(d.contains("fix: answer each request line"), "{d}");
             assert!(
@@ -223,7 +223,7 @@ fn an_implementation_that_writes_outside_its_root_is_caught() {
         lab_bin()
     );
     match one_row(&cmd, "replace-none") {
-        Verdict::Escaped(d) => assert!(d.contains("outside/pwn.md"), "{d}"),
+        ToolVerdict::Escaped(d) => assert!(d.contains("outside/pwn.md"), "{d}"),
         other => panic!("{other:?}"),
     }
     // One level up, beside its sandbox: caught too (and removed with the run).
@@ -241,12 +241,12 @@ fn an_implementation_that_writes_outside_its_root_is_caught() {
             .map(|t| Box::new(t) as Box<dyn MemoryTool>)
     };
     match rows::run_row(&row, &make, false, tmp.path()).unwrap() {
-        Verdict::Escaped(d) => assert!(d.contains("climbed.md"), "{d}"),
+        ToolVerdict::Escaped(d) => assert!(d.contains("climbed.md"), "{d}"),
         other => panic!("{other:?}"),
     }
     // Intact: the reference over the protocol holds the same row.
     let cmd = format!("exec '{}' memtool-serve reference", lab_bin());
-    assert_eq!(one_row(&cmd, "replace-none"), Verdict::Held);
+    assert_eq!(one_row(&cmd, "replace-none"), ToolVerdict::Held);
 }
 
 #[test]
@@ -311,7 +311,7 @@ fn a_kill_tears_an_in_place_write_and_never_a_renamed_one() {
     let naive = rows::builtin("naive").unwrap();
     for id in ["kill-create", "kill-str_replace", "kill-insert"] {
         match rows::run_row(&row(id), naive.as_ref(), true, tmp.path()).unwrap() {
-            Verdict::Torn(d) => assert!(d.starts_with("killed at operation"), "{id}: {d}"),
+            ToolVerdict::Torn(d) => assert!(d.starts_with("killed at operation"), "{id}: {d}"),
             v => panic!("naive {id}: {v:?}"),
         }
     }
@@ -334,7 +334,7 @@ fn a_kill_tears_an_in_place_write_and_never_a_renamed_one() {
     ] {
         let row = row(id);
         let clean = rows::run_once(&row, reference.as_ref(), tmp.path(), &plan(None)).unwrap();
-        assert_eq!(clean.verdict, Verdict::Held, "{id}");
+        assert_eq!(clean.verdict, ToolVerdict::Held, "{id}");
         assert!(
             !clean.killed && clean.ops.1 > clean.ops.0,
             "{id} writes: {:?}",
@@ -343,7 +343,7 @@ fn a_kill_tears_an_in_place_write_and_never_a_renamed_one() {
         for k in clean.ops.0..clean.ops.1 {
             let r = rows::run_once(&row, reference.as_ref(), tmp.path(), &plan(Some(k))).unwrap();
             assert!(r.killed, "{id} kill point {k}");
-            assert_eq!(r.verdict, Verdict::Held, "{id} kill point {k}");
+            assert_eq!(r.verdict, ToolVerdict::Held, "{id} kill point {k}");
         }
     }
     assert!(
@@ -375,11 +375,11 @@ fn a_full_disk_for_a_process_is_a_full_tmpfs_or_a_skip_that_says_why() {
     };
     let (naive, reference) = (verdict("naive"), verdict("reference"));
     match (&naive, &reference) {
-        (Verdict::Skipped(a), Verdict::Skipped(b)) => {
+        (ToolVerdict::Skipped(a), ToolVerdict::Skipped(b)) => {
             eprintln!("SKIP: {a}");
             assert!(a.contains("tmpfs") && a == b, "{a} / {b}");
         }
-        (Verdict::Torn(d), Verdict::Held) => assert!(d.contains("a.md holds"), "{d}"),
+        (ToolVerdict::Torn(d), ToolVerdict::Held) => assert!(d.contains("a.md holds"), "{d}"),
         _ => panic!("naive {naive:?}, reference {reference:?}"),
     }
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
@@ -405,7 +405,7 @@ fn a_race_row_catches_the_lost_update_on_every_run() {
     for id in ["race-str_replace-2", "race-insert-4", "race-delete-2"] {
         let row = row(id);
         let first = rows::run_row(&row, naive.as_ref(), true, tmp.path()).unwrap();
-        let Verdict::Lost(d) = &first else {
+        let ToolVerdict::Lost(d) = &first else {
             panic!("{id}: naive {first:?}")
         };
         assert!(d.starts_with("schedule seed "), "{d}");
@@ -416,7 +416,7 @@ fn a_race_row_catches_the_lost_update_on_every_run() {
         }
         assert_eq!(
             rows::run_row(&row, reference.as_ref(), true, tmp.path()).unwrap(),
-            Verdict::Held,
+            ToolVerdict::Held,
             "{id}"
         );
     }
@@ -436,7 +436,7 @@ fn four_reference_processes_at_once_keep_every_acknowledged_edit() {
     };
     for r in rows::rows().into_iter().filter(|r| r.race.is_some()) {
         let v = rows::run_row(&r, &make, false, tmp.path()).unwrap();
-        assert_eq!(v, Verdict::Held, "{}", r.id);
+        assert_eq!(v, ToolVerdict::Held, "{}", r.id);
     }
 }
 
@@ -456,7 +456,7 @@ fn a_string_prefix_containment_check_is_caught_by_the_sibling_row() {
     )
     .unwrap()
     {
-        Verdict::Escaped(d) => assert!(d.contains("memories_evil/x.md"), "{d}"),
+        ToolVerdict::Escaped(d) => assert!(d.contains("memories_evil/x.md"), "{d}"),
         v => panic!("prefix: {v:?}"),
     }
     for id in [
@@ -482,7 +482,7 @@ fn a_string_prefix_containment_check_is_caught_by_the_sibling_row() {
     ] {
         assert_eq!(
             rows::run_row(&row(id), reference.as_ref(), true, tmp.path()).unwrap(),
-            Verdict::Held,
+            ToolVerdict::Held,
             "reference {id}"
         );
     }
@@ -543,7 +543,7 @@ fn python_tool(dir: &Path, args: &str) -> Option<String> {
     Some(format!("exec python3 '{}' {args}", tool.display()))
 }
 
-fn race_verdict(cmd: &str, id: &str, tmp: &Path) -> Verdict {
+fn race_verdict(cmd: &str, id: &str, tmp: &Path) -> ToolVerdict {
     let make = |_: ctxlab::storage::Shared, root: &Path| {
         External::start(cmd, root, Duration::from_secs(20))
             .map(|t| Box::new(t) as Box<dyn MemoryTool>)
@@ -567,7 +567,7 @@ fn a_process_race_is_caught_at_the_barrier_on_every_run() {
     let reference = format!("exec '{}' memtool-serve reference", lab_bin());
     for id in ["race-str_replace-2", "race-insert-4"] {
         let first = race_verdict(&naive, id, tmp.path());
-        let Verdict::Lost(d) = &first else {
+        let ToolVerdict::Lost(d) = &first else {
             panic!("{id}: the naive script got {first:?}")
         };
         assert!(d.starts_with("barrier seed 0: "), "{d}");
@@ -583,7 +583,7 @@ fn a_process_race_is_caught_at_the_barrier_on_every_run() {
     for run in 0..20 {
         for (name, cmd) in [("careful", &careful), ("reference", &reference)] {
             let v = race_verdict(cmd, "race-str_replace-2", tmp.path());
-            assert_eq!(v, Verdict::Held, "{name} run {run}");
+            assert_eq!(v, ToolVerdict::Held, "{name} run {run}");
         }
     }
     assert!(
@@ -604,7 +604,7 @@ fn a_tool_the_barrier_cannot_reach_is_skipped_with_the_reason() {
     };
     let unreachable = naive.replace("exec python3", "exec env -u LD_PRELOAD python3");
     match race_verdict(&unreachable, "race-str_replace-2", tmp.path()) {
-        Verdict::Skipped(d) => {
+        ToolVerdict::Skipped(d) => {
             assert!(d.contains("LD_PRELOAD does not reach"), "{d}");
             assert!(d.contains("never on timing"), "{d}");
         }
@@ -660,7 +660,7 @@ fn a_kill_after_k_bytes_of_the_answer_lands_after_those_bytes() {
         };
         let run = rows::run_once(&row("kill-create"), &make, tmp.path(), &faults).unwrap();
         match run.verdict {
-            Verdict::Torn(d) => assert!(d.contains("big.md holds 4 bytes"), "{d}"),
+            ToolVerdict::Torn(d) => assert!(d.contains("big.md holds 4 bytes"), "{d}"),
             v => panic!("{v:?}"),
         }
     }
@@ -683,7 +683,7 @@ fn a_kill_after_k_bytes_of_the_answer_lands_after_those_bytes() {
             let v = rows::run_once(&row(id), &make, tmp.path(), &faults)
                 .unwrap()
                 .verdict;
-            assert_eq!(v, Verdict::Held, "{id} {at:?}");
+            assert_eq!(v, ToolVerdict::Held, "{id} {at:?}");
         }
     }
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
@@ -704,22 +704,22 @@ fn the_link_rows_catch_link_bugs_and_no_inside_alias() {
         let make = rows::builtin(name).unwrap();
         rows::run_row(&row(id), make.as_ref(), true, tmp.path()).unwrap()
     };
-    assert_eq!(v("naive", "link-dir-inside"), Verdict::Held);
-    assert_eq!(v("naive", "root-through-link"), Verdict::Held);
+    assert_eq!(v("naive", "link-dir-inside"), ToolVerdict::Held);
+    assert_eq!(v("naive", "root-through-link"), ToolVerdict::Held);
     match v("follow", "link-dir-inside") {
-        Verdict::Lost(d) => assert!(d.contains("deleting the alias took"), "{d}"),
+        ToolVerdict::Lost(d) => assert!(d.contains("deleting the alias took"), "{d}"),
         other => panic!("follow: {other:?}"),
     }
     match v("naive", "link-dir-relative-out") {
-        Verdict::Escaped(d) => assert!(d.contains("outside/pwn.md"), "{d}"),
+        ToolVerdict::Escaped(d) => assert!(d.contains("outside/pwn.md"), "{d}"),
         other => panic!("naive: {other:?}"),
     }
     match v("unresolved", "root-through-link") {
-        Verdict::Refused(d) => assert!(d.contains("would escape /memories"), "{d}"),
+        ToolVerdict::Refused(d) => assert!(d.contains("would escape /memories"), "{d}"),
         other => panic!("unresolved: {other:?}"),
     }
     // On a plain root the unresolved check is right.
-    assert_eq!(v("unresolved", "link-dir-relative-out"), Verdict::Held);
+    assert_eq!(v("unresolved", "link-dir-relative-out"), ToolVerdict::Held);
     let remote = format!("exec '{}' memtool-serve reference", lab_bin());
     let make = |_: ctxlab::storage::Shared, root: &Path| {
         External::start(&remote, root, Duration::from_secs(20))
@@ -730,10 +730,10 @@ fn the_link_rows_catch_link_bugs_and_no_inside_alias() {
         "link-dir-relative-out",
         "root-through-link",
     ] {
-        assert_eq!(v("reference", id), Verdict::Held, "{id}");
+        assert_eq!(v("reference", id), ToolVerdict::Held, "{id}");
         assert_eq!(
             rows::run_row(&row(id), &make, false, tmp.path()).unwrap(),
-            Verdict::Held,
+            ToolVerdict::Held,
             "{id} as a process"
         );
     }

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ctxlab::memory::tool::external::External;
-use ctxlab::memory::tool::rows::{self, Verdict};
+use ctxlab::memory::tool::rows::{self, ToolVerdict};
 use ctxlab::memory::tool::MemoryTool;
 
 // 5 s, not 2: the flood case must read 64 MiB from `tr` before it, and
@@ -184,7 +184,7 @@ fn a_write_to_a_process_that_never_reads_is_under_the_timeout() {
         started.elapsed()
     );
     match v {
-        Verdict::Failed(d) => assert!(d.contains("did not read its request"), "{d}"),
+        ToolVerdict::Failed(d) => assert!(d.contains("did not read its request"), "{d}"),
         other => panic!("{other:?}"),
     }
 }

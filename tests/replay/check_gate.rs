@@ -234,13 +234,13 @@ fn help_and_guide_list_every_key_and_metric_with_its_unit() {
         .nth(1)
         .and_then(|s| s.split("\n# ").next())
         .expect("the guide has a lab check chapter");
-    for m in ctxlab::check::metrics::METRICS {
+    for m in ctxlab::ci_gate::metrics::METRICS {
         let line = format!("{:<18} {}: {}", m.name, m.unit.name(), m.meaning);
         assert!(help.contains(&line), "--help lacks {line:?}:\n{help}");
         let row = format!("| `{}` | {} | {} |", m.name, m.unit.name(), m.meaning);
         assert!(section.contains(&row), "GUIDE lacks {row:?}");
     }
-    for (key, value, meaning) in ctxlab::check::metrics::KEYS {
+    for (key, value, meaning) in ctxlab::ci_gate::metrics::KEYS {
         assert!(
             help.contains(&format!("{key:<18} {value}: {meaning}")),
             "{key}: {help}"

@@ -23,7 +23,7 @@ fn placeholders_are_detected_on_every_shared_log_that_has_them() {
         .collect();
     files.sort();
     for f in &files {
-        let (records, _) = ctxlab::import::log_records::read_placed(f).unwrap();
+        let (records, _) = ctxlab::import::recorded::log_records::read_placed(f).unwrap();
         let outs = outputs(&records, counter.as_ref());
         for (id, o) in &outs {
             if o.recorded <= 11 && o.counted >= 100 {

@@ -189,7 +189,7 @@ fn a_corpus_plot_draws_each_policys_cost_distribution() {
         plot.to_str().unwrap(),
     ]);
     let svg = std::fs::read_to_string(&plot).unwrap();
-    let p = ctxlab::plot::check::check(&svg);
+    let p = ctxlab::plot::lint::check(&svg);
     assert!(p.is_empty(), "{p:#?}");
     // Every policy highlighted once, in its group's panel.
     assert_eq!(p.series, ctxlab::zoo::list::names().len());

@@ -25,9 +25,9 @@ impl Policy for Mask {
         PolicyInfo {
             name: "mask".into(),
             family: "test",
-            summary: "test masking",
+            summary: "test masking".into(),
             source: Source {
-                upstream: "tests/replay/retention.rs",
+                upstream: "tests/replay/retention.rs".into(),
                 files: &[],
                 license: "MIT",
                 approximate: false,
@@ -39,7 +39,7 @@ impl Policy for Mask {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![PointerRule::LinePrefix { prefix: "Saved: " }]
+        vec![PointerRule::line_prefix("Saved: ")]
     }
 
     fn prepare(
@@ -500,7 +500,10 @@ fn a_run_that_ended_by_error_beats_no_finished_run() {
     ];
     mark_dominated(&mut rows);
     assert!(!rows[0].dominated, "an ended run beat a finished one");
-    assert!(rows[2].dominated, "a finished run no longer beats a dearer one");
+    assert!(
+        rows[2].dominated,
+        "a finished run no longer beats a dearer one"
+    );
     assert_eq!(frontier_cell(&rows[0]), "frontier");
     assert_eq!(frontier_cell(&rows[1]), "ended by error");
     rows[1].ended_by_error = None;

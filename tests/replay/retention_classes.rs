@@ -29,9 +29,9 @@ impl Policy for Rewrite {
         PolicyInfo {
             name: "rewrite".into(),
             family: "test",
-            summary: "test summary",
+            summary: "test summary".into(),
             source: Source {
-                upstream: "tests/replay/retention_classes.rs",
+                upstream: "tests/replay/retention_classes.rs".into(),
                 files: &[],
                 license: "MIT",
                 approximate: false,

@@ -1,5 +1,5 @@
 //! The claude-trace wire captures (`../shared/wire/`) against the envelope
-//! table (`lab/replay/envelope_table.json`, issue 47): every model call of
+//! table (`lab/replay/input/envelope_table.json`, issue 47): every model call of
 //! each product in the table sends the system prompt and tool definitions
 //! the table gives; the captures import as sessions; the usage the streams
 //! reported is read; a cut body or events out of order are exit 3 naming

@@ -61,7 +61,7 @@ fn a_short_horizon_table_and_what_it_measured() {
         assert!(growth.windows(2).all(|w| w[0] <= w[1]), "{}", p.policy);
     }
     insta::assert_snapshot!("horizon_table", render::render(&r, Format::Markdown));
-    let problems = ctxlab::plot::check::check(&render::svg(&r, "test"));
+    let problems = ctxlab::plot::lint::check(&render::svg(&r, "test"));
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -110,7 +110,7 @@ fn every_stall_is_a_mark_on_the_horizon_plot() {
         "{desc}"
     );
     assert!(desc.contains("rows of marks"), "{desc}");
-    let problems = ctxlab::plot::check::check(&svg);
+    let problems = ctxlab::plot::lint::check(&svg);
     assert!(problems.is_empty(), "{problems:#?}");
 }
 

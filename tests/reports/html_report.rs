@@ -374,7 +374,7 @@ fn the_page_of_a_real_session_shows_the_product_in_a_headless_chromium() {
         assert!(f.contains(&marker), "a timeline without the marker");
         // The marker, the window line and the product's line leave every
         // label readable.
-        let p = ctxlab::plot::check::check(f);
+        let p = ctxlab::plot::lint::check(f);
         assert!(p.is_empty(), "{p:#?}");
     }
     assert!(dom.contains("claude-code context window"));

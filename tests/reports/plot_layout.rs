@@ -1,5 +1,5 @@
 //! Every plot the lab writes is readable: the layout check
-//! (`ctxlab::plot::check`) finds no two highlighted series of a panel in one
+//! (`ctxlab::plot::lint`) finds no two highlighted series of a panel in one
 //! style, no label over another and no label off the canvas. Run on the
 //! reports' plots, on the replay plots of a generated session, and on the
 //! replay plots of every shared session when they are present.
@@ -9,7 +9,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{lab, transcript_files, transcripts};
-use ctxlab::plot::check::{check, Problems};
+use ctxlab::plot::lint::{check, Problems};
 
 fn assert_readable(name: &str, svg: &str) -> Problems {
     let p = check(svg);

@@ -250,6 +250,6 @@ fn the_cost_figure_shows_the_median_and_spread_over_seeds() {
     assert_eq!(svg.matches("data-band=").count(), spread.len());
     assert!(svg.contains(&format!("over {SEEDS} seeds")));
     assert!(svg.contains("line = median, band = min to max over the seeds"));
-    let problems = ctxlab::plot::check::check(&svg);
+    let problems = ctxlab::plot::lint::check(&svg);
     assert!(problems.is_empty(), "{problems:#?}");
 }

@@ -11,7 +11,7 @@
 //! colour), and *marks*: points tagged with a short label placed where no
 //! other label is, named in the panel's key (the frontier plot). Axes span
 //! every value, so nothing is clipped; ticks fall on 1, 2 or 5 times a
-//! power of ten. [`check`] reads a written SVG back and reports shared
+//! power of ten. [`lint`] reads a written SVG back and reports shared
 //! styles, overlapping labels and labels off the canvas.
 //!
 //! Hand-written rather than drawn through `plotters`: the figures need a
@@ -21,8 +21,8 @@
 //! bundled font file; here extents are estimated per character
 //! ([`text`]) and `<text>` leaves the glyphs to the viewer.
 
-pub mod check;
 pub mod describe;
+pub mod lint;
 pub mod style;
 pub mod text;
 
@@ -1234,7 +1234,7 @@ mod tests {
             }
         }
         assert_eq!(drawn, 12, "every point of the three series");
-        let problems = check::check(&out);
+        let problems = lint::check(&out);
         assert!(problems.is_empty(), "{problems:#?}");
         assert!(
             out.contains(">1M<") && out.contains(">100<"),
@@ -1279,7 +1279,7 @@ mod tests {
         assert_eq!(ticks, 3, "coinciding events are still one tick each");
         assert!(out.contains(">tokens<") && !out.contains(">unused<"));
         assert!(out.contains("a: 3 stalls (3 marked)") && out.contains("ended early at 60"));
-        assert!(check::check(&out).is_empty());
+        assert!(lint::check(&out).is_empty());
     }
 
     #[test]

@@ -11,8 +11,8 @@ use super::probe;
 use super::session::Script;
 use crate::error::LabResult;
 use crate::registry::{
-    at, every, every_flag, row, Cell, Experiment, Kind, Mechanism, RunOptions, SideOverrides,
-    Verdict, LONG_PATH, SHORT_PATH,
+    at, every, every_flag, row, Cell, Experiment, ExperimentVerdict, Kind, Mechanism, RunOptions,
+    SideOverrides, LONG_PATH, SHORT_PATH,
 };
 
 const SHORT: &str = "path_len=60";
@@ -28,7 +28,7 @@ pub fn compare(
     sides: &Sides,
     script: &Script,
     opts: &RunOptions,
-) -> LabResult<Verdict> {
+) -> LabResult<ExperimentVerdict> {
     let (baseline, broken) = sides.configs()?;
     let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
     let mut cells = Vec::new();
@@ -45,7 +45,7 @@ pub fn compare(
             broken: probe::run(&broken, script, Some(len))?.counters,
         });
     }
-    Ok(Verdict::new(exp, cells))
+    Ok(ExperimentVerdict::new(exp, cells))
 }
 
 fn with(base: &str, overrides: &[&str]) -> LabResult<Config> {
@@ -99,30 +99,30 @@ impl Sides {
     }
 }
 
-fn run_row(id: &str, script: Script, opts: &RunOptions) -> LabResult<Verdict> {
+fn run_row(id: &str, script: Script, opts: &RunOptions) -> LabResult<ExperimentVerdict> {
     let sides = sides(id).expect("every compaction row has sides");
     compare(row(EXPERIMENTS, id)?, &sides, &script, opts)
 }
 
-fn run_d2(o: &RunOptions) -> LabResult<Verdict> {
+fn run_d2(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("D2", probe::prototype_probe(), o)
 }
-fn run_d3(o: &RunOptions) -> LabResult<Verdict> {
+fn run_d3(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("D3", probe::prototype_probe(), o)
 }
-fn run_d6(o: &RunOptions) -> LabResult<Verdict> {
+fn run_d6(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("D6", probe::prototype_probe(), o)
 }
-fn run_g1(o: &RunOptions) -> LabResult<Verdict> {
+fn run_g1(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("G1", probe::prototype_probe(), o)
 }
-fn run_a(o: &RunOptions) -> LabResult<Verdict> {
+fn run_a(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("A", probe::scenario_a(), o)
 }
-fn run_b(o: &RunOptions) -> LabResult<Verdict> {
+fn run_b(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("B", probe::scenario_b(), o)
 }
-fn run_r1(o: &RunOptions) -> LabResult<Verdict> {
+fn run_r1(o: &RunOptions) -> LabResult<ExperimentVerdict> {
     run_row("R1", probe::recompaction(), o)
 }
 

@@ -10,15 +10,15 @@
 //!
 //! Steps 1 and 3 talk only through a text convention (the `Full output:` line),
 //! which is why their order matters; every step records what it did as an
-//! [`Event`] so the [`check`] module can tell *why* something was lost.
+//! [`Event`] so the [`oracle`] module can tell *why* something was lost.
 
 pub mod archived;
-pub mod check;
 pub mod config;
 pub mod course;
 pub mod experiments;
 pub mod hunt;
 pub mod micro;
+pub mod oracle;
 pub mod pairs;
 pub mod persist;
 pub mod probe;

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::check::check;
+use super::oracle::check;
 use super::session::{Action, Call, Script, Session, Turn};
 use super::{Compactor, Config, LabRoot, Step, Summarizer};
 use crate::counters::Counters;

@@ -23,7 +23,9 @@ use super::store::Memory;
 use super::switches::{MemoryConstants, MemorySwitches};
 use crate::counters::Counters;
 use crate::error::LabResult;
-use crate::registry::{at, every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{
+    at, every, Cell, Experiment, ExperimentVerdict, Kind, Mechanism, RunOptions,
+};
 
 /// What a cell's setup returns: memories to seed and sessions to run.
 type Setup = (Vec<Memory>, Vec<Session>);
@@ -101,7 +103,7 @@ fn sw(f: impl FnOnce(&mut MemorySwitches)) -> MemorySwitches {
     s
 }
 
-fn run_guard_off(_: &RunOptions) -> LabResult<Verdict> {
+fn run_guard_off(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
             Vec::new(),
@@ -123,10 +125,10 @@ fn run_guard_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-guard-off", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-guard-off", vec![c])
 }
 
-fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
+fn run_index_stale(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
             vec![mem(
@@ -161,10 +163,10 @@ fn run_index_stale(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-index-stale", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-index-stale", vec![c])
 }
 
-fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
+fn run_tempword_off(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
             Vec::new(),
@@ -191,10 +193,10 @@ fn run_tempword_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-tempword-off", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-tempword-off", vec![c])
 }
 
-fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
+fn run_dedup_off(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
             vec![mem(
@@ -234,7 +236,7 @@ fn run_dedup_off(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-dedup-off", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-dedup-off", vec![c])
 }
 
 /// Nine seeded memories plus one extracted: the tenth triggers consolidation
@@ -268,7 +270,7 @@ fn consolidation_setup(faults: FaultPlan) -> impl Fn(&Path) -> LabResult<Setup> 
     }
 }
 
-fn run_rollback_off(_: &RunOptions) -> LabResult<Verdict> {
+fn run_rollback_off(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let off = sw(|s| s.rollback = false);
     let c = MemoryConstants::default();
     let cells = vec![
@@ -300,10 +302,10 @@ fn run_rollback_off(_: &RunOptions) -> LabResult<Verdict> {
             }),
         )?,
     ];
-    Verdict::of_row(EXPERIMENTS, "M-rollback-off", cells)
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-rollback-off", cells)
 }
 
-fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
+fn run_model_writes(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
             vec![mem(
@@ -336,10 +338,10 @@ fn run_model_writes(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-model-writes", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-model-writes", vec![c])
 }
 
-fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
+fn run_garbage_empty(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let setup = |_: &Path| -> LabResult<Setup> {
         Ok((
             vec![mem(
@@ -361,7 +363,7 @@ fn run_garbage_empty(_: &RunOptions) -> LabResult<Verdict> {
         MemoryConstants::default(),
         &setup,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-garbage-empty", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-garbage-empty", vec![c])
 }
 
 /// `sessions` sessions, each storing three fresh memories of ~2.5k chars:
@@ -411,7 +413,7 @@ pub fn growth_curve(sessions: usize, switches: MemorySwitches) -> LabResult<Vec<
     Ok(sizes)
 }
 
-fn run_reverse_gate(_: &RunOptions) -> LabResult<Verdict> {
+fn run_reverse_gate(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let c = MemoryConstants::default();
     let chunked = sw(|s| s.chunked_consolidation = true);
     let warn = sw(|s| s.warn_on_skip = true);
@@ -420,7 +422,7 @@ fn run_reverse_gate(_: &RunOptions) -> LabResult<Verdict> {
         finding_cell("sessions=12", chunked, c, &growth_setup(12))?,
         finding_cell("sessions=12 fix=warn_on_skip", warn, c, &growth_setup(12))?,
     ];
-    Verdict::of_row(EXPERIMENTS, "M-reverse-gate", cells)
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-reverse-gate", cells)
 }
 
 /// A crash-window cell: the same enumeration under the intact switches
@@ -438,22 +440,22 @@ fn window_cell(
     })
 }
 
-fn run_crash_window(_: &RunOptions) -> LabResult<Verdict> {
+fn run_crash_window(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let c = window_cell(
         "kill after every operation",
         "crash",
         super::crash::kill_window,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-crash-window", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-crash-window", vec![c])
 }
 
-fn run_full_disk(_: &RunOptions) -> LabResult<Verdict> {
+fn run_full_disk(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let c = window_cell(
         "disk full at every write",
         "full_disk",
         super::crash::full_disk_window,
     )?;
-    Verdict::of_row(EXPERIMENTS, "M-full-disk", vec![c])
+    ExperimentVerdict::of_row(EXPERIMENTS, "M-full-disk", vec![c])
 }
 
 // Sizes of the enumerations (ten seeded memories, `MergePairs`): fixed by

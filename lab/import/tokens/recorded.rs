@@ -211,19 +211,19 @@ pub struct RecordedRequest {
 }
 
 /// Reads a Claude Code `.jsonl` log or `chat.json` array (through the
-/// importer's reader, [`crate::log_records`]) and returns its
+/// importer's reader, [`crate::recorded::log_records`]) and returns its
 /// requests in log order. Requests without usage (or with all-zero usage,
 /// as the `<synthetic>` placeholders) are left out.
 pub fn read_file(path: &Path) -> LabResult<Vec<RecordedRequest>> {
-    let (records, places) = crate::log_records::read_placed(path)?;
+    let (records, places) = crate::recorded::log_records::read_placed(path)?;
     Ok(requests_placed(&records, &places))
 }
 
 /// The records of a log's text (`path` names it in errors): what
 /// [`read_file`] reads, from memory, with the 1-based (line, column) where
 /// each starts.
-pub fn parse_records(path: &Path, text: &str) -> LabResult<crate::log_records::Placed> {
-    crate::log_records::from_reader_placed(text.as_bytes(), path)
+pub fn parse_records(path: &Path, text: &str) -> LabResult<crate::recorded::log_records::Placed> {
+    crate::recorded::log_records::from_reader_placed(text.as_bytes(), path)
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

@@ -138,9 +138,9 @@ pub fn shapes() -> &'static Shapes {
 }
 
 /// The shape `spec`'s summary requests are sent in.
-pub fn shape_for(spec: &str) -> &'static Shape {
+pub fn shape_for(spec: &crate::policy::spec::PolicySpec) -> &'static Shape {
     let s = shapes();
-    let base = crate::policy::spec::base(spec);
+    let base = spec.base();
     s.policies
         .iter()
         .find(|p| p.policy.eq_ignore_ascii_case(base))
@@ -259,10 +259,22 @@ mod tests {
                 p.policy
             );
         }
-        assert_eq!(shape_for("claude-code").prefix, Prefix::Shared);
-        assert_eq!(shape_for("gated:claude-code").prefix, Prefix::Shared);
-        assert_eq!(shape_for("frozen:codex-cli").prefix, Prefix::Diverged);
-        assert_eq!(shape_for("aider-chat-summary"), &s.default);
+        assert_eq!(
+            shape_for(&"claude-code".parse().unwrap()).prefix,
+            Prefix::Shared
+        );
+        assert_eq!(
+            shape_for(&"gated:claude-code".parse().unwrap()).prefix,
+            Prefix::Shared
+        );
+        assert_eq!(
+            shape_for(&"frozen:codex-cli".parse().unwrap()).prefix,
+            Prefix::Diverged
+        );
+        assert_eq!(
+            shape_for(&"aider-chat-summary".parse().unwrap()),
+            &s.default
+        );
     }
 
     #[test]

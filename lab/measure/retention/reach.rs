@@ -13,8 +13,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::finder::Finder;
-use crate::policy::check::pointers_in_file;
 use crate::policy::engine::View;
+use crate::policy::findings::pointers_in_file;
 
 /// One file as first read.
 #[derive(Debug)]

@@ -66,7 +66,11 @@ pub fn mark_closed_dominated(rows: &mut [Scored]) {
     let points: Vec<(String, String, Option<ClosedPoint>)> = rows
         .iter()
         .map(|s| {
-            let closed = if s.ended_by_error.is_some() { None } else { s.closed };
+            let closed = if s.ended_by_error.is_some() {
+                None
+            } else {
+                s.closed
+            };
             (s.session.clone(), s.policy.clone(), closed)
         })
         .collect();

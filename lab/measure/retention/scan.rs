@@ -20,8 +20,8 @@ use std::sync::Arc;
 use super::finder::Finder;
 use crate::fingerprint::fingerprint;
 use crate::message::{Block, Message};
-use crate::policy::check::pointers_in_messages;
 use crate::policy::engine::View;
+use crate::policy::findings::pointers_in_messages;
 
 /// What one message holds, as retention reads it.
 #[derive(Debug)]

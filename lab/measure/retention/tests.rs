@@ -11,15 +11,13 @@ use proptest::prelude::*;
 
 use super::planted::Position;
 use super::*;
-use crate::policy::check::{pointers_in_file, pointers_in_messages};
+use crate::policy::findings::{pointers_in_file, pointers_in_messages};
 use crate::policy::PointerRule;
 use crate::storage::{MemFs, Storage};
 use crate::tokens::sizes::Memo;
 use crate::tokens::Approx;
 
-const RULES: &[PointerRule] = &[PointerRule::LinePrefix {
-    prefix: "Full output: ",
-}];
+const RULES: &[PointerRule] = &[PointerRule::line_prefix("Full output: ")];
 
 /// A multi-line fact, split across two lines of a result when planted.
 const SPLIT: &str = "VALUE-7Z: the key\nis in vault 9";

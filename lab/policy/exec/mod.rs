@@ -265,14 +265,14 @@ impl Policy for Exec {
         PolicyInfo {
             name: self.spec.clone(),
             family: "external",
-            summary: protocol::intern(
-                self.hello
-                    .summary
-                    .as_deref()
-                    .unwrap_or("an external policy (ctxlab.policy/1)"),
-            ),
+            summary: self
+                .hello
+                .summary
+                .clone()
+                .unwrap_or_else(|| "an external policy (ctxlab.policy/1)".into())
+                .into(),
             source: Source {
-                upstream: protocol::intern(self.process.command()),
+                upstream: self.process.command().to_string().into(),
                 files: &[],
                 license: "the user's",
                 approximate: false,

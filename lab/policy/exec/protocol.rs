@@ -143,42 +143,25 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The engine's rule. Its strings live as long as the process: each
-    /// distinct string is kept once, however many sessions name it.
+    /// The engine's rule, owning its strings.
     pub fn to_rule(&self) -> PointerRule {
         match self {
             Rule::LinePrefix { prefix } => PointerRule::LinePrefix {
-                prefix: intern(prefix),
+                prefix: prefix.clone().into(),
             },
             Rule::Wrapped { open, close } => PointerRule::Wrapped {
-                open: intern(open),
-                close: intern(close),
+                open: open.clone().into(),
+                close: close.clone().into(),
             },
             Rule::Inline { open, close } => PointerRule::Inline {
-                open: intern(open),
-                close: intern(close),
+                open: open.clone().into(),
+                close: close.clone().into(),
             },
-            Rule::After { open } => PointerRule::After { open: intern(open) },
+            Rule::After { open } => PointerRule::After {
+                open: open.clone().into(),
+            },
         }
     }
-}
-
-/// `s` as a `'static` string, stored once per distinct value.
-pub fn intern(s: &str) -> &'static str {
-    use std::collections::BTreeSet;
-    use std::sync::{Mutex, OnceLock};
-    static KEPT: OnceLock<Mutex<BTreeSet<&'static str>>> = OnceLock::new();
-    let kept = KEPT.get_or_init(Default::default);
-    let Ok(mut kept) = kept.lock() else {
-        // A poisoned set still holds valid strings; a fresh one is as good.
-        return Box::leak(s.to_string().into_boxed_str());
-    };
-    if let Some(k) = kept.get(s) {
-        return k;
-    }
-    let k: &'static str = Box::leak(s.to_string().into_boxed_str());
-    kept.insert(k);
-    k
 }
 
 /// The answer to a `prepare`.

@@ -207,9 +207,9 @@ impl Policy for Aider {
         PolicyInfo {
             name: "aider-chat-summary".into(),
             family: "Aider",
-            summary: "summarise the older finished exchanges into one user message once they pass max_tokens",
+            summary: "summarise the older finished exchanges into one user message once they pass max_tokens".into(),
             source: Source {
-                upstream: "Aider-AI/aider@5dc9490bb35f9729ef2c95d00a19ccd30c26339c",
+                upstream: "Aider-AI/aider@5dc9490bb35f9729ef2c95d00a19ccd30c26339c".into(),
                 files: &[
                     "aider/history.py",
                     "aider/prompts.py",

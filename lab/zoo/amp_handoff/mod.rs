@@ -219,9 +219,9 @@ impl Policy for AmpHandoff {
         PolicyInfo {
             name: NAME.into(),
             family: "Amp",
-            summary: "handoff instead of compaction: at Amp's first context warning a new thread starts from a drafted prompt and up to 10 relevant files, contents attached within 25k tokens",
+            summary: "handoff instead of compaction: at Amp's first context warning a new thread starts from a drafted prompt and up to 10 relevant files, contents attached within 25k tokens".into(),
             source: Source {
-                upstream: "npm @sourcegraph/amp@0.0.1769314944-g5070a1 main.js; ampcode.com/news/handoff (both read 2026-12-05)",
+                upstream: "npm @sourcegraph/amp@0.0.1769314944-g5070a1 main.js; ampcode.com/news/handoff (both read 2026-12-05)".into(),
                 files: &[
                     "main.js: createHandoffPrompt (If, js4, Ms4, Is4 create_handoff_context, Ds4, ha0, Bs4, Ns4, ws4, Us4)",
                     "main.js: user messages' attached files (gS4, CZ)",

@@ -251,9 +251,9 @@ impl Policy for ApiMc {
         PolicyInfo {
             name: NAME.into(),
             family: "Claude Code",
-            summary: "API microcompact: server-side clear_tool_uses past 180k input tokens (must free 140k), clear_thinking to the last thinking turn after an hour idle; history kept whole",
+            summary: "API microcompact: server-side clear_tool_uses past 180k input tokens (must free 140k), clear_thinking to the last thinking turn after an hour idle; history kept whole".into(),
             source: Source {
-                upstream: "DroxKiwi/claude-code-leak-packaged@fb1320d1baf5b77a0a02c15f41efb1dfa9aeff4b (a mirror of Claude Code's source)",
+                upstream: "DroxKiwi/claude-code-leak-packaged@fb1320d1baf5b77a0a02c15f41efb1dfa9aeff4b (a mirror of Claude Code's source)".into(),
                 files: &[
                     "src/services/compact/apiMicrocompact.ts",
                     "src/services/api/claude.ts (thinkingClearLatched)",

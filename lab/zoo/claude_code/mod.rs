@@ -383,9 +383,9 @@ impl Policy for ClaudeCode {
         PolicyInfo {
             name: NAME.into(),
             family: "Claude Code",
-            summary: "oversized results persisted once behind a <persisted-output> preview; idle-gap microcompaction of compactable tools; auto-compaction 33k tokens below the window into a continuation message",
+            summary: "oversized results persisted once behind a <persisted-output> preview; idle-gap microcompaction of compactable tools; auto-compaction 33k tokens below the window into a continuation message".into(),
             source: Source {
-                upstream: "https://code.claude.com/docs/en/context-window (read 2026-12-03); recorded sessions; unofficial mirrors for the rest",
+                upstream: "https://code.claude.com/docs/en/context-window (read 2026-12-03); recorded sessions; unofficial mirrors for the rest".into(),
                 files: &[
                     "context-window: auto-compaction, window",
                     "shared transcripts claude_code/templar__chat@a46211b.json: continuation wrapper",
@@ -416,7 +416,7 @@ impl Policy for ClaudeCode {
     }
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
-        vec![PointerRule::After { open: SAVED_TO }]
+        vec![PointerRule::after(SAVED_TO)]
     }
 
     fn prepare(

@@ -158,9 +158,9 @@ impl Policy for TimeMc {
         PolicyInfo {
             name: NAME.into(),
             family: "Claude Code",
-            summary: "time-based microcompact: 60 minutes after the last reply (a cold cache), all but the newest 5 results of the compactable tools become a cleared marker",
+            summary: "time-based microcompact: 60 minutes after the last reply (a cold cache), all but the newest 5 results of the compactable tools become a cleared marker".into(),
             source: Source {
-                upstream: "DroxKiwi/claude-code-leak-packaged@fb1320d1baf5b77a0a02c15f41efb1dfa9aeff4b (a mirror of Claude Code's source)",
+                upstream: "DroxKiwi/claude-code-leak-packaged@fb1320d1baf5b77a0a02c15f41efb1dfa9aeff4b (a mirror of Claude Code's source)".into(),
                 files: &[
                     "src/services/compact/timeBasedMCConfig.ts",
                     "src/services/compact/microCompact.ts",

@@ -234,9 +234,9 @@ impl Policy for ClineFocusChain {
         PolicyInfo {
             name: NAME.into(),
             family: "Cline",
-            summary: "summarize_task once the last request reached the window less 40k: the first pair and the summary stay; the focus-chain checklist, kept in task state, returns in a reminder every 6 requests",
+            summary: "summarize_task once the last request reached the window less 40k: the first pair and the summary stay; the focus-chain checklist, kept in task state, returns in a reminder every 6 requests".into(),
             source: Source {
-                upstream: "cline/cline@9ee618111d58630fea30b27439216448225458e0",
+                upstream: "cline/cline@9ee618111d58630fea30b27439216448225458e0".into(),
                 files: &[
                     "src/core/task/index.ts: the auto-condense branch, loadContext's focus-chain reminder",
                     "src/core/context/context-management/ContextManager.ts: shouldCompactContextWindow, getNextTruncationRange, ensureToolResultsFollowToolUse",

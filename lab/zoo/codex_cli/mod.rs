@@ -237,9 +237,9 @@ impl Policy for CodexCli {
         PolicyInfo {
             name: NAME.into(),
             family: "Codex CLI",
-            summary: "tool outputs cut to 10 KiB / 256 lines for the model; compaction keeps ≤20k tokens of user messages plus a summary; calls and outputs kept paired",
+            summary: "tool outputs cut to 10 KiB / 256 lines for the model; compaction keeps ≤20k tokens of user messages plus a summary; calls and outputs kept paired".into(),
             source: Source {
-                upstream: "openai/codex@0100b103625752f6a10c21b79a8c423761dc4c6a (compact.rs; other files at the commits in the module doc)",
+                upstream: "openai/codex@0100b103625752f6a10c21b79a8c423761dc4c6a (compact.rs; other files at the commits in the module doc)".into(),
                 files: &[
                     "codex-rs/core/src/context_manager/truncate.rs@1579d7d5",
                     "codex-rs/core/src/compact.rs@0100b103",

@@ -140,9 +140,9 @@ impl Policy for CodexTruncate {
         PolicyInfo {
             name: NAME.into(),
             family: "Codex CLI",
-            summary: "each tool output cut once as recorded to 1.2 × the model's truncation_policy (gpt-5.2-codex: 48,000 bytes), head and tail around …N tokens truncated…",
+            summary: "each tool output cut once as recorded to 1.2 × the model's truncation_policy (gpt-5.2-codex: 48,000 bytes), head and tail around …N tokens truncated…".into(),
             source: Source {
-                upstream: "openai/codex (models.json@21dac7d7a4d1cef78f2b399180653b3b8f03f2f7; history.rs, utils/string truncate.rs as stored)",
+                upstream: "openai/codex (models.json@21dac7d7a4d1cef78f2b399180653b3b8f03f2f7; history.rs, utils/string truncate.rs as stored)".into(),
                 files: &[
                     "codex-rs/core/models.json",
                     "codex-rs/core/src/context_manager/history.rs (process_item)",

@@ -14,7 +14,7 @@ use crate::policy::engine::{replay, Env, PolicyRun, Session};
 use crate::policy::model::{Extractive, ModelRole, Scripted};
 use crate::policy::validity::Provider;
 use crate::policy::Policy;
-use crate::registry::{every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{every, Cell, Experiment, ExperimentVerdict, Kind, Mechanism, RunOptions};
 use crate::{anthropic_compact, codex_cli, opencode};
 
 /// Counters of one policy run: the checker's verdicts and the oracle's
@@ -87,14 +87,14 @@ fn side(
     Ok(counters(&run))
 }
 
-fn verdict(id: &str, baseline: Counters, broken: Counters) -> LabResult<Verdict> {
+fn verdict(id: &str, baseline: Counters, broken: Counters) -> LabResult<ExperimentVerdict> {
     let cell = Cell {
         label: "synthetic".into(),
         baseline,
         broken,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, id, vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, id, vec![cell])
 }
 
 /// What a truncation upstream of the harness left: a result whose call is gone.
@@ -108,7 +108,7 @@ fn orphan_session() -> Vec<Message> {
     ]
 }
 
-fn run_orphan(_: &RunOptions) -> LabResult<Verdict> {
+fn run_orphan(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let s = orphan_session();
     let mut broken = codex_cli::CodexCli::default();
     broken.switches.fault_keep_orphan_outputs = true;
@@ -134,7 +134,7 @@ fn resume_session() -> Vec<Message> {
     ]
 }
 
-fn run_resume(_: &RunOptions) -> LabResult<Verdict> {
+fn run_resume(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let s = resume_session();
     let mut intact = codex_cli::CodexCli::default();
     intact.switches.resume_at_turn = Some(1);
@@ -160,7 +160,7 @@ fn retention_session() -> Vec<Message> {
     ]
 }
 
-fn run_retention(_: &RunOptions) -> LabResult<Verdict> {
+fn run_retention(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let s = retention_session();
     let mut broken = opencode::Opencode::default();
     // Three calls of 60 s: the file saved at the second call is gone at the fourth.
@@ -191,7 +191,7 @@ fn failing_model() -> Box<dyn ModelRole> {
     })
 }
 
-fn run_error_summary(_: &RunOptions) -> LabResult<Verdict> {
+fn run_error_summary(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let s = error_summary_session();
     let small = |fault: bool| {
         let mut p = anthropic_compact::Compact::default();

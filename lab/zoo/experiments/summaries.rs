@@ -14,11 +14,11 @@ use crate::counters::Counters;
 use crate::error::LabResult;
 use crate::langchain::{Summarization, SummarizationMiddleware};
 use crate::message::{Block, Message};
-use crate::policy::check::{self, Ledger};
 use crate::policy::engine::{replay, Env, Session};
+use crate::policy::findings::{self, Ledger};
 use crate::policy::model::{Extractive, ModelRole, Scripted};
 use crate::policy::{PointerRule, Policy, PolicyCtx, PolicyInfo, Prepared};
-use crate::registry::{every, Cell, Experiment, Kind, Mechanism, RunOptions, Verdict};
+use crate::registry::{every, Cell, Experiment, ExperimentVerdict, Kind, Mechanism, RunOptions};
 use crate::swe_agent::{SummarizeEveryNTurns, SummaryFaults, SweAgent, SweAgentConfig};
 
 /// A policy wrapper that keeps the last request it produced.
@@ -110,7 +110,7 @@ fn counters(policy: SweAgent, steps: usize, model: Box<dyn ModelRole>) -> LabRes
     let mut ledger = Ledger::default();
     messages.iter().for_each(|m| ledger.record(m));
     let root: PathBuf = crate::policy::engine::run_root(&env, &run.policy);
-    let f = check::check(
+    let f = findings::check(
         &p.last,
         &ledger,
         &p.pointer_rules(),
@@ -130,14 +130,14 @@ fn swe_verdict(
     faults: SummaryFaults,
     steps: usize,
     model: fn() -> Box<dyn ModelRole>,
-) -> LabResult<Verdict> {
+) -> LabResult<ExperimentVerdict> {
     let cell = Cell {
         label: format!("swe-agent n=3 m=2, {steps} steps"),
         baseline: counters(swe_summary(SummaryFaults::default()), steps, model())?,
         broken: counters(swe_summary(faults), steps, model())?,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, id, vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, id, vec![cell])
 }
 
 fn extractive() -> Box<dyn ModelRole> {
@@ -148,7 +148,7 @@ fn failing() -> Box<dyn ModelRole> {
     Box::new(Scripted::default())
 }
 
-fn run_wipe_all(_: &RunOptions) -> LabResult<Verdict> {
+fn run_wipe_all(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let faults = SummaryFaults {
         wipe_all: true,
         ..Default::default()
@@ -156,7 +156,7 @@ fn run_wipe_all(_: &RunOptions) -> LabResult<Verdict> {
     swe_verdict("P-summary-wipes-all", faults, 5, extractive)
 }
 
-fn run_keep_last_ignored(_: &RunOptions) -> LabResult<Verdict> {
+fn run_keep_last_ignored(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let faults = SummaryFaults {
         ignore_keep_last: true,
         ..Default::default()
@@ -164,7 +164,7 @@ fn run_keep_last_ignored(_: &RunOptions) -> LabResult<Verdict> {
     swe_verdict("P-keep-last-ignored", faults, 3, extractive)
 }
 
-fn run_error_drops(_: &RunOptions) -> LabResult<Verdict> {
+fn run_error_drops(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let faults = SummaryFaults {
         drop_on_error: true,
         ..Default::default()
@@ -221,17 +221,17 @@ fn lc_counters(fault_search_range: Option<usize>) -> LabResult<Counters> {
     Ok(c)
 }
 
-fn run_bounded_search(_: &RunOptions) -> LabResult<Verdict> {
+fn run_bounded_search(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let cell = Cell {
         label: "langchain keep=4, ten parallel results".into(),
         baseline: lc_counters(None)?,
         broken: lc_counters(Some(5))?,
         ..Default::default()
     };
-    Verdict::of_row(EXPERIMENTS, "P-bounded-tool-search", vec![cell])
+    ExperimentVerdict::of_row(EXPERIMENTS, "P-bounded-tool-search", vec![cell])
 }
 
-fn run_result_first(_: &RunOptions) -> LabResult<Verdict> {
+fn run_result_first(_: &RunOptions) -> LabResult<ExperimentVerdict> {
     let faults = SummaryFaults {
         tool_result_first: true,
         ..Default::default()

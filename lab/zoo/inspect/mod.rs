@@ -62,7 +62,9 @@ pub const MEMORY_CONTENT_CLEARED: &str = "(content saved to memory)";
 
 /// Where the three ports come from.
 pub const SOURCE: crate::policy::Source = crate::policy::Source {
-    upstream: "pypi:inspect_ai==0.3.285 (UKGovernmentBEIS/inspect_ai), read 2026-12-07",
+    upstream: std::borrow::Cow::Borrowed(
+        "pypi:inspect_ai==0.3.285 (UKGovernmentBEIS/inspect_ai), read 2026-12-07",
+    ),
     files: &[
         "src/inspect_ai/model/_compaction/_compaction.py",
         "src/inspect_ai/model/_compaction/edit.py",

@@ -199,7 +199,7 @@ impl Policy for Summary {
         PolicyInfo {
             name: NAME.into(),
             family: "Inspect AI",
-            summary: "past the threshold, summarise the conversation since the last summary; the input becomes the task and one `[CONTEXT COMPACTION SUMMARY]` user message (also CompactionAuto on a provider without native compaction)",
+            summary: "past the threshold, summarise the conversation since the last summary; the input becomes the task and one `[CONTEXT COMPACTION SUMMARY]` user message (also CompactionAuto on a provider without native compaction)".into(),
             source: super::SOURCE,
             constants: serde_json::json!({
                 "threshold": self.config.threshold,

@@ -180,7 +180,7 @@ impl Policy for Trim {
         PolicyInfo {
             name: NAME.into(),
             family: "Inspect AI",
-            summary: "past the threshold, keep the input and the newest preserve share of the conversation, dropping results of cut calls and calls left unanswered",
+            summary: "past the threshold, keep the input and the newest preserve share of the conversation, dropping results of cut calls and calls left unanswered".into(),
             source: super::SOURCE,
             constants: serde_json::json!({
                 "threshold": self.config.threshold,

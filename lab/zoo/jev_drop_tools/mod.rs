@@ -300,9 +300,9 @@ impl Policy for JevDropTools {
         PolicyInfo {
             name: NAME.into(),
             family: "Jev",
-            summary: "no summary: where Hermes compresses, tool calls outside the first row and the last 6 score below 0.5 and go with their results; text stays verbatim",
+            summary: "no summary: where Hermes compresses, tool calls outside the first row and the last 6 score below 0.5 and go with their results; text stays verbatim".into(),
             source: Source {
-                upstream: "NousResearch/hermes-agent@2416cfceb0db4a7590776c93f8546906388a3744 (port of tamaratran/fast-jev-compaction)",
+                upstream: "NousResearch/hermes-agent@2416cfceb0db4a7590776c93f8546906388a3744 (port of tamaratran/fast-jev-compaction)".into(),
                 files: &[
                     "evals/compaction/jev_arm.py",
                     "evals/compaction/policies.py",

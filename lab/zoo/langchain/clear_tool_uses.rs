@@ -189,9 +189,9 @@ impl Policy for ClearToolUses {
         PolicyInfo {
             name: "langchain-clear-tool-uses".into(),
             family: "LangChain",
-            summary: "past trigger tokens, replace all but the newest keep tool results by [cleared] in the request",
+            summary: "past trigger tokens, replace all but the newest keep tool results by [cleared] in the request".into(),
             source: Source {
-                upstream: "pypi:langchain==1.5.0 (langchain-ai/langchain libs/langchain_v1), read 2026-12-03",
+                upstream: "pypi:langchain==1.5.0 (langchain-ai/langchain libs/langchain_v1), read 2026-12-03".into(),
                 files: &["langchain/agents/middleware/context_editing.py"],
                 license: "MIT",
                 approximate: false,

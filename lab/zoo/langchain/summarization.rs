@@ -106,9 +106,9 @@ impl Policy for Summarization {
         PolicyInfo {
             name: "langchain-summarization".into(),
             family: "LangChain",
-            summary: "past trigger tokens, summarise all but the newest keep messages into one human message, never splitting an AI message from its tool messages",
+            summary: "past trigger tokens, summarise all but the newest keep messages into one human message, never splitting an AI message from its tool messages".into(),
             source: Source {
-                upstream: "pypi:langchain==1.5.0 (langchain-ai/langchain libs/langchain_v1), read 2026-12-03",
+                upstream: "pypi:langchain==1.5.0 (langchain-ai/langchain libs/langchain_v1), read 2026-12-03".into(),
                 files: &["langchain/agents/middleware/summarization.py"],
                 license: "MIT",
                 approximate: false,

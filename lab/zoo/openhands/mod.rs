@@ -384,9 +384,9 @@ impl Policy for OpenHands {
         PolicyInfo {
             name: self.name.to_string(),
             family: "OpenHands",
-            summary,
+            summary: summary.into(),
             source: Source {
-                upstream: UPSTREAM,
+                upstream: UPSTREAM.into(),
                 files: &[
                     "openhands/memory/condenser/impl/",
                     "openhands/core/config/condenser_config.py",

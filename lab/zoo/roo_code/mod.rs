@@ -303,9 +303,9 @@ impl Policy for RooCode {
         PolicyInfo {
             name: NAME.into(),
             family: "Roo Code",
-            summary: "at the threshold, an assistant summary replaces all but the first and last 3 messages; else a sliding window hides an even count",
+            summary: "at the threshold, an assistant summary replaces all but the first and last 3 messages; else a sliding window hides an even count".into(),
             source: Source {
-                upstream: "RooCodeInc/Roo-Code@d1e74cb",
+                upstream: "RooCodeInc/Roo-Code@d1e74cb".into(),
                 files: &[
                     "src/core/context-management/index.ts",
                     "src/core/condense/index.ts",

@@ -155,15 +155,15 @@ impl Policy for SweAgent {
             name: self.name.to_string(),
             family: "SWE-agent",
             summary: if summarises {
-                "summarise the oldest n (action, observation) turns into a checkpoint once n + m are unprocessed"
+                "summarise the oldest n (action, observation) turns into a checkpoint once n + m are unprocessed".into()
             } else {
-                "replace all but the last n observations by a line count"
+                "replace all but the last n observations by a line count".into()
             },
             source: Source {
                 upstream: if summarises {
-                    UPSTREAM_STUDY
+                    UPSTREAM_STUDY.into()
                 } else {
-                    UPSTREAM_MASK
+                    UPSTREAM_MASK.into()
                 },
                 files: &[
                     "sweagent/agent/history_processors.py",

@@ -19,7 +19,7 @@ use crate::storage::{MemFs, Shared};
 /// What a run says about an upstream report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
-pub enum Verdict {
+pub enum ReproVerdict {
     /// The run shows what the issue reports: how.
     Reproduced(String),
     /// The run does not show it although the profile models it: how.
@@ -38,21 +38,21 @@ pub struct Repro {
     /// The command that reproduces it.
     pub command: &'static str,
     /// What the run says.
-    pub verdict: Verdict,
+    pub verdict: ReproVerdict,
 }
 
 /// Mem0's failed inserts returned as ADD (https://github.com/mem0ai/mem0/issues/6911 ):
 /// an I/O error at every storage operation of the
 /// scripted sessions on the add-only profile as the SDK ships.
-fn mem0_6911() -> Verdict {
+fn mem0_6911() -> ReproVerdict {
     let r = fault_points(&AddOnly::default(), FaultKind::IoError);
     if r.losing_at_restart > 0 {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "{}/{} I/O-error points: {} memories returned as ADD are not in the store",
             r.losing_at_restart, r.points, r.lost_at_restart
         ))
     } else {
-        Verdict::NotReproduced(format!("0/{} I/O-error points lose an ADD", r.points))
+        ReproVerdict::NotReproduced(format!("0/{} I/O-error points lose an ADD", r.points))
     }
 }
 
@@ -150,13 +150,15 @@ pub fn letta_two_agents(b_topic: &str, force: bool) -> std::io::Result<LettaRun>
     })
 }
 
-fn letta_2203() -> Verdict {
+fn letta_2203() -> ReproVerdict {
     let (Ok(rewritten), Ok(appended)) = (letta_server_backfill(true), letta_server_backfill(false))
     else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     if rewritten.lost_from_recall > 0 && rewritten.syncs.last() == Some(&Sync::ResetToRemote) {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "after the server rewrites main, the start-up pull finds no merge base and resets to origin/main: {}/{} committed and pushed facts gone from recall, {} from the server (the old HEAD only in refs/letta-backup); the same backfill added on top of main fast-forwards and loses {}",
             rewritten.lost_from_recall,
             rewritten.acknowledged,
@@ -164,7 +166,7 @@ fn letta_2203() -> Verdict {
             appended.lost_from_recall
         ))
     } else {
-        Verdict::NotReproduced(format!(
+        ReproVerdict::NotReproduced(format!(
             "after the rewrite: {:?}, {}/{} facts gone from recall",
             rewritten.syncs.last(),
             rewritten.lost_from_recall,
@@ -173,18 +175,20 @@ fn letta_2203() -> Verdict {
     }
 }
 
-fn letta_2203_two_agents() -> Verdict {
+fn letta_2203_two_agents() -> ReproVerdict {
     let runs = (
         letta_two_agents("project", false),
         letta_two_agents("user", false),
         letta_two_agents("project", true),
     );
     let (Ok(same), Ok(apart), Ok(forced)) = runs else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     let conflicted = same.syncs.iter().any(|s| matches!(s, Sync::Conflict(_)));
     if conflicted && same.lost_from_server > 0 {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "B's push is refused (non-fast-forward) and its rebase conflicts on project.md with A's pushed commit: the post-turn sync reports a conflict, {}/{} committed facts reach no server copy and A's recall misses {}; in separate files both reach the server ({} missing); a writer that force-pushes instead erases {} of A's pushed facts from the server",
             same.lost_from_server,
             same.acknowledged,
@@ -193,7 +197,7 @@ fn letta_2203_two_agents() -> Verdict {
             forced.lost_from_server
         ))
     } else {
-        Verdict::NotReproduced(format!("syncs {:?}", same.syncs))
+        ReproVerdict::NotReproduced(format!("syncs {:?}", same.syncs))
     }
 }
 
@@ -219,32 +223,34 @@ pub fn codex_lease(after: u64) -> std::io::Result<(StartUp, StartUp)> {
     Ok((first, second))
 }
 
-fn codex_23129() -> Verdict {
+fn codex_23129() -> ReproVerdict {
     let lease = two_stage::PHASE_TWO_JOB_LEASE_SECONDS;
     let (Ok((first, within)), Ok((_, past))) = (codex_lease(600), codex_lease(lease)) else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     if first.claim == Claim::Claimed && within.claim == Claim::SkippedRunning && !within.artifacts {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "a start-up 600 s after a holder killed in stage 2 gets SkippedRunning: 3 stage-1 rows, the job not done (its row reads {} until {} s; the issue's reads pending), no MEMORY.md or memory_summary.md; a start-up at {lease} s claims it and {}",
             serde_json::to_value(within.job.status).map_or_else(|_| "?".into(), |v| v.as_str().unwrap_or("?").to_string()),
             within.job.lease_until,
             if past.artifacts { "writes both" } else { "still writes neither" }
         ))
     } else {
-        Verdict::NotReproduced(format!("second start-up: {within:?}"))
+        ReproVerdict::NotReproduced(format!("second start-up: {within:?}"))
     }
 }
 
-fn codex_37097() -> Verdict {
+fn codex_37097() -> ReproVerdict {
     let lease = two_stage::PHASE_TWO_JOB_LEASE_SECONDS;
     match codex_lease(lease) {
-        Ok((_, past)) if past.claim == Claim::Claimed => Verdict::NotReproduced(format!(
+        Ok((_, past)) if past.claim == Claim::Claimed => ReproVerdict::NotReproduced(format!(
             "once the dead holder's lease lapses ({lease} s) the next start-up reclaims the job and {}: a job stuck pending with no lease, no retry and no error needs another cause than the lease",
             if past.artifacts { "writes the summary" } else { "still writes no summary" }
         )),
-        Ok((_, past)) => Verdict::Reproduced(format!("past the lease: {past:?}")),
-        Err(e) => Verdict::NotReproduced(format!("the scripted run failed: {e}")),
+        Ok((_, past)) => ReproVerdict::Reproduced(format!("past the lease: {past:?}")),
+        Err(e) => ReproVerdict::NotReproduced(format!("the scripted run failed: {e}")),
     }
 }
 
@@ -287,21 +293,23 @@ pub fn codex_bloat(append_learnings: bool, sessions: usize) -> std::io::Result<(
     ))
 }
 
-fn codex_29818() -> Verdict {
+fn codex_29818() -> ReproVerdict {
     let runs = (
         codex_bloat(true, 12),
         codex_bloat(true, 24),
         codex_bloat(false, 24),
     );
     let (Ok((l12, b12)), Ok((l24, b24)), Ok((r24, rb24))) = runs else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     if l24 > l12 && l12 > 1 && r24 == 1 {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "a stage 2 keeping each rewording: the one principle takes {l12} lines of MEMORY.md ({b12} bytes) after 12 sessions, {l24} ({b24} bytes) after 24; the reference consolidation keeps {r24} ({rb24} bytes)"
         ))
     } else {
-        Verdict::NotReproduced(format!("{l12} -> {l24} lines; reference {r24}"))
+        ReproVerdict::NotReproduced(format!("{l12} -> {l24} lines; reference {r24}"))
     }
 }
 
@@ -352,15 +360,17 @@ pub fn codex_summary_cap(sessions: usize, max_tokens: usize) -> std::io::Result<
     })
 }
 
-fn codex_summary_row() -> Verdict {
+fn codex_summary_row() -> ReproVerdict {
     let cap = two_stage::MEMORY_TOOL_DEVELOPER_INSTRUCTIONS_SUMMARY_TOKEN_LIMIT;
     let (Ok(big), Ok(small)) = (codex_summary_cap(1_000, cap), codex_summary_cap(100, cap)) else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     // The middle cut: the first and the last fact missing.
     let missing: Vec<usize> = (1..=big.facts).filter(|i| !big.shown.contains(i)).collect();
     match (missing.first(), missing.last()) {
-        (Some(first), Some(last)) if small.shown.len() == small.facts => Verdict::Reproduced(format!(
+        (Some(first), Some(last)) if small.shown.len() == small.facts => ReproVerdict::Reproduced(format!(
             "{} facts in memory_summary.md ({} bytes), cut to {cap} tokens ({} bytes) by the middle truncation: the start-up shows {} (the first {} and the last {}); facts {first} to {last} are not recalled at start-up (only by searching MEMORY.md); {} facts ({} bytes) fit and all show",
             big.facts,
             big.bytes,
@@ -371,7 +381,7 @@ fn codex_summary_row() -> Verdict {
             small.facts,
             small.bytes
         )),
-        _ => Verdict::NotReproduced(format!(
+        _ => ReproVerdict::NotReproduced(format!(
             "{}/{} shown; {}/{} of the small summary",
             big.shown.len(),
             big.facts,
@@ -479,7 +489,7 @@ pub fn managed_two_sessions(upload_precondition: bool) -> std::io::Result<MountR
     })
 }
 
-fn managed_mount_row() -> Verdict {
+fn managed_mount_row() -> ReproVerdict {
     let runs = (
         managed_mount(&[1, 5, 10], Some(12), false),
         managed_mount(&[1, 5, 10], None, false),
@@ -487,10 +497,12 @@ fn managed_mount_row() -> Verdict {
         managed_mount(&[1, 5, 10, 16], Some(20), false),
     );
     let (Ok(killed), Ok(ended), Ok(api), Ok(synced)) = runs else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     if killed.lost > 0 && ended.lost == 0 && api.lost == 0 {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "writes at 1, 5 and 10 s acknowledged by the file tool, the sandbox killed at 12 s (before the {} s sync): {}/{} not in the store; a write at 16 s syncs all four before a kill at 20 s ({} lost); a session that ends runs the final sync ({} lost); the same facts through the API's update ({} lost)",
             versioned::SYNC_INTERVAL_SECONDS,
             killed.lost,
@@ -500,22 +512,24 @@ fn managed_mount_row() -> Verdict {
             api.lost
         ))
     } else {
-        Verdict::NotReproduced(format!("killed {killed:?}, ended {ended:?}"))
+        ReproVerdict::NotReproduced(format!("killed {killed:?}, ended {ended:?}"))
     }
 }
 
-fn managed_two_sessions_row() -> Verdict {
+fn managed_two_sessions_row() -> ReproVerdict {
     let (Ok(replace), Ok(guarded)) = (managed_two_sessions(false), managed_two_sessions(true))
     else {
-        return Verdict::NotReproduced("the scripted run failed on the in-memory backend".into());
+        return ReproVerdict::NotReproduced(
+            "the scripted run failed on the in-memory backend".into(),
+        );
     };
     if replace.lost > 0 {
-        Verdict::Reproduced(format!(
+        ReproVerdict::Reproduced(format!(
             "two sessions write one memory between syncs: uploads that replace the memory lose {}/{} acknowledged facts (the other session's, kept only in the versions); uploads carrying the synced SHA-256 are refused {} times (409) and lose {} (the refused session's, when its mount is removed)",
             replace.lost, replace.acknowledged, guarded.refused, guarded.lost
         ))
     } else {
-        Verdict::NotReproduced(format!("{replace:?}"))
+        ReproVerdict::NotReproduced(format!("{replace:?}"))
     }
 }
 
@@ -538,15 +552,15 @@ pub fn mem0_pending(adds: usize) -> std::io::Result<(Vec<Ack>, usize, usize)> {
     Ok((acks, before, after))
 }
 
-fn mem0_pending_row() -> Verdict {
+fn mem0_pending_row() -> ReproVerdict {
     match mem0_pending(3) {
         Ok((acks, before, after)) if acks.iter().all(|a| *a == Ack::Pending) && before < after => {
-            Verdict::Reproduced(format!(
+            ReproVerdict::Reproduced(format!(
                 "3 adds answered PENDING (no ADD event, no memory id): recall right after shows {before}/3, after the queue is processed {after}/3"
             ))
         }
-        Ok(r) => Verdict::NotReproduced(format!("{r:?}")),
-        Err(e) => Verdict::NotReproduced(format!("the scripted run failed: {e}")),
+        Ok(r) => ReproVerdict::NotReproduced(format!("{r:?}")),
+        Err(e) => ReproVerdict::NotReproduced(format!("the scripted run failed: {e}")),
     }
 }
 
@@ -622,9 +636,9 @@ pub fn render(rows: &[Repro], markdown: bool) -> String {
         .iter()
         .map(|r| {
             let verdict = match &r.verdict {
-                Verdict::Reproduced(how) => format!("reproduced: {how}"),
-                Verdict::NotReproduced(how) => format!("not reproduced: {how}"),
-                Verdict::NotModelled(what) => format!("not modelled: needs {what}"),
+                ReproVerdict::Reproduced(how) => format!("reproduced: {how}"),
+                ReproVerdict::NotReproduced(how) => format!("not reproduced: {how}"),
+                ReproVerdict::NotModelled(what) => format!("not modelled: needs {what}"),
             };
             vec![
                 r.issue.to_string(),

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 
-use super::harness::{Maker, Race, Verdict};
+use super::harness::{Maker, Race, ToolVerdict};
 use super::race::{commands, judge, sandbox, ROUNDS};
 use super::{Command, MemoryTool, Reply};
 use crate::error::{LabError, LabResult};
@@ -124,25 +124,25 @@ impl Shim {
 /// Run a race row against a process: the barrier under each seed in turn,
 /// until one loses an edit; skipped, saying why, when the barrier cannot
 /// be built or cannot reach the tool's writes.
-pub fn run(race: Race, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+pub fn run(race: Race, make: &Maker<'_>, tmp: &Path) -> LabResult<ToolVerdict> {
     let shim = match Shim::build(tmp) {
         Ok(s) => s,
         Err(why) => return Ok(skipped(&why)),
     };
     for seed in 0..SEEDS {
         let v = run_once(race, make, tmp, &shim, seed)?;
-        if v != Verdict::Held {
+        if v != ToolVerdict::Held {
             return Ok(match v {
-                Verdict::Skipped(_) | Verdict::Failed(_) => v,
+                ToolVerdict::Skipped(_) | ToolVerdict::Failed(_) => v,
                 v => v.prefixed(&format!("barrier seed {seed}")),
             });
         }
     }
-    Ok(Verdict::Held)
+    Ok(ToolVerdict::Held)
 }
 
-fn skipped(why: &str) -> Verdict {
-    Verdict::Skipped(format!(
+fn skipped(why: &str) -> ToolVerdict {
+    ToolVerdict::Skipped(format!(
         "{why} (a process's race rows run only at the barrier, never on timing)"
     ))
 }
@@ -179,7 +179,7 @@ pub fn run_once(
     tmp: &Path,
     shim: &Shim,
     seed: u64,
-) -> LabResult<Verdict> {
+) -> LabResult<ToolVerdict> {
     let (_dir, s) = sandbox(race, tmp)?;
     let rendezvous = tempfile::Builder::new()
         .prefix("rendezvous-")
@@ -190,7 +190,12 @@ pub fn run_once(
         let env = env(shim, rendezvous.path(), &s.base, i);
         match super::external::with_env(env, || make(s.fs.clone(), &s.given)) {
             Ok(t) => tools.push(t),
-            Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
+            Err(f) => {
+                return Ok(ToolVerdict::Failed(format!(
+                    "{}; fix: {}",
+                    f.message, f.fix
+                )))
+            }
         }
     }
     let bound = tools
@@ -220,7 +225,7 @@ pub fn run_once(
     });
     let base = s.base.display().to_string();
     match outcome {
-        Err(Stop::Failed(f)) => Ok(Verdict::Failed(f.replace(&base, "$SANDBOX"))),
+        Err(Stop::Failed(f)) => Ok(ToolVerdict::Failed(f.replace(&base, "$SANDBOX"))),
         Err(Stop::Io(e)) => Err(e),
         Ok(done) => Ok(done.verdict(race, &s)),
     }
@@ -407,7 +412,7 @@ impl Rounds<'_> {
 impl Done {
     /// The judge's verdict, unless the barrier never saw a write the tool
     /// acknowledged (then the row cannot be held at the barrier: skipped).
-    fn verdict(&self, race: Race, s: &super::harness::Sandbox) -> Verdict {
+    fn verdict(&self, race: Race, s: &super::harness::Sandbox) -> ToolVerdict {
         for (i, replies) in self.replies.iter().enumerate() {
             for (j, r) in replies.iter().enumerate() {
                 let seen = self.stops[i].get(j).is_some_and(Option::is_some);
@@ -420,7 +425,7 @@ impl Done {
         }
         let v = judge(race, s, &self.replies);
         match (&v, self.unreached.first()) {
-            (Verdict::Held, _) | (_, None) => v,
+            (ToolVerdict::Held, _) | (_, None) => v,
             (_, Some(late)) => v.prefixed(late),
         }
     }

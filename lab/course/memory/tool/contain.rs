@@ -22,7 +22,7 @@
 //!   names ([`super::linkbugs::Unresolved`] compares resolved paths with
 //!   the unresolved root and refuses everything).
 
-use super::harness::{Plant, Row, Sandbox, Verdict};
+use super::harness::{Plant, Row, Sandbox, ToolVerdict};
 use super::{Command, Reply};
 
 fn create(path: &str) -> Command {
@@ -33,14 +33,14 @@ fn create(path: &str) -> Command {
 }
 
 /// Every reply must be a tool error.
-fn all_refused(_: &Sandbox, replies: &[Reply]) -> Verdict {
+fn all_refused(_: &Sandbox, replies: &[Reply]) -> ToolVerdict {
     match replies.iter().find(|r| !r.is_error()) {
-        Some(r) => Verdict::Wrong(format!(
+        Some(r) => ToolVerdict::Wrong(format!(
             "accepted: {}",
             r.text().lines().next().unwrap_or("")
         )),
-        None if replies.is_empty() => Verdict::Wrong("no reply".into()),
-        None => Verdict::Held,
+        None if replies.is_empty() => ToolVerdict::Wrong("no reply".into()),
+        None => ToolVerdict::Held,
     }
 }
 
@@ -50,7 +50,7 @@ fn row(
     requires: &'static str,
     plants: &'static [Plant],
     commands: fn(&Sandbox) -> Vec<Command>,
-    expect: fn(&Sandbox, &[Reply]) -> Verdict,
+    expect: fn(&Sandbox, &[Reply]) -> ToolVerdict,
 ) -> Row {
     Row {
         id,
@@ -193,42 +193,42 @@ fn first_line(r: &Reply) -> &str {
 
 /// `link-dir-inside`: whatever was acknowledged happened inside, and the
 /// files of the directory the alias names survive the alias's delete.
-fn alias_inside(s: &Sandbox, replies: &[Reply]) -> Verdict {
+fn alias_inside(s: &Sandbox, replies: &[Reply]) -> ToolVerdict {
     let ok = |i: usize| replies.get(i).is_some_and(|r| !r.is_error());
     if s.file("real/a.md").as_deref() != Some("A\n") {
-        return Verdict::Lost(
+        return ToolVerdict::Lost(
             "real/a.md is gone: deleting the alias took the files of the directory it names".into(),
         );
     }
     if ok(0) && s.file("real/b.md").as_deref() != Some("B\n") {
-        return Verdict::Wrong(
+        return ToolVerdict::Wrong(
             "create through the alias was acknowledged, but real/b.md does not hold it".into(),
         );
     }
     if ok(1) && !replies[1].text().contains('A') {
-        return Verdict::Wrong(format!(
+        return ToolVerdict::Wrong(format!(
             "view through the alias answered {:?}",
             first_line(&replies[1])
         ));
     }
     let alias = s.root.join("alias");
     if ok(2) && s.fs.kind(&alias).is_some() {
-        return Verdict::Wrong(
+        return ToolVerdict::Wrong(
             "the delete of the alias was acknowledged, but it is still there".into(),
         );
     }
-    Verdict::Held
+    ToolVerdict::Held
 }
 
 /// `root-through-link`: every command works, and the files are in the
 /// directory the root's link names.
-fn through_link(s: &Sandbox, replies: &[Reply]) -> Verdict {
+fn through_link(s: &Sandbox, replies: &[Reply]) -> ToolVerdict {
     if let Some(r) = replies.iter().find(|r| r.is_error()) {
-        return Verdict::Refused(first_line(r).to_string());
+        return ToolVerdict::Refused(first_line(r).to_string());
     }
     match (s.file("a.md").as_deref(), s.file("b.md").as_deref()) {
-        (Some("A2\n"), Some("B\n")) => Verdict::Held,
-        (a, b) => Verdict::Wrong(format!(
+        (Some("A2\n"), Some("B\n")) => ToolVerdict::Held,
+        (a, b) => ToolVerdict::Wrong(format!(
             "the root's directory holds a.md {a:?} and b.md {b:?}, not \"A2\\n\" and \"B\\n\""
         )),
     }

@@ -25,7 +25,7 @@ pub const SECRET: &str = "ctxlab-secret-7f3a";
 /// How an implementation fared on a row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "verdict", content = "detail", rename_all = "snake_case")]
-pub enum Verdict {
+pub enum ToolVerdict {
     /// The documented outcome, nothing outside touched.
     Held,
     /// A file outside the root was written, or its content or name shown.
@@ -45,47 +45,47 @@ pub enum Verdict {
     Skipped(String),
 }
 
-impl Verdict {
+impl ToolVerdict {
     /// The verdict's one-word name.
     pub fn name(&self) -> &'static str {
         match self {
-            Verdict::Held => "held",
-            Verdict::Escaped(_) => "escaped",
-            Verdict::Lost(_) => "lost",
-            Verdict::Torn(_) => "torn",
-            Verdict::Refused(_) => "refused",
-            Verdict::Wrong(_) => "wrong",
-            Verdict::Failed(_) => "failed",
-            Verdict::Skipped(_) => "skipped",
+            ToolVerdict::Held => "held",
+            ToolVerdict::Escaped(_) => "escaped",
+            ToolVerdict::Lost(_) => "lost",
+            ToolVerdict::Torn(_) => "torn",
+            ToolVerdict::Refused(_) => "refused",
+            ToolVerdict::Wrong(_) => "wrong",
+            ToolVerdict::Failed(_) => "failed",
+            ToolVerdict::Skipped(_) => "skipped",
         }
     }
 
     /// What happened, for every verdict but `held`.
     pub fn detail(&self) -> Option<&str> {
         match self {
-            Verdict::Held => None,
-            Verdict::Escaped(d)
-            | Verdict::Lost(d)
-            | Verdict::Torn(d)
-            | Verdict::Refused(d)
-            | Verdict::Wrong(d)
-            | Verdict::Failed(d)
-            | Verdict::Skipped(d) => Some(d),
+            ToolVerdict::Held => None,
+            ToolVerdict::Escaped(d)
+            | ToolVerdict::Lost(d)
+            | ToolVerdict::Torn(d)
+            | ToolVerdict::Refused(d)
+            | ToolVerdict::Wrong(d)
+            | ToolVerdict::Failed(d)
+            | ToolVerdict::Skipped(d) => Some(d),
         }
     }
 
     /// The same verdict with `at` (where it happened) before its detail.
-    pub fn prefixed(self, at: &str) -> Verdict {
+    pub fn prefixed(self, at: &str) -> ToolVerdict {
         let put = |d: String| format!("{at}: {d}");
         match self {
-            Verdict::Held => Verdict::Held,
-            Verdict::Escaped(d) => Verdict::Escaped(put(d)),
-            Verdict::Lost(d) => Verdict::Lost(put(d)),
-            Verdict::Torn(d) => Verdict::Torn(put(d)),
-            Verdict::Refused(d) => Verdict::Refused(put(d)),
-            Verdict::Wrong(d) => Verdict::Wrong(put(d)),
-            Verdict::Failed(d) => Verdict::Failed(put(d)),
-            Verdict::Skipped(d) => Verdict::Skipped(put(d)),
+            ToolVerdict::Held => ToolVerdict::Held,
+            ToolVerdict::Escaped(d) => ToolVerdict::Escaped(put(d)),
+            ToolVerdict::Lost(d) => ToolVerdict::Lost(put(d)),
+            ToolVerdict::Torn(d) => ToolVerdict::Torn(put(d)),
+            ToolVerdict::Refused(d) => ToolVerdict::Refused(put(d)),
+            ToolVerdict::Wrong(d) => ToolVerdict::Wrong(put(d)),
+            ToolVerdict::Failed(d) => ToolVerdict::Failed(put(d)),
+            ToolVerdict::Skipped(d) => ToolVerdict::Skipped(put(d)),
         }
     }
 }
@@ -142,7 +142,7 @@ pub struct Row {
     pub requires: &'static str,
     pub(super) plants: &'static [Plant],
     pub(super) commands: fn(&Sandbox) -> Vec<Command>,
-    pub(super) expect: fn(&Sandbox, &[Reply]) -> Verdict,
+    pub(super) expect: fn(&Sandbox, &[Reply]) -> ToolVerdict,
     /// Storage faults the row needs (in-process implementations only).
     pub fault: Option<FaultPlan>,
     /// Instances of the implementation on the one store (two: two sessions
@@ -193,7 +193,7 @@ pub struct Faults {
 /// What one run of a row found.
 pub struct Run {
     /// The judge's verdict.
-    pub verdict: Verdict,
+    pub verdict: ToolVerdict,
     /// Operations the fault backend counted before the last command, and in all.
     pub ops: (u64, u64),
     /// Whether the fault plan's kill fired.
@@ -238,7 +238,7 @@ pub fn run_once(row: &Row, make: &Maker<'_>, tmp: &Path, faults: &Faults) -> Lab
     };
     let ops = || faulty.as_ref().map_or(0, |f| f.log().len() as u64);
     let mut run = Run {
-        verdict: Verdict::Held,
+        verdict: ToolVerdict::Held,
         ops: (0, 0),
         killed: false,
         last: std::time::Duration::ZERO,
@@ -260,7 +260,7 @@ pub fn run_once(row: &Row, make: &Maker<'_>, tmp: &Path, faults: &Faults) -> Lab
     let after = beside(tmp, &s.base);
     run.verdict = if after != around {
         let new: Vec<&String> = after.iter().filter(|n| !around.contains(n)).collect();
-        Verdict::Escaped(format!("wrote beside its sandbox: {new:?}"))
+        ToolVerdict::Escaped(format!("wrote beside its sandbox: {new:?}"))
     } else {
         judge(&s, &before, &replies, row)
     };
@@ -287,11 +287,11 @@ fn commands(
     tool_fs: Shared,
     kill: Option<super::KillPoint>,
     ops: &mut dyn FnMut() -> u64,
-) -> Result<Done, Verdict> {
+) -> Result<Done, ToolVerdict> {
     let mut tools = Vec::new();
     for _ in 0..row.writers.max(1) {
         let t = make(tool_fs.clone(), &s.given)
-            .map_err(|f| Verdict::Failed(format!("{}; fix: {}", f.message, f.fix)))?;
+            .map_err(|f| ToolVerdict::Failed(format!("{}; fix: {}", f.message, f.fix)))?;
         tools.push(t);
     }
     // The sandbox's random name never reaches a verdict: same bytes every run.
@@ -325,7 +325,7 @@ fn commands(
             Ok(Reply::Error(t)) => replies.push(Reply::Error(plain(&t))),
             Err(f) => {
                 let msg = format!("{}; fix: {}", plain(&f.message), f.fix);
-                return Err(Verdict::Failed(msg));
+                return Err(ToolVerdict::Failed(msg));
             }
         }
     }
@@ -350,17 +350,17 @@ fn beside(tmp: &Path, sandbox: &Path) -> Vec<String> {
     out
 }
 
-fn judge(s: &Sandbox, before: &Tree, replies: &[Reply], row: &Row) -> Verdict {
+fn judge(s: &Sandbox, before: &Tree, replies: &[Reply], row: &Row) -> ToolVerdict {
     match outside(s) {
         Ok(after) if &after != before => {
             let changed = changed_paths(before, &after, &s.base);
-            return Verdict::Escaped(format!("wrote outside /memories: {changed}"));
+            return ToolVerdict::Escaped(format!("wrote outside /memories: {changed}"));
         }
         Ok(_) => {}
-        Err(e) => return Verdict::Escaped(format!("the sandbox cannot be read after: {e}")),
+        Err(e) => return ToolVerdict::Escaped(format!("the sandbox cannot be read after: {e}")),
     }
     if replies.iter().any(|r| r.text().contains(SECRET)) {
-        return Verdict::Escaped("a reply shows outside/secret.txt".into());
+        return ToolVerdict::Escaped("a reply shows outside/secret.txt".into());
     }
     (row.expect)(s, replies)
 }

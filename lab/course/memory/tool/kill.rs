@@ -18,7 +18,7 @@
 
 use std::path::Path;
 
-use super::harness::{huge_text, run_once, Faults, Maker, Plant, Row, Sandbox, Verdict};
+use super::harness::{huge_text, run_once, Faults, Maker, Plant, Row, Sandbox, ToolVerdict};
 use super::{Command, KillPoint, Reply};
 use crate::error::LabResult;
 use crate::storage::FaultPlan;
@@ -34,7 +34,7 @@ fn row(
     what: &'static str,
     plants: &'static [Plant],
     commands: fn(&Sandbox) -> Vec<Command>,
-    expect: fn(&Sandbox, &[Reply]) -> Verdict,
+    expect: fn(&Sandbox, &[Reply]) -> ToolVerdict,
 ) -> Row {
     Row {
         id,
@@ -70,10 +70,10 @@ pub fn rows() -> Vec<Row> {
                 }
                 match s.file("big.md") {
                     None if acknowledged(r) => {
-                        Verdict::Lost("the acknowledged big.md is missing".into())
+                        ToolVerdict::Lost("the acknowledged big.md is missing".into())
                     }
-                    None => Verdict::Held,
-                    Some(t) if t == huge_text() => Verdict::Held,
+                    None => ToolVerdict::Held,
+                    Some(t) if t == huge_text() => ToolVerdict::Held,
                     Some(t) => torn("big.md", &t),
                 }
             },
@@ -94,11 +94,11 @@ pub fn rows() -> Vec<Row> {
                     return v;
                 }
                 match s.file("a.md") {
-                    None => Verdict::Lost("a.md is gone".into()),
-                    Some(t) if t == OLD && !acknowledged(r) => Verdict::Held,
-                    Some(t) if t == OLD.replacen("beta", &huge_text(), 1) => Verdict::Held,
+                    None => ToolVerdict::Lost("a.md is gone".into()),
+                    Some(t) if t == OLD && !acknowledged(r) => ToolVerdict::Held,
+                    Some(t) if t == OLD.replacen("beta", &huge_text(), 1) => ToolVerdict::Held,
                     Some(t) if t == OLD => {
-                        Verdict::Lost("the acknowledged edit is not on disk".into())
+                        ToolVerdict::Lost("the acknowledged edit is not on disk".into())
                     }
                     Some(t) => torn("a.md", &t),
                 }
@@ -121,17 +121,17 @@ pub fn rows() -> Vec<Row> {
                 }
                 let huge = huge_text();
                 match s.file("a.md") {
-                    None => Verdict::Lost("a.md is gone".into()),
-                    Some(t) if t == "one\ntwo\n" && !acknowledged(r) => Verdict::Held,
+                    None => ToolVerdict::Lost("a.md is gone".into()),
+                    Some(t) if t == "one\ntwo\n" && !acknowledged(r) => ToolVerdict::Held,
                     Some(t) if t == "one\ntwo\n" => {
-                        Verdict::Lost("the acknowledged insert is not on disk".into())
+                        ToolVerdict::Lost("the acknowledged insert is not on disk".into())
                     }
                     Some(t)
                         if t.starts_with("one\n")
                             && t.ends_with("two\n")
                             && t.contains(huge.trim_end()) =>
                     {
-                        Verdict::Held
+                        ToolVerdict::Held
                     }
                     Some(t) => torn("a.md", &t),
                 }
@@ -154,16 +154,16 @@ pub fn rows() -> Vec<Row> {
                 let (from, to) = (s.file("a.md"), s.file("sub/c.md"));
                 let whole = |t: &Option<String>| t.as_deref() == Some("A\n");
                 if acknowledged(r) && !whole(&to) {
-                    return Verdict::Lost(
+                    return ToolVerdict::Lost(
                         "the acknowledged rename: sub/c.md does not hold A".into(),
                     );
                 }
                 match (from, to) {
-                    (None, None) => Verdict::Lost("a.md is gone and sub/c.md missing".into()),
+                    (None, None) => ToolVerdict::Lost("a.md is gone and sub/c.md missing".into()),
                     (f, t) if (f.is_none() || whole(&f)) && (t.is_none() || whole(&t)) => {
-                        Verdict::Held
+                        ToolVerdict::Held
                     }
-                    (f, t) => Verdict::Torn(format!(
+                    (f, t) => ToolVerdict::Torn(format!(
                         "a.md holds {:?}, sub/c.md {:?}",
                         f.map(|x| x.len()),
                         t.map(|x| x.len())
@@ -190,11 +190,11 @@ pub fn rows() -> Vec<Row> {
                 }
                 let (x, y) = (s.file("d/x.md"), s.file("d/y.md"));
                 if acknowledged(r) && (x.is_some() || y.is_some()) {
-                    return Verdict::Wrong("the acknowledged delete left files of d/".into());
+                    return ToolVerdict::Wrong("the acknowledged delete left files of d/".into());
                 }
                 match (x.as_deref(), y.as_deref()) {
-                    (None | Some("X\n"), None | Some("Y\n")) => Verdict::Held,
-                    _ => Verdict::Torn(format!("d/ holds {x:?} and {y:?}")),
+                    (None | Some("X\n"), None | Some("Y\n")) => ToolVerdict::Held,
+                    _ => ToolVerdict::Torn(format!("d/ holds {x:?} and {y:?}")),
                 }
             },
         ),
@@ -206,16 +206,16 @@ fn acknowledged(replies: &[Reply]) -> bool {
     replies.last().is_some_and(|r| !r.is_error())
 }
 
-fn torn(file: &str, t: &str) -> Verdict {
-    Verdict::Torn(format!("{file} holds {} bytes of neither text", t.len()))
+fn torn(file: &str, t: &str) -> ToolVerdict {
+    ToolVerdict::Torn(format!("{file} holds {} bytes of neither text", t.len()))
 }
 
 /// The untouched memory `b.md` must stay (`Err` is the verdict, for `?`).
-fn others(s: &Sandbox) -> Result<(), Verdict> {
+fn others(s: &Sandbox) -> Result<(), ToolVerdict> {
     if s.file("b.md").as_deref() == Some(KEEP) {
         Ok(())
     } else {
-        Err(Verdict::Lost(
+        Err(ToolVerdict::Lost(
             "b.md, untouched by the command, changed or is gone".into(),
         ))
     }
@@ -223,7 +223,7 @@ fn others(s: &Sandbox) -> Result<(), Verdict> {
 
 /// Run a kill row: every kill point in process, both kill points for a
 /// process; the first verdict that is not `held`, saying where the kill landed.
-pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
+pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<ToolVerdict> {
     if in_process {
         by_fault_plan(row, make, tmp)
     } else {
@@ -232,9 +232,9 @@ pub fn run(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResu
 }
 
 /// A process: SIGKILL once the request is written, then once the answer is read.
-fn by_signal(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+fn by_signal(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<ToolVerdict> {
     let clean = run_once(row, make, tmp, &Faults::default())?;
-    if clean.verdict != Verdict::Held {
+    if clean.verdict != ToolVerdict::Held {
         return Ok(clean.verdict);
     }
     // Half the clean run's answer text: well inside the answer line, which
@@ -263,17 +263,17 @@ fn by_signal(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
             ..Faults::default()
         };
         let v = run_once(row, make, tmp, &faults)?.verdict;
-        if v != Verdict::Held {
+        if v != ToolVerdict::Held {
             return Ok(v.prefixed(&name));
         }
     }
-    Ok(Verdict::Held)
+    Ok(ToolVerdict::Held)
 }
 
 /// In process: the fault backend kills at each operation of the command
 /// in turn (the write in flight keeping half), until a run ends before its
 /// kill point.
-fn by_fault_plan(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+fn by_fault_plan(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<ToolVerdict> {
     let with = |plan: FaultPlan| Faults {
         plan: Some(plan),
         kill: Some(KillPoint::Sent),
@@ -281,7 +281,7 @@ fn by_fault_plan(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> 
     };
     // A clean run says where the command's operations start.
     let clean = run_once(row, make, tmp, &with(FaultPlan::default()))?;
-    if clean.verdict != Verdict::Held {
+    if clean.verdict != ToolVerdict::Held {
         return Ok(clean.verdict);
     }
     for k in clean.ops.0..clean.ops.0 + MAX_KILL_POINTS {
@@ -294,10 +294,10 @@ fn by_fault_plan(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> 
         if !r.killed {
             break;
         }
-        if r.verdict != Verdict::Held {
+        if r.verdict != ToolVerdict::Held {
             let at = format!("killed at operation {} of the command", k - clean.ops.0 + 1);
             return Ok(r.verdict.prefixed(&at));
         }
     }
-    Ok(Verdict::Held)
+    Ok(ToolVerdict::Held)
 }

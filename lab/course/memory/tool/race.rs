@@ -35,7 +35,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use rand::{Rng, SeedableRng};
 
-use super::harness::{Maker, Sandbox, Verdict};
+use super::harness::{Maker, Sandbox, ToolVerdict};
 use super::{Command, MemoryTool, Reply};
 use crate::error::{LabError, LabResult};
 use crate::storage::{Backend, FileKind, Shared, Storage};
@@ -122,7 +122,7 @@ pub fn rows() -> Vec<super::harness::Row> {
             requires: "every acknowledged edit survives (one create or rename of a name wins)",
             plants: &[],
             commands: |_| Vec::new(),
-            expect: |_, _| Verdict::Held,
+            expect: |_, _| ToolVerdict::Held,
             fault: None,
             writers: sessions,
             kill: false,
@@ -133,14 +133,14 @@ pub fn rows() -> Vec<super::harness::Row> {
 
 /// Run a race row in process: every seed of the schedule, the first that
 /// loses named (a process runs at the barrier instead, `barrier.rs`).
-pub fn run(race: Race, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+pub fn run(race: Race, make: &Maker<'_>, tmp: &Path) -> LabResult<ToolVerdict> {
     for seed in 0..SEEDS {
         let v = run_once(race, make, tmp, seed)?;
-        if v != Verdict::Held {
+        if v != ToolVerdict::Held {
             return Ok(v.prefixed(&format!("schedule seed {seed}")));
         }
     }
-    Ok(Verdict::Held)
+    Ok(ToolVerdict::Held)
 }
 
 /// A fresh sandbox on disk under `tmp` with the race's plants: the
@@ -166,7 +166,7 @@ pub(super) fn sandbox(race: Race, tmp: &Path) -> LabResult<(tempfile::TempDir, S
 
 /// One in-process run of the race under the schedule of `seed`: a fresh
 /// sandbox, the plants, the sessions, the judge.
-pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: u64) -> LabResult<Verdict> {
+pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: u64) -> LabResult<ToolVerdict> {
     let (_dir, s) = sandbox(race, tmp)?;
     let sched = Arc::new(Sched::new(seed, race.sessions));
     let tool_fs: Shared = Arc::new(Stepped {
@@ -177,7 +177,12 @@ pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: u64) -> LabResul
     for _ in 0..race.sessions {
         match make(tool_fs.clone(), &s.root) {
             Ok(t) => tools.push(t),
-            Err(f) => return Ok(Verdict::Failed(format!("{}; fix: {}", f.message, f.fix))),
+            Err(f) => {
+                return Ok(ToolVerdict::Failed(format!(
+                    "{}; fix: {}",
+                    f.message, f.fix
+                )))
+            }
         }
     }
     let replies: Vec<Result<Vec<Reply>, String>> = std::thread::scope(|scope| {
@@ -203,7 +208,7 @@ pub fn run_once(race: Race, make: &Maker<'_>, tmp: &Path, seed: u64) -> LabResul
         match r {
             Ok(r) => all.push(r),
             Err(f) => {
-                return Ok(Verdict::Failed(
+                return Ok(ToolVerdict::Failed(
                     f.replace(&s.base.display().to_string(), "$SANDBOX"),
                 ))
             }
@@ -314,7 +319,7 @@ pub(super) fn commands(race: Race, i: usize) -> Vec<Command> {
 
 /// Count what the acknowledged edits left: `lost` of `acknowledged`, with
 /// the first few losses named.
-pub(super) fn judge(race: Race, s: &Sandbox, replies: &[Vec<Reply>]) -> Verdict {
+pub(super) fn judge(race: Race, s: &Sandbox, replies: &[Vec<Reply>]) -> ToolVerdict {
     let ok = |i: usize, j: usize| replies[i].get(j).is_some_and(|r| !r.is_error());
     let n = race.sessions;
     let mut acknowledged = 0;
@@ -403,7 +408,7 @@ pub(super) fn judge(race: Race, s: &Sandbox, replies: &[Vec<Reply>]) -> Verdict 
     }
     if !lost.is_empty() {
         let shown: Vec<&str> = lost.iter().take(3).map(String::as_str).collect();
-        return Verdict::Lost(format!(
+        return ToolVerdict::Lost(format!(
             "{} of {acknowledged} acknowledged edits lost: {}",
             lost.len(),
             shown.join("; ")
@@ -420,10 +425,10 @@ pub(super) fn judge(race: Race, s: &Sandbox, replies: &[Vec<Reply>]) -> Verdict 
                 .find(|r| r.is_error())
                 .map(|r| r.text().lines().next().unwrap_or("").to_string())
                 .unwrap_or_default();
-            Verdict::Refused(format!("{} refused ({r}…): {first}", refused.len()))
+            ToolVerdict::Refused(format!("{} refused ({r}…): {first}", refused.len()))
         }
-        Some(r) => Verdict::Refused(r.clone()),
-        None => Verdict::Held,
+        Some(r) => ToolVerdict::Refused(r.clone()),
+        None => ToolVerdict::Held,
     }
 }
 

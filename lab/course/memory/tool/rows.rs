@@ -8,7 +8,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::harness::{huge_text, Plant};
-pub use super::harness::{run_once, Faults, Maker, Row, Run, Sandbox, Verdict, HUGE_BYTES, SECRET};
+pub use super::harness::{
+    run_once, Faults, Maker, Row, Run, Sandbox, ToolVerdict, HUGE_BYTES, SECRET,
+};
 use super::{Command, Failure, MemoryTool, Reply};
 use crate::error::{LabError, LabResult};
 use crate::storage::{FaultPlan, Shared};
@@ -28,46 +30,46 @@ fn view(path: &str) -> Command {
 }
 
 /// The last reply must be a tool error.
-fn refused_cleanly(_: &Sandbox, replies: &[Reply]) -> Verdict {
+fn refused_cleanly(_: &Sandbox, replies: &[Reply]) -> ToolVerdict {
     match replies.last() {
-        Some(r) if r.is_error() => Verdict::Held,
-        Some(r) => Verdict::Wrong(format!("accepted: {}", first_line(r.text()))),
-        None => Verdict::Wrong("no reply".into()),
+        Some(r) if r.is_error() => ToolVerdict::Held,
+        Some(r) => ToolVerdict::Wrong(format!("accepted: {}", first_line(r.text()))),
+        None => ToolVerdict::Wrong("no reply".into()),
     }
 }
 
 /// Any answer will do (the generic escape checks decide).
-fn answered(_: &Sandbox, _: &[Reply]) -> Verdict {
-    Verdict::Held
+fn answered(_: &Sandbox, _: &[Reply]) -> ToolVerdict {
+    ToolVerdict::Held
 }
 
 /// `a.md` must still hold `want`, and the command must have been refused.
-fn unchanged(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> Verdict {
+fn unchanged(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> ToolVerdict {
     match s.file(file) {
         Some(t) if t == want => refused_cleanly(s, replies),
-        Some(t) => Verdict::Wrong(format!("{file} changed to {:?}", first_line(&t))),
-        None => Verdict::Lost(format!("{file} is gone")),
+        Some(t) => ToolVerdict::Wrong(format!("{file} changed to {:?}", first_line(&t))),
+        None => ToolVerdict::Lost(format!("{file} is gone")),
     }
 }
 
 /// A command the documentation says works: it must answer without an
 /// error and leave `file` holding `want`.
-fn done(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> Verdict {
+fn done(s: &Sandbox, replies: &[Reply], file: &str, want: &str) -> ToolVerdict {
     if let Some(r) = replies.iter().find(|r| r.is_error()) {
-        return Verdict::Refused(first_line(r.text()).to_string());
+        return ToolVerdict::Refused(first_line(r.text()).to_string());
     }
     match s.file(file) {
-        Some(t) if t == want => Verdict::Held,
-        Some(t) => Verdict::Wrong(format!("{file} holds {:?}", first_line(&t))),
-        None => Verdict::Wrong(format!("{file} is missing")),
+        Some(t) if t == want => ToolVerdict::Held,
+        Some(t) => ToolVerdict::Wrong(format!("{file} holds {:?}", first_line(&t))),
+        None => ToolVerdict::Wrong(format!("{file} is missing")),
     }
 }
 
 /// The reply's error if there is one, else `otherwise` as a wrong result.
-fn refused_or(replies: &[Reply], otherwise: &str) -> Verdict {
+fn refused_or(replies: &[Reply], otherwise: &str) -> ToolVerdict {
     match replies.iter().find(|r| r.is_error()) {
-        Some(r) => Verdict::Refused(first_line(r.text()).to_string()),
-        None => Verdict::Wrong(otherwise.into()),
+        Some(r) => ToolVerdict::Refused(first_line(r.text()).to_string()),
+        None => ToolVerdict::Wrong(otherwise.into()),
     }
 }
 
@@ -96,12 +98,12 @@ pub fn rows() -> Vec<Row> {
             }]
         },
         expect: |s, _| match s.file("a.md").as_deref() {
-            Some("alpha beta gamma\n") => Verdict::Held,
+            Some("alpha beta gamma\n") => ToolVerdict::Held,
             Some(t) if t == format!("alpha {} gamma\n", "BETA".repeat(FULL_DISK_REPEAT)) => {
-                Verdict::Held
+                ToolVerdict::Held
             }
-            Some(t) => Verdict::Torn(format!("a.md holds {} bytes of neither text", t.len())),
-            None => Verdict::Lost("a.md is gone".into()),
+            Some(t) => ToolVerdict::Torn(format!("a.md holds {} bytes of neither text", t.len())),
+            None => ToolVerdict::Lost("a.md is gone".into()),
         },
         writers: 1,
         fault: Some(FaultPlan {
@@ -119,16 +121,16 @@ pub fn rows() -> Vec<Row> {
         commands: |_| vec![create("/memories/big.md", &"BETA".repeat(FULL_DISK_REPEAT))],
         expect: |s, r| match s.file("big.md") {
             None if r.last().is_some_and(|r| !r.is_error()) => {
-                Verdict::Lost("acknowledged, but big.md is missing".into())
+                ToolVerdict::Lost("acknowledged, but big.md is missing".into())
             }
-            None => Verdict::Held,
-            Some(t) if t == "BETA".repeat(FULL_DISK_REPEAT) => Verdict::Held,
-            Some(t) if r.last().is_some_and(|r| !r.is_error()) => Verdict::Torn(format!(
+            None => ToolVerdict::Held,
+            Some(t) if t == "BETA".repeat(FULL_DISK_REPEAT) => ToolVerdict::Held,
+            Some(t) if r.last().is_some_and(|r| !r.is_error()) => ToolVerdict::Torn(format!(
                 "acknowledged, but big.md holds {} of {} bytes",
                 t.len(),
                 4 * FULL_DISK_REPEAT
             )),
-            Some(t) => Verdict::Torn(format!(
+            Some(t) => ToolVerdict::Torn(format!(
                 "refused, but a part is left: big.md holds {} of {} bytes",
                 t.len(),
                 4 * FULL_DISK_REPEAT
@@ -181,31 +183,31 @@ fn huge_file_row() -> Row {
     }
 }
 
-fn huge_expect(s: &Sandbox, replies: &[Reply]) -> Verdict {
+fn huge_expect(s: &Sandbox, replies: &[Reply]) -> ToolVerdict {
     let stored = s.file("big.md");
     let text = huge_text();
     match (replies.first(), stored) {
-        (Some(r), None) if r.is_error() => Verdict::Held,
+        (Some(r), None) if r.is_error() => ToolVerdict::Held,
         (_, Some(t)) if t.len() < text.len() && text.starts_with(&t) => {
-            Verdict::Torn(format!("big.md holds {} of {} bytes", t.len(), text.len()))
+            ToolVerdict::Torn(format!("big.md holds {} of {} bytes", t.len(), text.len()))
         }
-        (_, Some(t)) if t != text => Verdict::Wrong(format!(
+        (_, Some(t)) if t != text => ToolVerdict::Wrong(format!(
             "big.md holds {} bytes, not the {} written",
             t.len(),
             text.len()
         )),
-        (_, None) => Verdict::Lost("accepted, but big.md is missing".into()),
+        (_, None) => ToolVerdict::Lost("accepted, but big.md is missing".into()),
         (_, Some(_)) => match replies.get(1) {
-            Some(r) if r.is_error() => Verdict::Refused(first_line(r.text()).to_string()),
-            Some(r) if r.text().len() > RANGE_REPLY_MAX => Verdict::Wrong(format!(
+            Some(r) if r.is_error() => ToolVerdict::Refused(first_line(r.text()).to_string()),
+            Some(r) if r.text().len() > RANGE_REPLY_MAX => ToolVerdict::Wrong(format!(
                 "view_range [2, 3] answered {} bytes: the range was ignored",
                 r.text().len()
             )),
             Some(r) if r.text().contains("line 0000002") && r.text().contains("line 0000003") => {
-                Verdict::Held
+                ToolVerdict::Held
             }
-            Some(r) => Verdict::Wrong(format!("view_range [2, 3] answered {:?}", r.text())),
-            None => Verdict::Wrong("no reply to the view".into()),
+            Some(r) => ToolVerdict::Wrong(format!("view_range [2, 3] answered {:?}", r.text())),
+            None => ToolVerdict::Wrong("no reply to the view".into()),
         },
     }
 }
@@ -318,8 +320,8 @@ fn link_rows() -> Vec<Row> {
             plants: &[Plant::LinkOut("link", "")],
             commands: |_| vec![view("/memories")],
             expect: |_, replies| match replies.iter().find(|r| r.text().contains("secret.txt")) {
-                Some(_) => Verdict::Escaped("the listing shows outside/secret.txt".into()),
-                None => Verdict::Held,
+                Some(_) => ToolVerdict::Escaped("the listing shows outside/secret.txt".into()),
+                None => ToolVerdict::Held,
             },
             writers: 1,
             fault: None,
@@ -362,7 +364,7 @@ fn edit_rows() -> Vec<Row> {
             },
             expect: |s, r| match s.file("b.md").as_deref() {
                 Some("B\n") => refused_cleanly(s, r),
-                _ => Verdict::Lost("b.md was overwritten".into()),
+                _ => ToolVerdict::Lost("b.md was overwritten".into()),
             },
             writers: 1,
             fault: None,
@@ -487,7 +489,7 @@ fn edit_rows() -> Vec<Row> {
             expect: |s, r| match s.file("a.md").as_deref() {
                 Some("X\nY\n") => done(s, r, "a.md", "X\nY\n"),
                 Some(t) if t.contains('X') != t.contains('Y') => {
-                    Verdict::Lost(format!("one session's edit is gone: a.md holds {t:?}"))
+                    ToolVerdict::Lost(format!("one session's edit is gone: a.md holds {t:?}"))
                 }
                 _ => done(s, r, "a.md", "X\nY\n"),
             },
@@ -521,7 +523,7 @@ fn edit_rows() -> Vec<Row> {
             commands: |_| vec![create("/memories/a.md", "new\n")],
             expect: |s, r| match s.file("a.md").as_deref() {
                 Some("keep\n") => refused_cleanly(s, r),
-                _ => Verdict::Lost("a.md was overwritten".into()),
+                _ => ToolVerdict::Lost("a.md was overwritten".into()),
             },
             writers: 1,
             fault: None,
@@ -557,7 +559,12 @@ fn replace(old: &str, new: &str) -> Command {
 
 /// Run one row in a fresh sandbox under `tmp`; `in_process` says whether
 /// the implementation can run on a fault backend.
-pub fn run_row(row: &Row, make: &Maker<'_>, in_process: bool, tmp: &Path) -> LabResult<Verdict> {
+pub fn run_row(
+    row: &Row,
+    make: &Maker<'_>,
+    in_process: bool,
+    tmp: &Path,
+) -> LabResult<ToolVerdict> {
     if let Some(race) = row.race {
         return if in_process {
             super::race::run(race, make, tmp)
@@ -587,7 +594,7 @@ pub struct Card {
     /// `--exec 'CMD'`): with `--row ID`, the command that reproduces a row.
     pub select: String,
     /// Row id -> verdict, in row order.
-    pub rows: Vec<(String, Verdict)>,
+    pub rows: Vec<(String, ToolVerdict)>,
 }
 
 /// Which rows a run takes: all, or the ids given (`--row`).
@@ -625,7 +632,7 @@ pub fn card(
         let verdict = run_row(row, make, in_process, run.path())?;
         // A process that crashed, hung or broke the protocol is reported
         // once, with exit 3, not as `failed` on every row after it.
-        if let (false, Verdict::Failed(what)) = (in_process, &verdict) {
+        if let (false, ToolVerdict::Failed(what)) = (in_process, &verdict) {
             return Err(super::external::unusable(name, Some(row.id), what));
         }
         out.push((row.id.to_string(), verdict));
@@ -724,7 +731,7 @@ pub fn all_held(cards: &[Card]) -> bool {
     cards.iter().all(|c| {
         c.rows
             .iter()
-            .all(|(_, v)| matches!(v, Verdict::Held | Verdict::Skipped(_)))
+            .all(|(_, v)| matches!(v, ToolVerdict::Held | ToolVerdict::Skipped(_)))
     })
 }
 

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::harness::{run_once, Faults, Maker, Row, Verdict};
+use super::harness::{run_once, Faults, Maker, Row, ToolVerdict};
 use crate::error::{LabError, LabResult};
 
 /// Size of the tmpfs: room for a sandbox and its planted files.
@@ -17,14 +17,14 @@ const SIZE: u64 = 1024 * 1024;
 const FILLER: &str = "filler";
 
 /// Run a full-disk row against a process on a full tmpfs.
-pub fn run(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<Verdict> {
+pub fn run(row: &Row, make: &Maker<'_>, tmp: &Path) -> LabResult<ToolVerdict> {
     let dir = tempfile::Builder::new()
         .prefix("tmpfs-")
         .tempdir_in(tmp)
         .map_err(|e| LabError::io("creating a tmpfs mount point", tmp, e))?;
     let mount = match Mount::new(dir.path()) {
         Ok(m) => m,
-        Err(why) => return Ok(Verdict::Skipped(why)),
+        Err(why) => return Ok(ToolVerdict::Skipped(why)),
     };
     let faults = Faults {
         fill_disk: Some(fill),

@@ -389,9 +389,9 @@ impl Policy for SessionMemory {
         PolicyInfo {
             name: NAME.into(),
             family: "Claude Code",
-            summary: "session-memory compaction: the continuously extracted notes file is the summary; the messages after the last summarised one stay (10k–40k tokens, 5 with text), tool pairs whole",
+            summary: "session-memory compaction: the continuously extracted notes file is the summary; the messages after the last summarised one stay (10k–40k tokens, 5 with text), tool pairs whole".into(),
             source: Source {
-                upstream: "claude-code-best/claude-code@50049c61, DroxKiwi/claude-code-leak-packaged@fb1320d1 (mirrors of Claude Code's source)",
+                upstream: "claude-code-best/claude-code@50049c61, DroxKiwi/claude-code-leak-packaged@fb1320d1 (mirrors of Claude Code's source)".into(),
                 files: &[
                     "src/services/compact/sessionMemoryCompact.ts (50049c61)",
                     "src/services/compact/microCompact.ts: estimateMessageTokens",
@@ -426,7 +426,7 @@ impl Policy for SessionMemory {
 
     fn pointer_rules(&self) -> Vec<PointerRule> {
         // The transcript and notes paths name stores the lab does not model.
-        vec![PointerRule::After { open: SAVED_TO }]
+        vec![PointerRule::after(SAVED_TO)]
     }
 
     fn prepare(
