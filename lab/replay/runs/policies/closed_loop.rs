@@ -1022,9 +1022,7 @@ mod tests {
         let storage = crate::storage::MemFs::new();
         let root = Path::new("/ctxlab/p");
         storage.create_dir_all(root).unwrap();
-        let rules = [crate::policy::PointerRule::LinePrefix {
-            prefix: "Full output: ",
-        }];
+        let rules = [crate::policy::PointerRule::line_prefix("Full output: ")];
         let view = View {
             storage: &storage,
             root,
