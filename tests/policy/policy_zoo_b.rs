@@ -175,7 +175,17 @@ pub(crate) fn all_valid(name: &str, messages: &[Message]) {
         } else {
             &baseline
         };
-        let r = run(policy, name, messages);
+        // Inspect's strategies take their threshold as a share of the
+        // model's window, which upstream reads from its model database
+        // (200,000 for the Claude models of these sessions); the port's
+        // default is upstream's 128,000 for a model it knows nothing of,
+        // under which a 185k-token Pi session ends in upstream's own
+        // "compaction insufficient".
+        let r = if policy.starts_with("inspect-") {
+            run(&format!("{policy}:context_window=200000"), name, messages)
+        } else {
+            run(policy, name, messages)
+        };
         assert_eq!(r.ended_by_error, None, "{policy} on {name}");
         assert_eq!(r.calls.len(), base.calls.len(), "{policy} on {name}: calls");
         let new = new_breaks(&r, baseline);
