@@ -476,7 +476,7 @@ const NOT_RULES: &[&str] = &[
 
 /// The distinctive tokens of the standing instructions in `text`: every
 /// paragraph (lines up to a blank one) with a line holding a word of
-/// [`RULE_WORDS`], and in it each backticked span of 3 to 100 chars, each
+/// `RULE_WORDS`, and in it each backticked span of 3 to 100 chars, each
 /// flag (`--x`), path, `./` name, URL and hyphenated or underscored name
 /// of 8 chars or more.
 pub fn rule_tokens(text: &str) -> Vec<String> {

@@ -5,7 +5,7 @@
 //! would send (rewriting the history where the design does); then the recorded
 //! reply is appended, and so are the messages that follow it. Every request
 //! is sized and run through the [validity oracle](super::validity); at the end
-//! the [checker](super::check) classifies every original tool result.
+//! the [checker](super::findings) classifies every original tool result.
 //!
 //! Every request also carries the session's fixed prefix ([`Prefix`]: the
 //! system prompt, tools and first-turn context a transcript does not hold),
