@@ -114,7 +114,7 @@ struct Place {
 }
 
 /// Read-like tools: their path argument names content a re-read gets back.
-const READ_TOOLS: &[&str] = &[
+pub const READ_TOOLS: &[&str] = &[
     "read",
     "read_file",
     "readfile",
@@ -126,12 +126,13 @@ const READ_TOOLS: &[&str] = &[
     "open_file",
 ];
 
-const PATH_KEYS: &[&str] = &["file_path", "path", "notebook_path", "url", "filename"];
+/// The argument keys a read-like tool names its path or URL by.
+pub const PATH_KEYS: &[&str] = &["file_path", "path", "notebook_path", "url", "filename"];
 
 /// Listing and search tools whose output a second run reproduces (a
 /// heuristic: a file may have changed between the two, which the recorded
 /// session cannot tell); with [`READ_TOOLS`], the re-fetchable tools.
-const LIST_TOOLS: &[&str] = &[
+pub const LIST_TOOLS: &[&str] = &[
     "glob",
     "grep",
     "ls",
@@ -140,6 +141,9 @@ const LIST_TOOLS: &[&str] = &[
     "search_files",
     "find_file",
 ];
+/// Tools that run a shell command (`command` or `cmd` argument).
+pub const SHELL_TOOLS: &[&str] = &["bash", "shell", "exec_command", "run_command"];
+
 /// Shell commands (their first word) whose output a second run reproduces,
 /// when they redirect nothing.
 pub const DETERMINISTIC_COMMANDS: &[&str] = &[
@@ -155,10 +159,7 @@ pub fn refetchable(name: &str, input: &serde_json::Value) -> bool {
     if READ_TOOLS.contains(&lower.as_str()) || LIST_TOOLS.contains(&lower.as_str()) {
         return true;
     }
-    if !matches!(
-        lower.as_str(),
-        "bash" | "shell" | "exec_command" | "run_command"
-    ) {
+    if !SHELL_TOOLS.contains(&lower.as_str()) {
         return false;
     }
     let cmd = input

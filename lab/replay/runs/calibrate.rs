@@ -40,6 +40,10 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
+// The tool vocabulary (which names read, list or run a shell) is the
+// demand extractor's: it is knowledge of the products, not of a prediction.
+// What counts as fetched again is this matcher's own.
+use crate::import::demands::{LIST_TOOLS, PATH_KEYS, READ_TOOLS, SHELL_TOOLS};
 use crate::message::{Block, Content, Message, Role};
 use crate::replay::runs::policies::closed_loop::Outcome;
 
@@ -95,31 +99,6 @@ impl Target {
     }
 }
 
-/// Tools that read a file or URL by a path argument.
-const READ_TOOLS: &[&str] = &[
-    "read",
-    "read_file",
-    "readfile",
-    "view",
-    "notebookread",
-    "webfetch",
-    "web_fetch",
-    "fetch",
-    "open_file",
-];
-
-/// Listing and search tools: run again with the same arguments, they fetch
-/// the same thing.
-const LIST_TOOLS: &[&str] = &[
-    "glob",
-    "grep",
-    "ls",
-    "list_files",
-    "list_dir",
-    "search_files",
-    "find_file",
-];
-
 /// Shell commands that print one file whole (or its head or tail).
 const CAT_COMMANDS: &[&str] = &["cat", "head", "tail", "nl", "less", "more", "bat"];
 
@@ -129,7 +108,7 @@ const CAT_COMMANDS: &[&str] = &["cat", "head", "tail", "nl", "less", "more", "ba
 pub fn target(name: &str, input: &serde_json::Value) -> Option<Target> {
     let lower = name.to_ascii_lowercase();
     if READ_TOOLS.contains(&lower.as_str()) {
-        return ["file_path", "path", "notebook_path", "url", "filename"]
+        return PATH_KEYS
             .iter()
             .find_map(|k| input.get(*k)?.as_str())
             .map(|p| Target::File(p.to_string()));
@@ -137,10 +116,7 @@ pub fn target(name: &str, input: &serde_json::Value) -> Option<Target> {
     if LIST_TOOLS.contains(&lower.as_str()) {
         return Some(Target::Call(format!("{lower} {input}")));
     }
-    if !matches!(
-        lower.as_str(),
-        "bash" | "shell" | "exec_command" | "run_command"
-    ) {
+    if !SHELL_TOOLS.contains(&lower.as_str()) {
         return None;
     }
     let cmd = match input.get("command").or_else(|| input.get("cmd"))? {
