@@ -153,6 +153,48 @@ struct Frame {
     expect_key: bool,
 }
 
+/// Where a byte of JSON text falls with respect to strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Str {
+    /// Outside every string (an opening quote included: see [`Strings::open`]).
+    Outside,
+    /// Inside a string, an escape or escaped byte included.
+    Inside,
+    /// The quote that closes a string.
+    Closed,
+}
+
+/// The string and escape state of a byte-wise JSON scan: the one piece
+/// the skeleton scan and the record reader share.
+#[derive(Debug, Default)]
+struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Feed `b`, the next byte; says where it fell.
+    fn step(&mut self, b: u8) -> Str {
+        if !self.inside {
+            return Str::Outside;
+        }
+        if self.escaped {
+            self.escaped = false;
+        } else if b == b'\\' {
+            self.escaped = true;
+        } else if b == b'"' {
+            self.inside = false;
+            return Str::Closed;
+        }
+        Str::Inside
+    }
+
+    /// The byte just stepped, outside strings, was an opening quote.
+    fn open(&mut self) {
+        self.inside = true;
+    }
+}
+
 /// Scan a part once, copying everything but the records array's content.
 fn skeleton(path: &Path) -> LabResult<Skeleton> {
     let file = File::open(path).map_err(|e| read_error(path, e))?;
@@ -160,7 +202,7 @@ fn skeleton(path: &Path) -> LabResult<Skeleton> {
     let mut text = Vec::new();
     let mut pos = Pos::START;
     let mut stack: Vec<Frame> = Vec::new();
-    let (mut in_str, mut esc) = (false, false);
+    let mut strings = Strings::default();
     let mut key: Option<Vec<u8>> = None;
     let mut gap: Option<Gap> = None;
     // Inside the records array: its nesting depth, and its own string state.
@@ -174,18 +216,11 @@ fn skeleton(path: &Path) -> LabResult<Skeleton> {
             let here = pos;
             pos.advance(b);
             if let Some(depth) = skipping.as_mut() {
-                if in_str {
-                    if esc {
-                        esc = false;
-                    } else if b == b'\\' {
-                        esc = true;
-                    } else if b == b'"' {
-                        in_str = false;
-                    }
+                if strings.step(b) != Str::Outside {
                     continue;
                 }
                 match b {
-                    b'"' => in_str = true,
+                    b'"' => strings.open(),
                     b'{' | b'[' => *depth += 1,
                     b']' if *depth == 0 => {
                         skipping = None;
@@ -201,27 +236,25 @@ fn skeleton(path: &Path) -> LabResult<Skeleton> {
                 continue;
             }
             text.push(b);
-            if in_str {
-                if esc {
-                    esc = false;
-                } else if b == b'\\' {
-                    esc = true;
-                } else if b == b'"' {
-                    in_str = false;
+            match strings.step(b) {
+                Str::Closed => {
                     if let (Some(k), Some(top)) = (key.take(), stack.last_mut()) {
                         top.key = k;
                         top.expect_key = false;
                     }
                     continue;
                 }
-                if let Some(k) = key.as_mut() {
-                    k.push(b);
+                Str::Inside => {
+                    if let Some(k) = key.as_mut() {
+                        k.push(b);
+                    }
+                    continue;
                 }
-                continue;
+                Str::Outside => {}
             }
             match b {
                 b'"' => {
-                    in_str = true;
+                    strings.open();
                     if stack.last().is_some_and(|f| f.object && f.expect_key) {
                         key = Some(Vec::new());
                     }
@@ -258,7 +291,7 @@ fn skeleton(path: &Path) -> LabResult<Skeleton> {
         let n = buf.len();
         r.consume(n);
     }
-    if skipping.is_some() || in_str || !stack.is_empty() {
+    if skipping.is_some() || strings.inside || !stack.is_empty() {
         return Err(input_error(
             path,
             pos.line,
@@ -385,7 +418,8 @@ impl Records {
             }
         };
         let mut bytes = Vec::new();
-        let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+        let mut depth = 0usize;
+        let mut strings = Strings::default();
         loop {
             let Some(b) = self.peek()? else {
                 return Err(input_error(
@@ -398,18 +432,11 @@ impl Records {
             };
             self.bump(b);
             bytes.push(b);
-            if in_str {
-                if esc {
-                    esc = false;
-                } else if b == b'\\' {
-                    esc = true;
-                } else if b == b'"' {
-                    in_str = false;
-                }
+            if strings.step(b) != Str::Outside {
                 continue;
             }
             match b {
-                b'"' => in_str = true,
+                b'"' => strings.open(),
                 b'{' | b'[' => depth += 1,
                 b'}' | b']' => {
                     depth -= 1;
