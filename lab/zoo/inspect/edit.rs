@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{clear_memory_content, Compacted, Fresh, Handler, Im, ImContent, ImRole, Strategy};
+use super::{clear_memory_content, Compacted, Fresh, Im, ImContent, ImRole, Strategy};
 use crate::error::{LabError, LabResult};
-use crate::message::{Block, Message};
-use crate::policy::{PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Unit};
+use crate::message::Block;
+use crate::policy::{Policy, PolicyCtx, PolicyEvent};
 
 /// The policy's name.
 pub const NAME: &str = "inspect-edit";
@@ -193,74 +193,29 @@ impl Strategy for CompactionEdit {
 }
 
 /// `CompactionEdit` under Inspect's compaction handler.
-#[derive(Debug, Clone, Default)]
-pub struct Edit {
-    /// The strategy's arguments.
-    pub config: CompactionEdit,
-    handler: Handler,
-}
-
-impl Edit {
-    /// The policy with these arguments.
-    pub fn new(config: CompactionEdit) -> Edit {
-        Edit {
-            config,
-            handler: Handler::default(),
-        }
-    }
-}
+pub type Edit = super::Compaction<CompactionEdit>;
 
 /// `inspect-edit` with upstream's defaults.
 pub fn edit() -> Box<dyn Policy> {
     Box::new(Edit::default())
 }
 
-impl Policy for Edit {
-    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
-        crate::policy::variant::set_fields(&mut self.config, overrides)
-    }
+impl super::Row for CompactionEdit {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = "past the threshold, clear reasoning outside the last turn and every tool result but the newest keep_tool_uses to `(Tool result removed)`";
 
-    fn variant_keys(&self) -> crate::policy::variant::Overrides {
-        crate::policy::variant::fields(&self.config)
-    }
-
-    fn info(&self) -> PolicyInfo {
-        PolicyInfo {
-            name: NAME.into(),
-            family: "Inspect AI",
-            summary: "past the threshold, clear reasoning outside the last turn and every tool result but the newest keep_tool_uses to `(Tool result removed)`".into(),
-            source: super::SOURCE,
-            constants: serde_json::json!({
-                "threshold": self.config.threshold,
-                "DEFAULT_CONTEXT_WINDOW": super::DEFAULT_CONTEXT_WINDOW,
-                "context_window": self.config.context_window,
-                "keep_thinking_turns": self.config.keep_thinking_turns.map_or(serde_json::json!("all"), |n| serde_json::json!(n)),
-                "keep_tool_uses": self.config.keep_tool_uses,
-                "keep_tool_inputs": self.config.keep_tool_inputs,
-                "exclude_tools": self.config.exclude_tools,
-                "memory": self.config.memory,
-                "TOOL_RESULT_REMOVED": TOOL_RESULT_REMOVED,
-                "MAX_ITERATIONS": super::MAX_ITERATIONS,
-            }),
-            unit: Unit::Tokens,
-            differences: super::differences(),
-        }
-    }
-
-    fn pointer_rules(&self) -> Vec<PointerRule> {
-        // The placeholder names no place the result could be read back from.
-        Vec::new()
-    }
-
-    fn history_replaced(&mut self) {
-        self.handler = Handler::default();
-    }
-
-    fn prepare(
-        &mut self,
-        history: &mut Vec<Message>,
-        ctx: &mut PolicyCtx<'_>,
-    ) -> LabResult<Prepared> {
-        self.handler.prepare(&mut self.config, history, ctx)
+    fn constants(&self) -> serde_json::Value {
+        serde_json::json!({
+            "threshold": self.threshold,
+            "DEFAULT_CONTEXT_WINDOW": super::DEFAULT_CONTEXT_WINDOW,
+            "context_window": self.context_window,
+            "keep_thinking_turns": self.keep_thinking_turns.map_or(serde_json::json!("all"), |n| serde_json::json!(n)),
+            "keep_tool_uses": self.keep_tool_uses,
+            "keep_tool_inputs": self.keep_tool_inputs,
+            "exclude_tools": self.exclude_tools,
+            "memory": self.memory,
+            "TOOL_RESULT_REMOVED": TOOL_RESULT_REMOVED,
+            "MAX_ITERATIONS": super::MAX_ITERATIONS,
+        })
     }
 }

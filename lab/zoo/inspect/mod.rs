@@ -417,6 +417,83 @@ pub trait Strategy: Send {
     ) -> LabResult<Compacted>;
 }
 
+/// A strategy as a zoo row: what tells the three rows apart. The rest (the
+/// handler, variants, no pointers) is [`Compaction`]'s, once.
+pub trait Row:
+    Strategy + serde::Serialize + serde::de::DeserializeOwned + Default + Clone + std::fmt::Debug
+{
+    /// The row's name in the policy list.
+    const NAME: &'static str;
+    /// What the row does, in one line.
+    const SUMMARY: &'static str;
+    /// Its arguments and upstream's constants, as `lab policies` shows them.
+    fn constants(&self) -> Value;
+    /// Where the port departs from upstream (the handler's, plus the
+    /// strategy's own).
+    fn differences(&self) -> Vec<&'static str> {
+        differences()
+    }
+}
+
+/// A strategy under Inspect's compaction handler: one of the `inspect-*`
+/// rows.
+#[derive(Debug, Clone, Default)]
+pub struct Compaction<S> {
+    /// The strategy's arguments.
+    pub config: S,
+    handler: Handler,
+}
+
+impl<S> Compaction<S> {
+    /// The policy with these arguments.
+    pub fn new(config: S) -> Compaction<S> {
+        Compaction {
+            config,
+            handler: Handler::default(),
+        }
+    }
+}
+
+impl<S: Row> crate::policy::Policy for Compaction<S> {
+    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
+        crate::policy::variant::set_fields(&mut self.config, overrides)
+    }
+
+    fn variant_keys(&self) -> crate::policy::variant::Overrides {
+        crate::policy::variant::fields(&self.config)
+    }
+
+    fn info(&self) -> crate::policy::PolicyInfo {
+        crate::policy::PolicyInfo {
+            name: S::NAME.into(),
+            family: "Inspect AI",
+            summary: S::SUMMARY.into(),
+            source: SOURCE,
+            constants: self.config.constants(),
+            unit: crate::policy::Unit::Tokens,
+            differences: self.config.differences(),
+        }
+    }
+
+    fn pointer_rules(&self) -> Vec<crate::policy::PointerRule> {
+        // A placeholder, a cut or a summary: none names a place the removed
+        // content can be read back from.
+        Vec::new()
+    }
+
+    fn history_replaced(&mut self) {
+        self.handler = Handler::default();
+    }
+
+    fn prepare(
+        &mut self,
+        history: &mut Vec<Message>,
+        ctx: &mut PolicyCtx<'_>,
+    ) -> LabResult<Prepared> {
+        self.handler.prepare(&mut self.config, history, ctx)
+    }
+}
+
 /// Names for the copies upstream makes under a new `uuid()`.
 #[derive(Debug, Default, Clone)]
 pub struct Fresh(usize);

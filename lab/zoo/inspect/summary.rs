@@ -4,12 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{has_memory_calls, partition, Compacted, Fresh, Handler, Im, ImContent, Strategy};
+use super::{has_memory_calls, partition, Compacted, Fresh, Im, ImContent, Strategy};
 use crate::error::{LabError, LabResult};
-use crate::message::Message;
-use crate::policy::{
-    PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, SummaryRequest, Unit,
-};
+use crate::policy::{Policy, PolicyCtx, PolicyEvent, SummaryRequest};
 
 /// The policy's name.
 pub const NAME: &str = "inspect-summary";
@@ -164,75 +161,32 @@ impl Strategy for CompactionSummary {
 }
 
 /// `CompactionSummary` under Inspect's compaction handler.
-#[derive(Debug, Clone, Default)]
-pub struct Summary {
-    /// The strategy's arguments.
-    pub config: CompactionSummary,
-    handler: Handler,
-}
-
-impl Summary {
-    /// The policy with these arguments.
-    pub fn new(config: CompactionSummary) -> Summary {
-        Summary {
-            config,
-            handler: Handler::default(),
-        }
-    }
-}
+pub type Summary = super::Compaction<CompactionSummary>;
 
 /// `inspect-summary` with upstream's defaults.
 pub fn summary() -> Box<dyn Policy> {
     Box::new(Summary::default())
 }
 
-impl Policy for Summary {
-    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
-        crate::policy::variant::set_fields(&mut self.config, overrides)
+impl super::Row for CompactionSummary {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = "past the threshold, summarise the conversation since the last summary; the input becomes the task and one `[CONTEXT COMPACTION SUMMARY]` user message (also CompactionAuto on a provider without native compaction)";
+
+    fn constants(&self) -> serde_json::Value {
+        serde_json::json!({
+            "threshold": self.threshold,
+            "DEFAULT_CONTEXT_WINDOW": super::DEFAULT_CONTEXT_WINDOW,
+            "context_window": self.context_window,
+            "memory": self.memory,
+            "instructions": self.instructions,
+            "MAX_ITERATIONS": super::MAX_ITERATIONS,
+        })
     }
 
-    fn variant_keys(&self) -> crate::policy::variant::Overrides {
-        crate::policy::variant::fields(&self.config)
-    }
-
-    fn info(&self) -> PolicyInfo {
-        PolicyInfo {
-            name: NAME.into(),
-            family: "Inspect AI",
-            summary: "past the threshold, summarise the conversation since the last summary; the input becomes the task and one `[CONTEXT COMPACTION SUMMARY]` user message (also CompactionAuto on a provider without native compaction)".into(),
-            source: super::SOURCE,
-            constants: serde_json::json!({
-                "threshold": self.config.threshold,
-                "DEFAULT_CONTEXT_WINDOW": super::DEFAULT_CONTEXT_WINDOW,
-                "context_window": self.config.context_window,
-                "memory": self.config.memory,
-                "instructions": self.config.instructions,
-                "MAX_ITERATIONS": super::MAX_ITERATIONS,
-            }),
-            unit: Unit::Tokens,
-            differences: {
-                let mut d = super::differences();
-                d.push("the summariser's input is not shrunk to fit its window (`_fit_summarization_input`); it changes what the model reads, not the request");
-                d.push("`model=` (a separate summary model) and `prompt=` (a replacement prompt) are not modelled: the run's summary model gets DEFAULT_SUMMARY_PROMPT");
-                d
-            },
-        }
-    }
-
-    fn pointer_rules(&self) -> Vec<PointerRule> {
-        // The summary names no place the originals can be read back from.
-        Vec::new()
-    }
-
-    fn history_replaced(&mut self) {
-        self.handler = Handler::default();
-    }
-
-    fn prepare(
-        &mut self,
-        history: &mut Vec<Message>,
-        ctx: &mut PolicyCtx<'_>,
-    ) -> LabResult<Prepared> {
-        self.handler.prepare(&mut self.config, history, ctx)
+    fn differences(&self) -> Vec<&'static str> {
+        let mut d = super::differences();
+        d.push("the summariser's input is not shrunk to fit its window (`_fit_summarization_input`); it changes what the model reads, not the request");
+        d.push("`model=` (a separate summary model) and `prompt=` (a replacement prompt) are not modelled: the run's summary model gets DEFAULT_SUMMARY_PROMPT");
+        d
     }
 }

@@ -7,10 +7,9 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{clear_memory_content, partition, Compacted, Fresh, Handler, Im, ImRole, Strategy};
+use super::{clear_memory_content, partition, Compacted, Fresh, Im, ImRole, Strategy};
 use crate::error::{LabError, LabResult};
-use crate::message::Message;
-use crate::policy::{PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Unit};
+use crate::policy::{Policy, PolicyCtx, PolicyEvent};
 
 /// The policy's name.
 pub const NAME: &str = "inspect-trim";
@@ -145,70 +144,25 @@ impl Strategy for CompactionTrim {
 }
 
 /// `CompactionTrim` under Inspect's compaction handler.
-#[derive(Debug, Clone, Default)]
-pub struct Trim {
-    /// The strategy's arguments.
-    pub config: CompactionTrim,
-    handler: Handler,
-}
-
-impl Trim {
-    /// The policy with these arguments.
-    pub fn new(config: CompactionTrim) -> Trim {
-        Trim {
-            config,
-            handler: Handler::default(),
-        }
-    }
-}
+pub type Trim = super::Compaction<CompactionTrim>;
 
 /// `inspect-trim` with upstream's defaults.
 pub fn trim() -> Box<dyn Policy> {
     Box::new(Trim::default())
 }
 
-impl Policy for Trim {
-    fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
-        crate::policy::variant::set_fields(&mut self.config, overrides)
-    }
+impl super::Row for CompactionTrim {
+    const NAME: &'static str = NAME;
+    const SUMMARY: &'static str = "past the threshold, keep the input and the newest preserve share of the conversation, dropping results of cut calls and calls left unanswered";
 
-    fn variant_keys(&self) -> crate::policy::variant::Overrides {
-        crate::policy::variant::fields(&self.config)
-    }
-
-    fn info(&self) -> PolicyInfo {
-        PolicyInfo {
-            name: NAME.into(),
-            family: "Inspect AI",
-            summary: "past the threshold, keep the input and the newest preserve share of the conversation, dropping results of cut calls and calls left unanswered".into(),
-            source: super::SOURCE,
-            constants: serde_json::json!({
-                "threshold": self.config.threshold,
-                "DEFAULT_CONTEXT_WINDOW": super::DEFAULT_CONTEXT_WINDOW,
-                "context_window": self.config.context_window,
-                "preserve": self.config.preserve,
-                "memory": self.config.memory,
-                "MAX_ITERATIONS": super::MAX_ITERATIONS,
-            }),
-            unit: Unit::Tokens,
-            differences: super::differences(),
-        }
-    }
-
-    fn pointer_rules(&self) -> Vec<PointerRule> {
-        // Trimmed messages are gone; nothing names them.
-        Vec::new()
-    }
-
-    fn history_replaced(&mut self) {
-        self.handler = Handler::default();
-    }
-
-    fn prepare(
-        &mut self,
-        history: &mut Vec<Message>,
-        ctx: &mut PolicyCtx<'_>,
-    ) -> LabResult<Prepared> {
-        self.handler.prepare(&mut self.config, history, ctx)
+    fn constants(&self) -> serde_json::Value {
+        serde_json::json!({
+            "threshold": self.threshold,
+            "DEFAULT_CONTEXT_WINDOW": super::DEFAULT_CONTEXT_WINDOW,
+            "context_window": self.context_window,
+            "preserve": self.preserve,
+            "memory": self.memory,
+            "MAX_ITERATIONS": super::MAX_ITERATIONS,
+        })
     }
 }
