@@ -286,46 +286,120 @@ enum Out {
 /// `AgentCondensationObservation` (summary or `<MASKED>`). The history keeps
 /// them whole, as upstream's event stream does.
 pub fn render(view: &[&Event], history: &[Message], llm: LlmConfig) -> Vec<Message> {
-    let cut = |t: &str| truncate_content(t, llm.max_message_chars);
-    let mut evs: Vec<&Ev> = view.iter().map(|e| &e.ev).collect();
-    if !matches!(evs.first(), Some(Ev::System)) {
-        evs.insert(0, &Ev::System);
+    let (initial, _) = initial_message(view, history);
+    let evs = completed(view, initial.as_ref());
+    let mut fold = Fold::new(Pending::<&str>::default());
+    let mut sent = Vec::new();
+    let mut format = Format::default();
+    for ev in evs {
+        fold.step(ev, history, llm);
+        format.extend(fold.out.drain(..), &mut sent);
     }
-    let initial = history
+    sent
+}
+
+/// `_ensure_initial_user_message`'s message, when the view needs it: the
+/// history's first user text, as an event, and its history index.
+fn initial_message(view: &[&Event], history: &[Message]) -> (Option<Ev>, Option<usize>) {
+    // After `_ensure_system_message` the second event is the view's first
+    // unless that was the system message.
+    let second = match view.first().map(|e| &e.ev) {
+        Some(Ev::System) => view.get(1).map(|e| &e.ev),
+        first => first,
+    };
+    if matches!(second, Some(Ev::User(_))) {
+        return (None, None);
+    }
+    match history
         .iter()
-        .find(|m| m.role == Role::User && !m.is_tool_result())
-        .map(|m| Ev::User(m.clone()));
-    if let Some(initial) = &initial {
-        if !matches!(evs.get(1), Some(Ev::User(_))) {
-            evs.insert(1, initial);
+        .position(|m| m.role == Role::User && !m.is_tool_result())
+    {
+        Some(i) => (Some(Ev::User(history[i].clone())), Some(i)),
+        None => (None, None),
+    }
+}
+
+/// The view's events with the system message and the initial user message
+/// put in front where missing (`_ensure_system_message`,
+/// `_ensure_initial_user_message`).
+fn completed<'a>(view: &[&'a Event], initial: Option<&'a Ev>) -> Vec<&'a Ev> {
+    let mut evs: Vec<&Ev> = Vec::with_capacity(view.len() + 2);
+    if !matches!(view.first().map(|e| &e.ev), Some(Ev::System)) {
+        evs.push(&Ev::System);
+    }
+    evs.extend(view.iter().map(|e| &e.ev));
+    if let Some(initial) = initial {
+        evs.insert(1, initial);
+    }
+    evs
+}
+
+/// `process_events`' loop state: the messages emitted, the responses
+/// waiting for results and the results not yet emitted.
+struct Fold<P> {
+    out: Vec<Out>,
+    pending: P,
+    results: BTreeMap<String, String>,
+}
+
+impl<P> Fold<P> {
+    fn new(pending: P) -> Self {
+        Fold {
+            out: Vec::new(),
+            pending,
+            results: BTreeMap::new(),
         }
     }
-    let mut out = Vec::new();
-    let mut pending = Pending::default();
-    let mut results: BTreeMap<String, String> = BTreeMap::new();
-    for ev in evs {
+
+    /// One event of the view.
+    fn step<'h>(&mut self, ev: &Ev, history: &'h [Message], llm: LlmConfig)
+    where
+        P: Waiting<'h>,
+    {
+        let cut = |t: &str| truncate_content(t, llm.max_message_chars);
         match ev {
-            Ev::System => out.push(Out::System),
-            Ev::User(m) => out.push(Out::User(m.clone())),
-            Ev::Agent(m) => out.push(Out::Assistant(m.clone())),
-            Ev::Condensed(t) => out.push(Out::User(Message::user_text(cut(t)))),
+            Ev::System => self.out.push(Out::System),
+            Ev::User(m) => self.out.push(Out::User(m.clone())),
+            Ev::Agent(m) => self.out.push(Out::Assistant(m.clone())),
+            Ev::Condensed(t) => self.out.push(Out::User(Message::user_text(cut(t)))),
             Ev::Action { response, .. } => {
-                if pending.add(*response, history) {
-                    pending.flush(&[*response], &mut results, history, &mut out);
+                if self.pending.add(*response, history) {
+                    self.flush(&[*response], history);
                 }
             }
             Ev::Observation { call, content } => {
-                results.insert(call.clone(), cut(content));
-                let waiting = pending.waiting_on(call);
-                pending.flush(&waiting, &mut results, history, &mut out);
+                self.results.insert(call.clone(), cut(content));
+                let waiting = self.pending.waiting_on(call);
+                self.flush(&waiting, history);
             }
         }
     }
-    format_consecutive_users(out)
+
+    /// Emit each of `candidates` (pending responses, in seen order) whose
+    /// calls all have results, with those results right after it.
+    fn flush<'h>(&mut self, candidates: &[usize], history: &'h [Message])
+    where
+        P: Waiting<'h>,
+    {
+        for &r in candidates {
+            let calls = history[r].tool_use_ids();
+            if !calls.iter().all(|c| self.results.contains_key(*c)) {
+                continue;
+            }
+            self.out.push(Out::Assistant(history[r].clone()));
+            let answers = calls
+                .iter()
+                .map(|c| (c.to_string(), self.results.remove(*c).unwrap_or_default()))
+                .collect();
+            self.out.push(Out::Tool(Message::tool_results(answers)));
+            self.pending.remove(r, history);
+        }
+    }
 }
 
-/// Model responses seen whose calls do not all have results yet, in the
-/// order they were seen (upstream's `pending_tool_call_action_messages`).
+/// Model responses seen whose calls do not all have results yet
+/// (upstream's `pending_tool_call_action_messages`), as the render loop
+/// uses them.
 ///
 /// Upstream re-checks every pending response after each event. Only the
 /// event's own response (an action) or the responses waiting on its call
@@ -335,23 +409,61 @@ pub fn render(view: &[&Event], history: &[Message], llm: LlmConfig) -> Vec<Messa
 /// order, without a pass over every pending response per event (responses
 /// whose results a condenser masked stay pending for good, so that pass
 /// made rendering quadratic in the history).
+trait Waiting<'h> {
+    /// Add response `r` unless it is pending already; whether it was added.
+    fn add(&mut self, r: usize, history: &'h [Message]) -> bool;
+    /// History indices of the pending responses that call `call`, in seen order.
+    fn waiting_on(&self, call: &str) -> Vec<usize>;
+    /// Response `r` was emitted.
+    fn remove(&mut self, r: usize, history: &[Message]);
+}
+
+/// The pending responses of a render, in seen order, keyed by call ids
+/// borrowed from the history (`&str`, one call's render) or owned
+/// (`String`, a prefix kept between calls: added once per run).
 ///
-/// Kept in hash maps (foldhash, no iteration) keyed by the history's own ids,
-/// not B-trees of copied strings: every masked response is added again at
-/// every call, so this was most of a long masking run.
-#[derive(Default)]
-struct Pending<'h> {
+/// Kept in hash maps (foldhash, no iteration), not B-trees: every masked
+/// response is added again at every whole render, so this was most of a
+/// long masking run.
+#[derive(Debug, Clone)]
+struct Pending<K> {
     /// History index of every response added, by the order it was seen (a
     /// removed one is never looked up again: its seen-order leaves `by_call`).
     order: Vec<usize>,
     /// Seen-order of each pending response, by history index.
     seen: HashMap<usize, usize, FixedState>,
     /// Pending responses (seen-order, ascending) calling each tool call id.
-    by_call: HashMap<&'h str, Vec<usize>, FixedState>,
+    by_call: HashMap<K, Vec<usize>, FixedState>,
 }
 
-impl<'h> Pending<'h> {
-    /// Add response `r` unless it is pending already; whether it was added.
+impl<K> Default for Pending<K> {
+    fn default() -> Self {
+        Pending {
+            order: Vec::new(),
+            seen: HashMap::default(),
+            by_call: HashMap::default(),
+        }
+    }
+}
+
+/// A call id as a [`Pending`] key.
+trait CallKey<'h>: std::borrow::Borrow<str> + std::hash::Hash + Eq {
+    fn of(call: &'h str) -> Self;
+}
+
+impl<'h> CallKey<'h> for &'h str {
+    fn of(call: &'h str) -> Self {
+        call
+    }
+}
+
+impl<'h> CallKey<'h> for String {
+    fn of(call: &'h str) -> Self {
+        call.to_string()
+    }
+}
+
+impl<'h, K: CallKey<'h>> Waiting<'h> for Pending<K> {
     fn add(&mut self, r: usize, history: &'h [Message]) -> bool {
         if self.seen.contains_key(&r) {
             return false;
@@ -360,7 +472,7 @@ impl<'h> Pending<'h> {
         self.order.push(r);
         self.seen.insert(r, n);
         for c in history[r].tool_use_ids() {
-            let ns = self.by_call.entry(c).or_default();
+            let ns = self.by_call.entry(K::of(c)).or_default();
             // Seen-orders only grow: the newest goes last, once.
             if ns.last() != Some(&n) {
                 ns.push(n);
@@ -369,7 +481,6 @@ impl<'h> Pending<'h> {
         true
     }
 
-    /// History indices of the pending responses that call `call`, in seen order.
     fn waiting_on(&self, call: &str) -> Vec<usize> {
         self.by_call
             .get(call)
@@ -389,55 +500,160 @@ impl<'h> Pending<'h> {
             }
         }
     }
+}
 
-    /// Emit each of `candidates` (pending responses, in seen order) whose
-    /// calls all have results, with those results right after it.
-    fn flush(
-        &mut self,
-        candidates: &[usize],
-        results: &mut BTreeMap<String, String>,
-        history: &'h [Message],
-        out: &mut Vec<Out>,
-    ) {
-        for &r in candidates {
-            let calls = history[r].tool_use_ids();
-            if !calls.iter().all(|c| results.contains_key(*c)) {
-                continue;
-            }
-            out.push(Out::Assistant(history[r].clone()));
-            let answers = calls
-                .iter()
-                .map(|c| (c.to_string(), results.remove(*c).unwrap_or_default()))
-                .collect();
-            out.push(Out::Tool(Message::tool_results(answers)));
-            self.remove(r, history);
+/// A call's pending set over a kept prefix's, left untouched: what the call
+/// emits is taken out here (`removed`), what it adds goes in `local`, whose
+/// seen-orders all come after the prefix's.
+struct Overlay<'k, 'h> {
+    base: &'k Pending<String>,
+    removed: BTreeSet<usize>,
+    local: Pending<&'h str>,
+}
+
+impl<'h> Waiting<'h> for Overlay<'_, 'h> {
+    fn add(&mut self, r: usize, history: &'h [Message]) -> bool {
+        if self.base.seen.contains_key(&r) && !self.removed.contains(&r) {
+            return false;
+        }
+        Waiting::add(&mut self.local, r, history)
+    }
+
+    fn waiting_on(&self, call: &str) -> Vec<usize> {
+        let mut w: Vec<usize> = self
+            .base
+            .by_call
+            .get(call)
+            .into_iter()
+            .flatten()
+            .map(|&n| self.base.order[n])
+            .into_iter()
+            .filter(|r| !self.removed.contains(r))
+            .collect();
+        w.extend(Waiting::waiting_on(&self.local, call));
+        w
+    }
+
+    fn remove(&mut self, r: usize, history: &[Message]) {
+        if self.local.seen.contains_key(&r) {
+            Waiting::remove(&mut self.local, r, history);
+        } else {
+            self.removed.insert(r);
         }
     }
 }
 
-/// `_apply_user_message_formatting`: a user message right after another user
-/// message (not a tool message) gets `\n\n` before its first text.
-fn format_consecutive_users(out: Vec<Out>) -> Vec<Message> {
-    let mut prev_user = false;
-    out.into_iter()
-        .filter_map(|o| match o {
-            Out::System => {
-                prev_user = false;
-                None
-            }
-            Out::User(mut m) => {
-                if prev_user {
-                    prepend_first_text(&mut m);
+/// `_apply_user_message_formatting` as a stream: a user message right after
+/// another user message (not a tool message) gets `\n\n` before its first
+/// text.
+#[derive(Debug, Clone, Copy, Default)]
+struct Format {
+    prev_user: bool,
+}
+
+impl Format {
+    fn extend(&mut self, outs: impl IntoIterator<Item = Out>, sent: &mut Vec<Message>) {
+        for o in outs {
+            match o {
+                Out::System => self.prev_user = false,
+                Out::User(mut m) => {
+                    if self.prev_user {
+                        prepend_first_text(&mut m);
+                    }
+                    self.prev_user = true;
+                    sent.push(m);
                 }
-                prev_user = true;
-                Some(m)
+                Out::Assistant(m) | Out::Tool(m) => {
+                    self.prev_user = false;
+                    sent.push(m);
+                }
             }
-            Out::Assistant(m) | Out::Tool(m) => {
-                prev_user = false;
-                Some(m)
+        }
+    }
+}
+
+/// [`render`] of a masked view kept between calls, for observation masking.
+///
+/// Masking is monotone on a stream that only grows: every observation
+/// before the view's last `attention_window` events is `<MASKED>`, for good,
+/// and rendering is a left-to-right fold. So the fold over that masked
+/// prefix is done once per event: its emitted messages are kept, and each
+/// call folds only the newest `attention_window` events, over the prefix's
+/// pending responses left untouched ([`Overlay`]). No observation is in the
+/// prefix, so no result waits there and no pending response of it was
+/// emitted; anything else (a history replaced, another initial message)
+/// starts the prefix again. Done whole at every call, the render was most
+/// of a long masking run: every masked response was added again per call.
+/// `tests::the_kept_masked_render_equals_the_whole_render_at_every_call`.
+#[derive(Debug, Clone, Default)]
+pub struct MaskedRender {
+    /// Whether the system message was put in front, and the initial
+    /// message put in (history index), once something is kept.
+    header: Option<(bool, Option<usize>)>,
+    /// Leading events of the completed view folded into the prefix.
+    done: usize,
+    /// The prefix's messages, formatted.
+    sent: Vec<Message>,
+    format: Format,
+    pending: Pending<String>,
+}
+
+impl MaskedRender {
+    /// Events of the completed view kept rendered.
+    pub fn kept(&self) -> usize {
+        self.done
+    }
+
+    /// Forget the kept prefix (the history was replaced).
+    pub fn clear(&mut self) {
+        *self = MaskedRender::default();
+    }
+
+    /// The request of `view`, every observation of whose first `masked`
+    /// events is masked.
+    pub fn render(
+        &mut self,
+        view: &[&Event],
+        masked: usize,
+        history: &[Message],
+        llm: LlmConfig,
+    ) -> Vec<Message> {
+        let (initial, at) = initial_message(view, history);
+        let evs = completed(view, initial.as_ref());
+        // The prefix in the completed list: what precedes the view's
+        // `masked`-th event.
+        let prefix = evs.len() - (view.len() - masked.min(view.len()));
+        let system = !matches!(view.first().map(|e| &e.ev), Some(Ev::System));
+        if self.header != Some((system, at)) || prefix < self.done {
+            self.clear();
+            self.header = Some((system, at));
+        }
+        for ev in &evs[self.done..prefix] {
+            if matches!(ev, Ev::Observation { .. }) {
+                // Not a masked view: no prefix to keep.
+                self.clear();
+                return render(view, history, llm);
             }
-        })
-        .collect()
+            let mut fold = Fold::new(std::mem::take(&mut self.pending));
+            fold.step(ev, history, llm);
+            debug_assert!(fold.results.is_empty());
+            self.pending = fold.pending;
+            self.format.extend(fold.out, &mut self.sent);
+        }
+        self.done = prefix;
+        let mut fold = Fold::new(Overlay {
+            base: &self.pending,
+            removed: BTreeSet::new(),
+            local: Pending::<&str>::default(),
+        });
+        let mut sent = self.sent.clone();
+        let mut format = self.format;
+        for ev in &evs[prefix..] {
+            fold.step(ev, history, llm);
+            format.extend(fold.out.drain(..), &mut sent);
+        }
+        sent
+    }
 }
 
 fn prepend_first_text(m: &mut Message) {

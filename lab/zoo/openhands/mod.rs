@@ -79,6 +79,8 @@ pub struct OpenHands {
     streamed: usize,
     /// The view of `stream` under `condensations`, kept between calls.
     live: events::Live,
+    /// Observation masking's request, its masked prefix kept between calls.
+    masked: events::MaskedRender,
 }
 
 const UPSTREAM: &str = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0";
@@ -94,6 +96,7 @@ impl OpenHands {
             stream: Vec::new(),
             streamed: 0,
             live: events::Live::default(),
+            masked: events::MaskedRender::default(),
         }
     }
 }
@@ -456,7 +459,13 @@ impl Policy for OpenHands {
                 request: Some(request),
                 ..
             } => request,
-            Condensed { view: Some(v), .. } => events::render(&v, history, self.llm),
+            Condensed { view: Some(v), .. } => match &self.condenser {
+                Condenser::ObservationMasking(m) => {
+                    let masked = v.len().saturating_sub(m.attention_window);
+                    self.masked.render(&v, masked, history, self.llm)
+                }
+                _ => events::render(&v, history, self.llm),
+            },
             Condensed { .. } => events::render(&view, history, self.llm),
         };
         Ok(Prepared {
@@ -469,6 +478,7 @@ impl Policy for OpenHands {
         self.stream.clear();
         self.streamed = 0;
         self.live.clear();
+        self.masked.clear();
     }
 }
 

@@ -397,3 +397,96 @@ fn the_kept_view_equals_the_whole_view_at_every_call() {
         assert!(p.condensations.len() > 3, "{:?}", p.condenser);
     }
 }
+
+/// A history that exercises the masked render's seams: parallel calls
+/// answered one result per message and out of order (so a response's
+/// actions and observations straddle the masked prefix's end), a result
+/// carrying text beside it, an agent message without calls, a reused call
+/// id, and no user text before the first call when `lead` is false.
+fn seams(n: usize, lead: bool) -> Vec<Message> {
+    let mut h = Vec::new();
+    if lead {
+        h.push(Message::user_text("task"));
+    }
+    for i in 0..n {
+        let ids: Vec<String> = (0..=(i % 3)).map(|j| format!("p{i}_{j}")).collect();
+        // Every seventh step reuses the id of the newest single-call step
+        // (so a response emitted once could wrongly be emitted again).
+        let ids: Vec<String> = if i % 7 == 6 {
+            vec![format!("p{}_0", (i - 1) / 3 * 3)]
+        } else {
+            ids
+        };
+        h.push(Message::assistant(
+            ids.iter()
+                .map(|id| Block::ToolUse {
+                    id: id.clone(),
+                    name: "bash".into(),
+                    input: json!({ "command": format!("{id} at step {i}") }),
+                })
+                .collect(),
+        ));
+        for id in ids.iter().rev() {
+            h.push(Message::tool_results(vec![(
+                id.clone(),
+                format!("out {id}"),
+            )]));
+        }
+        if i % 5 == 4 {
+            let mut m = Message::tool_results(vec![(format!("late{i}"), "x".into())]);
+            if let crate::message::Content::Blocks(b) = &mut m.content {
+                b.push(Block::Text {
+                    text: format!("note {i}"),
+                });
+            }
+            h.push(m);
+            h.push(Message::assistant(vec![Block::Text {
+                text: format!("thinking aloud {i}"),
+            }]));
+        }
+        if !lead && i == n / 3 {
+            h.push(Message::user_text("late task"));
+        }
+    }
+    h
+}
+
+/// Observation masking renders its request from a masked prefix kept
+/// between calls ([`events::MaskedRender`]); at every call it equals the
+/// whole render of the masked view, for generated and hand-made histories,
+/// windows from 1 to the default, and after the history was replaced.
+#[test]
+fn the_kept_masked_render_equals_the_whole_render_at_every_call() {
+    let generated: Vec<Message> = ctxlab_import::generate::Generator::new(11, 60_000).collect();
+    let histories = [generated, seams(40, true), seams(40, false)];
+    for (h, session) in histories.iter().enumerate() {
+        for window in (1..=8).chain([100]) {
+            let m = ObservationMasking {
+                attention_window: window,
+            };
+            let mut p = OpenHands::new("t", Condenser::ObservationMasking(m.clone()));
+            let mut calls = 0;
+            let mut kept_prefix = 0;
+            for k in 1..=session.len() {
+                if k == session.len() / 2 {
+                    p.history_replaced();
+                }
+                let sent = prepare(&mut p, &session[..k], &mut none()).request;
+                let view = p.live.view(&p.stream);
+                let whole = events::render(&m.condense(&view), &session[..k], p.llm);
+                assert!(
+                    sent == whole,
+                    "history {h}, window {window}: requests differ at {k} messages"
+                );
+                calls += 1;
+                kept_prefix = kept_prefix.max(p.masked.kept());
+            }
+            assert!(calls > 50, "{calls} calls");
+            // The fast path ran: a prefix was kept.
+            assert!(
+                kept_prefix > 20,
+                "history {h}, window {window}: {kept_prefix}"
+            );
+        }
+    }
+}
