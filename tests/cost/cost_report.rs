@@ -151,6 +151,44 @@ fn the_plot_draws_every_policy_and_needs_cost() {
     assert!(!dir.path().join("no").exists());
 }
 
+/// A run that ended by the design's own error says so in the plot's legend
+/// (Inspect's "compaction insufficient" before its first call: no line to
+/// draw, so the legend is where a reader learns why); a finished run beside
+/// it does not, and no "(same as …)" pairs two runs that drew nothing.
+#[test]
+fn the_plot_names_a_run_that_ended_by_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(&dir, "s.jsonl", LOG);
+    let plot = dir.path().join("d.svg");
+    let p = plot.to_str().unwrap();
+    let (code, _, err) = lab(&[
+        "replay",
+        &f,
+        "--policy",
+        "inspect-edit:context_window=20",
+        "--policy",
+        "inspect-trim:context_window=20",
+        "--policy",
+        "none",
+        "--cost",
+        "--plot",
+        p,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.contains(">inspect-edit:context_window=20 (ended by error at call 0)<"),
+        "{svg}"
+    );
+    assert!(
+        svg.contains(">inspect-trim:context_window=20 (ended by error at call 0)<"),
+        "{svg}"
+    );
+    assert!(!svg.contains("(same as inspect-edit"), "{svg}");
+    assert!(svg.contains(">none<") || svg.contains(">none "), "{svg}");
+    assert!(!svg.contains("none (ended"), "{svg}");
+}
+
 /// Every policy, course profiles included, is priced on every shared
 /// session (the ones under 1 MB in a debug build), and the printed cost
 /// table has its row.

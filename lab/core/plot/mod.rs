@@ -800,18 +800,21 @@ fn key_text(m: &Mark) -> String {
 
 /// Legend text per highlighted series: its label, plus "(same as …)" when
 /// its points equal an earlier series' points, so a hidden line is named,
-/// not lost.
+/// not lost. A series without points hides nothing and is named alone.
 pub fn legend_texts(p: &Panel) -> Vec<String> {
     let shown: Vec<&Series> = p.series.iter().filter(|s| !s.context).collect();
     shown
         .iter()
         .enumerate()
-        .map(
-            |(k, sr)| match shown[..k].iter().find(|o| o.points == sr.points) {
+        .map(|(k, sr)| {
+            match shown[..k]
+                .iter()
+                .find(|o| !sr.points.is_empty() && o.points == sr.points)
+            {
                 Some(o) => format!("{} (same as {})", sr.label, o.label),
                 None => sr.label.clone(),
-            },
-        )
+            }
+        })
         .collect()
 }
 
@@ -1367,11 +1370,20 @@ mod tests {
             step: false,
             ..Series::default()
         };
+        let empty = |label: &str| Series {
+            label: label.into(),
+            points: Vec::new(),
+            ..Series::default()
+        };
         let p = Panel {
-            series: vec![a, b, c],
+            series: vec![a, b, c, empty("d"), empty("e")],
             ..Panel::default()
         };
-        assert_eq!(legend_texts(&p), vec!["a", "b (same as a)", "c"]);
+        assert_eq!(
+            legend_texts(&p),
+            vec!["a", "b (same as a)", "c", "d", "e"],
+            "two series without points draw nothing to hide"
+        );
     }
 
     #[test]

@@ -21,6 +21,21 @@ pub struct PolicyCost {
     pub tokenizer: String,
     /// Totals and per-request series.
     pub report: CostReport,
+    /// The calls made, when the run ended by the design's own error (its
+    /// line stops there, or is absent when it ended before its first
+    /// call); `None` for a run that finished.
+    pub ended_after: Option<usize>,
+}
+
+impl PolicyCost {
+    /// The run's name in a legend: the policy, and the call (0-based, as
+    /// the tables count) at which it ended by error.
+    fn legend(&self) -> String {
+        match self.ended_after {
+            Some(n) => format!("{} (ended by error at call {n})", self.policy),
+            None => self.policy.clone(),
+        }
+    }
 }
 
 /// The priced runs among `runs`, in order (unpriced runs are left out).
@@ -32,6 +47,7 @@ pub fn policy_costs(runs: &[Compared]) -> Vec<PolicyCost> {
                 policy: c.run.policy.clone(),
                 tokenizer: c.run.tokenizer.clone(),
                 report: r.clone(),
+                ended_after: c.run.ended_by_error.as_ref().map(|_| c.run.calls.len()),
             })
         })
         .collect()
@@ -108,20 +124,23 @@ pub fn cumulative_over(reports: &[&CostReport]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// One panel per policy group over `curves` (policy, points): the group's
+/// A policy's line: its name, its legend, its points.
+type Curve<'a> = (&'a str, String, Vec<(f64, f64)>);
+
+/// One panel per policy group over `curves`: the group's
 /// policies highlighted, every other policy in grey.
-fn group_panels(title: &str, curves: &[(&str, Vec<(f64, f64)>)], names: &[&str]) -> Vec<Panel> {
+fn group_panels(title: &str, curves: &[Curve<'_>], names: &[&str]) -> Vec<Panel> {
     use super::family::{group, style_index, GROUPS};
     GROUPS
         .iter()
-        .filter(|g| curves.iter().any(|(p, _)| group(p) == **g))
+        .filter(|g| curves.iter().any(|(p, _, _)| group(p) == **g))
         .map(|g| Panel {
             title: format!("{title} · {g}"),
             y_label: "cumulative cost (dollars)".into(),
             series: curves
                 .iter()
-                .map(|(p, points)| Series {
-                    label: p.to_string(),
+                .map(|(p, label, points)| Series {
+                    label: label.clone(),
                     points: points.clone(),
                     style: Some(style_index(p, names)),
                     context: group(p) != *g,
@@ -147,10 +166,10 @@ fn panels(rows: &[PolicyCost]) -> Vec<Panel> {
     let mut out = Vec::new();
     for &(s, n) in all.iter().filter(|(s, _)| subagent_of(s).is_none()) {
         if n > 1 {
-            let curves: Vec<(&str, Vec<(f64, f64)>)> = rows
+            let curves: Vec<Curve<'_>> = rows
                 .iter()
                 .filter(|p| p.session == s)
-                .map(|p| (p.policy.as_str(), cumulative_dollars(&p.report)))
+                .map(|p| (p.policy.as_str(), p.legend(), cumulative_dollars(&p.report)))
                 .collect();
             out.extend(group_panels(&format!("session {s}"), &curves, &names));
         }
@@ -179,20 +198,28 @@ pub fn subagent_panels(rows: &[PolicyCost], log: &str) -> Vec<Panel> {
     if subs.is_empty() {
         return Vec::new();
     }
-    let curves: Vec<(&str, Vec<(f64, f64)>)> = policies
+    let curves: Vec<Curve<'_>> = policies
         .iter()
         .map(|&policy| {
-            let reports: Vec<&CostReport> = subs
+            let runs: Vec<&PolicyCost> = subs
                 .iter()
                 .filter_map(|sub| {
                     rows.iter()
                         .find(|p| p.session == *sub && p.policy == policy)
-                        .map(|p| &p.report)
                 })
                 .collect();
-            (policy, cumulative_over(&reports))
+            let reports: Vec<&CostReport> = runs.iter().map(|p| &p.report).collect();
+            let ended = runs.iter().filter(|p| p.ended_after.is_some()).count();
+            let label = match ended {
+                0 => policy.to_string(),
+                n => format!(
+                    "{policy} (ended by error in {n} of {} subagents)",
+                    runs.len()
+                ),
+            };
+            (policy, label, cumulative_over(&reports))
         })
-        .filter(|(_, points)| points.len() > 1)
+        .filter(|(_, _, points)| points.len() > 1)
         .collect();
     let title = format!("session {log} · its {} subagents together", subs.len());
     group_panels(&title, &curves, &names)
