@@ -527,7 +527,6 @@ impl<'h> Waiting<'h> for Overlay<'_, 'h> {
             .into_iter()
             .flatten()
             .map(|&n| self.base.order[n])
-            .into_iter()
             .filter(|r| !self.removed.contains(r))
             .collect();
         w.extend(Waiting::waiting_on(&self.local, call));
