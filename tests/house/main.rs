@@ -9,6 +9,7 @@ mod common;
 mod cli;
 mod cli_inputs;
 mod comments_cite_no_issues;
+mod commit_subjects;
 mod crates;
 mod docs;
 mod import_graph;
