@@ -27,6 +27,35 @@
 //! The content decides, the extension only breaks ties ([`sniff`]); `--format-in`
 //! ([`ImportOptions::format`]) forces a format.
 //!
+//! # Example
+//!
+//! A harness team reading its own logs: import, then look at what the
+//! import had to repair before trusting the session.
+//!
+//! ```
+//! use std::path::Path;
+//! use ctxlab_import::{import_str, DiagnosticKind, ImportOptions, TranscriptFormat};
+//!
+//! // Two records of a Claude Code log: a prompt, and a reply whose tool
+//! // call never got its result (the process was killed).
+//! let log = r#"{"uuid":"u1","parentUuid":null,"type":"user","message":{"role":"user","content":"list the files"}}
+//! {"uuid":"a1","parentUuid":"u1","type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}
+//! "#;
+//! let path = Path::new("demo.jsonl");
+//! let format = TranscriptFormat::ClaudeJsonl;
+//! let session = import_str(log, path, format, &ImportOptions::default()).unwrap();
+//! // The prompt, the call, and a result synthesized so every call is answered.
+//! assert_eq!(session.main.len(), 3);
+//! let dangling = session.diagnostics_of(DiagnosticKind::DanglingToolUse);
+//! assert_eq!(dangling.len(), 1);
+//! assert_eq!(dangling[0].line, 2, "every repair names its line");
+//!
+//! // Strict: the same damage refuses the file, naming where and how to fix it.
+//! let strict = ImportOptions { strict: true, ..ImportOptions::default() };
+//! let err = import_str(log, path, format, &strict).unwrap_err();
+//! assert!(err.to_string().contains("demo.jsonl:2"), "{err}");
+//! ```
+//!
 //! # Damage policy
 //!
 //! Damaged input is never dropped silently. Each case is either a
