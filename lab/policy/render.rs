@@ -178,9 +178,13 @@ struct Row<'a> {
     note: Option<&'a str>,
 }
 
-/// The note column: a policy with nothing to act on, then an early end.
+/// The note column: a policy with nothing to act on, then an early end
+/// (the error's first line: its fix line is for the command line, and a
+/// table cell would show its line break escaped; JSON keeps it whole).
 fn note_cell(x: &Row<'_>) -> String {
-    let ended = x.ended_by_error.map(|e| format!("ended: {e}"));
+    let ended = x
+        .ended_by_error
+        .map(|e| format!("ended: {}", e.lines().next().unwrap_or(e)));
     x.note
         .map(str::to_string)
         .into_iter()

@@ -161,7 +161,7 @@ fn the_plot_names_a_run_that_ended_by_error() {
     let f = write(&dir, "s.jsonl", LOG);
     let plot = dir.path().join("d.svg");
     let p = plot.to_str().unwrap();
-    let (code, _, err) = lab(&[
+    let (code, out, err) = lab(&[
         "replay",
         &f,
         "--policy",
@@ -187,6 +187,16 @@ fn the_plot_names_a_run_that_ended_by_error() {
     assert!(!svg.contains("(same as inspect-edit"), "{svg}");
     assert!(svg.contains(">none<") || svg.contains(">none "), "{svg}");
     assert!(!svg.contains("none (ended"), "{svg}");
+    // The table's note: the error's first line, its fix line left to the
+    // command line (no escaped line break in a cell).
+    assert!(
+        out.contains("ended: error: Compaction insufficient"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("\\u{a}") && !out.contains("fix: Consider"),
+        "{out}"
+    );
 }
 
 /// Every policy, course profiles included, is priced on every shared
