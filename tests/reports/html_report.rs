@@ -486,6 +486,75 @@ fn the_headline_ranks_what_the_tables_below_it_show() {
     }
 }
 
+/// With the closed loop, the headline's middle tier prices recovery: the
+/// cheapest run meeting every demand at its closed-loop dollars (the
+/// recovery calls and re-fetches a removal causes, inserted and priced),
+/// not the open-loop "behind a pointer" tier, where following a pointer is
+/// free. Without the closed loop that open tier stays (the control).
+#[test]
+fn the_headline_prices_recovery_under_the_closed_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = common::write(
+        dir.path(),
+        "gen.json",
+        &serde_json::to_string(&ctxlab::reports::frontier::session()).unwrap(),
+    );
+    let page = |closed: bool| {
+        let out = dir.path().join(format!("r{closed}.html"));
+        let mut args = vec![
+            "replay",
+            session.to_str().unwrap(),
+            "--policy",
+            POLICIES,
+            "--retention",
+            "--cost",
+            "--html",
+            out.to_str().unwrap(),
+            "--format",
+            "json",
+        ];
+        if closed {
+            args.push("--closed-loop");
+        }
+        let json: serde_json::Value = serde_json::from_str(&common::lab_ok(&args)).unwrap();
+        let html = std::fs::read_to_string(&out).unwrap();
+        let head = &html[html.find("<section id=\"headline\">").unwrap()..];
+        let head = head[..head.find("</section>").unwrap()].to_string();
+        (json, head)
+    };
+    let (open_json, open_head) = page(false);
+    assert!(
+        open_head.contains("in the request or behind a pointer:</strong>"),
+        "{open_head}"
+    );
+    assert!(!open_head.contains("closed loop"), "{open_head}");
+    let _ = open_json;
+
+    let (json, head) = page(true);
+    assert!(!head.contains("behind a pointer"), "{head}");
+    // The cheapest closed-loop point with no lost demand, from the CLI's JSON.
+    let rows = json["closed_loop"].as_array().expect("closed-loop rows");
+    let (best, dollars) = rows
+        .iter()
+        .filter(|r| r["lost_demands"] == 0)
+        .map(|r| {
+            (
+                r["policy"].as_str().unwrap(),
+                r["dollars"].as_f64().unwrap(),
+            )
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("a closed-loop run meets every demand");
+    let tier = head
+        .split("<li>")
+        .find(|li| li.contains("its recovery paid (closed loop):</strong>"))
+        .unwrap_or_else(|| panic!("no closed-loop tier: {head}"));
+    assert!(
+        tier.contains(&format!("{best}: ${dollars:.4} closed loop")),
+        "{tier}"
+    );
+}
+
 #[test]
 fn the_page_fits_a_phone_and_the_filter_reaches_every_figure() {
     let dir = tempfile::tempdir().unwrap();

@@ -20,7 +20,9 @@ pub struct Finding {
 type InTier = fn(&Scored) -> bool;
 
 /// Retention tiers, strictest first: what a policy must keep of the planted
-/// facts to be in the tier.
+/// facts to be in the tier. The second is open loop: a fact behind a
+/// pointer counts as kept and following the pointer is free, so it is
+/// shown only when the runs were not closed ([`CLOSED_TIER`] replaces it).
 const TIERS: [(&str, InTier); 3] = [
     ("keeping every planted fact in the request", |x| {
         x.retention
@@ -34,6 +36,10 @@ const TIERS: [(&str, InTier); 3] = [
     ),
     ("at any retention", |_| true),
 ];
+
+/// The closed-loop tier: every demand met, in the request or by the
+/// recovery calls and re-fetches the closed loop inserted and priced.
+const CLOSED_TIER: &str = "meeting every demand, its recovery paid (closed loop)";
 
 /// What a run cost, as the page compares runs: its dollars when priced,
 /// else its tokens sent (envelope included), with the unit.
@@ -75,7 +81,10 @@ pub fn findings(runs: &[Compared], scored: &[Scored]) -> Vec<Finding> {
 }
 
 /// The cheapest run in each tier (every run is in the last), skipping a
-/// tier whose cheapest is the same run as the stricter tier's.
+/// tier whose cheapest is the same run as the stricter tier's. A run that
+/// ended by error is in no tier: its cheapness is calls it never made.
+/// With closed-loop runs the middle tier is [`CLOSED_TIER`], priced at the
+/// closed-loop dollars.
 fn cheapest(of: &[&Compared], scored: &[Scored], on: &dyn Fn(&str) -> String) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut last: Option<&str> = None;
@@ -84,12 +93,52 @@ fn cheapest(of: &[&Compared], scored: &[Scored], on: &dyn Fn(&str) -> String) ->
             .iter()
             .find(|x| x.session == c.run.session && x.policy == c.run.policy)
     };
-    let measured = of.iter().any(|c| score(c).is_some());
-    for (tier, holds) in TIERS {
-        if !measured && tier != TIERS[2].0 {
+    let finished: Vec<&&Compared> = of
+        .iter()
+        .filter(|c| c.run.ended_by_error.is_none())
+        .collect();
+    let measured = finished.iter().any(|c| score(c).is_some());
+    let closed = finished
+        .iter()
+        .any(|c| score(c).is_some_and(|x| x.closed.is_some()));
+    for (k, (tier, holds)) in TIERS.into_iter().enumerate() {
+        if !measured && k != 2 {
             continue;
         }
-        let best = of
+        if closed && k == 1 {
+            let best = finished
+                .iter()
+                .filter_map(|c| Some((c, score(c)?.closed?)))
+                .filter(|(_, p)| p.lost_demands == 0)
+                .min_by(|a, b| a.1.dollars.total_cmp(&b.1.dollars));
+            let topic = on(&format!("cheapest {CLOSED_TIER}"));
+            match best {
+                Some((c, p)) => {
+                    last = Some(&c.run.policy);
+                    let unit = match c.cost {
+                        Some(_) => format!("${:.4}", p.dollars),
+                        None => format!("{:.0} tokens sent", p.dollars),
+                    };
+                    out.push(Finding {
+                        topic,
+                        text: format!(
+                            "{}: {unit} closed loop ({} recovery calls, {} re-fetches; {} open loop), in-request recall {:.1} %",
+                            c.run.policy,
+                            p.recovery_calls,
+                            p.refetches,
+                            price(c).1,
+                            p.in_request_recall
+                        ),
+                    });
+                }
+                None => out.push(Finding {
+                    topic,
+                    text: "no policy".into(),
+                }),
+            }
+            continue;
+        }
+        let best = finished
             .iter()
             .filter(|c| !measured || score(c).is_some_and(holds))
             .min_by(|a, b| price(a).0.total_cmp(&price(b).0));

@@ -194,25 +194,36 @@ fn summary(s: &mut String, runs: &[Compared], scored: &[Scored], recorded: &[Cos
         s,
         "summary",
         "Summary",
-        "per session and policy: model calls; tokens sent (every request as sent, its envelope included, summed over calls); the largest request; events; when priced, the tokens priced (the same requests plus any summary calls the policy made) and their dollars, on the basis stated at the top; artifact recall and planted facts kept when measured. The product's recorded rows (its own requests as the log recorded them) come first in their session",
+        "per session and policy: model calls; tokens sent (every request as sent, its envelope included, summed over calls); the largest request; events; when priced, the tokens priced (the same requests plus any summary calls the policy made) and their dollars, on the basis stated at the top; artifact recall and planted facts kept when measured (open loop: a fact behind a pointer counts as kept); with the closed loop, the dollars once every recovery call and re-fetch a removal causes is inserted and priced, the demands no call could meet, and the frontier on those dollars against in-request recall. The product's recorded rows (its own requests as the log recorded them) come first in their session",
     );
+    // Closed-loop columns when the runs were closed: what the removals cost
+    // the agent later, and the frontier on that cost.
+    let closed = scored.iter().any(|x| x.closed.is_some());
+    let mut columns = vec![
+        "session",
+        "policy",
+        "family",
+        "calls",
+        "tokens sent",
+        "peak tokens",
+        "events",
+        "tokens priced",
+        "dollars",
+        "recall",
+        "facts kept",
+        "frontier",
+    ];
+    if closed {
+        columns.extend([
+            "closed-loop dollars",
+            "lost demands",
+            "closed-loop frontier",
+        ]);
+    }
     table_open(
         s,
         "Every policy on every session: what it sent, did, kept and paid",
-        &[
-            "session",
-            "policy",
-            "family",
-            "calls",
-            "tokens sent",
-            "peak tokens",
-            "events",
-            "tokens priced",
-            "dollars",
-            "recall",
-            "facts kept",
-            "frontier",
-        ],
+        &columns,
     );
     let mut shown: Vec<&str> = Vec::new();
     for c in runs {
@@ -233,9 +244,23 @@ fn summary(s: &mut String, runs: &[Compared], scored: &[Scored], recorded: &[Cos
             .map(|x| x.tokens + x.envelope)
             .max()
             .unwrap_or(0);
+        let closed_cells = match (closed, sc.and_then(|x| x.closed)) {
+            (false, _) => String::new(),
+            (true, None) => "<td>-</td><td>-</td><td>-</td>".into(),
+            (true, Some(p)) => format!(
+                "<td>{:.4}</td><td>{}</td><td>{}</td>",
+                p.dollars,
+                p.lost_demands,
+                match (sc.is_some_and(|x| x.ended_by_error.is_some()), p.dominated) {
+                    (true, _) => "ended by error",
+                    (false, true) => "dominated",
+                    (false, false) => "frontier",
+                }
+            ),
+        };
         let _ = writeln!(
             s,
-            "<tr{}><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{sent}</td><td>{peak}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{sent}</td><td>{peak}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{closed_cells}</tr>",
             row_attr(&c.run.policy),
             esc(&c.run.session),
             esc(&c.run.policy),
