@@ -45,6 +45,8 @@
 //!      sweeps over policies;
 //!    - [`reports`]: the generated report files, pure renderers from results
 //!      to bytes;
+//!    - [`commands`]: what each subcommand does beyond the modules it
+//!      drives (readme tables, schemas, memcheck, hunt, scenarios, rows);
 //!    - [`cli`]: the `lab` command line: argument types and dispatch.
 //!
 //! Every lower crate's modules are re-exported here under the names they
@@ -66,6 +68,7 @@ pub use ctxlab_zoo as zoo;
 
 pub mod ci_gate;
 pub mod cli;
+pub mod commands;
 pub mod experiments;
 pub mod horizon;
 pub mod interlock;
