@@ -271,6 +271,7 @@ pub fn py_slice(len: usize, start: i64, stop: i64) -> std::ops::Range<usize> {
     a..b.max(a)
 }
 
+#[derive(Debug, Clone)]
 enum Out {
     /// A system message: not sent by the lab, but it separates user messages.
     System,
@@ -336,6 +337,7 @@ fn completed<'a>(view: &[&'a Event], initial: Option<&'a Ev>) -> Vec<&'a Ev> {
 
 /// `process_events`' loop state: the messages emitted, the responses
 /// waiting for results and the results not yet emitted.
+#[derive(Debug, Clone)]
 struct Fold<P> {
     out: Vec<Out>,
     pending: P,
@@ -665,5 +667,85 @@ fn prepend_first_text(m: &mut Message) {
                 text.insert_str(0, "\n\n");
             }
         }
+    }
+}
+
+/// [`render`] of a view that only grows, kept between calls, with the
+/// request's token count: the conversation window's test of every call.
+///
+/// Between two condensations the conversation window's view only gains
+/// events at its end ([`Live::grow`]), and rendering is a left-to-right
+/// fold whose messages, once emitted, never change (formatting looks only
+/// at the message before). So the fold goes on from where the last call
+/// left it, and the count is the last one plus the new messages' (a
+/// counter's count of a request is the sum of its messages'). A new
+/// condensation, another initial message, or a history replaced starts it
+/// again. Done whole, each call rendered and counted the whole view.
+/// `tests::the_kept_window_render_equals_the_whole_render_at_every_call`.
+#[derive(Debug, Clone, Default)]
+pub struct GrowingRender {
+    /// The view's shape when the fold started: the system message put in
+    /// front, the initial message put in, the condensations made.
+    key: Option<(bool, Option<usize>, usize)>,
+    /// Events of the completed view folded.
+    done: usize,
+    fold: Option<Fold<Pending<String>>>,
+    format: Format,
+    sent: Vec<Message>,
+    tokens: usize,
+    /// Events folded over the run, through every restart: what the fold
+    /// cost (a whole render per call would fold the whole view each time).
+    folded: usize,
+}
+
+impl GrowingRender {
+    /// Events of the completed view folded so far.
+    pub fn kept(&self) -> usize {
+        self.done
+    }
+
+    /// Events folded over the run, restarts included.
+    pub fn folded(&self) -> usize {
+        self.folded
+    }
+
+    /// Forget the fold (the history was replaced).
+    pub fn clear(&mut self) {
+        *self = GrowingRender {
+            folded: self.folded,
+            ..GrowingRender::default()
+        };
+    }
+
+    /// The request of `view` (after `condensations` condensations) and its
+    /// tokens by `counter`.
+    pub fn render(
+        &mut self,
+        view: &[&Event],
+        condensations: usize,
+        history: &[Message],
+        llm: LlmConfig,
+        counter: &dyn crate::tokens::TokenCounter,
+    ) -> (Vec<Message>, usize) {
+        let (initial, at) = initial_message(view, history);
+        let evs = completed(view, initial.as_ref());
+        let system = !matches!(view.first().map(|e| &e.ev), Some(Ev::System));
+        let key = Some((system, at, condensations));
+        if self.key != key || evs.len() < self.done {
+            self.clear();
+            self.key = key;
+        }
+        let fold = self
+            .fold
+            .get_or_insert_with(|| Fold::new(Pending::default()));
+        self.folded += evs.len() - self.done;
+        for ev in &evs[self.done..] {
+            fold.step(ev, history, llm);
+            let from = self.sent.len();
+            self.format.extend(fold.out.drain(..), &mut self.sent);
+            self.tokens += counter.count_messages(&self.sent[from..]);
+        }
+        self.done = evs.len();
+        (self.sent.clone(), self.tokens)
     }
 }

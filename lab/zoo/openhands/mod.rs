@@ -81,6 +81,8 @@ pub struct OpenHands {
     live: events::Live,
     /// Observation masking's request, its masked prefix kept between calls.
     masked: events::MaskedRender,
+    /// The conversation window's request and count, kept between calls.
+    window: events::GrowingRender,
 }
 
 const UPSTREAM: &str = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0";
@@ -97,6 +99,7 @@ impl OpenHands {
             streamed: 0,
             live: events::Live::default(),
             masked: events::MaskedRender::default(),
+            window: events::GrowingRender::default(),
         }
     }
 }
@@ -183,6 +186,13 @@ fn source_messages(forgotten: &[Event], history: &[Message]) -> Vec<Message> {
     out
 }
 
+/// What [`condense`] keeps between calls: the conversation window's
+/// render of its growing view, and the condensations the view has seen.
+struct Keep<'k> {
+    window: &'k mut events::GrowingRender,
+    condensations: usize,
+}
+
 /// Run `condenser` on `view`; a new condensation is reported in `events`
 /// and returned, to be recorded by the caller.
 fn condense<'a>(
@@ -192,6 +202,7 @@ fn condense<'a>(
     history: &[Message],
     ctx: &mut PolicyCtx<'_>,
     events: &mut Vec<PolicyEvent>,
+    keep: Keep<'_>,
 ) -> LabResult<Condensed<'a>> {
     let mut out = Condensed {
         view: None,
@@ -209,8 +220,10 @@ fn condense<'a>(
         }
         Condenser::Amortized(a) => a.condensation(view)?,
         Condenser::ConversationWindow(w) => {
-            let request = events::render(view, history, llm);
-            if ctx.tokens.count_messages(&request) <= w.context_window_tokens {
+            let (request, tokens) =
+                keep.window
+                    .render(view, keep.condensations, history, llm, ctx.tokens);
+            if tokens <= w.context_window_tokens {
                 // The view stays: this is the request sent.
                 out.request = Some(request);
                 return Ok(out);
@@ -447,7 +460,19 @@ impl Policy for OpenHands {
         self.streamed = history.len();
         self.live.grow(&self.stream, from, &self.condensations);
         let view = self.live.view(&self.stream);
-        let out = condense(&self.condenser, self.llm, &view, history, ctx, &mut evs)?;
+        let keep = Keep {
+            window: &mut self.window,
+            condensations: self.condensations.len(),
+        };
+        let out = condense(
+            &self.condenser,
+            self.llm,
+            &view,
+            history,
+            ctx,
+            &mut evs,
+            keep,
+        )?;
         let request = match out {
             Condensed { new: Some(c), .. } => {
                 drop(view);
@@ -479,6 +504,7 @@ impl Policy for OpenHands {
         self.streamed = 0;
         self.live.clear();
         self.masked.clear();
+        self.window.clear();
     }
 }
 

@@ -490,3 +490,54 @@ fn the_kept_masked_render_equals_the_whole_render_at_every_call() {
         }
     }
 }
+
+/// The conversation window renders and counts its growing view from where
+/// the last call left it ([`events::GrowingRender`]); at every call its
+/// request and events equal those of the same policy made to fold from
+/// scratch (its kept fold cleared before each call, as the whole render
+/// did), through several condensations and a replaced history, on
+/// generated and hand-made histories.
+#[test]
+fn the_kept_window_render_equals_the_whole_render_at_every_call() {
+    let generated: Vec<Message> = ctxlab_import::generate::Generator::new(17, 60_000).collect();
+    let histories = [generated, seams(60, true), seams(60, false)];
+    for (h, session) in histories.iter().enumerate() {
+        // Windows that condense several times on each history.
+        let windows = if h == 0 { [600, 3_000] } else { [200, 500] };
+        for window in windows {
+            let condenser = Condenser::ConversationWindow(ConversationWindow {
+                context_window_tokens: window,
+            });
+            let mut kept = OpenHands::new("t", condenser.clone());
+            let mut whole = OpenHands::new("t", condenser);
+            let (mut whole_folded, mut calls) = (0, 0);
+            for k in 1..=session.len() {
+                if k == session.len() / 2 {
+                    kept.history_replaced();
+                    whole.history_replaced();
+                }
+                whole.window.clear();
+                let a = prepare(&mut kept, &session[..k], &mut none());
+                let b = prepare(&mut whole, &session[..k], &mut none());
+                assert!(
+                    a.request == b.request && a.events == b.events,
+                    "history {h}, window {window}: calls differ at {k} messages"
+                );
+                calls += 1;
+                // Folded from scratch: the whole view, every call.
+                whole_folded += whole.window.kept();
+            }
+            assert!(calls > 50, "{calls} calls");
+            assert!(
+                kept.condensations.len() > 2,
+                "history {h}, window {window}: {} condensations",
+                kept.condensations.len()
+            );
+            let folded = kept.window.folded();
+            assert!(
+                folded * 2 < whole_folded,
+                "history {h}, window {window}: the kept fold folded {folded} events, from scratch {whole_folded}"
+            );
+        }
+    }
+}
