@@ -204,10 +204,14 @@ impl TokenCounter for Claude {
 
     /// The estimate with every piece's o200k units replaced by its byte
     /// length, which is never smaller (each o200k token stands for at
-    /// least one byte) and needs no tokenizer: every rate is positive, so
-    /// the estimate can only grow.
+    /// least one byte) and needs no tokenizer: with every rate positive
+    /// (the fitted ones are) the estimate can only grow; otherwise counted.
     fn count_message_at_most(&self, message: &Message) -> usize {
         let k = &self.coefficients;
+        if k.as_array().iter().any(|&r| r < 0.0) {
+            // A refitted negative rate would make the bytes a floor, not a ceiling.
+            return self.count_message(message);
+        }
         let bytes = |b: &Block| -> f64 {
             match b {
                 Block::Text { text } => text.len() as f64 * k.text,
