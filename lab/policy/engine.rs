@@ -393,8 +393,33 @@ pub fn replay_observed(
         times_ms: session.times_ms,
         fail_fast: false,
         lean: false,
+        unchecked: false,
     };
     drive(policy, head, messages, env, observers)
+}
+
+/// [`replay_observed`] for a run whose only product is what its observers
+/// saw (retention's replay of a planted copy, whose run is not reported):
+/// observers see every request, its events and every message exactly as
+/// in [`replay_observed`], but the run keeps no events and no ledger, runs
+/// no checker and no validity oracle, so nothing is spent on a verdict no
+/// one reads. A policy error ends the replay as there.
+pub fn replay_for_observers(
+    policy: &mut dyn Policy,
+    session: Session<'_>,
+    env: &mut Env,
+    observers: &mut [&mut dyn Observer],
+) -> LabResult<()> {
+    let messages = session.messages.iter().map(Ok);
+    let head = Head {
+        name: session.name,
+        note: None,
+        times_ms: session.times_ms,
+        fail_fast: false,
+        lean: true,
+        unchecked: true,
+    };
+    drive(policy, head, messages, env, observers).map(drop)
 }
 
 /// Replay a session read one message at a time (a streamed import) as
@@ -417,6 +442,7 @@ pub fn replay_stream<M: Borrow<Message>>(
         times_ms: None,
         fail_fast: true,
         lean: false,
+        unchecked: false,
     };
     drive(policy, head, messages, env, observers)
 }
@@ -440,6 +466,7 @@ pub fn replay_stream_lean<M: Borrow<Message>>(
         times_ms: None,
         fail_fast: true,
         lean: true,
+        unchecked: false,
     };
     drive(policy, head, messages, env, observers)
 }
@@ -453,6 +480,8 @@ struct Head<'a> {
     fail_fast: bool,
     /// Keep no events and no ledger ([`replay_stream_lean`]).
     lean: bool,
+    /// Run no validity oracle ([`replay_for_observers`]).
+    unchecked: bool,
 }
 
 /// The loop every replay runs: a model call before each assistant message,
@@ -466,6 +495,7 @@ fn drive<M: Borrow<Message>>(
 ) -> LabResult<PolicyRun> {
     let mut walk = Walk::start(policy, head.name, head.note, env)?;
     walk.lean = head.lean;
+    walk.unchecked = head.unchecked;
     for (i, m) in messages.enumerate() {
         let m = m?;
         let m = m.borrow();
@@ -507,6 +537,8 @@ struct Walk {
     is_product_policy: bool,
     /// Keep no events and no ledger ([`replay_stream_lean`]).
     lean: bool,
+    /// Run no validity oracle ([`replay_for_observers`]).
+    unchecked: bool,
     /// The sizes of the messages of `seen` sent in the last request.
     memo: Memo,
     /// The policy sends `/responses` requests: check them against the
@@ -547,6 +579,7 @@ impl Walk {
             product_compactions: 0,
             is_product_policy,
             lean: false,
+            unchecked: false,
             memo: Memo::default(),
             responses: policy.sends_responses(),
         })
@@ -597,7 +630,8 @@ impl Walk {
             (at, envelope),
             &prepared.request,
             prepared.events,
-            (self.memo.sizes(), self.responses),
+            (self.memo.sizes(), self.responses && !self.unchecked),
+            !self.unchecked,
         );
         if self.lean {
             // Counted in the call's record, not kept.
@@ -682,9 +716,14 @@ fn record_call(
     request: &[Message],
     events: Vec<PolicyEvent>,
     (sizes, responses): (&[MessageSize], bool),
+    checked: bool,
 ) {
     let call = run.calls.len();
-    let mut violations = validity::check(request);
+    let mut violations = if checked {
+        validity::check(request)
+    } else {
+        Vec::new()
+    };
     if responses {
         violations.extend(super::responses::check(request));
     }

@@ -198,3 +198,80 @@ fn lab_replay_policy_runs_every_policy_and_refuses_unknown_names() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown policy `nope`"), "{err}");
 }
+
+/// Everything an observer is shown, in order: each message as it arrives
+/// and each request with its call number, position, events and the
+/// memo's reuse map.
+#[derive(Default, PartialEq, Debug)]
+struct Shown(Vec<String>);
+
+impl ctxlab::policy::engine::Observer for Shown {
+    fn on_message(&mut self, index: usize, m: &Message) {
+        self.0.push(format!(
+            "message {index} {}",
+            serde_json::to_string(m).unwrap()
+        ));
+    }
+
+    fn on_request(
+        &mut self,
+        call: usize,
+        at: usize,
+        request: &[Message],
+        events: &[ctxlab::policy::PolicyEvent],
+        view: &ctxlab::policy::engine::View<'_>,
+    ) {
+        self.0.push(format!(
+            "request {call} {at} {} {} {:?} {:?}",
+            serde_json::to_string(request).unwrap(),
+            serde_json::to_string(events).unwrap(),
+            view.same,
+            view.sizes.iter().map(|s| s.tokens).collect::<Vec<_>>(),
+        ));
+    }
+}
+
+/// The lean run retention's planted copy uses (no checker, no validity
+/// oracle, no events kept) shows its observers exactly what the full
+/// run shows them, under every policy: what retention reports cannot
+/// depend on which of the two ran.
+#[test]
+fn a_run_for_observers_shows_them_what_a_full_run_does() {
+    let messages = synthetic(7, 40);
+    for name in list::names() {
+        let shown = |lean: bool| {
+            let mut policy = list::make(name).unwrap();
+            let session = Session {
+                name: "s",
+                messages: &messages,
+                times_ms: None,
+            };
+            let mut env = Env::default();
+            let mut seen = Shown::default();
+            if lean {
+                ctxlab::policy::engine::replay_for_observers(
+                    policy.as_mut(),
+                    session,
+                    &mut env,
+                    &mut [&mut seen],
+                )
+                .unwrap();
+            } else {
+                ctxlab::policy::engine::replay_observed(
+                    policy.as_mut(),
+                    session,
+                    &mut env,
+                    &mut [&mut seen],
+                )
+                .unwrap();
+            }
+            seen
+        };
+        let full = shown(false);
+        assert!(
+            full.0.iter().any(|l| l.starts_with("request")),
+            "{name}: no request"
+        );
+        assert_eq!(shown(true), full, "{name}");
+    }
+}

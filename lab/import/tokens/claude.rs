@@ -201,6 +201,37 @@ impl TokenCounter for Claude {
             .tokens(&self.coefficients)
             .round() as usize
     }
+
+    /// The estimate with every piece's o200k units replaced by its byte
+    /// length, which is never smaller (each o200k token stands for at
+    /// least one byte) and needs no tokenizer: with every rate positive
+    /// (the fitted ones are) the estimate can only grow; otherwise counted.
+    fn count_message_at_most(&self, message: &Message) -> usize {
+        let k = &self.coefficients;
+        if k.as_array().iter().any(|&r| r < 0.0) {
+            // A refitted negative rate would make the bytes a floor, not a ceiling.
+            return self.count_message(message);
+        }
+        let bytes = |b: &Block| -> f64 {
+            match b {
+                Block::Text { text } => text.len() as f64 * k.text,
+                Block::ToolUse { name, input, .. } => {
+                    (name.len() + input.to_string().len()) as f64 * k.tool_json
+                }
+                Block::ToolResult { content, .. } => {
+                    content.len() as f64 * k.tool_result.max(k.code)
+                }
+                Block::Thinking { thinking } => thinking.len() as f64 * k.thinking,
+                Block::Image { .. } => IMAGE_TOKENS as f64,
+                Block::Unlogged { tokens, .. } => *tokens as f64,
+            }
+        };
+        let content = match &message.content {
+            Content::Text(t) => t.len() as f64 * k.text,
+            Content::Blocks(blocks) => blocks.iter().map(bytes).sum(),
+        };
+        (content + k.per_message).ceil() as usize + 1
+    }
 }
 
 #[cfg(test)]
@@ -228,6 +259,34 @@ mod tests {
         assert_eq!(c.count(words), 2, "six o200k tokens at 0.25");
         let f = Features::of(&[m.clone(), Message::user_text(words)]);
         assert_eq!(f.vector(), [6.0, 0.0, 0.0, listed, 0.0, 2.0]);
+    }
+
+    proptest::proptest! {
+        /// The bound is never below the count, whatever the text (prose,
+        /// code, non-ASCII, astral characters) and the kind of block.
+        #[test]
+        fn the_byte_bound_is_never_below_the_estimate(
+            text in "[a-z0-9 \\n\\t{}()\u{e9}\u{4e2d}\u{1F600}→]{0,200}",
+            kind in 0usize..5,
+        ) {
+            let block = match kind {
+                0 => Block::Text { text: text.clone() },
+                1 => Block::Thinking { thinking: text.clone() },
+                2 => Block::ToolResult { tool_use_id: "t".into(), content: text.clone() },
+                3 => Block::ToolResult {
+                    tool_use_id: "t".into(),
+                    content: format!("1→{text}\n2→a\n3→b"),
+                },
+                _ => Block::ToolUse {
+                    id: "t".into(),
+                    name: "Bash".into(),
+                    input: serde_json::json!({"command": text.clone()}),
+                },
+            };
+            let m = Message::assistant(vec![block]);
+            let c = Claude::default();
+            proptest::prop_assert!(c.count_message_at_most(&m) >= c.count_message(&m));
+        }
     }
 
     #[test]

@@ -51,6 +51,14 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
         self.count(&value.to_string())
     }
 
+    /// A number no smaller than [`TokenCounter::count_message`] of
+    /// `message`, for a caller that needs only to know the count is below
+    /// something: a counter that can bound it without counting (the Claude
+    /// estimator, from byte lengths) overrides this; by default it counts.
+    fn count_message_at_most(&self, message: &Message) -> usize {
+        self.count_message(message)
+    }
+
     /// Tokens of a whole request.
     fn count_messages(&self, messages: &[Message]) -> usize {
         messages.iter().map(|m| self.count_message(m)).sum()

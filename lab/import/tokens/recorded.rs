@@ -248,8 +248,10 @@ pub fn requests_placed(records: &[Value], places: &[(usize, usize)]) -> Vec<Reco
         .collect();
     let outputs = output_tokens(records);
     // Claude Code's output: the Claude estimator judges placeholders.
-    let estimates =
-        placeholders::outputs(records, crate::tokens::Tokens::Claude.counter().as_ref());
+    let estimates = placeholders::placeholder_outputs(
+        records,
+        crate::tokens::Tokens::Claude.counter().as_ref(),
+    );
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut shared = Shared::default();

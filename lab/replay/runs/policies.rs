@@ -394,14 +394,18 @@ pub fn compare_set_up(
         let mut policy = make_for(spec, messages, path_len, setup.product.as_ref(), measure)?;
         let prepared = setup.planted.get(messages);
         let mut retention = Retention::from_prepared(&prepared);
-        run_observed(
+        // Its run is not reported: only what retention saw is kept.
+        let session = Session {
+            name: label,
+            messages: prepared.messages(),
+            times_ms: setup.times_ms.as_deref(),
+        };
+        let mut env = env_for(policy.as_ref(), measure, setup, None);
+        crate::policy::engine::replay_for_observers(
             policy.as_mut(),
-            label,
-            prepared.messages(),
-            measure,
-            setup,
+            session,
+            &mut env,
             &mut [&mut retention],
-            None,
         )?;
         Some(retention.finish())
     } else {
@@ -485,6 +489,19 @@ fn run_observed(
         messages,
         times_ms: setup.times_ms.as_deref(),
     };
+    let mut env = env_for(policy, measure, setup, side);
+    replay_observed(policy, session, &mut env, observers)
+}
+
+/// The engine's environment for a run of `policy` on the session of
+/// `setup`: its counter, its prefix, the product's recorded summaries for
+/// the product's own policy, and the summary calls logged in `side`.
+fn env_for(
+    policy: &dyn Policy,
+    measure: &Measure,
+    setup: &SessionSetup,
+    side: Option<&crate::policy::side_calls::SideCalls>,
+) -> Env {
     let mut env = Env {
         tokens: measure.tokens.counter(),
         prefix: setup.prefix.clone(),
@@ -512,7 +529,7 @@ fn run_observed(
             log.clone(),
         ));
     }
-    replay_observed(policy, session, &mut env, observers)
+    env
 }
 
 /// Replay every file under every named policy (`all` for every policy), in

@@ -66,6 +66,41 @@ pub fn is_placeholder(recorded: u64, counted: usize) -> bool {
 /// output (the largest among its records) and its logged content counted
 /// with `counter`. Responses without a recorded count are left out.
 pub fn outputs(records: &[Value], counter: &dyn TokenCounter) -> HashMap<String, Output> {
+    responses(records)
+        .into_iter()
+        .map(|(id, recorded, reply)| {
+            let counted = counter.count_message(&reply);
+            (id.to_string(), Output { recorded, counted })
+        })
+        .collect()
+}
+
+/// The responses of [`outputs`] whose recorded output is a placeholder,
+/// each counted only when [`TokenCounter::count_message_at_most`] cannot
+/// clear it: a count at least the bound's could not make it one
+/// ([`is_placeholder`] only grows with the count), so most real counts
+/// are never counted (with the Claude estimator that spares the o200k
+/// table and its counting wherever no reply is a placeholder).
+pub fn placeholder_outputs(
+    records: &[Value],
+    counter: &dyn TokenCounter,
+) -> HashMap<String, Output> {
+    responses(records)
+        .into_iter()
+        .filter(|(_, recorded, reply)| {
+            is_placeholder(*recorded, counter.count_message_at_most(reply))
+        })
+        .map(|(id, recorded, reply)| {
+            let counted = counter.count_message(&reply);
+            (id.to_string(), Output { recorded, counted })
+        })
+        .filter(|(_, o)| o.placeholder())
+        .collect()
+}
+
+/// Every assistant response with a recorded output: its id, that output
+/// (the largest among its records) and its logged content as one message.
+fn responses(records: &[Value]) -> Vec<(&str, u64, Message)> {
     let mut recorded: HashMap<&str, u64> = HashMap::new();
     let mut blocks: HashMap<&str, Vec<Block>> = HashMap::new();
     for r in records
@@ -91,17 +126,11 @@ pub fn outputs(records: &[Value], counter: &dyn TokenCounter) -> HashMap<String,
         .into_iter()
         .map(|(id, n)| {
             let content = blocks.remove(id).unwrap_or_default();
-            let counted = counter.count_message(&Message {
+            let reply = Message {
                 role: Role::Assistant,
                 content: crate::message::Content::Blocks(content),
-            });
-            (
-                id.to_string(),
-                Output {
-                    recorded: n,
-                    counted,
-                },
-            )
+            };
+            (id, n, reply)
         })
         .collect()
 }
@@ -120,5 +149,42 @@ pub fn count(outputs: &HashMap<String, Output>) -> Count {
     Count {
         placeholders: outputs.values().filter(|o| o.placeholder()).count(),
         responses: outputs.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reply(id: &str, output: u64, text: &str) -> Value {
+        json!({"type": "assistant", "message": {"id": id, "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"output_tokens": output}}})
+    }
+
+    #[test]
+    fn placeholders_are_the_outputs_that_are_placeholders() {
+        let long = "the build failed because the linker ran out of memory; ".repeat(20);
+        let records = vec![
+            // A stream placeholder: 2 tokens for hundreds logged.
+            reply("a", 2, &long),
+            // A real count: about the content's size (cleared by the bound).
+            reply("b", 5_000, &long),
+            // Near the line: the bound cannot clear it, the count does.
+            reply("c", 80, &long),
+            // A short reply counted in full (the per-message rate makes
+            // its estimate about 56).
+            reply("d", 40, "ok"),
+        ];
+        let claude = crate::tokens::Tokens::Claude.counter();
+        let every = outputs(&records, claude.as_ref());
+        let want: HashMap<String, Output> =
+            every.into_iter().filter(|(_, o)| o.placeholder()).collect();
+        let got = placeholder_outputs(&records, claude.as_ref());
+        assert_eq!(got, want);
+        let mut ids: Vec<&str> = got.keys().map(String::as_str).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["a"], "{got:?}");
     }
 }

@@ -64,13 +64,38 @@ const AGENT_TOOLS: &[&str] = &["Task", "Agent"];
 struct State<'a> {
     /// Tool calls by id: name, input and file position.
     calls: HashMap<&'a str, (&'a str, &'a Value, usize)>,
-    /// o200k tokens of each file's last Read result.
-    last_read: HashMap<&'a str, f64>,
+    /// Each file's last Read result.
+    last_read: HashMap<&'a str, Option<&'a Value>>,
     /// Files edited since the working tree was last rewritten, with their
-    /// last known size.
-    edited: HashMap<&'a str, f64>,
+    /// last known content.
+    edited: HashMap<&'a str, Known<'a>>,
     /// Positions of subagent records that call an editing tool.
     side_edits: Vec<usize>,
+}
+
+/// A file's content as last known from the log, counted only when a
+/// rewrite of the working tree re-sends it: most logs never rewrite it,
+/// and counting every Read result in o200k tokens was most of the pass
+/// that reads a log's recorded usage.
+#[derive(Clone, Copy)]
+enum Known<'a> {
+    /// The content a Write sent.
+    Written(&'a str),
+    /// The content of the file's last Read result.
+    Read(Option<&'a Value>),
+    /// Nothing known (an edit of a file never read).
+    Nothing,
+}
+
+impl Known<'_> {
+    /// Its size in o200k tokens.
+    fn units(self) -> f64 {
+        match self {
+            Known::Written(c) => units(c),
+            Known::Read(content) => units(&flatten_tool_result(content).0),
+            Known::Nothing => 0.0,
+        }
+    }
 }
 
 impl<'a> State<'a> {
@@ -88,8 +113,11 @@ impl<'a> State<'a> {
         }
         if let Some(path) = str_of(input, "file_path") {
             let size = match str_of(input, "content") {
-                Some(c) => units(c),
-                None => self.last_read.get(path).copied().unwrap_or(0.0),
+                Some(c) => Known::Written(c),
+                None => self
+                    .last_read
+                    .get(path)
+                    .map_or(Known::Nothing, |&c| Known::Read(c)),
             };
             self.edited.insert(path, size);
         }
@@ -106,12 +134,11 @@ impl<'a> State<'a> {
         match name {
             "Read" => {
                 if let Some(path) = str_of(input, "file_path") {
-                    let (text, _) = flatten_tool_result(b.get("content"));
-                    self.last_read.insert(path, units(&text));
+                    self.last_read.insert(path, b.get("content"));
                 }
             }
             "Bash" if rewrites_worktree(str_of(input, "command").unwrap_or("")) => {
-                let size: f64 = self.edited.drain().map(|(_, s)| s).sum();
+                let size: f64 = self.edited.drain().map(|(_, s)| s.units()).sum();
                 if size > 0.0 {
                     out.resent.insert(id.to_string(), size);
                     out.attached.insert(id.to_string());
