@@ -167,15 +167,13 @@ pub struct ImportOptions {
 }
 
 impl ImportOptions {
-    /// The options of `--strict` and `--format-in NAME` (an unknown name is a usage error).
-    pub fn from_flags(strict: bool, format_in: &Option<String>) -> LabResult<Self> {
-        Ok(ImportOptions {
+    /// The options of `--strict` and `--format-in NAME` (clap has already
+    /// refused an unknown name).
+    pub fn from_flags(strict: bool, format_in: Option<TranscriptFormat>) -> Self {
+        ImportOptions {
             strict,
-            format: format_in
-                .as_deref()
-                .map(TranscriptFormat::from_name)
-                .transpose()?,
-        })
+            format: format_in,
+        }
     }
 }
 

@@ -748,8 +748,8 @@ pub struct ReplayCommand {
     pub options: ReplayOptions,
     /// Damage is an error.
     pub strict: bool,
-    /// Forced input format name (`--format-in`).
-    pub format_in: Option<String>,
+    /// Forced input format (`--format-in`).
+    pub format_in: Option<TranscriptFormat>,
     /// Where to write the SVG plot.
     pub plot: Option<std::path::PathBuf>,
     /// Output format.
@@ -765,11 +765,7 @@ pub fn command(cmd: &ReplayCommand) -> LabResult<String> {
     let names: Vec<&str> = cmd.profiles.iter().map(String::as_str).collect();
     let import = ImportOptions {
         strict: cmd.strict,
-        format: cmd
-            .format_in
-            .as_deref()
-            .map(TranscriptFormat::from_name)
-            .transpose()?,
+        format: cmd.format_in,
     };
     let run = run_files(&cmd.files, &names, &cmd.options, &import)?;
     for d in &run.diagnostics {
