@@ -552,16 +552,19 @@ pub fn replay_files_on(
     measure: &Measure,
     jobs: usize,
 ) -> LabResult<(Vec<Compared>, Sessions)> {
-    let (out, info, _) = replay_files_traced(files, names, path_len, import, measure, jobs, false)?;
+    let specs = checked_specs(names)?;
+    let (out, info, _) =
+        replay_files_traced(files, &specs, path_len, import, measure, jobs, false)?;
     Ok((out, info))
 }
 
-/// [`replay_files_on`], with what `--otel` needs of each session
+/// [`replay_files_on`] of specs already parsed and checked
+/// ([`checked_specs`]), with what `--otel` needs of each session
 /// ([`crate::replay::observe::otel::TracedSession`]) when `trace` is set (empty
 /// otherwise: the replies are counted only for a trace).
 pub fn replay_files_traced(
     files: &[PathBuf],
-    names: &[String],
+    names: &[PolicySpec],
     path_len: usize,
     import: &crate::import::ImportOptions,
     measure: &Measure,
@@ -572,7 +575,6 @@ pub fn replay_files_traced(
     Sessions,
     Vec<crate::replay::observe::otel::TracedSession>,
 )> {
-    let names = checked_specs(names)?;
     let mut out = Vec::new();
     let mut info = Sessions::default();
     let mut taken = Vec::new();
