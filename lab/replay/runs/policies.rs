@@ -115,7 +115,7 @@ fn gate_weights(
             )
         })?,
         None => match &measure.pricing {
-            Some(p) => p.sheet,
+            Some(p) => p.sheet.clone(),
             None => return Ok(Default::default()),
         },
     };
@@ -178,7 +178,7 @@ impl Pricing {
         crate::replay::runs::cost_arms::CostOptions {
             tokens: crate::tokens::Tokens::Approx,
             provider: self.provider,
-            sheet: self.sheet,
+            sheet: self.sheet.clone(),
             prices: self.prices.clone(),
             by_model: self.by_model,
             envelope: Default::default(),
@@ -598,7 +598,7 @@ pub fn replay_files_traced(
             }
             let dump = dump_for(&session, measure, &mut taken);
             let model = log.as_ref().and_then(|l| l.model()).map(str::to_string);
-            let one = replay_logged(&session, log, &names, path_len, measure, dump, jobs)?;
+            let one = replay_logged(&session, log, names, path_len, measure, dump, jobs)?;
             if trace {
                 let runs = out.len()..out.len() + one.runs.len();
                 let counter = measure.tokens.counter();
@@ -951,7 +951,7 @@ fn cost_table(
         .enumerate()
         .filter_map(|(i, c)| c.cost.as_ref().map(|r| (i, c, r)))
         .map(|(i, c, r)| {
-            let mut row = cost_cells(&c.run.session, &c.run.policy, r, r.sheet.name, None);
+            let mut row = cost_cells(&c.run.session, &c.run.policy, r, &r.sheet.name, None);
             row.insert(4, r.compaction_calls.to_string());
             if with_regret {
                 row.push(regret.get(i).cloned().flatten().map_or("-".into(), |g| {
@@ -964,7 +964,7 @@ fn cost_table(
     rows.extend(recorded.iter().map(|r| {
         let prices = match r.billed {
             Some(_) => "each request's model",
-            None => r.report.sheet.name,
+            None => r.report.sheet.name.as_ref(),
         };
         let billed = r.billed.as_ref().map(|b| b.dollars);
         let mut row = cost_cells(&r.source, &r.arm, &r.report, prices, billed);
