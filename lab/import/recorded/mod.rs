@@ -11,4 +11,5 @@
 //! sent, the product's compactions and counts) needs the policy engine's
 //! types and the zoo's ports, crates above this one.
 
+pub mod log_facts;
 pub mod log_records;
