@@ -310,14 +310,17 @@ pub struct RecordedLog {
 impl RecordedLog {
     /// Reads `path` when its format records usage (Claude Code logs); `None` otherwise.
     pub fn read(path: &Path, format: TranscriptFormat) -> LabResult<Option<RecordedLog>> {
-        if !matches!(
-            format,
-            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
-        ) {
+        if !crate::import::recorded::records_usage(format) {
             return Ok(None);
         }
         let text = crate::import::member_source::read_text(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
+        Self::from_text(path, text).map(Some)
+    }
+
+    /// The log of `path` from its `text`, already read (by the importer,
+    /// `import_file_sessions_with_log`, so that a replay reads a log once).
+    pub fn from_text(path: &Path, text: String) -> LabResult<RecordedLog> {
         let (records, places) = crate::tokens::recorded::parse_records(path, &text)?;
         // What the records say beside their usage is read in the recorded
         // wing; the requests are counted here.
@@ -325,7 +328,7 @@ impl RecordedLog {
         let (left_out, requests) = crate::tokens::recorded::requests_placed(&records, &places)
             .into_iter()
             .partition(|r| r.sidechain);
-        Ok(Some(RecordedLog {
+        Ok(RecordedLog {
             path: path.to_path_buf(),
             text: text.into(),
             requests,
@@ -335,7 +338,7 @@ impl RecordedLog {
             reply_ids: Arc::new(facts.reply_ids),
             reply_models: Arc::new(facts.reply_models),
             anchor: super::anchor::Anchor::Recorded,
-        }))
+        })
     }
 
     /// The messages of `session` (indices in its `main`) before which the
