@@ -307,6 +307,8 @@ pub struct Measure {
 /// One session under one policy.
 #[derive(Debug, Clone)]
 pub struct Compared {
+    /// The spec the run ran (its name, `run.policy`, is this spec's text).
+    pub spec: PolicySpec,
     /// The run.
     pub run: PolicyRun,
     /// Retention, when asked for.
@@ -322,6 +324,7 @@ impl Compared {
     pub fn priced(&self) -> Option<crate::replay::observe::variants::Priced<'_>> {
         Some(crate::replay::observe::variants::Priced {
             session: &self.run.session,
+            spec: &self.spec,
             policy: &self.run.policy,
             cost: self.cost.as_ref()?,
             gate_skips: self.run.event_count("gated"),
@@ -408,6 +411,7 @@ pub fn compare_set_up(
         None
     };
     let mut compared = Compared {
+        spec: spec.clone(),
         run,
         retention,
         cost,
