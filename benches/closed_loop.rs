@@ -16,8 +16,9 @@ use ctxlab::replay::policies::{replay_files_on, Measure, Pricing};
 
 /// `--cost --retention`, closed-loop or not, as `lab replay` sets them.
 fn measure(closed: bool) -> Measure {
-    let sheet = *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET)
-        .expect("the default price sheet exists");
+    let sheet = ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET)
+        .expect("the default price sheet exists")
+        .clone();
     Measure {
         retention: true,
         pricing: Some(Pricing {

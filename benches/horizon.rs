@@ -33,10 +33,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if full { 10_000_000 } else { 100_000 });
-    let names: Vec<String> = ctxlab::zoo::list::names()
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let names = horizon::every_policy();
     println!(
         "horizon: {tokens} tokens appended (seed {DEFAULT_SEED}, window {DEFAULT_LIMIT}) × {} policies, 2 threads",
         names.len()

@@ -41,7 +41,9 @@ fn problem(messages: &[Message]) -> Problem<'_> {
         times_ms: None,
         envelope: 3_000,
         provider: Provider::Anthropic(Default::default()),
-        sheet: *prices::sheet("claude-sonnet-4.5-5m").expect("a built-in sheet"),
+        sheet: prices::sheet("claude-sonnet-4.5-5m")
+            .expect("a built-in sheet")
+            .clone(),
         limit: None,
     }
 }

@@ -185,8 +185,8 @@ pub enum Command {
         /// Treat every damage diagnostic as an error.
         #[arg(long)]
         strict: bool,
-        #[arg(long, value_name = "FORMAT", help = crate::import::format_list::format_in_help())]
-        format_in: Option<String>,
+        #[arg(long, value_name = "FORMAT", help = crate::import::format_list::FORMAT_IN_HELP)]
+        format_in: Option<crate::import::TranscriptFormat>,
         /// Also write every session's normalised messages to OUT (JSON
         /// Lines, one message per line with its session, index and source
         /// line; `lab schema export`).
@@ -355,7 +355,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             ..
         }) => crate::import::demands::command(
             &files,
-            &crate::import::ImportOptions::from_flags(strict, &format_in)?,
+            &crate::import::ImportOptions::from_flags(strict, format_in),
             format,
         ),
         Some(Command::Import {
@@ -366,7 +366,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             to,
             ..
         }) => {
-            let options = crate::import::ImportOptions::from_flags(strict, &format_in)?;
+            let options = crate::import::ImportOptions::from_flags(strict, format_in);
             match to {
                 crate::replay::dump::ExportTo::Ctxlab => {
                     crate::replay::dump::export_files(&files, &options, &out)
@@ -385,7 +385,7 @@ fn dispatch(cli: Cli) -> LabResult<String> {
             ..
         }) => crate::import::command(
             &files,
-            &crate::import::ImportOptions::from_flags(strict, &format_in)?,
+            &crate::import::ImportOptions::from_flags(strict, format_in),
             format,
         ),
         Some(Command::Replay(args)) => crate::replay::run(*args),

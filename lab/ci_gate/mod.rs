@@ -229,8 +229,9 @@ pub fn run(check: &CheckFile) -> LabResult<Outcome> {
 }
 
 fn pricing() -> LabResult<Pricing> {
-    let sheet = *crate::cache::prices::sheet(crate::cache::prices::DEFAULT_SHEET)
-        .ok_or_else(|| LabError::usage("the default price sheet is missing", "report this"))?;
+    let sheet = crate::cache::prices::sheet(crate::cache::prices::DEFAULT_SHEET)
+        .ok_or_else(|| LabError::usage("the default price sheet is missing", "report this"))?
+        .clone();
     Ok(Pricing {
         provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
         sheet,

@@ -42,6 +42,7 @@ use serde::Serialize;
 use crate::error::{LabError, LabResult};
 use crate::message::Message;
 use crate::policy::engine::{event_kind, replay_stream_lean, Env, Observer, View};
+use crate::policy::spec::PolicySpec;
 use crate::policy::PolicyEvent;
 use crate::retention::RefetchDemand;
 use crate::tokens::{Approx, TokenCounter};
@@ -266,7 +267,12 @@ impl Observer for Gauge {
 }
 
 /// One policy over a horizon of `tokens` from `seed`.
-pub fn run_policy(spec: &str, seed: u64, tokens: u64, limit: usize) -> LabResult<PolicyHorizon> {
+pub fn run_policy(
+    spec: &PolicySpec,
+    seed: u64,
+    tokens: u64,
+    limit: usize,
+) -> LabResult<PolicyHorizon> {
     run_policy_until(spec, seed, tokens, limit, None)
 }
 
@@ -274,7 +280,7 @@ pub fn run_policy(spec: &str, seed: u64, tokens: u64, limit: usize) -> LabResult
 /// is given (a benchmark's time cap): the run then ends with fewer tokens
 /// appended than asked, neither stalled for good nor failed.
 pub fn run_policy_until(
-    spec: &str,
+    spec: &PolicySpec,
     seed: u64,
     tokens: u64,
     limit: usize,
@@ -288,13 +294,14 @@ pub fn run_policy_until(
 
 /// [`run_policy_until`] inside its spill scope.
 fn run_spilled(
-    spec: &str,
+    spec: &PolicySpec,
     seed: u64,
     tokens: u64,
     limit: usize,
     deadline: Option<std::time::Instant>,
 ) -> LabResult<PolicyHorizon> {
-    let mut policy = crate::zoo::list::make(spec)?;
+    let mut policy =
+        crate::zoo::list::make_spec(spec, "approx", crate::policy::exec::DEFAULT_TIMEOUT)?;
     let name = policy.info().name;
     let mut gauge = Gauge::new(&name, limit);
     let stop = gauge.stop.clone();
@@ -325,7 +332,7 @@ fn run_spilled(
 
 /// Every policy of `specs` over one horizon, on `jobs` threads.
 pub fn run(
-    specs: &[String],
+    specs: &[PolicySpec],
     seed: u64,
     tokens: u64,
     limit: usize,
@@ -377,13 +384,11 @@ pub struct HorizonArgs {
     pub format: crate::render::Format,
 }
 
-/// The policies `list` names (`all` for every one), each checked.
-pub fn policy_specs(list: &str) -> LabResult<Vec<String>> {
+/// The policies `list` names (`all` for every one), each parsed once and
+/// checked.
+pub fn policy_specs(list: &str) -> LabResult<Vec<PolicySpec>> {
     if list.trim() == "all" {
-        return Ok(crate::zoo::list::names()
-            .into_iter()
-            .map(String::from)
-            .collect());
+        return Ok(every_policy());
     }
     let specs = crate::zoo::list::split_specs(&[list.to_string()]);
     if specs.is_empty() {
@@ -392,16 +397,32 @@ pub fn policy_specs(list: &str) -> LabResult<Vec<String>> {
             "give policy names, comma separated, or `all` (see `lab policies`)",
         ));
     }
-    for s in &specs {
-        if s.starts_with(crate::policy::exec::PREFIX) {
-            return Err(LabError::usage(
-                format!("`{s}`: lab horizon runs built-in policies only"),
-                "name a built-in policy or a variant of one (see `lab policies`)",
-            ));
-        }
-        crate::zoo::list::check(s)?;
-    }
-    Ok(specs)
+    specs
+        .iter()
+        .map(|s| {
+            if s.starts_with(crate::policy::exec::PREFIX) {
+                return Err(LabError::usage(
+                    format!("`{s}`: lab horizon runs built-in policies only"),
+                    "name a built-in policy or a variant of one (see `lab policies`)",
+                ));
+            }
+            let spec: PolicySpec = s.parse()?;
+            crate::zoo::list::check_spec(&spec)?;
+            Ok(spec)
+        })
+        .collect()
+}
+
+/// Every policy of the list, by its plain name.
+pub fn every_policy() -> Vec<PolicySpec> {
+    crate::zoo::list::names()
+        .into_iter()
+        .map(|name| PolicySpec::Named {
+            name: name.to_string(),
+            variant: None,
+            overrides: Default::default(),
+        })
+        .collect()
 }
 
 /// Run `lab horizon`; returns what to print.

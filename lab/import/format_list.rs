@@ -3,9 +3,10 @@
 //! (`pub const FORMAT`), plus one line here. The [`TranscriptFormat`]
 //! enum, [`ALL`], the names `--format-in` takes, the sniff order, the read
 //! dispatch, the extensions that break ties and the product's port
-//! (`replay::envelope::product_policy`) all come from it: `--format-in`'s
-//! help of `lab replay` and `lab import`, the error for an unknown name and
-//! GUIDE.md's list (held to it by a test) are made from [`ALL`].
+//! (`replay::envelope::product_policy`) all come from it. `--format-in` is
+//! clap's `ValueEnum` over [`ALL`], so the help of `lab replay` and `lab
+//! import` lists every name and clap refuses any other; GUIDE.md's list is
+//! held to [`ALL`] by a test.
 
 use std::path::Path;
 
@@ -26,6 +27,19 @@ macro_rules! formats {
 
         /// Every format `--format-in` names, in the order the docs list them.
         pub const ALL: &[TranscriptFormat] = &[$(TranscriptFormat::$variant,)*];
+
+        /// `--format-in` takes a format by its name: clap lists every
+        /// name in the help (`[possible values: ...]`) and refuses any
+        /// other (a usage error, exit 2).
+        impl clap::ValueEnum for TranscriptFormat {
+            fn value_variants<'a>() -> &'a [Self] {
+                ALL
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.name()))
+            }
+        }
 
         impl TranscriptFormat {
             /// Its descriptor, from its module.
@@ -162,13 +176,9 @@ pub fn names(sep: &str) -> String {
     ALL.iter().map(|f| f.name()).collect::<Vec<_>>().join(sep)
 }
 
-/// The help of `--format-in`.
-pub fn format_in_help() -> String {
-    format!(
-        "Read every file as this format instead of detecting it ({})",
-        names(", ")
-    )
-}
+/// The help of `--format-in`; clap appends every name
+/// (`[possible values: ...]`) from the `ValueEnum`.
+pub const FORMAT_IN_HELP: &str = "Read every file as this format instead of detecting it";
 
 /// The help of the inputs of `lab replay` and `lab import`.
 pub fn inputs_help() -> String {
@@ -196,6 +206,16 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), ALL.len());
         assert!(TranscriptFormat::from_name("yaml").is_err());
+    }
+
+    #[test]
+    fn clap_takes_every_name_and_only_those() {
+        use clap::ValueEnum;
+        for &f in ALL {
+            assert_eq!(TranscriptFormat::from_str(f.name(), false), Ok(f));
+        }
+        assert_eq!(TranscriptFormat::value_variants().len(), ALL.len());
+        assert!(TranscriptFormat::from_str("yaml", false).is_err());
     }
 
     #[test]

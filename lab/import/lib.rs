@@ -196,15 +196,13 @@ pub struct ImportOptions {
 }
 
 impl ImportOptions {
-    /// The options of `--strict` and `--format-in NAME` (an unknown name is a usage error).
-    pub fn from_flags(strict: bool, format_in: &Option<String>) -> LabResult<Self> {
-        Ok(ImportOptions {
+    /// The options of `--strict` and `--format-in NAME` (clap has already
+    /// refused an unknown name).
+    pub fn from_flags(strict: bool, format_in: Option<TranscriptFormat>) -> Self {
+        ImportOptions {
             strict,
-            format: format_in
-                .as_deref()
-                .map(TranscriptFormat::from_name)
-                .transpose()?,
-        })
+            format: format_in,
+        }
     }
 }
 
@@ -919,11 +917,36 @@ pub fn import_file_sessions_lazily(
     file_sessions(path, options, true)
 }
 
+/// [`import_file_sessions`], keeping the text of a log whose records a
+/// replay reads again ([`recorded::records_usage`]: a Claude Code log's
+/// usage, resumes, reply ids): the file is opened and read once, the
+/// sessions imported from the bytes read, and the text handed back for the
+/// recorded log (`None` for other formats, and for a log that is not UTF-8,
+/// whose own read then names the error).
+pub fn import_file_sessions_with_log(
+    path: &Path,
+    options: &ImportOptions,
+) -> LabResult<(Vec<ImportedSession>, Option<String>)> {
+    crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
+    file_sessions_kept(path, options, false, true)
+}
+
 fn file_sessions(
     path: &Path,
     options: &ImportOptions,
     lazy: bool,
 ) -> LabResult<Vec<ImportedSession>> {
+    Ok(file_sessions_kept(path, options, lazy, false)?.0)
+}
+
+/// Every session of the file at `path`; with `keep_log`, a log that records
+/// usage is read whole once and its text returned beside its sessions.
+fn file_sessions_kept(
+    path: &Path,
+    options: &ImportOptions,
+    lazy: bool,
+    keep_log: bool,
+) -> LabResult<(Vec<ImportedSession>, Option<String>)> {
     crate::input::check_regular(path, "a transcript", crate::input::MAX_TRANSCRIPT_BYTES)?;
     let file = File::open(path).map_err(|e| LabError::io("opening transcript", path, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
@@ -936,12 +959,24 @@ fn file_sessions(
             detect_format(path, head)
         }
     };
+    if keep_log && recorded::records_usage(format) {
+        // The whole text is kept for the recorded log anyway: the records'
+        // contents are read from it, not read back from the file.
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut bytes)
+            .map_err(|e| LabError::io("reading transcript", path, e))?;
+        let read = sessions(bytes.as_slice(), path, format, options, None)?;
+        return Ok((read, String::from_utf8(bytes).ok()));
+    }
     // Message contents are read back from the file rather than kept.
     let backing = Backing {
         path: path.to_path_buf(),
         lazy,
     };
-    sessions(reader, path, format, options, Some(backing))
+    Ok((
+        sessions(reader, path, format, options, Some(backing))?,
+        None,
+    ))
 }
 
 /// Import one session from any buffered reader; `source` names it in

@@ -61,8 +61,8 @@ pub enum Wrapper<'a> {
 
 /// The wrapper `text` starts with and the spec it wraps, or `None` for
 /// any other spec (a variant's `NAME:KEY=VALUE` included). The one reader
-/// of the wrapper syntax: [`PolicySpec`]'s parser and [`unwrap`] (which
-/// reads a run's name) both go through it.
+/// of the wrapper syntax: [`PolicySpec`]'s parser goes through it, and
+/// whoever needs a run's wrapper reads it from the parsed spec.
 pub fn wrapper(text: &str) -> Option<(Wrapper<'_>, &str)> {
     if let Some(inner) = text.strip_prefix(crate::freeze::PREFIX) {
         return Some((Wrapper::Frozen, inner));
@@ -73,15 +73,6 @@ pub fn wrapper(text: &str) -> Option<(Wrapper<'_>, &str)> {
     }
     let (sheet, inner) = rest.strip_prefix('@')?.split_once(':')?;
     Some((Wrapper::Gated(Some(sheet)), inner))
-}
-
-/// A wrapped spec's wrapper and the spec it wraps, as text: `frozen:P` is
-/// `("frozen", P)`, `gated@SHEET:P` is `("gated@SHEET", P)`; `None` for
-/// any other spec. For a run's name, which is its spec's text (nothing is
-/// read, so a variant's TOML file need not exist).
-pub fn unwrap(text: &str) -> Option<(&str, &str)> {
-    let (_, inner) = wrapper(text)?;
-    Some((&text[..text.len() - inner.len() - 1], inner))
 }
 
 impl FromStr for PolicySpec {
@@ -215,12 +206,15 @@ mod tests {
 
     #[test]
     fn wrappers_and_variants_come_off_down_to_the_base_name() {
-        assert_eq!(unwrap("frozen:codex-cli"), Some(("frozen", "codex-cli")));
         assert_eq!(
-            unwrap("gated@gpt-5:frozen:x"),
-            Some(("gated@gpt-5", "frozen:x"))
+            wrapper("frozen:codex-cli"),
+            Some((Wrapper::Frozen, "codex-cli"))
         );
-        assert_eq!(unwrap("codex-cli:auto_compact_token_limit=9"), None);
+        assert_eq!(
+            wrapper("gated@gpt-5:frozen:x"),
+            Some((Wrapper::Gated(Some("gpt-5")), "frozen:x"))
+        );
+        assert_eq!(wrapper("codex-cli:auto_compact_token_limit=9"), None);
         assert_eq!(spec("gated:frozen:claude-code:k=1").base(), "claude-code");
         assert_eq!(spec("none").base(), "none");
         assert_eq!(spec("frozen:exec:python3 p.py").base(), "exec");

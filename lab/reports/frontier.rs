@@ -73,7 +73,9 @@ pub fn priced_measure(
     retention: bool,
     closed_loop: Option<crate::replay::policies::closed_loop::Switches>,
 ) -> Measure {
-    let sheet = *crate::cache::prices::sheet(SHEET).expect("the frontier's price sheet exists");
+    let sheet = crate::cache::prices::sheet(SHEET)
+        .expect("the frontier's price sheet exists")
+        .clone();
     Measure {
         envelope: crate::replay::envelope::EnvelopeArg::None,
         retention,
@@ -128,7 +130,7 @@ pub fn regret(runs: &[Compared]) -> Vec<Option<f64>> {
         times_ms: None,
         envelope: 0,
         provider: crate::cache::provider::CacheChoice::Anthropic.provider(),
-        sheet: cost.sheet,
+        sheet: cost.sheet.clone(),
         limit: None,
     };
     let planted = crate::optimal::render::Planted {

@@ -14,10 +14,7 @@ pub const TOKENS: u64 = 400_000;
 
 /// Every policy over the report's horizon.
 pub fn horizon_data() -> LabResult<HorizonReport> {
-    let specs: Vec<String> = crate::zoo::list::names()
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let specs = crate::horizon::every_policy();
     crate::horizon::run(
         &specs,
         DEFAULT_SEED,

@@ -186,13 +186,15 @@ fn variant_sweep(args: &SweepArgs, vary: &str) -> LabResult<String> {
         ));
     };
     let axes = variants::parse_axes(vary)?;
+    // Parsed once here, at the command's edge.
+    let policy: crate::policy::spec::PolicySpec = policy.parse()?;
     let sessions = if args.sessions.is_empty() {
         variants::Sessions::Seeds(args.seeds)
     } else {
         variants::Sessions::Files(args.sessions.clone())
     };
     let jobs = args.jobs.unwrap_or_else(crate::jobs::default_jobs);
-    let sweep = variants::run(policy, axes, &sessions, jobs)?;
+    let sweep = variants::run(&policy, axes, &sessions, jobs)?;
     Ok(variants::render(&sweep, args.format))
 }
 

@@ -173,7 +173,12 @@ pub fn sweep_on(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<Row>
             "use --seeds 1..=10000",
         ));
     }
-    let names = crate::replay::policies::checked_specs(names)?;
+    let specs = crate::replay::policies::checked_specs(names)?;
+    sweep_specs_on(&specs, seeds, jobs)
+}
+
+/// [`sweep_on`] of specs already parsed and checked.
+pub fn sweep_specs_on(names: &[PolicySpec], seeds: u64, jobs: usize) -> LabResult<Vec<Row>> {
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::storage::root::current_backend();
     crate::jobs::try_collect(

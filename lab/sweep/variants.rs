@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
+use crate::policy::spec::PolicySpec;
 use crate::render::{json, table, Format};
 
 /// One axis: a constant and its values, as they are written in a spec.
@@ -99,14 +100,16 @@ fn range(a: &str, rest: &str) -> Result<Vec<String>, String> {
 }
 
 /// Every variant spec of `policy` over `axes`, first axis slowest (the
-/// order of `values_of`).
-pub fn specs(policy: &str, axes: &[Axis]) -> Vec<String> {
+/// order of `values_of`): `policy`'s text with each axis's `:KEY=VALUE`
+/// appended, parsed once.
+pub fn specs(policy: &PolicySpec, axes: &[Axis]) -> LabResult<Vec<PolicySpec>> {
     values_of(axes)
         .iter()
         .map(|values| {
             axes.iter()
                 .zip(values)
                 .fold(policy.to_string(), |s, (a, v)| format!("{s}:{}={v}", a.key))
+                .parse()
         })
         .collect()
 }
@@ -173,19 +176,19 @@ pub enum Sessions {
 
 /// Run `policy` varied along `axes` on `sessions` with `jobs` threads.
 pub fn run(
-    policy: &str,
+    policy: &PolicySpec,
     axes: Vec<Axis>,
     sessions: &Sessions,
     jobs: usize,
 ) -> LabResult<VariantSweep> {
-    if policy.starts_with(crate::policy::exec::PREFIX) {
+    if matches!(policy, PolicySpec::Exec(_)) {
         return Err(usage(
             "an external policy has no constants ctxlab can vary".into(),
         ));
     }
-    let names = specs(policy, &axes);
+    let names = specs(policy, &axes)?;
     for n in &names {
-        crate::zoo::list::check(n)?;
+        crate::zoo::list::check_spec(n)?;
     }
     let (rows, label) = match sessions {
         Sessions::Files(files) => {
@@ -239,14 +242,16 @@ fn values_of(axes: &[Axis]) -> Vec<Vec<String>> {
     out
 }
 
-fn on_seeds(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<VariantRow>> {
-    let rows = super::policies::sweep_on(names, seeds, jobs)?;
+fn on_seeds(names: &[PolicySpec], seeds: u64, jobs: usize) -> LabResult<Vec<VariantRow>> {
+    let rows = super::policies::sweep_specs_on(names, seeds, jobs)?;
     Ok(names
         .iter()
         .map(|n| {
-            let mine: Vec<_> = rows.iter().filter(|r| &r.policy == n).collect();
+            // A run is named after the text of its spec.
+            let n = n.to_string();
+            let mine: Vec<_> = rows.iter().filter(|r| r.policy == n).collect();
             VariantRow {
-                policy: n.clone(),
+                policy: n,
                 sessions: mine.len(),
                 calls: mine.iter().map(|r| r.calls).sum(),
                 events: mine.iter().map(|r| r.events).sum(),
@@ -263,8 +268,8 @@ fn on_seeds(names: &[String], seeds: u64, jobs: usize) -> LabResult<Vec<VariantR
         .collect())
 }
 
-fn on_files(names: &[String], files: &[PathBuf], jobs: usize) -> LabResult<Vec<VariantRow>> {
-    use crate::replay::policies::{replay_files_on, Measure, Pricing};
+fn on_files(names: &[PolicySpec], files: &[PathBuf], jobs: usize) -> LabResult<Vec<VariantRow>> {
+    use crate::replay::policies::{replay_files_traced, Measure, Pricing};
     let options = crate::replay::cost_arms::CostOptions::default()
         .with_sheet(crate::cache::prices::DEFAULT_SHEET)?;
     let measure = Measure {
@@ -278,23 +283,26 @@ fn on_files(names: &[String], files: &[PathBuf], jobs: usize) -> LabResult<Vec<V
     };
     let files = crate::import::corpus::plain_files(files)?;
     let import = crate::import::ImportOptions::default();
-    let (runs, _) = replay_files_on(
+    let (runs, _, _) = replay_files_traced(
         &files,
         names,
         crate::replay::profiles::DEFAULT_PATH_LEN,
         &import,
         &measure,
         jobs,
+        false,
     )?;
     Ok(names
         .iter()
         .map(|n| {
-            let mine: Vec<_> = runs.iter().filter(|c| &c.run.policy == n).collect();
+            // A run is named after the text of its spec.
+            let n = n.to_string();
+            let mine: Vec<_> = runs.iter().filter(|c| c.run.policy == n).collect();
             let f = |g: &dyn Fn(&crate::policy::findings::Findings) -> u64| {
                 mine.iter().map(|c| g(&c.run.findings)).sum::<u64>()
             };
             VariantRow {
-                policy: n.clone(),
+                policy: n,
                 values: Vec::new(),
                 sessions: mine.len(),
                 calls: mine.iter().map(|c| c.run.calls.len()).sum(),
@@ -424,8 +432,14 @@ mod tests {
         );
         let axes = parse_axes("a=5000..20000:5000, b=x|y").unwrap();
         assert_eq!(axes[0].values, ["5000", "10000", "15000", "20000"]);
+        let base: PolicySpec = "p".parse().unwrap();
+        let texts: Vec<String> = specs(&base, &axes)
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
-            specs("p", &axes),
+            texts,
             [
                 "p:a=5000:b=x",
                 "p:a=5000:b=y",

@@ -16,7 +16,9 @@ fn priced(policies: &[&str]) -> Option<Vec<Compared>> {
     let measure = Measure {
         pricing: Some(Pricing {
             provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
-            sheet: *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap(),
+            sheet: ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET)
+                .unwrap()
+                .clone(),
             prices: ctxlab::cache::prices::table::PriceTable::builtin(),
             by_model: true,
         }),

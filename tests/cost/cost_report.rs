@@ -220,7 +220,9 @@ fn every_policy_is_priced_on_every_shared_session() {
     }
     let pricing = Pricing {
         provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
-        sheet: *ctxlab::cache::prices::sheet("claude-opus-4.1-5m").unwrap(),
+        sheet: ctxlab::cache::prices::sheet("claude-opus-4.1-5m")
+            .unwrap()
+            .clone(),
         prices: ctxlab::cache::prices::table::PriceTable::builtin(),
         by_model: false,
     };

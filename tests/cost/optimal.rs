@@ -61,7 +61,7 @@ fn provider_of(rng: &mut ChaCha12Rng) -> (Provider, PriceSheet) {
     match rng.gen_range(0..4) {
         0 => (
             Provider::Anthropic(Default::default()),
-            *prices::sheet("claude-sonnet-4.5-5m").unwrap(),
+            prices::sheet("claude-sonnet-4.5-5m").unwrap().clone(),
         ),
         1 => (
             Provider::Anthropic(provider::Anthropic {
@@ -69,15 +69,15 @@ fn provider_of(rng: &mut ChaCha12Rng) -> (Provider, PriceSheet) {
                 min_tokens: 2_048,
                 ..Default::default()
             }),
-            *prices::sheet("claude-opus-4.1-5m").unwrap(),
+            prices::sheet("claude-opus-4.1-5m").unwrap().clone(),
         ),
         2 => (
             Provider::OpenAi(Default::default()),
-            *prices::sheet("gpt-5").unwrap(),
+            prices::sheet("gpt-5").unwrap().clone(),
         ),
         _ => (
             Provider::Gemini(Default::default()),
-            *prices::sheet("gpt-4.1").unwrap(),
+            prices::sheet("gpt-4.1").unwrap().clone(),
         ),
     }
 }
@@ -104,7 +104,7 @@ fn the_program_equals_every_schedule_on_200_generated_sessions() {
             times_ms: rng.gen_bool(0.6).then_some(&times[..]),
             envelope: [0, 900, 3_000][rng.gen_range(0..3)],
             provider,
-            sheet,
+            sheet: sheet.clone(),
             limit,
         };
         let shape = Shape::new(&p, &Approx);

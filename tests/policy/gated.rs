@@ -54,7 +54,7 @@ fn the_default_weights_are_the_default_sheet_s() {
     let s = ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap();
     assert_eq!(
         (w.sheet.as_str(), w.read_mult, w.write_mult),
-        (s.name, s.read_mult, s.write_mult)
+        (s.name.as_ref(), s.read_mult, s.write_mult)
     );
 }
 

@@ -12,6 +12,7 @@ fn compared(spec: &str, session: &str, rounds: usize, large_at: usize) -> Compar
     let (mut run, cost) = priced(spec, &common::tool_session(rounds, large_at));
     run.session = session.to_string();
     Compared {
+        spec: spec.parse().unwrap(),
         run,
         retention: None,
         cost: Some(cost),

@@ -20,7 +20,9 @@ use ctxlab::replay::policies::{compare_one, replay_files_on, Measure, Pricing};
 fn pricing() -> Pricing {
     Pricing {
         provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
-        sheet: *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap(),
+        sheet: ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET)
+            .unwrap()
+            .clone(),
         prices: ctxlab::replay::cost_arms::load_prices(None).unwrap(),
         by_model: true,
     }

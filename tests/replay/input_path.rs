@@ -138,13 +138,33 @@ fn help_lists_every_format_from_the_table_guide_lists() {
     );
     for args in [&["replay", "--help"][..], &["import", "--help"]] {
         let help = crate::common::lab_ok(args);
-        for f in ctxlab::import::format_list::ALL {
-            assert!(help.contains(f.name()), "{args:?} lacks {}", f.name());
-        }
+        let names = ctxlab::import::format_list::names(", ");
+        assert!(
+            help.contains(&format!("[possible values: {names}]")),
+            "{args:?} lists every format as --format-in's values: {help}"
+        );
         assert!(!help.contains("with --profile only"), "{help}");
     }
     let help = crate::common::lab_ok(&["replay", "--help"]);
     assert!(help.contains("with --policy and --profile alike"), "{help}");
+}
+
+#[test]
+fn an_unknown_format_is_refused_with_exit_2_naming_every_format() {
+    let names = ctxlab::import::format_list::names(", ");
+    for command in ["replay", "import"] {
+        let (code, out, err) = crate::common::lab(&[command, "x.jsonl", "--format-in", "yaml"]);
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(out.is_empty(), "{command}: {out}");
+        assert!(
+            err.contains("'yaml'") && err.contains("--format-in"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("[possible values: {names}]")),
+            "{command} names every format: {err}"
+        );
+    }
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod otel;
 mod output_placeholders;
 mod product_compactions;
 mod product_counts;
+mod read_once;
 mod replay_corpus;
 mod replay_jobs;
 mod replay_merge;

@@ -17,7 +17,9 @@ fn regret_is_never_negative_for_any_policy_on_any_shared_session() {
         retention: true,
         pricing: Some(Pricing {
             provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),
-            sheet: *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap(),
+            sheet: ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET)
+                .unwrap()
+                .clone(),
             prices: ctxlab::replay::cost_arms::load_prices(None).unwrap(),
             // Each session at its own model, as `lab replay` prices it: the
             // bound must be priced the same way.

@@ -21,8 +21,9 @@ const PATHS: [&[&str]; 4] = [
 
 fn replay_with(scale: &str, tail: &[&str]) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
-    // Nothing here exists: the scale must be refused before the file, the
-    // plot's directory or the input format is looked at.
+    // Nothing here exists: the scale must be refused before the file or
+    // the plot's directory is looked at, with a format forced (an unknown
+    // format name is clap's to refuse, before any of the lab's checks).
     let missing = dir.path().join("missing.jsonl");
     let plot = dir.path().join("no-such-dir/plot.svg");
     let scale = format!("--scale={scale}");
@@ -33,7 +34,7 @@ fn replay_with(scale: &str, tail: &[&str]) -> (i32, String) {
         "--plot",
         plot.to_str().unwrap(),
         "--format-in",
-        "no-such-format",
+        "chat_json",
     ];
     args.extend_from_slice(tail);
     let (code, _, err) = lab(&args);

@@ -370,7 +370,9 @@ fn the_frontier_report_marks_exactly_the_dominated_policies() {
 fn retention_changes_no_cost_and_no_loss_counter() {
     use ctxlab::replay::policies::{compare_one, Measure, Pricing};
     let messages = reads(80);
-    let sheet = *ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET).unwrap();
+    let sheet = ctxlab::cache::prices::sheet(ctxlab::cache::prices::DEFAULT_SHEET)
+        .unwrap()
+        .clone();
     let plain = Measure {
         pricing: Some(Pricing {
             provider: ctxlab::cache::provider::CacheChoice::Anthropic.provider(),

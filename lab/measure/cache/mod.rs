@@ -325,16 +325,16 @@ pub fn cost_each(
     let series: Vec<RequestCost> = requests
         .iter()
         .enumerate()
-        .map(|(i, r)| match sheets.get(i).copied().flatten() {
-            Some(own) if own != *sheet => {
-                let mut c = cache.send(i, r, &own);
+        .map(|(i, r)| match sheets.get(i).and_then(Option::as_ref) {
+            Some(own) if own != sheet => {
+                let mut c = cache.send(i, r, own);
                 c.sheet = Some(own.name.to_string());
                 c
             }
             _ => cache.send(i, r, sheet),
         })
         .collect();
-    summarize(provider.name(), *sheet, series)
+    summarize(provider.name(), sheet.clone(), series)
 }
 
 pub fn summarize(provider: String, sheet: PriceSheet, requests: Vec<RequestCost>) -> CostReport {

@@ -173,7 +173,7 @@ impl CallPricing {
             Some(CallPrice::NotSent) => return false,
             Some(CallPrice::At { model, sheet }) => {
                 self.on_model(r, model);
-                self.sheets.push(Some(*sheet));
+                self.sheets.push(Some(sheet.clone()));
             }
             None => self.sheets.push(None),
         }

@@ -11,15 +11,20 @@ pub mod file;
 pub mod litellm;
 pub mod table;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 /// One provider model's input prices.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+// Its name and date are borrowed for the built-in `SHEETS` and owned for a
+// sheet made from the price table (`sheet_of`), so no name outlives its
+// sheet (the doc comment above is the JSON schema's description).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PriceSheet {
     /// Name used on the command line and in report headers.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// When the prices were read off the provider's pricing page.
-    pub date: &'static str,
+    pub date: Cow<'static, str>,
     /// Dollars per million uncached input tokens.
     pub input_per_mtok: f64,
     /// Multiplier on the input price for tokens written to the cache.
@@ -66,48 +71,48 @@ const OPENAI_DATE: &str = "2025-11-24";
 /// free, reads are discounted by family (4o 50 %, 4.1 75 %, 5 90 %).
 pub const SHEETS: &[PriceSheet] = &[
     PriceSheet {
-        name: "claude-opus-4.1-5m",
-        date: ANTHROPIC_DATE,
+        name: Cow::Borrowed("claude-opus-4.1-5m"),
+        date: Cow::Borrowed(ANTHROPIC_DATE),
         input_per_mtok: 15.0,
         write_mult: 1.25,
         read_mult: 0.1,
         long_context: None,
     },
     PriceSheet {
-        name: "claude-sonnet-4.5-5m",
-        date: ANTHROPIC_DATE,
+        name: Cow::Borrowed("claude-sonnet-4.5-5m"),
+        date: Cow::Borrowed(ANTHROPIC_DATE),
         input_per_mtok: 3.0,
         write_mult: 1.25,
         read_mult: 0.1,
         long_context: None,
     },
     PriceSheet {
-        name: "claude-sonnet-4.5-1h",
-        date: ANTHROPIC_DATE,
+        name: Cow::Borrowed("claude-sonnet-4.5-1h"),
+        date: Cow::Borrowed(ANTHROPIC_DATE),
         input_per_mtok: 3.0,
         write_mult: 2.0,
         read_mult: 0.1,
         long_context: None,
     },
     PriceSheet {
-        name: "gpt-4o",
-        date: OPENAI_DATE,
+        name: Cow::Borrowed("gpt-4o"),
+        date: Cow::Borrowed(OPENAI_DATE),
         input_per_mtok: 2.5,
         write_mult: 1.0,
         read_mult: 0.5,
         long_context: None,
     },
     PriceSheet {
-        name: "gpt-4.1",
-        date: OPENAI_DATE,
+        name: Cow::Borrowed("gpt-4.1"),
+        date: Cow::Borrowed(OPENAI_DATE),
         input_per_mtok: 2.0,
         write_mult: 1.0,
         read_mult: 0.25,
         long_context: None,
     },
     PriceSheet {
-        name: "gpt-5",
-        date: OPENAI_DATE,
+        name: Cow::Borrowed("gpt-5"),
+        date: Cow::Borrowed(OPENAI_DATE),
         input_per_mtok: 1.25,
         write_mult: 1.0,
         read_mult: 0.1,
@@ -120,8 +125,7 @@ pub const SHEETS: &[PriceSheet] = &[
 pub const DEFAULT_SHEET: &str = "claude-opus-4.1-5m";
 
 /// A sheet of `m`'s prompt-side prices, writes at its 1-hour price when
-/// `one_hour`, named by the model and dated `date`. Names are interned so
-/// a sheet stays `Copy`: one small allocation per distinct name per process.
+/// `one_hour`, named by the model and dated `date` (both owned).
 pub fn sheet_of(m: &table::ModelPrice, one_hour: bool, date: &str) -> PriceSheet {
     let write = if one_hour {
         m.cache_write_1h
@@ -130,8 +134,8 @@ pub fn sheet_of(m: &table::ModelPrice, one_hour: bool, date: &str) -> PriceSheet
     };
     let suffix = if one_hour { " (1h writes)" } else { "" };
     PriceSheet {
-        name: intern(format!("{}{suffix}", m.model)),
-        date: intern(date.to_string()),
+        name: Cow::Owned(format!("{}{suffix}", m.model)),
+        date: Cow::Owned(date.to_string()),
         input_per_mtok: m.input,
         write_mult: if m.input > 0.0 { write / m.input } else { 0.0 },
         read_mult: m.read_mult(),
@@ -147,22 +151,6 @@ pub fn sheet_of(m: &table::ModelPrice, one_hour: bool, date: &str) -> PriceSheet
     }
 }
 
-fn intern(s: String) -> &'static str {
-    use std::collections::HashSet;
-    use std::sync::{Mutex, OnceLock};
-    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-    let mut names = NAMES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(&n) = names.get(s.as_str()) {
-        return n;
-    }
-    let n: &'static str = Box::leak(s.into_boxed_str());
-    names.insert(n);
-    n
-}
-
 /// The sheet with this name, if any.
 pub fn sheet(name: &str) -> Option<&'static PriceSheet> {
     SHEETS.iter().find(|s| s.name == name)
@@ -174,7 +162,7 @@ pub fn sheet(name: &str) -> Option<&'static PriceSheet> {
 /// Dated with the table's date.
 pub fn named(name: &str) -> Option<PriceSheet> {
     if let Some(s) = sheet(name) {
-        return Some(*s);
+        return Some(s.clone());
     }
     let (model, one_hour) = match name.strip_suffix("-1h") {
         Some(m) => (m, true),
@@ -189,7 +177,7 @@ pub fn named(name: &str) -> Option<PriceSheet> {
 
 /// What `--sheet` and a gate's `@SHEET` accept, for error messages.
 pub fn named_help() -> String {
-    let names: Vec<_> = SHEETS.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = SHEETS.iter().map(|s| s.name.as_ref()).collect();
     format!(
         "use one of: {}, or a model of {} (add -1h for 1-hour writes)",
         names.join(", "),
@@ -232,7 +220,10 @@ mod tests {
             }
         };
         for s in SHEETS {
-            let Some(table::Lookup::Priced(m)) = table.lookup(model_of(s.name)) else {
+            let std::borrow::Cow::Borrowed(name) = s.name else {
+                panic!("a built-in sheet's name is borrowed: {}", s.name);
+            };
+            let Some(table::Lookup::Priced(m)) = table.lookup(model_of(name)) else {
                 panic!("no data entry for sheet {}", s.name);
             };
             let write = if s.name.ends_with("-1h") {
@@ -258,14 +249,19 @@ mod tests {
             panic!("no opus 4.6");
         };
         let s = sheet_of(m, false, &t.date);
-        assert_eq!((s.name, s.date), ("claude-opus-4-6", "2026-12-04"));
+        assert_eq!((&*s.name, &*s.date), ("claude-opus-4-6", "2026-12-04"));
         // $5 in: 1M written = $6.25, 1M read = $0.50; 1-hour writes $10.
         assert!((s.dollars(0, 1_000_000, 1_000_000) - 6.75).abs() < 1e-9);
         let h = sheet_of(m, true, &t.date);
         assert_eq!(h.name, "claude-opus-4-6 (1h writes)");
         assert!((h.dollars(0, 1_000_000, 0) - 10.0).abs() < 1e-9);
-        // Interned: the same name is the same allocation.
-        assert!(std::ptr::eq(s.name, sheet_of(m, false, &t.date).name));
+        // Owned: each sheet made holds its own name, nothing is kept
+        // behind it.
+        assert!(matches!(s.name, Cow::Owned(_)) && matches!(s.date, Cow::Owned(_)));
+        assert_eq!(s, sheet_of(m, false, &t.date));
+        assert!(SHEETS
+            .iter()
+            .all(|s| matches!((&s.name, &s.date), (Cow::Borrowed(_), Cow::Borrowed(_)))));
     }
 
     /// A replayed request is priced by its model's sheet exactly as a
@@ -330,7 +326,7 @@ mod tests {
 
     #[test]
     fn names_are_unique() {
-        let mut names: Vec<_> = SHEETS.iter().map(|s| s.name).collect();
+        let mut names: Vec<&str> = SHEETS.iter().map(|s| s.name.as_ref()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), SHEETS.len());

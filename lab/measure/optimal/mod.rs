@@ -46,7 +46,7 @@ pub const ARCHIVE: &str = "archive-messages";
 pub const KEEP_GRID: &[usize] = &[0, 1, 2, 4, 8, 16, 32];
 
 /// One session to schedule, with the prices and the constraints.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Problem<'a> {
     /// The recorded messages (as replayed: without the product's artefacts).
     pub messages: &'a [Message],

@@ -61,8 +61,8 @@ pub struct ReplayArgs {
     /// Markdown shows all, JSON carries every field).
     #[arg(long, value_name = "LIST")]
     pub columns: Option<String>,
-    #[arg(long, value_name = "FORMAT", help = crate::import::format_list::format_in_help())]
-    pub format_in: Option<String>,
+    #[arg(long, value_name = "FORMAT", help = crate::import::format_list::FORMAT_IN_HELP)]
+    pub format_in: Option<crate::import::TranscriptFormat>,
     /// Replay each session at its real budget: the profile's limit alone is
     /// scaled to the size the session had when it really compacted
     /// (sessions without a real compaction keep --scale).
@@ -192,7 +192,7 @@ pub fn run(a: ReplayArgs) -> LabResult<String> {
         .transpose()?;
     // Before any other check, for the profile, cost and policy paths alike.
     profiles::check_scale(a.scale)?;
-    let import = crate::import::ImportOptions::from_flags(a.strict, &a.format_in)?;
+    let import = crate::import::ImportOptions::from_flags(a.strict, a.format_in);
     for (path, flag) in [
         (&a.plot, "--plot"),
         (&a.html, "--html"),

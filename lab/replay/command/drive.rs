@@ -75,9 +75,10 @@ pub fn replay_command(
     }
     let files = &crate::import::corpus::plain_files(files)?;
     let trace = outputs.otel.is_some();
+    let specs = policies::checked_specs(names)?;
     let (out, sessions, traced) = policies::replay_files_traced(
         files,
-        names,
+        &specs,
         path_len,
         import,
         &measure,

@@ -310,60 +310,35 @@ pub struct RecordedLog {
 impl RecordedLog {
     /// Reads `path` when its format records usage (Claude Code logs); `None` otherwise.
     pub fn read(path: &Path, format: TranscriptFormat) -> LabResult<Option<RecordedLog>> {
-        if !matches!(
-            format,
-            TranscriptFormat::ClaudeJsonl | TranscriptFormat::ChatJson
-        ) {
+        if !crate::import::recorded::records_usage(format) {
             return Ok(None);
         }
         let text = crate::import::member_source::read_text(path)
             .map_err(|e| LabError::io("reading a recorded session", path, e))?;
+        Self::from_text(path, text).map(Some)
+    }
+
+    /// The log of `path` from its `text`, already read (by the importer,
+    /// `import_file_sessions_with_log`, so that a replay reads a log once).
+    pub fn from_text(path: &Path, text: String) -> LabResult<RecordedLog> {
         let (records, places) = crate::tokens::recorded::parse_records(path, &text)?;
-        let version = records
-            .iter()
-            .filter(|r| r.get("isSidechain").and_then(serde_json::Value::as_bool) != Some(true))
-            .find_map(|r| r.get("version").and_then(serde_json::Value::as_str))
-            .map(str::to_string);
-        let resumes = records
-            .iter()
-            .zip(&places)
-            .filter(|(r, _)| marks_resume(r))
-            .map(|(_, &place)| place)
-            .collect();
+        // What the records say beside their usage is read in the recorded
+        // wing; the requests are counted here.
+        let facts = crate::import::recorded::log_facts::read(&records, &places);
         let (left_out, requests) = crate::tokens::recorded::requests_placed(&records, &places)
             .into_iter()
             .partition(|r| r.sidechain);
-        let reply_ids = records
-            .iter()
-            .zip(&places)
-            .filter_map(|(r, &place)| {
-                let id = r
-                    .pointer("/message/id")
-                    .and_then(serde_json::Value::as_str)?;
-                Some((place, id.to_string()))
-            })
-            .collect();
-        let reply_models = records
-            .iter()
-            .zip(&places)
-            .filter_map(|(r, &place)| {
-                let model = r
-                    .pointer("/message/model")
-                    .and_then(serde_json::Value::as_str)?;
-                Some((place, model.to_string()))
-            })
-            .collect();
-        Ok(Some(RecordedLog {
+        Ok(RecordedLog {
             path: path.to_path_buf(),
             text: text.into(),
             requests,
             left_out,
-            version,
-            resumes,
-            reply_ids: Arc::new(reply_ids),
-            reply_models: Arc::new(reply_models),
+            version: facts.version,
+            resumes: facts.resumes,
+            reply_ids: Arc::new(facts.reply_ids),
+            reply_models: Arc::new(facts.reply_models),
             anchor: super::anchor::Anchor::Recorded,
-        }))
+        })
     }
 
     /// The messages of `session` (indices in its `main`) before which the
@@ -558,28 +533,6 @@ impl RecordedLog {
             });
         }
         Ok((recorded - logged) as usize)
-    }
-}
-
-/// Whether a record marks a resume of the main conversation: the
-/// `SessionStart` hook with the `resume` matcher, which Claude Code runs as
-/// a resumed process starts (2.1: a `progress` record, `hook_progress`
-/// with `hookName` `SessionStart:resume`; 1.x: a `system` record naming
-/// the hook). A resume with no hook record is not seen.
-fn marks_resume(record: &serde_json::Value) -> bool {
-    const HOOK: &str = "SessionStart:resume";
-    let str_at = |p: &str| record.pointer(p).and_then(serde_json::Value::as_str);
-    if record
-        .get("isSidechain")
-        .and_then(serde_json::Value::as_bool)
-        == Some(true)
-    {
-        return false;
-    }
-    match str_at("/type") {
-        Some("progress") => str_at("/data/hookName").is_some_and(|h| h.starts_with(HOOK)),
-        Some("system") => str_at("/content").is_some_and(|c| c.contains(HOOK)),
-        _ => false,
     }
 }
 

@@ -46,8 +46,14 @@ pub fn sessions_of(
     which: Conversations,
 ) -> LabResult<Vec<LoggedSession>> {
     let mut out = Vec::new();
-    for session in crate::import::import_file_sessions(file, import)? {
-        let read = RecordedLog::read(&session.source, session.format)?;
+    // One read of the file: a Claude Code log's text comes back with its
+    // session (one per log) and its recorded log is built from it.
+    let (sessions, mut text) = crate::import::import_file_sessions_with_log(file, import)?;
+    for session in sessions {
+        let read = match text.take() {
+            Some(text) => Some(RecordedLog::from_text(&session.source, text)?),
+            None => RecordedLog::read(&session.source, session.format)?,
+        };
         let mut log = read.map(|l| l.own_main(&session));
         let subs = match (&mut log, which.main_chain_only) {
             (Some(l), false) => {

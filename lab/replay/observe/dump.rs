@@ -602,9 +602,14 @@ pub fn export_atif(
     let mut trajectories = Vec::new();
     let mut messages = 0usize;
     for file in &files {
-        for session in crate::import::import_file_sessions(file, import)? {
-            let log =
-                crate::replay::input::envelope::RecordedLog::read(&session.source, session.format)?;
+        // One read of the file, as a replay does (`subagents::sessions_of`).
+        let (sessions, mut text) = crate::import::import_file_sessions_with_log(file, import)?;
+        for session in sessions {
+            use crate::replay::input::envelope::RecordedLog;
+            let log = match text.take() {
+                Some(text) => Some(RecordedLog::from_text(&session.source, text)?),
+                None => RecordedLog::read(&session.source, session.format)?,
+            };
             let metrics = recorded_metrics(&session, log.as_ref());
             messages += session.main.len();
             let meta = crate::import::atif::Meta {

@@ -8,13 +8,16 @@
 use serde::Serialize;
 
 use crate::cache::CostReport;
+use crate::policy::spec::PolicySpec;
 
 /// One priced run, as the summary reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct Priced<'a> {
     /// Session name.
     pub session: &'a str,
-    /// Policy spec.
+    /// The spec the run ran.
+    pub spec: &'a PolicySpec,
+    /// Its run's name (the spec's text).
     pub policy: &'a str,
     /// Its cost.
     pub cost: &'a CostReport,
@@ -65,19 +68,22 @@ impl VariantSummary {
     }
 }
 
-/// Every wrapper among `out` whose design also ran, in first-seen order.
+/// Every wrapper among `out` whose design also ran, in first-seen order:
+/// a run of `frozen:P` or `gated[@SHEET]:P` beside the run of `P`, read
+/// from the spec each ran.
 pub fn summaries(out: &[Priced<'_>]) -> Vec<VariantSummary> {
-    let mut specs: Vec<(&str, &str)> = Vec::new();
+    let mut specs: Vec<(&str, String)> = Vec::new();
     for c in out {
-        if let Some((_, base)) = crate::policy::spec::unwrap(c.policy) {
-            if !specs.contains(&(c.policy, base)) {
+        if let PolicySpec::Frozen(inner) | PolicySpec::Gated { inner, .. } = c.spec {
+            let base = inner.to_string();
+            if !specs.iter().any(|(v, b)| *v == c.policy && *b == base) {
                 specs.push((c.policy, base));
             }
         }
     }
     specs
         .into_iter()
-        .filter_map(|(variant, base)| summary(out, variant, base))
+        .filter_map(|(variant, base)| summary(out, variant, &base))
         .collect()
 }
 

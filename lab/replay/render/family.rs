@@ -3,7 +3,11 @@
 //! policy ports) into nine groups of at most seven policies, so a panel
 //! that highlights one group never needs more than seven styles; a policy
 //! keeps one style everywhere ([`style_index`]). [`family`] is the finer
-//! label the HTML report filters by.
+//! label the HTML report filters by. Both are keyed on the
+//! [`PolicySpec`] a run ran ([`group_of`], [`family_of`]); a renderer that
+//! holds only a run's name reaches them through [`group`] and [`family`].
+
+use crate::policy::spec::PolicySpec;
 
 /// The groups, in display order.
 pub const GROUPS: [&str; 9] = [
@@ -42,32 +46,59 @@ const FAMILY_GROUPS: &[(&str, usize)] = &[
     ("Inspect AI", 8),
 ];
 
-/// The group of policy `name` (case-insensitive), from its family in the
-/// policy list; names the list does not know (an external process, a
-/// mistyped name) go with the coding agents.
-pub fn group(name: &str) -> &'static str {
-    if name.starts_with(crate::policy::exec::PREFIX) {
-        // Building an external policy would start its process.
-        return GROUPS[3];
-    }
-    let family = crate::zoo::list::make(name).map(|p| p.info().family);
-    let g = family
-        .ok()
+/// The group of the policy `spec` names, from its base policy's family in
+/// the policy list (wrappers and a variant's overrides keep their base's
+/// family); an external process or a name the list does not know goes with
+/// the coding agents.
+pub fn group_of(spec: &PolicySpec) -> &'static str {
+    let g = listed_family(spec)
         .and_then(|f| FAMILY_GROUPS.iter().find(|(n, _)| *n == f))
         .map_or(3, |(_, g)| *g);
     GROUPS[g]
 }
 
-/// The family of policy `name` (`PolicyInfo::family`: the product or
-/// paper it ports), or its group for a name the list does not know.
-pub fn family(name: &str) -> String {
-    if name.starts_with(crate::policy::exec::PREFIX) {
+/// The family of the policy `spec` names (`PolicyInfo::family`: the
+/// product or paper its base policy ports), `external` for an external
+/// process, or its group for a name the list does not know.
+pub fn family_of(spec: &PolicySpec) -> String {
+    if spec.is_exec() {
         return "external".into();
     }
-    match crate::zoo::list::make(name) {
-        Ok(p) => p.info().family.to_string(),
-        Err(_) => group(name).to_string(),
+    match listed_family(spec) {
+        Some(f) => f.to_string(),
+        None => group_of(spec).to_string(),
     }
+}
+
+/// The family of `spec`'s base policy in the policy list, `None` for an
+/// external process (building it would start its process) or a name the
+/// list does not know.
+fn listed_family(spec: &PolicySpec) -> Option<&'static str> {
+    match spec.innermost() {
+        PolicySpec::Named { name, .. } => crate::zoo::list::make_named(name)
+            .ok()
+            .map(|p| p.info().family),
+        _ => None,
+    }
+}
+
+/// The spec a run's `name` was parsed from (a run is named after the text
+/// of its spec), `None` when the text no longer parses (a variant's TOML
+/// file gone since the run).
+fn spec_of_run(name: &str) -> Option<PolicySpec> {
+    name.parse().ok()
+}
+
+/// [`group_of`] the spec run `name` ran (case-insensitive); a name that
+/// does not parse goes with the coding agents.
+pub fn group(name: &str) -> &'static str {
+    spec_of_run(name).map_or(GROUPS[3], |s| group_of(&s))
+}
+
+/// [`family_of`] the spec run `name` ran; a name that does not parse is
+/// in the coding agents' group.
+pub fn family(name: &str) -> String {
+    spec_of_run(name).map_or_else(|| GROUPS[3].to_string(), |s| family_of(&s))
 }
 
 /// The style index of policy `name`: its position in the policy list, so
@@ -107,5 +138,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_spec_keeps_its_base_policys_family_through_wrappers_and_variants() {
+        let of = |text: &str| family_of(&text.parse().unwrap());
+        assert_eq!(of("codex-cli"), "Codex CLI");
+        assert_eq!(of("frozen:codex-cli"), "Codex CLI");
+        assert_eq!(of("gated@gpt-5:frozen:claude-code"), "Claude Code");
+        assert_eq!(of("exec:python3 p.py"), "external");
+        assert_eq!(of("frozen:exec:python3 p.py"), "external");
+        assert_eq!(of("no-such-policy"), "coding agents");
+        assert_eq!(group_of(&"gated:course-main".parse().unwrap()), GROUPS[0]);
+        // A run's name reaches the same answer as the spec it ran.
+        assert_eq!(family("frozen:codex-cli"), "Codex CLI");
+        assert_eq!(group("frozen:codex-cli"), GROUPS[2]);
     }
 }

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use super::dollars::subagent_of;
-use super::family::{family, group, style_index, GROUPS};
+use super::family::{family, family_of, group_of, style_index, GROUPS};
 use crate::plot::style::{Style, DISTINCT};
 use crate::plot::{esc, Figure, Panel, Rule, Series};
 use crate::policy::PolicyEvent;
@@ -148,7 +148,7 @@ fn distinct<'a>(runs: &'a [Compared], f: impl Fn(&'a Compared) -> String) -> Vec
 
 fn filter(s: &mut String, runs: &[Compared]) {
     s.push_str("<nav id=\"filter\"><strong>policy families:</strong> ");
-    for f in distinct(runs, |c| family(&c.run.policy)) {
+    for f in distinct(runs, |c| family_of(&c.spec)) {
         let _ = write!(
             s,
             "<label><input type=\"checkbox\" value=\"{f}\" checked> {f}</label>",
@@ -264,7 +264,7 @@ fn summary(s: &mut String, runs: &[Compared], scored: &[Scored], recorded: &[Cos
             row_attr(&c.run.policy),
             esc(&c.run.session),
             esc(&c.run.policy),
-            esc(&family(&c.run.policy)),
+            esc(&family_of(&c.spec)),
             c.run.calls.len(),
             c.run.events.len(),
             c.cost.as_ref().map_or("-".into(), |r| r.input_tokens.to_string()),
@@ -305,12 +305,11 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
             .find(|(x, _)| *x == session)
             .and_then(|(_, p)| Some((*p, context_window(p)?)));
         for g in GROUPS {
-            let members: Vec<&&Compared> =
-                of.iter().filter(|c| group(&c.run.policy) == g).collect();
+            let members: Vec<&&Compared> = of.iter().filter(|c| group_of(&c.spec) == g).collect();
             if members.is_empty() {
                 continue;
             }
-            let families: Vec<String> = members.iter().map(|c| family(&c.run.policy)).collect();
+            let families: Vec<String> = members.iter().map(|c| family_of(&c.spec)).collect();
             let panel = |title: &str, y: &str, f: &dyn Fn(&Compared) -> Vec<(f64, f64)>| Panel {
                 title: title.to_string(),
                 y_label: y.to_string(),
@@ -320,7 +319,7 @@ fn timelines(s: &mut String, runs: &[Compared], product: &Sessions, command: &st
                         label: c.run.policy.clone(),
                         points: f(c),
                         style: Some(style_index(&c.run.policy, &names)),
-                        context: group(&c.run.policy) != g,
+                        context: group_of(&c.spec) != g,
                         step: false,
                     })
                     .collect(),

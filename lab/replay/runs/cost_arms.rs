@@ -65,7 +65,9 @@ impl Default for CostOptions {
         CostOptions {
             tokens: Tokens::Approx,
             provider: Provider::Anthropic(Default::default()),
-            sheet: *prices::sheet("claude-opus-4.1-5m").expect("sheet exists"),
+            sheet: prices::sheet("claude-opus-4.1-5m")
+                .expect("sheet exists")
+                .clone(),
             prices: PriceTable::builtin(),
             by_model: false,
             envelope: Default::default(),
@@ -318,7 +320,7 @@ pub fn priced_at(
     model: Option<&str>,
     source: &str,
 ) -> LabResult<(Provider, PriceSheet)> {
-    let (mut provider, mut sheet) = (options.provider, options.sheet);
+    let (mut provider, mut sheet) = (options.provider, options.sheet.clone());
     let Some(model) = model else {
         return Ok((provider, sheet));
     };
@@ -531,7 +533,7 @@ fn usage_report(
             }
         })
         .collect();
-    crate::cache::summarize(model.provider.clone(), model.sheet, requests)
+    crate::cache::summarize(model.provider.clone(), model.sheet.clone(), requests)
 }
 
 /// The header line naming the tokenizer, cache model and dated prices.

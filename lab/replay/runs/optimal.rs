@@ -92,7 +92,7 @@ pub fn compute(
                 times_ms: setup.times_ms.as_deref(),
                 envelope: setup.prefix.tokens as u64,
                 provider: pricing.provider,
-                sheet: pricing.sheet,
+                sheet: pricing.sheet.clone(),
                 limit: args.limit,
             };
             let planted = Planted {
@@ -137,7 +137,10 @@ pub fn compute(
 /// `p` without its request limit: a regret is against every schedule of
 /// the family, since the runs were held to no limit.
 fn unlimited_of<'a>(p: &Problem<'a>) -> Problem<'a> {
-    Problem { limit: None, ..*p }
+    Problem {
+        limit: None,
+        ..p.clone()
+    }
 }
 
 /// The regret of every priced run of `out` on session `label` that

@@ -284,22 +284,6 @@ fn the_unlogged_remainder_is_measured_at_the_last_recorded_reply() {
     assert_eq!(unlogged_at_last(&plain), None);
 }
 
-#[test]
-fn a_resume_is_read_from_the_session_start_hook_of_either_release() {
-    let progress = serde_json::json!({"type": "progress", "isSidechain": false,
-        "data": {"type": "hook_progress", "hookName": "SessionStart:resume"}});
-    let system = serde_json::json!({"type": "system", "isSidechain": false,
-        "content": "\u{1b}[1mSessionStart:resume\u{1b}[22m [sh hook.sh] completed successfully"});
-    assert!(marks_resume(&progress) && marks_resume(&system));
-    // A fresh start, another hook, a subagent's record: no resume.
-    let startup = serde_json::json!({"type": "progress",
-        "data": {"type": "hook_progress", "hookName": "SessionStart:startup"}});
-    let edit = serde_json::json!({"type": "system", "content": "PostToolUse:Edit [fmt] completed"});
-    let mut sidechain = progress.clone();
-    sidechain["isSidechain"] = true.into();
-    assert!(![startup, edit, sidechain].iter().any(marks_resume));
-}
-
 /// Under `--anchor none`, what survives a compaction: the first request's
 /// prefix (system, tools, the user context sent with every call), unless
 /// the first message @-mentions a file, whose content that request also
