@@ -580,7 +580,7 @@ impl Format {
 /// and rendering is a left-to-right fold. So the fold over that masked
 /// prefix is done once per event: its emitted messages are kept, and each
 /// call folds only the newest `attention_window` events, over the prefix's
-/// pending responses left untouched ([`Overlay`]). No observation is in the
+/// pending responses left untouched (an overlay). No observation is in the
 /// prefix, so no result waits there and no pending response of it was
 /// emitted; anything else (a history replaced, another initial message)
 /// starts the prefix again. Done whole at every call, the render was most
