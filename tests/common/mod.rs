@@ -118,8 +118,19 @@ pub fn transcripts() -> Option<PathBuf> {
 /// Every file of the transcript directories, sorted by path; both
 /// directories must be there.
 pub fn transcript_files(dir: &Path) -> Vec<PathBuf> {
+    files_of(dir, &["claude_code", "openai_format"])
+}
+
+/// Every shared Claude Code log (`claude_code/`), sorted by path: the
+/// directory the product-model tests walk.
+pub fn claude_code_files(dir: &Path) -> Vec<PathBuf> {
+    files_of(dir, &["claude_code"])
+}
+
+/// Every file of `subs` under `dir`, sorted by path.
+fn files_of(dir: &Path, subs: &[&str]) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for sub in ["claude_code", "openai_format"] {
+    for sub in subs {
         for e in std::fs::read_dir(dir.join(sub)).unwrap() {
             files.push(e.unwrap().path());
         }

@@ -17,11 +17,7 @@ fn placeholders_are_detected_on_every_shared_log_that_has_them() {
     };
     let counter = Tokens::Claude.counter();
     let mut found = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("claude_code"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = common::claude_code_files(&dir);
     for f in &files {
         let (records, _) = ctxlab::import::recorded::log_records::read_placed(f).unwrap();
         let outs = outputs(&records, counter.as_ref());

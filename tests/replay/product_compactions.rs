@@ -121,11 +121,10 @@ fn every_shared_automatic_compaction_is_met() {
     let Some(dir) = common::transcripts() else {
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("claude_code"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let files: Vec<String> = common::claude_code_files(&dir)
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    files.sort();
     let mut checked = 0;
     for file in files {
         for c in compactions(&file).unwrap() {
@@ -268,11 +267,7 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     let Some(dir) = common::transcripts() else {
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("claude_code"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = common::claude_code_files(&dir);
     let measure = Measure {
         tokens: ctxlab::tokens::Tokens::Claude,
         conversations: ctxlab::replay::subagents::Conversations {

@@ -76,11 +76,7 @@ fn every_resume_sends_nothing_the_log_lacks() {
     let Some(dir) = common::transcripts() else {
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("claude_code"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = common::claude_code_files(&dir);
     let mut all = Vec::new();
     for f in &files {
         for (r, residual, orphaned) in residuals(f) {

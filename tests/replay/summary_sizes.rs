@@ -15,11 +15,7 @@ fn the_summary_table_is_the_shared_logs_summaries() {
     let Some(dir) = common::transcripts() else {
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("claude_code"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = common::claude_code_files(&dir);
     let mut found = Vec::new();
     for f in &files {
         let session = import_file(f, &ImportOptions::default()).unwrap();

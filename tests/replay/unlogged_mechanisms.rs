@@ -32,11 +32,7 @@ fn every_mechanism_is_counted_on_the_shared_logs() {
     let Some(dir) = common::transcripts() else {
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("claude_code"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
+    let files = common::claude_code_files(&dir);
     let mut table = String::from("| log |");
     for m in Mechanism::ALL {
         table.push_str(&format!(" {} |", m.name()));
