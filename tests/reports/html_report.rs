@@ -410,16 +410,17 @@ fn the_page_of_a_real_session_shows_the_product_in_a_headless_chromium() {
     println!("screenshot: {}", shot.display());
 }
 
-#[test]
-fn the_headline_ranks_what_the_tables_below_it_show() {
-    let dir = tempfile::tempdir().unwrap();
+/// `lab replay` of the reports' generated session under [`POLICIES`] with
+/// retention and cost (and the closed loop when `closed`): its JSON and
+/// its HTML page.
+fn generated_page(dir: &Path, closed: bool) -> (serde_json::Value, String) {
     let session = common::write(
-        dir.path(),
+        dir,
         "gen.json",
         &serde_json::to_string(&ctxlab::reports::frontier::session()).unwrap(),
     );
-    let out = dir.path().join("r.html");
-    let json = common::lab_ok(&[
+    let out = dir.join(format!("r{closed}.html"));
+    let mut args = vec![
         "replay",
         session.to_str().unwrap(),
         "--policy",
@@ -430,9 +431,24 @@ fn the_headline_ranks_what_the_tables_below_it_show() {
         out.to_str().unwrap(),
         "--format",
         "json",
-    ]);
-    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let html = std::fs::read_to_string(&out).unwrap();
+    ];
+    if closed {
+        args.push("--closed-loop");
+    }
+    let json = serde_json::from_str(&common::lab_ok(&args)).unwrap();
+    (json, std::fs::read_to_string(&out).unwrap())
+}
+
+/// The page's headline section.
+fn headline(html: &str) -> &str {
+    let head = &html[html.find("<section id=\"headline\">").unwrap()..];
+    &head[..head.find("</section>").unwrap()]
+}
+
+#[test]
+fn the_headline_ranks_what_the_tables_below_it_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = generated_page(dir.path(), false);
     // The cheapest policy keeping every planted fact in the request, from
     // the CLI's own retention and cost.
     let all_present = |p: &str| {
@@ -465,8 +481,7 @@ fn the_headline_ranks_what_the_tables_below_it_show() {
         .find(|r| r["policy"] == best)
         .and_then(|r| r["artifact_recall"].as_f64())
         .expect("the best policy's recall, in percent");
-    let head = &html[html.find("<section id=\"headline\">").unwrap()..];
-    let head = &head[..head.find("</section>").unwrap()];
+    let head = headline(&html);
     let first = &head[head.find("<li>").unwrap()..head.find("</li>").unwrap()];
     assert!(
         first.contains("keeping every planted fact in the request:</strong>")
@@ -494,43 +509,16 @@ fn the_headline_ranks_what_the_tables_below_it_show() {
 #[test]
 fn the_headline_prices_recovery_under_the_closed_loop() {
     let dir = tempfile::tempdir().unwrap();
-    let session = common::write(
-        dir.path(),
-        "gen.json",
-        &serde_json::to_string(&ctxlab::reports::frontier::session()).unwrap(),
-    );
-    let page = |closed: bool| {
-        let out = dir.path().join(format!("r{closed}.html"));
-        let mut args = vec![
-            "replay",
-            session.to_str().unwrap(),
-            "--policy",
-            POLICIES,
-            "--retention",
-            "--cost",
-            "--html",
-            out.to_str().unwrap(),
-            "--format",
-            "json",
-        ];
-        if closed {
-            args.push("--closed-loop");
-        }
-        let json: serde_json::Value = serde_json::from_str(&common::lab_ok(&args)).unwrap();
-        let html = std::fs::read_to_string(&out).unwrap();
-        let head = &html[html.find("<section id=\"headline\">").unwrap()..];
-        let head = head[..head.find("</section>").unwrap()].to_string();
-        (json, head)
-    };
-    let (open_json, open_head) = page(false);
+    let (_, open_page) = generated_page(dir.path(), false);
+    let open_head = headline(&open_page);
     assert!(
         open_head.contains("in the request or behind a pointer:</strong>"),
         "{open_head}"
     );
     assert!(!open_head.contains("closed loop"), "{open_head}");
-    let _ = open_json;
 
-    let (json, head) = page(true);
+    let (json, page) = generated_page(dir.path(), true);
+    let head = headline(&page);
     assert!(!head.contains("behind a pointer"), "{head}");
     // The cheapest closed-loop point with no lost demand, from the CLI's JSON.
     let rows = json["closed_loop"].as_array().expect("closed-loop rows");
