@@ -337,7 +337,7 @@ fn completed<'a>(view: &[&'a Event], initial: Option<&'a Ev>) -> Vec<&'a Ev> {
 
 /// `process_events`' loop state: the messages emitted, the responses
 /// waiting for results and the results not yet emitted.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Fold<P> {
     out: Vec<Out>,
     pending: P,
@@ -596,7 +596,9 @@ pub struct MaskedRender {
     /// The prefix's messages, formatted.
     sent: Vec<Message>,
     format: Format,
-    pending: Pending<String>,
+    /// The fold over the prefix: its pending responses (no result waits
+    /// there, and it emits only what is not a response).
+    prefix: Fold<Pending<String>>,
 }
 
 impl MaskedRender {
@@ -635,15 +637,14 @@ impl MaskedRender {
                 self.clear();
                 return render(view, history, llm);
             }
-            let mut fold = Fold::new(std::mem::take(&mut self.pending));
-            fold.step(ev, history, llm);
-            debug_assert!(fold.results.is_empty());
-            self.pending = fold.pending;
-            self.format.extend(fold.out, &mut self.sent);
+            self.prefix.step(ev, history, llm);
+            self.format
+                .extend(self.prefix.out.drain(..), &mut self.sent);
         }
+        debug_assert!(self.prefix.results.is_empty());
         self.done = prefix;
         let mut fold = Fold::new(Overlay {
-            base: &self.pending,
+            base: &self.prefix.pending,
             removed: BTreeSet::new(),
             local: Pending::<&str>::default(),
         });
@@ -689,7 +690,7 @@ pub struct GrowingRender {
     key: Option<(bool, Option<usize>, usize)>,
     /// Events of the completed view folded.
     done: usize,
-    fold: Option<Fold<Pending<String>>>,
+    fold: Fold<Pending<String>>,
     format: Format,
     sent: Vec<Message>,
     tokens: usize,
@@ -735,14 +736,11 @@ impl GrowingRender {
             self.clear();
             self.key = key;
         }
-        let fold = self
-            .fold
-            .get_or_insert_with(|| Fold::new(Pending::default()));
         self.folded += evs.len() - self.done;
         for ev in &evs[self.done..] {
-            fold.step(ev, history, llm);
+            self.fold.step(ev, history, llm);
             let from = self.sent.len();
-            self.format.extend(fold.out.drain(..), &mut self.sent);
+            self.format.extend(self.fold.out.drain(..), &mut self.sent);
             self.tokens += counter.count_messages(&self.sent[from..]);
         }
         self.done = evs.len();
