@@ -8,6 +8,7 @@
 
 use crate::message::{Block, Content, Message};
 
+pub mod bpe;
 pub mod claude;
 pub mod fit;
 pub mod openai;

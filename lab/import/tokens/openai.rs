@@ -1,17 +1,18 @@
 //! Exact OpenAI token counts with the published BPE tables.
 //!
-//! `tiktoken-rs` embeds the `o200k_base` and `cl100k_base` rank files in the
-//! crate, so counting needs no network and gives the same ids as OpenAI's
-//! Python `tiktoken`. Text is encoded as ordinary text: a transcript that
-//! happens to contain `<|endoftext|>` is counted as the characters it is, the
-//! way an API request carrying that text would be.
+//! The `o200k_base` and `cl100k_base` vocabularies come from the pinned
+//! `tiktoken-rs` crate at build time and are counted by [`super::bpe`], so
+//! counting needs no network and gives the counts of OpenAI's Python
+//! `tiktoken`. Text is encoded as ordinary text: a transcript that happens
+//! to contain `<|endoftext|>` is counted as the characters it is, the way an
+//! API request carrying that text would be.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
+use super::bpe::Bpe;
 use super::TokenCounter;
-use tiktoken_rs::CoreBPE;
 
 /// Which OpenAI encoding to count with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,11 +44,11 @@ impl OpenAi {
         self.encoding
     }
 
-    fn bpe(&self) -> &'static CoreBPE {
-        // The singletons parse the embedded table once per process.
+    fn bpe(&self) -> &'static Bpe {
+        // Built from the embedded vocabulary once per process.
         match self.encoding {
-            Encoding::O200k => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+            Encoding::O200k => Bpe::o200k(),
+            Encoding::Cl100k => Bpe::cl100k(),
         }
     }
 }
@@ -69,20 +70,20 @@ impl TokenCounter for OpenAi {
             return 0;
         }
         if text.len() < 64 {
-            return self.bpe().encode_ordinary(text).len();
+            return self.bpe().count(text);
         }
         let key = (self.encoding, content_hash(text), text.len());
         if let Some(n) = MEMO.with(|m| m.borrow().get(&key).copied()) {
             return n;
         }
-        // Segment by segment: one huge regex piece would overflow
-        // tiktoken's regex stack and panic ([`super::pieces`]).
+        // Segment by segment: one huge regex piece would overflow the
+        // regex's backtracking ([`super::pieces`]).
         let segments = match text.len() > super::pieces::RUN_BYTES {
             true => super::pieces::segments(text),
             false => vec![text],
         };
         let n = if segments.len() == 1 {
-            self.bpe().encode_ordinary(text).len()
+            self.bpe().count(text)
         } else {
             // Through the memo: equal cuts of a long run are counted once.
             segments.into_iter().map(|s| self.count(s)).sum()
@@ -126,7 +127,12 @@ mod tests {
         // Prose is counted exactly across the segment cuts.
         let prose = "the quick brown fox jumps over the lazy dog ".repeat(5000);
         let c = super::OpenAi::O200K;
-        assert_eq!(c.count(&prose), c.bpe().encode_ordinary(&prose).len());
+        assert_eq!(
+            c.count(&prose),
+            tiktoken_rs::o200k_base_singleton()
+                .encode_ordinary(&prose)
+                .len()
+        );
     }
 
     use super::*;
@@ -154,7 +160,7 @@ mod tests {
         // Cyrillic and Chinese: o200k's larger vocabulary needs fewer tokens.
         let text = "Привет, мир! 你好，世界。".repeat(8);
         for c in [OpenAi::O200K, OpenAi::CL100K] {
-            let direct = c.bpe().encode_ordinary(&text).len();
+            let direct = c.bpe().count(&text);
             assert_eq!(c.count(&text), direct);
             assert_eq!(c.count(&text), direct, "the memoised answer");
         }
