@@ -93,7 +93,17 @@ pub struct Prefix {
     /// ([`Block::Unlogged`](crate::message::Block::Unlogged)) is not sent
     /// again from there on.
     pub resumes: Vec<usize>,
+    /// How many lines each file a Read showed only in part has, by the
+    /// Read's `tool_use` id, where the log records it (Claude Code's
+    /// `toolUseResult.file.totalLines`: log content, not usage, so every
+    /// anchor reads it). The product re-reads such a file whole after
+    /// compacting; its port sizes the rest from it.
+    pub read_lines: ReadLines,
 }
+
+/// Lines in the file a Read showed, by the Read's `tool_use` id
+/// ([`Prefix::read_lines`]).
+pub type ReadLines = std::collections::BTreeMap<String, usize>;
 
 /// The product's own count after a recorded reply: what the API reported
 /// for the request that produced it (prompt tokens plus the reply's output,
@@ -363,6 +373,7 @@ pub fn step(
         turn: call.turn,
         envelope: call.envelope,
         anchor: call.anchor,
+        read_lines: Some(&env.prefix.read_lines),
         now_ms: call.now_ms,
         model: env.model.as_mut(),
     };

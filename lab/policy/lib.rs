@@ -430,6 +430,10 @@ pub struct PolicyCtx<'a> {
     /// recorded it (the product's own policy only; see
     /// [`engine::Anchor`]).
     pub anchor: Option<crate::engine::Anchor>,
+    /// Lines in each file a Read showed, by the Read's `tool_use` id,
+    /// where the log records them ([`engine::Prefix::read_lines`]): what a
+    /// port that re-reads a partly read file needs to size the rest.
+    pub read_lines: Option<&'a crate::engine::ReadLines>,
     /// Milliseconds since the session started, when the transcript recorded times.
     pub now_ms: Option<u64>,
     /// The deterministic model behind summaries and choices.
@@ -455,6 +459,7 @@ impl PolicyCtx<'_> {
             turn: 0,
             envelope: 0,
             anchor: None,
+            read_lines: None,
             now_ms: None,
             model,
         };

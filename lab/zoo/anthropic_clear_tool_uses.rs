@@ -394,6 +394,7 @@ mod tests {
             turn: 0,
             envelope: 0,
             anchor: None,
+            read_lines: None,
             now_ms: None,
             model: &mut model,
         };
@@ -487,6 +488,7 @@ mod tests {
                     turn: 0,
                     envelope: 0,
                     anchor: None,
+                    read_lines: None,
                     now_ms: None,
                     model: &mut model,
                 };

@@ -253,6 +253,7 @@ mod tests {
             turn: 0,
             envelope: 0,
             anchor: None,
+            read_lines: None,
             now_ms: None,
             model,
         };
@@ -346,6 +347,7 @@ mod tests {
                 turn: 0,
                 envelope: 0,
                 anchor: None,
+                read_lines: None,
                 now_ms: None,
                 model: &mut spy,
             };

@@ -242,6 +242,7 @@ mod tests {
             turn: 0,
             envelope: 0,
             anchor: None,
+            read_lines: None,
             now_ms: None,
             model,
         };

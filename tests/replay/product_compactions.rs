@@ -245,23 +245,26 @@ fn reattachment_is_counted_once() {
 /// none` (nothing read from recorded usage after the first request) on
 /// every automatic compaction of every shared Claude Code log (the
 /// directory walked): the port's call beside the product's, and its first
-/// request after compacting beside the recorded one. Not met on all; this
-/// pins what the prediction does (notes/cost.md, "anchor"): socialaize's
-/// first compaction at the product's call, its second 10 calls late (it
-/// was never reached before the @-mentioned files were put back by
-/// mechanism; the files its checkouts changed are still not); golfgod 2
-/// calls early; claude-agentic-framework 16 late. After compacting, the
-/// envelope is the first request's prefix (system, tools, user context),
-/// less the @-mentioned files put back by mechanism where the first
-/// message names them (socialaize: the port re-attaches five of them as
-/// the product re-reads them, +6 % and +6 %, was −51 % with the envelope
-/// table and no files); golfgod within 5 % of the recorded request;
-/// claude-agentic-framework 45 % short (the files the product re-reads
-/// whole where the log shows a partial Read). The summary is no longer the
-/// log's own: its length is the median of the other logs' summaries by
-/// the same model (`replay::summary_sizes`; golfgod and socialaize
-/// 14,506 characters, claude-agentic-framework, the only Opus 4.6 log,
-/// the median of all others, 14,506 against its own 18,629).
+/// request after compacting beside the recorded one. Within 10 % after
+/// compacting on all four; within one call on one. This pins what the
+/// prediction does (notes/cost.md, "anchor"): socialaize's first
+/// compaction at the product's call, its second 10 calls late (it was
+/// never reached before the @-mentioned files were put back by mechanism;
+/// the files its checkouts changed are still not); golfgod 2 calls early;
+/// claude-agentic-framework 16 late. After compacting, the envelope is the
+/// first request's prefix (system, tools, user context), less the
+/// @-mentioned files put back by mechanism where the first message names
+/// them (socialaize: the port re-attaches five of them as the product
+/// re-reads them, +6 % and +5 %, was −51 % with the envelope table and no
+/// files); golfgod within 5 % of the recorded request;
+/// claude-agentic-framework 6 % short (was 45 % short: four of the five
+/// files it re-attaches were last Read with a limit, and the product
+/// re-reads them whole; the port sizes each from the shown lines and the
+/// file's recorded line count). The summary is no longer the log's own:
+/// its length is the median of the other logs' summaries by the same model
+/// (`replay::summary_sizes`; golfgod and socialaize 14,506 characters,
+/// claude-agentic-framework, the only Opus 4.6 log, the median of all
+/// others, 14,506 against its own 18,629).
 #[test]
 fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     let Some(dir) = common::transcripts() else {
@@ -345,12 +348,15 @@ fn under_anchor_none_the_port_predicts_from_the_log_alone() {
     assert_eq!(
         errors,
         [
-            ("claude-agentic-framework__chat@7df973d.json", 126, -45),
+            ("claude-agentic-framework__chat@7df973d.json", 126, -6),
             ("claude-code-config-9246a0c1__socialaize.jsonl", 1, 6),
-            ("claude-code-config-9246a0c1__socialaize.jsonl", 66, 6),
+            ("claude-code-config-9246a0c1__socialaize.jsonl", 66, 5),
             ("golfgod__chat@c2f506b.json", 77, -2),
         ]
     );
+    // The done-when's second half: every first request after compacting
+    // within 10 % of the recorded one.
+    assert!(errors.iter().all(|e| e.2.abs() <= 10), "{errors:?}");
     let sources: Vec<(&str, bool)> = info
         .envelopes
         .iter()

@@ -76,3 +76,101 @@ fn every_mechanism_names_its_source() {
         assert!(!s.label.is_empty() && !s.function.is_empty(), "{m:?}");
     }
 }
+
+/// The partial Reads before each of the product's compactions, on every
+/// shared Claude Code log (the directory walked, main chains): how many
+/// Reads in the compacted conversation named an offset or a limit, how
+/// many of them the log gives the file's line count for
+/// (`toolUseResult.file.totalLines`), and what the port re-attaches at the
+/// product's own call (`reattach::restore` on the history the product
+/// summarised, with those line counts): files in all, files last read in
+/// part that come back whole by estimate, and files last read in part
+/// that come back exactly (the whole file shown earlier, edits applied).
+/// The product re-reads every restored file whole (2.1.38 `Ua4`), so each
+/// estimated one is content its log never shows.
+#[test]
+fn partial_reads_before_each_compaction_are_counted_and_sized() {
+    use ctxlab::message::{Block, Message};
+    use ctxlab::zoo::claude_code::reattach;
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let counter = ctxlab::tokens::Tokens::Claude.counter();
+    let partial = |m: &Message| -> Vec<String> {
+        m.blocks()
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input }
+                    if name == "Read"
+                        && (input.get("offset").is_some() || input.get("limit").is_some()) =>
+                {
+                    Some(id.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let mut table = String::from(
+        "| log | compaction @message | trigger | partial Reads before | with a line count | files re-attached (Read, Write, Edit) | last read in part, estimated | last read in part, exact |\n|---|---:|---|---:|---:|---:|---:|---:|\n",
+    );
+    let (mut all_partial, mut all_estimated) = (0, 0);
+    for f in common::claude_code_files(&dir) {
+        let session = import_file(&f, &ImportOptions::default()).unwrap();
+        let log = ctxlab::replay::envelope::RecordedLog::read(&session.source, session.format)
+            .unwrap()
+            .expect("a Claude Code log records usage");
+        let lines = log.read_lines(&session);
+        let name = f.file_name().unwrap().to_string_lossy();
+        let name = name.split(['@', '.']).next().unwrap_or(&name).to_string();
+        let mut start = 0;
+        for c in &session.real_compaction_meta {
+            let history = &session.main[start..c.at];
+            let ids: Vec<String> = history.iter().flat_map(partial).collect();
+            let counted = ids.iter().filter(|id| lines.contains_key(*id)).count();
+            let restored = reattach::restore(
+                history,
+                reattach::Limits::default(),
+                counter.as_ref(),
+                Some(&lines),
+            );
+            let estimated = restored
+                .items
+                .iter()
+                .filter(|i| i.ends_with("(whole, estimated)"))
+                .count();
+            // Paths last read in part in this conversation.
+            let partly: std::collections::BTreeSet<String> = history
+                .iter()
+                .flat_map(|m| m.blocks())
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, input, .. } if ids.contains(id) => {
+                        Some(input.get("file_path")?.as_str()?.to_string())
+                    }
+                    _ => None,
+                })
+                .collect();
+            let exact = restored
+                .items
+                .iter()
+                .filter(|i| partly.contains(i.as_str()))
+                .count();
+            let files = restored.items.iter().filter(|i| *i != "plan").count();
+            table.push_str(&format!(
+                "| {name} | {} | {} | {} | {counted} | {files} | {estimated} | {exact} |\n",
+                c.at,
+                c.trigger.as_deref().unwrap_or("?"),
+                ids.len(),
+            ));
+            all_partial += ids.len();
+            all_estimated += estimated;
+            start = c.at;
+        }
+    }
+    eprintln!("{table}");
+    // Every estimate stands on a recorded line count.
+    assert!(
+        all_estimated <= all_partial,
+        "{all_estimated} of {all_partial}"
+    );
+    insta::assert_snapshot!("partial_reads_before_each_compaction", table);
+}

@@ -1,7 +1,8 @@
 //! What a Claude Code log records beside its requests, read from its
 //! records alone (no token counter, no replay type): the release that
-//! wrote it, where the session was resumed, and the response id and model
-//! each record carries, by the place the record starts. The replay's
+//! wrote it, where the session was resumed, the response id and model
+//! each record carries, by the place the record starts, and how many
+//! lines each file a Read showed has. The replay's
 //! `RecordedLog` keeps these beside the requests it reads with the token
 //! counter (`tokens::recorded`).
 
@@ -26,6 +27,10 @@ pub struct LogFacts {
     /// The model each record names (`message.model`), `<synthetic>` for a
     /// reply the product made without a call.
     pub reply_models: HashMap<Place, String>,
+    /// Lines in the file each Read showed (`toolUseResult.file.totalLines`),
+    /// by the `tool_use_id` its result answers: a Read with an offset or a
+    /// limit shows part of a file, and this says how much more there is.
+    pub read_lines: HashMap<String, usize>,
 }
 
 /// The facts of `records`, each at the place of the same index in `places`
@@ -57,7 +62,24 @@ pub fn read(records: &[Value], places: &[Place]) -> LogFacts {
         resumes,
         reply_ids: at("/message/id"),
         reply_models: at("/message/model"),
+        read_lines: records.iter().filter_map(read_lines).collect(),
     }
+}
+
+/// The file's line count a Read's result record gives, with the id of the
+/// call it answers: Claude Code writes the tool's own result beside the
+/// message (`toolUseResult`; for a text file `{file: {filePath, content,
+/// numLines, startLine, totalLines}}`, 1.0.70 to 2.1.38 alike in the
+/// shared logs).
+fn read_lines(record: &Value) -> Option<(String, usize)> {
+    let total = record.pointer("/toolUseResult/file/totalLines")?.as_u64()?;
+    let content = record.pointer("/message/content")?.as_array()?;
+    let id = content
+        .iter()
+        .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))?
+        .get("tool_use_id")?
+        .as_str()?;
+    Some((id.to_string(), usize::try_from(total).ok()?))
 }
 
 /// Whether a record marks a resume of the main conversation: the
@@ -107,8 +129,11 @@ mod tests {
             json!({"type": "user", "version": "2.0.22"}),
             json!({"type": "system", "content": "SessionStart:resume [x] completed"}),
             json!({"message": {"id": "b", "model": "<synthetic>"}}),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t", "content": "     9→x"}]},
+                "toolUseResult": {"file": {"startLine": 9, "numLines": 1, "totalLines": 40}}}),
         ];
-        let places = [(1, 1), (2, 1), (3, 1), (3, 40)];
+        let places = [(1, 1), (2, 1), (3, 1), (3, 40), (4, 1)];
         let f = read(&records, &places);
         assert_eq!(f.version.as_deref(), Some("2.0.22"));
         assert_eq!(f.resumes, [(3, 1)]);
@@ -116,5 +141,7 @@ mod tests {
         assert_eq!(f.reply_ids[&(1, 1)], "a");
         assert_eq!(f.reply_models[&(3, 40)], "<synthetic>");
         assert!(!f.reply_ids.contains_key(&(2, 1)));
+        assert_eq!(f.read_lines.get("t"), Some(&40));
+        assert_eq!(f.read_lines.len(), 1);
     }
 }

@@ -302,6 +302,10 @@ pub struct RecordedLog {
     /// call, `<synthetic>` for a reply the product made without a call. A
     /// model is no usage: the predicting anchor reads it too.
     reply_models: Arc<std::collections::HashMap<(usize, usize), String>>,
+    /// Lines in the file each Read showed, by the Read's `tool_use` id
+    /// (`toolUseResult.file.totalLines`, sidechains included: ids are
+    /// unique). Log content, not usage: every anchor reads it.
+    read_lines: Arc<std::collections::HashMap<String, usize>>,
     /// What a replay may read of this log's usage: `Recorded` as read;
     /// [`RecordedLog::anchored`] with `None` keeps the first request alone.
     pub anchor: super::anchor::Anchor,
@@ -337,6 +341,7 @@ impl RecordedLog {
             resumes: facts.resumes,
             reply_ids: Arc::new(facts.reply_ids),
             reply_models: Arc::new(facts.reply_models),
+            read_lines: Arc::new(facts.read_lines),
             anchor: super::anchor::Anchor::Recorded,
         })
     }
@@ -422,8 +427,25 @@ impl RecordedLog {
             resumes: Vec::new(),
             reply_ids: Arc::clone(&self.reply_ids),
             reply_models: Arc::clone(&self.reply_models),
+            read_lines: Arc::clone(&self.read_lines),
             anchor: self.anchor,
         }
+    }
+
+    /// Lines in the file each Read of `session`'s messages showed, by the
+    /// Read's `tool_use` id, where the log records them
+    /// ([`crate::policy::engine::Prefix::read_lines`]).
+    pub fn read_lines(&self, session: &ImportedSession) -> crate::policy::engine::ReadLines {
+        let ids = session
+            .main
+            .iter()
+            .flat_map(|m| m.blocks())
+            .filter_map(|b| match b {
+                crate::message::Block::ToolUse { id, name, .. } if name == "Read" => Some(id),
+                _ => None,
+            });
+        ids.filter_map(|id| Some((id.clone(), *self.read_lines.get(id)?)))
+            .collect()
     }
 
     /// This log as a replay under `anchor` may read it: whole under
@@ -620,6 +642,7 @@ pub fn envelope_for(
             product_policy: product_policy.clone(),
             anchors: Default::default(),
             resumes: Vec::new(),
+            read_lines: Default::default(),
         },
         basis,
         after_source: None,
@@ -673,6 +696,7 @@ pub fn envelope_for(
                         product_policy,
                         anchors: anchors(session, l, counter),
                         resumes: replayed_resumes(session, l),
+                        read_lines: l.read_lines(session),
                     },
                     basis: Basis::Recorded,
                     after_source,

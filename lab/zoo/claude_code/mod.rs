@@ -351,7 +351,12 @@ impl ClaudeCode {
         events: &mut Vec<PolicyEvent>,
     ) -> Message {
         let restored = if self.switches.reattach {
-            reattach::restore(history, self.switches.reattach_limits(), ctx.tokens)
+            reattach::restore(
+                history,
+                self.switches.reattach_limits(),
+                ctx.tokens,
+                ctx.read_lines,
+            )
         } else {
             reattach::Restored::default()
         };
@@ -459,6 +464,7 @@ mod tests {
             turn: 0,
             envelope: 0,
             anchor: None,
+            read_lines: None,
             now_ms,
             model,
         };

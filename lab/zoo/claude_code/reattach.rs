@@ -23,10 +23,31 @@
 //! numbered as the Read tool numbers lines. A file whose content the log
 //! does not show (edited after a Read the lab cannot un-number) comes back
 //! as a path only. The plan is the last `ExitPlanMode` call's `plan`.
+//!
+//! A file last Read with an offset or a limit comes back whole: the
+//! product's restore re-reads every file with no offset and no limit.
+//! Read in npm `@anthropic-ai/claude-code` 2.1.38 `cli.js` (not kept):
+//! `Ua4` (the post-compact restore; 2.0.22 `i$5`, 2.0.5 `Hj6` alike) sorts
+//! the read-file state by time, keeps the `Ba4` = 5 newest and calls the
+//! file attachment `TyA(path, {…, fileReadingLimits: {maxTokens: VmY}},
+//! …, "compact")` with no offset or limit, so the Read tool's `call`
+//! (`offset = 1, limit = undefined`, `Ca4` slicing nothing) reads the whole
+//! file, checked by `ya4` against `VmY` = 5,000 tokens of its text (over
+//! it, `MaxFileReadTokenExceededError` makes it a `compact_file_reference`),
+//! and keeps attachments while `JSON.stringify(attachment).length / 4`
+//! stays within `fmY` = 50,000. The read-file state remembers the partial
+//! Read's offset and limit, but the restore does not pass them. Where the
+//! log shows the whole file (an earlier whole Read or Write, Edits applied,
+//! and the partial Read agrees with it line for line) that content comes
+//! back; otherwise its size is an estimate: the shown lines' tokens per
+//! line times the file's line count the log recorded for the Read
+//! (`toolUseResult.file.totalLines`, [`ReadLines`]), sent as a
+//! [`Block::Unlogged`] whose `what` opens with [`ESTIMATED_FILE`].
 
 use std::collections::HashMap;
 
 use crate::message::{Block, Message, Role};
+use crate::policy::engine::ReadLines;
 use crate::tokens::TokenCounter;
 
 /// Newest files re-attached (mirror `POST_COMPACT_MAX_FILES_TO_RESTORE`).
@@ -44,6 +65,12 @@ pub const POST_COMPACT_MAX_TOKENS_PER_FILE: usize = 5_000;
 /// the path follows. The product read it, so it is in the read-file state
 /// and comes back after a compaction like any read file.
 pub const MENTIONED_FILE: &str = "@-mentioned file ";
+
+/// How the `what` of an [`Block::Unlogged`] file opens when the port
+/// re-attaches a file the log showed only in part, sized by estimate (the
+/// shown lines' tokens per line times the file's recorded line count): the
+/// path follows.
+pub const ESTIMATED_FILE: &str = "file read in part, re-read whole (size estimated) ";
 
 /// The tool whose calls and results a file attachment imitates.
 pub const FILE_READ_TOOL_NAME: &str = "Read";
@@ -104,11 +131,45 @@ struct FileState {
     /// Its tokens, when it is known only by its size (an @-mentioned
     /// file put back as [`Block::Unlogged`]).
     sized: Option<usize>,
+    /// Its whole size by estimate, when the log showed only part of it.
+    estimated: Option<Estimate>,
 }
 
-/// The attachments for `history` (the messages being summarised).
-pub fn restore(history: &[Message], limits: Limits, tokens: &dyn TokenCounter) -> Restored {
-    let files = file_state(history);
+/// A file's whole size estimated from the part a Read showed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Estimate {
+    /// Tokens of the attachment as sent (the Read call and the numbered
+    /// result, each a `<system-reminder>`).
+    sent: f64,
+    /// Tokens of the file's text alone (what the 5,000-token cap checks).
+    text: f64,
+    /// Characters of the attachment (the budget's rough size is a quarter).
+    chars: f64,
+}
+
+impl Estimate {
+    /// The estimate after an edit replaced `old` by `new` once.
+    fn edited(self, old: &str, new: &str, tokens: &dyn TokenCounter) -> Estimate {
+        let dt = tokens.count(new) as f64 - tokens.count(old) as f64;
+        let dc = new.chars().count() as f64 - old.chars().count() as f64;
+        Estimate {
+            sent: (self.sent + dt).max(0.0),
+            text: (self.text + dt).max(0.0),
+            chars: (self.chars + dc).max(0.0),
+        }
+    }
+}
+
+/// The attachments for `history` (the messages being summarised);
+/// `read_lines`: the line count of the file each Read showed, where the
+/// log recorded it (sizes a file last Read in part).
+pub fn restore(
+    history: &[Message],
+    limits: Limits,
+    tokens: &dyn TokenCounter,
+    read_lines: Option<&ReadLines>,
+) -> Restored {
+    let files = file_state(history, read_lines, tokens);
     let mut newest: Vec<(&String, &FileState)> =
         files.iter().filter(|(p, _)| !excluded(p)).collect();
     newest.sort_by_key(|f| std::cmp::Reverse(f.1.order));
@@ -126,8 +187,26 @@ pub fn restore(history: &[Message], limits: Limits, tokens: &dyn TokenCounter) -
                 continue;
             }
         }
+        if let (None, Some(e)) = (&state.shown, state.estimated) {
+            if e.text <= limits.max_tokens_per_file as f64 {
+                let rough = (e.chars / 4.0).round() as usize;
+                if used + rough > limits.token_budget {
+                    continue;
+                }
+                used += rough;
+                let sent = e.sent.round() as usize;
+                out.unlogged.push((format!("{ESTIMATED_FILE}{path}"), sent));
+                out.items.push(format!("{path} (whole, estimated)"));
+                continue;
+            }
+        }
+        // The product caps the file's text (`ya4`), not the numbered result.
+        let text_tokens = |shown: &str| match &state.raw {
+            Some(raw) => tokens.count(raw),
+            None => tokens.count(shown),
+        };
         let (blocks, item) = match state.shown.as_deref() {
-            Some(text) if tokens.count(text) <= limits.max_tokens_per_file => {
+            Some(text) if text_tokens(text) <= limits.max_tokens_per_file => {
                 (file_blocks(path, text), path.clone())
             }
             _ => (vec![reference_block(path)], format!("{path} (path only)")),
@@ -155,8 +234,12 @@ fn excluded(path: &str) -> bool {
 }
 
 /// Every file the Read, Write, Edit and MultiEdit tools touched with
-/// success, at its last touch.
-fn file_state(history: &[Message]) -> HashMap<String, FileState> {
+/// success, at its last touch; a partial Read sized with `read_lines`.
+fn file_state(
+    history: &[Message],
+    read_lines: Option<&ReadLines>,
+    tokens: &dyn TokenCounter,
+) -> HashMap<String, FileState> {
     let results: HashMap<&str, &str> = history
         .iter()
         .filter(|m| m.role == Role::User)
@@ -175,15 +258,28 @@ fn file_state(history: &[Message]) -> HashMap<String, FileState> {
         .iter()
         .flat_map(|m| m.blocks().iter().map(|b| (m.role, b)));
     for (order, (role, block)) in blocks.enumerate() {
-        if let (Role::User, Block::Unlogged { what, tokens }) = (role, block) {
+        if let (Role::User, Block::Unlogged { what, tokens: n }) = (role, block) {
+            let blank = FileState {
+                order,
+                shown: None,
+                raw: None,
+                sized: None,
+                estimated: None,
+            };
+            // A file an earlier compaction re-attached is read again, so it
+            // is in the read-file state at that message.
             if let Some(path) = what.strip_prefix(MENTIONED_FILE) {
-                let state = FileState {
-                    order,
-                    shown: None,
-                    raw: None,
-                    sized: Some(*tokens),
+                let sized = Some(*n);
+                files.insert(path.to_string(), FileState { sized, ..blank });
+            } else if let Some(path) = what.strip_prefix(ESTIMATED_FILE) {
+                let (sent, chars) = (*n as f64, *n as f64 * 4.0);
+                let e = Estimate {
+                    sent,
+                    text: sent,
+                    chars,
                 };
-                files.insert(path.to_string(), state);
+                let estimated = Some(e);
+                files.insert(path.to_string(), FileState { estimated, ..blank });
             }
             continue;
         }
@@ -199,35 +295,57 @@ fn file_state(history: &[Message]) -> HashMap<String, FileState> {
         if result.starts_with("<tool_use_error>") {
             continue;
         }
-        let before = files.get(path).and_then(|f| f.raw.clone());
-        let Some(raw) = touched(name, input, result, before) else {
+        let lines = read_lines.and_then(|r| r.get(id)).copied();
+        let touch = Touch {
+            tool: name,
+            path,
+            input,
+            result,
+            lines,
+        };
+        let Some(state) = touched(&touch, files.get(path), tokens) else {
             continue;
         };
-        files.insert(path.to_string(), FileState { order, ..raw });
+        files.insert(path.to_string(), FileState { order, ..state });
     }
     files
 }
 
-/// The file after one successful call of `tool`, or `None` when the tool
-/// does not touch the read-file state.
+/// One successful call of a file tool, as the log shows it.
+struct Touch<'a> {
+    tool: &'a str,
+    path: &'a str,
+    input: &'a serde_json::Value,
+    result: &'a str,
+    /// The file's line count the log recorded for this call, if a Read.
+    lines: Option<usize>,
+}
+
+/// The file after `touch`, from what the log showed of it `before`, or
+/// `None` when the tool does not touch the read-file state.
 fn touched(
-    tool: &str,
-    input: &serde_json::Value,
-    result: &str,
-    before: Option<String>,
+    touch: &Touch<'_>,
+    before: Option<&FileState>,
+    tokens: &dyn TokenCounter,
 ) -> Option<FileState> {
     let known = |raw: Option<String>| FileState {
         order: 0,
         shown: raw.as_deref().map(numbered),
         raw,
         sized: None,
+        estimated: None,
     };
-    match tool {
+    let input = touch.input;
+    let raw_before = before.and_then(|f| f.raw.clone());
+    let estimate_before = before.and_then(|f| f.estimated);
+    match touch.tool {
+        FILE_READ_TOOL_NAME if is_partial(input) => Some(partial_read(touch, before, tokens)),
         FILE_READ_TOOL_NAME => Some(FileState {
             order: 0,
-            shown: Some(result.to_string()),
-            raw: unnumbered(result),
+            shown: Some(touch.result.to_string()),
+            raw: unnumbered(touch.result),
             sized: None,
+            estimated: None,
         }),
         "Write" => Some(known(
             input
@@ -235,18 +353,113 @@ fn touched(
                 .and_then(|c| c.as_str())
                 .map(String::from),
         )),
-        "Edit" => Some(known(before.and_then(|raw| apply_edit(&raw, input)))),
+        "Edit" => match (raw_before, estimate_before) {
+            (Some(raw), _) => Some(known(apply_edit(&raw, input))),
+            // The whole file is known by its size: the edit moves it.
+            (None, Some(e)) => Some(FileState {
+                estimated: Some(edited(e, input, tokens)),
+                ..known(None)
+            }),
+            (None, None) => Some(known(None)),
+        },
         "MultiEdit" => {
             let edits = input.get("edits").and_then(|e| e.as_array());
+            if let (None, Some(e), Some(edits)) = (&raw_before, estimate_before, edits) {
+                let e = edits.iter().fold(e, |e, edit| edited(e, edit, tokens));
+                return Some(FileState {
+                    estimated: Some(e),
+                    ..known(None)
+                });
+            }
             let after = edits.and_then(|edits| {
                 edits
                     .iter()
-                    .try_fold(before?, |raw, edit| apply_edit(&raw, edit))
+                    .try_fold(raw_before?, |raw, edit| apply_edit(&raw, edit))
             });
             Some(known(after))
         }
         _ => None,
     }
+}
+
+/// Whether a Read names an offset or a limit (it may show part of the file).
+fn is_partial(input: &serde_json::Value) -> bool {
+    input.get("offset").is_some() || input.get("limit").is_some()
+}
+
+/// An estimate moved by one edit (`old_string` → `new_string`).
+fn edited(e: Estimate, edit: &serde_json::Value, tokens: &dyn TokenCounter) -> Estimate {
+    let text = |k: &str| edit.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    e.edited(text("old_string"), text("new_string"), tokens)
+}
+
+/// The file after a Read with an offset or a limit. The product re-reads
+/// it whole after compacting, so: the whole text the log showed before,
+/// where the shown lines agree with it (and its line count with the
+/// recorded one); the shown result itself when it holds every line; else,
+/// with the recorded line count, an estimate of the whole; without one,
+/// the shown part as before this was modelled (a log that records no line
+/// count gives nothing to size the rest by).
+fn partial_read(
+    touch: &Touch<'_>,
+    before: Option<&FileState>,
+    tokens: &dyn TokenCounter,
+) -> FileState {
+    let shown = numbered_lines(touch.result);
+    let as_shown = FileState {
+        order: 0,
+        shown: Some(touch.result.to_string()),
+        raw: unnumbered(touch.result),
+        sized: None,
+        estimated: None,
+    };
+    if let Some(f) = before.filter(|f| agrees(f.raw.as_deref(), &shown, touch.lines)) {
+        return f.clone();
+    }
+    let Some(total) = touch.lines else {
+        return as_shown;
+    };
+    let n = shown.len();
+    if n == 0 || total <= n {
+        return as_shown;
+    }
+    let part: Vec<String> = shown.iter().map(|(k, l)| format!("{k:>6}→{l}")).collect();
+    let part = part.join("\n");
+    let raw: Vec<&str> = shown.iter().map(|(_, l)| *l).collect();
+    let raw = raw.join("\n");
+    // The result as shown (with any trailing reminder the Read tool adds),
+    // and the lines not shown at the shown lines' rate.
+    let blocks = file_blocks(touch.path, touch.result);
+    let scale = total as f64 / n as f64;
+    let rest = (total - n) as f64 / n as f64;
+    let sent: usize = blocks.iter().map(|b| tokens.count(b)).sum();
+    let chars: usize = blocks.iter().map(|b| b.chars().count()).sum();
+    let estimate = Estimate {
+        sent: sent as f64 + tokens.count(&part) as f64 * rest,
+        text: tokens.count(&raw) as f64 * scale,
+        chars: chars as f64 + part.chars().count() as f64 * rest,
+    };
+    FileState {
+        shown: None,
+        raw: None,
+        estimated: Some(estimate),
+        ..as_shown
+    }
+}
+
+/// Whether the whole text `raw` holds every shown `(number, line)` at its
+/// number, and has `lines` lines where the log recorded a count.
+fn agrees(raw: Option<&str>, shown: &[(usize, &str)], lines: Option<usize>) -> bool {
+    let Some(raw) = raw else {
+        return false;
+    };
+    // By `\n`, as the Read tool counts: `lines()` drops an empty last line.
+    let all: Vec<&str> = raw.split('\n').collect();
+    lines.is_none_or(|n| n == all.len())
+        && !shown.is_empty()
+        && shown
+            .iter()
+            .all(|(k, l)| k.checked_sub(1).and_then(|i| all.get(i)) == Some(l))
 }
 
 /// `old_string` replaced by `new_string` (every match with `replace_all`),
@@ -279,15 +492,22 @@ pub fn numbered(raw: &str) -> String {
 /// the first that is not numbered (a trailing reminder), `None` when the
 /// first line is not.
 fn unnumbered(shown: &str) -> Option<String> {
-    let lines: Vec<&str> = shown
+    let lines: Vec<&str> = numbered_lines(shown).into_iter().map(|(_, l)| l).collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
+}
+
+/// The numbered lines of a Read result with their numbers, up to the
+/// first line that is not numbered.
+fn numbered_lines(shown: &str) -> Vec<(usize, &str)> {
+    shown
         .lines()
         .map_while(|l| {
             let (number, rest) = l.split_once('→')?;
             let digits = number.trim_start();
-            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
+            let ok = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+            Some((digits.parse().ok().filter(|_| ok)?, rest))
         })
-        .collect();
-    (!lines.is_empty()).then(|| lines.join("\n"))
+        .collect()
 }
 
 /// `<system-reminder>` around `text` (mirror `wrapInSystemReminder`).
@@ -392,7 +612,7 @@ mod tests {
             json!({"file_path": "/r/CLAUDE.md", "content": "m"}),
         ));
         h.push(result("w", "File created successfully"));
-        let r = restore(&h, Limits::default(), &Approx);
+        let r = restore(&h, Limits::default(), &Approx, None);
         assert_eq!(
             r.items,
             ["/r/f2.rs", "/r/f6.rs", "/r/f5.rs", "/r/f4.rs", "/r/f3.rs"]
@@ -423,14 +643,17 @@ mod tests {
             call("c", "Read", json!({"file_path": "/missing"})),
             result("c", "<tool_use_error>File does not exist.</tool_use_error>"),
         ];
-        let r = restore(&h, Limits::default(), &Approx);
+        let r = restore(&h, Limits::default(), &Approx, None);
         assert_eq!(r.items, ["/unseen (path only)", "/big (path only)"]);
         assert!(r.blocks[1].contains("Note: /big was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."));
         let tight = Limits {
             token_budget: 60,
             ..Limits::default()
         };
-        assert_eq!(restore(&h, tight, &Approx).items, ["/unseen (path only)"]);
+        assert_eq!(
+            restore(&h, tight, &Approx, None).items,
+            ["/unseen (path only)"]
+        );
     }
 
     #[test]
@@ -446,10 +669,88 @@ mod tests {
             mention("a.rs", 1_200),
             mention("big.rs", 9_000),
         ])];
-        let r = restore(&h, Limits::default(), &Approx);
+        let r = restore(&h, Limits::default(), &Approx, None);
         assert_eq!(r.items, ["big.rs (path only)", "a.rs"]);
         assert_eq!(r.unlogged, [(format!("{MENTIONED_FILE}a.rs"), 1_200)]);
         assert_eq!(r.blocks.len(), 1);
+    }
+
+    /// A partly read file: `lines` numbered from `from`, each `text`.
+    fn part(from: usize, lines: usize, text: &str) -> String {
+        (from..from + lines)
+            .map(|k| format!("{k:>6}→{text} {k}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn a_file_read_in_part_comes_back_whole_by_estimate_or_as_a_path() {
+        let h = vec![
+            call(
+                "a",
+                "Read",
+                json!({"file_path": "/a.py", "offset": 11, "limit": 10}),
+            ),
+            result("a", &part(11, 10, "x = compute(1)")),
+            call("b", "Read", json!({"file_path": "/b.md", "limit": 10})),
+            result("b", &part(1, 10, "word word word word")),
+            call("c", "Read", json!({"file_path": "/c.rs", "limit": 2})),
+            result("c", &part(1, 2, "fn c() {}")),
+        ];
+        let lines = ReadLines::from([("a".into(), 40), ("b".into(), 5_000), ("c".into(), 2)]);
+        let r = restore(&h, Limits::default(), &Approx, Some(&lines));
+        // /c.rs showed all its lines: it comes back as shown.
+        assert_eq!(
+            r.items,
+            ["/c.rs", "/b.md (path only)", "/a.py (whole, estimated)"]
+        );
+        let (what, tokens) = &r.unlogged[0];
+        assert_eq!(what, &format!("{ESTIMATED_FILE}/a.py"));
+        // The shown part as sent, and 30 more lines at its rate.
+        let shown = file_blocks("/a.py", &part(11, 10, "x = compute(1)"));
+        let sent: usize = shown.iter().map(|b| Approx.count(b)).sum();
+        let rest = 3 * Approx.count(&part(11, 10, "x = compute(1)"));
+        assert_eq!(*tokens, sent + rest);
+        // With no recorded line count the shown part is all there is.
+        let r = restore(&h, Limits::default(), &Approx, None);
+        assert_eq!(r.items, ["/c.rs", "/b.md", "/a.py"]);
+        assert!(r.unlogged.is_empty());
+    }
+
+    #[test]
+    fn a_part_that_agrees_with_the_whole_file_shown_before_brings_that_back_edited() {
+        let whole = (1..=6).map(|k| format!("line {k}")).collect::<Vec<_>>();
+        let whole = whole.join("\n");
+        let mut h = vec![
+            call("w", "Read", json!({"file_path": "/f"})),
+            result("w", &numbered(&whole)),
+            call(
+                "p",
+                "Read",
+                json!({"file_path": "/f", "offset": 3, "limit": 2}),
+            ),
+            result("p", "     3→line 3\n     4→line 4"),
+            call(
+                "e",
+                "Edit",
+                json!({"file_path": "/f", "old_string": "line 6", "new_string": "six"}),
+            ),
+            result("e", "ok"),
+        ];
+        let lines = ReadLines::from([("w".into(), 6), ("p".into(), 6)]);
+        let r = restore(&h, Limits::default(), &Approx, Some(&lines));
+        assert_eq!(r.items, ["/f"]);
+        assert!(r.blocks[1].contains("     5→line 5\n     6→six"));
+        // A part that disagrees (the file changed on disk): an estimate,
+        // moved by the edit after it.
+        h[3] = result("p", "     3→changed\n     4→line 4");
+        let r = restore(&h, Limits::default(), &Approx, Some(&lines));
+        assert_eq!(r.items, ["/f (whole, estimated)"]);
+        let shown = file_blocks("/f", "     3→changed\n     4→line 4");
+        let sent: usize = shown.iter().map(|b| Approx.count(b)).sum();
+        let rest = 2 * Approx.count("     3→changed\n     4→line 4");
+        let moved = Approx.count("six") as i64 - Approx.count("line 6") as i64;
+        assert_eq!(r.unlogged[0].1 as i64, (sent + rest) as i64 + moved);
     }
 
     #[test]
@@ -460,7 +761,7 @@ mod tests {
             call("p2", "ExitPlanMode", json!({"plan": "1. build\n2. test"})),
             result("p2", "ok"),
         ];
-        let r = restore(&h, Limits::default(), &Approx);
+        let r = restore(&h, Limits::default(), &Approx, None);
         assert_eq!(r.items, ["plan"]);
         assert_eq!(
             r.blocks[0],

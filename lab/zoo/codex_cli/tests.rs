@@ -18,6 +18,7 @@ fn run(p: &mut CodexCli, h: &mut Vec<Message>, turn: usize, model: &mut Scripted
         turn,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model,
     };

@@ -127,6 +127,7 @@ fn run_forced(history: Vec<Message>, fs: &MemFs) -> (Vec<Message>, Prepared) {
         turn: 0,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model: &mut model,
     };
@@ -208,6 +209,7 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
         turn: 0,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model: &mut model,
     };
@@ -231,6 +233,7 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
         turn: 1,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model: &mut model,
     };

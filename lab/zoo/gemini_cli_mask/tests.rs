@@ -183,6 +183,7 @@ fn run(p: &mut GeminiCliMask, h: &mut Vec<Message>, fs: &MemFs) -> Prepared {
         turn: 0,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model: &mut model,
     };

@@ -223,6 +223,7 @@ fn the_kept_edit_equals_the_whole_edit_at_every_call() {
                         turn: calls,
                         envelope: 0,
                         anchor: None,
+                        read_lines: None,
                         now_ms: None,
                         model: &mut model,
                     };

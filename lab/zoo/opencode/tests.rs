@@ -18,6 +18,7 @@ fn run(p: &mut Opencode, h: &mut Vec<Message>, fs: &MemFs, turn: usize) -> Prepa
         turn,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model: &mut model,
     };

@@ -232,6 +232,7 @@ fn invalid_switches_are_refused_and_truncation_matches_upstream() {
         turn: 0,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model: &mut model,
     };

@@ -106,6 +106,7 @@ fn replay(
             turn: out.len(),
             envelope: 0,
             anchor: None,
+            read_lines: None,
             now_ms: None,
             model: &mut *model,
         };

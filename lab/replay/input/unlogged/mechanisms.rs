@@ -18,7 +18,10 @@
 //! the first request's size, which every anchor may read, bounds the
 //! mentioned files that no Read shows: what it holds beyond the release's
 //! envelope and the logged text is split evenly among them
-//! ([`Sizing::FirstRequest`]). The rest is counted, not sized: a changed
+//! ([`Sizing::FirstRequest`]). A file read in part is sized by the
+//! product's port when it re-attaches it whole after compacting
+//! (`zoo::claude_code::reattach`, from the file's line count the log
+//! records for the Read). The rest is counted, not sized: a changed
 //! file comes back as a diff snippet of content the log never shows, a
 //! skill's text is not logged, the todo and plan reminders' text is
 //! determined by the log but their steady share is already in the
@@ -120,9 +123,9 @@ impl Mechanism {
                 "nP6: every readFileState entry whose mtime passed its read time, snippet y80(old, new)",
             ),
             Mechanism::PartialRead => s(
-                "2.0.22",
-                "compact_file_reference / file after compacting",
-                "m$5, c$5, d$5: 5 newest files, 5,000 tokens each, 50,000 in all",
+                "2.1.38",
+                "file / compact_file_reference after compacting",
+                "Ua4: TyA(path, maxTokens VmY = 5,000, \"compact\") with no offset or limit, the whole file; Ba4 = 5 newest, fmY = 50,000 in all (2.0.22 i$5, 2.0.5 Hj6)",
             ),
             Mechanism::InvokedSkill => s(
                 "2.1.38",

@@ -191,6 +191,7 @@ fn prepare(
         turn: 0,
         envelope: 0,
         anchor: None,
+        read_lines: None,
         now_ms: None,
         model,
     };
