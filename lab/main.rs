@@ -8,6 +8,7 @@ use std::io::Write;
 static ALLOC: ctxlab::alloc::Mimalloc = ctxlab::alloc::Mimalloc;
 
 fn main() {
+    ctxlab::alloc::tune();
     let cli = ctxlab::cli::Cli::parse_checked();
     match ctxlab::cli::run(cli) {
         Ok(out) => {
