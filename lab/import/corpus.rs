@@ -159,8 +159,10 @@ fn expand_one(arg: &Path) -> LabResult<Input> {
     })
 }
 
-/// Every regular file under `dir`; symbolic links are not followed (a link
-/// loop must not hang the walk).
+/// Every regular file under `dir`, and every symbolic link under it to a
+/// regular file (a corpus assembled from links is common); a link to a
+/// directory is not followed (a link loop must not hang the walk) and is
+/// named on stderr.
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> LabResult<()> {
     // opencode's storage: its sessions are the files under `session/`;
     // their message and part files are read through them.
@@ -189,6 +191,19 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> LabResult<()> {
             walk(&entry.path(), out)?;
         } else if kind.is_file() {
             out.push(entry.path());
+        } else if kind.is_symlink() {
+            match std::fs::metadata(entry.path()) {
+                Ok(target) if target.is_file() => out.push(entry.path()),
+                Ok(target) if target.is_dir() => eprintln!(
+                    "skipped {}: a symbolic link to a directory is not followed (name the directory itself)",
+                    entry.path().display()
+                ),
+                // A dangling link, or one to a device or socket: no file.
+                _ => eprintln!(
+                    "skipped {}: a symbolic link to no regular file",
+                    entry.path().display()
+                ),
+            }
         }
     }
     Ok(())

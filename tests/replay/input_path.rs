@@ -191,3 +191,108 @@ fn the_sweep_header_counts_sessions_not_files() {
     let row = out.lines().find(|l| l.contains("│ 5000 ")).unwrap();
     assert!(row.contains("┆ 6 "), "the table's count: {row}");
 }
+
+/// A directory of `n` generated sessions.
+fn sessions_in(dir: &Path, n: usize) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        let messages = ctxlab::replay::profiles::synthetic_main(2 + i, 300);
+        crate::common::write(
+            dir,
+            &format!("s{i}.json"),
+            &serde_json::to_string(&messages).unwrap(),
+        );
+    }
+    dir.to_path_buf()
+}
+
+/// No data is never a result: a corpus in which no session is found is
+/// refused with exit 3 and nothing on stdout, in every output format.
+#[test]
+fn a_corpus_of_no_sessions_is_refused_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let notes = dir.path().join("notes");
+    std::fs::create_dir(&notes).unwrap();
+    std::fs::write(notes.join("a.txt"), "not a session\n").unwrap();
+    for (input, says) in [
+        (&empty, "no file or member to read"),
+        (&notes, "1 files or members, none of them a session"),
+    ] {
+        for format in [
+            &["--format", "table"][..],
+            &["--format", "json", "--per-session"],
+            &["--format", "jsonl"],
+        ] {
+            let mut args = vec!["replay", input.to_str().unwrap(), "--policy", "none"];
+            args.extend(format);
+            let (code, out, err) = lab(&args);
+            assert_eq!(code, 3, "{args:?}: {err}");
+            assert_eq!(out, "", "{args:?}");
+            assert!(
+                err.contains("no sessions to replay") && err.contains(says),
+                "{err}"
+            );
+            assert!(err.contains("fix:"), "{err}");
+        }
+    }
+    // The control: the same command on a directory with a session passes.
+    let one = sessions_in(&dir.path().join("one"), 1);
+    let (code, out, err) = lab(&[
+        "replay",
+        one.to_str().unwrap(),
+        "--policy",
+        "none",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!((code, out.lines().count()), (0, 1), "{err}");
+}
+
+/// A corpus assembled from symbolic links to session files replays as the
+/// files do; a link to a directory is named, not followed.
+#[cfg(unix)]
+#[test]
+fn links_to_session_files_are_read_and_links_to_directories_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = sessions_in(&dir.path().join("real"), 3);
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    for i in 0..3 {
+        std::os::unix::fs::symlink(
+            real.join(format!("s{i}.json")),
+            linked.join(format!("s{i}.json")),
+        )
+        .unwrap();
+    }
+    std::os::unix::fs::symlink(&real, linked.join("loop")).unwrap();
+    let run = |input: &Path| {
+        let (code, out, err) = lab(&[
+            "replay",
+            input.to_str().unwrap(),
+            "--policy",
+            "none,course-main",
+            "--format",
+            "jsonl",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let records: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("session");
+                v
+            })
+            .collect();
+        (records, err)
+    };
+    let (from_links, err) = run(&linked);
+    let (from_files, _) = run(&real);
+    assert_eq!(from_links.len(), 6);
+    assert_eq!(from_links, from_files);
+    assert!(
+        err.contains("a symbolic link to a directory is not followed"),
+        "{err}"
+    );
+}

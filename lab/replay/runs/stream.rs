@@ -120,9 +120,9 @@ pub fn run(
     // Course policies build their roots on the backend of the starting thread.
     let backend = crate::storage::root::current_backend();
     let progress = crate::progress::Progress::spinner("replay: sessions");
-    if per_session_json {
-        write(out, "{\"sessions\": [\n")?;
-    }
+    // The opening is written with the first session, so that a corpus of
+    // no sessions (refused below) writes nothing.
+    const OPENING: &str = "{\"sessions\": [\n";
     let mut written = 0usize;
     let read = crate::jobs::ordered(
         how.jobs,
@@ -136,7 +136,7 @@ pub fn run(
         |((key, order), one)| match one.and_then(|one| {
             let mine = emit(&one.runs, &mut agg, how, out)?;
             if per_session_json {
-                let sep = if written == 0 { "" } else { ",\n" };
+                let sep = if written == 0 { OPENING } else { ",\n" };
                 write(out, sep)?;
                 write(out, &session_json(&key, order, &one))?;
                 written += 1;
@@ -165,6 +165,17 @@ pub fn run(
         return Err(e);
     }
     let mut listed = read?;
+    // No data is never a result: a corpus of no sessions is refused (a
+    // shard of a corpus that has some may own none; its part still merges).
+    if listed.sessions == 0
+        && (how.shard.is_none() || listed.items == 0)
+        && listed.damage.is_empty()
+    {
+        return Err(no_sessions(inputs, &listed));
+    }
+    if per_session_json && written == 0 {
+        write(out, OPENING)?;
+    }
     // A damaged archive or Parquet file fails the run after everything
     // else in the corpus was replayed and written.
     let damage = LabError::several(std::mem::take(&mut listed.damage));
@@ -194,6 +205,29 @@ pub fn run(
     };
     write(out, &text)?;
     damage.map_or(Ok(agg), Err)
+}
+
+/// The refusal of a corpus in which no session was found: what was listed
+/// and how much of it was not a session.
+fn no_sessions(inputs: &[Input], listed: &Listed) -> LabError {
+    let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+    let found = match (listed.items, listed.skipped) {
+        (0, _) => "no file or member to read".to_string(),
+        (n, s) if s == n => {
+            format!("{n} files or members, none of them a session (each named above)")
+        }
+        (n, s) => format!("{n} files or members ({s} not sessions), none of this run's sessions"),
+    };
+    LabError::Input {
+        file: std::path::PathBuf::from(names.join(" ")),
+        line: 0,
+        column: 0,
+        message: format!("no sessions to replay: {found}"),
+        fix: "name files, directories, globs or archives that hold sessions (a symbolic link to a \
+              directory is not followed: name the directory itself), or name the format with \
+              --format-in"
+            .into(),
+    }
 }
 
 /// What a corpus replay replays and how, for its JSON: parts of a sharded
