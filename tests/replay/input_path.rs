@@ -296,3 +296,25 @@ fn links_to_session_files_are_read_and_links_to_directories_named() {
         "{err}"
     );
 }
+
+/// The command line is checked before the inputs are read: a mistyped
+/// policy is a usage error (exit 2) naming it, even where the input would
+/// fail on its own or be a directory to walk.
+#[test]
+fn an_unknown_policy_is_named_before_any_input_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-corpus");
+    let (code, out, err) = lab(&[
+        "replay",
+        missing.to_str().unwrap(),
+        "--policy",
+        "tail-window",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("unknown policy `tail-window`"), "{err}");
+    // The control: a known policy reaches the input, and its error (a
+    // path that does not exist: exit 4, as for every command).
+    let (code, _, err) = lab(&["replay", missing.to_str().unwrap(), "--policy", "none"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(err.contains("no-such-corpus"), "{err}");
+}

@@ -48,6 +48,9 @@ pub fn replay_command(
     outputs: Outputs,
     format: crate::render::Format,
 ) -> LabResult<String> {
+    // The command line before the inputs: a mistyped policy is named
+    // before a directory is walked or a file opened.
+    let specs = policies::checked_specs(names)?;
     let inputs = crate::import::corpus::expand(files)?;
     if outputs.shard.is_some() && (format != crate::render::Format::Json || outputs.jsonl) {
         return Err(LabError::usage(
@@ -75,7 +78,6 @@ pub fn replay_command(
     }
     let files = &crate::import::corpus::plain_files(files)?;
     let trace = outputs.otel.is_some();
-    let specs = policies::checked_specs(names)?;
     let (out, sessions, traced) = policies::replay_files_traced(
         files,
         &specs,
