@@ -224,6 +224,19 @@ pub(crate) fn tool_name(history: &[Message], id: &str) -> String {
         .unwrap_or_else(|| "unknown_tool".into())
 }
 
+/// [`tool_name`] of every call id in `history` at once (the first call of
+/// an id wins, as there): a policy naming every tool result at every call
+/// looks each up instead of searching the history for each.
+pub(crate) fn tool_names(history: &[Message]) -> std::collections::HashMap<&str, &str> {
+    let mut names = std::collections::HashMap::new();
+    for b in history.iter().flat_map(|m| m.blocks()) {
+        if let Block::ToolUse { id, name, .. } = b {
+            names.entry(id.as_str()).or_insert(name.as_str());
+        }
+    }
+    names
+}
+
 impl GeminiCli {
     /// `truncateHistoryToBudget`: newest responses first; past the budget a
     /// response is saved and replaced by its excerpt.

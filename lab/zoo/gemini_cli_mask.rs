@@ -27,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, LabResult};
-use crate::gemini_cli::{safe_part, tool_name};
+use crate::gemini_cli::{safe_part, tool_names};
 use crate::message::{Block, Message, Role};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
@@ -262,6 +262,7 @@ impl GeminiCliMask {
         };
         let (mut cumulative, mut boundary, mut total) = (0, false, 0);
         let mut out = Vec::new();
+        let names = tool_names(history);
         for i in (0..start.unwrap_or(0)).rev() {
             for (j, b) in history[i].blocks().iter().enumerate().rev() {
                 let Block::ToolResult {
@@ -274,7 +275,10 @@ impl GeminiCliMask {
                 if content.contains(MASKING_INDICATOR_TAG) {
                     continue;
                 }
-                let tool = tool_name(history, tool_use_id);
+                let tool = names
+                    .get(tool_use_id.as_str())
+                    .map_or("unknown_tool", |n| n)
+                    .to_string();
                 let tokens = response_tokens(&tool, content);
                 if !boundary {
                     cumulative += tokens;

@@ -241,3 +241,31 @@ fn failed_summary_keeps_the_history_and_an_inflated_one_stops_summaries() {
     assert_eq!(h, before);
     assert!(p.failed);
 }
+
+/// The names looked up at once are the names searched one by one: the
+/// first call of a repeated id wins, an id no call has is unknown.
+#[test]
+fn tool_names_at_once_equal_tool_name_for_each_id() {
+    let call = |id: &str, name: &str| Block::ToolUse {
+        id: id.into(),
+        name: name.into(),
+        input: json!({}),
+    };
+    let history = vec![
+        Message::user_text("go"),
+        Message {
+            role: crate::message::Role::Assistant,
+            content: Content::Blocks(vec![call("a", "read_file"), call("b", "shell")]),
+        },
+        Message {
+            role: crate::message::Role::Assistant,
+            content: Content::Blocks(vec![call("a", "write_file"), call("c", "grep")]),
+        },
+    ];
+    let names = super::tool_names(&history);
+    for id in ["a", "b", "c", "missing"] {
+        let at_once = names.get(id).map_or("unknown_tool", |n| n);
+        assert_eq!(at_once, tool_name(&history, id), "{id}");
+    }
+    assert_eq!(names["a"], "read_file");
+}
