@@ -92,6 +92,7 @@ pub const PURGE_DELAY_MS: std::ffi::c_long = 1;
 // either way.
 unsafe extern "C" {
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    #[cfg(test)]
     fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
 }
 
@@ -103,15 +104,15 @@ pub fn tune() {
     unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) }
 }
 
-/// mimalloc's purge delay now, in milliseconds.
-pub fn purge_delay_ms() -> std::ffi::c_long {
-    // SAFETY: a plain option getter.
-    unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// mimalloc's purge delay now, in milliseconds.
+    fn purge_delay_ms() -> std::ffi::c_long {
+        // SAFETY: a plain option getter.
+        unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }
+    }
 
     #[test]
     fn tuning_sets_the_purge_delay() {

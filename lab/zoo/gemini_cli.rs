@@ -221,8 +221,12 @@ pub(crate) fn tool_name(history: &[Message], id: &str) -> String {
             Block::ToolUse { id: i, name, .. } if i == id => Some(name.clone()),
             _ => None,
         })
-        .unwrap_or_else(|| "unknown_tool".into())
+        .unwrap_or_else(|| UNKNOWN_TOOL.into())
 }
+
+/// The name a function response carries when no call in the history has
+/// its id.
+pub(crate) const UNKNOWN_TOOL: &str = "unknown_tool";
 
 /// [`tool_name`] of every call id in `history` at once (the first call of
 /// an id wins, as there): a policy naming every tool result at every call

@@ -27,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{LabError, LabResult};
-use crate::gemini_cli::{safe_part, tool_names};
+use crate::gemini_cli::{safe_part, tool_names, UNKNOWN_TOOL};
 use crate::message::{Block, Message, Role};
 use crate::policy::{
     PointerRule, Policy, PolicyCtx, PolicyEvent, PolicyInfo, Prepared, Source, Unit,
@@ -277,7 +277,7 @@ impl GeminiCliMask {
                 }
                 let tool = names
                     .get(tool_use_id.as_str())
-                    .map_or("unknown_tool", |n| n)
+                    .map_or(UNKNOWN_TOOL, |n| n)
                     .to_string();
                 let tokens = response_tokens(&tool, content);
                 if !boundary {

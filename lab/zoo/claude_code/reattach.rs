@@ -119,8 +119,9 @@ impl Restored {
     }
 }
 
-/// What the log shows of one file at its last touch.
-#[derive(Debug, Clone)]
+/// What the log shows of one file at its last touch (`Default`: nothing,
+/// touched first).
+#[derive(Debug, Clone, Default)]
 struct FileState {
     /// Position of the last touch (later is newer).
     order: usize,
@@ -261,10 +262,7 @@ fn file_state(
         if let (Role::User, Block::Unlogged { what, tokens: n }) = (role, block) {
             let blank = FileState {
                 order,
-                shown: None,
-                raw: None,
-                sized: None,
-                estimated: None,
+                ..FileState::default()
             };
             // A file an earlier compaction re-attached is read again, so it
             // is in the read-file state at that message.
@@ -329,24 +327,16 @@ fn touched(
     tokens: &dyn TokenCounter,
 ) -> Option<FileState> {
     let known = |raw: Option<String>| FileState {
-        order: 0,
         shown: raw.as_deref().map(numbered),
         raw,
-        sized: None,
-        estimated: None,
+        ..FileState::default()
     };
     let input = touch.input;
     let raw_before = before.and_then(|f| f.raw.clone());
     let estimate_before = before.and_then(|f| f.estimated);
     match touch.tool {
         FILE_READ_TOOL_NAME if is_partial(input) => Some(partial_read(touch, before, tokens)),
-        FILE_READ_TOOL_NAME => Some(FileState {
-            order: 0,
-            shown: Some(touch.result.to_string()),
-            raw: unnumbered(touch.result),
-            sized: None,
-            estimated: None,
-        }),
+        FILE_READ_TOOL_NAME => Some(as_read(touch.result)),
         "Write" => Some(known(
             input
                 .get("content")
@@ -406,13 +396,7 @@ fn partial_read(
     tokens: &dyn TokenCounter,
 ) -> FileState {
     let shown = numbered_lines(touch.result);
-    let as_shown = FileState {
-        order: 0,
-        shown: Some(touch.result.to_string()),
-        raw: unnumbered(touch.result),
-        sized: None,
-        estimated: None,
-    };
+    let as_shown = as_read(touch.result);
     if let Some(f) = before.filter(|f| agrees(f.raw.as_deref(), &shown, touch.lines)) {
         return f.clone();
     }
@@ -440,10 +424,17 @@ fn partial_read(
         chars: chars as f64 + part.chars().count() as f64 * rest,
     };
     FileState {
-        shown: None,
-        raw: None,
         estimated: Some(estimate),
-        ..as_shown
+        ..FileState::default()
+    }
+}
+
+/// The file as a Read's `result` shows it.
+fn as_read(result: &str) -> FileState {
+    FileState {
+        shown: Some(result.to_string()),
+        raw: unnumbered(result),
+        ..FileState::default()
     }
 }
 
