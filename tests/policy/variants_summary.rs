@@ -17,6 +17,7 @@ fn compared(spec: &str, session: &str, rounds: usize, large_at: usize) -> Compar
         retention: None,
         cost: Some(cost),
         closed_loop: None,
+        anchor: None,
     }
 }
 

@@ -173,3 +173,73 @@ fn a_check_file_carries_the_anchor() {
     assert_eq!(code, 2, "{err}");
     assert!(out.is_empty() && err.contains("records none"), "{err}");
 }
+
+/// `lab replay FILE --policy none --cost` rows, as JSON Lines, with the
+/// extra arguments.
+fn jsonl_rows(path: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec![
+        "replay",
+        path,
+        "--policy",
+        "none",
+        "--cost",
+        "--main-chain-only",
+        "--format",
+        "jsonl",
+    ];
+    args.extend_from_slice(extra);
+    common::lab_ok(&args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_run_row_names_its_anchor() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let log = dir.join("claude_code").join(LOG);
+    let path = log.to_str().unwrap();
+    // A JSON Lines record stands alone, so it says what its dollars read.
+    for (extra, want) in [
+        (&[][..], "none"),
+        (&["--anchor", "recorded"][..], "recorded"),
+    ] {
+        let rows = jsonl_rows(path, extra);
+        assert!(!rows.is_empty());
+        assert!(rows.iter().all(|r| r["anchor"] == want), "{rows:?}");
+    }
+    // The same through the corpus path (a directory holding the log).
+    let corpus = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&log, corpus.path().join(LOG)).unwrap();
+    let rows = jsonl_rows(corpus.path().to_str().unwrap(), &["--anchor", "recorded"]);
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r["anchor"] == "recorded"), "{rows:?}");
+    // `--format json`: every run and every priced row.
+    let out = common::lab_ok(&[
+        "replay",
+        path,
+        "--policy",
+        "none",
+        "--cost",
+        "--main-chain-only",
+        "--anchor",
+        "recorded",
+        "--format",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for part in ["runs", "cost"] {
+        let rows = json[part].as_array().unwrap();
+        assert!(!rows.is_empty(), "{part}");
+        assert!(rows.iter().all(|r| r["anchor"] == "recorded"), "{part}");
+    }
+    // A session that records no usage has no anchor to name.
+    let traj = dir
+        .join("openai_format")
+        .join("swe-agent__function-calling-demo__marshmallow-1867.traj");
+    let rows = jsonl_rows(traj.to_str().unwrap(), &[]);
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r["anchor"].is_null()), "{rows:?}");
+}

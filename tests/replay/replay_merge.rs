@@ -30,6 +30,7 @@ fn record(j: usize, policy: &str, pad: usize) -> SessionRecord {
         dollars: Some((j % 89) as f64 * 0.0137),
         recall_percent: Some((j % 100) as f64),
         tokenizer: "approx".to_string(),
+        anchor: None,
     }
 }
 

@@ -60,14 +60,20 @@ pub struct SessionRecord {
     pub recall_percent: Option<f64>,
     /// Tokenizer the tokens are counted with.
     pub tokenizer: String,
+    /// What the run read of the log's recorded usage (`none`: nothing after
+    /// the first request, a prediction; `recorded`: sizes read from the log,
+    /// a reproduction); `null` for a session that records no usage.
+    pub anchor: Option<crate::replay::input::anchor::Anchor>,
 }
 
 impl SessionRecord {
-    /// The numbers of one run, with its cost and retention when measured.
+    /// The numbers of one run, with its cost and retention when measured
+    /// and the anchor it was replayed under.
     pub fn of(
         r: &PolicyRun,
         cost: Option<&CostReport>,
         retention: Option<&RetentionReport>,
+        anchor: Option<crate::replay::input::anchor::Anchor>,
     ) -> SessionRecord {
         let f = &r.findings;
         SessionRecord {
@@ -85,6 +91,7 @@ impl SessionRecord {
             dollars: cost.map(|x| x.dollars),
             recall_percent: retention.map(|x| x.artifact_recall),
             tokenizer: r.tokenizer.clone(),
+            anchor,
         }
     }
 

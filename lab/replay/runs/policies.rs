@@ -317,6 +317,9 @@ pub struct Compared {
     pub cost: Option<crate::cache::CostReport>,
     /// The closed-loop replay's row, with `--closed-loop`.
     pub closed_loop: Option<closed_loop::ClosedLoopRow>,
+    /// What the run read of the log's recorded usage, for a log that
+    /// records it; `None` for a session that records none.
+    pub anchor: Option<crate::replay::input::anchor::Anchor>,
 }
 
 impl Compared {
@@ -420,6 +423,7 @@ pub fn compare_set_up(
         retention,
         cost,
         closed_loop: None,
+        anchor: None,
     };
     if let (Some(switches), Some(demands), Some(found)) = (measure.closed_loop, &demands, found) {
         let row = closed_loop::closed_loop(
@@ -699,7 +703,7 @@ pub fn replay_logged(
         setup.dump = Some(target);
     }
     let mut compactions = crate::replay::input::product::compactions(session, log.as_ref());
-    let runs = run_policies(
+    let mut runs = run_policies(
         &session.label,
         &messages,
         names,
@@ -711,6 +715,9 @@ pub fn replay_logged(
     // Scored against the whole log; the anchor says what the port read.
     let anchor = log.as_ref().map(|_| measure.anchor.anchor);
     for c in &mut compactions {
+        c.anchor = anchor;
+    }
+    for c in &mut runs {
         c.anchor = anchor;
     }
     let mut counts = None;

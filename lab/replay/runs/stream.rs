@@ -388,7 +388,7 @@ fn emit(
 ) -> LabResult<Vec<SessionRecord>> {
     let mut mine = Vec::with_capacity(runs.len());
     for c in runs {
-        let record = SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref());
+        let record = SessionRecord::of(&c.run, c.cost.as_ref(), c.retention.as_ref(), c.anchor);
         if how.jsonl {
             let line = serde_json::to_string(&record).expect("records serialise");
             write(out, &format!("{line}\n"))?;

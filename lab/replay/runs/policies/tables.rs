@@ -283,8 +283,9 @@ fn render_tables(
 /// Schema [`schema`] generates (checked in as `lab/schemas/replay-policies.schema.json`).
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct PoliciesJson<'a> {
-    /// Every policy on every session: calls, events, the checker's findings.
-    pub runs: &'a [PolicyRun],
+    /// Every policy on every session: calls, events, the checker's
+    /// findings, and the anchor it was replayed under.
+    pub runs: &'a [RunJson<'a>],
     /// `--closed-loop`: every run's closed-loop row (empty without).
     pub closed_loop: Vec<&'a closed_loop::ClosedLoopRow>,
     /// With `--retention`: what each run kept and sent, and the frontier.
@@ -320,12 +321,30 @@ pub struct PolicyCostJson<'a> {
     pub session: &'a str,
     /// Policy name.
     pub policy: &'a str,
+    /// What the run read of the log's recorded usage (`null`: the session
+    /// records none): under `none` these dollars are predicted, under
+    /// `recorded` they reproduce the log.
+    pub anchor: Option<crate::replay::input::anchor::Anchor>,
     /// With `--optimal`: the run's dollars against the cheapest schedule
     /// at its retention (`null` without).
     pub regret: Option<crate::optimal::render::Regret>,
     /// The cache model's verdict on every request.
     #[serde(flatten)]
     pub report: &'a crate::cache::CostReport,
+}
+
+/// One run of [`PoliciesJson`]: the engine's record and the anchor it was
+/// replayed under (the engine's crate knows no anchor: it is the replay's
+/// reading of a log).
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct RunJson<'a> {
+    /// The run.
+    #[serde(flatten)]
+    pub run: &'a PolicyRun,
+    /// What the run read of the log's recorded usage (`none`: nothing
+    /// after the first request; `recorded`: sizes read from the log);
+    /// `null` for a session that records no usage.
+    pub anchor: Option<crate::replay::input::anchor::Anchor>,
 }
 
 /// The JSON Schema (draft 2020-12) of [`PoliciesJson`], as serialised.
@@ -357,7 +376,13 @@ fn render_json(
     info: &Sessions,
     optimal: &crate::optimal::render::OptimalPart,
 ) -> String {
-    let runs: Vec<PolicyRun> = out.iter().map(|c| c.run.clone()).collect();
+    let runs: Vec<RunJson<'_>> = out
+        .iter()
+        .map(|c| RunJson {
+            run: &c.run,
+            anchor: c.anchor,
+        })
+        .collect();
     let with: Vec<(PolicyRun, RetentionReport)> = out
         .iter()
         .filter_map(|c| c.retention.clone().map(|r| (c.run.clone(), r)))
@@ -370,6 +395,7 @@ fn render_json(
             c.cost.as_ref().map(|r| PolicyCostJson {
                 session: &c.run.session,
                 policy: &c.run.policy,
+                anchor: c.anchor,
                 regret: optimal.regret.get(i).cloned().flatten(),
                 report: r,
             })
@@ -389,6 +415,7 @@ fn render_json(
                 &c.run,
                 c.cost.as_ref(),
                 c.retention.as_ref(),
+                c.anchor,
             )
         })),
         corpus: None,
