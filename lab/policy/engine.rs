@@ -510,8 +510,9 @@ fn drive<M: Borrow<Message>>(
     for (i, m) in messages.enumerate() {
         let m = m?;
         let m = m.borrow();
-        if env.prefix.resumes.contains(&i) && walk.resume() {
-            policy.resumed();
+        if env.prefix.resumes.contains(&i) {
+            let dropped = walk.resume();
+            policy.resumed(&walk.history, dropped);
         }
         if m.role == Role::Assistant {
             let now_ms = head.times_ms.and_then(|t| t.get(i).copied().flatten());

@@ -132,8 +132,8 @@ impl Policy for Frozen {
         Ok(prepared)
     }
 
-    fn resumed(&mut self) {
-        self.inner.resumed();
+    fn resumed(&mut self, history: &[Message], dropped: bool) {
+        self.inner.resumed(history, dropped);
     }
 
     forward_to_inner!();

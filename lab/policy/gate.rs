@@ -211,12 +211,14 @@ impl Policy for Gated {
         Ok(prepared)
     }
 
-    fn resumed(&mut self) {
+    fn resumed(&mut self, history: &[Message], dropped: bool) {
         // The wrapped policy's history loses what the engine's lost.
         for m in &mut self.own {
             m.drop_unlogged();
         }
-        self.inner.resumed();
+        // The engine's history is the whole loaded conversation (the
+        // wrapped one's own copy lacks what arrived since its last call).
+        self.inner.resumed(history, dropped);
     }
 
     forward_to_inner!();

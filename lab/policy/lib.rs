@@ -511,13 +511,19 @@ pub trait Policy: Send {
     /// drops it here; the others keep nothing and ignore this.
     fn history_replaced(&mut self) {}
 
-    /// The product resumed from its log before the next call: the engine
-    /// dropped from the history what the log does not keep
-    /// ([`Block::Unlogged`](crate::message::Block::Unlogged)). A design
-    /// that keeps a copy of the history drops it there too; by default the
-    /// history counts as replaced.
-    fn resumed(&mut self) {
-        self.history_replaced();
+    /// The product resumed from its log before the next call, with
+    /// `history` loaded: the engine dropped from it what the log does not
+    /// keep ([`Block::Unlogged`](crate::message::Block::Unlogged)), and
+    /// `dropped` says whether there was any. A design that keeps a copy of
+    /// the history drops it there too (by default the history counts as
+    /// replaced when something was dropped); a product's port whose
+    /// process state starts afresh at a resume (Claude Code's read-file
+    /// state) notes where.
+    fn resumed(&mut self, history: &[Message], dropped: bool) {
+        let _ = history;
+        if dropped {
+            self.history_replaced();
+        }
     }
 
     /// What the design works on, so that a replay can say when a session

@@ -159,8 +159,8 @@ impl Policy for Variant {
         self.inner.prepare(history, ctx)
     }
 
-    fn resumed(&mut self) {
-        self.inner.resumed();
+    fn resumed(&mut self, history: &[Message], dropped: bool) {
+        self.inner.resumed(history, dropped);
     }
 
     forward_to_inner!();

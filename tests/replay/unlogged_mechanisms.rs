@@ -132,6 +132,7 @@ fn partial_reads_before_each_compaction_are_counted_and_sized() {
                 reattach::Limits::default(),
                 counter.as_ref(),
                 Some(&lines),
+                None,
             );
             let estimated = restored
                 .items

@@ -115,6 +115,11 @@ pub struct Switches {
     pub post_compact_token_budget: usize,
     /// `POST_COMPACT_MAX_TOKENS_PER_FILE` (mirrors: 5,000).
     pub post_compact_max_tokens_per_file: usize,
+    /// Whether a resumed process rebuilds its read-file state from the
+    /// loaded messages' whole Reads and Writes (2.0.59 on: yes; before, it
+    /// starts empty), so which files a compaction after a resume
+    /// re-attaches ([`reattach::Resumed`], `triggers.json`).
+    pub resume_rebuilds_read_state: bool,
 }
 
 impl Default for Switches {
@@ -147,6 +152,7 @@ impl Default for Switches {
             post_compact_max_files_to_restore: reattach::POST_COMPACT_MAX_FILES_TO_RESTORE,
             post_compact_token_budget: reattach::POST_COMPACT_TOKEN_BUDGET,
             post_compact_max_tokens_per_file: reattach::POST_COMPACT_MAX_TOKENS_PER_FILE,
+            resume_rebuilds_read_state: true,
         }
     }
 }
@@ -169,14 +175,16 @@ impl Switches {
     }
 }
 
-/// The policy: switches, consecutive compaction failures, and the time of
-/// the last call (for the idle gap).
+/// The policy: switches, consecutive compaction failures, the time of
+/// the last call (for the idle gap) and where the latest resume left the
+/// read-file state.
 #[derive(Debug, Clone, Default)]
 pub struct ClaudeCode {
     /// Constants.
     pub switches: Switches,
     failures: usize,
     last_call_ms: Option<u64>,
+    resumed: Option<reattach::Resumed>,
 }
 
 /// A boxed policy with the defaults above.
@@ -356,6 +364,7 @@ impl ClaudeCode {
                 self.switches.reattach_limits(),
                 ctx.tokens,
                 ctx.read_lines,
+                self.resumed.as_ref(),
             )
         } else {
             reattach::Restored::default()
@@ -376,6 +385,13 @@ impl ClaudeCode {
 }
 
 impl Policy for ClaudeCode {
+    fn resumed(&mut self, history: &[Message], _dropped: bool) {
+        // The read-file state is the process's: a resumed one starts it
+        // from the loaded messages, or empty. Nothing else is kept.
+        let rebuilds = self.switches.resume_rebuilds_read_state;
+        self.resumed = Some(reattach::Resumed::at(history, rebuilds));
+    }
+
     fn configure(&mut self, overrides: &crate::policy::variant::Overrides) -> Result<(), String> {
         crate::policy::variant::set_fields(&mut self.switches, overrides)
     }
@@ -395,6 +411,7 @@ impl Policy for ClaudeCode {
                     "context-window: auto-compaction, window",
                     "shared transcripts claude_code/templar__chat@a46211b.json: continuation wrapper",
                     "npm @anthropic-ai/claude-code 2.0.5, 2.0.22, 2.1.38 cli.js (read 2026-12-04): the trigger by model and release (trigger.rs, triggers.json)",
+                "npm @anthropic-ai/claude-code 1.0.57, 2.0.5 to 2.0.59, 2.1.14, 2.1.38 cli.js (read 2026-12-08): the read-file state a resumed process starts with (triggers.json resume_read_state)",
                 "research notes (unofficial mirrors): persistence, microcompaction",
                 ],
                 license: "closed source (no code reproduced)",
@@ -414,6 +431,7 @@ impl Policy for ClaudeCode {
                 "after compaction, CLAUDE.md, memory, skills and background agents are not re-injected; files and the plan are (reattach.rs), each file as the log last showed it (its last Read result, or what the session wrote, numbered as Read numbers lines) since a replay cannot read it again, a file whose content the log does not show as a path only, the plan from the last ExitPlanMode call at a placeholder path, and the budget's rough size counted on the rendered text rather than the attachment's JSON",
                 "on a Claude Code log whose recorded post-compaction prefix already holds the re-attached files, the port re-attaches nothing (reattach = false) so they are not counted twice",
                 "the cache-editing microcompaction path (server-side cache_edits) is not modelled",
+                "at a resume the read-file state is rebuilt (2.0.59 on) from the history the port holds, not from the messages the product loaded from its log, and the rebuild's 100-file LRU is not kept (only the 5 newest files come back)",
                 "replaying a log with recorded usage as the product's own policy (counts_recorded_usage), the count starts from the usage the log recorded for the last reply (prompt tokens plus its output, as tokenCountWithEstimation starts from the API's usage), moved by the run counter's estimate of how much the port's history differs from the product's logged one (an estimate); elsewhere it is the envelope plus the run's counter",
                 "replaying a Claude Code log as the product's own policy, each summary is the one the product's model wrote at its compaction, in order (the recorded answer, as every reply of a replay is); past the last recorded summary, and in every other replay, the run's summariser writes it",
             ],
@@ -677,6 +695,69 @@ mod tests {
                 "{SUMMARY_OPEN}did A{SUMMARY_CLOSE}"
             ))]
         );
+    }
+
+    /// Through the engine: a file read before the product resumed comes
+    /// back after the port's next compaction only where the release
+    /// rebuilds the read-file state at a resume (2.0.59 on); with no resume
+    /// it comes back under either release (the control).
+    #[test]
+    fn a_compaction_after_a_resume_restores_what_the_resumed_process_read() {
+        let read = |id: &str, path: &str| {
+            Message::assistant(vec![Block::ToolUse {
+                id: id.into(),
+                name: "Read".into(),
+                input: serde_json::json!({ "file_path": path }),
+            }])
+        };
+        let session = vec![
+            Message::user_text("build it"),
+            read("a", "/src/a.rs"),
+            Message::tool_results(vec![("a".into(), "     1→fn a() {}".into())]),
+            // The product resumed here (index 3).
+            Message::user_text("go on"),
+            read("b", "/src/b.rs"),
+            Message::tool_results(vec![("b".into(), "x".repeat(2_000))]),
+            Message::assistant(vec![Block::Text {
+                text: "y".repeat(400),
+            }]),
+            Message::user_text("and now?"),
+            Message::assistant(vec![Block::Text {
+                text: "done".into(),
+            }]),
+        ];
+        let restored = |version: &str, resumes: Vec<usize>| {
+            let mut p = ClaudeCode::for_product("claude-sonnet-4-5", Some(version), false);
+            // Past the threshold at the last call only, counted either way
+            // (to the last reply, or with what arrived since).
+            p.switches.context_window = p.switches.output_reserve
+                + p.switches.autocompact_buffer
+                + crate::tokens::TokenCounter::count_messages(&Approx, &session[..7])
+                - 10;
+            let mut env = crate::policy::engine::Env {
+                prefix: crate::policy::engine::Prefix {
+                    resumes,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let s = crate::policy::engine::Session {
+                name: "resumed",
+                messages: &session,
+                times_ms: None,
+            };
+            let run = crate::policy::engine::replay(&mut p, s, &mut env).unwrap();
+            run.events
+                .iter()
+                .find_map(|(_, e)| match e {
+                    PolicyEvent::Restored { items, .. } => Some(items.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(restored("2.0.22", vec![3]), ["/src/b.rs"]);
+        assert_eq!(restored("2.1.38", vec![3]), ["/src/b.rs", "/src/a.rs"]);
+        assert_eq!(restored("2.0.22", vec![]), ["/src/b.rs", "/src/a.rs"]);
     }
 
     /// The continuation message as the recorded session shows it.

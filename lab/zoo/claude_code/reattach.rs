@@ -43,8 +43,17 @@
 //! line times the file's line count the log recorded for the Read
 //! (`toolUseResult.file.totalLines`, [`ReadLines`]), sent as a
 //! [`Block::Unlogged`] whose `what` opens with [`ESTIMATED_FILE`].
+//!
+//! The read-file state lives in the product's process, not in its log, so
+//! a resumed process starts it afresh ([`Resumed`]): before 2.0.59 empty
+//! (a resumed process has read no file, and its first compaction
+//! re-attaches only what it touched since), from 2.0.59 rebuilt from the
+//! loaded messages' whole Reads and Writes (`triggers.json`,
+//! `resume_read_state`, with the releases read). A file only edited or read
+//! in part before the resume is not in it; its content, where it is, is
+//! still what the disk holds (every earlier edit applied).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::message::{Block, Message, Role};
 use crate::policy::engine::ReadLines;
@@ -134,6 +143,9 @@ struct FileState {
     sized: Option<usize>,
     /// Its whole size by estimate, when the log showed only part of it.
     estimated: Option<Estimate>,
+    /// Whether the file is in the read-file state (a file touched only in
+    /// ways a resumed process forgot is tracked for its content alone).
+    member: bool,
 }
 
 /// A file's whole size estimated from the part a Read showed.
@@ -161,16 +173,52 @@ impl Estimate {
     }
 }
 
+/// Where the read-file state of a resumed process starts: the tool calls
+/// of the history it loaded, and whether it rebuilt the state from them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resumed {
+    /// The `tool_use` ids in the history at the latest resume.
+    pub before: HashSet<String>,
+    /// Whether the release rebuilds the state from the loaded messages'
+    /// whole Reads and Writes (2.0.59 on); else it starts empty.
+    pub rebuilds: bool,
+}
+
+impl Resumed {
+    /// A resume with `history` loaded, under a release that `rebuilds`.
+    pub fn at(history: &[Message], rebuilds: bool) -> Resumed {
+        let before = history
+            .iter()
+            .flat_map(|m| m.tool_use_ids())
+            .map(str::to_string)
+            .collect();
+        Resumed { before, rebuilds }
+    }
+
+    /// Whether the call `id` of `tool` (with `input`) puts its file in the
+    /// read-file state: any call after the resume; one before it only if
+    /// the release rebuilds and it is a whole Read or a Write.
+    fn admits(&self, id: &str, tool: &str, input: &serde_json::Value) -> bool {
+        if !self.before.contains(id) {
+            return true;
+        }
+        let whole_read = tool == FILE_READ_TOOL_NAME && !is_partial(input);
+        self.rebuilds && (whole_read || tool == "Write")
+    }
+}
+
 /// The attachments for `history` (the messages being summarised);
 /// `read_lines`: the line count of the file each Read showed, where the
-/// log recorded it (sizes a file last Read in part).
+/// log recorded it (sizes a file last Read in part); `resumed`: where the
+/// latest resume left the read-file state, if the product resumed.
 pub fn restore(
     history: &[Message],
     limits: Limits,
     tokens: &dyn TokenCounter,
     read_lines: Option<&ReadLines>,
+    resumed: Option<&Resumed>,
 ) -> Restored {
-    let files = file_state(history, read_lines, tokens);
+    let files = file_state(history, read_lines, tokens, resumed);
     let mut newest: Vec<(&String, &FileState)> =
         files.iter().filter(|(p, _)| !excluded(p)).collect();
     newest.sort_by_key(|f| std::cmp::Reverse(f.1.order));
@@ -236,10 +284,13 @@ fn excluded(path: &str) -> bool {
 
 /// Every file the Read, Write, Edit and MultiEdit tools touched with
 /// success, at its last touch; a partial Read sized with `read_lines`.
+/// After a resume only the files `resumed` admits are in it, each at its
+/// last admitted touch, with the content every touch left on disk.
 fn file_state(
     history: &[Message],
     read_lines: Option<&ReadLines>,
     tokens: &dyn TokenCounter,
+    resumed: Option<&Resumed>,
 ) -> HashMap<String, FileState> {
     let results: HashMap<&str, &str> = history
         .iter()
@@ -262,6 +313,7 @@ fn file_state(
         if let (Role::User, Block::Unlogged { what, tokens: n }) = (role, block) {
             let blank = FileState {
                 order,
+                member: true,
                 ..FileState::default()
             };
             // A file an earlier compaction re-attached is read again, so it
@@ -304,8 +356,23 @@ fn file_state(
         let Some(state) = touched(&touch, files.get(path), tokens) else {
             continue;
         };
-        files.insert(path.to_string(), FileState { order, ..state });
+        // Content follows every touch (the disk); membership and time only
+        // the touches the resumed process's state holds.
+        let admitted = resumed.is_none_or(|r| r.admits(id, name, input));
+        let (order, member) = match files.get(path) {
+            Some(f) if !admitted => (f.order, f.member),
+            _ => (order, admitted),
+        };
+        files.insert(
+            path.to_string(),
+            FileState {
+                order,
+                member,
+                ..state
+            },
+        );
     }
+    files.retain(|_, f| f.member);
     files
 }
 
@@ -603,7 +670,7 @@ mod tests {
             json!({"file_path": "/r/CLAUDE.md", "content": "m"}),
         ));
         h.push(result("w", "File created successfully"));
-        let r = restore(&h, Limits::default(), &Approx, None);
+        let r = restore(&h, Limits::default(), &Approx, None, None);
         assert_eq!(
             r.items,
             ["/r/f2.rs", "/r/f6.rs", "/r/f5.rs", "/r/f4.rs", "/r/f3.rs"]
@@ -617,6 +684,52 @@ mod tests {
             "<system-reminder>\nResult of calling the Read tool:\n     1→edited 2\n</system-reminder>"
         );
         assert_eq!(r.blocks.len(), 10);
+    }
+
+    #[test]
+    fn a_resumed_process_keeps_what_its_release_rebuilds() {
+        let mut h = vec![Message::user_text("go")];
+        let mut touch = |id: &str, tool: &str, input: serde_json::Value, out: &str| {
+            h.push(call(id, tool, input));
+            h.push(result(id, out));
+        };
+        let whole = |p: &str| json!({ "file_path": p });
+        touch("a", "Read", whole("/r/a.rs"), &numbered("a 1"));
+        touch(
+            "b",
+            "Read",
+            json!({"file_path": "/r/b.rs", "limit": 1}),
+            &numbered("b 1"),
+        );
+        touch(
+            "c",
+            "Write",
+            json!({"file_path": "/r/c.rs", "content": "c 1"}),
+            "ok",
+        );
+        touch("d", "Read", whole("/r/d.rs"), &numbered("d 1"));
+        let edit = json!({"file_path": "/r/a.rs", "old_string": "a 1", "new_string": "a 2"});
+        touch("e", "Edit", edit, "ok");
+        let at_resume = h.clone();
+        h.push(Message::user_text("resumed"));
+        h.push(call("f", "Read", json!({ "file_path": "/r/f.rs" })));
+        h.push(result("f", &numbered("f 1")));
+        let restored = |rebuilds| {
+            let r = Resumed::at(&at_resume, rebuilds);
+            restore(&h, Limits::default(), &Approx, None, Some(&r))
+        };
+        // Before 2.0.59 the resumed process has read only what it read since.
+        assert_eq!(restored(false).items, ["/r/f.rs"]);
+        // From 2.0.59: the whole Reads and the Write before the resume, at
+        // the time of that call (a's later edit made it no newer); not the
+        // partial Read. A file comes back as the disk holds it: edited.
+        let r = restored(true);
+        assert_eq!(r.items, ["/r/f.rs", "/r/d.rs", "/r/c.rs", "/r/a.rs"]);
+        assert!(r.blocks.last().unwrap().contains("1→a 2"), "{:?}", r.blocks);
+        // Without a resume every file touched is in the state, at its last
+        // touch (the control).
+        let all = restore(&h, Limits::default(), &Approx, None, None).items;
+        assert_eq!(all, ["/r/f.rs", "/r/a.rs", "/r/d.rs", "/r/c.rs", "/r/b.rs"]);
     }
 
     #[test]
@@ -634,7 +747,7 @@ mod tests {
             call("c", "Read", json!({"file_path": "/missing"})),
             result("c", "<tool_use_error>File does not exist.</tool_use_error>"),
         ];
-        let r = restore(&h, Limits::default(), &Approx, None);
+        let r = restore(&h, Limits::default(), &Approx, None, None);
         assert_eq!(r.items, ["/unseen (path only)", "/big (path only)"]);
         assert!(r.blocks[1].contains("Note: /big was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it."));
         let tight = Limits {
@@ -642,7 +755,7 @@ mod tests {
             ..Limits::default()
         };
         assert_eq!(
-            restore(&h, tight, &Approx, None).items,
+            restore(&h, tight, &Approx, None, None).items,
             ["/unseen (path only)"]
         );
     }
@@ -660,7 +773,7 @@ mod tests {
             mention("a.rs", 1_200),
             mention("big.rs", 9_000),
         ])];
-        let r = restore(&h, Limits::default(), &Approx, None);
+        let r = restore(&h, Limits::default(), &Approx, None, None);
         assert_eq!(r.items, ["big.rs (path only)", "a.rs"]);
         assert_eq!(r.unlogged, [(format!("{MENTIONED_FILE}a.rs"), 1_200)]);
         assert_eq!(r.blocks.len(), 1);
@@ -689,7 +802,7 @@ mod tests {
             result("c", &part(1, 2, "fn c() {}")),
         ];
         let lines = ReadLines::from([("a".into(), 40), ("b".into(), 5_000), ("c".into(), 2)]);
-        let r = restore(&h, Limits::default(), &Approx, Some(&lines));
+        let r = restore(&h, Limits::default(), &Approx, Some(&lines), None);
         // /c.rs showed all its lines: it comes back as shown.
         assert_eq!(
             r.items,
@@ -703,7 +816,7 @@ mod tests {
         let rest = 3 * Approx.count(&part(11, 10, "x = compute(1)"));
         assert_eq!(*tokens, sent + rest);
         // With no recorded line count the shown part is all there is.
-        let r = restore(&h, Limits::default(), &Approx, None);
+        let r = restore(&h, Limits::default(), &Approx, None, None);
         assert_eq!(r.items, ["/c.rs", "/b.md", "/a.py"]);
         assert!(r.unlogged.is_empty());
     }
@@ -729,13 +842,13 @@ mod tests {
             result("e", "ok"),
         ];
         let lines = ReadLines::from([("w".into(), 6), ("p".into(), 6)]);
-        let r = restore(&h, Limits::default(), &Approx, Some(&lines));
+        let r = restore(&h, Limits::default(), &Approx, Some(&lines), None);
         assert_eq!(r.items, ["/f"]);
         assert!(r.blocks[1].contains("     5→line 5\n     6→six"));
         // A part that disagrees (the file changed on disk): an estimate,
         // moved by the edit after it.
         h[3] = result("p", "     3→changed\n     4→line 4");
-        let r = restore(&h, Limits::default(), &Approx, Some(&lines));
+        let r = restore(&h, Limits::default(), &Approx, Some(&lines), None);
         assert_eq!(r.items, ["/f (whole, estimated)"]);
         let shown = file_blocks("/f", "     3→changed\n     4→line 4");
         let sent: usize = shown.iter().map(|b| Approx.count(b)).sum();
@@ -752,7 +865,7 @@ mod tests {
             call("p2", "ExitPlanMode", json!({"plan": "1. build\n2. test"})),
             result("p2", "ok"),
         ];
-        let r = restore(&h, Limits::default(), &Approx, None);
+        let r = restore(&h, Limits::default(), &Approx, None, None);
         assert_eq!(r.items, ["plan"]);
         assert_eq!(
             r.blocks[0],

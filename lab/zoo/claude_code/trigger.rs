@@ -18,6 +18,24 @@ pub struct Triggers {
     pub window: Window,
     /// Rules, oldest release first; a version takes the last rule it reaches.
     pub rules: Vec<Rule>,
+    /// What a resumed process's read-file state starts from, oldest
+    /// release first (the same reach).
+    pub resume_read_state: Vec<ResumeRule>,
+}
+
+/// The read-file state of a process resumed under the releases from
+/// `from_version` on.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResumeRule {
+    /// First release the rule applies to.
+    pub from_version: String,
+    /// Releases whose code was read for it.
+    pub read_in: Vec<String>,
+    /// Whether the state is rebuilt from the loaded messages' whole Reads
+    /// and Writes (else it starts empty).
+    pub rebuilds: bool,
+    /// What the code says, in words.
+    pub source: String,
 }
 
 /// The context window by model.
@@ -87,9 +105,24 @@ impl Triggers {
             .unwrap_or(&self.rules[0])
     }
 
+    /// The resume rule a release follows (an unknown release: the newest).
+    pub fn resume_rule(&self, version: Option<&str>) -> &ResumeRule {
+        let rules = &self.resume_read_state;
+        let newest = rules.last().expect("triggers.json has resume rules");
+        let Some(v) = version else {
+            return newest;
+        };
+        let key = version_key(v);
+        rules
+            .iter()
+            .rev()
+            .find(|r| version_key(&r.from_version) <= key)
+            .unwrap_or(&rules[0])
+    }
+
     /// Claude Code's switches for `model` under `version`: window, output
-    /// reserve, buffer and what the count includes; the other switches keep
-    /// their defaults.
+    /// reserve, buffer, what the count includes and what a resume keeps of
+    /// the read-file state; the other switches keep their defaults.
     pub fn switches(&self, model: &str, version: Option<&str>) -> Switches {
         let rule = self.rule(version);
         let lower = model.to_ascii_lowercase();
@@ -110,6 +143,7 @@ impl Triggers {
             autocompact_buffer: rule.buffer,
             counts_arrivals: rule.counts_arrivals,
             idle_microcompact: rule.idle_microcompact,
+            resume_rebuilds_read_state: self.resume_rule(version).rebuilds,
             ..Switches::default()
         }
     }
@@ -169,5 +203,32 @@ mod tests {
                 "{r:?}"
             );
         }
+        for r in &t.resume_read_state {
+            assert!(
+                !r.read_in.is_empty() && r.source.contains("cli.js"),
+                "{r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_resume_rebuilds_the_read_file_state_from_2_0_59_on() {
+        let t = table();
+        let rebuilds = |v| {
+            t.switches("claude-sonnet-4-5", v)
+                .resume_rebuilds_read_state
+        };
+        // Read in 1.0.57 and 2.0.5 to 2.0.58: a resumed process starts empty.
+        for v in ["1.0.57", "2.0.22", "2.0.58"] {
+            assert!(!rebuilds(Some(v)), "{v}");
+        }
+        for v in ["2.0.59", "2.1.14", "2.1.38"] {
+            assert!(rebuilds(Some(v)), "{v}");
+        }
+        // An unknown release is the newest, as the default policy is.
+        assert_eq!(
+            rebuilds(None),
+            Switches::default().resume_rebuilds_read_state
+        );
     }
 }
