@@ -23,7 +23,7 @@ use ctxlab::import::{import_file, ImportOptions};
 use ctxlab::message::Role;
 use ctxlab::policy::engine::{replay, Env, Prefix, Session};
 use ctxlab::replay::envelope::{envelope_for, first_request_mentions, EnvelopeArg, RecordedLog};
-use ctxlab::replay::unlogged::{put_back, put_back_mentions};
+use ctxlab::replay::unlogged::{put_back, put_back_changed_files, put_back_mentions};
 use ctxlab::tokens::claude::Claude;
 use ctxlab::tokens::fit::{fit_without, load_dir, Spread};
 
@@ -79,6 +79,10 @@ fn session_errors(
             // every anchor, sizes those of the first message).
             let first = first_request_mentions(&imported, &log, &counter);
             put_back_mentions(&mut imported, first, &counter);
+            // The files changed outside the product's edits that the log
+            // shows before and after, as `--anchor none` puts them back.
+            let cwds = log.cwds(&imported);
+            put_back_changed_files(&mut imported, &cwds, &resumes, &counter);
             found
         }
         Put::Nothing => Vec::new(),
