@@ -20,7 +20,7 @@
 use crate::common;
 
 use ctxlab::import::{import_file, ImportOptions};
-use ctxlab::message::Role;
+use ctxlab::message::{Block, Role};
 use ctxlab::policy::engine::{replay, Env, Prefix, Session};
 use ctxlab::replay::envelope::{envelope_for, first_request_mentions, EnvelopeArg, RecordedLog};
 use ctxlab::replay::unlogged::{put_back, put_back_changed_files, put_back_mentions};
@@ -301,3 +301,153 @@ const FROM_TEXT: Pinned = Pinned {
     median: 0.0239,
     p95: 0.1656,
 };
+
+/// One step between two consecutive paired requests of a conversation,
+/// replayed as `--anchor none` replays it (rates fitted without the log).
+struct BoxStep {
+    log: String,
+    /// The later request's reply, in `main`.
+    at: usize,
+    /// Box-drawing characters (U+2500–U+257F) in what the log added.
+    boxes: usize,
+    /// Recorded growth and the replay's estimate of it.
+    recorded: f64,
+    estimated: f64,
+}
+
+/// The steps of every shared Claude Code log whose added content holds at
+/// least `min` box-drawing characters (directory trees, tables).
+fn box_steps(dir: &std::path::Path, min: usize) -> Vec<BoxStep> {
+    let sessions = load_dir(dir).unwrap();
+    let mut out = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        let counter = Claude {
+            coefficients: fit_without(&sessions, i),
+        };
+        let path = dir.join(&s.name);
+        let mut imported = import_file(&path, &ImportOptions::default()).unwrap();
+        let log = RecordedLog::read(&path, imported.format).unwrap().unwrap();
+        let resumes = log.resumed_before(&imported);
+        let unread = |_| None;
+        put_back(
+            &mut imported,
+            log.version.as_deref(),
+            &unread,
+            &resumes,
+            &counter,
+        );
+        let first = first_request_mentions(&imported, &log, &counter);
+        put_back_mentions(&mut imported, first, &counter);
+        let envelope = envelope_for(&imported, Some(&log), EnvelopeArg::Auto, &counter).unwrap();
+        let mut bounds = vec![0];
+        bounds.extend(imported.real_compactions.iter().copied());
+        bounds.push(imported.main.len());
+        for (j, w) in bounds.windows(2).enumerate() {
+            let mut env = Env {
+                tokens: Box::new(counter),
+                prefix: Prefix {
+                    tokens: envelope.prefix.after(j),
+                    ..Prefix::default()
+                },
+                ..Env::default()
+            };
+            let mut none = ctxlab::zoo::list::make("none").unwrap();
+            let session = Session {
+                name: &s.name,
+                messages: &imported.main[w[0]..w[1]],
+                times_ms: None,
+            };
+            let run = replay(none.as_mut(), session, &mut env).unwrap();
+            let paired: Vec<(usize, f64, f64)> = run
+                .calls
+                .iter()
+                .filter_map(|c| {
+                    let r = log.request_at(imported.main_place(w[0] + c.at)?)?;
+                    let sent = (c.tokens + c.envelope) as f64;
+                    Some((w[0] + c.at, sent, r.usage.total() as f64))
+                })
+                .collect();
+            for p in paired.windows(2) {
+                let ((a, ea, ra), (b, eb, rb)) = (p[0], p[1]);
+                if b <= a || resumes.iter().any(|&r| r > a && r <= b) {
+                    continue;
+                }
+                let boxes: usize = imported.main[a..b]
+                    .iter()
+                    .flat_map(|m| m.blocks())
+                    .map(|b| match b {
+                        Block::Text { text } => text.as_str(),
+                        Block::ToolResult { content, .. } => content.as_str(),
+                        _ => "",
+                    })
+                    .map(|t| {
+                        t.chars()
+                            .filter(|c| ('\u{2500}'..='\u{257f}').contains(c))
+                            .count()
+                    })
+                    .sum();
+                if boxes >= min {
+                    out.push(BoxStep {
+                        log: s
+                            .name
+                            .split(['@', '.'])
+                            .next()
+                            .unwrap_or(&s.name)
+                            .to_string(),
+                        at: b,
+                        boxes,
+                        recorded: rb - ra,
+                        estimated: eb - ea,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether the +5.7k step of claude-agentic-framework after four
+/// exploration Task returns (two directory trees, 1,244 box-drawing
+/// characters in the step) is the estimator counting box-drawing
+/// characters too cheaply: on the other logs, steps as rich in them are
+/// estimated within a fraction of a token per character (dotclaude's two
+/// steps of 2,119 each within 100 tokens), where that step would need 4.6
+/// tokens more per character, more than the three UTF-8 bytes each is.
+/// So no per-character correction is fitted; the step stays unexplained.
+#[test]
+fn box_drawing_characters_are_no_cheaper_for_the_estimator_on_other_logs() {
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let steps = box_steps(&dir.join("claude_code"), 100);
+    let mut table = String::from(
+        "| log | step @message | box-drawing chars | recorded | estimated | residual | per char |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for s in &steps {
+        let residual = s.recorded - s.estimated;
+        table.push_str(&format!(
+            "| {} | {} | {} | {:.0} | {:.0} | {residual:+.0} | {:+.2} |\n",
+            s.log,
+            s.at,
+            s.boxes,
+            s.recorded,
+            s.estimated,
+            residual / s.boxes as f64
+        ));
+    }
+    eprintln!("{table}");
+    let per_char = |s: &BoxStep| (s.recorded - s.estimated) / s.boxes as f64;
+    let suspect = steps
+        .iter()
+        .find(|s| s.log == "claude-agentic-framework__chat" && s.boxes >= 1_000)
+        .expect("the step after the exploration Tasks");
+    assert!(per_char(suspect) > 3.0, "{}", per_char(suspect));
+    // Other logs: steps with 1,000 box-drawing characters or more that the
+    // estimator gets within 0.1 token per character.
+    let close = steps
+        .iter()
+        .filter(|s| s.log != suspect.log && s.boxes >= 1_000 && per_char(s).abs() <= 0.1)
+        .count();
+    assert!(close >= 2, "{table}");
+    insta::assert_snapshot!("box_drawing_steps", table);
+}
