@@ -310,6 +310,9 @@ struct BoxStep {
     at: usize,
     /// Box-drawing characters (U+2500–U+257F) in what the log added.
     boxes: usize,
+    /// Their runs (a tree's `├── ` is one run of three; a rule line is
+    /// one long run, which any byte-pair encoder merges).
+    runs: usize,
     /// Recorded growth and the replay's estimate of it.
     recorded: f64,
     estimated: f64,
@@ -372,7 +375,9 @@ fn box_steps(dir: &std::path::Path, min: usize) -> Vec<BoxStep> {
                 if b <= a || resumes.iter().any(|&r| r > a && r <= b) {
                     continue;
                 }
-                let boxes: usize = imported.main[a..b]
+                let is_box = |c: char| ('\u{2500}'..='\u{257f}').contains(&c);
+                let (mut boxes, mut runs) = (0, 0);
+                for t in imported.main[a..b]
                     .iter()
                     .flat_map(|m| m.blocks())
                     .map(|b| match b {
@@ -380,12 +385,14 @@ fn box_steps(dir: &std::path::Path, min: usize) -> Vec<BoxStep> {
                         Block::ToolResult { content, .. } => content.as_str(),
                         _ => "",
                     })
-                    .map(|t| {
-                        t.chars()
-                            .filter(|c| ('\u{2500}'..='\u{257f}').contains(c))
-                            .count()
-                    })
-                    .sum();
+                {
+                    let mut before = ' ';
+                    for c in t.chars() {
+                        boxes += usize::from(is_box(c));
+                        runs += usize::from(is_box(c) && !is_box(before));
+                        before = c;
+                    }
+                }
                 if boxes >= min {
                     out.push(BoxStep {
                         log: s
@@ -396,6 +403,7 @@ fn box_steps(dir: &std::path::Path, min: usize) -> Vec<BoxStep> {
                             .to_string(),
                         at: b,
                         boxes,
+                        runs,
                         recorded: rb - ra,
                         estimated: eb - ea,
                     });
@@ -407,13 +415,17 @@ fn box_steps(dir: &std::path::Path, min: usize) -> Vec<BoxStep> {
 }
 
 /// Whether the +5.7k step of claude-agentic-framework after four
-/// exploration Task returns (two directory trees, 1,244 box-drawing
-/// characters in the step) is the estimator counting box-drawing
-/// characters too cheaply: on the other logs, steps as rich in them are
-/// estimated within a fraction of a token per character (dotclaude's two
-/// steps of 2,119 each within 100 tokens), where that step would need 4.6
-/// tokens more per character, more than the three UTF-8 bytes each is.
-/// So no per-character correction is fitted; the step stays unexplained.
+/// exploration Task returns (a directory tree of 1,244 box-drawing
+/// characters in runs of 1.6 in the step) is the estimator counting such
+/// characters too cheaply. It would take +4.6 tokens per character, more
+/// than the three UTF-8 bytes each is. The other logs' trees are not
+/// undercounted so: golfgod's 433 box-drawing characters (runs of 3.7)
+/// −0.9 tokens per character, dmux's 115 (runs of 2.6) +1.7, −0.4
+/// pooled. The rest are rule lines (runs of 18–62: dotclaude's 2,119,
+/// this log's steps 69 and 71), which any byte-pair encoder merges, so
+/// they say nothing either way. Two small steps with opposite signs give
+/// nothing to fit a per-character correction on leave-one-session-out:
+/// none is fitted, and the step stays unexplained.
 #[test]
 fn box_drawing_characters_are_no_cheaper_for_the_estimator_on_other_logs() {
     let Some(dir) = common::transcripts() else {
@@ -421,33 +433,42 @@ fn box_drawing_characters_are_no_cheaper_for_the_estimator_on_other_logs() {
     };
     let steps = box_steps(&dir.join("claude_code"), 100);
     let mut table = String::from(
-        "| log | step @message | box-drawing chars | recorded | estimated | residual | per char |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        "| log | step @message | box-drawing chars | mean run | recorded | estimated | residual | per char |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
+    let per_char = |s: &BoxStep| (s.recorded - s.estimated) / s.boxes as f64;
+    let mean_run = |s: &BoxStep| s.boxes as f64 / s.runs.max(1) as f64;
     for s in &steps {
-        let residual = s.recorded - s.estimated;
         table.push_str(&format!(
-            "| {} | {} | {} | {:.0} | {:.0} | {residual:+.0} | {:+.2} |\n",
+            "| {} | {} | {} | {:.1} | {:.0} | {:.0} | {:+.0} | {:+.2} |\n",
             s.log,
             s.at,
             s.boxes,
+            mean_run(s),
             s.recorded,
             s.estimated,
-            residual / s.boxes as f64
+            s.recorded - s.estimated,
+            per_char(s)
         ));
     }
     eprintln!("{table}");
-    let per_char = |s: &BoxStep| (s.recorded - s.estimated) / s.boxes as f64;
     let suspect = steps
         .iter()
         .find(|s| s.log == "claude-agentic-framework__chat" && s.boxes >= 1_000)
         .expect("the step after the exploration Tasks");
     assert!(per_char(suspect) > 3.0, "{}", per_char(suspect));
-    // Other logs: steps with 1,000 box-drawing characters or more that the
-    // estimator gets within 0.1 token per character.
-    let close = steps
+    // Trees (runs of 4 or less) in the other logs: each undercounted by
+    // less than half the suspect's rate, and not at all pooled.
+    let trees: Vec<&BoxStep> = steps
         .iter()
-        .filter(|s| s.log != suspect.log && s.boxes >= 1_000 && per_char(s).abs() <= 0.1)
-        .count();
-    assert!(close >= 2, "{table}");
+        .filter(|s| s.log != suspect.log && mean_run(s) <= 4.0)
+        .collect();
+    assert!(trees.len() >= 2, "{table}");
+    assert!(
+        trees.iter().all(|s| per_char(s) < per_char(suspect) / 2.0),
+        "{table}"
+    );
+    let pooled: f64 = trees.iter().map(|s| s.recorded - s.estimated).sum::<f64>()
+        / trees.iter().map(|s| s.boxes as f64).sum::<f64>();
+    assert!(pooled < 0.5, "{pooled} {table}");
     insta::assert_snapshot!("box_drawing_steps", table);
 }
