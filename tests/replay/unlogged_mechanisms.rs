@@ -175,3 +175,118 @@ fn partial_reads_before_each_compaction_are_counted_and_sized() {
     );
     insta::assert_snapshot!("partial_reads_before_each_compaction", table);
 }
+
+/// Files changed on disk outside the product's edits
+/// (`replay::unlogged::changed_files`), on every shared Claude Code log
+/// (main chains): per log, the file-rewriting shell commands, the files in
+/// the product's read state each could reach, how many of them the log
+/// shows before (the state's text) and after (the next whole Read), and
+/// how many of those changed, which `--anchor none` sizes by mechanism.
+/// Beside them, the recorded steps of at least 1,000 tokens over the
+/// estimate at such a command's results (recorded usage read only to
+/// list them, as `--anchor recorded` sizes them) and the files they could
+/// be. notes/cost.md carries both tables.
+#[test]
+fn changed_files_are_sized_only_where_the_log_shows_both_sides() {
+    use ctxlab::replay::envelope::RecordedLog;
+    use ctxlab::replay::unlogged::{changed_files, mechanisms::changes_files, put_back, Cause};
+    let Some(dir) = common::transcripts() else {
+        return;
+    };
+    let counter = ctxlab::tokens::Tokens::Claude.counter();
+    let mut table = String::from(
+        "| log | commands | files reached | shown before | shown after | both | changed, sized | tokens sized |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut steps = String::from(
+        "| log | message | command | step over the estimate | files reached | shown before | shown after | sized |\n|---|---:|---|---:|---:|---:|---:|---:|\n",
+    );
+    let (mut all_both, mut all_sized) = (0, 0);
+    for f in common::claude_code_files(&dir) {
+        let mut session = import_file(&f, &ImportOptions::default()).unwrap();
+        let log = RecordedLog::read(&session.source, session.format)
+            .unwrap()
+            .expect("a Claude Code log records usage");
+        let resumes = log.resumed_before(&session);
+        let checks = changed_files::checks(
+            &session.main,
+            &session.real_compactions,
+            &resumes,
+            &log.cwds(&session),
+            counter.as_ref(),
+        );
+        let commands: Vec<(usize, String)> = session
+            .main
+            .iter()
+            .enumerate()
+            .flat_map(|(k, m)| {
+                m.blocks().iter().filter_map(move |b| match b {
+                    ctxlab::message::Block::ToolUse { name, input, .. } if name == "Bash" => {
+                        let c = input.get("command")?.as_str()?;
+                        changes_files(c).then(|| (k, c.to_string()))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        let name = f.file_name().unwrap().to_string_lossy();
+        let name = name.split(['@', '.']).next().unwrap_or(&name).to_string();
+        let count =
+            |p: &dyn Fn(&changed_files::Check) -> bool| checks.iter().filter(|c| p(c)).count();
+        let both = count(&|c| c.before_shown && c.after_shown);
+        let sized = count(&|c| c.tokens.is_some());
+        let tokens: usize = checks.iter().filter_map(|c| c.tokens).sum();
+        table.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {both} | {sized} | {tokens} |\n",
+            commands.len(),
+            checks.len(),
+            count(&|c| c.before_shown),
+            count(&|c| c.after_shown),
+        ));
+        all_both += both;
+        all_sized += sized;
+        // The recorded steps at a file-rewriting command's results.
+        let recorded = |place| Some(log.request_at(place)?.usage.total());
+        let found = put_back(
+            &mut session,
+            log.version.as_deref(),
+            &recorded,
+            &resumes,
+            counter.as_ref(),
+        );
+        for a in found {
+            if !matches!(a.cause, Cause::TreeRewrite | Cause::Unattributed) {
+                continue;
+            }
+            // The last command before the step's message, in the same turn.
+            let Some((k, command)) = commands
+                .iter()
+                .rev()
+                .find(|(k, _)| *k < a.at && a.at - k <= 8)
+            else {
+                continue;
+            };
+            let at: Vec<&changed_files::Check> = checks
+                .iter()
+                .filter(|c| c.at > *k && c.at <= a.at)
+                .collect();
+            let word: String = command
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ");
+            steps.push_str(&format!(
+                "| {name} | {} | `{word}` | {} | {} | {} | {} | {} |\n",
+                a.at,
+                a.tokens / 100 * 100,
+                at.len(),
+                at.iter().filter(|c| c.before_shown).count(),
+                at.iter().filter(|c| c.after_shown).count(),
+                at.iter().filter(|c| c.tokens.is_some()).count(),
+            ));
+        }
+    }
+    eprintln!("{table}\n{steps}");
+    assert!(all_sized <= all_both, "{all_sized} of {all_both}");
+    insta::assert_snapshot!("changed_files_on_the_shared_logs", table);
+    insta::assert_snapshot!("changed_files_at_recorded_steps", steps);
+}

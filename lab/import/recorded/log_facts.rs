@@ -31,6 +31,11 @@ pub struct LogFacts {
     /// by the `tool_use_id` its result answers: a Read with an offset or a
     /// limit shows part of a file, and this says how much more there is.
     pub read_lines: HashMap<String, usize>,
+    /// The working directory each main-agent record names (`cwd`), by
+    /// place: where a shell command without a `cd` ran (Claude Code keeps
+    /// the shell's directory from call to call), so which files it could
+    /// rewrite.
+    pub cwds: HashMap<Place, String>,
 }
 
 /// The facts of `records`, each at the place of the same index in `places`
@@ -41,6 +46,12 @@ pub fn read(records: &[Value], places: &[Place]) -> LogFacts {
         .filter(|r| r.get("isSidechain").and_then(Value::as_bool) != Some(true))
         .find_map(|r| r.get("version").and_then(Value::as_str))
         .map(str::to_string);
+    let cwds = records
+        .iter()
+        .zip(places)
+        .filter(|(r, _)| r.get("isSidechain").and_then(Value::as_bool) != Some(true))
+        .filter_map(|(r, &place)| Some((place, r.get("cwd")?.as_str()?.to_string())))
+        .collect();
     let resumes = records
         .iter()
         .zip(places)
@@ -63,6 +74,7 @@ pub fn read(records: &[Value], places: &[Place]) -> LogFacts {
         reply_ids: at("/message/id"),
         reply_models: at("/message/model"),
         read_lines: records.iter().filter_map(read_lines).collect(),
+        cwds,
     }
 }
 
@@ -126,7 +138,7 @@ mod tests {
     fn facts_are_keyed_by_place_and_the_version_is_the_main_agents() {
         let records = [
             json!({"isSidechain": true, "version": "9.9.9", "message": {"id": "a", "model": "haiku"}}),
-            json!({"type": "user", "version": "2.0.22"}),
+            json!({"type": "user", "version": "2.0.22", "cwd": "/home/u/p"}),
             json!({"type": "system", "content": "SessionStart:resume [x] completed"}),
             json!({"message": {"id": "b", "model": "<synthetic>"}}),
             json!({"type": "user", "message": {"content": [
@@ -136,6 +148,8 @@ mod tests {
         let places = [(1, 1), (2, 1), (3, 1), (3, 40), (4, 1)];
         let f = read(&records, &places);
         assert_eq!(f.version.as_deref(), Some("2.0.22"));
+        assert_eq!(f.cwds.get(&(2, 1)).map(String::as_str), Some("/home/u/p"));
+        assert_eq!(f.cwds.len(), 1);
         assert_eq!(f.resumes, [(3, 1)]);
         assert_eq!(f.reply_ids.len(), 2);
         assert_eq!(f.reply_ids[&(1, 1)], "a");

@@ -290,6 +290,10 @@ pub struct RecordedLog {
     /// mark a resume of the session (the `SessionStart` hook with the
     /// `resume` matcher); none in a subagent's log.
     pub resumes: Vec<(usize, usize)>,
+    /// The working directory each main-agent record names (`cwd`), by
+    /// place as [`RecordedLog::reply_ids`]; log content, not usage: every
+    /// anchor reads it.
+    cwds: Arc<std::collections::HashMap<(usize, usize), String>>,
     /// The response id (`message.id`) of each record that carries one, by
     /// the 1-based (line, column) where the record starts, sidechain
     /// records included: a reply the importer split or merged is paired
@@ -339,6 +343,7 @@ impl RecordedLog {
             left_out,
             version: facts.version,
             resumes: facts.resumes,
+            cwds: Arc::new(facts.cwds),
             reply_ids: Arc::new(facts.reply_ids),
             reply_models: Arc::new(facts.reply_models),
             read_lines: Arc::new(facts.read_lines),
@@ -425,11 +430,27 @@ impl RecordedLog {
             left_out: Vec::new(),
             version: self.version.clone(),
             resumes: Vec::new(),
+            cwds: Arc::clone(&self.cwds),
             reply_ids: Arc::clone(&self.reply_ids),
             reply_models: Arc::clone(&self.reply_models),
             read_lines: Arc::clone(&self.read_lines),
             anchor: self.anchor,
         }
+    }
+
+    /// The working directory of each message of `session`'s `main`: the
+    /// `cwd` its record names, else the last one named before it (`None`
+    /// before any).
+    pub fn cwds(&self, session: &ImportedSession) -> Vec<Option<String>> {
+        let mut last: Option<&String> = None;
+        (0..session.main.len())
+            .map(|i| {
+                if let Some(c) = session.main_place(i).and_then(|p| self.cwds.get(&p)) {
+                    last = Some(c);
+                }
+                last.cloned()
+            })
+            .collect()
     }
 
     /// Lines in the file each Read of `session`'s messages showed, by the

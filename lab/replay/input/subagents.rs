@@ -107,7 +107,9 @@ pub fn replayed_sessions(
 /// reminders rebuilt from the log's text, under `Anchor::Recorded` the
 /// attachments its recorded usage shows ([`super::unlogged`]), under
 /// `Anchor::None` the @-mentioned files its text sizes
-/// ([`super::unlogged::put_back_mentions`]), counted with
+/// ([`super::unlogged::put_back_mentions`]) and the files changed outside
+/// the product's edits it shows before and after
+/// ([`super::unlogged::put_back_changed_files`]), counted with
 /// `tokens`' counter. Every replay path calls it: named files through
 /// [`replayed_sessions`], a corpus session by session.
 pub fn as_sent(
@@ -135,6 +137,9 @@ pub fn as_sent(
         // `Recorded` the steps in recorded usage already hold them.
         let first = super::envelope::first_request_mentions(session, &log, counter.as_ref());
         super::unlogged::put_back_mentions(session, first, counter.as_ref());
+        // And the changed files the log shows before and after.
+        let cwds = log.cwds(session);
+        super::unlogged::put_back_changed_files(session, &cwds, &resumes, counter.as_ref());
     }
 }
 

@@ -314,6 +314,31 @@ pub fn put_back_mentions(
     found
 }
 
+/// Under `--anchor none`, the files changed on disk outside the product's
+/// edits put back by mechanism ([`changed_files`]): where the log shows a
+/// file in the read state before a file-rewriting command and after it,
+/// the `changed_files` attachment rebuilt from the two texts joins the
+/// command's results as an [`Block::Unlogged`] block naming the path.
+/// `cwds`: each message's working directory (the log's); `resumes`: the
+/// messages before which the product resumed. Returns every check, sized
+/// or only counted.
+pub fn put_back_changed_files(
+    session: &mut ImportedSession,
+    cwds: &[Option<String>],
+    resumes: &[usize],
+    counter: &dyn TokenCounter,
+) -> Vec<changed_files::Check> {
+    let compactions = session.real_compactions.clone();
+    let found = changed_files::checks(&session.main, &compactions, resumes, cwds, counter);
+    for c in &found {
+        if let (Some(tokens), Some(m)) = (c.tokens, session.main.get_mut(c.at)) {
+            let what = format!("{}{}", changed_files::CHANGED_FILE, c.path);
+            push_block(m, Block::Unlogged { what, tokens });
+        }
+    }
+    found
+}
+
 /// The most background-shell reminders rebuilt for one session: each is
 /// about 60 tokens, so this is six million tokens of them, past what any
 /// real session sends; a log that starts thousands of shells gets no more,
@@ -491,6 +516,7 @@ impl PutBack {
     }
 }
 
+pub mod changed_files;
 pub mod mechanisms;
 
 #[cfg(test)]

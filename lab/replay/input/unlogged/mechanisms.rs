@@ -267,7 +267,7 @@ fn file_name(path: &str) -> &str {
 
 /// A prompt the user typed: not tool results, not command output Claude
 /// Code wraps in tags, not the product's continuation summary.
-fn is_prompt(m: &Message) -> bool {
+pub(super) fn is_prompt(m: &Message) -> bool {
     let text = m.text();
     !m.is_tool_result() && !text.starts_with('<') && !crate::import::is_product_summary(m)
 }
