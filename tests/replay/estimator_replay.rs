@@ -82,7 +82,11 @@ fn session_errors(
             // The files changed outside the product's edits that the log
             // shows before and after, as `--anchor none` puts them back.
             let cwds = log.cwds(&imported);
-            put_back_changed_files(&mut imported, &cwds, &resumes, &counter);
+            let resumes = ctxlab::replay::unlogged::changed_files::Resumes {
+                at: &resumes,
+                rebuilds: ctxlab::replay::subagents::resume_rebuilds(log.version.as_deref()),
+            };
+            put_back_changed_files(&mut imported, &cwds, resumes, &counter);
             found
         }
         Put::Nothing => Vec::new(),

@@ -210,7 +210,10 @@ fn changed_files_are_sized_only_where_the_log_shows_both_sides() {
         let checks = changed_files::checks(
             &session.main,
             &session.real_compactions,
-            &resumes,
+            changed_files::Resumes {
+                at: &resumes,
+                rebuilds: ctxlab::replay::subagents::resume_rebuilds(log.version.as_deref()),
+            },
             &log.cwds(&session),
             counter.as_ref(),
         );

@@ -139,8 +139,21 @@ pub fn as_sent(
         super::unlogged::put_back_mentions(session, first, counter.as_ref());
         // And the changed files the log shows before and after.
         let cwds = log.cwds(session);
-        super::unlogged::put_back_changed_files(session, &cwds, &resumes, counter.as_ref());
+        let resumes = super::unlogged::changed_files::Resumes {
+            at: &resumes,
+            rebuilds: resume_rebuilds(release),
+        };
+        super::unlogged::put_back_changed_files(session, &cwds, resumes, counter.as_ref());
     }
+}
+
+/// Whether a resumed process of Claude Code `release` rebuilds its
+/// read-file state from the loaded messages (the port's release table,
+/// read in the product's source).
+pub fn resume_rebuilds(release: Option<&str>) -> bool {
+    crate::zoo::claude_code::trigger::table()
+        .resume_rule(release)
+        .rebuilds
 }
 
 /// Whose requests a session's recorded rows cover: `main chain`, or

@@ -319,13 +319,13 @@ pub fn put_back_mentions(
 /// file in the read state before a file-rewriting command and after it,
 /// the `changed_files` attachment rebuilt from the two texts joins the
 /// command's results as an [`Block::Unlogged`] block naming the path.
-/// `cwds`: each message's working directory (the log's); `resumes`: the
-/// messages before which the product resumed. Returns every check, sized
-/// or only counted.
+/// `cwds`: each message's working directory (the log's); `resumes`: where
+/// the product resumed and what its read state starts from there.
+/// Returns every check, sized or only counted.
 pub fn put_back_changed_files(
     session: &mut ImportedSession,
     cwds: &[Option<String>],
-    resumes: &[usize],
+    resumes: changed_files::Resumes<'_>,
     counter: &dyn TokenCounter,
 ) -> Vec<changed_files::Check> {
     let compactions = session.real_compactions.clone();

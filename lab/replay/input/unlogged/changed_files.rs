@@ -30,9 +30,15 @@
 //! set: when the file changed between two of them the log does not say).
 //! Where one side is not shown (a file the log never showed whole, a next
 //! touch that is an Edit, a Write or a partial Read, no later Read), the
-//! check is counted, not sized. A resume drops the state (a new process;
-//! whether it rebuilds the state from the log is not read in the source),
-//! so nothing is sized across one.
+//! check is counted, not sized. At a resume the state starts afresh, as
+//! the release does ([`Resumes`], the Claude Code port's `triggers.json`
+//! `resume_read_state`): before 2.0.59 empty, so nothing is sized across
+//! one; from 2.0.59 rebuilt from the loaded messages' whole Reads and
+//! Writes, each with the text that call showed, so a change still open
+//! for such a file is compared from that text. Not modelled: the rebuilt
+//! entry's time is its message's, so a file edited by the product since
+//! its last whole Read looks changed to the resumed process, which then
+//! attaches its own edits once.
 
 use std::collections::HashMap;
 
@@ -83,34 +89,68 @@ struct Entry {
     at: usize,
 }
 
+/// The product's resumes: the messages before which it resumed, and
+/// whether the resumed process rebuilds its read-file state from the
+/// loaded messages (2.0.59 on) or starts it empty.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Resumes<'a> {
+    /// Indices in `main`.
+    pub at: &'a [usize],
+    /// The release rebuilds the state at a resume.
+    pub rebuilds: bool,
+}
+
 /// Every file a file-rewriting command in `main` could have changed, in
 /// order, sized where the log shows it before and after (counted with
 /// `counter`). `compactions`: indices of the product's compaction
 /// summaries (the state keeps its five newest files there); `resumes`:
-/// messages before which the product resumed (the state is emptied);
+/// where the product resumed and what its state starts from;
 /// `cwds`: each message's working directory, as the log names it (where
 /// none is known, only commands that `cd` to an absolute directory reach
 /// a file).
 pub fn checks(
     main: &[Message],
     compactions: &[usize],
-    resumes: &[usize],
+    resumes: Resumes<'_>,
     cwds: &[Option<String>],
     counter: &dyn TokenCounter,
 ) -> Vec<Check> {
     let mut calls: HashMap<&str, (&str, &serde_json::Value)> = HashMap::new();
     let mut state: HashMap<String, Entry> = HashMap::new();
+    // What a resumed process rebuilds: each file's last whole Read or
+    // Write since the last compaction (the messages a resume loads), with
+    // the text that call showed.
+    let mut rebuilt: HashMap<String, Option<String>> = HashMap::new();
     let mut out: Vec<Check> = Vec::new();
     // Per path, the checks not yet settled (the first one's command is
     // where a change is put) and the state's text when the first ran.
     let mut open: HashMap<String, (Vec<usize>, Option<String>)> = HashMap::new();
     for (k, m) in main.iter().enumerate() {
         let cwd = cwds.get(k).cloned().flatten();
-        if resumes.contains(&k) {
+        if resumes.at.contains(&k) {
             state.clear();
-            open.clear();
+            if resumes.rebuilds {
+                for (path, text) in &rebuilt {
+                    let entry = Entry {
+                        text: text.clone(),
+                        at: k,
+                    };
+                    state.insert(path.clone(), entry);
+                }
+                // A change still open is compared from the rebuilt text.
+                open.retain(|path, o| match rebuilt.get(path) {
+                    Some(text) => {
+                        o.1.clone_from(text);
+                        true
+                    }
+                    None => false,
+                });
+            } else {
+                open.clear();
+            }
         }
         if compactions.contains(&k) {
+            rebuilt.clear();
             let mut newest: Vec<(usize, String)> =
                 state.iter().map(|(p, e)| (e.at, p.clone())).collect();
             newest.sort_by(|a, b| b.cmp(a));
@@ -171,6 +211,9 @@ pub fn checks(
                                     }
                                 }
                             }
+                            if whole {
+                                rebuilt.insert(path.to_string(), text.clone());
+                            }
                             state.insert(path.to_string(), Entry { text, at: k });
                         }
                         ("Edit" | "MultiEdit", Some(path)) => {
@@ -182,6 +225,7 @@ pub fn checks(
                         ("Write", Some(path)) => {
                             open.remove(path);
                             let text = str_of("content").map(str::to_string);
+                            rebuilt.insert(path.to_string(), text.clone());
                             state.insert(path.to_string(), Entry { text, at: k });
                         }
                         ("Bash", _) => {
@@ -452,7 +496,7 @@ mod tests {
             Message::tool_results(vec![("r6".into(), numbered(v2))]),
         ];
         let cwds = vec![Some("/w".to_string()); main.len()];
-        let got = checks(&main, &[], &[], &cwds, &counter);
+        let got = checks(&main, &[], Resumes::default(), &cwds, &counter);
         let rows: Vec<(usize, &str, bool, bool, bool)> = got
             .iter()
             .map(|c| {
@@ -473,9 +517,20 @@ mod tests {
         );
         let expected = attachment("/w/src/a.rs", v1, v2).unwrap();
         assert_eq!(got[0].tokens, Some(counter.count(&expected)));
-        // A resume between the command and the next Read: not sized.
-        let resumed = checks(&main, &[], &[9], &cwds, &counter);
-        assert!(resumed.iter().all(|c| c.tokens.is_none()), "{resumed:?}");
+        // A resume between the command and the next Read: before 2.0.59
+        // the resumed process has no state, so nothing is sized; from
+        // 2.0.59 it rebuilt a.rs from its whole Read, so the change is
+        // compared from that text as before; b.rs (read in part) is gone.
+        let at = [9];
+        let resumed = |rebuilds| {
+            let resumes = Resumes { at: &at, rebuilds };
+            checks(&main, &[], resumes, &cwds, &counter)
+        };
+        let empty = resumed(false);
+        assert!(empty.iter().all(|c| c.tokens.is_none()), "{empty:?}");
+        let kept = resumed(true);
+        assert_eq!(kept[0].tokens, got[0].tokens, "{kept:?}");
+        assert!(kept[1..].iter().all(|c| c.tokens.is_none()), "{kept:?}");
     }
 
     #[test]
@@ -500,7 +555,7 @@ mod tests {
             call("r2", "Read", json!({"file_path": "/w/a"})),
             Message::tool_results(vec![("r2".into(), numbered("x = 1\ny = 2"))]),
         ];
-        let got = checks(&main, &[], &[], &[], &counter);
+        let got = checks(&main, &[], Resumes::default(), &[], &counter);
         let expected = attachment("/w/a", "x = 1\ny=2", "x = 1\ny = 2").unwrap();
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].tokens, Some(counter.count(&expected)));
