@@ -41,7 +41,7 @@ fn session(turns: &[Turn]) -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: "tool".into(),
-                input,
+                input: input.into(),
             },
         ]));
         // A result may name a file or a command that a later call brings

@@ -41,7 +41,7 @@ fn call(id: &str, name: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input: json!({}),
+        input: json!({}).into(),
     }])
 }
 
