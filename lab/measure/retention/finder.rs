@@ -306,7 +306,7 @@ impl Finder {
         self.whole.scanned
     }
 
-    /// Whether [`Finder::mark_present`] needs the whole request's text:
+    /// Whether [`Finder::mark_present_in`] needs the whole request's text:
     /// patterns with a newline may span pieces and messages, and the
     /// unforeseen ones were never split by line.
     pub fn needs_whole_text(&self) -> bool {

@@ -332,8 +332,11 @@ fn a_json_string_is_measured_as_the_string_built() {
     }
 }
 
+/// A prunable output as (message and block, tool, tokens).
+type Seen = ((usize, usize), String, usize);
+
 /// The scan's prunable outputs and total, comparable.
-fn scanned(scan: &(Vec<Prunable>, usize)) -> (Vec<((usize, usize), String, usize)>, usize) {
+fn scanned(scan: &(Vec<Prunable>, usize)) -> (Vec<Seen>, usize) {
     let list = scan.0.iter().map(|p| (p.at, p.tool.clone(), p.tokens));
     (list.collect(), scan.1)
 }
