@@ -86,7 +86,7 @@ fn session(sizes: &[usize]) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}),
+            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}).into(),
         }]));
         let line = format!("fn f{t}() {{ /* line of src/lib{t}.rs */ }}\n");
         let text: String = line.chars().cycle().take((*size).max(1)).collect();

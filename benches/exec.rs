@@ -30,7 +30,7 @@ fn session(calls: usize) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({"command": format!("cat src/m{t}.rs")}),
+            input: serde_json::json!({"command": format!("cat src/m{t}.rs")}).into(),
         }]));
         let size = rng.gen_range(300..3_000);
         out.push(Message::tool_results(vec![(id, "x".repeat(size))]));

@@ -25,7 +25,7 @@ fn generated(calls: usize) -> Vec<Message> {
         out.push(Message::assistant(vec![ctxlab::message::Block::ToolUse {
             id: id.clone(),
             name: "read".into(),
-            input: serde_json::json!({ "path": format!("f{i}.rs") }),
+            input: serde_json::json!({ "path": format!("f{i}.rs") }).into(),
         }]));
         out.push(Message::tool_results(vec![(
             id,

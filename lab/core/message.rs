@@ -6,6 +6,7 @@
 //! shapes are flattened by the importers before they reach the pipeline.
 
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, OnceLock};
 
 /// Who sent a message. Tool results travel in `user` messages, as in the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -33,7 +34,8 @@ pub enum Block {
         /// Tool name.
         name: String,
         /// Tool input (any JSON).
-        input: serde_json::Value,
+        #[schemars(with = "serde_json::Value")]
+        input: ToolInput,
     },
     /// The harness's answer to a tool call.
     ToolResult {
@@ -63,6 +65,156 @@ pub enum Block {
         /// Its size in the run's counter's tokens, sized from recorded usage.
         tokens: usize,
     },
+}
+
+/// A tool call's input (any JSON), shared between the copies of a history
+/// and carrying its sizes once counted.
+///
+/// Policies copy their history and count it whole at every call; a tool
+/// input is a tree of maps and strings, so copying and measuring it was
+/// most of that work although inputs almost never change. Copies share one
+/// value (a reference count), and the two character counts the lab asks of
+/// an input ([`ToolInput::compact_chars`], [`ToolInput::python_chars`]) are
+/// computed at most once per value. Every mutable access goes through
+/// [`ToolInput::make_mut`] (also behind `DerefMut`), which un-shares the
+/// value and forgets its counts, so a stale count cannot be read.
+/// Serialises, compares and prints exactly as the value does.
+#[derive(Clone, Default)]
+pub struct ToolInput(Arc<Input>);
+
+/// The value behind a [`ToolInput`] and its counts, filled on first use.
+#[derive(Clone, Default)]
+struct Input {
+    value: serde_json::Value,
+    compact: OnceLock<usize>,
+    python: OnceLock<usize>,
+}
+
+impl ToolInput {
+    /// An input holding `value`.
+    pub fn new(value: serde_json::Value) -> Self {
+        ToolInput(Arc::new(Input {
+            value,
+            compact: OnceLock::new(),
+            python: OnceLock::new(),
+        }))
+    }
+
+    /// The JSON value.
+    pub fn value(&self) -> &serde_json::Value {
+        &self.0.value
+    }
+
+    /// The value, editable: un-shared from other copies first, its
+    /// remembered counts forgotten.
+    pub fn make_mut(&mut self) -> &mut serde_json::Value {
+        let input = Arc::make_mut(&mut self.0);
+        input.compact = OnceLock::new();
+        input.python = OnceLock::new();
+        &mut input.value
+    }
+
+    /// The value, taken out (copied if shared).
+    pub fn into_value(self) -> serde_json::Value {
+        match Arc::try_unwrap(self.0) {
+            Ok(input) => input.value,
+            Err(shared) => shared.value.clone(),
+        }
+    }
+
+    /// Characters of `value.to_string()` (serde_json's compact text, as
+    /// the API receives it), counted once per value.
+    pub fn compact_chars(&self) -> usize {
+        *self
+            .0
+            .compact
+            .get_or_init(|| compact_json_chars(&self.0.value))
+    }
+
+    /// Characters of `json.dumps(value, ensure_ascii=False)`
+    /// ([`python_json_chars`]), counted once per value.
+    pub fn python_chars(&self) -> usize {
+        *self
+            .0
+            .python
+            .get_or_init(|| python_json_chars(&self.0.value))
+    }
+}
+
+impl From<serde_json::Value> for ToolInput {
+    fn from(value: serde_json::Value) -> Self {
+        ToolInput::new(value)
+    }
+}
+
+impl std::ops::Deref for ToolInput {
+    type Target = serde_json::Value;
+    fn deref(&self) -> &serde_json::Value {
+        &self.0.value
+    }
+}
+
+impl std::ops::DerefMut for ToolInput {
+    fn deref_mut(&mut self) -> &mut serde_json::Value {
+        self.make_mut()
+    }
+}
+
+impl PartialEq for ToolInput {
+    fn eq(&self, other: &Self) -> bool {
+        // Copies of one history share their inputs: the pointer settles
+        // most comparisons without walking the trees.
+        Arc::ptr_eq(&self.0, &other.0) || self.0.value == other.0.value
+    }
+}
+
+impl PartialEq<serde_json::Value> for ToolInput {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        self.0.value == *other
+    }
+}
+
+impl std::fmt::Debug for ToolInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl std::fmt::Display for ToolInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl Serialize for ToolInput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolInput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_json::Value::deserialize(d).map(ToolInput::new)
+    }
+}
+
+/// Characters of `value.to_string()`, counted as serde_json writes them
+/// (the UTF-8 bytes that start a character), with no string built.
+pub fn compact_json_chars(value: &serde_json::Value) -> usize {
+    struct Chars(usize);
+    impl std::io::Write for Chars {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.iter().filter(|&&b| (b as i8) >= -0x40).count();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut chars = Chars(0);
+    // Writing to a counter cannot fail, and a `Value` always serialises.
+    let _ = serde_json::to_writer(&mut chars, value);
+    chars.0
 }
 
 /// Message content: a plain string or a list of blocks.
@@ -452,7 +604,7 @@ pub fn message_chars(message: &Message) -> usize {
                             TOOL_USE
                                 + json_str_chars(id)
                                 + json_str_chars(name)
-                                + python_json_chars(input)
+                                + input.python_chars()
                         }
                         Block::ToolResult {
                             tool_use_id,
@@ -552,6 +704,35 @@ mod tests {
         assert_eq!(msgs, again);
     }
 
+    /// A kept count is never stale: copies share the value and its
+    /// counts, an edit through `make_mut` or `DerefMut` un-shares it and
+    /// the counts are taken again; printing, comparing and serialising
+    /// are the value's own.
+    #[test]
+    fn a_tool_input_edit_forgets_its_counts_and_leaves_copies_alone() {
+        let fresh = |v: &serde_json::Value| (v.to_string().chars().count(), python_json_chars(v));
+        let mut a = ToolInput::from(serde_json::json!({"command": "ls é", "n": 1.5}));
+        let b = a.clone();
+        assert_eq!((a.compact_chars(), a.python_chars()), fresh(a.value()));
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        a.make_mut()["command"] = "cat \"a\"\n\u{1F600}".into();
+        assert_eq!((a.compact_chars(), a.python_chars()), fresh(a.value()));
+        assert_eq!((b.compact_chars(), b.python_chars()), fresh(b.value()));
+        assert_ne!(a, b);
+        if let serde_json::Value::Object(map) = &mut *a {
+            map.insert("more".into(), serde_json::json!([null, true, 1e-7]));
+        }
+        assert_eq!((a.compact_chars(), a.python_chars()), fresh(a.value()));
+        let v = a.value().clone();
+        assert_eq!(format!("{a:?}"), format!("{v:?}"));
+        assert_eq!(a.to_string(), v.to_string());
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&v).unwrap()
+        );
+        assert_eq!(a, ToolInput::from(v));
+    }
+
     #[test]
     fn walking_estimate_equals_the_serialised_one() {
         let msgs: Vec<Message> = serde_json::from_str(
@@ -587,7 +768,8 @@ mod tests {
                 Block::ToolUse {
                     id,
                     name,
-                    input: serde_json::json!({"command": "ls \"a\"", "x": x, "n": [1, null, true]}),
+                    input: serde_json::json!({"command": "ls \"a\"", "x": x, "n": [1, null, true]})
+                        .into(),
                 }
             }),
             (s, s).prop_map(|(tool_use_id, content)| Block::ToolResult {

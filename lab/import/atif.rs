@@ -429,7 +429,7 @@ fn tool_use(call: &Value) -> Block {
     Block::ToolUse {
         id: text("tool_call_id"),
         name: text("function_name"),
-        input,
+        input: input.into(),
     }
 }
 
@@ -665,7 +665,7 @@ fn agent_step(m: &Message, metrics: Option<Value>) -> Value {
     let calls: Vec<Value> = blocks
         .iter()
         .filter_map(|b| match b {
-            Block::ToolUse { id, name, input } => Some(match input {
+            Block::ToolUse { id, name, input } => Some(match input.value() {
                 Value::Object(_) => {
                     json!({"tool_call_id": id, "function_name": name, "arguments": input})
                 }

@@ -1084,7 +1084,7 @@ fn tool_use(item: &Value, pos: Pos, index: usize, sink: &mut Sink<'_>) -> LabRes
     Ok(Block::ToolUse {
         id,
         name: str_field(item, "name").unwrap_or_default(),
-        input: item.get("input").cloned().unwrap_or(Value::Null),
+        input: item.get("input").cloned().unwrap_or(Value::Null).into(),
     })
 }
 

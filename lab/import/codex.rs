@@ -158,7 +158,7 @@ impl Rollout {
                 let block = Block::ToolUse {
                     id: id.to_string(),
                     name,
-                    input,
+                    input: input.into(),
                 };
                 self.push(Side::Model, block, line, session);
             }

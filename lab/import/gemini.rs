@@ -643,7 +643,10 @@ fn tool_use(
     Block::ToolUse {
         id,
         name: name.and_then(Value::as_str).unwrap_or_default().to_string(),
-        input: args.cloned().unwrap_or(Value::Object(Default::default())),
+        input: args
+            .cloned()
+            .unwrap_or(Value::Object(Default::default()))
+            .into(),
     }
 }
 

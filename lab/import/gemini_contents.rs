@@ -177,7 +177,8 @@ impl History {
                 input: call
                     .get("args")
                     .cloned()
-                    .unwrap_or(Value::Object(Default::default())),
+                    .unwrap_or(Value::Object(Default::default()))
+                    .into(),
             }));
         }
         if let Some(resp) = p.get("functionResponse") {

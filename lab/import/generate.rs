@@ -156,7 +156,7 @@ impl Generator {
         blocks.push(Block::ToolUse {
             id: id.clone(),
             name: name.into(),
-            input,
+            input: input.into(),
         });
         self.queue.push_back(Message::assistant(blocks));
         let line = format!("{}: line of output\n", key.name);
@@ -206,7 +206,7 @@ pub fn synthetic_main(turns: usize, result_chars: usize) -> Vec<Message> {
         m.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({ "turn": t }),
+            input: serde_json::json!({ "turn": t }).into(),
         }]));
         m.push(Message::tool_results(vec![(
             id,

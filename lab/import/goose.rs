@@ -245,7 +245,7 @@ fn tool_use(id: &str, call: Option<&Value>) -> Block {
     Block::ToolUse {
         id: id.to_string(),
         name: name.to_string(),
-        input,
+        input: input.into(),
     }
 }
 

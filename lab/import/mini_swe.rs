@@ -114,7 +114,7 @@ impl Steps {
                         let call = Block::ToolUse {
                             id,
                             name: TEXT_ACTION_TOOL.to_string(),
-                            input: serde_json::json!({ "command": command }),
+                            input: serde_json::json!({ "command": command }).into(),
                         };
                         Content::Blocks(vec![Block::Text { text }, call])
                     }

@@ -288,7 +288,7 @@ fn text_action(v: &Value, content: &mut Content, index: usize) -> Option<String>
     let call = Block::ToolUse {
         id: id.clone(),
         name: super::text_action::TEXT_ACTION_TOOL.to_string(),
-        input: serde_json::json!({ "command": command }),
+        input: serde_json::json!({ "command": command }).into(),
     };
     *content = Content::Blocks(vec![Block::Text { text: text.clone() }, call]);
     Some(id)
@@ -352,7 +352,11 @@ fn tool_call(call: &Value, k: usize, pos: (usize, usize), sink: &mut Sink<'_>) -
         Some(other) => other.clone(),
         None => Value::Object(Default::default()),
     };
-    Ok(Block::ToolUse { id, name, input })
+    Ok(Block::ToolUse {
+        id,
+        name,
+        input: input.into(),
+    })
 }
 
 /// A legacy `function_call` as a `tool_use` with an id made from its line
@@ -375,7 +379,7 @@ fn function_call(fc: &Value, line: usize) -> (String, Block) {
     let block = Block::ToolUse {
         id: id.clone(),
         name,
-        input,
+        input: input.into(),
     };
     (id, block)
 }

@@ -219,7 +219,8 @@ impl Export {
                         input: state
                             .and_then(|s| s.get("input"))
                             .cloned()
-                            .unwrap_or(Value::Object(Default::default())),
+                            .unwrap_or(Value::Object(Default::default()))
+                            .into(),
                     });
                     let content = tool_output(state);
                     session.stats.tool_results += 1;

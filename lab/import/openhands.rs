@@ -260,7 +260,7 @@ impl Stream {
         let block = Block::ToolUse {
             id,
             name: str_of("function_name"),
-            input,
+            input: input.into(),
         };
         if response.is_some() && response == self.response && !self.user_open {
             self.push_reply(response, block, pos);

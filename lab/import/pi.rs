@@ -584,7 +584,8 @@ fn assistant_content(
                     input: i
                         .get("arguments")
                         .cloned()
-                        .unwrap_or(Value::Object(Default::default())),
+                        .unwrap_or(Value::Object(Default::default()))
+                        .into(),
                 });
             }
             "" => unknown_block("(none)", line, session, sink)?,

@@ -234,7 +234,7 @@ pub fn mid_session_writes(turns: usize) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "read_file".into(),
-            input: serde_json::json!({"path": format!("src/m{t}.rs")}),
+            input: serde_json::json!({"path": format!("src/m{t}.rs")}).into(),
         }]));
         let body = format!("fn m{t}() {{}}\n").repeat(20);
         out.push(Message::tool_results(vec![(id, body)]));

@@ -383,7 +383,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: "read".into(),
-            input: json!({}),
+            input: json!({}).into(),
         }])
     }
     fn result(id: &str, text: &str) -> Message {

@@ -207,7 +207,7 @@ mod tests {
         Block::ToolUse {
             id: id.into(),
             name: "shell".into(),
-            input: json!({"command": ["ls"]}),
+            input: json!({"command": ["ls"]}).into(),
         }
     }
     fn think(t: &str) -> Block {

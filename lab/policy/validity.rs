@@ -303,7 +303,7 @@ mod tests {
             blocks.push(Block::ToolUse {
                 id: (*id).into(),
                 name: "terminal".into(),
-                input: json!({"command": "ls"}),
+                input: json!({"command": "ls"}).into(),
             });
         }
         Message::assistant(blocks)

@@ -32,7 +32,7 @@ pub fn session() -> Vec<Message> {
             .map(|id| Block::ToolUse {
                 id: id.clone(),
                 name: "Read".into(),
-                input: serde_json::json!({ "file_path": path(t, id) }),
+                input: serde_json::json!({ "file_path": path(t, id) }).into(),
             })
             .collect();
         out.push(Message::assistant(calls));

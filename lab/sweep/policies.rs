@@ -73,7 +73,7 @@ pub fn session(rounds: &[Round]) -> Vec<Message> {
                 .map(|(k, id)| Block::ToolUse {
                     id: id.clone(),
                     name: "Read".into(),
-                    input: serde_json::json!({ "file_path": file(k) }),
+                    input: serde_json::json!({ "file_path": file(k) }).into(),
                 })
                 .collect(),
         ));

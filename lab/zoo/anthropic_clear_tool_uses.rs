@@ -211,9 +211,9 @@ impl ClearToolUses {
                 if let Block::ToolUse { input, .. } = &mut request[mi].blocks_mut()[bi] {
                     let empty = serde_json::json!({});
                     freed += tokens
-                        .count_json(input)
+                        .count_input(input)
                         .saturating_sub(tokens.count_json(&empty));
-                    *input = empty;
+                    *input = empty.into();
                     events.push(PolicyEvent::Cleared {
                         id: p.id.clone(),
                         part: "input",
@@ -360,7 +360,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: name.into(),
-            input: serde_json::json!({"path": format!("/src/{id}.rs")}),
+            input: serde_json::json!({"path": format!("/src/{id}.rs")}).into(),
         }])
     }
 

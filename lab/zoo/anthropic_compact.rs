@@ -266,7 +266,7 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: "t1".into(),
                 name: "bash".into(),
-                input: serde_json::json!({"command": "ls"}),
+                input: serde_json::json!({"command": "ls"}).into(),
             }]),
             Message::tool_results(vec![("t1".into(), "x".repeat(400))]),
         ]

@@ -78,6 +78,62 @@ pub struct GeminiCliMask {
     /// Constants.
     pub switches: Switches,
     written: usize,
+    /// What the scan measured of each result, by position.
+    sized: Sized,
+}
+
+/// What the backward scan measured of each tool result of the history, by
+/// (message, block): the scan sizes every result at every call, and the
+/// history only grows between calls. An entry holds the measured
+/// content's address and length, and is used only while the block still
+/// holds that very string (a result this policy masks, or any other
+/// rewrite, is a new string and is measured again); a replaced history
+/// clears it, and a copy of the policy starts empty.
+#[derive(Debug, Default)]
+struct Sized(Vec<Vec<Option<Measured>>>);
+
+/// One result as measured: its content's address and length, whether it
+/// holds the masking tag, its JSON string's UTF-16 length.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    at: usize,
+    len: usize,
+    tagged: bool,
+    units: usize,
+}
+
+impl Clone for Sized {
+    fn clone(&self) -> Self {
+        Sized::default()
+    }
+}
+
+impl Sized {
+    /// Whether `content` (block `j` of message `i`) holds the masking tag,
+    /// and the UTF-16 length of its JSON string: kept, or measured now.
+    fn of(&mut self, i: usize, j: usize, content: &str) -> (bool, usize) {
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, Vec::new);
+        }
+        let blocks = &mut self.0[i];
+        if blocks.len() <= j {
+            blocks.resize(j + 1, None);
+        }
+        let at = content.as_ptr() as usize;
+        match blocks[j] {
+            Some(m) if m.at == at && m.len == content.len() => (m.tagged, m.units),
+            _ => {
+                let m = Measured {
+                    at,
+                    len: content.len(),
+                    tagged: content.contains(MASKING_INDICATOR_TAG),
+                    units: json_string_utf16_len(content),
+                };
+                blocks[j] = Some(m);
+                (m.tagged, m.units)
+            }
+        }
+    }
 }
 
 /// A boxed policy with upstream's defaults.
@@ -96,9 +152,14 @@ fn json_string(text: &str) -> String {
 
 /// `estimateTokenCountSync([part])` of a function response `{output: text}` of tool `name`.
 pub fn response_tokens(name: &str, output: &str) -> usize {
+    tokens_of_units(name, json_string_utf16_len(output))
+}
+
+/// [`response_tokens`] of an output whose JSON string is `units` UTF-16 units long.
+fn tokens_of_units(name: &str, units: usize) -> usize {
     // `{"output":` and `}` around the JSON string, measured without
     // building it: the mask sizes every tool result at every call.
-    let response = "{\"output\":}".len() + json_string_utf16_len(output);
+    let response = "{\"output\":}".len() + units;
     ((utf16_len(name) + response) as f64 / 4.0).floor() as usize
 }
 
@@ -253,7 +314,7 @@ struct Prunable {
 impl GeminiCliMask {
     /// The backward scan of `mask` over `history[..end]`: the prunable
     /// outputs, newest first, and their tokens.
-    fn scan(&self, history: &[Message], end: usize) -> (Vec<Prunable>, usize) {
+    fn scan(&mut self, history: &[Message], end: usize) -> (Vec<Prunable>, usize) {
         let s = &self.switches;
         let start = if s.DEFAULT_PROTECT_LATEST_TURN {
             end.checked_sub(1)
@@ -272,14 +333,15 @@ impl GeminiCliMask {
                 else {
                     continue;
                 };
-                if content.contains(MASKING_INDICATOR_TAG) {
+                let (tagged, units) = self.sized.of(i, j, content);
+                if tagged {
                     continue;
                 }
                 let tool = names
                     .get(tool_use_id.as_str())
                     .map_or(UNKNOWN_TOOL, |n| n)
                     .to_string();
-                let tokens = response_tokens(&tool, content);
+                let tokens = tokens_of_units(&tool, units);
                 if !boundary {
                     cumulative += tokens;
                     if cumulative <= s.DEFAULT_TOOL_PROTECTION_THRESHOLD {
@@ -405,6 +467,10 @@ impl Policy for GeminiCliMask {
                 "token counts are upstream's estimate (length / 4), not the run's counter; chat compression (the `gemini-cli` policy) is not part of this one",
             ],
         }
+    }
+
+    fn history_replaced(&mut self) {
+        self.sized = Sized::default();
     }
 
     fn acts_on(&self) -> crate::policy::shape::ActsOn {

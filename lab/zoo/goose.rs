@@ -227,7 +227,7 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: id.clone(),
                 name: "shell".into(),
-                input: json!({}),
+                input: json!({}).into(),
             }]),
             Message::tool_results(vec![(id, "y".repeat(40))]),
         ]

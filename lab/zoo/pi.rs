@@ -350,7 +350,7 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: id.clone(),
                 name: "read".into(),
-                input: serde_json::json!({}),
+                input: serde_json::json!({}).into(),
             }]),
             Message::tool_results(vec![(id, "y".repeat(400))]),
         ]

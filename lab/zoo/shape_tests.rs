@@ -32,7 +32,7 @@ fn tool_trajectory() -> Vec<Message> {
         h.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({ "command": "ls" }),
+            input: serde_json::json!({ "command": "ls" }).into(),
         }]));
         h.push(Message::tool_results(vec![(
             id,

@@ -12,7 +12,7 @@ fn call(id: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: "bash".into(),
-        input: serde_json::json!({ "command": "ls" }),
+        input: serde_json::json!({ "command": "ls" }).into(),
     }])
 }
 

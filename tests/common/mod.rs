@@ -218,7 +218,7 @@ pub fn tool_session(calls: usize, large: usize) -> Vec<ctxlab::message::Message>
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}),
+            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}).into(),
         }]));
         let size = if t == large { 60_000 } else { 300 };
         out.push(Message::tool_results(vec![(

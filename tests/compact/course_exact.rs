@@ -200,7 +200,7 @@ fn result_msgs(results: &[(&str, String)]) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.to_string(),
             name: "bash".into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
         }]));
         out.push(Message::tool_results(vec![(id.to_string(), text.clone())]));
     }
@@ -293,7 +293,7 @@ fn lone_middle(marker: String) -> Vec<Message> {
         Message::assistant(vec![Block::ToolUse {
             id: "t0".into(),
             name: "bash".into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
         }]),
         Message::tool_results(vec![("t0".into(), "r".into())]),
         Message::user_text(marker),
@@ -350,7 +350,7 @@ fn floats_in_tool_inputs_are_sized_as_python_prints_them() {
     let m = Message::assistant(vec![Block::ToolUse {
         id: "t".into(),
         name: "n".into(),
-        input: v,
+        input: v.into(),
     }]);
     // The walking estimate and the json.dumps text agree.
     assert_eq!(

@@ -25,7 +25,7 @@ fn session(rng: &mut ChaCha12Rng, calls: usize) -> (Vec<Message>, Vec<Option<u64
             blocks.push(Block::ToolUse {
                 id: format!("t{id}"),
                 name: "read".into(),
-                input: serde_json::json!({ "path": format!("src/f{id}.rs") }),
+                input: serde_json::json!({ "path": format!("src/f{id}.rs") }).into(),
             });
             let size = rng.gen_range(10..6_000);
             let body: String = (0..size)

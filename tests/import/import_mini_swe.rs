@@ -94,7 +94,7 @@ fn tool_uses(s: &ImportedSession) -> Vec<(String, Value)> {
         .iter()
         .flat_map(|m| m.blocks())
         .filter_map(|b| match b {
-            Block::ToolUse { id, input, .. } => Some((id.clone(), input.clone())),
+            Block::ToolUse { id, input, .. } => Some((id.clone(), input.value().clone())),
             _ => None,
         })
         .collect()

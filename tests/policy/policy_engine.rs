@@ -25,7 +25,7 @@ fn synthetic(seed: u64, turns: usize) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: json!({"command": format!("step {t}")}),
+            input: json!({"command": format!("step {t}")}).into(),
         }]));
         let size = match rng.gen_range(0..10) {
             0 => rng.gen_range(30_000..60_000),
@@ -273,5 +273,125 @@ fn a_run_for_observers_shows_them_what_a_full_run_does() {
             "{name}: no request"
         );
         assert_eq!(shown(true), full, "{name}");
+    }
+}
+
+/// Checks, at every request, that each tool input's kept counts equal the
+/// counts of its value taken afresh, and that the request's `approx`
+/// tokens and Python-JSON size equal those of a copy read back from its
+/// JSON text (inputs that never counted anything).
+#[derive(Default)]
+struct InputCounts {
+    requests: usize,
+    inputs: usize,
+}
+
+impl ctxlab::policy::engine::Observer for InputCounts {
+    fn on_request(
+        &mut self,
+        call: usize,
+        _at: usize,
+        request: &[Message],
+        _events: &[ctxlab::policy::PolicyEvent],
+        _view: &ctxlab::policy::engine::View<'_>,
+    ) {
+        use ctxlab::message::{estimate_chars, python_json_chars};
+        use ctxlab::tokens::{Approx, TokenCounter};
+        for b in request.iter().flat_map(|m| m.blocks()) {
+            if let Block::ToolUse { input, .. } = b {
+                let value = input.value();
+                assert_eq!(
+                    input.compact_chars(),
+                    value.to_string().chars().count(),
+                    "call {call}: {value}"
+                );
+                assert_eq!(
+                    input.python_chars(),
+                    python_json_chars(value),
+                    "call {call}: {value}"
+                );
+                self.inputs += 1;
+            }
+        }
+        let fresh: Vec<Message> =
+            serde_json::from_str(&serde_json::to_string(request).unwrap()).unwrap();
+        assert_eq!(
+            Approx.count_messages(request),
+            Approx.count_messages(&fresh),
+            "call {call}"
+        );
+        assert_eq!(
+            estimate_chars(request),
+            estimate_chars(&fresh),
+            "call {call}"
+        );
+        self.requests += 1;
+    }
+}
+
+/// A session whose tool inputs carry what counting must get right
+/// (non-ASCII text, escapes, floats, nesting) and what policies edit or
+/// drop: `memory` calls with content arguments (Inspect clears those) and
+/// many calls (the tool-use clearing policies empty old inputs).
+fn rich_inputs(seed: u64, turns: usize) -> Vec<Message> {
+    let mut messages = synthetic(seed, turns);
+    for (t, m) in messages.iter_mut().enumerate() {
+        for b in m.blocks_mut() {
+            if let Block::ToolUse { name, input, .. } = b {
+                if t % 4 == 1 {
+                    *name = "memory".into();
+                    *input = json!({"command": "create", "path": format!("/memories/n{t}.md"),
+                        "file_text": "é\u{1F600} \"q\"\n".repeat(t % 7 + 1)})
+                    .into();
+                } else {
+                    input.make_mut()["x"] = json!([t as f64 / 7.0, 1e-7, null, {"ü": "\t"}]);
+                }
+            }
+        }
+    }
+    messages
+}
+
+/// Tool inputs keep their character counts (shared by every copy of a
+/// history, forgotten on every edit): under every policy, at every call,
+/// the kept counts equal counts taken afresh, on a generated session and
+/// on the smallest shared Claude Code log.
+#[test]
+fn kept_tool_input_counts_equal_fresh_counts_at_every_call() {
+    let mut sessions = vec![("rich".to_string(), rich_inputs(3, 60))];
+    match transcripts() {
+        Some(dir) => {
+            let mut files = common::claude_code_files(&dir);
+            files.sort_by_key(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(u64::MAX));
+            if let Some(f) = files.first() {
+                let s = import_file(f, &ImportOptions::default()).unwrap();
+                sessions.push((f.display().to_string(), s.main));
+            }
+        }
+        None => eprintln!("shared log skipped: no CTXLAB_TRANSCRIPTS"),
+    }
+    for (label, messages) in &sessions {
+        for name in list::names() {
+            let mut policy = list::make(name).unwrap();
+            let session = Session {
+                name: "s",
+                messages,
+                times_ms: None,
+            };
+            let mut seen = InputCounts::default();
+            ctxlab::policy::engine::replay_observed(
+                policy.as_mut(),
+                session,
+                &mut Env::default(),
+                &mut [&mut seen],
+            )
+            .unwrap();
+            assert!(
+                seen.requests > 10,
+                "{label} {name}: {} requests",
+                seen.requests
+            );
+            assert!(seen.inputs > 0, "{label} {name}: no tool input seen");
+        }
     }
 }

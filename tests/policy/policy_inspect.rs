@@ -117,7 +117,7 @@ fn written(v: &Value) -> Im {
                 .map(|c| Call {
                     id: c["id"].as_str().unwrap().into(),
                     function: c["function"].as_str().unwrap().into(),
-                    arguments: c["arguments"].clone(),
+                    arguments: c["arguments"].clone().into(),
                 })
                 .collect()
         })

@@ -56,7 +56,7 @@ fn synthetic(steps: usize) -> Vec<Message> {
         blocks.extend(ids.iter().map(|id| Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: json!({ "command": format!("step {s}") }),
+            input: json!({ "command": format!("step {s}") }).into(),
         }));
         out.push(Message::assistant(blocks));
         out.push(Message::tool_results(

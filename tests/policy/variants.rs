@@ -14,7 +14,7 @@ fn session() -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "shell".into(),
-            input: json!({"command": format!("cat src/p{t}.rs")}),
+            input: json!({"command": format!("cat src/p{t}.rs")}).into(),
         }]));
         out.push(Message::tool_results(vec![(
             id,

@@ -268,7 +268,7 @@ fn hash_session(name: &str, input: serde_json::Value) -> Vec<ctxlab::message::Me
         Message::assistant(vec![Block::ToolUse {
             id,
             name: name.into(),
-            input,
+            input: input.into(),
         }])
     };
     out.push(call("toolu_first".into(), name, input));
@@ -336,7 +336,7 @@ fn quoted_clock_session(fill: usize) -> (Vec<ctxlab::message::Message>, String) 
         Message::assistant(vec![Block::ToolUse {
             id,
             name: name.into(),
-            input,
+            input: input.into(),
         }])
     };
     out.push(call(

@@ -186,7 +186,7 @@ fn the_dump_carries_the_sessions_demands_as_lab_import_demands_lists_them() {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: "Read".into(),
-            input: json!({"file_path": "/w/src/lib.rs"}),
+            input: json!({"file_path": "/w/src/lib.rs"}).into(),
         }])
     };
     let body = "pub fn answer() -> u32 { 42 }\n".repeat(20);

@@ -28,7 +28,7 @@ fn session_file(dir: &Path) -> PathBuf {
         messages.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}),
+            input: serde_json::json!({"command": format!("cat src/lib{t}.rs")}).into(),
         }]));
         let size = if t % 5 == 0 { 40_000 } else { 2_000 };
         messages.push(Message::tool_results(vec![(

@@ -18,7 +18,7 @@ fn synthetic(turns: usize, result_chars: usize) -> Vec<Message> {
         m.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({"n": t}),
+            input: serde_json::json!({"n": t}).into(),
         }]));
         m.push(Message::tool_results(vec![(
             id,

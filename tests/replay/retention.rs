@@ -94,7 +94,7 @@ fn read(id: &str, path: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: "Read".into(),
-        input: json!({ "file_path": path }),
+        input: json!({ "file_path": path }).into(),
     }])
 }
 
@@ -420,7 +420,7 @@ fn artifacts_fall_in_four_tiers_and_three_kinds() {
         Message::assistant(vec![Block::ToolUse {
             id: "m".into(),
             name: "Bash".into(),
-            input: json!({ "command": "make build > out.log" }),
+            input: json!({ "command": "make build > out.log" }).into(),
         }]),
         result("m", "error: linker failed"),
         read("c", "/src/c.rs"),

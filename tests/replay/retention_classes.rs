@@ -74,7 +74,7 @@ fn call(id: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: "Bash".into(),
-        input: json!({ "command": format!("make {id}") }),
+        input: json!({ "command": format!("make {id}") }).into(),
     }])
 }
 

@@ -71,7 +71,7 @@ fn generated() -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: ["Read", "Bash", "Grep", "WebFetch"][t % 4].into(),
-                input,
+                input: input.into(),
             },
         ]));
         let result = format!(

@@ -457,7 +457,8 @@ mod tests {
                     serde_json::json!({})
                 } else {
                     serde_json::json!({"k": [1, null]})
-                },
+                }
+                .into(),
             }),
             (s, s).prop_map(|(tool_use_id, content)| Block::ToolResult {
                 tool_use_id,

@@ -797,7 +797,7 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: "t1".into(),
                 name: "bash".into(),
-                input: serde_json::json!({}),
+                input: serde_json::json!({}).into(),
             }]),
             Message::tool_results(vec![("t1".into(), "out".into())]),
         ];

@@ -106,7 +106,7 @@ mod tests {
             id.prop_map(|id| Block::ToolUse {
                 id,
                 name: "bash".into(),
-                input: serde_json::json!({}),
+                input: serde_json::json!({}).into(),
             }),
             id.prop_map(|id| Block::ToolResult {
                 tool_use_id: id,

@@ -361,7 +361,7 @@ impl Session {
             blocks.push(Block::ToolUse {
                 id: id.clone(),
                 name: c.name.clone(),
-                input: serde_json::json!({}),
+                input: serde_json::json!({}).into(),
             });
             let out = c.result();
             self.ledger.record(&id, &out);
@@ -374,7 +374,7 @@ impl Session {
             blocks.push(Block::ToolUse {
                 id: id.to_string(),
                 name: "compact".to_string(),
-                input: serde_json::json!({}),
+                input: serde_json::json!({}).into(),
             });
             results.push(Block::ToolResult {
                 tool_use_id: id.to_string(),

@@ -324,7 +324,7 @@ impl Harness {
             self.messages.push(Message::assistant(vec![Block::ToolUse {
                 id: id.clone(),
                 name: call.name.clone(),
-                input: call.input.clone(),
+                input: call.input.clone().into(),
             }]));
             let content = self.execute(call)?;
             self.messages

@@ -280,7 +280,7 @@ mod tests {
                 _ => Block::ToolUse {
                     id: "t".into(),
                     name: "Bash".into(),
-                    input: serde_json::json!({"command": text.clone()}),
+                    input: serde_json::json!({"command": text.clone()}).into(),
                 },
             };
             let m = Message::assistant(vec![block]);

@@ -6,7 +6,7 @@
 //! of thumb many harnesses use); exact and calibrated counters implement the
 //! same trait.
 
-use crate::message::{Block, Content, Message};
+use crate::message::{Block, Content, Message, ToolInput};
 
 pub mod bpe;
 pub mod claude;
@@ -37,7 +37,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     fn count_block(&self, block: &Block) -> usize {
         match block {
             Block::Text { text } => self.count(text),
-            Block::ToolUse { name, input, .. } => self.count(name) + self.count_json(input),
+            Block::ToolUse { name, input, .. } => self.count(name) + self.count_input(input),
             Block::ToolResult { content, .. } => self.count(content),
             Block::Thinking { thinking } => self.count(thinking),
             Block::Image { .. } => IMAGE_TOKENS,
@@ -50,6 +50,12 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     /// override this to count without building the string.
     fn count_json(&self, value: &serde_json::Value) -> usize {
         self.count(&value.to_string())
+    }
+
+    /// Tokens of a tool call's input: [`TokenCounter::count_json`] of its
+    /// value, unless the counter can use the counts the input keeps.
+    fn count_input(&self, input: &ToolInput) -> usize {
+        self.count_json(input.value())
     }
 
     /// A number no smaller than [`TokenCounter::count_message`] of
@@ -116,25 +122,19 @@ impl TokenCounter for Approx {
     fn count_json(&self, value: &serde_json::Value) -> usize {
         json_chars(value).div_ceil(4)
     }
+
+    /// The input's characters are counted once per value and kept with
+    /// it: policies count their whole history at every call, and the
+    /// inputs of the unchanged history were most of that count.
+    fn count_input(&self, input: &ToolInput) -> usize {
+        input.compact_chars().div_ceil(4)
+    }
 }
 
 /// Characters of `value.to_string()`, counted as serde_json writes them
 /// (the UTF-8 bytes that start a character).
 pub fn json_chars(value: &serde_json::Value) -> usize {
-    struct Chars(usize);
-    impl std::io::Write for Chars {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.iter().filter(|&&b| (b as i8) >= -0x40).count();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut chars = Chars(0);
-    // Writing to a counter cannot fail, and a `Value` always serialises.
-    let _ = serde_json::to_writer(&mut chars, value);
-    chars.0
+    crate::message::compact_json_chars(value)
 }
 
 #[cfg(test)]

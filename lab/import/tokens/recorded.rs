@@ -392,7 +392,7 @@ fn block_of(item: &Value) -> Vec<Block> {
         Some("tool_use") => vec![Block::ToolUse {
             id: text("id"),
             name: text("name"),
-            input: item.get("input").cloned().unwrap_or(Value::Null),
+            input: item.get("input").cloned().unwrap_or(Value::Null).into(),
         }],
         Some("tool_result") => {
             let (content, images) = flatten_tool_result(item.get("content"));

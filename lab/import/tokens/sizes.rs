@@ -136,7 +136,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: format!("t{i}"),
             name: "read".into(),
-            input: serde_json::json!({"path": format!("/src/é{i}.rs"), "n": 1.5}),
+            input: serde_json::json!({"path": format!("/src/é{i}.rs"), "n": 1.5}).into(),
         }])
     }
 

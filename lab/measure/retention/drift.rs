@@ -55,7 +55,7 @@ fn pass(p: usize) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({ "command": format!("step {p:02}.{t} run") }),
+            input: serde_json::json!({ "command": format!("step {p:02}.{t} run") }).into(),
         }]));
         let text = if t == 0 {
             format!("ok\n{}", fact(p))

@@ -207,12 +207,12 @@ mod tests {
             Block::ToolUse {
                 id: "a".into(),
                 name: "Read".into(),
-                input: json!({"file_path": "/src/lib.rs", "limit": 10}),
+                input: json!({"file_path": "/src/lib.rs", "limit": 10}).into(),
             },
             Block::ToolUse {
                 id: "b".into(),
                 name: "Bash".into(),
-                input: json!({"command": "cargo test\n--quiet"}),
+                input: json!({"command": "cargo test\n--quiet"}).into(),
             },
         ]);
         let got = artifacts(&call);

@@ -34,8 +34,10 @@ pub struct Finder {
     patterns: Arc<Patterns>,
     /// Pattern id -> artifact index, once registered.
     slot: Vec<Option<usize>>,
-    /// Piece of a request -> the pattern ids of `lines` it holds.
-    seen_pieces: HashMap<String, Vec<usize>>,
+    /// Piece of a request -> the pattern ids of `lines` it holds (hashed
+    /// by foldhash: the keys are whole tool results, looked up for every
+    /// message a run sends that retention has not read).
+    seen_pieces: HashMap<String, Vec<usize>, foldhash::fast::RandomState>,
     /// File path -> the pattern ids of `lines` and of `multi` its text holds.
     seen_files: HashMap<String, (Vec<usize>, Vec<usize>)>,
     /// Registered artifacts nobody foresaw: (artifact index, text).
@@ -43,6 +45,33 @@ pub struct Finder {
     /// The automaton over `extra`, and how many of them it covers.
     extra_matcher: Option<AhoCorasick>,
     extra_built: usize,
+    /// The last request's text and its hits, for [`Finder::mark_present_in`].
+    whole: WholeText,
+}
+
+/// The text of the request last searched whole, the end of each message's
+/// text in it, and every hit of the newline and unforeseen automata in it
+/// by where it ends (an overlapping search reports each occurrence
+/// whatever else surrounds it, so the hits ending in an unchanged prefix
+/// of the text stay what they were).
+#[derive(Debug, Default)]
+struct WholeText {
+    text: String,
+    ends: Vec<usize>,
+    hits: Vec<(usize, Hit)>,
+    /// How many unforeseen artifacts the automaton covered then.
+    extra_built: usize,
+    /// Bytes searched, over the finder's life (read by tests only).
+    #[cfg(test)]
+    scanned: usize,
+}
+
+/// One hit in the whole text: a foreseen pattern id of the newline
+/// automaton, or the artifact index of an unforeseen one.
+#[derive(Debug, Clone, Copy)]
+enum Hit {
+    Multi(usize),
+    Extra(usize),
 }
 
 /// The foreseen patterns of a session and their automata: built once,
@@ -171,11 +200,14 @@ impl Finder {
         for &end in ends {
             let piece = &text[start..end];
             start = end;
-            if !self.seen_pieces.contains_key(piece) {
-                let hits = distinct(self.patterns.lines.hits(piece));
-                self.seen_pieces.insert(piece.to_string(), hits);
+            match self.seen_pieces.get(piece) {
+                Some(hits) => out.extend_from_slice(hits),
+                None => {
+                    let hits = distinct(self.patterns.lines.hits(piece));
+                    out.extend_from_slice(&hits);
+                    self.seen_pieces.insert(piece.to_string(), hits);
+                }
             }
-            out.extend_from_slice(&self.seen_pieces[piece]);
         }
         out.extend(self.patterns.lines.hits(&text[start..]));
         out.sort_unstable();
@@ -183,7 +215,98 @@ impl Finder {
         out
     }
 
-    /// Whether [`Finder::mark_present`] needs the whole request's text:
+    /// Mark in `present` (indexed by artifact) the registered artifacts
+    /// among the pattern ids `lines` (from [`Finder::lines_in`] over the
+    /// request's pieces), and, when [`Finder::needs_whole_text`], those
+    /// with a newline and the unforeseen ones found in the text of
+    /// `request`. The first `kept` messages of `request` are those of the
+    /// request last given here, unchanged and in place: their text and
+    /// the hits that end in it are kept from then, and only the rest of
+    /// the text (from a pattern's length before it) is searched.
+    pub fn mark_present_in(
+        &mut self,
+        lines: impl Iterator<Item = usize>,
+        request: &[crate::message::Message],
+        kept: usize,
+        present: &mut [bool],
+    ) {
+        for i in lines.filter_map(|p| self.slot[p]) {
+            present[i] = true;
+        }
+        if !self.needs_whole_text() {
+            self.whole = WholeText::default();
+            return;
+        }
+        self.refresh_extra();
+        let multi = &self.patterns.multi;
+        let whole = &mut self.whole;
+        // A rebuilt automaton over the unforeseen artifacts may hit
+        // anywhere: the text is searched from its start.
+        let kept = if whole.extra_built == self.extra_built {
+            kept.min(whole.ends.len())
+        } else {
+            0
+        };
+        let kept_end = kept.checked_sub(1).map_or(0, |i| whole.ends[i]);
+        whole.text.truncate(kept_end);
+        whole.ends.truncate(kept);
+        for m in &request[kept..] {
+            let (text, _) = super::request_pieces(std::slice::from_ref(m));
+            whole.text.push_str(&text);
+            whole.ends.push(whole.text.len());
+        }
+        whole.hits.retain(|&(end, _)| end <= kept_end);
+        // A hit ending past the kept text starts at most a pattern's
+        // length minus one before its end; one ending inside it was kept.
+        let longest = [multi.matcher.as_ref(), self.extra_matcher.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|m| m.max_pattern_len())
+            .max()
+            .unwrap_or(1);
+        let from = kept_end.saturating_sub(longest.saturating_sub(1));
+        let tail = &whole.text.as_bytes()[from..];
+        #[cfg(test)]
+        {
+            whole.scanned += tail.len();
+        }
+        if let Some(m) = &multi.matcher {
+            for x in m.find_overlapping_iter(tail) {
+                if from + x.end() > kept_end {
+                    let id = multi.ids[x.pattern().as_usize()];
+                    whole.hits.push((from + x.end(), Hit::Multi(id)));
+                }
+            }
+        }
+        if let Some(m) = &self.extra_matcher {
+            for x in m.find_overlapping_iter(tail) {
+                if from + x.end() > kept_end {
+                    let index = self.extra[x.pattern().as_usize()].0;
+                    whole.hits.push((from + x.end(), Hit::Extra(index)));
+                }
+            }
+        }
+        whole.extra_built = self.extra_built;
+        for &(_, hit) in &whole.hits {
+            match hit {
+                Hit::Multi(p) => {
+                    if let Some(i) = self.slot[p] {
+                        present[i] = true;
+                    }
+                }
+                Hit::Extra(i) => present[i] = true,
+            }
+        }
+    }
+
+    /// Bytes of request text searched by [`Finder::mark_present_in`] so
+    /// far (what keeping the unchanged text saves is visible in tests).
+    #[cfg(test)]
+    pub fn whole_text_scanned(&self) -> usize {
+        self.whole.scanned
+    }
+
+    /// Whether [`Finder::mark_present_in`] needs the whole request's text:
     /// patterns with a newline may span pieces and messages, and the
     /// unforeseen ones were never split by line.
     pub fn needs_whole_text(&self) -> bool {
@@ -195,6 +318,7 @@ impl Finder {
     /// request's pieces), and, in `whole` (the request's text, given when
     /// [`Finder::needs_whole_text`]), those with a newline and the
     /// unforeseen ones.
+    #[cfg(test)]
     pub fn mark_present(
         &mut self,
         lines: impl Iterator<Item = usize>,
@@ -313,6 +437,60 @@ mod tests {
         }
         assert_eq!(find_pieces(&mut plain, text, &ends), BTreeSet::from([0, 1]));
         assert_eq!(prepared.seen_pieces.len(), 3);
+    }
+
+    /// The whole-text search keeps the text and hits of the unchanged
+    /// messages in front: a pattern spanning the kept text and a new
+    /// message is found, one wholly in the kept text stays found, one in
+    /// a message no longer sent is gone; a foreseen finder and one that
+    /// foresaw nothing (its automaton rebuilt as artifacts arrive) agree
+    /// with a search of the whole text at every request.
+    #[test]
+    fn the_kept_whole_text_finds_what_a_whole_search_finds() {
+        use crate::message::Message;
+        let keys = [
+            key("one
+two"),
+            key("tail
+head"),
+            key("x
+y"),
+        ];
+        let msg = |t: &str| Message::user_text(t);
+        // (request, messages kept in place from the request before)
+        let requests = [
+            (vec![msg("a one"), msg("two b")], 0),
+            (vec![msg("a one"), msg("two b"), msg("c tail")], 2),
+            (
+                vec![msg("a one"), msg("two b"), msg("c tail"), msg("head d")],
+                3,
+            ),
+            (vec![msg("a one"), msg("two b"), msg("c tail"), msg("x")], 3),
+            (vec![msg("y"), msg("c tail"), msg("x")], 0),
+            (vec![msg("y"), msg("c tail"), msg("x"), msg("y")], 3),
+        ];
+        let mut prepared = for_patterns(keys.to_vec());
+        let mut plain = Finder::default();
+        for (i, k) in keys.iter().enumerate() {
+            prepared.register(k, i);
+        }
+        let mut total = 0;
+        for (n, (request, kept)) in requests.iter().enumerate() {
+            if n < keys.len() {
+                plain.register(&keys[n], n);
+            }
+            let text = super::super::request_text(request);
+            total += text.len();
+            for f in [&mut prepared, &mut plain] {
+                let mut want = vec![false; 8];
+                let whole = f.needs_whole_text().then_some(text.as_str());
+                f.mark_present(std::iter::empty(), whole, &mut want);
+                let mut got = vec![false; 8];
+                f.mark_present_in(std::iter::empty(), request, *kept, &mut got);
+                assert_eq!(got, want, "request {n}");
+            }
+        }
+        assert!(prepared.whole_text_scanned() < total);
     }
 
     #[test]

@@ -215,6 +215,10 @@ impl Prepared {
     }
 }
 
+/// The tool results of some messages: call id and the content's
+/// fingerprint, in order.
+type Results = Arc<Vec<(String, (u64, usize))>>;
+
 /// An earlier fetch: its call id and its result's fingerprint once it arrived.
 type Fetch = (String, Option<(u64, usize)>);
 
@@ -226,8 +230,11 @@ struct Refetch {
     /// Call id -> the keys it fetched (one, unless ids repeat), so a result
     /// finds its fetch without a scan of every key.
     keys_of: HashMap<String, Vec<(ArtifactKind, String)>>,
-    /// Results present verbatim in the last request: (id, fingerprint).
-    last_present: HashSet<(String, (u64, usize))>,
+    /// Results present verbatim in the last request: (id, fingerprint),
+    /// per message. Kept as the scans' own lists (shared, not copied into
+    /// a set at every request): they are looked up only when a call
+    /// fetches again what an earlier call fetched.
+    last_present: Vec<Results>,
     /// Ids of calls counted as re-fetches whose result has not arrived.
     pending: HashSet<String>,
     /// Results of re-fetches, counted in tokens at the next request.
@@ -350,13 +357,9 @@ impl Retention {
         let n = self.artifacts.len();
         let scans = self.scans.current();
         let mut present = vec![false; n];
-        let whole = self
-            .finder
-            .needs_whole_text()
-            .then(|| request_text(request));
         let lines = scans.iter().flat_map(|s| s.lines.iter().copied());
         self.finder
-            .mark_present(lines, whole.as_deref(), &mut present);
+            .mark_present_in(lines, request, self.scans.kept(), &mut present);
         let mut reachable = vec![false; n];
         if present.iter().all(|&p| p) || view.rules.is_empty() {
             return (present, reachable);
@@ -429,7 +432,7 @@ impl Observer for Retention {
         self.scans.update(request, view, &mut self.finder);
         let scans = self.scans.current();
         self.refetch
-            .on_results(scans.iter().flat_map(|s| &s.results), view);
+            .on_results(scans.iter().map(|s| Arc::clone(&s.results)), view);
         self.keyed
             .on_facts(call, scans.iter().flat_map(|s| &s.facts));
         let (present, reachable) = self.statuses(request, view);
@@ -519,7 +522,12 @@ impl Refetch {
                     let earlier = self.earlier.entry(key.clone()).or_default();
                     let removed = !earlier.is_empty()
                         && !earlier.iter().any(|(eid, fp)| {
-                            fp.is_some_and(|fp| self.last_present.contains(&(eid.clone(), fp)))
+                            fp.is_some_and(|fp| {
+                                self.last_present
+                                    .iter()
+                                    .flat_map(|r| r.iter())
+                                    .any(|(id, f)| id == eid && *f == fp)
+                            })
                         });
                     if removed {
                         self.calls += 1;
@@ -552,21 +560,17 @@ impl Refetch {
     }
 
     fn on_request(&mut self, request: &[Message], view: &View<'_>) {
-        let results = scan::result_fingerprints(request);
-        self.on_results(results.iter(), view);
+        let results = Arc::new(scan::result_fingerprints(request));
+        self.on_results(std::iter::once(results), view);
     }
 
     /// A request was sent whose tool results are `results`: (call id,
     /// fingerprint of the content).
-    fn on_results<'a>(
-        &mut self,
-        results: impl Iterator<Item = &'a (String, (u64, usize))>,
-        view: &View<'_>,
-    ) {
+    fn on_results(&mut self, results: impl Iterator<Item = Results>, view: &View<'_>) {
         for t in self.to_count.drain(..) {
             self.tokens += view.tokens.count(&t);
         }
-        self.last_present = results.cloned().collect();
+        self.last_present = results.collect();
     }
 }
 

@@ -174,12 +174,12 @@ mod tests {
                 Block::ToolUse {
                     id: "a".into(),
                     name: "x".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 },
                 Block::ToolUse {
                     id: "b".into(),
                     name: "x".into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 },
             ]),
             Message::tool_results(vec![

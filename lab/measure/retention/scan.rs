@@ -36,7 +36,7 @@ pub struct MessageScan {
     /// The pointers the policy's rules find in it.
     pub pointers: Vec<String>,
     /// Its tool results: call id and the content's fingerprint.
-    pub results: Vec<(String, (u64, usize))>,
+    pub results: Arc<Vec<(String, (u64, usize))>>,
     /// The keyed facts its prose states, in order.
     pub facts: Vec<(String, String)>,
 }
@@ -50,7 +50,7 @@ impl MessageScan {
         } else {
             pointers_in_messages(view.rules, one).into_iter().collect()
         };
-        let results = result_fingerprints(std::slice::from_ref(m));
+        let results = Arc::new(result_fingerprints(std::slice::from_ref(m)));
         MessageScan {
             key,
             lines: finder.lines_in(&text, &ends),
@@ -65,6 +65,9 @@ impl MessageScan {
 #[derive(Debug, Default)]
 pub struct Scans {
     last: Vec<Arc<MessageScan>>,
+    /// How many leading messages of the last request equal those of the
+    /// request before it, in place.
+    kept: usize,
 }
 
 impl Scans {
@@ -74,14 +77,17 @@ impl Scans {
     /// caller that did not measure the request) every message is read.
     pub fn update(&mut self, request: &[Message], view: &View<'_>, finder: &mut Finder) {
         let mapped = view.same.len() == request.len() && view.sizes.len() == request.len();
+        let mut kept = 0;
         let next = (0..request.len())
             .map(|i| {
                 let key = mapped.then(|| view.sizes[i].key);
-                let old = mapped
-                    .then(|| view.same[i])
-                    .flatten()
+                let same = mapped.then(|| view.same[i]).flatten();
+                let old = same
                     .and_then(|j| self.last.get(j))
                     .filter(|s| s.key.is_some() && s.key == key);
+                if kept == i && same == Some(i) && old.is_some() {
+                    kept += 1;
+                }
                 match old {
                     Some(s) => Arc::clone(s),
                     None => Arc::new(MessageScan::of(&request[i], key, view, finder)),
@@ -89,6 +95,14 @@ impl Scans {
             })
             .collect();
         self.last = next;
+        self.kept = kept;
+    }
+
+    /// How many leading messages of the request last given to
+    /// [`Scans::update`] are, unchanged and in place, those of the request
+    /// given before it.
+    pub fn kept(&self) -> usize {
+        self.kept
     }
 
     /// The scans of the request last given to [`Scans::update`].

@@ -41,7 +41,7 @@ fn session(turns: &[Turn]) -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: "tool".into(),
-                input,
+                input: input.into(),
             },
         ]));
         // A result may name a file or a command that a later call brings
@@ -213,8 +213,9 @@ fn view<'a>(fs: &'a MemFs, memo: Option<&'a Memo>) -> View<'a> {
 /// with the reference at every request, and their keyed facts and
 /// re-fetches with those read from each whole request. Returns how many
 /// messages the incremental observer read, how many it was sent, and the
-/// statuses at each request.
-fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>) {
+/// statuses at each request; and how many bytes of request text the
+/// incremental observer searched whole, of how many its requests held.
+fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>, (usize, usize)) {
     let facts = vec![
         ("split".to_string(), SPLIT.to_string()),
         ("port".to_string(), Position::ToolResult.fact()),
@@ -246,6 +247,7 @@ fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>) {
     let mut memo = Memo::default();
     let mut seen: Vec<Message> = Vec::new();
     let (mut read, mut sent, mut statuses) = (0, 0, Vec::new());
+    let mut text_sent = 0;
     let mut before = Vec::new();
     let mut call = 0;
     for (i, m) in messages.iter().enumerate() {
@@ -275,6 +277,7 @@ fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>) {
             ledger.on_request(call, &request);
             refetch.on_request(call, i, &request, &[], &view(&policy.storage, None));
             sent += request.len();
+            text_sent += request_text(&request).len();
             seen = request;
             call += 1;
         }
@@ -286,6 +289,7 @@ fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>) {
         seen.push(m.clone());
         policy.history.push(m.clone());
     }
+    let scanned = observers[0].finder.whole_text_scanned();
     let reports: Vec<String> = observers
         .into_iter()
         .map(|o| serde_json::to_string(&o.finish()).expect("json"))
@@ -297,7 +301,7 @@ fn check(turns: &[Turn]) -> (usize, usize, Vec<Vec<Status>>) {
     assert_eq!(report["classes"], classes);
     assert_eq!(report["refetch_calls"], refetch.calls());
     assert_eq!(report["refetch_tokens"], refetch.tokens());
-    (read, sent, statuses)
+    (read, sent, statuses, (scanned, text_sent))
 }
 
 proptest! {
@@ -321,10 +325,16 @@ fn an_appending_policy_reads_each_message_once() {
     let turns: Vec<Turn> = (0..12)
         .map(|t| (t % 8, t % 6, (t + 1) % 6, t % 5, 0, 0))
         .collect();
-    let (read, sent, _) = check(&turns);
+    let (read, sent, _, (scanned, text_sent)) = check(&turns);
     let messages = session(&turns).len();
     assert!(read < messages, "{read} read of {messages}");
     assert!(sent > 3 * messages, "{sent} sent");
+    // The text of the unchanged history is kept, not searched again for
+    // the artifacts that span lines.
+    assert!(
+        scanned > 0 && 2 * scanned < text_sent,
+        "{scanned} of {text_sent} bytes searched"
+    );
 }
 
 /// A result cleared into a file that was read before an artifact it holds
@@ -336,7 +346,7 @@ fn a_file_holds_an_artifact_registered_after_it_was_read() {
     // and reads it; the second call brings /src/m3.rs; call 2 edits that
     // call out of the request.
     let turns = [(0, 0, 3, 1, 0, 0), (6, 1, 0, 2, 1, 2), (1, 2, 0, 3, 5, 3)];
-    let (_, _, statuses) = check(&turns);
+    let (_, _, statuses, _) = check(&turns);
     assert!(statuses[1].contains(&Status::Reachable));
     assert!(statuses[2].contains(&Status::Reachable));
     let reachable = |c: usize| {

@@ -136,7 +136,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: "bash".into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
         }])
     }
 

@@ -126,7 +126,7 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: "c1".into(),
                 name: "bash".into(),
-                input: json!({"command": "ls"}),
+                input: json!({"command": "ls"}).into(),
             }]),
             Message::tool_results(vec![("c1".into(), "a\nb".into())]),
         ];

@@ -72,7 +72,7 @@ fn exchange(i: usize, out_len: usize) -> Vec<Message> {
         Message::assistant(vec![Block::ToolUse {
             id: format!("c{i}"),
             name: "bash".into(),
-            input: json!({ "command": "ls" }),
+            input: json!({ "command": "ls" }).into(),
         }]),
         Message::tool_results(vec![(format!("c{i}"), "o".repeat(out_len))]),
         Message::assistant(vec![Block::Text {

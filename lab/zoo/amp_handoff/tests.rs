@@ -13,7 +13,7 @@ fn call(id: &str, name: &str, input: serde_json::Value) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input,
+        input: input.into(),
     }])
 }
 

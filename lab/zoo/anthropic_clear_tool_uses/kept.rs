@@ -147,7 +147,7 @@ impl Kept {
             if cand.input && !cand.measured {
                 let (mi, bi) = pair.call;
                 if let Block::ToolUse { input, .. } = &self.request[mi].blocks()[bi] {
-                    self.freed += tokens.count_json(input).saturating_sub(empty);
+                    self.freed += tokens.count_input(input).saturating_sub(empty);
                 }
             }
             cand.measured = true;
@@ -169,7 +169,7 @@ impl Kept {
         for (mi, bi) in self.due.drain(..) {
             match &mut self.request[mi].blocks_mut()[bi] {
                 Block::ToolResult { content, .. } => content.clone_from(&self.switches.placeholder),
-                Block::ToolUse { input, .. } => *input = serde_json::json!({}),
+                Block::ToolUse { input, .. } => *input = serde_json::json!({}).into(),
                 _ => {}
             }
             self.applied = true;

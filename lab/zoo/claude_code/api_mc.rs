@@ -350,7 +350,7 @@ mod tests {
             Block::ToolUse {
                 id: id.into(),
                 name: "Read".into(),
-                input: serde_json::json!({ "file_path": format!("/src/{id}.rs") }),
+                input: serde_json::json!({ "file_path": format!("/src/{id}.rs") }).into(),
             },
         ])
     }

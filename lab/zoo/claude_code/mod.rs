@@ -493,7 +493,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: tool.into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
         }])
     }
 
@@ -653,13 +653,13 @@ mod tests {
                 Message::assistant(vec![Block::ToolUse {
                     id: "r".into(),
                     name: "Read".into(),
-                    input: serde_json::json!({"file_path": "/src/a.rs"}),
+                    input: serde_json::json!({"file_path": "/src/a.rs"}).into(),
                 }]),
                 Message::tool_results(vec![("r".into(), "     1→fn a() {}".into())]),
                 Message::assistant(vec![Block::ToolUse {
                     id: "p".into(),
                     name: "ExitPlanMode".into(),
-                    input: serde_json::json!({"plan": "step 1"}),
+                    input: serde_json::json!({"plan": "step 1"}).into(),
                 }]),
                 Message::tool_results(vec![("p".into(), "x".repeat(400))]),
             ]

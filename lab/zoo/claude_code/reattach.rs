@@ -630,7 +630,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: tool.into(),
-            input,
+            input: input.into(),
         }])
     }
 

@@ -221,7 +221,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: tool.into(),
-            input: serde_json::json!({}),
+            input: serde_json::json!({}).into(),
         }])
     }
 

@@ -70,7 +70,7 @@ fn call(id: &str, input: serde_json::Value) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: "execute_command".into(),
-        input,
+        input: input.into(),
     }])
 }
 

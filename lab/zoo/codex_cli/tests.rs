@@ -31,7 +31,7 @@ fn call(ids: &[&str]) -> Message {
             .map(|id| Block::ToolUse {
                 id: (*id).into(),
                 name: "shell".into(),
-                input: serde_json::json!({"command": ["ls"]}),
+                input: serde_json::json!({"command": ["ls"]}).into(),
             })
             .collect(),
     )

@@ -89,7 +89,7 @@ fn call(id: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: "shell".into(),
-        input: json!({}),
+        input: json!({}).into(),
     }])
 }
 

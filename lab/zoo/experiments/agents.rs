@@ -54,7 +54,7 @@ fn call(id: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: "bash".into(),
-        input: serde_json::json!({"command": format!("run {id}")}),
+        input: serde_json::json!({"command": format!("run {id}")}).into(),
     }])
 }
 

@@ -55,7 +55,7 @@ fn session(steps: usize) -> Vec<Message> {
         out.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: serde_json::json!({ "command": format!("step {i}") }),
+            input: serde_json::json!({ "command": format!("step {i}") }).into(),
         }]));
         out.push(Message::tool_results(vec![(
             id,
@@ -182,7 +182,7 @@ fn fan_out_session() -> Vec<Message> {
                 .map(|id| Block::ToolUse {
                     id: id.clone(),
                     name: "read".into(),
-                    input: serde_json::json!({}),
+                    input: serde_json::json!({}).into(),
                 })
                 .collect(),
         ),

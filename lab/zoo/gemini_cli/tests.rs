@@ -26,7 +26,7 @@ fn call(id: &str, name: &str, args: Value) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input: args,
+        input: args.into(),
     }])
 }
 
@@ -249,7 +249,7 @@ fn tool_names_at_once_equal_tool_name_for_each_id() {
     let call = |id: &str, name: &str| Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input: json!({}),
+        input: json!({}).into(),
     };
     let history = vec![
         Message::user_text("go"),

@@ -41,7 +41,7 @@ fn call(id: &str, name: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input: json!({}),
+        input: json!({}).into(),
     }])
 }
 
@@ -274,7 +274,7 @@ fn nothing_is_masked_inside_the_protection_or_under_the_batch_threshold() {
         "at the threshold it masks"
     );
     // Without the latest-turn protection the scan starts one message later.
-    let q = GeminiCliMask {
+    let mut q = GeminiCliMask {
         switches: Switches {
             DEFAULT_PROTECT_LATEST_TURN: false,
             ..Switches::default()
@@ -330,4 +330,47 @@ fn a_json_string_is_measured_as_the_string_built() {
             "{t:?}"
         );
     }
+}
+
+/// A prunable output as (message and block, tool, tokens).
+type Seen = ((usize, usize), String, usize);
+
+/// The scan's prunable outputs and total, comparable.
+fn scanned(scan: &(Vec<Prunable>, usize)) -> (Vec<Seen>, usize) {
+    let list = scan.0.iter().map(|p| (p.at, p.tool.clone(), p.tokens));
+    (list.collect(), scan.1)
+}
+
+/// The scan keeps what it measured of each result (tag, size) by the
+/// string's address and length: at every call of a growing history that
+/// is masked several times, replaced once with notice and once without,
+/// the kept scan equals a scan by a policy that measured nothing.
+#[test]
+fn the_kept_sizes_scan_equals_a_fresh_scan_at_every_call() {
+    let fs = MemFs::new();
+    let mut p = GeminiCliMask::default();
+    let mut h = vec![Message::user_text("fix the parser")];
+    let mut masking_calls = 0;
+    for t in 0..40 {
+        let id = format!("c{t}");
+        let tool = if t % 3 == 0 { SHELL_TOOL_NAME } else { "grep" };
+        h.push(call(&id, tool));
+        h.push(resp(&id, t % 5 + 1));
+        if t == 20 {
+            h = h.clone();
+            p.history_replaced();
+        }
+        if t == 30 {
+            h = h.clone();
+        }
+        let end = h
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+            .map_or(0, |i| i + 1);
+        let fresh = GeminiCliMask::default().scan(&h, end);
+        assert_eq!(scanned(&p.scan(&h, end)), scanned(&fresh), "call {t}");
+        let out = run(&mut p, &mut h, &fs);
+        masking_calls += usize::from(!masked(&out).is_empty());
+    }
+    assert!(masking_calls >= 3, "{masking_calls} calls masked");
 }

@@ -44,7 +44,7 @@ fn messages_of(rows: &[Value]) -> Vec<Message> {
             blocks.push(Block::ToolUse {
                 id: c["id"].as_str().unwrap().into(),
                 name: c["name"].as_str().unwrap().into(),
-                input: json!({}),
+                input: json!({}).into(),
             });
         }
         out.push(Message::assistant(blocks));
@@ -229,7 +229,7 @@ fn session() -> Vec<Message> {
         b.push(Block::ToolUse {
             id: id.into(),
             name: "bash".into(),
-            input: json!({}),
+            input: json!({}).into(),
         });
         Message::assistant(b)
     };

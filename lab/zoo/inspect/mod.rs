@@ -38,7 +38,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::error::{LabError, LabResult};
-use crate::message::{Block, Content, Message, Role};
+use crate::message::{Block, Content, Message, Role, ToolInput};
 use crate::policy::{PolicyCtx, PolicyEvent, Prepared};
 use crate::tokens::TokenCounter;
 
@@ -120,7 +120,7 @@ pub struct Call {
     /// `function`.
     pub function: String,
     /// `arguments`.
-    pub arguments: Value,
+    pub arguments: ToolInput,
 }
 
 /// One Inspect `ChatMessage`.
@@ -633,12 +633,16 @@ pub fn clear_memory_content(messages: &mut [Im], fresh: &mut Fresh) {
         }
         let mut modified = false;
         for c in &mut m.tool_calls {
-            let Value::Object(args) = &mut c.arguments else {
+            let Value::Object(args) = c.arguments.value() else {
                 continue;
             };
             if c.function == MEMORY_TOOL
                 && MEMORY_CONTENT_ARGS.iter().any(|k| args.contains_key(*k))
             {
+                // Only a call that is cleared is un-shared from the history.
+                let Value::Object(args) = c.arguments.make_mut() else {
+                    continue;
+                };
                 for (k, v) in args.iter_mut() {
                     if MEMORY_CONTENT_ARGS.contains(&k.as_str()) {
                         *v = Value::String(MEMORY_CONTENT_CLEARED.into());

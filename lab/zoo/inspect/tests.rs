@@ -13,7 +13,7 @@ fn call(id: &str, name: &str) -> Block {
     Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input: json!({"command": id}),
+        input: json!({"command": id}).into(),
     }
 }
 
@@ -67,7 +67,7 @@ fn count_joins_every_part_with_newlines_and_adds_ten_percent() {
             tool_calls: vec![Call {
                 id: "c0".into(),
                 function: "bash".into(),
-                arguments: json!({"command": "c0"}),
+                arguments: json!({"command": "c0"}).into(),
             }],
             role: ImRole::Assistant,
             ..Im::user("m1".into(), ImContent::List(Vec::new()))

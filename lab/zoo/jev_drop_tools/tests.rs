@@ -21,7 +21,7 @@ fn call(text: &str, ids: &[&str]) -> Message {
         b.push(Block::ToolUse {
             id: (*id).into(),
             name: "terminal".into(),
-            input: json!({"command": "ls"}),
+            input: json!({"command": "ls"}).into(),
         });
     }
     Message::assistant(b)

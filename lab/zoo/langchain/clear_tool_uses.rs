@@ -67,7 +67,7 @@ fn clear_input(ai: &mut Message, id: &str) {
     for b in ai.blocks_mut() {
         if let Block::ToolUse { id: i, input, .. } = b {
             if i == id {
-                *input = serde_json::json!({});
+                *input = serde_json::json!({}).into();
             }
         }
     }

@@ -94,7 +94,7 @@ fn fan_out(fan: usize, after: usize) -> Vec<Message> {
             .map(|id| Block::ToolUse {
                 id: id.clone(),
                 name: "read".into(),
-                input: json!({}),
+                input: json!({}).into(),
             })
             .collect(),
     ));
@@ -108,7 +108,7 @@ fn fan_out(fan: usize, after: usize) -> Vec<Message> {
         h.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "bash".into(),
-            input: json!({}),
+            input: json!({}).into(),
         }]));
         h.push(Message::tool_results(vec![(id, "ok".into())]));
     }

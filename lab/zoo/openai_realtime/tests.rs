@@ -156,7 +156,7 @@ fn tool_session(rounds: usize) -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: "read".into(),
-                input: json!({"path": format!("f{i}")}),
+                input: json!({"path": format!("f{i}")}).into(),
             },
         ]));
         h.push(Message::tool_results(vec![(id, text(90 + i % 7 * 10))]));
@@ -195,7 +195,7 @@ fn the_newest_group_is_kept_even_alone_over_the_limit() {
     h.push(Message::assistant(vec![Block::ToolUse {
         id: "big".into(),
         name: "cat".into(),
-        input: json!({}),
+        input: json!({}).into(),
     }]));
     h.push(Message::tool_results(vec![("big".into(), text(2_000))]));
     let out = prepare(&mut p, &mut h).unwrap();

@@ -32,7 +32,7 @@ fn step(id: &str, n: usize) -> [Message; 2] {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: "shell".into(),
-            input: json!({"command": ["cat", "f"]}),
+            input: json!({"command": ["cat", "f"]}).into(),
         }]),
         Message::tool_results(vec![(id.into(), text(n))]),
     ]

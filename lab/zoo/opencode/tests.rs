@@ -29,7 +29,7 @@ fn call(id: &str, tool: &str) -> Message {
     Message::assistant(vec![Block::ToolUse {
         id: id.into(),
         name: tool.into(),
-        input: serde_json::json!({}),
+        input: serde_json::json!({}).into(),
     }])
 }
 

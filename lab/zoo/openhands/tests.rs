@@ -20,7 +20,7 @@ fn call(i: usize) -> Message {
         Block::ToolUse {
             id: format!("c{i}"),
             name: "bash".into(),
-            input: json!({ "command": format!("ls {i}") }),
+            input: json!({ "command": format!("ls {i}") }).into(),
         },
     ])
 }
@@ -423,7 +423,7 @@ fn seams(n: usize, lead: bool) -> Vec<Message> {
                 .map(|id| Block::ToolUse {
                     id: id.clone(),
                     name: "bash".into(),
-                    input: json!({ "command": format!("{id} at step {i}") }),
+                    input: json!({ "command": format!("{id} at step {i}") }).into(),
                 })
                 .collect(),
         ));

@@ -108,7 +108,7 @@ fn step(k: usize, chars: usize) -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: "bash".into(),
-                input: json!({ "cmd": format!("run {k}") }),
+                input: json!({ "cmd": format!("run {k}") }).into(),
             },
         ]),
         Message::tool_results(vec![(id, out)]),

@@ -190,7 +190,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: name.into(),
-            input: json!({}),
+            input: json!({}).into(),
         }])
     }
 

@@ -45,7 +45,7 @@ fn history() -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: "bash".into(),
-                input: json!({ "command": format!("cmd {i}") }),
+                input: json!({ "command": format!("cmd {i}") }).into(),
             },
         ]));
         h.push(Message::tool_results(vec![(

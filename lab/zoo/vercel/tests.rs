@@ -87,7 +87,7 @@ fn uneven_session() -> Vec<Message> {
             Block::ToolUse {
                 id: id.clone(),
                 name: "bash".into(),
-                input: serde_json::json!({ "command": format!("ls {i}") }),
+                input: serde_json::json!({ "command": format!("ls {i}") }).into(),
             },
         ]));
         if i % 5 == 2 {

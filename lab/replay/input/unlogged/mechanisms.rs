@@ -452,13 +452,13 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: "r".into(),
                 name: "Read".into(),
-                input: json!({"file_path": "/home/u/p/src/a.rs"}),
+                input: json!({"file_path": "/home/u/p/src/a.rs"}).into(),
             }]),
             Message::tool_results(vec![("r".into(), "     1→fn a() {}".into())]),
             Message::assistant(vec![Block::ToolUse {
                 id: "p".into(),
                 name: "Read".into(),
-                input: json!({"file_path": "/home/u/p/src/b.rs", "limit": 1}),
+                input: json!({"file_path": "/home/u/p/src/b.rs", "limit": 1}).into(),
             }]),
             Message::tool_results(vec![("p".into(), "     1→fn b() {}".into())]),
         ];

@@ -35,7 +35,7 @@ fn log(call: Option<serde_json::Value>, second: &str, grew: u64) -> tempfile::Na
                 Block::ToolUse {
                     id: "t1".into(),
                     name: c["name"].as_str().unwrap().into(),
-                    input: c["input"].clone(),
+                    input: c["input"].clone().into(),
                 },
             ]);
         }
@@ -190,7 +190,7 @@ fn each_background_shell_is_reminded_of_before_every_later_call() {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: "Bash".into(),
-            input: json!({"command": command, "run_in_background": background}),
+            input: json!({"command": command, "run_in_background": background}).into(),
         }])
     };
     let main = vec![
@@ -226,7 +226,7 @@ fn each_background_shell_is_reminded_of_before_every_later_call() {
     read[3] = Message::assistant(vec![Block::ToolUse {
         id: "t2".into(),
         name: "BashOutput".into(),
-        input: json!({"bash_id": "56ffa1"}),
+        input: json!({"bash_id": "56ffa1"}).into(),
     }]);
     assert!(shell_reminders(&read, Buffer::Emptied, &[]).is_empty());
     assert_eq!(shell_reminders(&read, Buffer::Kept, &[]).len(), 2);
@@ -243,7 +243,7 @@ fn a_log_of_thousands_of_shells_gets_a_bounded_number_of_reminders() {
         main.push(Message::assistant(vec![Block::ToolUse {
             id: id.clone(),
             name: "Bash".into(),
-            input: json!({"command": "yes", "run_in_background": true}),
+            input: json!({"command": "yes", "run_in_background": true}).into(),
         }]));
         main.push(Message::tool_results(vec![(
             id,
@@ -358,7 +358,7 @@ fn a_resumed_process_reminds_of_no_shell_started_before() {
         Message::assistant(vec![Block::ToolUse {
             id: "t1".into(),
             name: "Bash".into(),
-            input: json!({"command": "npm run dev", "run_in_background": true}),
+            input: json!({"command": "npm run dev", "run_in_background": true}).into(),
         }]),
         Message::tool_results(vec![(
             "t1".into(),

@@ -581,7 +581,7 @@ fn pairs(
         out.push(Message::assistant(vec![Block::ToolUse {
             id: call_id.clone(),
             name,
-            input,
+            input: input.into(),
         }]));
         out.push(Message::user_blocks(vec![Block::ToolResult {
             tool_use_id: call_id,

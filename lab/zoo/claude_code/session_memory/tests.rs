@@ -24,7 +24,7 @@ fn call(id: &str, name: &str, input: serde_json::Value) -> Block {
     Block::ToolUse {
         id: id.into(),
         name: name.into(),
-        input,
+        input: input.into(),
     }
 }
 
