@@ -109,6 +109,14 @@ impl Clone for Sized {
 }
 
 impl Sized {
+    /// Drop what was measured of block `j` of message `i` (the policy
+    /// rewrote it).
+    fn forget(&mut self, i: usize, j: usize) {
+        if let Some(m) = self.0.get_mut(i).and_then(|b| b.get_mut(j)) {
+            *m = None;
+        }
+    }
+
     /// Whether `content` (block `j` of message `i`) holds the masking tag,
     /// and the UTF-16 length of its JSON string: kept, or measured now.
     fn of(&mut self, i: usize, j: usize, content: &str) -> (bool, usize) {
@@ -421,6 +429,9 @@ impl GeminiCliMask {
             });
             if let Block::ToolResult { content, .. } = &mut history[i].blocks_mut()[j] {
                 *content = masked;
+                // Forget the size now rather than rely on the new string's
+                // address differing from the old one's.
+                self.sized.forget(i, j);
             }
         }
         Ok(events)

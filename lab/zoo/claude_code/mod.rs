@@ -707,7 +707,7 @@ mod tests {
             Message::assistant(vec![Block::ToolUse {
                 id: id.into(),
                 name: "Read".into(),
-                input: serde_json::json!({ "file_path": path }),
+                input: serde_json::json!({ "file_path": path }).into(),
             }])
         };
         let session = vec![

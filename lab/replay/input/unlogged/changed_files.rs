@@ -417,7 +417,7 @@ mod tests {
         Message::assistant(vec![Block::ToolUse {
             id: id.into(),
             name: name.into(),
-            input,
+            input: input.into(),
         }])
     }
 
