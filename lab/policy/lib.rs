@@ -38,7 +38,7 @@
 //!     Message::assistant(vec![Block::ToolUse {
 //!         id: "call_1".into(),
 //!         name: "bash".into(),
-//!         input: serde_json::json!({ "command": "ls" }),
+//!         input: serde_json::json!({ "command": "ls" }).into(),
 //!     }]),
 //!     Message::tool_results(vec![("call_1".to_string(), "a.rs\nb.rs".to_string())]),
 //!     Message::assistant(vec![Block::Text { text: "two files".into() }]),
