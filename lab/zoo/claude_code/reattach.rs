@@ -520,9 +520,10 @@ fn agrees(raw: Option<&str>, shown: &[(usize, &str)], lines: Option<usize>) -> b
             .all(|(k, l)| k.checked_sub(1).and_then(|i| all.get(i)) == Some(l))
 }
 
-/// `old_string` replaced by `new_string` (every match with `replace_all`),
-/// or `None` when the text is not found.
-fn apply_edit(raw: &str, edit: &serde_json::Value) -> Option<String> {
+/// `raw` after one Edit (`old_string` replaced by `new_string`, every
+/// match with `replace_all`), or `None` when `old_string` is empty or not
+/// found (the text the log shows is not the file's).
+pub fn apply_edit(raw: &str, edit: &serde_json::Value) -> Option<String> {
     let old = edit.get("old_string")?.as_str()?;
     let new = edit.get("new_string")?.as_str()?;
     if old.is_empty() || !raw.contains(old) {

@@ -44,6 +44,7 @@ use std::collections::HashMap;
 
 use crate::message::{Block, Message, Role};
 use crate::tokens::TokenCounter;
+use crate::zoo::claude_code::reattach;
 
 /// The context lines around each hunk (`y80`: `{context: 8}`).
 pub const CONTEXT: usize = 8;
@@ -324,26 +325,16 @@ fn shown_text(result: &str) -> Option<String> {
     (!lines.is_empty() && lines.len() < READ_LINES).then(|| lines.join("\n"))
 }
 
-/// `text` after an Edit's or a MultiEdit's replacements; `None` when one
-/// does not apply (the log's text is not the file's).
+/// `text` after an Edit's or a MultiEdit's replacements, as the Claude
+/// Code port applies them ([`reattach::apply_edit`]); `None` when one does
+/// not apply (the log's text is not the file's).
 fn edited(text: &str, input: &serde_json::Value) -> Option<String> {
-    let edits: Vec<&serde_json::Value> = match input.get("edits").and_then(|e| e.as_array()) {
-        Some(list) => list.iter().collect(),
-        None => vec![input],
-    };
-    let mut text = text.to_string();
-    for e in edits {
-        let old = e.get("old_string")?.as_str()?;
-        let new = e.get("new_string")?.as_str()?;
-        if old.is_empty() || !text.contains(old) {
-            return None;
-        }
-        text = match e.get("replace_all").and_then(|r| r.as_bool()) {
-            Some(true) => text.replace(old, new),
-            _ => text.replacen(old, new, 1),
-        };
+    match input.get("edits").and_then(|e| e.as_array()) {
+        Some(edits) => edits
+            .iter()
+            .try_fold(text.to_string(), |t, e| reattach::apply_edit(&t, e)),
+        None => reattach::apply_edit(text, input),
     }
-    Some(text)
 }
 
 /// Whether `command` could rewrite `path`: the file is below the
@@ -411,6 +402,7 @@ fn checkout_paths(command: &str) -> Option<Vec<&str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zoo::claude_code::reattach::numbered;
     use serde_json::json;
 
     fn call(id: &str, name: &str, input: serde_json::Value) -> Message {
@@ -419,14 +411,6 @@ mod tests {
             name: name.into(),
             input: input.into(),
         }])
-    }
-
-    fn numbered(text: &str) -> String {
-        text.split('\n')
-            .enumerate()
-            .map(|(k, l)| format!("{:>6}→{l}", k + 1))
-            .collect::<Vec<_>>()
-            .join("\n")
     }
 
     #[test]
