@@ -19,7 +19,7 @@
 
 use crate::common;
 
-use ctxlab::import::{import_file, ImportOptions};
+use ctxlab::import::{import_file, ImportOptions, ImportedSession};
 use ctxlab::message::{Block, Role};
 use ctxlab::policy::engine::{replay, Env, Prefix, Session};
 use ctxlab::replay::envelope::{envelope_for, first_request_mentions, EnvelopeArg, RecordedLog};
@@ -100,19 +100,57 @@ fn session_errors(
     if !found.is_empty() {
         eprintln!("{name}: {found:?}");
     }
-    let envelope = envelope_for(&imported, Some(&log), EnvelopeArg::Auto, &counter).unwrap();
-    let mut bounds = vec![0];
-    bounds.extend(imported.real_compactions.iter().copied());
-    bounds.push(imported.main.len());
     // Each call pairs with the recorded request that produced its reply:
     // the one whose response id the reply's first record carries.
     let mut errors = Vec::new();
+    for (j, (calls, paired)) in paired_calls(name, &imported, &log, counter, &resumes)
+        .into_iter()
+        .enumerate()
+    {
+        // A reply the importer split in two makes two calls of one request;
+        // a call that pairs with nothing is not scored. Most must pair.
+        if paired.len() * 10 < calls * 9 {
+            return Err(format!(
+                "conversation {j}: {} of {calls} calls pair with a recorded request",
+                paired.len(),
+            ));
+        }
+        // The first request anchors the envelope: not scored.
+        for (at, sent, y) in paired.into_iter().skip(1) {
+            if !anchored.contains(&at) {
+                errors.push((sent - y).abs() / y);
+            }
+        }
+    }
+    Ok((errors, found.len()))
+}
+
+/// A replayed call beside the recorded request that produced its reply:
+/// (message index, the replay's request, the recorded one).
+type Paired = (usize, f64, f64);
+
+/// Each conversation of `imported` (split at its compactions) replayed
+/// under `none` from its envelope, a resume in `resumes` (indices in
+/// `main`) dropping what was put back before it: per conversation, its
+/// number of calls and the calls that pair with the recorded request that
+/// produced their reply.
+fn paired_calls(
+    name: &str,
+    imported: &ImportedSession,
+    log: &RecordedLog,
+    counter: Claude,
+    resumes: &[usize],
+) -> Vec<(usize, Vec<Paired>)> {
+    let envelope = envelope_for(imported, Some(log), EnvelopeArg::Auto, &counter).unwrap();
+    let mut bounds = vec![0];
+    bounds.extend(imported.real_compactions.iter().copied());
+    bounds.push(imported.main.len());
+    let mut out = Vec::new();
     for (j, w) in bounds.windows(2).enumerate() {
         let mut env = Env {
             tokens: Box::new(counter),
             prefix: Prefix {
                 tokens: envelope.prefix.after(j),
-                // A resume drops what was put back before it.
                 resumes: resumes
                     .iter()
                     .filter(|&&r| (w[0]..w[1]).contains(&r))
@@ -129,31 +167,18 @@ fn session_errors(
             times_ms: None,
         };
         let run = replay(none.as_mut(), session, &mut env).unwrap();
-        let paired: Vec<(usize, usize, f64)> = run
+        let paired = run
             .calls
             .iter()
             .filter_map(|c| {
                 let r = log.request_at(imported.main_place(w[0] + c.at)?)?;
-                Some((w[0] + c.at, c.tokens + c.envelope, r.usage.total() as f64))
+                let sent = (c.tokens + c.envelope) as f64;
+                Some((w[0] + c.at, sent, r.usage.total() as f64))
             })
             .collect();
-        // A reply the importer split in two makes two calls of one request;
-        // a call that pairs with nothing is not scored. Most must pair.
-        if paired.len() * 10 < run.calls.len() * 9 {
-            return Err(format!(
-                "conversation {j}: {} of {} calls pair with a recorded request",
-                paired.len(),
-                run.calls.len()
-            ));
-        }
-        // The first request anchors the envelope: not scored.
-        for (at, sent, y) in paired.into_iter().skip(1) {
-            if !anchored.contains(&at) {
-                errors.push((sent as f64 - y).abs() / y);
-            }
-        }
+        out.push((run.calls.len(), paired));
     }
-    Ok((errors, found.len()))
+    out
 }
 
 #[test]
@@ -345,35 +370,9 @@ fn box_steps(dir: &std::path::Path, min: usize) -> Vec<BoxStep> {
         );
         let first = first_request_mentions(&imported, &log, &counter);
         put_back_mentions(&mut imported, first, &counter);
-        let envelope = envelope_for(&imported, Some(&log), EnvelopeArg::Auto, &counter).unwrap();
-        let mut bounds = vec![0];
-        bounds.extend(imported.real_compactions.iter().copied());
-        bounds.push(imported.main.len());
-        for (j, w) in bounds.windows(2).enumerate() {
-            let mut env = Env {
-                tokens: Box::new(counter),
-                prefix: Prefix {
-                    tokens: envelope.prefix.after(j),
-                    ..Prefix::default()
-                },
-                ..Env::default()
-            };
-            let mut none = ctxlab::zoo::list::make("none").unwrap();
-            let session = Session {
-                name: &s.name,
-                messages: &imported.main[w[0]..w[1]],
-                times_ms: None,
-            };
-            let run = replay(none.as_mut(), session, &mut env).unwrap();
-            let paired: Vec<(usize, f64, f64)> = run
-                .calls
-                .iter()
-                .filter_map(|c| {
-                    let r = log.request_at(imported.main_place(w[0] + c.at)?)?;
-                    let sent = (c.tokens + c.envelope) as f64;
-                    Some((w[0] + c.at, sent, r.usage.total() as f64))
-                })
-                .collect();
+        // Pairs across a resume are skipped below, and no resume drops
+        // what was put back: the replay sees none.
+        for (_, paired) in paired_calls(&s.name, &imported, &log, counter, &[]) {
             for p in paired.windows(2) {
                 let ((a, ea, ra), (b, eb, rb)) = (p[0], p[1]);
                 if b <= a || resumes.iter().any(|&r| r > a && r <= b) {
