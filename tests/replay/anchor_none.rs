@@ -174,9 +174,9 @@ fn a_check_file_carries_the_anchor() {
     assert!(out.is_empty() && err.contains("records none"), "{err}");
 }
 
-/// `lab replay FILE --policy none --cost` rows, as JSON Lines, with the
-/// extra arguments.
-fn jsonl_rows(path: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+/// `lab replay FILE --policy none --cost --main-chain-only` in `format`,
+/// with the extra arguments.
+fn replayed_none(path: &str, format: &str, extra: &[&str]) -> String {
     let mut args = vec![
         "replay",
         path,
@@ -185,10 +185,15 @@ fn jsonl_rows(path: &str, extra: &[&str]) -> Vec<serde_json::Value> {
         "--cost",
         "--main-chain-only",
         "--format",
-        "jsonl",
+        format,
     ];
     args.extend_from_slice(extra);
     common::lab_ok(&args)
+}
+
+/// [`replayed_none`]'s JSON Lines rows.
+fn jsonl_rows(path: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    replayed_none(path, "jsonl", extra)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
@@ -217,18 +222,7 @@ fn every_run_row_names_its_anchor() {
     assert!(!rows.is_empty());
     assert!(rows.iter().all(|r| r["anchor"] == "recorded"), "{rows:?}");
     // `--format json`: every run and every priced row.
-    let out = common::lab_ok(&[
-        "replay",
-        path,
-        "--policy",
-        "none",
-        "--cost",
-        "--main-chain-only",
-        "--anchor",
-        "recorded",
-        "--format",
-        "json",
-    ]);
+    let out = replayed_none(path, "json", &["--anchor", "recorded"]);
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     for part in ["runs", "cost"] {
         let rows = json[part].as_array().unwrap();
